@@ -1,0 +1,20 @@
+//! ofc's documents and their rules.
+//!
+//! Every document ofc reads or writes is defined here, with no network or database I/O: names and
+//! references, the agent manifest, the signed envelope (DSSE + ed25519), `agent.yaml`,
+//! AgentCards, `blueprint.yaml`, the lockfile `ofc.lock` and the OFC wire types. Parsers report
+//! problems as [`Diagnostics`] that name the field and its line and column.
+
+pub mod agent_card;
+pub mod agent_yaml;
+pub mod blueprint;
+pub mod diagnostic;
+pub mod envelope;
+pub mod lockfile;
+pub mod manifest;
+pub mod media_types;
+pub mod name;
+pub mod source;
+pub mod wire;
+
+pub use diagnostic::{Diagnostic, Diagnostics, FieldPath, Position};
