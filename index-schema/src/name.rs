@@ -1,1 +1,1209 @@
-//! (in progress)
+//! Agent names, references, digests and floor handles.
+//!
+//! - [`AgentName`]: `publisher/agent`. Each part is ASCII `[a-z0-9][a-z0-9_-]{0,63}`. Input is
+//!   accepted in any ASCII case and normalized to lowercase, so `Acme/Coder` and `acme/coder`
+//!   are the same name (names compare case-insensitively, as DESIGN.md requires). Path
+//!   separators, `\`, `..`, whitespace and control characters are refused (the Switchboard
+//!   path-traversal rules), because names become directory names in the client's cache and
+//!   repository names on the hub. Reserved words are refused: [`RESERVED_PUBLISHERS`] for the
+//!   publisher part and [`RESERVED_PATH_NAMES`] (Windows device names) for both parts.
+//! - [`Reference`]: `[host[:port]/]publisher/agent[@selector]`, what `ofc pull` and blueprints
+//!   accept. The host is detected as Docker does: the first of three segments is a host when it
+//!   contains `.` or `:`, starts with `[`, or is `localhost`.
+//! - [`VersionSelector`]: nothing (latest), a semver requirement (`^1.2`, `~1`, `>=1, <2`, `*`), an
+//!   exact version (`1.2.3` or `=1.2.3`) or a digest (`sha256:<64 hex>`). Note that a bare `1.2.3`
+//!   pins that exact version here, while semver alone would read it as `^1.2.3`.
+//! - [`Digest`]: `sha256:<64 lowercase hex>`, the content address of blobs and manifests.
+//! - [`AgentHandle`]: `@name`, the handle an agent answers to on a floor. `@user` and
+//!   `@floor-manager` are reserved ([`AgentHandle::is_reserved`]); they parse (wire messages use
+//!   them) but no published agent may take them.
+//!
+//! Every type here serializes as its text form and refuses invalid text on deserialization with
+//! a message that says what is wrong.
+
+use std::fmt;
+use std::str::FromStr;
+
+use semver::{Op, Version, VersionReq};
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use sha2::{Digest as _, Sha256};
+
+/// Longest publisher, agent or handle name, in characters.
+pub const MAX_NAME_PART_LEN: usize = 64;
+
+/// Longest reference text accepted by [`Reference::parse`].
+pub const MAX_REFERENCE_LEN: usize = 512;
+
+/// Longest version selector accepted after `@`.
+pub const MAX_SELECTOR_LEN: usize = 256;
+
+/// Publisher names no account may take: hub routes and path prefixes (`api`, `v2`, `registry`,
+/// `floors`, …), words that would let a publisher pass as the hub or its staff (`ofc`, `admin`,
+/// `official`, `security`, …) and `localhost`, which a reference would read as a host.
+pub const RESERVED_PUBLISHERS: &[&str] = &[
+    "about",
+    "account",
+    "accounts",
+    "admin",
+    "administrator",
+    "agents",
+    "anonymous",
+    "api",
+    "assets",
+    "blobs",
+    "docs",
+    "floor",
+    "floors",
+    "help",
+    "hub",
+    "keys",
+    "library",
+    "localhost",
+    "login",
+    "logout",
+    "manifests",
+    "namespaces",
+    "null",
+    "ofc",
+    "official",
+    "registry",
+    "root",
+    "search",
+    "security",
+    "settings",
+    "signup",
+    "static",
+    "support",
+    "system",
+    "tokens",
+    "undefined",
+    "user",
+    "users",
+    "v1",
+    "v2",
+    "www",
+];
+
+/// Names refused for both parts of an agent name because they are device names on Windows and
+/// cannot be directory names there (the client caches agents under `publisher/agent`).
+pub const RESERVED_PATH_NAMES: &[&str] = &[
+    "aux", "con", "nul", "prn", "com1", "com2", "com3", "com4", "com5", "com6", "com7", "com8",
+    "com9", "lpt1", "lpt2", "lpt3", "lpt4", "lpt5", "lpt6", "lpt7", "lpt8", "lpt9",
+];
+
+/// Floor handles (without `@`) that belong to the floor itself, never to a published agent.
+pub const RESERVED_HANDLES: &[&str] = &["user", "floor-manager"];
+
+/// Which kind of name an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartKind {
+    /// The part before the `/`.
+    Publisher,
+    /// The part after the `/`.
+    Agent,
+    /// A floor handle (after the `@`).
+    Handle,
+}
+
+impl fmt::Display for PartKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Publisher => "publisher",
+            Self::Agent => "agent name",
+            Self::Handle => "handle",
+        })
+    }
+}
+
+/// What is wrong with the characters of a name part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PartProblem {
+    /// A space character.
+    #[error("contains a space")]
+    Space,
+    /// Whitespace other than a space.
+    #[error("contains whitespace")]
+    Whitespace,
+    /// A control character.
+    #[error("contains a control character")]
+    Control,
+    /// A backslash.
+    #[error("contains a backslash")]
+    Backslash,
+    /// A forward slash.
+    #[error("contains `/`")]
+    Slash,
+    /// Two dots in a row.
+    #[error("contains `..`")]
+    DotDot,
+    /// Starts with something other than a letter or digit.
+    #[error("must start with a letter or a digit")]
+    BadStart,
+    /// Any other character outside `[a-z0-9_-]`.
+    #[error("contains {0:?}; only a-z, 0-9, `-` and `_` are allowed")]
+    BadChar(char),
+}
+
+/// Why a name, reference, digest or handle was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// A part is empty.
+    #[error("{part} is empty")]
+    Empty {
+        /// Which part.
+        part: PartKind,
+    },
+    /// A part contains something it must not.
+    #[error("{part} `{value}` {problem}")]
+    InvalidPart {
+        /// Which part.
+        part: PartKind,
+        /// The offending text (escaped, shortened).
+        value: String,
+        /// What is wrong.
+        problem: PartProblem,
+    },
+    /// A part is longer than [`MAX_NAME_PART_LEN`].
+    #[error("{part} `{value}` is {len} characters long, more than the limit of {max}")]
+    TooLong {
+        /// Which part.
+        part: PartKind,
+        /// The offending text (escaped, shortened).
+        value: String,
+        /// Its length in characters.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A reserved word.
+    #[error("{part} `{value}` is reserved")]
+    Reserved {
+        /// Which part.
+        part: PartKind,
+        /// The reserved word.
+        value: String,
+    },
+    /// No `/` between publisher and agent.
+    #[error("`{input}` is not an agent name: expected `publisher/agent`")]
+    MissingSlash {
+        /// The input (escaped, shortened).
+        input: String,
+    },
+    /// More than one `/`.
+    #[error("`{input}` has more than one `/`: an agent name is exactly `publisher/agent`")]
+    TooManySlashes {
+        /// The input (escaped, shortened).
+        input: String,
+    },
+    /// A handle without its leading `@`.
+    #[error("handle `{input}` must start with `@`")]
+    HandleMissingAt {
+        /// The input (escaped, shortened).
+        input: String,
+    },
+    /// A bad hub host in a reference.
+    #[error("hub host `{host}` {problem}")]
+    InvalidHost {
+        /// The host text (escaped, shortened).
+        host: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A reference that names a host but no `publisher/agent` after it.
+    #[error("reference `{input}` names hub `{host}` but no `publisher/agent` after it")]
+    MissingPublisher {
+        /// The input (escaped, shortened).
+        input: String,
+        /// The host it named.
+        host: String,
+    },
+    /// A reference longer than [`MAX_REFERENCE_LEN`].
+    #[error("reference is {len} bytes long, more than the limit of {max}")]
+    ReferenceTooLong {
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A bad version selector after `@`.
+    #[error(
+        "version selector `{selector}` {problem}; expected a version (`1.2.3`), a requirement \
+         (`^1.2`, `>=1, <2`, `*`) or a digest (`sha256:<64 hex>`)"
+    )]
+    InvalidSelector {
+        /// The selector text (escaped, shortened).
+        selector: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A bad digest.
+    #[error("digest `{value}` {problem}")]
+    InvalidDigest {
+        /// The digest text (escaped, shortened).
+        value: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// Renders user input for an error message: escaped (no raw control characters reach a
+/// terminal) and shortened to 80 characters.
+pub(crate) fn shown(s: &str) -> String {
+    const MAX: usize = 80;
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i == MAX {
+            out.push('…');
+            break;
+        }
+        match c {
+            '"' | '\'' => out.push(c),
+            _ => out.extend(c.escape_debug()),
+        }
+    }
+    out
+}
+
+fn check_part(s: &str, part: PartKind) -> Result<String, NameError> {
+    if s.is_empty() {
+        return Err(NameError::Empty { part });
+    }
+    let invalid = |problem| NameError::InvalidPart {
+        part,
+        value: shown(s),
+        problem,
+    };
+    for c in s.chars() {
+        let problem = match c {
+            ' ' => PartProblem::Space,
+            '\\' => PartProblem::Backslash,
+            '/' => PartProblem::Slash,
+            c if c.is_control() => PartProblem::Control,
+            c if c.is_whitespace() => PartProblem::Whitespace,
+            _ => continue,
+        };
+        return Err(invalid(problem));
+    }
+    if s.contains("..") {
+        return Err(invalid(PartProblem::DotDot));
+    }
+    let len = s.chars().count();
+    if len > MAX_NAME_PART_LEN {
+        return Err(NameError::TooLong {
+            part,
+            value: shown(s),
+            len,
+            max: MAX_NAME_PART_LEN,
+        });
+    }
+    if !s.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(invalid(PartProblem::BadStart));
+    }
+    if let Some(c) = s
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+    {
+        return Err(invalid(PartProblem::BadChar(c)));
+    }
+    Ok(s.to_ascii_lowercase())
+}
+
+/// Checks a publisher name and returns it in lowercase.
+pub fn check_publisher(s: &str) -> Result<String, NameError> {
+    let p = check_part(s, PartKind::Publisher)?;
+    if RESERVED_PUBLISHERS.contains(&p.as_str()) || RESERVED_PATH_NAMES.contains(&p.as_str()) {
+        return Err(NameError::Reserved {
+            part: PartKind::Publisher,
+            value: p,
+        });
+    }
+    Ok(p)
+}
+
+/// Checks the agent part of a name and returns it in lowercase.
+pub fn check_agent(s: &str) -> Result<String, NameError> {
+    let a = check_part(s, PartKind::Agent)?;
+    if RESERVED_PATH_NAMES.contains(&a.as_str()) {
+        return Err(NameError::Reserved {
+            part: PartKind::Agent,
+            value: a,
+        });
+    }
+    Ok(a)
+}
+
+/// An agent's name on the hub: `publisher/agent`, both parts lowercase.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentName {
+    publisher: String,
+    agent: String,
+}
+
+impl AgentName {
+    /// Builds a name from its two parts (any ASCII case; stored lowercase).
+    pub fn new(publisher: &str, agent: &str) -> Result<Self, NameError> {
+        Ok(Self {
+            publisher: check_publisher(publisher)?,
+            agent: check_agent(agent)?,
+        })
+    }
+
+    /// Parses `publisher/agent`.
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        let Some((publisher, agent)) = s.split_once('/') else {
+            return Err(NameError::MissingSlash { input: shown(s) });
+        };
+        if agent.contains('/') {
+            return Err(NameError::TooManySlashes { input: shown(s) });
+        }
+        Self::new(publisher, agent)
+    }
+
+    /// The publisher (namespace) part.
+    pub fn publisher(&self) -> &str {
+        &self.publisher
+    }
+
+    /// The agent part.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+}
+
+impl fmt::Display for AgentName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.publisher, self.agent)
+    }
+}
+
+impl FromStr for AgentName {
+    type Err = NameError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+/// A `sha256:` content digest.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Digest([u8; 32]);
+
+impl Digest {
+    /// The only algorithm ofc uses.
+    pub const ALGORITHM: &'static str = "sha256";
+
+    /// The SHA-256 digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        Self(Sha256::digest(bytes).into())
+    }
+
+    /// A digest from its raw 32 bytes.
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The raw 32 bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The 64 lowercase hex digits, without the `sha256:` prefix.
+    pub fn hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// True when `bytes` hash to this digest.
+    pub fn matches(&self, bytes: &[u8]) -> bool {
+        Self::of(bytes) == *self
+    }
+
+    /// Parses `sha256:<64 lowercase hex>`.
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        let err = |problem: String| NameError::InvalidDigest {
+            value: shown(s),
+            problem,
+        };
+        let Some(hex_part) = s.strip_prefix("sha256:") else {
+            return Err(err("must start with `sha256:`".into()));
+        };
+        if let Some(c) = hex_part
+            .chars()
+            .find(|c| !c.is_ascii_hexdigit() || c.is_ascii_uppercase())
+        {
+            return Err(err(if c.is_ascii_hexdigit() {
+                "must be lowercase hex".into()
+            } else {
+                format!("contains {c:?}, which is not a hex digit")
+            }));
+        }
+        if hex_part.len() != 64 {
+            return Err(err(format!(
+                "has {} hex digits, a sha256 digest has 64",
+                hex_part.len()
+            )));
+        }
+        let mut bytes = [0u8; 32];
+        hex::decode_to_slice(hex_part, &mut bytes)
+            .map_err(|e| err(format!("is not valid hex: {e}")))?;
+        Ok(Self(bytes))
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sha256:{}", self.hex())
+    }
+}
+
+impl fmt::Debug for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Digest({self})")
+    }
+}
+
+impl FromStr for Digest {
+    type Err = NameError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+/// Which version of an agent a [`Reference`] asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionSelector {
+    /// No selector (or `@latest`): the highest version that is not a pre-release and not yanked.
+    Latest,
+    /// A semver requirement, such as `^1.2`, `~1`, `>=1, <2` or `*`.
+    Req(VersionReq),
+    /// Exactly this version (`1.2.3` or `=1.2.3`).
+    Exact(Version),
+    /// Exactly the version whose signed manifest has this digest.
+    Digest(Digest),
+}
+
+impl VersionSelector {
+    /// Parses the text after `@`.
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        let err = |problem: String| NameError::InvalidSelector {
+            selector: shown(s),
+            problem,
+        };
+        if s.is_empty() {
+            return Err(err("is empty".into()));
+        }
+        if s.len() > MAX_SELECTOR_LEN {
+            return Err(err(format!(
+                "is {} bytes long, more than the limit of {MAX_SELECTOR_LEN}",
+                s.len()
+            )));
+        }
+        if s == "latest" {
+            return Ok(Self::Latest);
+        }
+        if s.starts_with("sha256:") {
+            return Digest::parse(s).map(Self::Digest);
+        }
+        if let Ok(v) = Version::parse(s.strip_prefix('=').unwrap_or(s)) {
+            return Ok(Self::Exact(v));
+        }
+        VersionReq::parse(s)
+            .map(Self::from_req)
+            .map_err(|e| err(format!("is not valid: {e}")))
+    }
+
+    /// A requirement selector; a requirement that names one exact version (`=1.2.3`) becomes
+    /// [`VersionSelector::Exact`], so that every selector has one text form.
+    pub fn from_req(req: VersionReq) -> Self {
+        if let [c] = req.comparators.as_slice()
+            && let (Op::Exact, Some(minor), Some(patch)) = (c.op, c.minor, c.patch)
+        {
+            return Self::Exact(Version {
+                major: c.major,
+                minor,
+                patch,
+                pre: c.pre.clone(),
+                build: semver::BuildMetadata::EMPTY,
+            });
+        }
+        Self::Req(req)
+    }
+
+    /// True for [`VersionSelector::Latest`].
+    pub fn is_latest(&self) -> bool {
+        matches!(self, Self::Latest)
+    }
+
+    /// Whether a version satisfies this selector. A digest selector cannot be decided from the
+    /// version alone and returns `false`. `Latest` matches any version that is not a pre-release.
+    pub fn matches_version(&self, v: &Version) -> bool {
+        match self {
+            Self::Latest => v.pre.is_empty(),
+            Self::Req(r) => r.matches(v),
+            Self::Exact(e) => e == v,
+            Self::Digest(_) => false,
+        }
+    }
+}
+
+impl fmt::Display for VersionSelector {
+    /// The text after `@`; empty for [`VersionSelector::Latest`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Latest => Ok(()),
+            Self::Req(r) => write!(f, "{r}"),
+            Self::Exact(v) => write!(f, "{v}"),
+            Self::Digest(d) => write!(f, "{d}"),
+        }
+    }
+}
+
+/// What `ofc pull` and blueprints name: `[host[:port]/]publisher/agent[@selector]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    host: Option<String>,
+    name: AgentName,
+    selector: VersionSelector,
+}
+
+impl Reference {
+    /// The latest version of `name` on the default hub.
+    pub fn new(name: AgentName) -> Self {
+        Self {
+            host: None,
+            name,
+            selector: VersionSelector::Latest,
+        }
+    }
+
+    /// This reference on a given hub host (`hub.example.com` or `hub.example.com:8443`).
+    pub fn with_host(mut self, host: &str) -> Result<Self, NameError> {
+        self.host = Some(check_host(host)?);
+        Ok(self)
+    }
+
+    /// This reference with another selector.
+    pub fn with_selector(mut self, selector: VersionSelector) -> Self {
+        self.selector = selector;
+        self
+    }
+
+    /// Parses a reference.
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        if s.len() > MAX_REFERENCE_LEN {
+            return Err(NameError::ReferenceTooLong {
+                len: s.len(),
+                max: MAX_REFERENCE_LEN,
+            });
+        }
+        let (path, selector) = match s.split_once('@') {
+            Some((p, sel)) => (p, VersionSelector::parse(sel)?),
+            None => (s, VersionSelector::Latest),
+        };
+        let (host, name_text) = match path.split_once('/') {
+            Some((first, rest)) if is_host_like(first) => {
+                let host = check_host(first)?;
+                if !rest.contains('/') {
+                    return Err(NameError::MissingPublisher {
+                        input: shown(s),
+                        host,
+                    });
+                }
+                (Some(host), rest)
+            }
+            _ => (None, path),
+        };
+        Ok(Self {
+            host,
+            name: AgentName::parse(name_text)?,
+            selector,
+        })
+    }
+
+    /// The hub host, when the reference names one.
+    pub fn host(&self) -> Option<&str> {
+        self.host.as_deref()
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &AgentName {
+        &self.name
+    }
+
+    /// Which version.
+    pub fn selector(&self) -> &VersionSelector {
+        &self.selector
+    }
+}
+
+impl fmt::Display for Reference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(h) = &self.host {
+            write!(f, "{h}/")?;
+        }
+        write!(f, "{}", self.name)?;
+        if !self.selector.is_latest() {
+            write!(f, "@{}", self.selector)?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Reference {
+    type Err = NameError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+/// Whether the first segment of a reference names a host, as Docker decides it: it contains `.`
+/// or `:`, starts with `[`, or is `localhost`.
+pub(crate) fn is_host_like(segment: &str) -> bool {
+    segment.contains(['.', ':'])
+        || segment.starts_with('[')
+        || segment.eq_ignore_ascii_case("localhost")
+}
+
+/// Checks `host[:port]` (a DNS name, an IPv4 address or a bracketed IPv6 address) and returns
+/// it in lowercase.
+pub fn check_host(s: &str) -> Result<String, NameError> {
+    let err = |problem: &str| NameError::InvalidHost {
+        host: shown(s),
+        problem: problem.to_string(),
+    };
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let Some((inside, after)) = rest.split_once(']') else {
+            return Err(err("has `[` without a closing `]`"));
+        };
+        if inside.is_empty()
+            || inside.len() > 45
+            || !inside
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
+            || !inside.contains(':')
+        {
+            return Err(err("is not a valid IPv6 address"));
+        }
+        let port = match after {
+            "" => None,
+            p => match p.strip_prefix(':') {
+                Some(p) => Some(p),
+                None => return Err(err("has text after `]` that is not `:port`")),
+            },
+        };
+        (None, port)
+    } else {
+        match s.split_once(':') {
+            Some((h, p)) => (Some(h), Some(p)),
+            None => (Some(s), None),
+        }
+    };
+    if let Some(p) = port {
+        if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(err("has a port that is not a number"));
+        }
+        if !matches!(p.parse::<u32>(), Ok(1..=65535)) {
+            return Err(err("has a port outside 1-65535"));
+        }
+    }
+    if let Some(h) = host {
+        if h.is_empty() {
+            return Err(err("is empty"));
+        }
+        if h.len() > 253 {
+            return Err(err("is longer than 253 characters"));
+        }
+        for label in h.split('.') {
+            if label.is_empty() {
+                return Err(err(
+                    "has an empty label (`..` or a leading or trailing `.`)",
+                ));
+            }
+            if label.len() > 63 {
+                return Err(err("has a label longer than 63 characters"));
+            }
+            if !label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                return Err(err("may contain only letters, digits, `-` and `.`"));
+            }
+            if label.starts_with('-') || label.ends_with('-') {
+                return Err(err("has a label that starts or ends with `-`"));
+            }
+        }
+    }
+    Ok(s.to_ascii_lowercase())
+}
+
+/// The handle an agent answers to on a floor: `@name`, stored without the `@`, lowercase.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentHandle(String);
+
+impl AgentHandle {
+    /// Parses `@name` (any ASCII case; stored lowercase).
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        match s.strip_prefix('@') {
+            Some(name) => Self::new(name),
+            None => Err(NameError::HandleMissingAt { input: shown(s) }),
+        }
+    }
+
+    /// A handle from its name without the `@`.
+    pub fn new(name: &str) -> Result<Self, NameError> {
+        check_part(name, PartKind::Handle).map(Self)
+    }
+
+    /// `@user`, the human on the floor.
+    pub fn user() -> Self {
+        Self("user".into())
+    }
+
+    /// `@floor-manager`, the floor's built-in agent.
+    pub fn floor_manager() -> Self {
+        Self("floor-manager".into())
+    }
+
+    /// The name without the `@`.
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+
+    /// True for handles that belong to the floor ([`RESERVED_HANDLES`]).
+    pub fn is_reserved(&self) -> bool {
+        RESERVED_HANDLES.contains(&self.0.as_str())
+    }
+}
+
+impl fmt::Display for AgentHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "@{}", self.0)
+    }
+}
+
+impl FromStr for AgentHandle {
+    type Err = NameError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+/// Serializes a type as its `Display` text and deserializes it with its `FromStr`, keeping the
+/// parse error's message.
+macro_rules! serde_as_string {
+    ($ty:ty, $expecting:literal) => {
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(self)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct V;
+                impl Visitor<'_> for V {
+                    type Value = $ty;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str($expecting)
+                    }
+                    fn visit_str<E: de::Error>(self, s: &str) -> Result<$ty, E> {
+                        s.parse().map_err(E::custom)
+                    }
+                }
+                deserializer.deserialize_str(V)
+            }
+        }
+    };
+}
+
+serde_as_string!(AgentName, "an agent name `publisher/agent`");
+serde_as_string!(Reference, "an agent reference `publisher/agent[@version]`");
+serde_as_string!(AgentHandle, "a handle `@name`");
+serde_as_string!(Digest, "a digest `sha256:<64 hex>`");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rstest::rstest;
+
+    #[test]
+    fn names_are_normalized_to_lowercase() {
+        let n = AgentName::parse("Acme/Code-Helper_2").unwrap();
+        assert_eq!(n.publisher(), "acme");
+        assert_eq!(n.agent(), "code-helper_2");
+        assert_eq!(n, AgentName::parse("acme/code-helper_2").unwrap());
+        assert_eq!(n.to_string(), "acme/code-helper_2");
+    }
+
+    #[rstest]
+    #[case("Foo Bar/x", "publisher `Foo Bar` contains a space")]
+    #[case("foo/Bar\tx", "agent name `Bar\\tx` contains a control character")]
+    #[case("foo/a\u{a0}b", "agent name `a\\u{a0}b` contains whitespace")]
+    #[case("foo/a\\b", "agent name `a\\\\b` contains a backslash")]
+    #[case("foo/a..b", "agent name `a..b` contains `..`")]
+    #[case("foo/..", "agent name `..` contains `..`")]
+    #[case("foo/bar/baz", "`foo/bar/baz` has more than one `/`")]
+    #[case("foo/../bar", "has more than one `/`")]
+    #[case("foobar", "`foobar` is not an agent name: expected `publisher/agent`")]
+    #[case("/bar", "publisher is empty")]
+    #[case("foo/", "agent name is empty")]
+    #[case("", "is not an agent name")]
+    #[case("-foo/bar", "publisher `-foo` must start with a letter or a digit")]
+    #[case("_foo/bar", "publisher `_foo` must start with a letter or a digit")]
+    #[case("foo/b.r", "agent name `b.r` contains '.'")]
+    #[case("foo/bär", "agent name `bär` contains 'ä'")]
+    #[case("ofc/bar", "publisher `ofc` is reserved")]
+    #[case("Admin/bar", "publisher `admin` is reserved")]
+    #[case("v2/bar", "publisher `v2` is reserved")]
+    #[case("localhost/bar", "publisher `localhost` is reserved")]
+    #[case("foo/con", "agent name `con` is reserved")]
+    #[case("foo/a\u{0}", "contains a control character")]
+    fn bad_names_are_refused_with_a_clear_message(#[case] input: &str, #[case] msg: &str) {
+        let err = AgentName::parse(input).unwrap_err().to_string();
+        assert!(err.contains(msg), "{input:?}: got {err:?}, wanted {msg:?}");
+    }
+
+    #[test]
+    fn length_limit_is_64() {
+        let ok = "a".repeat(64);
+        assert!(AgentName::new("pub", &ok).is_ok());
+        let long = "a".repeat(65);
+        let err = AgentName::new(&long, "x").unwrap_err();
+        assert!(
+            matches!(
+                err,
+                NameError::TooLong {
+                    len: 65,
+                    max: 64,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("65 characters long"));
+    }
+
+    #[test]
+    fn agent_part_may_use_publisher_reserved_words() {
+        // Agent names live under their publisher, so hub route words do not collide.
+        assert!(AgentName::parse("acme/admin").is_ok());
+    }
+
+    #[rstest]
+    #[case("acme/coder", None, "acme/coder", VersionSelector::Latest)]
+    #[case("acme/coder@latest", None, "acme/coder", VersionSelector::Latest)]
+    #[case(
+        "hub.example.com/acme/coder@^1.2",
+        Some("hub.example.com"),
+        "acme/coder",
+        VersionSelector::Req(VersionReq::parse("^1.2").unwrap())
+    )]
+    #[case(
+        "localhost:5000/acme/coder@1.2.3",
+        Some("localhost:5000"),
+        "acme/coder",
+        VersionSelector::Exact(Version::new(1, 2, 3))
+    )]
+    #[case(
+        "LOCALHOST/Acme/Coder@=1.2.3",
+        Some("localhost"),
+        "acme/coder",
+        VersionSelector::Exact(Version::new(1, 2, 3))
+    )]
+    #[case(
+        "[::1]:8080/acme/coder@~1",
+        Some("[::1]:8080"),
+        "acme/coder",
+        VersionSelector::Req(VersionReq::parse("~1").unwrap())
+    )]
+    #[case(
+        "127.0.0.1/acme/coder@>=1, <2",
+        Some("127.0.0.1"),
+        "acme/coder",
+        VersionSelector::Req(VersionReq::parse(">=1, <2").unwrap())
+    )]
+    #[case(
+        "acme/coder@*",
+        None,
+        "acme/coder",
+        VersionSelector::Req(VersionReq::STAR)
+    )]
+    fn references_parse(
+        #[case] input: &str,
+        #[case] host: Option<&str>,
+        #[case] name: &str,
+        #[case] selector: VersionSelector,
+    ) {
+        let r = Reference::parse(input).unwrap();
+        assert_eq!(r.host(), host);
+        assert_eq!(r.name().to_string(), name);
+        assert_eq!(r.selector(), &selector);
+        assert_eq!(Reference::parse(&r.to_string()).unwrap(), r);
+    }
+
+    #[test]
+    fn exact_version_is_pinned_not_caret() {
+        let r = Reference::parse("acme/coder@1.2.3").unwrap();
+        let sel = r.selector();
+        assert!(sel.matches_version(&Version::new(1, 2, 3)));
+        assert!(!sel.matches_version(&Version::new(1, 2, 4)));
+        // `=1.2.3` written as a requirement is the same selector.
+        assert_eq!(
+            VersionSelector::from_req(VersionReq::parse("= 1.2.3").unwrap()),
+            *sel
+        );
+        assert_eq!(
+            Reference::parse("acme/coder@= 1.2.3").unwrap().to_string(),
+            "acme/coder@1.2.3"
+        );
+    }
+
+    #[test]
+    fn digest_references() {
+        let hex = "ab".repeat(32);
+        let r = Reference::parse(&format!("acme/coder@sha256:{hex}")).unwrap();
+        let VersionSelector::Digest(d) = r.selector() else {
+            panic!("not a digest: {r:?}")
+        };
+        assert_eq!(d.hex(), hex);
+        assert_eq!(r.to_string(), format!("acme/coder@sha256:{hex}"));
+    }
+
+    #[rstest]
+    #[case("acme/coder@", "version selector `` is empty")]
+    #[case("acme/coder@banana", "version selector `banana` is not valid")]
+    #[case("acme/coder@sha256:abc", "has 3 hex digits, a sha256 digest has 64")]
+    #[case("acme/coder@1.2.3@4", "version selector `1.2.3@4`")]
+    #[case(
+        "hub.example.com/coder",
+        "names hub `hub.example.com` but no `publisher/agent`"
+    )]
+    #[case(
+        "hub..example/acme/coder",
+        "hub host `hub..example` has an empty label"
+    )]
+    #[case("hub.example.com:0/acme/coder", "port outside 1-65535")]
+    #[case("hub.example.com:99999/acme/coder", "port outside 1-65535")]
+    #[case("hub.example.com:x/acme/coder", "port that is not a number")]
+    #[case("hub_x.com/acme/coder", "may contain only letters")]
+    #[case("[zz]/acme/coder", "is not a valid IPv6 address")]
+    #[case("hub.example.com/acme/co der", "agent name `co der` contains a space")]
+    #[case("a.b/c/d/e", "has more than one `/`")]
+    #[case("acme", "is not an agent name")]
+    fn bad_references_are_refused(#[case] input: &str, #[case] msg: &str) {
+        let err = Reference::parse(input).unwrap_err().to_string();
+        assert!(err.contains(msg), "{input:?}: got {err:?}, wanted {msg:?}");
+    }
+
+    #[test]
+    fn overlong_reference_is_refused_before_parsing() {
+        let s = format!("acme/coder@{}", "1".repeat(MAX_REFERENCE_LEN));
+        assert!(matches!(
+            Reference::parse(&s),
+            Err(NameError::ReferenceTooLong { .. })
+        ));
+    }
+
+    #[rstest]
+    #[case("sha256:ABCD", "must be lowercase hex")]
+    #[case("sha512:abcd", "must start with `sha256:`")]
+    #[case("sha256:zz", "contains 'z', which is not a hex digit")]
+    #[case("sha256:", "has 0 hex digits")]
+    fn bad_digests(#[case] input: &str, #[case] msg: &str) {
+        let err = Digest::parse(input).unwrap_err().to_string();
+        assert!(err.contains(msg), "{input:?}: got {err:?}");
+    }
+
+    #[test]
+    fn digest_of_known_input() {
+        // sha256("abc") from FIPS 180-2.
+        let d = Digest::of(b"abc");
+        assert_eq!(
+            d.to_string(),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert!(d.matches(b"abc"));
+        assert!(!d.matches(b"abd"));
+        assert_eq!(Digest::parse(&d.to_string()).unwrap(), d);
+        assert_eq!(Digest::from_bytes(*d.as_bytes()), d);
+    }
+
+    #[test]
+    fn handles() {
+        let h = AgentHandle::parse("@Code").unwrap();
+        assert_eq!(h.name(), "code");
+        assert_eq!(h.to_string(), "@code");
+        assert!(!h.is_reserved());
+        assert!(AgentHandle::parse("@user").unwrap().is_reserved());
+        assert!(AgentHandle::parse("@floor-manager").unwrap().is_reserved());
+        assert_eq!(AgentHandle::user().to_string(), "@user");
+        assert_eq!(AgentHandle::floor_manager().to_string(), "@floor-manager");
+        assert_eq!(
+            AgentHandle::parse("code").unwrap_err().to_string(),
+            "handle `code` must start with `@`"
+        );
+        assert_eq!(
+            AgentHandle::parse("@").unwrap_err().to_string(),
+            "handle is empty"
+        );
+        assert_eq!(
+            AgentHandle::parse("@a b").unwrap_err().to_string(),
+            "handle `a b` contains a space"
+        );
+        assert!(AgentHandle::parse("@a/b").is_err());
+        assert!(AgentHandle::parse(&format!("@{}", "x".repeat(65))).is_err());
+    }
+
+    #[test]
+    fn serde_uses_text_and_explains_errors() {
+        let n: AgentName = serde_json::from_str("\"Acme/Coder\"").unwrap();
+        assert_eq!(serde_json::to_string(&n).unwrap(), "\"acme/coder\"");
+        let err = serde_json::from_str::<AgentName>("\"Foo Bar/x\"").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("publisher `Foo Bar` contains a space"),
+            "{err}"
+        );
+        let err = serde_json::from_str::<AgentName>("12").unwrap_err();
+        assert!(err.to_string().contains("an agent name"), "{err}");
+
+        let h: AgentHandle = serde_json::from_str("\"@code\"").unwrap();
+        assert_eq!(serde_json::to_string(&h).unwrap(), "\"@code\"");
+        let r: Reference = serde_json::from_str("\"acme/coder@^1\"").unwrap();
+        assert_eq!(serde_json::to_string(&r).unwrap(), "\"acme/coder@^1\"");
+        let d = Digest::of(b"");
+        let back: Digest = serde_json::from_str(&serde_json::to_string(&d).unwrap()).unwrap();
+        assert_eq!(back, d);
+        let err = serde_json::from_str::<Digest>("\"sha256:xyz\"").unwrap_err();
+        assert!(err.to_string().contains("not a hex digit"), "{err}");
+    }
+
+    fn part() -> impl Strategy<Value = String> {
+        "[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}".prop_filter("reserved", |s| {
+            let l = s.to_ascii_lowercase();
+            !RESERVED_PUBLISHERS.contains(&l.as_str()) && !RESERVED_PATH_NAMES.contains(&l.as_str())
+        })
+    }
+
+    fn host() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("localhost".to_string()),
+            ("[a-z0-9]{1,10}", "[a-z]{2,6}").prop_map(|(a, b)| format!("{a}.{b}")),
+            ("[a-z0-9]{1,10}", "[a-z]{2,6}", 1u16..).prop_map(|(a, b, p)| format!("{a}.{b}:{p}")),
+            (0u8.., 0u8.., 0u8.., 1u8..).prop_map(|(a, b, c, d)| format!("{a}.{b}.{c}.{d}")),
+            (1u16..).prop_map(|p| format!("[::1]:{p}")),
+        ]
+    }
+
+    fn version() -> impl Strategy<Value = Version> {
+        (
+            0u64..1000,
+            0u64..1000,
+            0u64..1000,
+            proptest::option::of("[a-z][a-z0-9]{0,5}"),
+        )
+            .prop_map(|(a, b, c, pre)| {
+                let mut v = Version::new(a, b, c);
+                if let Some(p) = pre {
+                    v.pre = semver::Prerelease::new(&p).unwrap();
+                }
+                v
+            })
+    }
+
+    fn selector() -> impl Strategy<Value = VersionSelector> {
+        let op = prop_oneof![
+            Just("^"),
+            Just("~"),
+            Just(">="),
+            Just("<"),
+            Just(">"),
+            Just("<="),
+            Just("="),
+            Just("")
+        ];
+        prop_oneof![
+            Just(VersionSelector::Latest),
+            version().prop_map(VersionSelector::Exact),
+            any::<[u8; 32]>().prop_map(|b| VersionSelector::Digest(Digest::from_bytes(b))),
+            (
+                op,
+                0u64..50,
+                proptest::option::of(0u64..50),
+                proptest::option::of(0u64..50)
+            )
+                .prop_map(|(op, a, b, c)| {
+                    let mut s = format!("{op}{a}");
+                    if let Some(b) = b {
+                        s.push_str(&format!(".{b}"));
+                        if let Some(c) = c {
+                            s.push_str(&format!(".{c}"));
+                        }
+                    }
+                    VersionSelector::from_req(VersionReq::parse(&s).unwrap())
+                }),
+            Just(VersionSelector::Req(VersionReq::STAR)),
+            (0u64..10, 10u64..20).prop_map(|(a, b)| {
+                VersionSelector::Req(VersionReq::parse(&format!(">={a}, <{b}")).unwrap())
+            }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn agent_name_round_trips(p in part(), a in part()) {
+            let n = AgentName::new(&p, &a).unwrap();
+            prop_assert_eq!(n.publisher(), p.to_ascii_lowercase());
+            let back = AgentName::parse(&n.to_string()).unwrap();
+            prop_assert_eq!(&back, &n);
+            let upper = AgentName::parse(&n.to_string().to_ascii_uppercase()).unwrap();
+            prop_assert_eq!(upper, n);
+        }
+
+        #[test]
+        fn reference_round_trips(
+            h in proptest::option::of(host()),
+            p in part(),
+            a in part(),
+            sel in selector(),
+        ) {
+            let mut r = Reference::new(AgentName::new(&p, &a).unwrap()).with_selector(sel);
+            if let Some(h) = h {
+                r = r.with_host(&h).unwrap();
+            }
+            let text = r.to_string();
+            let back = Reference::parse(&text).unwrap();
+            prop_assert_eq!(&back, &r);
+            prop_assert_eq!(back.to_string(), text);
+            let json = serde_json::to_string(&r).unwrap();
+            prop_assert_eq!(serde_json::from_str::<Reference>(&json).unwrap(), r);
+        }
+
+        #[test]
+        fn handle_round_trips(n in part()) {
+            let h = AgentHandle::new(&n).unwrap();
+            prop_assert_eq!(AgentHandle::parse(&h.to_string()).unwrap(), h);
+        }
+
+        #[test]
+        fn digest_round_trips(b in any::<[u8; 32]>()) {
+            let d = Digest::from_bytes(b);
+            prop_assert_eq!(Digest::parse(&d.to_string()).unwrap(), d);
+        }
+
+        #[test]
+        fn parsers_never_panic(s in "\\PC{0,80}") {
+            let _ = Reference::parse(&s);
+            let _ = AgentName::parse(&s);
+            let _ = AgentHandle::parse(&s);
+            let _ = Digest::parse(&s);
+        }
+
+        #[test]
+        fn accepted_names_are_safe_path_components(s in "[ -~]{0,20}/[ -~]{0,20}") {
+            if let Ok(n) = AgentName::parse(&s) {
+                for part in [n.publisher(), n.agent()] {
+                    prop_assert!(!part.is_empty() && part != "." && part != "..");
+                    prop_assert!(part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'));
+                }
+            }
+        }
+    }
+}

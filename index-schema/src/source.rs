@@ -167,11 +167,14 @@ pub fn parse_json(text: &str) -> Result<SourceDoc, Diagnostics> {
     let text = strip_bom(text);
     let value: Value = serde_json::from_str(text).map_err(|e| {
         Diagnostics::from(
-            Diagnostic::new(FieldPath::root(), format!("invalid JSON: {}", strip_json_pos(&e)))
-                .at(Some(Position {
-                    line: e.line().max(1) as u32,
-                    col: e.column().max(1) as u32,
-                })),
+            Diagnostic::new(
+                FieldPath::root(),
+                format!("invalid JSON: {}", strip_json_pos(&e)),
+            )
+            .at(Some(Position {
+                line: e.line().max(1) as u32,
+                col: e.column().max(1) as u32,
+            })),
         )
     })?;
     if depth(&value) > MAX_DEPTH {
@@ -480,7 +483,9 @@ impl YamlBuilder<'_> {
                             self.pos += 1;
                             break;
                         }
-                        None => return Err(Diagnostics::one(path.clone(), "unexpected end of YAML")),
+                        None => {
+                            return Err(Diagnostics::one(path.clone(), "unexpected end of YAML"));
+                        }
                         _ => {
                             let child = path.index(items.len());
                             items.push(self.node(&child, depth + 1)?);
@@ -489,7 +494,8 @@ impl YamlBuilder<'_> {
                 }
                 let v = Value::Array(items);
                 if anchor > 0 {
-                    self.anchors.insert(anchor, (v.clone(), self.nodes - start_nodes));
+                    self.anchors
+                        .insert(anchor, (v.clone(), self.nodes - start_nodes));
                 }
                 Ok(v)
             }
@@ -502,7 +508,9 @@ impl YamlBuilder<'_> {
                             self.pos += 1;
                             break;
                         }
-                        None => return Err(Diagnostics::one(path.clone(), "unexpected end of YAML")),
+                        None => {
+                            return Err(Diagnostics::one(path.clone(), "unexpected end of YAML"));
+                        }
                         Some((key_ev, key_mark)) => {
                             let key = match key_ev {
                                 Event::Scalar(s, _, _, _) => {
@@ -533,12 +541,14 @@ impl YamlBuilder<'_> {
                 }
                 let v = Value::Object(map);
                 if anchor > 0 {
-                    self.anchors.insert(anchor, (v.clone(), self.nodes - start_nodes));
+                    self.anchors
+                        .insert(anchor, (v.clone(), self.nodes - start_nodes));
                 }
                 Ok(v)
             }
             _ => Err(Diagnostics::from(
-                Diagnostic::new(path.clone(), "unexpected YAML structure").at(Some(marker_pos(&mark))),
+                Diagnostic::new(path.clone(), "unexpected YAML structure")
+                    .at(Some(marker_pos(&mark))),
             )),
         }
     }
@@ -549,10 +559,8 @@ fn scalar(s: &str, style: TScalarStyle, tag: Option<&str>) -> Value {
     if style != TScalarStyle::Plain {
         return Value::String(s.to_string());
     }
-    if let Some(t) = tag {
-        if t == "str" {
-            return Value::String(s.to_string());
-        }
+    if tag == Some("str") {
+        return Value::String(s.to_string());
     }
     match s {
         "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
@@ -563,12 +571,10 @@ fn scalar(s: &str, style: TScalarStyle, tag: Option<&str>) -> Value {
     if let Some(n) = parse_int(s) {
         return Value::Number(n);
     }
-    if looks_like_float(s) {
-        if let Ok(f) = s.parse::<f64>() {
-            if let Some(n) = Number::from_f64(f) {
-                return Value::Number(n);
-            }
-        }
+    if looks_like_float(s)
+        && let Some(n) = s.parse::<f64>().ok().and_then(Number::from_f64)
+    {
+        return Value::Number(n);
     }
     Value::String(s.to_string())
 }
@@ -603,7 +609,9 @@ fn parse_int(s: &str) -> Option<Number> {
 fn looks_like_float(s: &str) -> bool {
     let b = s.strip_prefix(['-', '+']).unwrap_or(s);
     !b.is_empty()
-        && b.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '.')
+        && b.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || c == '.')
         && b.chars()
             .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
 }
@@ -653,7 +661,8 @@ mod tests {
 
     #[test]
     fn yaml_positions_point_at_values() {
-        let doc = parse_yaml("name: x\nitems:\n  - id: a\n    n: 1\n  - id: b\n    n: 2\n").unwrap();
+        let doc =
+            parse_yaml("name: x\nitems:\n  - id: a\n    n: 1\n  - id: b\n    n: 2\n").unwrap();
         let p = doc.position(&FieldPath::parse("items[1].n")).unwrap();
         assert_eq!((p.line, p.col), (6, 8));
         let p = doc.position(&FieldPath::parse("name")).unwrap();
@@ -680,7 +689,8 @@ mod tests {
 
     #[test]
     fn json_positions_and_errors() {
-        let text = "{\n  \"name\": \"x\",\n  \"items\": [\n    {\"id\": \"a\", \"n\": \"bad\"}\n  ]\n}";
+        let text =
+            "{\n  \"name\": \"x\",\n  \"items\": [\n    {\"id\": \"a\", \"n\": \"bad\"}\n  ]\n}";
         let doc = parse_json(text).unwrap();
         let err = doc.deserialize::<Outer>().unwrap_err();
         assert_eq!(err.0[0].path.to_string(), "items[0].n");
@@ -711,7 +721,12 @@ mod tests {
 
     #[test]
     fn duplicate_keys_and_multiple_documents_are_refused() {
-        assert!(parse_yaml("a: 1\na: 2\n").unwrap_err().to_string().contains("duplicate key"));
+        assert!(
+            parse_yaml("a: 1\na: 2\n")
+                .unwrap_err()
+                .to_string()
+                .contains("duplicate key")
+        );
         assert!(parse_yaml("a: 1\n---\nb: 2\n").is_err());
     }
 
