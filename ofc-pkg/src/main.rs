@@ -1,1 +1,5 @@
-fn main() {}
+//! The `ofc` command.
+
+fn main() -> std::process::ExitCode {
+    ofc_pkg::cli::main()
+}

@@ -1,0 +1,3 @@
+//! One module per verb.
+
+pub mod validate;

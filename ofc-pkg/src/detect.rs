@@ -1,0 +1,173 @@
+//! Which kind of document a file is: by its name first, then by a look at its content.
+//!
+//! | name | kind |
+//! |---|---|
+//! | `ofc.lock`, `*.lock` | lockfile |
+//! | `agent.yaml`, `*.agent.yaml` (`.yml` too) | agent.yaml |
+//! | `blueprint.yaml`, `*.blueprint.yaml` (`.yml` too) | blueprint |
+//! | `*.manifest.json` | agent manifest |
+//! | `*.envelope.json`, `*.dsse.json` | signed envelope |
+//! | `*.card.yaml`, `*.card.yml` | AgentCard (YAML) |
+//! | `*.md`, `*.markdown` starting with `---` front matter | AgentCard (Markdown) |
+//! | other `*.json` | envelope if it has `payloadType`, manifest if it has `schemaVersion` |
+//! | other `*.yaml`/`*.yml` | blueprint if it has an `agents` list or `workstations`/`floor_manager`; AgentCard if it has `instruction` or a card `type`; agent.yaml if it has `id`, `prompt` or `model` |
+//!
+//! Markdown files without front matter (READMEs, history files) are not documents.
+
+use std::path::Path;
+
+use index_schema::source;
+
+/// The kinds of document `ofc validate` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
+pub enum DocumentKind {
+    /// A signed agent manifest's payload (JSON).
+    Manifest,
+    /// A DSSE envelope around a manifest (JSON).
+    Envelope,
+    /// An `agent.yaml`.
+    AgentYaml,
+    /// An AgentCard in Markdown (front matter + body).
+    CardMd,
+    /// An AgentCard in YAML.
+    CardYaml,
+    /// A `blueprint.yaml`.
+    Blueprint,
+    /// An `ofc.lock`.
+    Lockfile,
+}
+
+impl DocumentKind {
+    /// A short human name.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Manifest => "agent manifest",
+            Self::Envelope => "signed envelope",
+            Self::AgentYaml => "agent.yaml",
+            Self::CardMd => "AgentCard .md",
+            Self::CardYaml => "AgentCard .yaml",
+            Self::Blueprint => "blueprint",
+            Self::Lockfile => "lockfile",
+        }
+    }
+
+    /// The stable identifier used in `--json` output and `--kind`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Manifest => "manifest",
+            Self::Envelope => "envelope",
+            Self::AgentYaml => "agent-yaml",
+            Self::CardMd => "card-md",
+            Self::CardYaml => "card-yaml",
+            Self::Blueprint => "blueprint",
+            Self::Lockfile => "lockfile",
+        }
+    }
+
+    /// True for AgentCards.
+    pub fn is_card(self) -> bool {
+        matches!(self, Self::CardMd | Self::CardYaml)
+    }
+}
+
+const CARD_TYPES: &[&str] = &[
+    "agent",
+    "chain",
+    "parallel",
+    "evaluator_optimizer",
+    "router",
+    "orchestrator",
+    "iterative_planner",
+    "MAKER",
+];
+
+/// Detects the kind of the file at `path` whose text is `text`; `None` when it is not an ofc
+/// document.
+pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
+    let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+    let ends = |suffixes: &[&str]| suffixes.iter().any(|s| name.ends_with(s));
+    if name == "ofc.lock" || name.ends_with(".lock") {
+        return Some(DocumentKind::Lockfile);
+    }
+    if ends(&["agent.yaml", "agent.yml"]) && (name.len() == 10 || ends(&[".agent.yaml", ".agent.yml"])) {
+        return Some(DocumentKind::AgentYaml);
+    }
+    if name == "blueprint.yaml" || name == "blueprint.yml" || ends(&[".blueprint.yaml", ".blueprint.yml"]) {
+        return Some(DocumentKind::Blueprint);
+    }
+    if name.ends_with(".manifest.json") {
+        return Some(DocumentKind::Manifest);
+    }
+    if ends(&[".envelope.json", ".dsse.json"]) {
+        return Some(DocumentKind::Envelope);
+    }
+    if ends(&[".card.yaml", ".card.yml"]) {
+        return Some(DocumentKind::CardYaml);
+    }
+    if ends(&[".md", ".markdown"]) {
+        let body = source::strip_bom(text);
+        let first = body.lines().next().unwrap_or("");
+        return (first.trim_end() == "---").then_some(DocumentKind::CardMd);
+    }
+    if name.ends_with(".json") {
+        let v: serde_json::Value = serde_json::from_str(source::strip_bom(text)).ok()?;
+        let o = v.as_object()?;
+        if o.contains_key("payloadType") {
+            return Some(DocumentKind::Envelope);
+        }
+        if o.contains_key("schemaVersion") {
+            return Some(DocumentKind::Manifest);
+        }
+        return None;
+    }
+    if ends(&[".yaml", ".yml"]) {
+        let doc = source::parse_yaml(text).ok()?;
+        let o = doc.value.as_object()?;
+        if o.get("agents").is_some_and(|a| a.is_array() && !o.contains_key("instruction"))
+            || o.contains_key("workstations")
+            || o.contains_key("floor_manager")
+            || o.contains_key("furniture")
+        {
+            return Some(DocumentKind::Blueprint);
+        }
+        if o.contains_key("instruction")
+            || o.get("type").and_then(|t| t.as_str()).is_some_and(|t| CARD_TYPES.contains(&t))
+        {
+            return Some(DocumentKind::CardYaml);
+        }
+        if o.contains_key("id") || o.contains_key("prompt") || o.contains_key("model") {
+            return Some(DocumentKind::AgentYaml);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_by_name() {
+        let k = |n: &str, t: &str| detect(Path::new(n), t);
+        assert_eq!(k("ofc.lock", ""), Some(DocumentKind::Lockfile));
+        assert_eq!(k("agent.yaml", ""), Some(DocumentKind::AgentYaml));
+        assert_eq!(k("x.agent.yml", ""), Some(DocumentKind::AgentYaml));
+        assert_eq!(k("myagent.yaml", "x: 1"), None);
+        assert_eq!(k("team.blueprint.yaml", ""), Some(DocumentKind::Blueprint));
+        assert_eq!(k("a.manifest.json", ""), Some(DocumentKind::Manifest));
+        assert_eq!(k("a.dsse.json", ""), Some(DocumentKind::Envelope));
+        assert_eq!(k("sizer.md", "---\nname: x\n---\nhi"), Some(DocumentKind::CardMd));
+        assert_eq!(k("README.md", "# hello"), None);
+    }
+
+    #[test]
+    fn detects_by_content() {
+        let k = |n: &str, t: &str| detect(Path::new(n), t);
+        assert_eq!(k("x.json", r#"{"payloadType":"a"}"#), Some(DocumentKind::Envelope));
+        assert_eq!(k("x.json", r#"{"schemaVersion":1}"#), Some(DocumentKind::Manifest));
+        assert_eq!(k("x.json", r#"{"messages":[]}"#), None);
+        assert_eq!(k("team.yaml", "name: t\nagents: []\n"), Some(DocumentKind::Blueprint));
+        assert_eq!(k("c.yaml", "name: t\ninstruction: hi\n"), Some(DocumentKind::CardYaml));
+        assert_eq!(k("a.yaml", "id: '@a'\nprompt: hi\n"), Some(DocumentKind::AgentYaml));
+    }
+}

@@ -1,0 +1,9 @@
+//! The ofc client: the `ofc` command and the library behind it.
+//!
+//! Today it validates every document ofc reads or writes (`ofc validate`); login, publish,
+//! search, pull and run build on it.
+
+pub mod cli;
+pub mod commands;
+pub mod detect;
+pub mod output;

@@ -1,0 +1,178 @@
+//! `ofc validate` end to end: the real binary against the shipped examples and the corpus of
+//! invalid documents in `tests/fixtures/invalid/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn ofc(args: &[&str]) -> Output {
+    Command::cargo_bin("ofc")
+        .unwrap()
+        .current_dir(repo())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn examples_are_valid() {
+    let o = ofc(&["validate", "examples/"]);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{}\nstderr:\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    // Five agents at least, some agent.yaml and some AgentCards, and the blueprints.
+    assert!(out.matches("ok (agent.yaml)").count() >= 2, "{out}");
+    assert!(out.matches("ok (AgentCard").count() >= 2, "{out}");
+    assert!(out.matches("ok (blueprint)").count() >= 2, "{out}");
+}
+
+fn invalid_cases() -> Vec<(PathBuf, String)> {
+    let root = repo().join("tests/fixtures/invalid");
+    let mut cases = Vec::new();
+    for entry in walkdir::WalkDir::new(&root).sort_by_file_name() {
+        let entry = entry.unwrap();
+        let p = entry.path();
+        if !entry.file_type().is_file() || p.extension().is_some_and(|e| e == "expect") {
+            continue;
+        }
+        let mut expect = p.as_os_str().to_owned();
+        expect.push(".expect");
+        let field = std::fs::read_to_string(&expect)
+            .unwrap_or_else(|_| panic!("{} has no .expect file", p.display()));
+        cases.push((p.to_path_buf(), field.trim().to_string()));
+    }
+    cases
+}
+
+#[test]
+fn every_invalid_document_fails_naming_its_field() {
+    let cases = invalid_cases();
+    assert!(cases.len() >= 30, "only {} invalid fixtures", cases.len());
+    let mut failures = Vec::new();
+    for (path, field) in &cases {
+        let p = path.to_str().unwrap();
+        let o = ofc(&["validate", "--json", p]);
+        if o.status.code() != Some(1) {
+            failures.push(format!("{p}: exit {:?}, expected 1\n{}", o.status.code(), stdout(&o)));
+            continue;
+        }
+        let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let errors = v["files"][0]["errors"].as_array().unwrap();
+        // `(document)` names the document as a whole (syntax errors): `field` is null.
+        let named = errors.iter().any(|e| match e["field"].as_str() {
+            None => field == "(document)",
+            Some(f) => {
+                f == field || f.starts_with(&format!("{field}.")) || f.starts_with(&format!("{field}["))
+            }
+        });
+        if !named {
+            failures.push(format!("{p}: no error names `{field}`: {errors:?}"));
+        }
+        // Human output carries file:line:col for text documents whose error has a position.
+        let o = ofc(&["validate", p]);
+        let human = stdout(&o);
+        if !human.starts_with(p) || human.trim().is_empty() {
+            failures.push(format!("{p}: human output does not start with the path: {human}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+#[test]
+fn invalid_corpus_covers_every_kind() {
+    let cases = invalid_cases();
+    for kind in ["manifest", "envelope", "agent-yaml", "agent-card", "blueprint", "lockfile"] {
+        let n = cases
+            .iter()
+            .filter(|(p, _)| p.parent().unwrap().file_name().unwrap() == kind)
+            .count();
+        assert!(n >= 3, "only {n} invalid {kind} fixtures");
+    }
+}
+
+#[test]
+fn errors_carry_line_and_column_for_yaml_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("team.blueprint.yaml");
+    std::fs::write(&yaml, "name: t\nagents:\n  - id: \"@a\"\n    activation: sometimes\n").unwrap();
+    let o = ofc(&["validate", yaml.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let line = stdout(&o);
+    let expected = format!("{}:4:", yaml.display());
+    assert!(line.starts_with(&expected), "{line}");
+    assert!(line.contains("agents[0].activation"), "{line}");
+
+    let json = dir.path().join("a.manifest.json");
+    std::fs::write(&json, "{\n  \"schemaVersion\": 1,\n  \"name\": 7\n}\n").unwrap();
+    let o = ofc(&["validate", "--json", json.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let errs = v["files"][0]["errors"].as_array().unwrap();
+    assert!(errs.iter().any(|e| e["line"].as_u64().is_some() && e["column"].as_u64().is_some()), "{errs:?}");
+}
+
+#[test]
+fn json_output_has_a_summary() {
+    let o = ofc(&["validate", "--json", "examples/"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["ok"], true);
+    let n = v["summary"]["checked"].as_u64().unwrap();
+    assert_eq!(n as usize, v["files"].as_array().unwrap().len());
+    assert_eq!(v["summary"]["invalid"], 0);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(ofc(&["validate"]).status.code(), Some(2));
+    assert_eq!(ofc(&["validate", "--no-such-flag", "x"]).status.code(), Some(2));
+    let o = ofc(&["validate", "does/not/exist.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no such file"), "{}", stderr(&o));
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("notes.txt");
+    std::fs::write(&odd, "hello").unwrap();
+    let o = ofc(&["validate", odd.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("hint:"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_mixed_run_exits_1_and_reports_each_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("good.md"), "---\nname: good\n---\nBe helpful.\n").unwrap();
+    std::fs::write(
+        dir.path().join("bad.md"),
+        "---\nname: bad\ninstruction: x\n---\nAlso a body.\n",
+    )
+    .unwrap();
+    let o = ofc(&["validate", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(out.contains("good.md: ok"), "{out}");
+    assert!(out.contains("bad.md:"), "{out}");
+    assert!(stderr(&o).contains("1 ok, 1 invalid"), "{}", stderr(&o));
+}
+
+#[test]
+fn duplicate_card_names_in_one_directory_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.md"), "---\nname: same\n---\nOne.\n").unwrap();
+    std::fs::write(dir.path().join("b.md"), "---\nname: same\n---\nTwo.\n").unwrap();
+    let o = ofc(&["validate", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("already used"), "{}", stdout(&o));
+}
