@@ -1,1 +1,1506 @@
-//! (in progress)
+//! `agent.yaml`: one agent, defined the way the OFC spec's "Agent & Blueprint Configuration"
+//! section does (`shared/seeds/000`), plus the fields ofc needs to publish it to a hub.
+//!
+//! Fields from the OFC spec:
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `id` | the floor handle, `"@coder"` (required; `@user` and `@floor-manager` are refused) |
+//! | `name` | display name, `"Qwen3 Coder"` |
+//! | `model`, `endpoint` | the LLM and its OpenAI-compatible endpoint (`http(s)://…`) |
+//! | `prompt` | the system prompt |
+//! | `activation` | `mention` (answers when `@id?` is written) or `always` |
+//! | `memory` | `buffer`, `window`, `summary` or `rag` |
+//! | `context_window` | messages kept in context, a positive integer |
+//! | `tools` | tool / workstation names the agent uses |
+//!
+//! Additions so that an `agent.yaml` can be published (all optional, snake_case like the rest):
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `version` | semver version of this release (`ofc publish` may supply it instead) |
+//! | `publisher` | the hub namespace; the agent part of the name is then the `id` without `@` |
+//! | `package` | the full hub name `publisher/agent` (instead of `publisher`; not both) |
+//! | `tagline`, `description`, `keywords`, `examples`, `license`, `homepage`, `repository` | listing metadata, as in the manifest |
+//! | `capabilities` | Agent Lobby capability objects: `name`, `description`, `input_schema`, `output_schema`, `keywords`, `authorized_requesters`; a plain string is short for `{name: …}` |
+//! | `temperature` | sampling temperature, 0 to 2 |
+//! | `can_use_tools` | whether the LLM may call tools |
+//! | `env` | environment for the agent process (scalar values are taken as strings) |
+//! | `command`, `args` | run a local process that serves the OFC agent API (a process agent) |
+//! | `source` | how a packaged agent is installed: `{type: pip, package, version, index?, entry_point?}`, `{type: npm, package, version, registry?, bin?}`, `{type: docker, image, port?}` or `{type: remote, endpoint}` |
+//!
+//! Rules: unknown fields are refused; an agent says how it runs with at least one of `model`,
+//! `command` or `source`; `command` and `source` exclude each other (a packaged agent runs from
+//! its source); `args` needs `command`; `temperature` is within 0..=2; `context_window` is
+//! positive; `publisher` and `package` exclude each other; capability names are unique.
+
+use std::fmt;
+
+use indexmap::IndexMap;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use semver::Version;
+
+use crate::diagnostic::{Diagnostics, FieldPath};
+use crate::manifest::{
+    self, DockerSource, Manifest, NpmSource, PipSource, RemoteSource, Requires, Source,
+};
+use crate::name::{self, AgentHandle, AgentName};
+use crate::source;
+
+pub use crate::manifest::Activation;
+
+/// How an LLM agent keeps the conversation in its context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Memory {
+    /// Every message.
+    Buffer,
+    /// The last `context_window` messages.
+    Window,
+    /// A running summary plus the last messages.
+    Summary,
+    /// Retrieval over the history.
+    Rag,
+}
+
+/// An Agent Lobby capability (`shared/seeds/001`, section 7), in snake_case.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct Capability {
+    /// Unique name, e.g. `find_cheapest_item_price_v2`.
+    pub name: String,
+    /// What it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the request payload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    /// JSON Schema of a successful response payload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Discovery keywords.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+    /// Handles allowed to call it; absent means public.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authorized_requesters: Option<Vec<AgentHandle>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CapabilityFields {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    input_schema: Option<Value>,
+    #[serde(default)]
+    output_schema: Option<Value>,
+    #[serde(default)]
+    keywords: Vec<String>,
+    #[serde(default)]
+    authorized_requesters: Option<Vec<AgentHandle>>,
+}
+
+impl<'de> Deserialize<'de> for Capability {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Capability;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a capability name or a capability object")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Capability, E> {
+                Ok(Capability {
+                    name: v.to_string(),
+                    ..Capability::default()
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Capability, A::Error> {
+                let f = CapabilityFields::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Capability {
+                    name: f.name,
+                    description: f.description,
+                    input_schema: f.input_schema,
+                    output_schema: f.output_schema,
+                    keywords: f.keywords,
+                    authorized_requesters: f.authorized_requesters,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// How a packaged agent is installed and started: the manifest's `source` in snake_case, minus
+/// `bundle`, which the packer produces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum AgentSource {
+    /// A Python package.
+    Pip {
+        /// Distribution name on the index.
+        package: String,
+        /// Exact PEP 440 version.
+        version: String,
+        /// Package index URL, when not PyPI.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        index: Option<String>,
+        /// Console script (or `module:function`) that serves the OFC agent API.
+        entry_point: String,
+    },
+    /// An npm package.
+    Npm {
+        /// Package name.
+        package: String,
+        /// Exact semver version.
+        version: String,
+        /// Registry URL, when not the npm registry.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        registry: Option<String>,
+        /// The `bin` that serves the OFC agent API.
+        bin: String,
+    },
+    /// A container image.
+    Docker {
+        /// Image reference pinned by digest (`repo[:tag]@sha256:…`).
+        image: String,
+        /// Container port that serves the OFC agent API.
+        port: u16,
+    },
+    /// An agent hosted elsewhere.
+    Remote {
+        /// The `https://…/ofc` endpoint.
+        endpoint: String,
+    },
+}
+
+impl AgentSource {
+    /// The manifest's source. Exact versions are checked here; everything else by
+    /// [`Manifest::validate`].
+    pub fn to_manifest(&self) -> Result<Source, Diagnostics> {
+        let p = FieldPath::root();
+        Ok(match self {
+            AgentSource::Pip {
+                package,
+                version,
+                index,
+                entry_point,
+            } => Source::Pip(PipSource {
+                package: package.clone(),
+                version: version.clone(),
+                index: index.clone(),
+                entry_point: entry_point.clone(),
+            }),
+            AgentSource::Npm {
+                package,
+                version,
+                registry,
+                bin,
+            } => Source::Npm(NpmSource {
+                package: package.clone(),
+                version: manifest::parse_exact_version(version)
+                    .map_err(|e| Diagnostics::one(p.key("version"), e))?,
+                registry: registry.clone(),
+                bin: bin.clone(),
+            }),
+            AgentSource::Docker { image, port } => Source::Docker(DockerSource {
+                image: image.clone(),
+                port: *port,
+            }),
+            AgentSource::Remote { endpoint } => Source::Remote(RemoteSource {
+                endpoint: endpoint.clone(),
+            }),
+        })
+    }
+}
+
+/// What `ofc publish` supplies when the file does not say it. Values in the file win; these fill
+/// the gaps.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ManifestDefaults {
+    /// The hub name `publisher/agent`.
+    pub name: Option<AgentName>,
+    /// The publisher, combined with the file's agent name when `name` is not given.
+    pub publisher: Option<String>,
+    /// The floor handle (AgentCards; an `agent.yaml` always has its `id`).
+    pub id: Option<AgentHandle>,
+    /// The version being published.
+    pub version: Option<Version>,
+    /// Display name.
+    pub display_name: Option<String>,
+    /// One-line pitch.
+    pub tagline: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// Markdown documentation (e.g. the README next to the file).
+    pub readme: Option<String>,
+    /// SPDX license expression.
+    pub license: Option<String>,
+    /// Home page.
+    pub homepage: Option<String>,
+    /// Repository.
+    pub repository: Option<String>,
+    /// Search keywords (used when the file has none).
+    pub keywords: Vec<String>,
+    /// Where the code comes from, e.g. the bundle the packer built (digest, size, entrypoint).
+    pub source: Option<Source>,
+}
+
+/// Translates a manifest field path (camelCase) into the path of the file field it came from.
+/// `rename` maps whole leading segments (`displayName` → `name`); other keys become snake_case.
+pub(crate) fn manifest_path_to_file(path: &FieldPath, rename: &[(&str, &str)]) -> FieldPath {
+    let text = path.to_string();
+    for (from, to) in rename {
+        if text == *from
+            || text.starts_with(&format!("{from}."))
+            || text.starts_with(&format!("{from}["))
+        {
+            let rest = &text[from.len()..];
+            return FieldPath::parse(&format!("{to}{}", snake_case(rest)));
+        }
+    }
+    if path.is_root() {
+        return path.clone();
+    }
+    FieldPath::parse(&snake_case(&text))
+}
+
+fn snake_case(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 4);
+    for c in s.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Runs the manifest's own rules and names the file's fields in what they report.
+pub(crate) fn finish_manifest(
+    m: Manifest,
+    mut diags: Diagnostics,
+    rename: &[(&str, &str)],
+) -> Result<Manifest, Diagnostics> {
+    for mut d in m.validate().0 {
+        d.path = manifest_path_to_file(&d.path, rename);
+        // A field already reported as missing is not reported again as empty.
+        if !diags.iter().any(|x| x.path == d.path) {
+            diags.0.push(d);
+        }
+    }
+    diags.into_result(m)
+}
+
+/// A parsed `agent.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentYaml {
+    /// Floor handle, `@coder`.
+    pub id: AgentHandle,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// LLM model name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// OpenAI-compatible endpoint of the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// System prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// `mention` or `always`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activation: Option<Activation>,
+    /// Conversation memory strategy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Memory>,
+    /// Messages kept in context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u32>,
+    /// Tools / workstations used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Release version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<Version>,
+    /// Hub namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<String>,
+    /// Full hub name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<AgentName>,
+    /// One-line pitch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tagline: Option<String>,
+    /// Longer description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Search keywords.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+    /// Example requests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+    /// SPDX license expression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub license: Option<String>,
+    /// Project home page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub homepage: Option<String>,
+    /// Source repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// Agent Lobby capabilities.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<Capability>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Whether the model may call tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub can_use_tools: Option<bool>,
+    /// Environment variables for the agent process.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty", with = "env_map")]
+    pub env: IndexMap<String, String>,
+    /// Process agent command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Process agent arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Packaged agent source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<AgentSource>,
+}
+
+impl AgentYaml {
+    /// Parses and validates `agent.yaml` text.
+    pub fn from_yaml(text: &str) -> Result<AgentYaml, Diagnostics> {
+        let doc = source::parse_yaml(text)?;
+        if doc.value.is_null() {
+            return Err(Diagnostics::one(FieldPath::root(), "the file is empty"));
+        }
+        let shapes = refuse_lists_for_mappings(&doc.value, &["", "source"]);
+        if !shapes.is_empty() {
+            return Err(doc.locate(shapes));
+        }
+        let agent: AgentYaml = doc.deserialize().map_err(point_at_missing_fields)?;
+        agent.validate().map_err(|d| doc.locate(d))?;
+        Ok(agent)
+    }
+
+    /// Checks the rules that serde cannot express.
+    pub fn validate(&self) -> Result<(), Diagnostics> {
+        let mut d = Diagnostics::default();
+        let root = FieldPath::root();
+        if self.id.is_reserved() {
+            d.push(
+                root.key("id"),
+                format!(
+                    "`{}` belongs to the floor and cannot be an agent's id",
+                    self.id
+                ),
+            );
+        }
+        for (field, value) in [
+            ("name", &self.name),
+            ("model", &self.model),
+            ("prompt", &self.prompt),
+            ("tagline", &self.tagline),
+            ("description", &self.description),
+            ("license", &self.license),
+            ("command", &self.command),
+        ] {
+            if value.as_deref().is_some_and(|s| s.trim().is_empty()) {
+                d.push(root.key(field), "must not be empty");
+            }
+        }
+        for (field, value) in [
+            ("endpoint", &self.endpoint),
+            ("homepage", &self.homepage),
+            ("repository", &self.repository),
+        ] {
+            if let Some(url) = value {
+                check_http_url(url, &root.key(field), &mut d);
+            }
+        }
+        if self.context_window == Some(0) {
+            d.push(
+                root.key("context_window"),
+                "must be a positive number of messages",
+            );
+        }
+        if let Some(t) = self.temperature {
+            check_temperature(t, &root.key("temperature"), &mut d);
+        }
+        for (field, list) in [
+            ("tools", &self.tools),
+            ("keywords", &self.keywords),
+            ("examples", &self.examples),
+            ("args", &self.args),
+        ] {
+            for (i, item) in list.iter().enumerate() {
+                if item.trim().is_empty() && field != "args" {
+                    d.push(root.key(field).index(i), "must not be empty");
+                }
+            }
+        }
+        if let Some(p) = &self.publisher {
+            if let Err(e) = name::check_publisher(p) {
+                d.push(root.key("publisher"), e.to_string());
+            }
+            if self.package.is_some() {
+                d.push(
+                    root.key("package"),
+                    "give either `package: publisher/agent` or `publisher`, not both",
+                );
+            }
+        }
+        if self.package.is_none()
+            && self.publisher.is_some()
+            && let Err(e) = name::check_agent(self.id.name())
+        {
+            d.push(
+                root.key("id"),
+                format!("cannot be used as the agent part of the hub name: {e}"),
+            );
+        }
+        check_env(&self.env, &root.key("env"), &mut d);
+        if self.model.is_none() && self.command.is_none() && self.source.is_none() {
+            d.push(
+                root.key("model"),
+                "the agent must say how it runs: `model` (an LLM agent), `command` (a local \
+                 process) or `source` (a packaged agent)",
+            );
+        }
+        if self.command.is_some() && self.source.is_some() {
+            d.push(
+                root.key("command"),
+                "a packaged agent runs from its `source`; `command` is for local process agents",
+            );
+        }
+        if !self.args.is_empty() && self.command.is_none() {
+            d.push(root.key("args"), "`args` needs a `command`");
+        }
+        let mut seen = std::collections::HashMap::new();
+        for (i, c) in self.capabilities.iter().enumerate() {
+            let p = root.key("capabilities").index(i);
+            if c.name.trim().is_empty()
+                || c.name
+                    .chars()
+                    .any(|ch| ch.is_whitespace() || ch.is_control())
+            {
+                d.push(p.key("name"), "must be a non-empty name without spaces");
+            } else if let Some(prev) = seen.insert(c.name.as_str(), i) {
+                d.push(
+                    p.key("name"),
+                    format!(
+                        "duplicate capability `{}` (also capabilities[{prev}])",
+                        c.name
+                    ),
+                );
+            }
+            for (field, schema) in [
+                ("input_schema", &c.input_schema),
+                ("output_schema", &c.output_schema),
+            ] {
+                if let Some(s) = schema
+                    && !s.is_object()
+                    && !s.is_boolean()
+                {
+                    d.push(p.key(field), "must be a JSON Schema (a mapping)");
+                }
+            }
+            for (k, kw) in c.keywords.iter().enumerate() {
+                if kw.trim().is_empty() {
+                    d.push(p.key("keywords").index(k), "must not be empty");
+                }
+            }
+        }
+        if let Some(src) = &self.source {
+            check_source(src, &root.key("source"), &mut d);
+        }
+        d.into_result(())
+    }
+
+    /// The hub name: `package`, or `publisher` with the id's name; `None` when neither is given.
+    pub fn agent_name(&self) -> Option<AgentName> {
+        if let Some(p) = &self.package {
+            return Some(p.clone());
+        }
+        let publisher = self.publisher.as_deref()?;
+        AgentName::new(publisher, self.id.name()).ok()
+    }
+
+    /// The manifest `ofc publish` signs for this agent. The file's fields win; `defaults` fills
+    /// what it lacks (name, version, the bundle source…). A field the manifest needs and neither
+    /// gives is reported under the file's field name (`package`, `version`, `tagline`, …), as are
+    /// the manifest's own rule violations.
+    pub fn to_manifest(&self, defaults: ManifestDefaults) -> Result<Manifest, Diagnostics> {
+        let mut d = Diagnostics::default();
+        let root = FieldPath::root();
+        let name = self.agent_name().or(defaults.name).or_else(|| {
+            defaults
+                .publisher
+                .as_deref()
+                .and_then(|p| AgentName::new(p, self.id.name()).ok())
+        });
+        if name.is_none() {
+            d.push(
+                root.key("package"),
+                "publishing needs the hub name: set `package: publisher/agent` or `publisher`",
+            );
+        }
+        let version = self.version.clone().or(defaults.version);
+        if version.is_none() {
+            d.push(root.key("version"), "publishing needs a `version`");
+        }
+        let mut required = |field: &str, file: &Option<String>, fallback: Option<String>| {
+            let v = file.clone().or(fallback);
+            if v.is_none() {
+                d.push(root.key(field), format!("publishing needs a `{field}`"));
+            }
+            v.unwrap_or_default()
+        };
+        let display_name = required("name", &self.name, defaults.display_name);
+        let tagline = required("tagline", &self.tagline, defaults.tagline);
+        let description = required("description", &self.description, defaults.description);
+        let source = match &self.source {
+            Some(s) => match s.to_manifest() {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    d.extend_under(&root.key("source"), e);
+                    None
+                }
+            },
+            None => defaults.source,
+        };
+        if source.is_none() && !d.iter().any(|x| x.path.to_string().starts_with("source")) {
+            d.push(
+                root.key("source"),
+                "publishing needs a `source` (pip, npm, docker or remote), or a bundle built from \
+                 this directory",
+            );
+        }
+        let mut capabilities = Vec::with_capacity(self.capabilities.len());
+        for (i, c) in self.capabilities.iter().enumerate() {
+            if c.description.is_none() {
+                d.push(
+                    root.key("capabilities").index(i).key("description"),
+                    "publishing needs a description for every capability",
+                );
+            }
+            capabilities.push(manifest::Capability {
+                name: c.name.clone(),
+                description: c.description.clone().unwrap_or_default(),
+                // The Agent Lobby allows placeholder schemas; `{}` accepts any payload.
+                input_schema: c
+                    .input_schema
+                    .clone()
+                    .unwrap_or_else(|| Value::Object(Default::default())),
+                output_schema: c
+                    .output_schema
+                    .clone()
+                    .unwrap_or_else(|| Value::Object(Default::default())),
+                keywords: c.keywords.clone(),
+                authorized_requesters: c.authorized_requesters.clone(),
+            });
+        }
+        let requires = (self.model.is_some() || !self.tools.is_empty()).then(|| Requires {
+            model: self.model.clone(),
+            workstations: Vec::new(),
+            tools: self.tools.clone(),
+        });
+        let (Some(name), Some(version), Some(source)) = (name, version, source) else {
+            return Err(d);
+        };
+        let m = Manifest {
+            schema_version: manifest::SCHEMA_VERSION,
+            name,
+            version,
+            id: self.id.clone(),
+            display_name,
+            tagline,
+            description,
+            readme: defaults.readme,
+            license: self.license.clone().or(defaults.license),
+            homepage: self.homepage.clone().or(defaults.homepage),
+            repository: self.repository.clone().or(defaults.repository),
+            keywords: if self.keywords.is_empty() {
+                defaults.keywords
+            } else {
+                self.keywords.clone()
+            },
+            examples: self.examples.clone(),
+            activation: self.activation.unwrap_or_default(),
+            capabilities,
+            provides_mcp: None,
+            requires,
+            pricing: None,
+            source,
+        };
+        finish_manifest(
+            m,
+            d,
+            &[
+                ("displayName", "name"),
+                ("name", "package"),
+                ("requires.model", "model"),
+                ("requires.tools", "tools"),
+            ],
+        )
+    }
+
+    /// The file written back as YAML.
+    pub fn to_yaml(&self) -> String {
+        match serde_json::to_value(self) {
+            Ok(v) => emit::to_yaml(&v),
+            // Every field serializes to JSON; a failure here would be a bug in a Serialize impl.
+            Err(e) => format!("# cannot serialize agent.yaml: {e}\n"),
+        }
+    }
+}
+
+fn check_source(src: &AgentSource, p: &FieldPath, d: &mut Diagnostics) {
+    let word = |field: &str, v: &str, d: &mut Diagnostics| {
+        if v.trim().is_empty() || v.chars().any(char::is_whitespace) {
+            d.push(p.key(field), "must be non-empty and without spaces");
+        }
+    };
+    match src {
+        AgentSource::Pip {
+            package,
+            version,
+            index,
+            entry_point,
+        } => {
+            word("package", package, d);
+            word("version", version, d);
+            if let Some(i) = index {
+                check_http_url(i, &p.key("index"), d);
+            }
+            word("entry_point", entry_point, d);
+        }
+        AgentSource::Npm {
+            package,
+            version,
+            registry,
+            bin,
+        } => {
+            word("package", package, d);
+            if let Err(e) = manifest::parse_exact_version(version) {
+                d.push(p.key("version"), e);
+            }
+            if let Some(r) = registry {
+                check_http_url(r, &p.key("registry"), d);
+            }
+            word("bin", bin, d);
+        }
+        AgentSource::Docker { image, port } => {
+            word("image", image, d);
+            if !image.contains("@sha256:") {
+                d.push(
+                    p.key("image"),
+                    "must be pinned by digest: `repository[:tag]@sha256:<digest>`",
+                );
+            }
+            if *port == 0 {
+                d.push(p.key("port"), "must be between 1 and 65535");
+            }
+        }
+        AgentSource::Remote { endpoint } => check_http_url(endpoint, &p.key("endpoint"), d),
+    }
+}
+
+/// Refuses anything but an `http://` or `https://` URL with a host.
+pub(crate) fn check_http_url(url: &str, path: &FieldPath, d: &mut Diagnostics) {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    match rest {
+        Some(r)
+            if !r.is_empty()
+                && !r.starts_with('/')
+                && !url.chars().any(|c| c.is_whitespace() || c.is_control()) => {}
+        _ => d.push(path.clone(), "must be an http:// or https:// URL"),
+    }
+}
+
+/// Refuses temperatures outside 0..=2.
+pub(crate) fn check_temperature(t: f64, path: &FieldPath, d: &mut Diagnostics) {
+    if !(0.0..=2.0).contains(&t) {
+        d.push(path.clone(), format!("must be between 0 and 2, not {t}"));
+    }
+}
+
+/// Refuses environment variable names that a shell could not set.
+pub(crate) fn check_env(env: &IndexMap<String, String>, path: &FieldPath, d: &mut Diagnostics) {
+    for k in env.keys() {
+        let mut chars = k.chars();
+        let ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok {
+            d.push(
+                path.key(k.clone()),
+                "is not a valid environment variable name (letters, digits and `_`, not starting with a digit)",
+            );
+        }
+    }
+}
+
+/// serde reports a missing field at its parent; name the field itself.
+pub(crate) fn point_at_missing_fields(mut diags: Diagnostics) -> Diagnostics {
+    for d in &mut diags.0 {
+        if let Some(rest) = d.message.strip_prefix("missing field `")
+            && let Some(end) = rest.find('`')
+        {
+            let field = rest[..end].to_string();
+            d.path = d.path.key(field);
+        }
+    }
+    diags
+}
+
+/// Refuses lists where a mapping is expected. serde's derived structs also accept a list of
+/// field values in order, which would let `- a` read as `name: a`; ofc's documents are mappings.
+/// `patterns` name the places that hold mappings: `defaults`, `workstations[]`,
+/// `floor_manager.policies[]` (`[]` = every item), `""` = the document itself.
+pub(crate) fn refuse_lists_for_mappings(value: &Value, patterns: &[&str]) -> Diagnostics {
+    fn walk(v: &Value, segs: &[&str], path: FieldPath, d: &mut Diagnostics) {
+        let Some((first, rest)) = segs.split_first() else {
+            if v.is_array() {
+                d.push(path, "must be a mapping, not a list");
+            }
+            return;
+        };
+        let (key, each) = match first.strip_suffix("[]") {
+            Some(k) => (k, true),
+            None => (*first, false),
+        };
+        let Some(child) = v.as_object().and_then(|m| m.get(key)) else {
+            return;
+        };
+        let child_path = path.key(key);
+        if each {
+            if let Value::Array(items) = child {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, rest, child_path.index(i), d);
+                }
+            }
+        } else {
+            walk(child, rest, child_path, d);
+        }
+    }
+    let mut d = Diagnostics::default();
+    for p in patterns {
+        let segs: Vec<&str> = p.split('.').filter(|s| !s.is_empty()).collect();
+        walk(value, &segs, FieldPath::root(), &mut d);
+    }
+    d
+}
+
+/// `env` mappings: string values, with numbers and booleans taken as their text.
+pub(crate) mod env_map {
+    use std::fmt;
+
+    use indexmap::IndexMap;
+    use serde::de::{self, Deserializer, MapAccess, Visitor};
+    use serde::{Deserialize, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        map: &IndexMap<String, String>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_map(map)
+    }
+
+    struct ScalarText(String);
+
+    impl<'de> Deserialize<'de> for ScalarText {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl Visitor<'_> for V {
+                type Value = ScalarText;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a string, number or boolean")
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<ScalarText, E> {
+                    Ok(ScalarText(v.to_string()))
+                }
+                fn visit_i64<E: de::Error>(self, v: i64) -> Result<ScalarText, E> {
+                    Ok(ScalarText(v.to_string()))
+                }
+                fn visit_u64<E: de::Error>(self, v: u64) -> Result<ScalarText, E> {
+                    Ok(ScalarText(v.to_string()))
+                }
+                fn visit_f64<E: de::Error>(self, v: f64) -> Result<ScalarText, E> {
+                    Ok(ScalarText(v.to_string()))
+                }
+                fn visit_bool<E: de::Error>(self, v: bool) -> Result<ScalarText, E> {
+                    Ok(ScalarText(v.to_string()))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<IndexMap<String, String>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = IndexMap<String, String>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a mapping of variable name to value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+                let mut out = IndexMap::new();
+                while let Some((k, v)) = m.next_entry::<String, ScalarText>()? {
+                    out.insert(k, v.0);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::BundleSource;
+    use crate::media_types::AGENT_BUNDLE_V1;
+    use crate::name::Digest;
+    use proptest::prelude::*;
+    use rstest::rstest;
+
+    const SEED: &str = r#"id: "@coder"
+name: "Qwen3 Coder"
+model: qwen3:32b
+endpoint: http://localhost:11434/v1  # ollama
+
+prompt: |
+  You are an expert programmer. Write clean, working code.
+  Use the tools available to execute and test your code.
+
+activation: mention
+memory: summary        # buffer, window, summary, rag
+context_window: 20     # messages
+
+tools:
+  - bash
+  - filesystem
+"#;
+
+    fn err(text: &str) -> (String, Option<u32>, String) {
+        let e = AgentYaml::from_yaml(text).unwrap_err();
+        let d = &e.0[0];
+        (
+            d.path.to_string(),
+            d.position.map(|p| p.line),
+            d.message.clone(),
+        )
+    }
+
+    #[test]
+    fn seed_example_loads() {
+        let a = AgentYaml::from_yaml(SEED).unwrap();
+        assert_eq!(a.id.to_string(), "@coder");
+        assert_eq!(a.model.as_deref(), Some("qwen3:32b"));
+        assert_eq!(a.memory, Some(Memory::Summary));
+        assert_eq!(a.context_window, Some(20));
+        assert_eq!(a.tools, ["bash", "filesystem"]);
+        assert!(a.prompt.unwrap().ends_with("test your code.\n"));
+    }
+
+    #[rstest]
+    #[case("id: coder\nmodel: m\n", "id", "")]
+    #[case("id: \"@user\"\nmodel: m\n", "id", "belongs to the floor")]
+    #[case("model: m\n", "id", "missing field")]
+    #[case(
+        "id: \"@a\"\nmodel: m\nactivation: often\n",
+        "activation",
+        "unknown variant"
+    )]
+    #[case("id: \"@a\"\nmodel: m\nmemory: forever\n", "memory", "unknown variant")]
+    #[case(
+        "id: \"@a\"\nmodel: m\ncontext_window: 0\n",
+        "context_window",
+        "positive"
+    )]
+    #[case("id: \"@a\"\nmodel: m\ncontext_window: -3\n", "context_window", "")]
+    #[case("id: \"@a\"\nmodel: m\ncontext_window: 2.5\n", "context_window", "")]
+    #[case("id: \"@a\"\nmodel: m\ntools: bash\n", "tools", "")]
+    #[case("id: \"@a\"\nmodel: m\ntools: [\"\"]\n", "tools[0]", "empty")]
+    #[case("id: \"@a\"\nmodel: m\ncolour: red\n", "colour", "unknown field")]
+    #[case("id: \"@a\"\n", "model", "how it runs")]
+    #[case(
+        "id: \"@a\"\nmodel: m\ntemperature: 3\n",
+        "temperature",
+        "between 0 and 2"
+    )]
+    #[case("id: \"@a\"\nmodel: m\nendpoint: localhost\n", "endpoint", "http")]
+    #[case("id: \"@a\"\nmodel: m\nhomepage: example.com\n", "homepage", "http")]
+    #[case("id: \"@a\"\nmodel: m\nversion: \"^1\"\n", "version", "")]
+    #[case("id: \"@a\"\nmodel: m\npublisher: ofc\n", "publisher", "reserved")]
+    #[case(
+        "id: \"@a\"\nmodel: m\npublisher: acme\npackage: acme/a\n",
+        "package",
+        "not both"
+    )]
+    #[case("id: \"@a\"\nmodel: m\npackage: acme\n", "package", "")]
+    #[case(
+        "id: \"@a\"\nmodel: m\nenv: {\"A-B\": x}\n",
+        "env.A-B",
+        "environment variable"
+    )]
+    #[case("id: \"@a\"\nmodel: m\nargs: [x]\n", "args", "command")]
+    #[case(
+        "id: \"@a\"\ncommand: x\nsource: {type: remote, endpoint: \"https://a.example/ofc\"}\n",
+        "command",
+        "source"
+    )]
+    #[case(
+        "id: \"@a\"\nsource: {type: ftp, url: x}\n",
+        "source.type",
+        "unknown variant"
+    )]
+    #[case(
+        "id: \"@a\"\nsource: {type: pip, package: x, version: \"1.0\"}\n",
+        "source.entry_point",
+        "missing"
+    )]
+    #[case(
+        "id: \"@a\"\nsource: {type: npm, package: x, version: \"^1.0.0\", bin: x}\n",
+        "source.version",
+        "range"
+    )]
+    #[case(
+        "id: \"@a\"\nsource: {type: docker, image: \"ghcr.io/a/b:1\", port: 8080}\n",
+        "source.image",
+        "pinned by digest"
+    )]
+    #[case(
+        "id: \"@a\"\nsource: {type: remote, endpoint: \"ftp://x\"}\n",
+        "source.endpoint",
+        "http"
+    )]
+    #[case("id: \"@a\"\nsource: [remote]\n", "source", "mapping")]
+    #[case(
+        "id: \"@a\"\nmodel: m\ncapabilities:\n  - name: a\n  - name: a\n",
+        "capabilities[1].name",
+        "duplicate"
+    )]
+    #[case(
+        "id: \"@a\"\nmodel: m\ncapabilities:\n  - name: a\n    input_schema: 3\n",
+        "capabilities[0].input_schema",
+        "JSON Schema"
+    )]
+    #[case(
+        "id: \"@a\"\nmodel: m\ncapabilities:\n  - name: a\n    inputSchema: {}\n",
+        "capabilities[0].inputSchema",
+        "unknown field"
+    )]
+    #[case(
+        "id: \"@a\"\nmodel: m\ncapabilities:\n  - name: a\n    authorized_requesters: [bob]\n",
+        "capabilities[0].authorized_requesters[0]",
+        "@"
+    )]
+    #[case(
+        "id: \"@a\"\nmodel: m\ncapabilities:\n  - [a]\n",
+        "capabilities[0]",
+        ""
+    )]
+    #[case("- id\n", "(document)", "mapping")]
+    #[case("", "(document)", "empty")]
+    fn rules(#[case] text: &str, #[case] path: &str, #[case] message: &str) {
+        let (p, _, m) = err(text);
+        assert_eq!(p, path, "{m}");
+        assert!(m.contains(message), "{m}");
+    }
+
+    #[test]
+    fn errors_point_at_lines() {
+        let (p, line, _) = err("id: \"@a\"\nmodel: m\n\nactivation: sometimes\n");
+        assert_eq!((p.as_str(), line), ("activation", Some(4)));
+        let (_, line, _) = err("id: \"@a\"\nmodel: m\ntemperature: 7\n");
+        assert_eq!(line, Some(3));
+    }
+
+    #[test]
+    fn capabilities_accept_names_and_objects() {
+        let a = AgentYaml::from_yaml(
+            "id: \"@a\"\nmodel: m\ncapabilities:\n  - bash\n  - name: run_sql\n    description: Runs SQL\n    input_schema: {type: object}\n    keywords: [sql]\n    authorized_requesters: [\"@data\"]\n",
+        )
+        .unwrap();
+        assert_eq!(a.capabilities[0].name, "bash");
+        assert_eq!(
+            a.capabilities[1].authorized_requesters.as_ref().unwrap()[0].to_string(),
+            "@data"
+        );
+    }
+
+    #[test]
+    fn hub_name_from_package_or_publisher() {
+        let a = AgentYaml::from_yaml("id: \"@coder\"\nmodel: m\npublisher: acme\n").unwrap();
+        assert_eq!(a.agent_name().unwrap().to_string(), "acme/coder");
+        let a =
+            AgentYaml::from_yaml("id: \"@coder\"\nmodel: m\npackage: acme/coder-qwen3\n").unwrap();
+        assert_eq!(a.agent_name().unwrap().to_string(), "acme/coder-qwen3");
+        assert!(AgentYaml::from_yaml(SEED).unwrap().agent_name().is_none());
+    }
+
+    fn bundle() -> Source {
+        Source::Bundle(BundleSource {
+            digest: Digest::of(b"bundle"),
+            size: 6,
+            media_type: AGENT_BUNDLE_V1.to_string(),
+            entrypoint: "agent.yaml".to_string(),
+        })
+    }
+
+    #[test]
+    fn to_manifest_fills_gaps_from_defaults() {
+        let a = AgentYaml::from_yaml(SEED).unwrap();
+        let e = a.to_manifest(ManifestDefaults::default()).unwrap_err();
+        let paths: Vec<String> = e.iter().map(|d| d.path.to_string()).collect();
+        assert_eq!(
+            paths,
+            ["package", "version", "tagline", "description", "source"]
+        );
+
+        let defaults = ManifestDefaults {
+            publisher: Some("aioverlords".into()),
+            version: Some(Version::new(1, 0, 0)),
+            tagline: Some("Send me code".into()),
+            description: Some("Writes code".into()),
+            source: Some(bundle()),
+            ..ManifestDefaults::default()
+        };
+        let m = a.to_manifest(defaults).unwrap();
+        assert_eq!(m.name.to_string(), "aioverlords/coder");
+        assert_eq!(m.display_name, "Qwen3 Coder");
+        assert_eq!(
+            m.requires.as_ref().unwrap().model.as_deref(),
+            Some("qwen3:32b")
+        );
+        assert_eq!(m.requires.unwrap().tools, ["bash", "filesystem"]);
+        assert!(matches!(m.source, Source::Bundle(_)));
+    }
+
+    #[test]
+    fn to_manifest_uses_the_files_source_and_capabilities() {
+        let a = AgentYaml::from_yaml(
+            "id: \"@scraper\"\nname: Scraper\npackage: webtools/scraper\nversion: 2.1.0\ntagline: Scrapes\ndescription: Scrapes pages\nsource: {type: pip, package: ofc-agent-scraper, version: \"2.1.0\", entry_point: ofc-scraper}\ncapabilities:\n  - name: scrape\n    description: Scrape a URL\n    input_schema: {type: object, properties: {url: {type: string}}}\n",
+        )
+        .unwrap();
+        let m = a
+            .to_manifest(ManifestDefaults {
+                source: Some(bundle()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(matches!(m.source, Source::Pip(_)));
+        assert_eq!(m.capabilities[0].output_schema, serde_json::json!({}));
+        assert_eq!(m.version, Version::new(2, 1, 0));
+    }
+
+    #[test]
+    fn to_manifest_reports_manifest_rules_under_file_fields() {
+        let a = AgentYaml::from_yaml(
+            "id: \"@x\"\nname: \"X\"\npackage: acme/x\nversion: 1.0.0\ntagline: \"two\\nlines\"\ndescription: d\nkeywords: [a, A]\nsource: {type: pip, package: p, version: \"1.0\", entry_point: e}\ncapabilities:\n  - name: c\n    input_schema: {type: 12}\n",
+        )
+        .unwrap();
+        let e = a.to_manifest(ManifestDefaults::default()).unwrap_err();
+        let paths: Vec<String> = e.iter().map(|d| d.path.to_string()).collect();
+        assert!(paths.contains(&"tagline".to_string()), "{e}");
+        assert!(paths.contains(&"keywords[1]".to_string()), "{e}");
+        assert!(
+            paths.contains(&"capabilities[0].description".to_string()),
+            "{e}"
+        );
+        assert!(
+            paths
+                .iter()
+                .any(|p| p.starts_with("capabilities[0].input_schema")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn path_translation() {
+        let t = |p: &str| {
+            manifest_path_to_file(
+                &FieldPath::parse(p),
+                &[("displayName", "name"), ("requires.tools", "tools")],
+            )
+            .to_string()
+        };
+        assert_eq!(t("displayName"), "name");
+        assert_eq!(t("requires.tools[2]"), "tools[2]");
+        assert_eq!(t("source.entryPoint"), "source.entry_point");
+        assert_eq!(
+            t("capabilities[0].authorizedRequesters[1]"),
+            "capabilities[0].authorized_requesters[1]"
+        );
+    }
+
+    fn arb_agent() -> impl Strategy<Value = AgentYaml> {
+        (
+            "[a-z][a-z0-9-]{0,10}",
+            prop::option::of("[A-Za-z][A-Za-z0-9 ]{0,12}"),
+            prop::option::of("[a-z0-9:.-]{1,12}"),
+            prop::option::of("[a-z]{1,4}(\n[a-z ]{0,8}){0,3}\n?"),
+            prop::option::of(prop::sample::select(vec![
+                Memory::Buffer,
+                Memory::Window,
+                Memory::Summary,
+                Memory::Rag,
+            ])),
+            prop::option::of(1u32..100),
+            prop::collection::vec("[a-z]{1,6}", 0..3),
+            prop::option::of((0u32..=20).prop_map(|t| f64::from(t) / 10.0)),
+            prop::collection::vec(("[A-Z][A-Z0-9_]{0,5}", "[ -~]{0,6}"), 0..3),
+            prop::option::of((0u64..5, 0u64..10, 0u64..10)),
+            prop::collection::vec(("[a-z_]{1,8}", prop::option::of("[A-Za-z ]{1,12}")), 0..3),
+        )
+            .prop_filter_map(
+                "valid handle",
+                |(
+                    id,
+                    name,
+                    model,
+                    prompt,
+                    memory,
+                    context_window,
+                    tools,
+                    temperature,
+                    env,
+                    version,
+                    caps,
+                )| {
+                    let id = AgentHandle::new(&id).ok().filter(|h| !h.is_reserved())?;
+                    let mut seen = std::collections::HashSet::new();
+                    let capabilities = caps
+                        .into_iter()
+                        .filter(|(n, _)| seen.insert(n.clone()))
+                        .map(|(name, description)| Capability {
+                            name,
+                            description,
+                            input_schema: Some(serde_json::json!({"type": "object"})),
+                            ..Capability::default()
+                        })
+                        .collect();
+                    Some(AgentYaml {
+                        id,
+                        name,
+                        model: Some(model.unwrap_or_else(|| "m".into())),
+                        endpoint: Some("http://localhost:11434/v1".into()),
+                        prompt,
+                        activation: Some(Activation::Always),
+                        memory,
+                        context_window,
+                        tools,
+                        version: version.map(|(a, b, c)| Version::new(a, b, c)),
+                        publisher: Some("acme".into()),
+                        package: None,
+                        tagline: None,
+                        description: None,
+                        keywords: vec!["k".into()],
+                        examples: Vec::new(),
+                        license: Some("MIT".into()),
+                        homepage: None,
+                        repository: None,
+                        capabilities,
+                        temperature,
+                        can_use_tools: Some(true),
+                        env: env.into_iter().collect(),
+                        command: None,
+                        args: Vec::new(),
+                        source: None,
+                    })
+                },
+            )
+    }
+
+    proptest! {
+        #[test]
+        fn agent_yaml_round_trips(a in arb_agent()) {
+            prop_assert!(a.validate().is_ok(), "{:?}", a.validate());
+            let text = a.to_yaml();
+            let back = AgentYaml::from_yaml(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+            prop_assert_eq!(back, a);
+        }
+
+        #[test]
+        fn parsing_never_panics(text in "(id|model|source|type|capabilities|: |\"@a\"|- |\n|\\{|\\}|[\\PC]){0,40}") {
+            let _ = AgentYaml::from_yaml(&text);
+        }
+    }
+}
+
+pub(crate) mod emit {
+    //! A small, conservative YAML writer for ofc's documents (block style, 2-space indent).
+    //!
+    //! Strings are written plain only when every YAML reader (1.1 or 1.2) reads them back as the
+    //! same string; multi-line text becomes a literal block when that is lossless; everything else
+    //! is double-quoted with escapes. Output parsed by [`crate::source::parse_yaml`] gives back the
+    //! same JSON value.
+
+    use serde_json::Value;
+
+    /// The YAML text of `value` (a mapping at the top level gives `key: value` lines).
+    pub(crate) fn to_yaml(value: &Value) -> String {
+        let mut out = String::new();
+        match value {
+            Value::Object(m) if !m.is_empty() => mapping(&mut out, m, 0),
+            Value::Array(a) if !a.is_empty() => sequence(&mut out, a, 0),
+            other => {
+                scalar_inline(&mut out, other, 0);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    fn pad(out: &mut String, indent: usize) {
+        out.extend(std::iter::repeat_n(' ', indent));
+    }
+
+    fn mapping(out: &mut String, m: &serde_json::Map<String, Value>, indent: usize) {
+        for (k, v) in m {
+            pad(out, indent);
+            string(out, k, indent, false);
+            out.push(':');
+            value_after_indicator(out, v, indent);
+        }
+    }
+
+    fn sequence(out: &mut String, a: &[Value], indent: usize) {
+        for v in a {
+            match v {
+                Value::Object(m) if !m.is_empty() => {
+                    // Write the mapping one level deeper, then put `- ` over its first indent.
+                    let mut inner = String::new();
+                    mapping(&mut inner, m, indent + 2);
+                    pad(out, indent);
+                    out.push_str("- ");
+                    out.push_str(&inner[indent + 2..]);
+                }
+                Value::Array(items) if !items.is_empty() => {
+                    let mut inner = String::new();
+                    sequence(&mut inner, items, indent + 2);
+                    pad(out, indent);
+                    out.push_str("- ");
+                    out.push_str(&inner[indent + 2..]);
+                }
+                _ => {
+                    pad(out, indent);
+                    out.push('-');
+                    value_after_indicator(out, v, indent);
+                }
+            }
+        }
+    }
+
+    /// Writes what follows `key:` or `-`: a scalar on the same line, or a nested block.
+    fn value_after_indicator(out: &mut String, v: &Value, indent: usize) {
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                out.push('\n');
+                mapping(out, m, indent + 2);
+            }
+            Value::Array(a) if !a.is_empty() => {
+                out.push('\n');
+                sequence(out, a, indent + 2);
+            }
+            other => {
+                out.push(' ');
+                scalar_inline(out, other, indent);
+                out.push('\n');
+            }
+        }
+    }
+
+    fn scalar_inline(out: &mut String, v: &Value, indent: usize) {
+        match v {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Number(n) => out.push_str(&n.to_string()),
+            Value::String(s) => string(out, s, indent, true),
+            Value::Object(_) => out.push_str("{}"),
+            Value::Array(_) => out.push_str("[]"),
+        }
+    }
+
+    fn string(out: &mut String, s: &str, indent: usize, block_ok: bool) {
+        if is_plain_safe(s) {
+            out.push_str(s);
+        } else if block_ok && is_literal_block_safe(s) {
+            out.push_str(if s.ends_with('\n') { "|" } else { "|-" });
+            let body = s.strip_suffix('\n').unwrap_or(s);
+            for line in body.split('\n') {
+                out.push('\n');
+                if !line.is_empty() {
+                    pad(out, indent + 2);
+                    out.push_str(line);
+                }
+            }
+        } else {
+            double_quoted(out, s);
+        }
+    }
+
+    const RESERVED: &[&str] = &[
+        "null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE", "y", "Y", "n",
+        "N", "yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF",
+    ];
+
+    fn is_plain_safe(s: &str) -> bool {
+        let Some(first) = s.chars().next() else {
+            return false;
+        };
+        (first.is_ascii_alphabetic() || first == '_' || first == '/')
+            && !s.ends_with(' ')
+            && !s.contains("  ")
+            && s.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '@' | '+' | ' ')
+            })
+            && !RESERVED.contains(&s)
+    }
+
+    fn is_special_char(c: char) -> bool {
+        (c.is_control() && c != '\n')
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}' | '\u{feff}')
+    }
+
+    fn is_literal_block_safe(s: &str) -> bool {
+        if !s.contains('\n') || s.ends_with("\n\n") || s.chars().any(is_special_char) {
+            return false;
+        }
+        let body = s.strip_suffix('\n').unwrap_or(s);
+        let mut lines = body.split('\n');
+        // The first non-empty line fixes the block's indentation, so it must not start with a
+        // space; no line may end in whitespace (blank lines would change meaning).
+        let first_content = body.split('\n').find(|l| !l.is_empty());
+        match first_content {
+            Some(l) if !l.starts_with(' ') => {}
+            _ => return false,
+        }
+        // A trailing empty line would be eaten by clipping.
+        if body.ends_with('\n') {
+            return false;
+        }
+        lines.all(|l| !l.ends_with(' '))
+    }
+
+    fn double_quoted(out: &mut String, s: &str) {
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                c if is_special_char(c) || (c as u32) > 0xFFFF && !is_printable_astral(c) => {
+                    let n = c as u32;
+                    if n <= 0xFF {
+                        out.push_str(&format!("\\x{n:02x}"));
+                    } else if n <= 0xFFFF {
+                        out.push_str(&format!("\\u{n:04x}"));
+                    } else {
+                        out.push_str(&format!("\\U{n:08x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+
+    /// Astral characters are printable in YAML unless they are noncharacters.
+    fn is_printable_astral(c: char) -> bool {
+        let n = c as u32;
+        (n & 0xFFFE) != 0xFFFE
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::source::parse_yaml;
+        use proptest::prelude::*;
+        use serde_json::json;
+
+        #[test]
+        fn writes_readable_yaml() {
+            let v = json!({
+                "name": "data-analysis",
+                "n": 3,
+                "t": 0.5,
+                "flag": true,
+                "version": "1.2.3",
+                "yes": "yes",
+                "list": ["a", "@b", {"id": "@c", "prompt": "line 1\nline 2\n"}, []],
+                "empty": {},
+            });
+            let text = to_yaml(&v);
+            assert!(text.contains("name: data-analysis\n"), "{text}");
+            assert!(text.contains("version: \"1.2.3\"\n"), "{text}");
+            assert!(
+                text.contains("    prompt: |\n      line 1\n      line 2\n"),
+                "{text}"
+            );
+            assert_eq!(parse_yaml(&text).unwrap().value, v);
+        }
+
+        fn arb_string() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "[a-z][a-z0-9 _./@-]{0,12}",
+                "[ -~]{0,16}",
+                "(\n|[a-z ]{0,6}|---|#|: |\t|\u{85}|\u{feff}|é|\u{1F600}|\r|'|\"){0,8}",
+                any::<String>(),
+            ]
+        }
+
+        fn arb_value() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(|n| json!(n)),
+                any::<u64>().prop_map(|n| json!(n)),
+                (-1.0e6f64..1.0e6).prop_map(|f| json!(f)),
+                arb_string().prop_map(Value::String),
+            ];
+            leaf.prop_recursive(4, 32, 6, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                    prop::collection::vec((arb_string(), inner), 0..5)
+                        .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn emitted_yaml_parses_back_to_the_same_value(
+                kv in prop::collection::vec((arb_string(), arb_value()), 0..6)
+            ) {
+                let v = Value::Object(kv.into_iter().collect());
+                let text = to_yaml(&v);
+                let back = parse_yaml(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+                // An empty top-level mapping is written as `{}`.
+                prop_assert_eq!(back.value, v, "{}", text);
+            }
+        }
+    }
+}

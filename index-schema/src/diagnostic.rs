@@ -236,15 +236,17 @@ mod tests {
             .key("inputSchema");
         assert_eq!(p.to_string(), "capabilities[2].inputSchema");
         assert_eq!(FieldPath::parse("capabilities[2].inputSchema"), p);
-        assert_eq!(FieldPath::parse("a[1][2]"), FieldPath::root().key("a").index(1).index(2));
+        assert_eq!(
+            FieldPath::parse("a[1][2]"),
+            FieldPath::root().key("a").index(1).index(2)
+        );
         assert_eq!(FieldPath::root().to_string(), "(document)");
     }
 
     #[test]
     fn diagnostic_display_names_field_and_position() {
-        let d = Diagnostic::new(FieldPath::root().key("name"), "must be lowercase").at(Some(
-            Position { line: 3, col: 7 },
-        ));
+        let d = Diagnostic::new(FieldPath::root().key("name"), "must be lowercase")
+            .at(Some(Position { line: 3, col: 7 }));
         assert_eq!(d.to_string(), "3:7: name: must be lowercase");
     }
 }

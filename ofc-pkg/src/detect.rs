@@ -89,10 +89,15 @@ pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
     if name == "ofc.lock" || name.ends_with(".lock") {
         return Some(DocumentKind::Lockfile);
     }
-    if ends(&["agent.yaml", "agent.yml"]) && (name.len() == 10 || ends(&[".agent.yaml", ".agent.yml"])) {
+    if ends(&["agent.yaml", "agent.yml"])
+        && (name.len() == 10 || ends(&[".agent.yaml", ".agent.yml"]))
+    {
         return Some(DocumentKind::AgentYaml);
     }
-    if name == "blueprint.yaml" || name == "blueprint.yml" || ends(&[".blueprint.yaml", ".blueprint.yml"]) {
+    if name == "blueprint.yaml"
+        || name == "blueprint.yml"
+        || ends(&[".blueprint.yaml", ".blueprint.yml"])
+    {
         return Some(DocumentKind::Blueprint);
     }
     if name.ends_with(".manifest.json") {
@@ -123,7 +128,8 @@ pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
     if ends(&[".yaml", ".yml"]) {
         let doc = source::parse_yaml(text).ok()?;
         let o = doc.value.as_object()?;
-        if o.get("agents").is_some_and(|a| a.is_array() && !o.contains_key("instruction"))
+        if o.get("agents")
+            .is_some_and(|a| a.is_array() && !o.contains_key("instruction"))
             || o.contains_key("workstations")
             || o.contains_key("floor_manager")
             || o.contains_key("furniture")
@@ -131,7 +137,9 @@ pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
             return Some(DocumentKind::Blueprint);
         }
         if o.contains_key("instruction")
-            || o.get("type").and_then(|t| t.as_str()).is_some_and(|t| CARD_TYPES.contains(&t))
+            || o.get("type")
+                .and_then(|t| t.as_str())
+                .is_some_and(|t| CARD_TYPES.contains(&t))
         {
             return Some(DocumentKind::CardYaml);
         }
@@ -156,18 +164,36 @@ mod tests {
         assert_eq!(k("team.blueprint.yaml", ""), Some(DocumentKind::Blueprint));
         assert_eq!(k("a.manifest.json", ""), Some(DocumentKind::Manifest));
         assert_eq!(k("a.dsse.json", ""), Some(DocumentKind::Envelope));
-        assert_eq!(k("sizer.md", "---\nname: x\n---\nhi"), Some(DocumentKind::CardMd));
+        assert_eq!(
+            k("sizer.md", "---\nname: x\n---\nhi"),
+            Some(DocumentKind::CardMd)
+        );
         assert_eq!(k("README.md", "# hello"), None);
     }
 
     #[test]
     fn detects_by_content() {
         let k = |n: &str, t: &str| detect(Path::new(n), t);
-        assert_eq!(k("x.json", r#"{"payloadType":"a"}"#), Some(DocumentKind::Envelope));
-        assert_eq!(k("x.json", r#"{"schemaVersion":1}"#), Some(DocumentKind::Manifest));
+        assert_eq!(
+            k("x.json", r#"{"payloadType":"a"}"#),
+            Some(DocumentKind::Envelope)
+        );
+        assert_eq!(
+            k("x.json", r#"{"schemaVersion":1}"#),
+            Some(DocumentKind::Manifest)
+        );
         assert_eq!(k("x.json", r#"{"messages":[]}"#), None);
-        assert_eq!(k("team.yaml", "name: t\nagents: []\n"), Some(DocumentKind::Blueprint));
-        assert_eq!(k("c.yaml", "name: t\ninstruction: hi\n"), Some(DocumentKind::CardYaml));
-        assert_eq!(k("a.yaml", "id: '@a'\nprompt: hi\n"), Some(DocumentKind::AgentYaml));
+        assert_eq!(
+            k("team.yaml", "name: t\nagents: []\n"),
+            Some(DocumentKind::Blueprint)
+        );
+        assert_eq!(
+            k("c.yaml", "name: t\ninstruction: hi\n"),
+            Some(DocumentKind::CardYaml)
+        );
+        assert_eq!(
+            k("a.yaml", "id: '@a'\nprompt: hi\n"),
+            Some(DocumentKind::AgentYaml)
+        );
     }
 }

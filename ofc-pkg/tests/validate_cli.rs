@@ -8,7 +8,10 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn ofc(args: &[&str]) -> Output {
@@ -31,7 +34,13 @@ fn stderr(o: &Output) -> String {
 #[test]
 fn examples_are_valid() {
     let o = ofc(&["validate", "examples/"]);
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{}\nstderr:\n{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
     let out = stdout(&o);
     // Five agents at least, some agent.yaml and some AgentCards, and the blueprints.
     assert!(out.matches("ok (agent.yaml)").count() >= 2, "{out}");
@@ -66,7 +75,11 @@ fn every_invalid_document_fails_naming_its_field() {
         let p = path.to_str().unwrap();
         let o = ofc(&["validate", "--json", p]);
         if o.status.code() != Some(1) {
-            failures.push(format!("{p}: exit {:?}, expected 1\n{}", o.status.code(), stdout(&o)));
+            failures.push(format!(
+                "{p}: exit {:?}, expected 1\n{}",
+                o.status.code(),
+                stdout(&o)
+            ));
             continue;
         }
         let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -75,7 +88,9 @@ fn every_invalid_document_fails_naming_its_field() {
         let named = errors.iter().any(|e| match e["field"].as_str() {
             None => field == "(document)",
             Some(f) => {
-                f == field || f.starts_with(&format!("{field}.")) || f.starts_with(&format!("{field}["))
+                f == field
+                    || f.starts_with(&format!("{field}."))
+                    || f.starts_with(&format!("{field}["))
             }
         });
         if !named {
@@ -85,16 +100,31 @@ fn every_invalid_document_fails_naming_its_field() {
         let o = ofc(&["validate", p]);
         let human = stdout(&o);
         if !human.starts_with(p) || human.trim().is_empty() {
-            failures.push(format!("{p}: human output does not start with the path: {human}"));
+            failures.push(format!(
+                "{p}: human output does not start with the path: {human}"
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn invalid_corpus_covers_every_kind() {
     let cases = invalid_cases();
-    for kind in ["manifest", "envelope", "agent-yaml", "agent-card", "blueprint", "lockfile"] {
+    for kind in [
+        "manifest",
+        "envelope",
+        "agent-yaml",
+        "agent-card",
+        "blueprint",
+        "lockfile",
+    ] {
         let n = cases
             .iter()
             .filter(|(p, _)| p.parent().unwrap().file_name().unwrap() == kind)
@@ -107,7 +137,11 @@ fn invalid_corpus_covers_every_kind() {
 fn errors_carry_line_and_column_for_yaml_and_json() {
     let dir = tempfile::tempdir().unwrap();
     let yaml = dir.path().join("team.blueprint.yaml");
-    std::fs::write(&yaml, "name: t\nagents:\n  - id: \"@a\"\n    activation: sometimes\n").unwrap();
+    std::fs::write(
+        &yaml,
+        "name: t\nagents:\n  - id: \"@a\"\n    activation: sometimes\n",
+    )
+    .unwrap();
     let o = ofc(&["validate", yaml.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let line = stdout(&o);
@@ -121,7 +155,11 @@ fn errors_carry_line_and_column_for_yaml_and_json() {
     assert_eq!(o.status.code(), Some(1));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let errs = v["files"][0]["errors"].as_array().unwrap();
-    assert!(errs.iter().any(|e| e["line"].as_u64().is_some() && e["column"].as_u64().is_some()), "{errs:?}");
+    assert!(
+        errs.iter()
+            .any(|e| e["line"].as_u64().is_some() && e["column"].as_u64().is_some()),
+        "{errs:?}"
+    );
 }
 
 #[test]
@@ -138,7 +176,10 @@ fn json_output_has_a_summary() {
 #[test]
 fn usage_errors_exit_2() {
     assert_eq!(ofc(&["validate"]).status.code(), Some(2));
-    assert_eq!(ofc(&["validate", "--no-such-flag", "x"]).status.code(), Some(2));
+    assert_eq!(
+        ofc(&["validate", "--no-such-flag", "x"]).status.code(),
+        Some(2)
+    );
     let o = ofc(&["validate", "does/not/exist.yaml"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no such file"), "{}", stderr(&o));
@@ -153,7 +194,11 @@ fn usage_errors_exit_2() {
 #[test]
 fn a_mixed_run_exits_1_and_reports_each_file() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("good.md"), "---\nname: good\n---\nBe helpful.\n").unwrap();
+    std::fs::write(
+        dir.path().join("good.md"),
+        "---\nname: good\n---\nBe helpful.\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.path().join("bad.md"),
         "---\nname: bad\ninstruction: x\n---\nAlso a body.\n",

@@ -33,7 +33,10 @@ pub fn run(args: &ValidateArgs, out: &mut Output) -> Result<ExitStatus> {
     let mut files: Vec<(PathBuf, bool)> = Vec::new();
     for p in &args.paths {
         if !p.exists() {
-            out.status(&format!("error: {}: no such file or directory", p.display()));
+            out.status(&format!(
+                "error: {}: no such file or directory",
+                p.display()
+            ));
             return Ok(ExitStatus::Usage);
         }
         if p.is_dir() {
@@ -129,8 +132,7 @@ fn collect_dir(dir: &Path, files: &mut Vec<(PathBuf, bool)>) -> Result<()> {
         .into_iter()
         .filter_entry(|e| {
             let name = e.file_name().to_string_lossy();
-            e.depth() == 0
-                || !(name.starts_with('.') || name == "target" || name == "node_modules")
+            e.depth() == 0 || !(name.starts_with('.') || name == "target" || name == "node_modules")
         });
     for entry in walker {
         let entry = entry?;
@@ -161,7 +163,10 @@ pub fn check_file(path: &Path, forced: Option<DocumentKind>) -> Result<Option<Fi
                     kind,
                     diagnostics: Diagnostics::one(
                         FieldPath::root(),
-                        format!("not UTF-8 text (invalid byte at offset {})", e.valid_up_to()),
+                        format!(
+                            "not UTF-8 text (invalid byte at offset {})",
+                            e.valid_up_to()
+                        ),
                     ),
                     card_name: None,
                 }));
@@ -178,7 +183,10 @@ pub fn check_file(path: &Path, forced: Option<DocumentKind>) -> Result<Option<Fi
             kind,
             diagnostics: Diagnostics::one(
                 FieldPath::root(),
-                format!("file is {} bytes, more than the limit of {MAX_FILE_BYTES}", meta.len()),
+                format!(
+                    "file is {} bytes, more than the limit of {MAX_FILE_BYTES}",
+                    meta.len()
+                ),
             ),
             card_name: None,
         }));
