@@ -506,9 +506,18 @@ impl VersionSelector {
         if let Ok(v) = Version::parse(s.strip_prefix('=').unwrap_or(s)) {
             return Ok(Self::Exact(v));
         }
-        VersionReq::parse(s)
+        let sel = VersionReq::parse(s)
             .map(Self::from_req)
-            .map_err(|e| err(format!("is not valid: {e}")))
+            .map_err(|e| err(format!("is not valid: {e}")))?;
+        // semver prints requirements in a longer normal form (`1,2` → `^1, ^2`); the printed
+        // form must parse again, so the limit applies to it too.
+        let printed = sel.to_string().len();
+        if printed > MAX_SELECTOR_LEN {
+            return Err(err(format!(
+                "is {printed} bytes long once normalized, more than the limit of {MAX_SELECTOR_LEN}"
+            )));
+        }
+        Ok(sel)
     }
 
     /// A requirement selector; a requirement that names one exact version (`=1.2.3`) becomes
@@ -612,11 +621,20 @@ impl Reference {
             }
             _ => (None, path),
         };
-        Ok(Self {
+        let r = Self {
             host,
             name: AgentName::parse(name_text)?,
             selector,
-        })
+        };
+        // The printed (normalized) form must parse again, so it must fit the limit too.
+        let printed = r.to_string().len();
+        if printed > MAX_REFERENCE_LEN {
+            return Err(NameError::ReferenceTooLong {
+                len: printed,
+                max: MAX_REFERENCE_LEN,
+            });
+        }
+        Ok(r)
     }
 
     /// The hub host, when the reference names one.
