@@ -634,31 +634,7 @@ pub fn verify_manifest(
     Ok((manifest, verified.key_id, verified.digest))
 }
 
-macro_rules! serde_as_string {
-    ($ty:ty, $expecting:literal) => {
-        impl Serialize for $ty {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.collect_str(self)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                struct V;
-                impl Visitor<'_> for V {
-                    type Value = $ty;
-                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                        f.write_str($expecting)
-                    }
-                    fn visit_str<E: de::Error>(self, s: &str) -> Result<$ty, E> {
-                        s.parse().map_err(E::custom)
-                    }
-                }
-                deserializer.deserialize_str(V)
-            }
-        }
-    };
-}
+use crate::name::serde_as_string;
 
 serde_as_string!(KeyId, "a key id (32 lowercase hex digits)");
 serde_as_string!(PublicKey, "a public key `ed25519:<base64>`");

@@ -830,6 +830,8 @@ macro_rules! serde_as_string {
     };
 }
 
+pub(crate) use serde_as_string;
+
 serde_as_string!(AgentName, "an agent name `publisher/agent`");
 serde_as_string!(Reference, "an agent reference `publisher/agent[@version]`");
 serde_as_string!(AgentHandle, "a handle `@name`");
