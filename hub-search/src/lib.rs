@@ -1,0 +1,1 @@
+//! The hub's search index (in progress).
