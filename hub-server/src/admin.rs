@@ -1,0 +1,155 @@
+//! Operator verbs behind `ofc-hub admin …`, as library functions (tests call them directly).
+
+use index_schema::name::{AgentName, check_publisher};
+
+use crate::auth::{
+    Role, Scope, TOKEN_PREFIX, check_pattern, generate_token, hash_token, parse_scopes,
+};
+use crate::store::{Actor, Store, TokenRow, User, now_ms};
+
+/// A user created by [`create_user`] and their first token (shown once).
+#[derive(Debug)]
+pub struct CreatedUser {
+    /// The user.
+    pub user: User,
+    /// Whether a namespace of the same name was created.
+    pub namespace: Option<String>,
+    /// First token secret.
+    pub token: crate::auth::Secret,
+    /// First token.
+    pub token_row: TokenRow,
+}
+
+/// Creates a user, a namespace of the same name (unless `no_namespace`) and a first token with
+/// every scope (but `admin` unless the user is an administrator), valid for `*`.
+pub async fn create_user(
+    store: &Store,
+    name: &str,
+    password: Option<&str>,
+    is_admin: bool,
+    no_namespace: bool,
+) -> anyhow::Result<CreatedUser> {
+    let name = check_publisher(name)?;
+    let hash = match password {
+        Some(p) => Some(crate::auth::hash_password(p).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    let actor = Actor::operator();
+    let user = store
+        .create_user(&actor, &name, hash.as_deref(), is_admin, !no_namespace)
+        .await?;
+    let scopes: Vec<Scope> = Scope::ALL
+        .into_iter()
+        .filter(|s| is_admin || *s != Scope::Admin)
+        .collect();
+    let (token, token_row) =
+        create_token(store, &user, "first token", &scopes, &["*".into()], None).await?;
+    Ok(CreatedUser {
+        namespace: (!no_namespace).then(|| name.clone()),
+        user,
+        token,
+        token_row,
+    })
+}
+
+/// Creates an API token for a user.
+pub async fn create_token(
+    store: &Store,
+    user: &User,
+    name: &str,
+    scopes: &[Scope],
+    namespaces: &[String],
+    expires_in_days: Option<u32>,
+) -> anyhow::Result<(crate::auth::Secret, TokenRow)> {
+    if scopes.contains(&Scope::Admin) && !user.is_admin {
+        anyhow::bail!(
+            "`{}` is not an administrator, so cannot have the admin scope",
+            user.name
+        );
+    }
+    for p in namespaces {
+        check_pattern(p).map_err(anyhow::Error::msg)?;
+    }
+    let secret = generate_token(TOKEN_PREFIX);
+    let row = store
+        .create_token(
+            &Actor::operator(),
+            user.id,
+            name,
+            &hash_token(&secret.0),
+            &scopes
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            &namespaces.join(","),
+            expires_in_days.map(|d| now_ms() + i64::from(d) * 86_400_000),
+        )
+        .await?;
+    Ok((secret, row))
+}
+
+/// A user by name or an error saying there is none.
+pub async fn user(store: &Store, name: &str) -> anyhow::Result<User> {
+    let name = name.to_ascii_lowercase();
+    store
+        .user_by_name(&name)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no user `{name}`"))
+}
+
+/// Parses `a,b,c` scopes.
+pub fn scopes(list: &str) -> anyhow::Result<Vec<Scope>> {
+    parse_scopes(
+        &list
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_string)
+            .collect::<Vec<_>>(),
+    )
+    .map_err(anyhow::Error::msg)
+}
+
+/// Creates a namespace owned by a user.
+pub async fn create_namespace(store: &Store, name: &str, owner: &str) -> anyhow::Result<()> {
+    let name = check_publisher(name)?;
+    let u = user(store, owner).await?;
+    store
+        .create_namespace(&Actor::operator(), &name, u.id)
+        .await?;
+    Ok(())
+}
+
+/// Adds a member to a namespace or changes their role.
+pub async fn set_member(
+    store: &Store,
+    ns: &str,
+    user_name: &str,
+    role: &str,
+) -> anyhow::Result<()> {
+    let role = Role::parse(role).ok_or_else(|| anyhow::anyhow!("unknown role `{role}`"))?;
+    let ns = store
+        .namespace(&ns.to_ascii_lowercase())
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no namespace `{ns}`"))?;
+    let u = user(store, user_name).await?;
+    store
+        .set_member(&Actor::operator(), &ns, u.id, &u.name, role.as_str())
+        .await?;
+    Ok(())
+}
+
+/// Deletes an agent, or one version of it.
+pub async fn delete(store: &Store, name: &str, version: Option<&str>) -> anyhow::Result<bool> {
+    let name = AgentName::parse(name)?;
+    let actor = Actor::operator();
+    match version {
+        None => Ok(store.delete_agent(&actor, &name.to_string()).await?),
+        Some(v) => {
+            let Some(a) = store.agent(&name.to_string()).await? else {
+                return Ok(false);
+            };
+            Ok(store.delete_version(&actor, &a, v).await?)
+        }
+    }
+}

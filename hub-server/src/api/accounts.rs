@@ -1,0 +1,406 @@
+//! Login, `me`, API tokens.
+
+use std::net::SocketAddr;
+
+use axum::Json;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{AppState, Auth, ip_of, too_many};
+use crate::auth::{
+    Scope, TOKEN_PREFIX, check_pattern, generate_token, hash_token, parse_scopes, pattern_covers,
+    verify_password,
+};
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::store::{Actor, TokenRow, now_ms};
+
+/// Longest token lifetime a request may ask for.
+const MAX_EXPIRY_DAYS: u32 = 3650;
+
+/// `POST /api/v1/login`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoginRequest {
+    /// User name.
+    pub username: String,
+    /// Password.
+    pub password: String,
+    /// Label of the token to create (`ofc login` by default).
+    #[serde(default)]
+    pub token_name: Option<String>,
+    /// Scopes; every non-admin scope by default.
+    #[serde(default)]
+    pub scopes: Option<Vec<String>>,
+    /// Namespace patterns; `*` by default.
+    #[serde(default)]
+    pub namespaces: Option<Vec<String>>,
+    /// Expiry in days; none by default.
+    #[serde(default)]
+    pub expires_in_days: Option<u32>,
+}
+
+/// `POST /api/v1/tokens`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTokenRequest {
+    /// Label.
+    pub name: String,
+    /// Scopes (`publish-new`, `publish-update`, `yank`, `manage-keys`, `manage-members`,
+    /// `admin`), at most those of the token making the request.
+    pub scopes: Vec<String>,
+    /// Namespace patterns (`*`, `acme`, `acme-*`), within those of the token making the request.
+    pub namespaces: Vec<String>,
+    /// Expiry in days.
+    #[serde(default)]
+    pub expires_in_days: Option<u32>,
+}
+
+/// A token as listed (never its secret).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TokenInfo {
+    /// Id.
+    pub id: i64,
+    /// Label.
+    pub name: String,
+    /// Scopes.
+    pub scopes: Vec<String>,
+    /// Namespace patterns.
+    pub namespaces: Vec<String>,
+    /// Unix ms.
+    pub created_at: i64,
+    /// Unix ms.
+    pub expires_at: Option<i64>,
+    /// Unix ms.
+    pub revoked_at: Option<i64>,
+}
+
+impl From<TokenRow> for TokenInfo {
+    fn from(t: TokenRow) -> Self {
+        TokenInfo {
+            id: t.id,
+            name: t.name,
+            scopes: split(&t.scopes),
+            namespaces: split(&t.namespaces),
+            created_at: t.created_at,
+            expires_at: t.expires_at,
+            revoked_at: t.revoked_at,
+        }
+    }
+}
+
+fn split(s: &str) -> Vec<String> {
+    s.split(',')
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// A newly created token: the only time its secret is shown.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct NewToken {
+    /// The secret (`ofc_…`). Shown once; the hub keeps only its SHA-256.
+    pub token: String,
+    /// What it is.
+    #[serde(flatten)]
+    pub info: TokenInfo,
+}
+
+/// `GET /api/v1/tokens`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TokenList {
+    /// Newest first.
+    pub tokens: Vec<TokenInfo>,
+}
+
+/// A namespace the caller belongs to.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MyNamespace {
+    /// Name.
+    pub name: String,
+    /// `owner`, `maintainer` or `publisher`.
+    pub role: String,
+}
+
+/// `GET /api/v1/me`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Me {
+    /// User name.
+    pub user: String,
+    /// Site administrator.
+    pub is_admin: bool,
+    /// Namespaces and roles.
+    pub namespaces: Vec<MyNamespace>,
+    /// The token used for this request.
+    pub token: TokenInfo,
+}
+
+/// Creates a token for `user_id` after validating what was asked.
+#[allow(clippy::too_many_arguments)]
+async fn issue(
+    state: &AppState,
+    actor: &Actor,
+    user_id: i64,
+    user_is_admin: bool,
+    name: &str,
+    scopes: &[String],
+    namespaces: &[String],
+    expires_in_days: Option<u32>,
+) -> ApiResult<NewToken> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            "invalid_token_name",
+            "a token name is 1 to 100 printable characters",
+        ));
+    }
+    let scopes = parse_scopes(scopes).map_err(|m| ApiError::bad_request("invalid_scope", m))?;
+    if scopes.is_empty() {
+        return Err(ApiError::bad_request(
+            "invalid_scope",
+            "a token needs at least one scope",
+        ));
+    }
+    if scopes.contains(&Scope::Admin) && !user_is_admin {
+        return Err(ApiError::forbidden(
+            "admin_only",
+            "only hub administrators can have tokens with the `admin` scope",
+        ));
+    }
+    if namespaces.is_empty() || namespaces.len() > 50 {
+        return Err(ApiError::bad_request(
+            "invalid_namespace_pattern",
+            "a token needs 1 to 50 namespace patterns",
+        ));
+    }
+    let mut pats = Vec::new();
+    for p in namespaces {
+        let p = p.trim().to_ascii_lowercase();
+        check_pattern(&p).map_err(|m| ApiError::bad_request("invalid_namespace_pattern", m))?;
+        pats.push(p);
+    }
+    let expires_at = match expires_in_days {
+        Some(d) if d == 0 || d > MAX_EXPIRY_DAYS => {
+            return Err(ApiError::bad_request(
+                "invalid_expiry",
+                format!("expires_in_days is 1 to {MAX_EXPIRY_DAYS}"),
+            ));
+        }
+        Some(d) => Some(now_ms() + i64::from(d) * 86_400_000),
+        None => None,
+    };
+    let secret = generate_token(TOKEN_PREFIX);
+    let scopes_text = scopes
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    let row = state
+        .store
+        .create_token(
+            actor,
+            user_id,
+            name,
+            &hash_token(&secret.0),
+            &scopes_text,
+            &pats.join(","),
+            expires_at,
+        )
+        .await?;
+    Ok(NewToken {
+        token: secret.0,
+        info: row.into(),
+    })
+}
+
+/// Exchanges a user name and password for a new API token (what `ofc login` uses).
+#[utoipa::path(post, path = "/api/v1/login", tag = "accounts", request_body = LoginRequest,
+    responses(
+        (status = 201, description = "token created", body = NewToken),
+        (status = 400, description = "bad request", body = ErrorBody),
+        (status = 401, description = "wrong user name or password", body = ErrorBody),
+        (status = 429, description = "too many failures", body = ErrorBody),
+    ))]
+pub async fn login(
+    State(state): State<AppState>,
+    ci: ConnectInfo<SocketAddr>,
+    Json(req): Json<LoginRequest>,
+) -> ApiResult<(StatusCode, Json<NewToken>)> {
+    let ip_key = ip_of(Some(ci));
+    let user_name = req.username.trim().to_ascii_lowercase();
+    let user_key = format!("login:{user_name}");
+    for k in [&ip_key, &user_key] {
+        if let Some(secs) = state.limiter.blocked(k) {
+            return Err(too_many(secs));
+        }
+    }
+    let user = if user_name.len() <= 64 {
+        state.store.user_by_name(&user_name).await?
+    } else {
+        None
+    };
+    let ok = match &user {
+        Some(u) if !u.disabled && req.password.len() <= 1024 => u
+            .password_hash
+            .as_deref()
+            .is_some_and(|h| verify_password(&req.password, h)),
+        _ => false,
+    };
+    let Some(user) = user.filter(|_| ok) else {
+        state.limiter.fail(&ip_key);
+        state.limiter.fail(&user_key);
+        state.metrics.auth_failure();
+        return Err(ApiError::unauthorized(
+            "invalid_credentials",
+            "wrong user name or password",
+        ));
+    };
+    let scopes = req.scopes.unwrap_or_else(|| {
+        Scope::ALL
+            .iter()
+            .filter(|s| **s != Scope::Admin)
+            .map(|s| s.as_str().to_string())
+            .collect()
+    });
+    let namespaces = req.namespaces.unwrap_or_else(|| vec!["*".into()]);
+    let actor = Actor {
+        user_id: Some(user.id),
+        user_name: user.name.clone(),
+        token_id: None,
+    };
+    let t = issue(
+        &state,
+        &actor,
+        user.id,
+        user.is_admin,
+        req.token_name.as_deref().unwrap_or("ofc login"),
+        &scopes,
+        &namespaces,
+        req.expires_in_days,
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(t)))
+}
+
+/// Who the token belongs to, its namespaces and scopes.
+#[utoipa::path(get, path = "/api/v1/me", tag = "accounts",
+    responses(
+        (status = 200, description = "the caller", body = Me),
+        (status = 401, description = "no valid token", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn me(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<Me>> {
+    let p = &auth.0;
+    let namespaces = state
+        .store
+        .namespaces_of(p.user_id)
+        .await?
+        .into_iter()
+        .map(|(name, role)| MyNamespace { name, role })
+        .collect();
+    let token = state
+        .store
+        .list_tokens(p.user_id)
+        .await?
+        .into_iter()
+        .find(|t| t.id == p.token_id)
+        .ok_or_else(|| ApiError::internal("token vanished"))?;
+    Ok(Json(Me {
+        user: p.user_name.clone(),
+        is_admin: p.is_admin,
+        namespaces,
+        token: token.into(),
+    }))
+}
+
+/// The caller's tokens.
+#[utoipa::path(get, path = "/api/v1/tokens", tag = "accounts",
+    responses(
+        (status = 200, description = "tokens", body = TokenList),
+        (status = 401, description = "no valid token", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn list_tokens(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<TokenList>> {
+    let tokens = state.store.list_tokens(auth.0.user_id).await?;
+    Ok(Json(TokenList {
+        tokens: tokens.into_iter().map(TokenInfo::from).collect(),
+    }))
+}
+
+/// Creates a token with at most the scopes and namespaces of the calling token.
+#[utoipa::path(post, path = "/api/v1/tokens", tag = "accounts", request_body = CreateTokenRequest,
+    responses(
+        (status = 201, description = "token created", body = NewToken),
+        (status = 400, description = "bad request", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "more than the calling token may grant", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn create_token(
+    State(state): State<AppState>,
+    auth: Auth,
+    Json(req): Json<CreateTokenRequest>,
+) -> ApiResult<(StatusCode, Json<NewToken>)> {
+    let p = &auth.0;
+    // No escalation: a token can only mint tokens narrower than itself.
+    if !p.acts_as_admin() {
+        for s in parse_scopes(&req.scopes).map_err(|m| ApiError::bad_request("invalid_scope", m))? {
+            if !p.scopes.contains(&s) {
+                return Err(ApiError::forbidden(
+                    "forbidden_scope",
+                    format!(
+                        "the calling token lacks `{}`, so it cannot grant it",
+                        s.as_str()
+                    ),
+                ));
+            }
+        }
+        for pat in &req.namespaces {
+            let pat = pat.trim().to_ascii_lowercase();
+            if !p.namespaces.iter().any(|mine| pattern_covers(mine, &pat)) {
+                return Err(ApiError::forbidden(
+                    "forbidden_namespace",
+                    format!("the calling token does not cover namespace pattern `{pat}`"),
+                ));
+            }
+        }
+    }
+    let t = issue(
+        &state,
+        &auth.actor(),
+        p.user_id,
+        p.is_admin,
+        &req.name,
+        &req.scopes,
+        &req.namespaces,
+        req.expires_in_days,
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(t)))
+}
+
+/// Revokes one of the caller's tokens (administrators: any token).
+#[utoipa::path(delete, path = "/api/v1/tokens/{id}", tag = "accounts",
+    params(("id" = i64, Path, description = "token id")),
+    responses(
+        (status = 204, description = "revoked"),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 404, description = "no such token of yours", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn revoke_token(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<i64>,
+) -> ApiResult<StatusCode> {
+    let owner = if auth.0.acts_as_admin() {
+        None
+    } else {
+        Some(auth.0.user_id)
+    };
+    if state.store.revoke_token(&auth.actor(), owner, id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(
+            "token_not_found",
+            format!("you have no token {id}"),
+        ))
+    }
+}

@@ -1,0 +1,969 @@
+//! Publish, read, yank/deprecate, admin delete, outbox and audit log.
+
+// utoipa's `IntoParams` expansion names the query types by path inside the handlers.
+#![allow(unused_qualifications)]
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use index_schema::envelope::{Envelope, EnvelopeError, PublicKey, verify_manifest};
+use index_schema::manifest::{Source, parse_exact_version};
+use index_schema::name::{AgentName, Digest};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::{AppState, Auth};
+use crate::auth::Scope;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::store::{AgentRow, AuditRow, KeyRow, NewVersion, OutboxRow, StoreError, VersionRow};
+
+/// `PUT /api/v1/agents/{publisher}/{agent}/versions/{version}`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PublishRequest {
+    /// The DSSE envelope of the manifest, signed by an active key of the namespace.
+    #[schema(value_type = Object)]
+    pub envelope: Value,
+    /// For `bundle` sources: the tar.gz bytes, base64. May be left out when the hub has the
+    /// blob already.
+    #[serde(default)]
+    pub bundle: Option<String>,
+}
+
+/// A stored publish.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PublishResponse {
+    /// `publisher/agent`.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// `sha256:…` of the manifest bytes.
+    pub manifest_digest: String,
+    /// Bundle digest, for bundle sources.
+    pub bundle_digest: Option<String>,
+    /// Signing key.
+    pub key_id: String,
+    /// Outbox sequence of this publish.
+    pub seq: i64,
+    /// Unix ms.
+    pub published_at: i64,
+}
+
+/// A version in an agent's list.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct VersionSummary {
+    /// Version.
+    pub version: String,
+    /// `sha256:…`.
+    pub manifest_digest: String,
+    /// Unix ms.
+    pub published_at: i64,
+    /// Yanked: not picked by selectors, still downloadable by exact version.
+    pub yanked: bool,
+    /// Why.
+    pub yank_reason: Option<String>,
+    /// Deprecation message.
+    pub deprecated: Option<String>,
+    /// Signing key.
+    pub key_id: String,
+    /// When the signing key was revoked, if it was.
+    pub key_revoked_at: Option<i64>,
+    /// Downloads.
+    pub downloads: i64,
+}
+
+/// `GET /api/v1/agents/{publisher}/{agent}`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct AgentInfo {
+    /// `publisher/agent`.
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Floor handle (`@code`).
+    pub handle: Option<String>,
+    /// Highest non-yanked version.
+    pub latest: Option<String>,
+    /// Every version, oldest first.
+    pub versions: Vec<VersionSummary>,
+    /// Downloads over all versions.
+    pub downloads: i64,
+    /// Unix ms.
+    pub created_at: i64,
+    /// Unix ms.
+    pub updated_at: i64,
+}
+
+/// The signing key of a version.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct SigningKey {
+    /// Key id.
+    pub key_id: String,
+    /// `ed25519:…`, when still registered.
+    pub public_key: Option<String>,
+    /// When it was revoked.
+    pub revoked_at: Option<i64>,
+}
+
+/// The bundle of a version.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct BundleInfo {
+    /// `sha256:…`.
+    pub digest: String,
+    /// Bytes.
+    pub size: i64,
+}
+
+/// `GET /api/v1/agents/{publisher}/{agent}/versions/{version}`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct VersionInfo {
+    /// `publisher/agent`.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// The manifest.
+    #[schema(value_type = Object)]
+    pub manifest: Value,
+    /// The DSSE envelope as published.
+    #[schema(value_type = Object)]
+    pub envelope: Value,
+    /// `sha256:…` of the manifest bytes.
+    pub manifest_digest: String,
+    /// Source kind.
+    pub source_kind: String,
+    /// The bundle, for bundle sources.
+    pub bundle: Option<BundleInfo>,
+    /// Signing key and its state.
+    pub key: SigningKey,
+    /// Publisher.
+    pub published_by: String,
+    /// Unix ms.
+    pub published_at: i64,
+    /// Yanked.
+    pub yanked: bool,
+    /// Why.
+    pub yank_reason: Option<String>,
+    /// Deprecation message.
+    pub deprecated: Option<String>,
+    /// Downloads.
+    pub downloads: i64,
+}
+
+/// One agent in a listing.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct AgentSummary {
+    /// `publisher/agent`.
+    pub name: String,
+    /// Highest non-yanked version.
+    pub latest: Option<String>,
+    /// Unix ms.
+    pub updated_at: i64,
+    /// Downloads.
+    pub downloads: i64,
+}
+
+/// `GET /api/v1/agents`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct AgentList {
+    /// Ordered by last change, oldest first.
+    pub agents: Vec<AgentSummary>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Query of `GET /api/v1/agents`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// From a previous page's `next_cursor`.
+    pub cursor: Option<String>,
+    /// Only agents changed at or after this Unix ms time (for mirrors).
+    pub updated_since: Option<i64>,
+    /// Page size, 1 to 1000 (100 by default).
+    pub limit: Option<i64>,
+}
+
+/// `PUT …/yank`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct YankRequest {
+    /// Why (shown to users).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// `PUT …/deprecation`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeprecateRequest {
+    /// What to use instead.
+    pub message: String,
+}
+
+/// Query of `GET /api/v1/outbox`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct OutboxQuery {
+    /// Entries after this sequence number (0 by default).
+    pub after: Option<i64>,
+    /// 1 to 1000 (100 by default).
+    pub limit: Option<i64>,
+}
+
+/// `GET /api/v1/outbox`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OutboxPage {
+    /// In sequence order.
+    pub entries: Vec<OutboxRow>,
+}
+
+/// Query of `GET /api/v1/audit`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// Only entries whose target is or starts with this (`acme`, `acme/coder`).
+    pub target: Option<String>,
+    /// 1 to 1000 (100 by default).
+    pub limit: Option<i64>,
+}
+
+/// `GET /api/v1/audit`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditPage {
+    /// Newest first.
+    pub entries: Vec<AuditRow>,
+}
+
+fn parse_name(publisher: &str, agent: &str) -> ApiResult<AgentName> {
+    AgentName::new(publisher, agent)
+        .map_err(|e| ApiError::bad_request("invalid_name", e.to_string()))
+}
+
+fn parse_version(v: &str) -> ApiResult<String> {
+    let parsed = parse_exact_version(v)
+        .map_err(|m| ApiError::bad_request("invalid_version", format!("`{v}`: {m}")))?;
+    if !parsed.build.is_empty() {
+        return Err(ApiError::bad_request(
+            "invalid_version",
+            format!("`{v}`: build metadata (`+…`) is not allowed; versions are OCI tags"),
+        ));
+    }
+    Ok(parsed.to_string())
+}
+
+async fn agent_or_404(state: &AppState, name: &AgentName) -> ApiResult<AgentRow> {
+    state
+        .store
+        .agent(&name.to_string())
+        .await?
+        .ok_or_else(|| ApiError::not_found("agent_not_found", format!("no agent `{name}`")))
+}
+
+async fn version_or_404(
+    state: &AppState,
+    agent: &AgentRow,
+    version: &str,
+) -> ApiResult<VersionRow> {
+    let v = parse_version(version)?;
+    state.store.version(agent.id, &v).await?.ok_or_else(|| {
+        ApiError::not_found(
+            "version_not_found",
+            format!("`{}` has no version {v}", agent.name),
+        )
+    })
+}
+
+fn clamp_limit(l: Option<i64>) -> ApiResult<i64> {
+    match l {
+        None => Ok(100),
+        Some(l) if (1..=1000).contains(&l) => Ok(l),
+        Some(_) => Err(ApiError::bad_request("invalid_limit", "limit is 1 to 1000")),
+    }
+}
+
+fn refused(state: &AppState, e: ApiError) -> ApiError {
+    state.metrics.publish_refused();
+    e
+}
+
+/// Publishes a signed version. Checks, in order: token scope for the namespace, name and
+/// version in the path, envelope and manifest, signature by an active key of the namespace,
+/// manifest name/version equal to the path, the bundle (digest, size, limit), then stores the
+/// version, an outbox row and an audit row in one transaction. Versions are immutable: the same
+/// version again is 409 `version_exists`.
+#[utoipa::path(put, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}", tag = "agents",
+    params(("publisher" = String, Path, description = "namespace"),
+           ("agent" = String, Path, description = "agent"),
+           ("version" = String, Path, description = "exact semver version")),
+    request_body = PublishRequest,
+    responses(
+        (status = 201, description = "published", body = PublishResponse),
+        (status = 400, description = "invalid name, version, envelope, manifest, signature or bundle", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "token, membership or key not allowed", body = ErrorBody),
+        (status = 404, description = "no such namespace", body = ErrorBody),
+        (status = 409, description = "version exists (versions are immutable)", body = ErrorBody),
+        (status = 413, description = "bundle too large", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn publish(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((publisher, agent, version)): Path<(String, String, String)>,
+    Json(req): Json<PublishRequest>,
+) -> ApiResult<(StatusCode, Json<PublishResponse>)> {
+    let r = publish_inner(&state, &auth, &publisher, &agent, &version, req).await;
+    match r {
+        Ok(ok) => {
+            state.metrics.publish();
+            Ok((StatusCode::CREATED, Json(ok)))
+        }
+        Err(e) => Err(refused(&state, e)),
+    }
+}
+
+async fn publish_inner(
+    state: &AppState,
+    auth: &Auth,
+    publisher: &str,
+    agent: &str,
+    version: &str,
+    req: PublishRequest,
+) -> ApiResult<PublishResponse> {
+    let name = parse_name(publisher, agent)?;
+    let ns = state.namespace_or_404(name.publisher()).await?;
+    let existing = state.store.agent(&name.to_string()).await?;
+    let scope = if existing.is_some() {
+        Scope::PublishUpdate
+    } else {
+        Scope::PublishNew
+    };
+    state.authorize(&auth.0, scope, &ns).await?;
+    if let Some(a) = &existing
+        && a.registry_endpoint.is_some()
+    {
+        return Err(ApiError::conflict(
+            "registry_entry",
+            format!("`{name}` is a registry-API entry, not a published agent"),
+        ));
+    }
+    let version = parse_version(version)?;
+
+    let text = serde_json::to_string(&req.envelope).map_err(ApiError::internal)?;
+    let envelope = Envelope::from_json(&text).map_err(|d| {
+        // Structure fine and the right type, so what failed is the manifest inside.
+        let manifest_only = Envelope::from_json_any_type(&text)
+            .is_ok_and(|e| e.payload_type == index_schema::media_types::AGENT_MANIFEST_V1);
+        let code = if manifest_only {
+            "invalid_manifest"
+        } else {
+            "invalid_envelope"
+        };
+        ApiError::bad_request(code, d.to_string())
+    })?;
+
+    let keys = state.store.keys(ns.id).await?;
+    let active: Vec<PublicKey> = keys
+        .iter()
+        .filter(|k| k.revoked_at.is_none())
+        .filter_map(|k| PublicKey::parse(&k.public_key).ok())
+        .collect();
+    let (manifest, key_id, digest) = verify_manifest(&envelope, &active).map_err(|e| match e {
+        EnvelopeError::UntrustedKey { ref keyids } => {
+            let revoked = keyids.iter().find_map(|id| {
+                keys.iter()
+                    .find(|k| k.key_id == id.to_string() && k.revoked_at.is_some())
+            });
+            match revoked {
+                Some(k) => ApiError::forbidden(
+                    "key_revoked",
+                    format!(
+                        "key {} of `{}` is revoked and signs nothing new",
+                        k.key_id, ns.name
+                    ),
+                ),
+                None => ApiError::forbidden(
+                    "untrusted_key",
+                    format!("{e}; register the key for `{}` first", ns.name),
+                ),
+            }
+        }
+        EnvelopeError::BadSignature { .. } => ApiError::bad_request("bad_signature", e.to_string()),
+        EnvelopeError::InvalidManifest(_) | EnvelopeError::PayloadNotUtf8 => {
+            ApiError::bad_request("invalid_manifest", e.to_string())
+        }
+        other => ApiError::bad_request("invalid_envelope", other.to_string()),
+    })?;
+    if manifest.name != name {
+        return Err(ApiError::bad_request(
+            "name_mismatch",
+            format!(
+                "the manifest is for `{}` but was published to `{name}`",
+                manifest.name
+            ),
+        ));
+    }
+    if manifest.version.to_string() != version {
+        return Err(ApiError::bad_request(
+            "version_mismatch",
+            format!(
+                "the manifest is version {} but was published as {version}",
+                manifest.version
+            ),
+        ));
+    }
+
+    let (bundle_digest, bundle_size) = match &manifest.source {
+        Source::Bundle(b) => {
+            if b.size > state.config.max_bundle_bytes {
+                return Err(ApiError::too_large(
+                    "bundle_too_large",
+                    format!(
+                        "the bundle is {} bytes; the limit is {}",
+                        b.size, state.config.max_bundle_bytes
+                    ),
+                ));
+            }
+            match &req.bundle {
+                Some(b64) => {
+                    let bytes = STANDARD.decode(b64.as_bytes()).map_err(|e| {
+                        ApiError::bad_request(
+                            "invalid_bundle",
+                            format!("bundle is not base64: {e}"),
+                        )
+                    })?;
+                    if bytes.len() as u64 > state.config.max_bundle_bytes {
+                        return Err(ApiError::too_large(
+                            "bundle_too_large",
+                            format!(
+                                "the bundle is {} bytes; the limit is {}",
+                                bytes.len(),
+                                state.config.max_bundle_bytes
+                            ),
+                        ));
+                    }
+                    if bytes.len() as u64 != b.size {
+                        return Err(ApiError::bad_request(
+                            "bundle_size_mismatch",
+                            format!(
+                                "the manifest says the bundle is {} bytes; {} were sent",
+                                b.size,
+                                bytes.len()
+                            ),
+                        ));
+                    }
+                    let actual = Digest::of(&bytes);
+                    if actual != b.digest {
+                        return Err(ApiError::bad_request(
+                            "bundle_digest_mismatch",
+                            format!(
+                                "the manifest says {}; the bytes sent are {actual}",
+                                b.digest
+                            ),
+                        ));
+                    }
+                    let blobs = state.blobs.clone();
+                    let d = b.digest;
+                    tokio::task::spawn_blocking(move || blobs.put(&d, &bytes))
+                        .await
+                        .map_err(ApiError::internal)??;
+                }
+                None => match state.blobs.size(&b.digest)? {
+                    Some(size) if size == b.size => {}
+                    Some(size) => {
+                        return Err(ApiError::bad_request(
+                            "bundle_size_mismatch",
+                            format!(
+                                "the manifest says the bundle is {} bytes; the stored blob is {size}",
+                                b.size
+                            ),
+                        ));
+                    }
+                    None => {
+                        return Err(ApiError::bad_request(
+                            "bundle_missing",
+                            format!("send the bundle: the hub has no blob {}", b.digest),
+                        ));
+                    }
+                },
+            }
+            (Some(b.digest.to_string()), Some(b.size as i64))
+        }
+        _ => {
+            if req.bundle.is_some() {
+                return Err(ApiError::bad_request(
+                    "unexpected_bundle",
+                    format!(
+                        "the manifest's source is `{}`, which has no bundle",
+                        manifest.source.kind()
+                    ),
+                ));
+            }
+            (None, None)
+        }
+    };
+
+    let new = NewVersion {
+        namespace_id: ns.id,
+        agent: name.to_string(),
+        handle: manifest.id.name().to_string(),
+        version: version.clone(),
+        manifest_digest: digest.to_string(),
+        envelope: envelope.to_json(),
+        key_id: key_id.to_string(),
+        source_kind: manifest.source.kind().to_string(),
+        bundle_digest: bundle_digest.clone(),
+        bundle_size,
+    };
+    let (seq, at) = state
+        .store
+        .publish(&auth.actor(), &new)
+        .await
+        .map_err(|e| match e {
+            StoreError::VersionExists => ApiError::conflict(
+                "version_exists",
+                format!(
+                    "`{name}` version {version} exists already; published versions are immutable, \
+                     publish a new version instead"
+                ),
+            ),
+            StoreError::KeyRevoked => ApiError::forbidden(
+                "key_revoked",
+                format!("key {key_id} was revoked and signs nothing new"),
+            ),
+            StoreError::Conflict(m) => ApiError::conflict("conflict", m),
+            other => other.into(),
+        })?;
+    tracing::info!(agent.name = %name, agent.version = %version, seq, "published");
+    Ok(PublishResponse {
+        name: name.to_string(),
+        version,
+        manifest_digest: digest.to_string(),
+        bundle_digest,
+        key_id: key_id.to_string(),
+        seq,
+        published_at: at,
+    })
+}
+
+fn key_map(keys: Vec<KeyRow>) -> HashMap<String, KeyRow> {
+    keys.into_iter().map(|k| (k.key_id.clone(), k)).collect()
+}
+
+/// An agent: latest version and every version with its yanked/deprecated state.
+#[utoipa::path(get, path = "/api/v1/agents/{publisher}/{agent}", tag = "agents",
+    params(("publisher" = String, Path, description = "namespace"),
+           ("agent" = String, Path, description = "agent")),
+    responses(
+        (status = 200, description = "the agent", body = AgentInfo),
+        (status = 400, description = "invalid name", body = ErrorBody),
+        (status = 404, description = "no such agent", body = ErrorBody),
+    ))]
+pub async fn get_agent(
+    State(state): State<AppState>,
+    Path((publisher, agent)): Path<(String, String)>,
+) -> ApiResult<Json<AgentInfo>> {
+    let name = parse_name(&publisher, &agent)?;
+    let a = agent_or_404(&state, &name).await?;
+    let keys = key_map(state.store.keys(a.namespace_id).await?);
+    let versions = state
+        .store
+        .versions(a.id)
+        .await?
+        .into_iter()
+        .map(|v| VersionSummary {
+            key_revoked_at: keys.get(&v.key_id).and_then(|k| k.revoked_at),
+            version: v.version,
+            manifest_digest: v.manifest_digest,
+            published_at: v.created_at,
+            yanked: v.yanked_at.is_some(),
+            yank_reason: v.yank_reason,
+            deprecated: v.deprecated_message,
+            key_id: v.key_id,
+            downloads: v.downloads,
+        })
+        .collect();
+    Ok(Json(AgentInfo {
+        namespace: name.publisher().to_string(),
+        name: a.name,
+        handle: a.handle.map(|h| format!("@{h}")),
+        latest: a.latest_version,
+        versions,
+        downloads: a.downloads,
+        created_at: a.created_at,
+        updated_at: a.updated_at,
+    }))
+}
+
+/// One version: manifest, envelope, digests, key state.
+#[utoipa::path(get, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}", tag = "agents",
+    params(("publisher" = String, Path, description = "namespace"),
+           ("agent" = String, Path, description = "agent"),
+           ("version" = String, Path, description = "exact version")),
+    responses(
+        (status = 200, description = "the version", body = VersionInfo),
+        (status = 400, description = "invalid name or version", body = ErrorBody),
+        (status = 404, description = "no such agent or version", body = ErrorBody),
+    ))]
+pub async fn get_version(
+    State(state): State<AppState>,
+    Path((publisher, agent, version)): Path<(String, String, String)>,
+) -> ApiResult<Json<VersionInfo>> {
+    let name = parse_name(&publisher, &agent)?;
+    let a = agent_or_404(&state, &name).await?;
+    let v = version_or_404(&state, &a, &version).await?;
+    let keys = key_map(state.store.keys(a.namespace_id).await?);
+    let envelope: Value = serde_json::from_str(&v.envelope).map_err(ApiError::internal)?;
+    let env = Envelope::from_json(&v.envelope).map_err(ApiError::internal)?;
+    let manifest: Value = serde_json::from_slice(&env.payload).map_err(ApiError::internal)?;
+    let k = keys.get(&v.key_id);
+    state.store.count_download(a.id, v.id).await?;
+    Ok(Json(VersionInfo {
+        name: a.name,
+        version: v.version,
+        manifest,
+        envelope,
+        manifest_digest: v.manifest_digest,
+        source_kind: v.source_kind,
+        bundle: v.bundle_digest.map(|digest| BundleInfo {
+            digest,
+            size: v.bundle_size.unwrap_or(0),
+        }),
+        key: SigningKey {
+            key_id: v.key_id.clone(),
+            public_key: k.map(|k| k.public_key.clone()),
+            revoked_at: k.and_then(|k| k.revoked_at),
+        },
+        published_by: v.published_by,
+        published_at: v.created_at,
+        yanked: v.yanked_at.is_some(),
+        yank_reason: v.yank_reason,
+        deprecated: v.deprecated_message,
+        downloads: v.downloads + 1,
+    }))
+}
+
+/// The bundle bytes of a version.
+#[utoipa::path(get, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/bundle", tag = "agents",
+    params(("publisher" = String, Path, description = "namespace"),
+           ("agent" = String, Path, description = "agent"),
+           ("version" = String, Path, description = "exact version")),
+    responses(
+        (status = 200, description = "tar.gz bytes", content_type = "application/octet-stream"),
+        (status = 400, description = "invalid name or version", body = ErrorBody),
+        (status = 404, description = "no such agent, version or bundle", body = ErrorBody),
+    ))]
+pub async fn get_bundle(
+    State(state): State<AppState>,
+    Path((publisher, agent, version)): Path<(String, String, String)>,
+) -> ApiResult<Response> {
+    let name = parse_name(&publisher, &agent)?;
+    let a = agent_or_404(&state, &name).await?;
+    let v = version_or_404(&state, &a, &version).await?;
+    let Some(d) = v.bundle_digest.as_deref() else {
+        return Err(ApiError::not_found(
+            "no_bundle",
+            format!(
+                "`{}` {} has a `{}` source, not a bundle",
+                a.name, v.version, v.source_kind
+            ),
+        ));
+    };
+    let digest = Digest::parse(d).map_err(ApiError::internal)?;
+    let blobs = state.blobs.clone();
+    let bytes = tokio::task::spawn_blocking(move || blobs.get(&digest))
+        .await
+        .map_err(ApiError::internal)??
+        .ok_or_else(|| ApiError::internal(format!("blob {d} missing from the blob store")))?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (header::ETAG, format!("\"{d}\"")),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// Agents ordered by last change, with cursor pagination and `updated_since` for mirrors.
+#[utoipa::path(get, path = "/api/v1/agents", tag = "agents", params(ListQuery),
+    responses(
+        (status = 200, description = "a page", body = AgentList),
+        (status = 400, description = "bad cursor or limit", body = ErrorBody),
+    ))]
+
+pub async fn list_agents(
+    State(state): State<AppState>,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<AgentList>> {
+    let limit = clamp_limit(q.limit)?;
+    let (after_t, after_id) = match (&q.cursor, q.updated_since) {
+        (Some(c), _) => {
+            let bad =
+                || ApiError::bad_request("invalid_cursor", "the cursor is not one this hub gave");
+            let (t, id) = c.split_once('.').ok_or_else(bad)?;
+            (
+                t.parse::<i64>().map_err(|_| bad())?,
+                id.parse::<i64>().map_err(|_| bad())?,
+            )
+        }
+        (None, Some(since)) => (since, 0),
+        (None, None) => (i64::MIN, 0),
+    };
+    let rows = state.store.list_agents(after_t, after_id, limit).await?;
+    let next_cursor = (rows.len() as i64 == limit)
+        .then(|| rows.last().map(|r| format!("{}.{}", r.updated_at, r.id)))
+        .flatten();
+    Ok(Json(AgentList {
+        agents: rows
+            .into_iter()
+            .map(|a| AgentSummary {
+                name: a.name,
+                latest: a.latest_version,
+                updated_at: a.updated_at,
+                downloads: a.downloads,
+            })
+            .collect(),
+        next_cursor,
+    }))
+}
+
+async fn change_version(
+    state: &AppState,
+    auth: &Auth,
+    publisher: &str,
+    agent: &str,
+    version: &str,
+) -> ApiResult<(AgentRow, String)> {
+    let name = parse_name(publisher, agent)?;
+    let ns = state.namespace_or_404(name.publisher()).await?;
+    state.authorize(&auth.0, Scope::Yank, &ns).await?;
+    let a = agent_or_404(state, &name).await?;
+    let v = version_or_404(state, &a, version).await?;
+    Ok((a, v.version))
+}
+
+fn check_text(field: &str, s: &str) -> ApiResult<()> {
+    if s.chars().count() > 1000 {
+        return Err(ApiError::bad_request(
+            "invalid_message",
+            format!("{field} is at most 1000 characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// Yanks a version: selectors skip it; it stays downloadable by exact version.
+#[utoipa::path(put, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/yank", tag = "agents",
+    params(("publisher" = String, Path, description = "namespace"),
+           ("agent" = String, Path, description = "agent"),
+           ("version" = String, Path, description = "exact version")),
+    request_body = YankRequest,
+    responses(
+        (status = 204, description = "yanked"),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "not allowed", body = ErrorBody),
+        (status = 404, description = "no such agent or version", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn yank(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((publisher, agent, version)): Path<(String, String, String)>,
+    Json(req): Json<YankRequest>,
+) -> ApiResult<StatusCode> {
+    let reason = req.reason.unwrap_or_default();
+    check_text("reason", &reason)?;
+    let (a, v) = change_version(&state, &auth, &publisher, &agent, &version).await?;
+    state
+        .store
+        .set_yanked(&auth.actor(), &a, &v, Some(&reason))
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Unyanks a version.
+#[utoipa::path(delete, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/yank", tag = "agents",
+    params(("publisher" = String, Path, description = "namespace"),
+           ("agent" = String, Path, description = "agent"),
+           ("version" = String, Path, description = "exact version")),
+    responses(
+        (status = 204, description = "unyanked"),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "not allowed", body = ErrorBody),
+        (status = 404, description = "no such agent or version", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn unyank(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((publisher, agent, version)): Path<(String, String, String)>,
+) -> ApiResult<StatusCode> {
+    let (a, v) = change_version(&state, &auth, &publisher, &agent, &version).await?;
+    state.store.set_yanked(&auth.actor(), &a, &v, None).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deprecates a version with a message.
+#[utoipa::path(put, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/deprecation", tag = "agents",
+    params(("publisher" = String, Path, description = "namespace"),
+           ("agent" = String, Path, description = "agent"),
+           ("version" = String, Path, description = "exact version")),
+    request_body = DeprecateRequest,
+    responses(
+        (status = 204, description = "deprecated"),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "not allowed", body = ErrorBody),
+        (status = 404, description = "no such agent or version", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn deprecate(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((publisher, agent, version)): Path<(String, String, String)>,
+    Json(req): Json<DeprecateRequest>,
+) -> ApiResult<StatusCode> {
+    check_text("message", &req.message)?;
+    if req.message.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "invalid_message",
+            "the deprecation message is empty",
+        ));
+    }
+    let (a, v) = change_version(&state, &auth, &publisher, &agent, &version).await?;
+    state
+        .store
+        .set_deprecated(&auth.actor(), &a, &v, Some(&req.message))
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Clears a deprecation.
+#[utoipa::path(delete, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/deprecation", tag = "agents",
+    params(("publisher" = String, Path, description = "namespace"),
+           ("agent" = String, Path, description = "agent"),
+           ("version" = String, Path, description = "exact version")),
+    responses(
+        (status = 204, description = "cleared"),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "not allowed", body = ErrorBody),
+        (status = 404, description = "no such agent or version", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn undeprecate(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((publisher, agent, version)): Path<(String, String, String)>,
+) -> ApiResult<StatusCode> {
+    let (a, v) = change_version(&state, &auth, &publisher, &agent, &version).await?;
+    state
+        .store
+        .set_deprecated(&auth.actor(), &a, &v, None)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes an agent and all its versions (hub administrators only).
+#[utoipa::path(delete, path = "/api/v1/agents/{publisher}/{agent}", tag = "agents",
+    params(("publisher" = String, Path, description = "namespace"),
+           ("agent" = String, Path, description = "agent")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 400, description = "invalid name", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "administrators only", body = ErrorBody),
+        (status = 404, description = "no such agent", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn delete_agent(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((publisher, agent)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    auth.0.authorize_admin().map_err(super::denied_error)?;
+    let name = parse_name(&publisher, &agent)?;
+    if state
+        .store
+        .delete_agent(&auth.actor(), &name.to_string())
+        .await?
+    {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(
+            "agent_not_found",
+            format!("no agent `{name}`"),
+        ))
+    }
+}
+
+/// Deletes one version (hub administrators only).
+#[utoipa::path(delete, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}", tag = "agents",
+    params(("publisher" = String, Path, description = "namespace"),
+           ("agent" = String, Path, description = "agent"),
+           ("version" = String, Path, description = "exact version")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 400, description = "invalid name or version", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "administrators only", body = ErrorBody),
+        (status = 404, description = "no such agent or version", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn delete_version(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((publisher, agent, version)): Path<(String, String, String)>,
+) -> ApiResult<StatusCode> {
+    auth.0.authorize_admin().map_err(super::denied_error)?;
+    let name = parse_name(&publisher, &agent)?;
+    let a = agent_or_404(&state, &name).await?;
+    let v = version_or_404(&state, &a, &version).await?;
+    state
+        .store
+        .delete_version(&auth.actor(), &a, &v.version)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The outbox that search indexes and mirrors follow.
+#[utoipa::path(get, path = "/api/v1/outbox", tag = "agents", params(OutboxQuery),
+    responses(
+        (status = 200, description = "entries", body = OutboxPage),
+        (status = 400, description = "bad limit", body = ErrorBody),
+    ))]
+
+pub async fn outbox(
+    State(state): State<AppState>,
+    Query(q): Query<OutboxQuery>,
+) -> ApiResult<Json<OutboxPage>> {
+    let limit = clamp_limit(q.limit)?;
+    Ok(Json(OutboxPage {
+        entries: state
+            .store
+            .outbox_after(q.after.unwrap_or(0), limit)
+            .await?,
+    }))
+}
+
+/// The audit log (hub administrators only).
+#[utoipa::path(get, path = "/api/v1/audit", tag = "agents", params(AuditQuery),
+    responses(
+        (status = 200, description = "entries", body = AuditPage),
+        (status = 400, description = "bad limit", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "administrators only", body = ErrorBody),
+    ), security(("bearer" = [])))]
+
+pub async fn audit(
+    State(state): State<AppState>,
+    auth: Auth,
+    Query(q): Query<AuditQuery>,
+) -> ApiResult<Json<AuditPage>> {
+    auth.0.authorize_admin().map_err(super::denied_error)?;
+    let limit = clamp_limit(q.limit)?;
+    Ok(Json(AuditPage {
+        entries: state.store.audit_log(q.target.as_deref(), limit).await?,
+    }))
+}

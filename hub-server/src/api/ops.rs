@@ -1,0 +1,69 @@
+//! Health, readiness, metrics, the OpenAPI document and the JSON 404.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use serde::Serialize;
+use utoipa::{OpenApi, ToSchema};
+
+use super::AppState;
+use crate::error::{ApiError, ErrorBody};
+
+/// `GET /healthz`, `GET /readyz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok`.
+    pub status: String,
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "ops",
+    responses((status = 200, description = "alive", body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+    })
+}
+
+/// Readiness: the database answers.
+#[utoipa::path(get, path = "/readyz", tag = "ops",
+    responses(
+        (status = 200, description = "ready", body = Health),
+        (status = 503, description = "database unavailable", body = ErrorBody),
+    ))]
+pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
+    state.store.db().ping().await.map_err(|e| {
+        tracing::warn!(error = %e, "readiness check failed");
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not_ready",
+            "the database is unavailable",
+        )
+    })?;
+    Ok(Json(Health {
+        status: "ok".into(),
+    }))
+}
+
+/// Prometheus metrics.
+#[utoipa::path(get, path = "/metrics", tag = "ops",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.metrics.render(state.store.db().backend()),
+    )
+}
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", tag = "ops",
+    responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json")))]
+pub async fn openapi() -> impl IntoResponse {
+    Json(crate::openapi::ApiDoc::openapi())
+}
+
+/// Unknown routes.
+pub async fn not_found() -> ApiError {
+    ApiError::not_found("not_found", "no such endpoint")
+}

@@ -1,0 +1,338 @@
+//! The OFC registry API (`/registry/agents…`, seed 000) as a view over the hub's agents.
+//!
+//! A registration is an unsigned entry `owner/<handle>` with an endpoint, a public key and
+//! metadata; it can be patched and removed by its namespace. Published (signed) agents are shown
+//! through the same `GET` (metadata from the latest manifest, `endpoint` from a `remote` source)
+//! but can only change by publishing. `{agent_id}` is the handle (`@code` or `code`); when several
+//! agents share a handle, registrations come first, then the most recently updated agent.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use index_schema::envelope::Envelope;
+use index_schema::manifest::{Manifest, Source};
+use index_schema::name::{AgentHandle, AgentName, check_publisher};
+use index_schema::wire::Token;
+use index_schema::wire::registry::{
+    AgentMetadata, RegisterAgentRequest, RegisterAgentResponse, RegistryAgent, RegistryStatus,
+    UpdateAgentRequest,
+};
+use utoipa::ToSchema;
+
+use super::{AppState, Auth, denied_error};
+use crate::auth::{AGENT_TOKEN_PREFIX, Scope, generate_token, hash_token};
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::store::{AgentRow, NewRegistryAgent, StoreError};
+
+/// `metadata` (OpenAPI description of `AgentMetadata`).
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct RegistryMetadataDoc {
+    name: Option<String>,
+    tagline: Option<String>,
+    description: Option<String>,
+    capabilities: Option<Vec<String>>,
+    examples: Option<Vec<String>>,
+}
+
+/// `POST /registry/agents` body (OpenAPI description).
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct RegisterAgentRequestDoc {
+    /// `@handle`.
+    id: String,
+    /// `https://…/ofc`.
+    endpoint: String,
+    /// Namespace; the caller's own by default.
+    owner: Option<String>,
+    /// The agent's public key.
+    public_key: String,
+    metadata: Option<RegistryMetadataDoc>,
+}
+
+/// `POST /registry/agents` response (OpenAPI description).
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct RegisterAgentResponseDoc {
+    agent_id: String,
+    /// Shown once.
+    agent_token: String,
+    status: String,
+    registry: String,
+}
+
+/// `GET /registry/agents/{agent_id}` response (OpenAPI description).
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct RegistryAgentDoc {
+    id: String,
+    endpoint: String,
+    owner: Option<String>,
+    status: String,
+    metadata: RegistryMetadataDoc,
+}
+
+/// `PATCH` body (OpenAPI description).
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct UpdateAgentRequestDoc {
+    metadata: Option<RegistryMetadataDoc>,
+}
+
+const MAX_TEXT: usize = 8 * 1024;
+
+fn handle_of(agent_id: &str) -> ApiResult<AgentHandle> {
+    let h = if agent_id.starts_with('@') {
+        AgentHandle::parse(agent_id)
+    } else {
+        AgentHandle::new(agent_id)
+    };
+    h.map_err(|e| ApiError::bad_request("invalid_handle", e.to_string()))
+}
+
+fn check_endpoint(e: &str) -> ApiResult<()> {
+    let ok = e.len() <= 2048
+        && (e.starts_with("https://")
+            || e.starts_with("http://localhost")
+            || e.starts_with("http://127.0.0.1"))
+        && !e.chars().any(|c| c.is_whitespace() || c.is_control());
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(
+            "invalid_endpoint",
+            "the endpoint is an https:// URL (http:// only for localhost), at most 2048 characters",
+        ))
+    }
+}
+
+fn check_metadata(m: &AgentMetadata) -> ApiResult<String> {
+    let text = serde_json::to_string(m).map_err(ApiError::internal)?;
+    if text.len() > 64 * 1024 {
+        return Err(ApiError::too_large(
+            "metadata_too_large",
+            "metadata is at most 64 KiB of JSON",
+        ));
+    }
+    Ok(text)
+}
+
+/// Registers an agent (an unsigned entry with an endpoint).
+#[utoipa::path(post, path = "/registry/agents", tag = "registry",
+    request_body = RegisterAgentRequestDoc,
+    responses(
+        (status = 201, description = "registered", body = RegisterAgentResponseDoc),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "not allowed", body = ErrorBody),
+        (status = 404, description = "no such namespace", body = ErrorBody),
+        (status = 409, description = "exists", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn register(
+    State(state): State<AppState>,
+    auth: Auth,
+    Json(req): Json<RegisterAgentRequest>,
+) -> ApiResult<(StatusCode, Json<RegisterAgentResponse>)> {
+    let handle = handle_of(&req.id)?;
+    if handle.is_reserved() {
+        return Err(ApiError::bad_request(
+            "invalid_handle",
+            format!("`{handle}` is reserved"),
+        ));
+    }
+    check_endpoint(&req.endpoint)?;
+    if req.public_key.trim().is_empty() || req.public_key.len() > MAX_TEXT {
+        return Err(ApiError::bad_request(
+            "invalid_key",
+            "public_key is 1 to 8192 characters",
+        ));
+    }
+    let owner = req.owner.as_deref().unwrap_or(&auth.0.user_name);
+    let owner =
+        check_publisher(owner).map_err(|e| ApiError::bad_request("invalid_name", e.to_string()))?;
+    let name = AgentName::new(&owner, handle.name())
+        .map_err(|e| ApiError::bad_request("invalid_name", e.to_string()))?;
+    let ns = state.namespace_or_404(&owner).await?;
+    state.authorize(&auth.0, Scope::PublishNew, &ns).await?;
+    let metadata = check_metadata(&req.metadata)?;
+    let token = generate_token(AGENT_TOKEN_PREFIX);
+    state
+        .store
+        .register_agent(
+            &auth.actor(),
+            &NewRegistryAgent {
+                namespace_id: ns.id,
+                agent: name.to_string(),
+                handle: handle.name().to_string(),
+                endpoint: req.endpoint.clone(),
+                metadata,
+                public_key: req.public_key.clone(),
+                token_hash: hash_token(&token.0),
+            },
+        )
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict(m) => ApiError::conflict("agent_exists", m),
+            other => other.into(),
+        })?;
+    Ok((
+        StatusCode::CREATED,
+        Json(RegisterAgentResponse {
+            agent_id: handle.to_string(),
+            agent_token: Token::new(token.0),
+            status: RegistryStatus::Active,
+            registry: state.config.registry_host.clone(),
+        }),
+    ))
+}
+
+async fn find(state: &AppState, agent_id: &str) -> ApiResult<AgentRow> {
+    let handle = handle_of(agent_id)?;
+    state
+        .store
+        .agents_by_handle(handle.name())
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ApiError::not_found("agent_not_found", format!("no agent `{handle}`")))
+}
+
+async fn view(state: &AppState, a: &AgentRow) -> ApiResult<RegistryAgent> {
+    let owner = a.name.split('/').next().map(str::to_string);
+    let handle = format!("@{}", a.handle.as_deref().unwrap_or_default());
+    if let Some(endpoint) = &a.registry_endpoint {
+        let metadata: AgentMetadata =
+            serde_json::from_str(a.registry_metadata.as_deref().unwrap_or("{}"))
+                .map_err(ApiError::internal)?;
+        return Ok(RegistryAgent {
+            id: handle,
+            endpoint: endpoint.clone(),
+            owner,
+            status: RegistryStatus::Active,
+            metadata,
+            stats: None,
+        });
+    }
+    let latest = match &a.latest_version {
+        Some(v) => state.store.version(a.id, v).await?,
+        None => None,
+    };
+    let Some(v) = latest else {
+        return Err(ApiError::not_found(
+            "agent_not_found",
+            format!("`{}` has no installable version", a.name),
+        ));
+    };
+    let env = Envelope::from_json(&v.envelope).map_err(ApiError::internal)?;
+    let text = std::str::from_utf8(&env.payload).map_err(ApiError::internal)?;
+    let m = Manifest::from_json(text).map_err(ApiError::internal)?;
+    let endpoint = match &m.source {
+        Source::Remote(r) => r.endpoint.clone(),
+        _ => String::new(),
+    };
+    Ok(RegistryAgent {
+        id: handle,
+        endpoint,
+        owner,
+        status: RegistryStatus::Active,
+        metadata: AgentMetadata {
+            name: Some(m.display_name.clone()),
+            tagline: Some(m.tagline.clone()),
+            description: Some(m.description.clone()),
+            capabilities: Some(m.capabilities.iter().map(|c| c.name.clone()).collect()),
+            examples: Some(m.examples.clone()),
+            extra: Default::default(),
+        },
+        stats: None,
+    })
+}
+
+/// An agent by handle.
+#[utoipa::path(get, path = "/registry/agents/{agent_id}", tag = "registry",
+    params(("agent_id" = String, Path, description = "handle, `@code` or `code`")),
+    responses(
+        (status = 200, description = "the agent", body = RegistryAgentDoc),
+        (status = 400, description = "invalid handle", body = ErrorBody),
+        (status = 404, description = "no such agent", body = ErrorBody),
+    ))]
+pub async fn get(
+    State(state): State<AppState>,
+    Path(agent_id): Path<String>,
+) -> ApiResult<Json<RegistryAgent>> {
+    let a = find(&state, &agent_id).await?;
+    Ok(Json(view(&state, &a).await?))
+}
+
+/// Updates a registration's metadata.
+#[utoipa::path(patch, path = "/registry/agents/{agent_id}", tag = "registry",
+    params(("agent_id" = String, Path, description = "handle, `@code` or `code`")),
+    request_body = UpdateAgentRequestDoc,
+    responses(
+        (status = 200, description = "the agent now", body = RegistryAgentDoc),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "not allowed", body = ErrorBody),
+        (status = 404, description = "no such agent", body = ErrorBody),
+        (status = 409, description = "a signed agent changes only by publishing", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn patch(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(agent_id): Path<String>,
+    Json(req): Json<UpdateAgentRequest>,
+) -> ApiResult<Json<RegistryAgent>> {
+    let a = find(&state, &agent_id).await?;
+    let ns_name = a.name.split('/').next().unwrap_or_default().to_string();
+    let ns = state.namespace_or_404(&ns_name).await?;
+    state.authorize(&auth.0, Scope::PublishUpdate, &ns).await?;
+    if a.registry_endpoint.is_none() {
+        return Err(ApiError::conflict(
+            "signed_agent",
+            format!(
+                "`{}` is a published agent; publish a new version to change it",
+                a.name
+            ),
+        ));
+    }
+    let mut m: AgentMetadata = serde_json::from_str(a.registry_metadata.as_deref().unwrap_or("{}"))
+        .map_err(ApiError::internal)?;
+    m.apply_patch(&req.metadata);
+    let text = check_metadata(&m)?;
+    state
+        .store
+        .update_registry_metadata(&auth.actor(), &a, &text)
+        .await?;
+    let a = state
+        .store
+        .agent(&a.name)
+        .await?
+        .ok_or_else(|| ApiError::not_found("agent_not_found", "the agent was removed"))?;
+    Ok(Json(view(&state, &a).await?))
+}
+
+/// Removes a registration (published agents: hub administrators only).
+#[utoipa::path(delete, path = "/registry/agents/{agent_id}", tag = "registry",
+    params(("agent_id" = String, Path, description = "handle, `@code` or `code`")),
+    responses(
+        (status = 204, description = "removed"),
+        (status = 400, description = "invalid handle", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "not allowed", body = ErrorBody),
+        (status = 404, description = "no such agent", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn remove(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(agent_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let a = find(&state, &agent_id).await?;
+    if a.registry_endpoint.is_some() {
+        let ns_name = a.name.split('/').next().unwrap_or_default().to_string();
+        let ns = state.namespace_or_404(&ns_name).await?;
+        state.authorize(&auth.0, Scope::Yank, &ns).await?;
+    } else {
+        auth.0.authorize_admin().map_err(denied_error)?;
+    }
+    state.store.delete_agent(&auth.actor(), &a.name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,402 @@
+//! API tokens, scopes, namespace patterns, roles, the authorization decision and the limiter on
+//! authentication failures.
+//!
+//! A token is `ofc_` + 43 characters of URL-safe base64 (32 random bytes); only its SHA-256 is
+//! stored. What a token may do is the intersection of its scopes, its namespace patterns and
+//! (for namespace operations) the user's role in that namespace; site administrators using a
+//! token with the `admin` scope pass the role check.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rand::RngCore;
+use sha2::{Digest as _, Sha256};
+
+/// Every token starts with this, so secret scanners and people recognise it.
+pub const TOKEN_PREFIX: &str = "ofc_";
+/// Registry-API agent tokens start with this.
+pub const AGENT_TOKEN_PREFIX: &str = "ofc_agent_";
+
+/// A freshly generated secret. `Debug` is redacted.
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// A new random token with `prefix`.
+pub fn generate_token(prefix: &str) -> Secret {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    Secret(format!("{prefix}{}", URL_SAFE_NO_PAD.encode(bytes)))
+}
+
+/// Hex SHA-256 of a token: what the database stores.
+pub fn hash_token(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// What a token may be used for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    /// Publish the first version of a new agent.
+    PublishNew,
+    /// Publish a new version of an existing agent.
+    PublishUpdate,
+    /// Yank, unyank, deprecate.
+    Yank,
+    /// Register and revoke publisher keys.
+    ManageKeys,
+    /// Add, change and remove namespace members.
+    ManageMembers,
+    /// Site administration (only effective for administrators).
+    Admin,
+}
+
+impl Scope {
+    /// Every scope.
+    pub const ALL: [Scope; 6] = [
+        Scope::PublishNew,
+        Scope::PublishUpdate,
+        Scope::Yank,
+        Scope::ManageKeys,
+        Scope::ManageMembers,
+        Scope::Admin,
+    ];
+
+    /// Wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::PublishNew => "publish-new",
+            Scope::PublishUpdate => "publish-update",
+            Scope::Yank => "yank",
+            Scope::ManageKeys => "manage-keys",
+            Scope::ManageMembers => "manage-members",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+}
+
+/// Parses a comma-separated scope list; an error names the first unknown scope.
+pub fn parse_scopes(list: &[String]) -> Result<Vec<Scope>, String> {
+    let mut out = Vec::new();
+    for s in list {
+        let s = s.trim();
+        match Scope::parse(s) {
+            Some(x) => {
+                if !out.contains(&x) {
+                    out.push(x);
+                }
+            }
+            None => {
+                return Err(format!(
+                    "unknown scope `{s}`; known scopes: {}",
+                    Scope::ALL.map(Scope::as_str).join(", ")
+                ));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Checks a namespace pattern: `*`, a namespace name, or a name prefix followed by `*`.
+pub fn check_pattern(p: &str) -> Result<(), String> {
+    let body = p.strip_suffix('*').unwrap_or(p);
+    let ok = p.len() <= 65
+        && body
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+        && (p == "*" || !body.is_empty());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "namespace pattern `{p}` must be `*`, a namespace name, or a name prefix ending in `*`"
+        ))
+    }
+}
+
+/// Whether a namespace pattern matches a namespace.
+pub fn pattern_matches(pattern: &str, namespace: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => namespace.starts_with(prefix),
+        None => pattern == namespace,
+    }
+}
+
+/// Whether every namespace `inner` matches is matched by `outer` (no token mints a wider one).
+pub fn pattern_covers(outer: &str, inner: &str) -> bool {
+    match outer.strip_suffix('*') {
+        Some(prefix) => inner.trim_end_matches('*').starts_with(prefix),
+        None => outer == inner,
+    }
+}
+
+/// A member's role in a namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Everything in the namespace.
+    Owner,
+    /// Publish (new agents and updates) and yank.
+    Maintainer,
+    /// Publish new versions of existing agents only.
+    Publisher,
+}
+
+impl Role {
+    /// Wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Maintainer => "maintainer",
+            Role::Publisher => "publisher",
+        }
+    }
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "owner" => Some(Role::Owner),
+            "maintainer" => Some(Role::Maintainer),
+            "publisher" => Some(Role::Publisher),
+            _ => None,
+        }
+    }
+    /// Whether this role grants `scope` in its namespace.
+    pub fn grants(self, scope: Scope) -> bool {
+        match self {
+            Role::Owner => scope != Scope::Admin,
+            Role::Maintainer => matches!(
+                scope,
+                Scope::PublishNew | Scope::PublishUpdate | Scope::Yank
+            ),
+            Role::Publisher => scope == Scope::PublishUpdate,
+        }
+    }
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    /// User id.
+    pub user_id: i64,
+    /// User name.
+    pub user_name: String,
+    /// Site administrator.
+    pub is_admin: bool,
+    /// Token id.
+    pub token_id: i64,
+    /// Token scopes.
+    pub scopes: Vec<Scope>,
+    /// Token namespace patterns.
+    pub namespaces: Vec<String>,
+}
+
+/// Why an authorization was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denied {
+    /// The token lacks the scope.
+    Scope(Scope),
+    /// The token's namespace patterns do not cover the namespace.
+    Namespace(String),
+    /// The user is not a member of the namespace.
+    NotMember(String),
+    /// The user's role does not grant the scope.
+    Role(Role, Scope),
+    /// Only administrators may do this.
+    AdminOnly,
+}
+
+impl Principal {
+    /// Whether this caller acts as a site administrator.
+    pub fn acts_as_admin(&self) -> bool {
+        self.is_admin && self.scopes.contains(&Scope::Admin)
+    }
+
+    /// May this caller use `scope` in `namespace`, where the user's role is `role`?
+    pub fn authorize(
+        &self,
+        scope: Scope,
+        namespace: &str,
+        role: Option<Role>,
+    ) -> Result<(), Denied> {
+        if self.acts_as_admin() {
+            return Ok(());
+        }
+        if !self.scopes.contains(&scope) {
+            return Err(Denied::Scope(scope));
+        }
+        if !self
+            .namespaces
+            .iter()
+            .any(|p| pattern_matches(p, namespace))
+        {
+            return Err(Denied::Namespace(namespace.to_string()));
+        }
+        let Some(role) = role else {
+            return Err(Denied::NotMember(namespace.to_string()));
+        };
+        if !role.grants(scope) {
+            return Err(Denied::Role(role, scope));
+        }
+        Ok(())
+    }
+
+    /// May this caller perform an administrator-only action?
+    pub fn authorize_admin(&self) -> Result<(), Denied> {
+        if self.acts_as_admin() {
+            Ok(())
+        } else {
+            Err(Denied::AdminOnly)
+        }
+    }
+}
+
+/// Hashes a password (Argon2id, PHC string).
+pub fn hash_password(password: &str) -> Result<String, String> {
+    use argon2::password_hash::{PasswordHasher, SaltString, rand_core::OsRng};
+    let salt = SaltString::generate(&mut OsRng);
+    argon2::Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// Checks a password against a PHC string.
+pub fn verify_password(password: &str, phc: &str) -> bool {
+    use argon2::password_hash::{PasswordHash, PasswordVerifier};
+    PasswordHash::new(phc).is_ok_and(|h| {
+        argon2::Argon2::default()
+            .verify_password(password.as_bytes(), &h)
+            .is_ok()
+    })
+}
+
+/// Counts authentication failures per key (client address, or address + user name) in a fixed
+/// window and refuses further attempts once the limit is reached. In memory: each replica
+/// limits on its own.
+#[derive(Debug)]
+pub struct FailureLimiter {
+    limit: u32,
+    window: Duration,
+    entries: Mutex<HashMap<String, (Instant, u32)>>,
+}
+
+impl FailureLimiter {
+    /// A limiter allowing `limit` failures per `window`.
+    pub fn new(limit: u32, window: Duration) -> Self {
+        FailureLimiter {
+            limit,
+            window,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Key for a client address.
+    pub fn ip_key(ip: Option<IpAddr>) -> String {
+        ip.map(|i| i.to_string())
+            .unwrap_or_else(|| "unknown".into())
+    }
+
+    /// Whether `key` is blocked now; the remaining seconds if so.
+    pub fn blocked(&self, key: &str) -> Option<u64> {
+        let mut m = self.entries.lock().expect("limiter lock");
+        let now = Instant::now();
+        match m.get(key) {
+            Some((start, n)) if now.duration_since(*start) < self.window => {
+                if *n >= self.limit {
+                    Some((self.window - now.duration_since(*start)).as_secs().max(1))
+                } else {
+                    None
+                }
+            }
+            Some(_) => {
+                m.remove(key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Records a failure for `key`.
+    pub fn fail(&self, key: &str) {
+        let mut m = self.entries.lock().expect("limiter lock");
+        let now = Instant::now();
+        if m.len() > 100_000 {
+            // Bounded memory: forget expired windows.
+            let w = self.window;
+            m.retain(|_, (s, _)| now.duration_since(*s) < w);
+        }
+        let e = m.entry(key.to_string()).or_insert((now, 0));
+        if now.duration_since(e.0) >= self.window {
+            *e = (now, 0);
+        }
+        e.1 += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns() {
+        assert!(pattern_matches("*", "acme"));
+        assert!(pattern_matches("acme", "acme"));
+        assert!(!pattern_matches("acme", "acme2"));
+        assert!(pattern_matches("acme-*", "acme-labs"));
+        assert!(!pattern_matches("acme-*", "acme"));
+        assert!(check_pattern("acme-*").is_ok());
+        assert!(pattern_covers("*", "acme-*"));
+        assert!(pattern_covers("acme-*", "acme-x"));
+        assert!(pattern_covers("acme-*", "acme-x*"));
+        assert!(!pattern_covers("acme-*", "acme*"));
+        assert!(!pattern_covers("acme", "acme*"));
+        assert!(pattern_covers("acme", "acme"));
+        assert!(check_pattern("").is_err());
+        assert!(check_pattern("Acme").is_err());
+        assert!(check_pattern("a*b").is_err());
+    }
+
+    #[test]
+    fn tokens_are_prefixed_and_hashed() {
+        let t = generate_token(TOKEN_PREFIX);
+        assert!(t.0.starts_with("ofc_"));
+        assert_eq!(t.0.len(), 4 + 43);
+        assert_eq!(hash_token(&t.0).len(), 64);
+        assert_ne!(hash_token(&t.0), t.0);
+        assert_eq!(format!("{t:?}"), "Secret(<redacted>)");
+    }
+
+    #[test]
+    fn limiter_blocks_after_limit() {
+        let l = FailureLimiter::new(3, Duration::from_secs(600));
+        for _ in 0..3 {
+            assert!(l.blocked("k").is_none());
+            l.fail("k");
+        }
+        assert!(l.blocked("k").is_some());
+        assert!(l.blocked("other").is_none());
+    }
+
+    #[test]
+    fn passwords() {
+        let h = hash_password("hunter2").unwrap();
+        assert!(verify_password("hunter2", &h));
+        assert!(!verify_password("hunter3", &h));
+        assert!(!verify_password("x", "not a phc"));
+    }
+}

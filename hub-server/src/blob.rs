@@ -1,0 +1,108 @@
+//! Content-addressed blob storage for bundles (OCI-style `sha256` blobs).
+//!
+//! A small trait because the OCI issue adds an upstream-registry backend. The local backend
+//! writes to a temporary file, fsyncs it, renames it into `blobs-v1/sha256/ab/<hex>` and fsyncs
+//! the directory, so a blob is either absent or complete, whatever happens to the process.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use index_schema::name::Digest;
+
+/// What can go wrong in a blob store.
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    /// Filesystem error.
+    #[error("blob store i/o: {0}")]
+    Io(#[from] std::io::Error),
+    /// The bytes do not hash to the digest they were stored under.
+    #[error("blob digest mismatch: expected {expected}, got {actual}")]
+    DigestMismatch {
+        /// Claimed.
+        expected: Digest,
+        /// Computed.
+        actual: Digest,
+    },
+}
+
+/// Storage of immutable blobs by digest.
+pub trait BlobStore: Send + Sync + std::fmt::Debug + 'static {
+    /// Stores `bytes` under `digest` after checking that they hash to it. Idempotent.
+    fn put(&self, digest: &Digest, bytes: &[u8]) -> Result<(), BlobError>;
+    /// The blob's bytes, if present.
+    fn get(&self, digest: &Digest) -> Result<Option<Vec<u8>>, BlobError>;
+    /// The blob's size, if present.
+    fn size(&self, digest: &Digest) -> Result<Option<u64>, BlobError>;
+}
+
+/// Blobs in a local directory.
+#[derive(Debug)]
+pub struct FsBlobStore {
+    root: PathBuf,
+}
+
+impl FsBlobStore {
+    /// A store under `dir` (created if missing), in `dir/blobs-v1`.
+    pub fn open(dir: &Path) -> Result<Self, BlobError> {
+        let root = dir.join("blobs-v1");
+        std::fs::create_dir_all(root.join("sha256"))?;
+        std::fs::create_dir_all(root.join("tmp"))?;
+        Ok(FsBlobStore { root })
+    }
+
+    fn path(&self, d: &Digest) -> PathBuf {
+        let hex = d.hex();
+        self.root.join("sha256").join(&hex[..2]).join(hex)
+    }
+}
+
+impl BlobStore for FsBlobStore {
+    fn put(&self, digest: &Digest, bytes: &[u8]) -> Result<(), BlobError> {
+        let actual = Digest::of(bytes);
+        if actual != *digest {
+            return Err(BlobError::DigestMismatch {
+                expected: *digest,
+                actual,
+            });
+        }
+        let dest = self.path(digest);
+        if dest.exists() {
+            return Ok(());
+        }
+        let dir = dest.parent().expect("blob path has a parent");
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile_in(&self.root.join("tmp"))?;
+        tmp.1.write_all(bytes)?;
+        tmp.1.sync_all()?;
+        drop(tmp.1);
+        std::fs::rename(&tmp.0, &dest)?;
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(())
+    }
+
+    fn get(&self, digest: &Digest) -> Result<Option<Vec<u8>>, BlobError> {
+        match std::fs::read(self.path(digest)) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn size(&self, digest: &Digest) -> Result<Option<u64>, BlobError> {
+        match std::fs::metadata(self.path(digest)) {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let name = format!("upload-{}", uuid::Uuid::new_v4());
+    let path = dir.join(name);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    Ok((path, f))
+}

@@ -1,0 +1,176 @@
+//! Settings: defaults < file (`--config FILE`, else `DATA/hub.toml` when present) < environment
+//! (`OFC_HUB__<KEY>`, e.g. `OFC_HUB__LISTEN=127.0.0.1:8080`) < command-line flags.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Environment variables with this prefix set settings (`OFC_HUB__MAX_BUNDLE_BYTES=…`).
+pub const ENV_PREFIX: &str = "OFC_HUB__";
+
+/// Hub settings.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Where the SQLite file and the blobs live.
+    pub data_dir: PathBuf,
+    /// `postgres://…` to use PostgreSQL instead of `DATA/hub.sqlite3`.
+    pub database_url: Option<String>,
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Largest bundle accepted, in bytes.
+    pub max_bundle_bytes: u64,
+    /// Failed authentications allowed per client address (and per user name on login) in a
+    /// window before requests get 429.
+    pub auth_failure_limit: u32,
+    /// The window of `auth_failure_limit`, in seconds.
+    pub auth_failure_window_secs: u64,
+    /// PostgreSQL pool size.
+    pub db_max_connections: u32,
+    /// The host name the registry API reports (`registry` in responses).
+    pub registry_host: String,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("data_dir", &self.data_dir)
+            .field(
+                "database_url",
+                &self.database_url.as_deref().map(crate::db::redact_url),
+            )
+            .field("listen", &self.listen)
+            .field("max_bundle_bytes", &self.max_bundle_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: default_data_dir(),
+            database_url: None,
+            listen: SocketAddr::from(([127, 0, 0, 1], 8733)),
+            max_bundle_bytes: 50 * 1024 * 1024,
+            auth_failure_limit: 30,
+            auth_failure_window_secs: 300,
+            db_max_connections: 16,
+            registry_host: "localhost".into(),
+        }
+    }
+}
+
+/// `$XDG_DATA_HOME/ofc-hub`, else `~/.local/share/ofc-hub`, else `./ofc-hub-data`.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|x| !x.is_empty()) {
+        return PathBuf::from(x).join("ofc-hub");
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|x| !x.is_empty()) {
+        return PathBuf::from(h).join(".local/share/ofc-hub");
+    }
+    PathBuf::from("ofc-hub-data")
+}
+
+impl Config {
+    /// Merges a file, the environment and flag overrides (a TOML table of the set flags).
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+        flags: toml::Table,
+    ) -> Result<Config, String> {
+        let mut merged = toml::Table::new();
+        let env_table = env_overrides(env);
+        // The data dir decides where the default file is, so look at it first.
+        let data_dir = flags
+            .get("data_dir")
+            .or_else(|| env_table.get("data_dir"))
+            .and_then(|v| v.as_str())
+            .map(PathBuf::from);
+        let file = match file {
+            Some(f) => Some(f.to_path_buf()),
+            None => {
+                let d = data_dir.clone().unwrap_or_else(default_data_dir);
+                let f = d.join("hub.toml");
+                f.exists().then_some(f)
+            }
+        };
+        if let Some(f) = file {
+            let text = std::fs::read_to_string(&f)
+                .map_err(|e| format!("cannot read config file {}: {e}", f.display()))?;
+            let t: toml::Table = text
+                .parse()
+                .map_err(|e| format!("config file {}: {e}", f.display()))?;
+            merged.extend(t);
+        }
+        merged.extend(env_table);
+        merged.extend(flags);
+        toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("invalid settings: {}", e.message()))
+    }
+
+    /// The database URL in effect.
+    pub fn effective_database_url(&self) -> String {
+        match &self.database_url {
+            Some(u) => u.clone(),
+            None => format!("sqlite://{}", self.data_dir.join("hub.sqlite3").display()),
+        }
+    }
+}
+
+fn env_overrides(env: impl IntoIterator<Item = (String, String)>) -> toml::Table {
+    let mut t = toml::Table::new();
+    for (k, v) in env {
+        let Some(key) = k.strip_prefix(ENV_PREFIX) else {
+            continue;
+        };
+        let key = key.to_ascii_lowercase();
+        // Numbers and booleans are typed; everything else is a string.
+        let value = if let Ok(n) = v.parse::<i64>() {
+            toml::Value::Integer(n)
+        } else if let Ok(b) = v.parse::<bool>() {
+            toml::Value::Boolean(b)
+        } else {
+            toml::Value::String(v)
+        };
+        t.insert(key, value);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_env_beat_file() {
+        let dir = std::env::temp_dir().join(format!("ofc-hub-cfg-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("hub.toml");
+        std::fs::write(
+            &file,
+            "listen = \"127.0.0.1:1\"\nmax_bundle_bytes = 5\nregistry_host = \"f\"\n",
+        )
+        .unwrap();
+        let env = vec![
+            ("OFC_HUB__MAX_BUNDLE_BYTES".to_string(), "7".to_string()),
+            ("OFC_HUB__REGISTRY_HOST".to_string(), "e".to_string()),
+            ("OTHER".to_string(), "x".to_string()),
+        ];
+        let mut flags = toml::Table::new();
+        flags.insert("registry_host".into(), "cli".into());
+        let c = Config::load(Some(&file), env, flags).unwrap();
+        assert_eq!(c.listen.port(), 1);
+        assert_eq!(c.max_bundle_bytes, 7);
+        assert_eq!(c.registry_host, "cli");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn unknown_setting_is_refused() {
+        let env = vec![("OFC_HUB__NOPE".to_string(), "1".to_string())];
+        let err = Config::load(None, env, toml::Table::new()).unwrap_err();
+        assert!(err.contains("nope"), "{err}");
+    }
+}

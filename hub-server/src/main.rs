@@ -1,0 +1,433 @@
+//! `ofc-hub`: serve the hub, migrate its database, and administer it.
+
+use std::io::Read as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+use hub_server::{Config, admin};
+use serde_json::json;
+
+#[derive(Parser, Debug)]
+#[command(name = "ofc-hub", version, about = "The self-hosted ofc hub")]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Debug)]
+struct Global {
+    /// Data directory (SQLite file, blobs, hub.toml).
+    #[arg(long = "data", global = true, value_name = "DIR")]
+    data: Option<PathBuf>,
+    /// `postgres://…` instead of the SQLite file under the data dir.
+    #[arg(long, global = true, value_name = "URL")]
+    database_url: Option<String>,
+    /// Settings file (TOML); `DATA/hub.toml` when present otherwise.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the hub.
+    Serve {
+        /// Address to listen on (127.0.0.1:8733 by default).
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+    },
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Operator commands.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum AdminCommand {
+    /// Create a user, a namespace of the same name, and print a first API token (once).
+    CreateUser {
+        name: String,
+        /// Make the user a hub administrator.
+        #[arg(long)]
+        admin: bool,
+        /// Read a password (for `ofc login`) from standard input.
+        #[arg(long)]
+        password_stdin: bool,
+        /// Do not create a namespace.
+        #[arg(long)]
+        no_namespace: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List users.
+    ListUsers {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set a user's password from standard input.
+    SetPassword { name: String },
+    /// Grant or take hub administration.
+    SetAdmin {
+        name: String,
+        #[arg(action = clap::ArgAction::Set)]
+        admin: bool,
+    },
+    /// Disable (or with --enable, re-enable) a user.
+    DisableUser {
+        name: String,
+        #[arg(long)]
+        enable: bool,
+    },
+    /// Create an API token for a user and print it (once).
+    CreateToken {
+        user: String,
+        #[arg(long, default_value = "cli token")]
+        name: String,
+        /// Comma-separated scopes.
+        #[arg(
+            long,
+            default_value = "publish-new,publish-update,yank,manage-keys,manage-members"
+        )]
+        scopes: String,
+        /// Comma-separated namespace patterns.
+        #[arg(long, default_value = "*")]
+        namespaces: String,
+        #[arg(long)]
+        expires_in_days: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List a user's tokens.
+    ListTokens {
+        user: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by id.
+    RevokeToken { id: i64 },
+    /// Create a namespace owned by a user.
+    CreateNamespace {
+        name: String,
+        #[arg(long)]
+        owner: String,
+    },
+    /// Add a member to a namespace or change their role (owner, maintainer, publisher).
+    SetMember {
+        namespace: String,
+        user: String,
+        #[arg(long, default_value = "maintainer")]
+        role: String,
+    },
+    /// Delete an agent, or one version of it.
+    Delete {
+        name: String,
+        #[arg(long)]
+        version: Option<String>,
+    },
+    /// Show the audit log, newest first.
+    Audit {
+        #[arg(long)]
+        target: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn config(global: &Global, listen: Option<SocketAddr>) -> anyhow::Result<Config> {
+    let mut flags = toml::Table::new();
+    if let Some(d) = &global.data {
+        flags.insert("data_dir".into(), d.display().to_string().into());
+    }
+    if let Some(u) = &global.database_url {
+        flags.insert("database_url".into(), u.clone().into());
+    }
+    if let Some(l) = listen {
+        flags.insert("listen".into(), l.to_string().into());
+    }
+    Config::load(global.config.as_deref(), std::env::vars(), flags).map_err(anyhow::Error::msg)
+}
+
+#[allow(clippy::print_stdout)]
+fn out(s: impl std::fmt::Display) {
+    println!("{s}");
+}
+
+fn read_stdin_line() -> anyhow::Result<String> {
+    let mut s = String::new();
+    std::io::stdin().read_to_string(&mut s)?;
+    let s = s.trim_end_matches(['\n', '\r']).to_string();
+    anyhow::ensure!(!s.is_empty(), "no password on standard input");
+    Ok(s)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down");
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve { listen } => {
+            let cfg = config(&cli.global, listen)?;
+            tracing::info!(config = ?cfg, "starting");
+            let listen = cfg.listen;
+            let state = hub_server::build_state(cfg).await?;
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            let addr = listener.local_addr()?;
+            tracing::info!(%addr, backend = state.store.db().backend(), "listening");
+            eprintln!("ofc-hub listening on http://{addr}");
+            hub_server::serve(state, listener, shutdown_signal()).await
+        }
+        Command::Migrate => {
+            let cfg = config(&cli.global, None)?;
+            let store = hub_server::open_store(&cfg).await?;
+            store.db().close().await;
+            eprintln!("migrations applied");
+            Ok(())
+        }
+        Command::Admin(cmd) => {
+            let cfg = config(&cli.global, None)?;
+            let store = hub_server::open_store(&cfg).await?;
+            let r = admin_cmd(&store, cmd).await;
+            store.db().close().await;
+            r
+        }
+    }
+}
+
+async fn admin_cmd(store: &hub_server::store::Store, cmd: AdminCommand) -> anyhow::Result<()> {
+    match cmd {
+        AdminCommand::CreateUser {
+            name,
+            admin: is_admin,
+            password_stdin,
+            no_namespace,
+            json,
+        } => {
+            let pw = if password_stdin {
+                Some(read_stdin_line()?)
+            } else {
+                None
+            };
+            let c = admin::create_user(store, &name, pw.as_deref(), is_admin, no_namespace).await?;
+            if json {
+                out(json!({
+                    "user": c.user.name, "admin": c.user.is_admin, "namespace": c.namespace,
+                    "token": c.token.0, "token_id": c.token_row.id,
+                    "scopes": c.token_row.scopes.split(',').collect::<Vec<_>>(),
+                }));
+            } else {
+                eprintln!(
+                    "created user `{}`{}; their first API token (shown once):",
+                    c.user.name,
+                    c.namespace
+                        .as_deref()
+                        .map(|n| format!(" and namespace `{n}`"))
+                        .unwrap_or_default()
+                );
+                out(&c.token.0);
+            }
+        }
+        AdminCommand::ListUsers { json } => {
+            let users = store.list_users().await?;
+            if json {
+                out(serde_json::to_string(&users)?);
+            } else {
+                for u in users {
+                    out(format!(
+                        "{}{}{}",
+                        u.name,
+                        if u.is_admin { " (admin)" } else { "" },
+                        if u.disabled { " (disabled)" } else { "" }
+                    ));
+                }
+            }
+        }
+        AdminCommand::SetPassword { name } => {
+            let pw = read_stdin_line()?;
+            let h = hub_server::auth::hash_password(&pw).map_err(anyhow::Error::msg)?;
+            store
+                .update_user(
+                    &hub_server::store::Actor::operator(),
+                    &name.to_ascii_lowercase(),
+                    Some(Some(&h)),
+                    None,
+                    None,
+                )
+                .await?;
+        }
+        AdminCommand::SetAdmin { name, admin: a } => {
+            store
+                .update_user(
+                    &hub_server::store::Actor::operator(),
+                    &name.to_ascii_lowercase(),
+                    None,
+                    Some(a),
+                    None,
+                )
+                .await?;
+        }
+        AdminCommand::DisableUser { name, enable } => {
+            store
+                .update_user(
+                    &hub_server::store::Actor::operator(),
+                    &name.to_ascii_lowercase(),
+                    None,
+                    None,
+                    Some(!enable),
+                )
+                .await?;
+        }
+        AdminCommand::CreateToken {
+            user,
+            name,
+            scopes,
+            namespaces,
+            expires_in_days,
+            json,
+        } => {
+            let u = admin::user(store, &user).await?;
+            let pats: Vec<String> = namespaces
+                .split(',')
+                .map(|s| s.trim().to_ascii_lowercase())
+                .collect();
+            let (secret, row) = admin::create_token(
+                store,
+                &u,
+                &name,
+                &admin::scopes(&scopes)?,
+                &pats,
+                expires_in_days,
+            )
+            .await?;
+            if json {
+                out(json!({"token": secret.0, "token_id": row.id, "user": u.name}));
+            } else {
+                eprintln!("token {} for `{}` (shown once):", row.id, u.name);
+                out(&secret.0);
+            }
+        }
+        AdminCommand::ListTokens { user, json } => {
+            let u = admin::user(store, &user).await?;
+            let tokens = store.list_tokens(u.id).await?;
+            if json {
+                out(serde_json::to_string(&tokens)?);
+            } else {
+                for t in tokens {
+                    out(format!(
+                        "{}\t{}\t{}\t{}{}",
+                        t.id,
+                        t.name,
+                        t.scopes,
+                        t.namespaces,
+                        if t.revoked_at.is_some() {
+                            "\trevoked"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+            }
+        }
+        AdminCommand::RevokeToken { id } => {
+            anyhow::ensure!(
+                store
+                    .revoke_token(&hub_server::store::Actor::operator(), None, id)
+                    .await?,
+                "no token {id}"
+            );
+        }
+        AdminCommand::CreateNamespace { name, owner } => {
+            admin::create_namespace(store, &name, &owner).await?;
+        }
+        AdminCommand::SetMember {
+            namespace,
+            user,
+            role,
+        } => {
+            admin::set_member(store, &namespace, &user, &role).await?;
+        }
+        AdminCommand::Delete { name, version } => {
+            anyhow::ensure!(
+                admin::delete(store, &name, version.as_deref()).await?,
+                "nothing to delete"
+            );
+        }
+        AdminCommand::Audit {
+            target,
+            limit,
+            json,
+        } => {
+            let rows = store
+                .audit_log(target.as_deref(), limit.clamp(1, 10_000))
+                .await?;
+            if json {
+                out(serde_json::to_string(&rows)?);
+            } else {
+                for r in rows {
+                    out(format!(
+                        "{}\t{}\t{}\t{}\t{}",
+                        r.at,
+                        r.user_name.unwrap_or_default(),
+                        r.action,
+                        r.target,
+                        r.detail.unwrap_or_default()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("OFC_HUB_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            for c in e.chain().skip(1) {
+                eprintln!("  caused by: {c}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}

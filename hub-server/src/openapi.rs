@@ -1,0 +1,47 @@
+//! The OpenAPI document served at `/openapi.json` (snapshot-tested).
+
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::api::{accounts, agents, namespaces, ops, registry};
+
+/// The hub's API.
+#[derive(Debug, OpenApi)]
+#[openapi(
+    info(title = "ofc hub", description = "Accounts, namespaces, keys, signed publishing and the read API of the ofc hub, plus the OFC registry API view."),
+    paths(
+        accounts::login, accounts::me, accounts::list_tokens, accounts::create_token,
+        accounts::revoke_token,
+        namespaces::create_namespace, namespaces::get_namespace, namespaces::set_member,
+        namespaces::remove_member, namespaces::list_keys, namespaces::add_key,
+        namespaces::revoke_key,
+        agents::publish, agents::get_agent, agents::get_version, agents::get_bundle,
+        agents::list_agents, agents::yank, agents::unyank, agents::deprecate,
+        agents::undeprecate, agents::delete_agent, agents::delete_version, agents::outbox,
+        agents::audit,
+        registry::register, registry::get, registry::patch, registry::remove,
+        ops::healthz, ops::readyz, ops::metrics, ops::openapi,
+    ),
+    modifiers(&Bearer),
+    tags(
+        (name = "accounts", description = "login, the caller, API tokens"),
+        (name = "namespaces", description = "namespaces, members, publisher keys"),
+        (name = "agents", description = "publish, read, yank, deprecate, delete"),
+        (name = "registry", description = "the OFC registry API (seed 000)"),
+        (name = "ops", description = "health, readiness, metrics"),
+    )
+)]
+pub struct ApiDoc;
+
+struct Bearer;
+
+impl Modify for Bearer {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        if let Some(c) = openapi.components.as_mut() {
+            c.add_security_scheme(
+                "bearer",
+                SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            );
+        }
+    }
+}

@@ -1,0 +1,546 @@
+//! Publish → read end to end on SQLite and PostgreSQL, and every publish refusal with its exact
+//! status and code.
+
+mod common;
+
+use common::{Backend, TestApp, bundle_manifest, remote_manifest};
+use index_schema::envelope::{Envelope, SecretKey, sign_manifest};
+use index_schema::media_types::AGENT_MANIFEST_V1;
+use reqwest::Method;
+use rstest::rstest;
+use serde_json::json;
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn publish_then_read(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let u = app.user.clone();
+    let bytes = b"not really a tarball, but bytes with a digest".to_vec();
+    let m = bundle_manifest("alice/analyst", "1.0.0", &bytes);
+    let (s, body) = app.publish(&u.token, &u.key, &m, Some(&bytes)).await;
+    assert_eq!(s, 201, "{body}");
+    assert_eq!(body["name"], "alice/analyst");
+    assert_eq!(body["manifest_digest"], m.digest().to_string());
+    assert_eq!(body["key_id"], u.key.key_id().to_string());
+
+    let m2 = bundle_manifest("alice/analyst", "1.1.0-beta.1", &bytes);
+    // The blob is on the hub already: no bytes needed.
+    let (s, body) = app.publish(&u.token, &u.key, &m2, None).await;
+    assert_eq!(s, 201, "{body}");
+
+    let (s, a) = app
+        .call(Method::GET, "/api/v1/agents/Alice/Analyst", None, None)
+        .await;
+    assert_eq!(s, 200, "{a}");
+    assert_eq!(a["name"], "alice/analyst");
+    assert_eq!(a["latest"], "1.0.0", "a release beats a newer pre-release");
+    assert_eq!(a["handle"], "@data");
+    assert_eq!(a["versions"].as_array().unwrap().len(), 2);
+
+    let (s, v) = app
+        .call(
+            Method::GET,
+            "/api/v1/agents/alice/analyst/versions/1.0.0",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(v["manifest"]["name"], "alice/analyst");
+    assert_eq!(
+        v["bundle"]["digest"],
+        index_schema::name::Digest::of(&bytes).to_string()
+    );
+    let env = Envelope::from_json(&v["envelope"].to_string()).unwrap();
+    let (got, _, digest) =
+        index_schema::envelope::verify_manifest(&env, &[u.key.public_key()]).unwrap();
+    assert_eq!(got, m);
+    assert_eq!(digest.to_string(), v["manifest_digest"]);
+
+    let resp = app
+        .client
+        .get(app.url("/api/v1/agents/alice/analyst/versions/1.0.0/bundle"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.bytes().await.unwrap().to_vec(), bytes);
+
+    let (_, a) = app
+        .call(Method::GET, "/api/v1/agents/alice/analyst", None, None)
+        .await;
+    assert_eq!(a["downloads"], 1, "the version read counts as a download");
+
+    // Listing and the outbox follow.
+    let (s, l) = app.call(Method::GET, "/api/v1/agents", None, None).await;
+    assert_eq!(s, 200);
+    assert_eq!(l["agents"][0]["name"], "alice/analyst");
+    let (_, o) = app.call(Method::GET, "/api/v1/outbox", None, None).await;
+    let seqs: Vec<i64> = o["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_i64().unwrap())
+        .collect();
+    assert_eq!(seqs, vec![1, 2]);
+
+    // Yank moves latest; deprecate shows; unyank restores.
+    let (s, _) = app
+        .call(
+            Method::PUT,
+            "/api/v1/agents/alice/analyst/versions/1.0.0/yank",
+            Some(&u.token),
+            Some(json!({"reason": "broken"})),
+        )
+        .await;
+    assert_eq!(s, 204);
+    let (_, a) = app
+        .call(Method::GET, "/api/v1/agents/alice/analyst", None, None)
+        .await;
+    assert_eq!(a["latest"], "1.1.0-beta.1");
+    assert_eq!(a["versions"][0]["yanked"], true);
+    assert_eq!(a["versions"][0]["yank_reason"], "broken");
+    let (s, _) = app
+        .call(
+            Method::PUT,
+            "/api/v1/agents/alice/analyst/versions/1.1.0-beta.1/deprecation",
+            Some(&u.token),
+            Some(json!({"message": "use 2.x"})),
+        )
+        .await;
+    assert_eq!(s, 204);
+    let (s, _) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/agents/alice/analyst/versions/1.0.0/yank",
+            Some(&u.token),
+            None,
+        )
+        .await;
+    assert_eq!(s, 204);
+    let (_, a) = app
+        .call(Method::GET, "/api/v1/agents/alice/analyst", None, None)
+        .await;
+    assert_eq!(a["latest"], "1.0.0");
+    assert_eq!(a["versions"][1]["deprecated"], "use 2.x");
+
+    // Every write is in the audit log, with the token that made it.
+    let admin = app.new_user("root-admin", true).await;
+    let (s, log) = app
+        .call(
+            Method::GET,
+            "/api/v1/audit?target=alice/analyst",
+            Some(&admin.token),
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{log}");
+    let actions: Vec<&str> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        vec![
+            "version.unyank",
+            "version.deprecate",
+            "version.yank",
+            "version.publish",
+            "version.publish"
+        ]
+    );
+    assert!(
+        log["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["user_name"] == "alice" && e["token_id"].is_i64())
+    );
+    app.stop().await;
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn versions_are_immutable(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let u = app.user.clone();
+    let m = remote_manifest("alice/code", "1.0.0");
+    assert_eq!(app.publish(&u.token, &u.key, &m, None).await.0, 201);
+    let (s, e) = app.publish(&u.token, &u.key, &m, None).await;
+    assert_eq!((s, e["code"].as_str().unwrap()), (409, "version_exists"));
+    assert!(e["message"].as_str().unwrap().contains("immutable"), "{e}");
+    // Different content, same version: still refused.
+    let mut changed = m.clone();
+    changed.tagline = "something else".into();
+    let (s, e) = app.publish(&u.token, &u.key, &changed, None).await;
+    assert_eq!((s, e["code"].as_str().unwrap()), (409, "version_exists"));
+    // Same version written differently in the path is the same version.
+    let env = sign_manifest(&changed, &u.key);
+    let (s, e) = app
+        .publish_envelope(&u.token, "ALICE/code", "1.0.0", &env, None)
+        .await;
+    assert_eq!((s, e["code"].as_str().unwrap()), (409, "version_exists"));
+    let (_, a) = app
+        .call(Method::GET, "/api/v1/agents/alice/code", None, None)
+        .await;
+    assert_eq!(a["versions"].as_array().unwrap().len(), 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn publish_refusals_have_exact_status_and_code() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let u = app.user.clone();
+    let bytes = vec![7u8; 1000];
+    let good = remote_manifest("alice/code", "1.0.0");
+
+    // name/version in the path
+    let env = sign_manifest(&good, &u.key);
+    let cases: Vec<(&str, &str, u16, &str)> = vec![
+        ("alice/other", "1.0.0", 400, "name_mismatch"),
+        ("alice/code", "1.0.1", 400, "version_mismatch"),
+        ("alice/code", "1.0", 400, "invalid_version"),
+        ("alice/code", "v1.0.0", 400, "invalid_version"),
+        ("alice/code", "1.0.0+build.5", 400, "invalid_version"),
+        ("alice/co..de", "1.0.0", 400, "invalid_name"),
+        ("nobody/code", "1.0.0", 404, "namespace_not_found"),
+    ];
+    for (name, version, status, code) in cases {
+        let (s, e) = app
+            .publish_envelope(&u.token, name, version, &env, None)
+            .await;
+        assert_eq!(
+            (s, e["code"].as_str().unwrap_or("")),
+            (status, code),
+            "{name}@{version}: {e}"
+        );
+    }
+
+    // signatures and keys
+    let stranger = SecretKey::from_seed(&[9; 32]);
+    let (s, e) = app.publish(&u.token, &stranger, &good, None).await;
+    assert_eq!((s, e["code"].as_str().unwrap()), (403, "untrusted_key"));
+    let mut tampered = sign_manifest(&good, &u.key);
+    tampered.payload = remote_manifest("alice/code", "1.0.0").to_json_bytes();
+    tampered.payload.extend_from_slice(b" ");
+    let (s, e) = app
+        .publish_envelope(&u.token, "alice/code", "1.0.0", &tampered, None)
+        .await;
+    assert_eq!(
+        (s, e["code"].as_str().unwrap()),
+        (400, "bad_signature"),
+        "{e}"
+    );
+    let wrong_type = Envelope::sign("application/json", &good.to_json_bytes(), &u.key);
+    let (s, e) = app
+        .publish_envelope(&u.token, "alice/code", "1.0.0", &wrong_type, None)
+        .await;
+    assert_eq!(
+        (s, e["code"].as_str().unwrap()),
+        (400, "invalid_envelope"),
+        "{e}"
+    );
+    let not_manifest = Envelope::sign(AGENT_MANIFEST_V1, br#"{"schemaVersion":1}"#, &u.key);
+    let (s, e) = app
+        .publish_envelope(&u.token, "alice/code", "1.0.0", &not_manifest, None)
+        .await;
+    assert_eq!(
+        (s, e["code"].as_str().unwrap()),
+        (400, "invalid_manifest"),
+        "{e}"
+    );
+    let (s, e) = app
+        .call(
+            Method::PUT,
+            "/api/v1/agents/alice/code/versions/1.0.0",
+            Some(&u.token),
+            Some(json!({"envelope": {"payload": 1}})),
+        )
+        .await;
+    assert_eq!(
+        (s, e["code"].as_str().unwrap()),
+        (400, "invalid_envelope"),
+        "{e}"
+    );
+    let (s, e) = app
+        .call(
+            Method::PUT,
+            "/api/v1/agents/alice/code/versions/1.0.0",
+            Some(&u.token),
+            Some(json!({"nope": 1})),
+        )
+        .await;
+    assert_eq!(
+        (s, e["code"].as_str().unwrap()),
+        (422, "invalid_body"),
+        "{e}"
+    );
+
+    // bundles
+    let bm = bundle_manifest("alice/bundled", "1.0.0", &bytes);
+    let (s, e) = app.publish(&u.token, &u.key, &bm, None).await;
+    assert_eq!((s, e["code"].as_str().unwrap()), (400, "bundle_missing"));
+    let (s, e) = app
+        .publish(&u.token, &u.key, &bm, Some(&bytes[..999]))
+        .await;
+    assert_eq!(
+        (s, e["code"].as_str().unwrap()),
+        (400, "bundle_size_mismatch")
+    );
+    let mut other = bytes.clone();
+    other[0] = 8;
+    let (s, e) = app.publish(&u.token, &u.key, &bm, Some(&other)).await;
+    assert_eq!(
+        (s, e["code"].as_str().unwrap()),
+        (400, "bundle_digest_mismatch")
+    );
+    let (s, e) = app.publish(&u.token, &u.key, &good, Some(&bytes)).await;
+    assert_eq!((s, e["code"].as_str().unwrap()), (400, "unexpected_bundle"));
+    let big = vec![1u8; 1024 * 1024 + 1];
+    let bigm = bundle_manifest("alice/big", "1.0.0", &big);
+    let (s, e) = app.publish(&u.token, &u.key, &bigm, Some(&big)).await;
+    assert_eq!((s, e["code"].as_str().unwrap()), (413, "bundle_too_large"));
+    let env = sign_manifest(&good, &u.key);
+    let (s, e) = app
+        .call(Method::PUT, "/api/v1/agents/alice/code/versions/1.0.0", Some(&u.token),
+              Some(json!({"envelope": serde_json::from_str::<serde_json::Value>(&env.to_json()).unwrap(), "bundle": "%%%"})))
+        .await;
+    assert_eq!(
+        (s, e["code"].as_str().unwrap()),
+        (400, "unexpected_bundle"),
+        "{e}"
+    );
+    let (s, e) = app
+        .call(Method::PUT, "/api/v1/agents/alice/bundled/versions/1.0.0", Some(&u.token),
+              Some(json!({"envelope": serde_json::from_str::<serde_json::Value>(&sign_manifest(&bm, &u.key).to_json()).unwrap(), "bundle": "%%%"})))
+        .await;
+    assert_eq!(
+        (s, e["code"].as_str().unwrap()),
+        (400, "invalid_bundle"),
+        "{e}"
+    );
+
+    // nothing of the above was stored
+    let (_, l) = app.call(Method::GET, "/api/v1/agents", None, None).await;
+    assert_eq!(l["agents"].as_array().unwrap().len(), 0, "{l}");
+    let (_, o) = app.call(Method::GET, "/api/v1/outbox", None, None).await;
+    assert_eq!(o["entries"].as_array().unwrap().len(), 0);
+    assert_eq!(app.publish(&u.token, &u.key, &good, None).await.0, 201);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn revoked_key_signs_nothing_new_but_old_versions_show_it() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let u = app.user.clone();
+    assert_eq!(
+        app.publish(
+            &u.token,
+            &u.key,
+            &remote_manifest("alice/code", "1.0.0"),
+            None
+        )
+        .await
+        .0,
+        201
+    );
+    let kid = u.key.key_id().to_string();
+    let (s, _) = app
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/namespaces/alice/keys/{kid}"),
+            Some(&u.token),
+            None,
+        )
+        .await;
+    assert_eq!(s, 204);
+    let (s, e) = app
+        .publish(
+            &u.token,
+            &u.key,
+            &remote_manifest("alice/code", "1.0.1"),
+            None,
+        )
+        .await;
+    assert_eq!((s, e["code"].as_str().unwrap()), (403, "key_revoked"));
+    let (_, v) = app
+        .call(
+            Method::GET,
+            "/api/v1/agents/alice/code/versions/1.0.0",
+            None,
+            None,
+        )
+        .await;
+    assert!(v["key"]["revoked_at"].is_i64(), "{v}");
+    let env = Envelope::from_json(&v["envelope"].to_string()).unwrap();
+    assert!(index_schema::envelope::verify_manifest(&env, &[u.key.public_key()]).is_ok());
+    let (_, k) = app
+        .call(Method::GET, "/api/v1/namespaces/alice/keys", None, None)
+        .await;
+    assert_eq!(k["keys"][0]["revoked_by"], "alice");
+    // A new key works.
+    let k2 = SecretKey::from_seed(&[42; 32]);
+    let (s, _) = app
+        .call(
+            Method::POST,
+            "/api/v1/namespaces/alice/keys",
+            Some(&u.token),
+            Some(json!({"public_key": k2.public_key().to_string()})),
+        )
+        .await;
+    assert_eq!(s, 201);
+    assert_eq!(
+        app.publish(&u.token, &k2, &remote_manifest("alice/code", "1.0.1"), None)
+            .await
+            .0,
+        201
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn login_me_tokens_and_brute_force_limit() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.auth_failure_limit = 5).await;
+    let (s, t) = app
+        .call(
+            Method::POST,
+            "/api/v1/login",
+            None,
+            Some(json!({"username": "Alice", "password": "correct horse"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{t}");
+    let token = t["token"].as_str().unwrap().to_string();
+    assert!(token.starts_with("ofc_"));
+    let (s, me) = app
+        .call(Method::GET, "/api/v1/me", Some(&token), None)
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(me["user"], "alice");
+    assert_eq!(
+        me["namespaces"][0],
+        json!({"name": "alice", "role": "owner"})
+    );
+    assert!(
+        !me["token"]["scopes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("admin"))
+    );
+    // Only the hash is stored.
+    let (_, list) = app
+        .call(Method::GET, "/api/v1/tokens", Some(&token), None)
+        .await;
+    assert!(!list.to_string().contains(&token));
+    let id = t["id"].as_i64().unwrap();
+    assert_eq!(
+        app.call(
+            Method::DELETE,
+            &format!("/api/v1/tokens/{id}"),
+            Some(&token),
+            None
+        )
+        .await
+        .0,
+        204
+    );
+    let (s, e) = app
+        .call(Method::GET, "/api/v1/me", Some(&token), None)
+        .await;
+    assert_eq!((s, e["code"].as_str().unwrap()), (401, "token_revoked"));
+    for _ in 0..3 {
+        let (s, e) = app
+            .call(
+                Method::POST,
+                "/api/v1/login",
+                None,
+                Some(json!({"username": "alice", "password": "wrong"})),
+            )
+            .await;
+        assert_eq!(
+            (s, e["code"].as_str().unwrap()),
+            (401, "invalid_credentials")
+        );
+    }
+    // 1 revoked-token failure + 3 wrong passwords = 4; one more reaches the limit of 5.
+    let (s, _) = app
+        .call(Method::GET, "/api/v1/me", Some("ofc_guess"), None)
+        .await;
+    assert_eq!(s, 401);
+    let (s, e) = app
+        .call(
+            Method::POST,
+            "/api/v1/login",
+            None,
+            Some(json!({"username": "alice", "password": "correct horse"})),
+        )
+        .await;
+    assert_eq!(
+        (s, e["code"].as_str().unwrap()),
+        (429, "too_many_auth_failures")
+    );
+    let (s, e) = app
+        .call(Method::GET, "/api/v1/me", Some(&app.user.token), None)
+        .await;
+    assert_eq!(
+        (s, e["code"].as_str().unwrap()),
+        (429, "too_many_auth_failures")
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn every_error_is_json_and_ops_endpoints_answer() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    for (m, p, status) in [
+        (Method::GET, "/nope", 404),
+        (Method::POST, "/api/v1/agents", 405),
+        (Method::GET, "/api/v1/agents?limit=abc", 400),
+        (Method::GET, "/api/v1/agents?limit=0", 400),
+        (Method::GET, "/api/v1/agents?cursor=zz", 400),
+        (Method::DELETE, "/api/v1/tokens/notanumber", 401),
+        (Method::GET, "/api/v1/agents/a/b/versions/1.0.0", 404),
+        (Method::GET, "/api/v1/agents/a/b/versions/x", 404),
+    ] {
+        let (s, e) = app.call(m.clone(), p, None, None).await;
+        assert_eq!(s, status, "{m} {p}: {e}");
+        assert!(
+            e["code"].is_string() && e["message"].is_string(),
+            "{m} {p}: {e}"
+        );
+    }
+    let r = app
+        .client
+        .post(app.url("/api/v1/login"))
+        .body("{")
+        .header("content-type", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let e: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(e["code"], "bad_request");
+    assert_eq!(app.call(Method::GET, "/healthz", None, None).await.0, 200);
+    assert_eq!(app.call(Method::GET, "/readyz", None, None).await.0, 200);
+    let m = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        m.contains("ofc_hub_http_requests_total{status=\"4xx\"}"),
+        "{m}"
+    );
+    assert!(m.contains("backend=\"sqlite\""));
+    app.stop().await;
+}

@@ -1,0 +1,238 @@
+//! The storage suite: the same cases on SQLite and PostgreSQL.
+
+mod common;
+
+use common::{Backend, fresh_store};
+use hub_server::store::{Actor, NewVersion, StoreError};
+use rstest::rstest;
+
+fn version(ns: i64, agent: &str, v: &str, key: &str) -> NewVersion {
+    NewVersion {
+        namespace_id: ns,
+        agent: agent.into(),
+        handle: "code".into(),
+        version: v.into(),
+        manifest_digest: format!("sha256:{}", "0".repeat(64)),
+        envelope: "{}".into(),
+        key_id: key.into(),
+        source_kind: "remote".into(),
+        bundle_digest: None,
+        bundle_size: None,
+    }
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn storage_suite(#[case] backend: Backend) {
+    let (store, _dir, _pg) = fresh_store(backend).await;
+    let op = Actor::operator();
+    // users and namespaces: unique, and names are stored normalized.
+    let u = store
+        .create_user(&op, "alice", None, false, true)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.create_user(&op, "alice", None, false, true).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let bob = store
+        .create_user(&op, "bob", None, false, false)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.create_namespace(&op, "alice", bob.id).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let ns = store.namespace("alice").await.unwrap().unwrap();
+    assert_eq!(
+        store.role(ns.id, u.id).await.unwrap().as_deref(),
+        Some("owner")
+    );
+    assert_eq!(store.role(ns.id, bob.id).await.unwrap(), None);
+    // the last owner stays
+    assert!(matches!(
+        store
+            .set_member(&op, &ns, u.id, "alice", "maintainer")
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(matches!(
+        store.remove_member(&op, &ns, u.id, "alice").await,
+        Err(StoreError::Conflict(_))
+    ));
+    store
+        .set_member(&op, &ns, bob.id, "bob", "publisher")
+        .await
+        .unwrap();
+    assert_eq!(store.members(ns.id).await.unwrap().len(), 2);
+
+    // tokens: found by hash, revocable
+    let t = store
+        .create_token(&op, u.id, "t", "hash1", "yank", "*", None)
+        .await
+        .unwrap();
+    let (found, user) = store.token_by_hash("hash1").await.unwrap().unwrap();
+    assert_eq!((found.id, user.name.as_str()), (t.id, "alice"));
+    assert!(store.token_by_hash("hash2").await.unwrap().is_none());
+    assert!(
+        !store.revoke_token(&op, Some(bob.id), t.id).await.unwrap(),
+        "not bob's token"
+    );
+    assert!(store.revoke_token(&op, Some(u.id), t.id).await.unwrap());
+    assert!(
+        store
+            .token_by_hash("hash1")
+            .await
+            .unwrap()
+            .unwrap()
+            .0
+            .revoked_at
+            .is_some()
+    );
+
+    // keys
+    store
+        .add_key(&op, &ns, "k1", "ed25519:x", u.id)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.add_key(&op, &ns, "k1", "ed25519:x", u.id).await,
+        Err(StoreError::Conflict(_))
+    ));
+    store
+        .add_key(&op, &ns, "k2", "ed25519:y", u.id)
+        .await
+        .unwrap();
+    assert!(store.revoke_key(&op, &ns, "k2", Some(u.id)).await.unwrap());
+    assert!(!store.revoke_key(&op, &ns, "nope", None).await.unwrap());
+
+    let op = Actor {
+        user_id: Some(u.id),
+        user_name: "alice".into(),
+        token_id: Some(t.id),
+    };
+    // publish: versions unique, revoked key refused in the transaction, outbox gapless
+    let (s1, _) = store
+        .publish(&op, &version(ns.id, "alice/code", "1.0.0", "k1"))
+        .await
+        .unwrap();
+    let (s2, _) = store
+        .publish(&op, &version(ns.id, "alice/code", "2.0.0-rc.1", "k1"))
+        .await
+        .unwrap();
+    assert!(matches!(
+        store
+            .publish(&op, &version(ns.id, "alice/code", "1.0.0", "k1"))
+            .await,
+        Err(StoreError::VersionExists)
+    ));
+    assert!(matches!(
+        store
+            .publish(&op, &version(ns.id, "alice/code", "1.0.1", "k2"))
+            .await,
+        Err(StoreError::KeyRevoked)
+    ));
+    let (s3, _) = store
+        .publish(&op, &version(ns.id, "alice/other", "0.1.0", "k1"))
+        .await
+        .unwrap();
+    assert_eq!((s1, s2, s3), (1, 2, 3));
+    let a = store.agent("alice/code").await.unwrap().unwrap();
+    assert_eq!(a.latest_version.as_deref(), Some("1.0.0"));
+    assert_eq!(store.versions(a.id).await.unwrap().len(), 2);
+
+    // yank / deprecate / delete, each with an outbox row
+    assert!(
+        store
+            .set_yanked(&op, &a, "1.0.0", Some("bad"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .agent("alice/code")
+            .await
+            .unwrap()
+            .unwrap()
+            .latest_version
+            .as_deref(),
+        Some("2.0.0-rc.1")
+    );
+    assert!(
+        !store
+            .set_yanked(&op, &a, "9.9.9", Some("bad"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .set_deprecated(&op, &a, "1.0.0", Some("old"))
+            .await
+            .unwrap()
+    );
+    assert!(store.delete_version(&op, &a, "2.0.0-rc.1").await.unwrap());
+    assert_eq!(
+        store
+            .agent("alice/code")
+            .await
+            .unwrap()
+            .unwrap()
+            .latest_version,
+        None
+    );
+    let seqs: Vec<i64> = store
+        .outbox_after(0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|o| o.seq)
+        .collect();
+    assert_eq!(seqs, (1..=6).collect::<Vec<_>>());
+    let kinds: Vec<String> = store
+        .outbox_after(3, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.kind)
+        .collect();
+    assert_eq!(kinds, ["yank", "deprecate", "delete_version"]);
+
+    // listing: cursor order and updated_since
+    let page1 = store.list_agents(i64::MIN, 0, 1).await.unwrap();
+    assert_eq!(page1.len(), 1);
+    let page2 = store
+        .list_agents(page1[0].updated_at, page1[0].id, 10)
+        .await
+        .unwrap();
+    assert_eq!(page2.len(), 1);
+    assert_ne!(page1[0].name, page2[0].name);
+    let since = store.list_agents(i64::MAX, 0, 10).await.unwrap();
+    assert!(since.is_empty());
+
+    // downloads and audit
+    let v = store.version(a.id, "1.0.0").await.unwrap().unwrap();
+    store.count_download(a.id, v.id).await.unwrap();
+    assert_eq!(
+        store
+            .version(a.id, "1.0.0")
+            .await
+            .unwrap()
+            .unwrap()
+            .downloads,
+        1
+    );
+    let log = store.audit_log(Some("alice/code"), 100).await.unwrap();
+    assert_eq!(log.first().unwrap().action, "version.delete");
+    assert!(
+        store
+            .audit_log(Some("alice/code_"), 100)
+            .await
+            .unwrap()
+            .is_empty(),
+        "LIKE wildcards are escaped"
+    );
+    assert!(store.delete_agent(&op, "alice/code").await.unwrap());
+    assert!(store.agent("alice/code").await.unwrap().is_none());
+}
