@@ -1,0 +1,230 @@
+//! Search benchmark: builds the index of the synthetic corpus, measures build time, peak RSS
+//! and per-class query latency, then does the same with SQLite FTS5 (bm25) on the same corpus
+//! and queries.
+//!
+//! `cargo run -p hub-search --release --bin ofc-search-bench -- --n 1000000`
+
+#![allow(clippy::print_stdout)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use hub_search::corpus::{BenchQuery, QueryClass, query_set, synthetic_agent};
+use hub_search::search::query_words;
+use hub_search::{SearchIndex, SearchQuery, WriterConfig};
+
+#[derive(Parser)]
+#[command(about = "Benchmark hub search against SQLite FTS5")]
+struct Args {
+    /// Agents in the corpus.
+    #[arg(long, default_value_t = 1_000_000)]
+    n: u64,
+    /// Corpus seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Queries per class.
+    #[arg(long, default_value_t = 50)]
+    per_class: usize,
+    /// Runs of every query (after one warm-up run).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Writer heap in MiB.
+    #[arg(long, default_value_t = 300)]
+    heap_mb: usize,
+    /// Indexing threads.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Skip the SQLite FTS5 side.
+    #[arg(long)]
+    skip_fts5: bool,
+}
+
+fn vm_hwm_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb / 1024)
+}
+
+fn dir_size(path: &std::path::Path) -> u64 {
+    std::fs::read_dir(path)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn report(name: &str, samples: &BTreeMap<QueryClass, (Vec<Duration>, usize)>) {
+    println!("\n{name}: latency per query class (limit 10)");
+    println!(
+        "{:<18} {:>9} {:>9} {:>12}",
+        "class", "p50 ms", "p99 ms", "empty/total"
+    );
+    for (class, (d, empty)) in samples {
+        let mut d = d.clone();
+        d.sort();
+        println!(
+            "{:<18} {:>9.3} {:>9.3} {:>6}/{}",
+            class.name(),
+            percentile(&d, 0.5).as_secs_f64() * 1e3,
+            percentile(&d, 0.99).as_secs_f64() * 1e3,
+            empty,
+            d.len()
+        );
+    }
+}
+
+fn measure(
+    queries: &[BenchQuery],
+    runs: usize,
+    mut run: impl FnMut(&BenchQuery) -> anyhow::Result<usize>,
+) -> anyhow::Result<BTreeMap<QueryClass, (Vec<Duration>, usize)>> {
+    let mut out: BTreeMap<QueryClass, (Vec<Duration>, usize)> = BTreeMap::new();
+    for q in queries {
+        let hits = run(q)?; // warm-up
+        let e = out.entry(q.class).or_default();
+        if hits == 0 {
+            e.1 += 1;
+        }
+        for _ in 0..runs {
+            let t = Instant::now();
+            run(q)?;
+            e.0.push(t.elapsed());
+        }
+    }
+    Ok(out)
+}
+
+/// The FTS5 MATCH expression for the same words: every word required, the last as a prefix.
+fn fts5_match(q: &BenchQuery) -> Option<String> {
+    let words = query_words(&q.q);
+    let mut parts: Vec<String> = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let quoted = format!("\"{}\"", w.replace('"', "\"\""));
+            if i + 1 == words.len() && w.chars().count() >= 3 {
+                format!("{quoted}*")
+            } else {
+                quoted
+            }
+        })
+        .collect();
+    if let Some(c) = &q.capability {
+        parts.push(format!("capabilities : \"{}\"", c.replace('"', "\"\"")));
+    }
+    (!parts.is_empty()).then(|| parts.join(" AND "))
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let queries = query_set(args.seed, args.n, args.per_class);
+    println!(
+        "corpus: {} agents, seed {}; {} queries x {} runs; writer heap {} MiB, {} threads",
+        args.n,
+        args.seed,
+        queries.len(),
+        args.runs,
+        args.heap_mb,
+        args.threads
+    );
+
+    let dir = tempfile::tempdir()?;
+    let index_dir = dir.path().join("search-v1");
+    let index = SearchIndex::open_or_create(&index_dir)?;
+    let t = Instant::now();
+    let mut w = index.writer(WriterConfig {
+        heap_bytes: args.heap_mb << 20,
+        threads: args.threads,
+    })?;
+    let seed = args.seed;
+    w.rebuild(
+        args.n,
+        (0..args.n).map(|i| synthetic_agent(seed, i).to_doc().expect("valid agent")),
+    )?;
+    let build = t.elapsed();
+    w.close()?;
+    let merged = t.elapsed();
+    index.refresh()?;
+    println!(
+        "tantivy: build {:.1} s (commit), {:.1} s with merges; index {} MiB; peak RSS {} MiB",
+        build.as_secs_f64(),
+        merged.as_secs_f64(),
+        dir_size(&index_dir) >> 20,
+        vm_hwm_mib()
+    );
+    let tantivy = measure(&queries, args.runs, |q| {
+        let mut sq = SearchQuery::text(&q.q);
+        sq.limit = 10;
+        sq.capabilities = q.capability.iter().cloned().collect();
+        Ok(index.search(&sq)?.hits.len())
+    })?;
+    println!("peak RSS after queries: {} MiB", vm_hwm_mib());
+    report("tantivy (in-process, with highlights)", &tantivy);
+    drop(index);
+
+    if args.skip_fts5 {
+        return Ok(());
+    }
+    let db_path = dir.path().join("fts5.db");
+    let mut db = rusqlite::Connection::open(&db_path)?;
+    db.execute_batch(
+        "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
+         CREATE VIRTUAL TABLE agents USING fts5(
+           name, display_name, tagline, description, keywords, capabilities,
+           tokenize = 'porter unicode61 remove_diacritics 2');",
+    )?;
+    let t = Instant::now();
+    {
+        let tx = db.transaction()?;
+        {
+            let mut ins = tx.prepare("INSERT INTO agents VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
+            for i in 0..args.n {
+                let a = synthetic_agent(seed, i);
+                let caps: Vec<String> = a
+                    .capabilities
+                    .iter()
+                    .map(|c| format!("{} {}", c.name, c.description))
+                    .collect();
+                ins.execute(rusqlite::params![
+                    a.name,
+                    a.display_name,
+                    a.tagline,
+                    a.description,
+                    a.keywords.join(" "),
+                    caps.join(" ")
+                ])?;
+            }
+        }
+        tx.commit()?;
+    }
+    let fts_build = t.elapsed();
+    println!(
+        "\nsqlite fts5: build {:.1} s; database {} MiB",
+        fts_build.as_secs_f64(),
+        std::fs::metadata(&db_path)?.len() >> 20
+    );
+    let mut stmt = db.prepare(
+        "SELECT name FROM agents WHERE agents MATCH ?1
+         ORDER BY bm25(agents, 4.0, 4.0, 2.5, 1.0, 3.0, 2.0) LIMIT 10",
+    )?;
+    let fts = measure(&queries, args.runs, |q| {
+        let Some(m) = fts5_match(q) else { return Ok(0) };
+        let rows = stmt.query_map([m], |r| r.get::<_, String>(0))?;
+        Ok(rows.count())
+    })?;
+    report("sqlite fts5 bm25 (in-process)", &fts);
+    Ok(())
+}

@@ -1,0 +1,280 @@
+//! Following the hub's outbox: a reader task pulls entries after the committed sequence and
+//! feeds one writer task through a bounded channel; the writer commits on count or timeout.
+//!
+//! The hub implements [`OutboxSource`] over its database. An outbox row names an agent and its
+//! sequence; when the source reads it, it resolves the agent's *current* state (latest
+//! non-yanked version and statistics) into an upsert, or a delete when nothing is visible. So
+//! replaying an entry is idempotent and an entry read late never resurrects an old version.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use index_schema::name::AgentName;
+use tokio::sync::{Notify, mpsc, watch};
+
+use crate::doc::SearchDoc;
+use crate::index::{Indexer, SearchIndex, WriterConfig};
+use crate::{Error, Result};
+
+/// What an outbox entry does to the index.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Index (or replace) the agent's document.
+    Upsert(Box<SearchDoc>),
+    /// Remove the agent (no visible version any more).
+    Delete(AgentName),
+}
+
+/// One outbox entry, resolved by the source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxEntry {
+    /// The outbox sequence (strictly increasing, may have holes).
+    pub seq: u64,
+    /// Its effect.
+    pub change: Change,
+}
+
+/// An error from the outbox source (the database), kept opaque.
+pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Where the index learns about changes: the hub's outbox.
+pub trait OutboxSource: Send + Sync + 'static {
+    /// Entries with a sequence greater than `after`, ascending, at most `limit`.
+    fn entries_after(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = std::result::Result<Vec<OutboxEntry>, SourceError>> + Send;
+
+    /// The highest sequence in the outbox (0 when empty): what `/readyz` compares against.
+    fn head(&self) -> impl Future<Output = std::result::Result<u64, SourceError>> + Send;
+}
+
+/// Follower settings.
+#[derive(Debug, Clone, Copy)]
+pub struct FollowConfig {
+    /// Writer memory and threads.
+    pub writer: WriterConfig,
+    /// Entries fetched per source call.
+    pub fetch_limit: usize,
+    /// Commit after this many applied entries…
+    pub commit_every: usize,
+    /// …or when this much time has passed since the first uncommitted entry.
+    pub commit_within: Duration,
+    /// How often the source is polled when nobody calls [`Follower::wake`].
+    pub poll_interval: Duration,
+    /// Batches buffered between the reader and the writer.
+    pub channel_capacity: usize,
+}
+
+impl Default for FollowConfig {
+    fn default() -> Self {
+        // commit_within + poll_interval + reload delay stays well under the 1 s promise.
+        Self {
+            writer: WriterConfig::default(),
+            fetch_limit: 1000,
+            commit_every: 10_000,
+            commit_within: Duration::from_millis(200),
+            poll_interval: Duration::from_millis(250),
+            channel_capacity: 4,
+        }
+    }
+}
+
+/// Progress of the follower, for `/readyz`.
+#[derive(Debug, Default)]
+pub struct FollowStatus {
+    committed: AtomicU64,
+    head: AtomicU64,
+}
+
+impl FollowStatus {
+    /// The last sequence searchable.
+    pub fn committed_seq(&self) -> u64 {
+        self.committed.load(Ordering::Acquire)
+    }
+
+    /// The outbox head seen at the last poll.
+    pub fn head_seq(&self) -> u64 {
+        self.head.load(Ordering::Acquire)
+    }
+
+    /// Outbox entries not yet searchable.
+    pub fn lag(&self) -> u64 {
+        self.head_seq().saturating_sub(self.committed_seq())
+    }
+}
+
+/// A running follower: the handle the hub keeps.
+#[derive(Debug)]
+pub struct Follower {
+    status: Arc<FollowStatus>,
+    wake: Arc<Notify>,
+    stop: watch::Sender<bool>,
+    reader: tokio::task::JoinHandle<Result<()>>,
+    writer: tokio::task::JoinHandle<Result<()>>,
+}
+
+impl Follower {
+    /// Starts following `source` into `index` from its committed sequence.
+    pub fn start<S: OutboxSource>(
+        index: SearchIndex,
+        source: S,
+        config: FollowConfig,
+    ) -> Result<Self> {
+        let indexer = index.writer(config.writer)?;
+        let status = Arc::new(FollowStatus::default());
+        status
+            .committed
+            .store(indexer.committed_seq(), Ordering::Release);
+        status
+            .head
+            .store(indexer.committed_seq(), Ordering::Release);
+        let wake = Arc::new(Notify::new());
+        let (stop, stop_rx) = watch::channel(false);
+        let (tx, rx) = mpsc::channel(config.channel_capacity.max(1));
+        let reader = tokio::spawn(read_loop(
+            source,
+            indexer.committed_seq(),
+            tx,
+            Arc::clone(&status),
+            Arc::clone(&wake),
+            stop_rx,
+            config,
+        ));
+        let writer = tokio::spawn(write_loop(index, indexer, rx, Arc::clone(&status), config));
+        Ok(Self {
+            status,
+            wake,
+            stop,
+            reader,
+            writer,
+        })
+    }
+
+    /// Progress, shared with `/readyz`.
+    pub fn status(&self) -> Arc<FollowStatus> {
+        Arc::clone(&self.status)
+    }
+
+    /// Tells the follower that the outbox grew (the hub calls it after a publish commits), so
+    /// it does not wait for the next poll.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Waits until `seq` is searchable or the follower failed.
+    pub async fn wait_for(&self, seq: u64) -> Result<()> {
+        while self.status.committed_seq() < seq {
+            if self.reader.is_finished() || self.writer.is_finished() {
+                return Err(Error::Stopped);
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(())
+    }
+
+    /// Stops reading, commits what was applied, and waits for both tasks.
+    pub async fn shutdown(self) -> Result<()> {
+        let _ = self.stop.send(true);
+        self.wake.notify_one();
+        let r = self.reader.await.map_err(|_| Error::Stopped)?;
+        let w = self.writer.await.map_err(|_| Error::Stopped)?;
+        r.and(w)
+    }
+}
+
+async fn read_loop<S: OutboxSource>(
+    source: S,
+    mut after: u64,
+    tx: mpsc::Sender<Vec<OutboxEntry>>,
+    status: Arc<FollowStatus>,
+    wake: Arc<Notify>,
+    mut stop: watch::Receiver<bool>,
+    config: FollowConfig,
+) -> Result<()> {
+    loop {
+        if *stop.borrow() {
+            return Ok(());
+        }
+        let head = source.head().await.map_err(Error::Source)?;
+        status.head.fetch_max(head, Ordering::AcqRel);
+        let batch = source
+            .entries_after(after, config.fetch_limit)
+            .await
+            .map_err(Error::Source)?;
+        let full = batch.len() >= config.fetch_limit;
+        if let Some(last) = batch.last() {
+            after = last.seq;
+            status.head.fetch_max(after, Ordering::AcqRel);
+            if tx.send(batch).await.is_err() {
+                return Err(Error::Stopped);
+            }
+        }
+        if !full {
+            tokio::select! {
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(config.poll_interval) => {}
+                _ = stop.changed() => {}
+            }
+        }
+    }
+}
+
+async fn write_loop(
+    index: SearchIndex,
+    indexer: Indexer,
+    mut rx: mpsc::Receiver<Vec<OutboxEntry>>,
+    status: Arc<FollowStatus>,
+    config: FollowConfig,
+) -> Result<()> {
+    let mut indexer = Some(indexer);
+    let mut deadline: Option<tokio::time::Instant> = None;
+    loop {
+        let received = match deadline {
+            // `None` is the commit timeout.
+            Some(d) => tokio::time::timeout_at(d, rx.recv()).await.ok(),
+            None => Some(rx.recv().await),
+        };
+        let closed = matches!(received, Some(None));
+        if let Some(Some(batch)) = received {
+            let ix = indexer.as_mut().expect("indexer present");
+            for e in &batch {
+                ix.apply(e)?;
+            }
+            if ix.pending() > 0 && deadline.is_none() {
+                deadline = Some(tokio::time::Instant::now() + config.commit_within);
+            }
+            if ix.pending() < config.commit_every {
+                continue;
+            }
+        }
+        let ix = indexer.take().expect("indexer present");
+        // Committing waits for segment flushes: keep it off the async workers.
+        let (ix, committed) = tokio::task::spawn_blocking(move || {
+            let mut ix = ix;
+            let r = if ix.pending() > 0 {
+                ix.commit()
+            } else {
+                Ok(ix.committed_seq())
+            };
+            (ix, r)
+        })
+        .await
+        .map_err(|_| Error::Stopped)?;
+        let committed = committed?;
+        index.refresh()?;
+        status.committed.store(committed, Ordering::Release);
+        indexer = Some(ix);
+        deadline = None;
+        if closed {
+            let ix = indexer.take().expect("indexer present");
+            tokio::task::spawn_blocking(move || ix.close())
+                .await
+                .map_err(|_| Error::Stopped)??;
+            return Ok(());
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! Opening the index, writing to it (one writer, commits that carry the last applied outbox
+//! sequence) and checking it against a source of truth.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tantivy::collector::DocSetCollector;
+use tantivy::directory::MmapDirectory;
+use tantivy::query::AllQuery;
+use tantivy::schema::Value as _;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use crate::doc::SearchDoc;
+use crate::follow::{Change, OutboxEntry};
+use crate::mapping::{self, Fields, field};
+use crate::{Error, Result};
+
+/// Version of the index layout. Bumped whenever [`mapping::MAPPING`] changes in a way old
+/// segments cannot serve; an index written with another version is refused (rebuild it).
+pub const INDEX_FORMAT: u32 = 1;
+
+/// Directory name under the hub's data directory; carries the format so that a new layout never
+/// reads old files.
+pub const INDEX_DIR_NAME: &str = "search-v1";
+
+/// What every commit records (Tantivy's commit payload, JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitPayload {
+    /// [`INDEX_FORMAT`] at the time of the commit.
+    pub format: u32,
+    /// The last outbox sequence whose effect is in this commit.
+    pub seq: u64,
+}
+
+/// Writer settings.
+#[derive(Debug, Clone, Copy)]
+pub struct WriterConfig {
+    /// Total indexing memory budget in bytes, shared by the threads.
+    pub heap_bytes: usize,
+    /// Indexing threads.
+    pub threads: usize,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        Self {
+            heap_bytes: 128 << 20,
+            threads: 1,
+        }
+    }
+}
+
+/// The search index: a Tantivy index built from [`mapping::MAPPING`] and a reader on it.
+#[derive(Clone)]
+pub struct SearchIndex {
+    pub(crate) index: Index,
+    pub(crate) reader: IndexReader,
+    pub(crate) fields: Fields,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex").finish_non_exhaustive()
+    }
+}
+
+impl SearchIndex {
+    /// Opens the index in `dir`, creating it (empty, sequence 0) when absent.
+    pub fn open_or_create(dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::Io(dir.display().to_string(), e))?;
+        let mmap = MmapDirectory::open(dir).map_err(|e| Error::Tantivy(e.into()))?;
+        let index = Index::open_or_create(mmap, mapping::schema())?;
+        Self::from_index(index)
+    }
+
+    /// An index in memory (tests, benchmarks).
+    pub fn in_ram() -> Result<Self> {
+        Self::from_index(Index::create_in_ram(mapping::schema()))
+    }
+
+    fn from_index(index: Index) -> Result<Self> {
+        if index.schema() != mapping::schema() {
+            return Err(Error::Format(
+                "the index on disk was built from another mapping".into(),
+            ));
+        }
+        mapping::prepare(&index);
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::OnCommitWithDelay)
+            .try_into()?;
+        let fields = Fields::new(&index.schema());
+        let this = Self {
+            index,
+            reader,
+            fields,
+        };
+        // Refuse an index written by another format now rather than at the first search.
+        this.committed_seq()?;
+        Ok(this)
+    }
+
+    /// The last outbox sequence whose effect is committed (0 for a new index).
+    pub fn committed_seq(&self) -> Result<u64> {
+        let metas = self.index.load_metas()?;
+        match metas.payload {
+            None => Ok(0),
+            Some(text) => {
+                let p: CommitPayload = serde_json::from_str(&text).map_err(|e| {
+                    Error::Format(format!("commit payload `{text}` is not ours: {e}"))
+                })?;
+                if p.format != INDEX_FORMAT {
+                    return Err(Error::Format(format!(
+                        "index format {} but this hub reads format {INDEX_FORMAT}; rebuild it",
+                        p.format
+                    )));
+                }
+                Ok(p.seq)
+            }
+        }
+    }
+
+    /// Opens the single writer. Tantivy holds a lock file, so a second writer on the same
+    /// directory fails instead of corrupting the index.
+    pub fn writer(&self, config: WriterConfig) -> Result<Indexer> {
+        let writer: IndexWriter<TantivyDocument> = self
+            .index
+            .writer_with_num_threads(config.threads.max(1), config.heap_bytes)?;
+        let seq = self.committed_seq()?;
+        Ok(Indexer {
+            writer,
+            fields: self.fields.clone(),
+            reader: self.reader.clone(),
+            committed: seq,
+            applied: seq,
+            pending: 0,
+        })
+    }
+
+    /// Makes the latest commit visible to searches now instead of after the reload delay.
+    pub fn refresh(&self) -> Result<()> {
+        Ok(self.reader.reload()?)
+    }
+
+    /// Every document's name and fingerprint, from the committed index.
+    pub fn contents(&self) -> Result<BTreeMap<String, String>> {
+        let searcher = self.reader.searcher();
+        let name = self.fields.get(field::NAME);
+        let fp = self.fields.get(field::FINGERPRINT);
+        let mut out = BTreeMap::new();
+        for addr in searcher.search(&AllQuery, &DocSetCollector)? {
+            let doc: TantivyDocument = searcher.doc(addr)?;
+            let text = |f| {
+                doc.get_first(f)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            if out.insert(text(name), text(fp)).is_some() {
+                return Err(Error::Format(format!(
+                    "two documents for agent `{}`",
+                    text(name)
+                )));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Compares the committed index with the documents it should hold (every agent with a
+    /// visible version, as the database says) — the `check` command.
+    pub fn check<'a>(&self, expected: impl IntoIterator<Item = &'a SearchDoc>) -> Result<Check> {
+        self.refresh()?;
+        let mut actual = self.contents()?;
+        let mut report = Check::default();
+        for doc in expected {
+            if doc.stats.yanked {
+                continue;
+            }
+            let name = doc.name().to_string();
+            match actual.remove(&name) {
+                None => report.missing.push(name),
+                Some(fp) if fp != doc.fingerprint() => report.stale.push(name),
+                Some(_) => report.matching += 1,
+            }
+        }
+        report.extra = actual.into_keys().collect();
+        Ok(report)
+    }
+}
+
+/// The outcome of [`SearchIndex::check`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// Documents equal to the source of truth.
+    pub matching: usize,
+    /// Agents the index lacks.
+    pub missing: Vec<String>,
+    /// Agents indexed with other content (another version or other statistics).
+    pub stale: Vec<String>,
+    /// Agents indexed that should not be.
+    pub extra: Vec<String>,
+}
+
+impl Check {
+    /// The index equals the source of truth.
+    pub fn is_consistent(&self) -> bool {
+        self.missing.is_empty() && self.stale.is_empty() && self.extra.is_empty()
+    }
+}
+
+/// The single index writer: applies outbox entries in sequence order and commits with the last
+/// applied sequence in the commit payload, so that what is committed and where to resume are
+/// one atomic fact.
+pub struct Indexer {
+    writer: IndexWriter<TantivyDocument>,
+    reader: IndexReader,
+    fields: Fields,
+    committed: u64,
+    applied: u64,
+    pending: usize,
+}
+
+impl std::fmt::Debug for Indexer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Indexer")
+            .field("committed", &self.committed)
+            .field("applied", &self.applied)
+            .field("pending", &self.pending)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Indexer {
+    /// The last sequence committed.
+    pub fn committed_seq(&self) -> u64 {
+        self.committed
+    }
+
+    /// The last sequence applied (committed or not).
+    pub fn applied_seq(&self) -> u64 {
+        self.applied
+    }
+
+    /// Entries applied since the last commit.
+    pub fn pending(&self) -> usize {
+        self.pending
+    }
+
+    /// Applies one outbox entry. Entries at or below the applied sequence are skipped (a source
+    /// may deliver again after a restart); a sequence may jump (rolled-back transactions leave
+    /// holes).
+    pub fn apply(&mut self, entry: &OutboxEntry) -> Result<()> {
+        if entry.seq <= self.applied {
+            return Ok(());
+        }
+        match &entry.change {
+            Change::Upsert(doc) => self.upsert(doc)?,
+            Change::Delete(name) => {
+                self.writer.delete_term(Term::from_field_text(
+                    self.fields.get(field::NAME),
+                    &name.to_string(),
+                ));
+            }
+        }
+        self.applied = entry.seq;
+        self.pending += 1;
+        Ok(())
+    }
+
+    fn upsert(&mut self, doc: &SearchDoc) -> Result<()> {
+        let name = doc.name().to_string();
+        self.writer
+            .delete_term(Term::from_field_text(self.fields.get(field::NAME), &name));
+        if !doc.stats.yanked {
+            self.writer.add_document(self.fields.document(doc))?;
+        }
+        Ok(())
+    }
+
+    /// Commits everything applied, recording the applied sequence. Returns it.
+    pub fn commit(&mut self) -> Result<u64> {
+        let payload = serde_json::to_string(&CommitPayload {
+            format: INDEX_FORMAT,
+            seq: self.applied,
+        })
+        .expect("payload serializes");
+        let mut prepared = self.writer.prepare_commit()?;
+        prepared.set_payload(&payload);
+        prepared.commit()?;
+        self.committed = self.applied;
+        self.pending = 0;
+        Ok(self.committed)
+    }
+
+    /// Commits and makes the commit visible to searches immediately.
+    pub fn commit_and_refresh(&mut self) -> Result<u64> {
+        let seq = self.commit()?;
+        self.reader.reload()?;
+        Ok(seq)
+    }
+
+    /// Replaces the whole index with `docs`, as of outbox sequence `seq` (`ofc-hub reindex`:
+    /// the hub reads the current max sequence and every visible agent in one transaction).
+    /// Nothing is visible until the final commit; a crash in between leaves the old index.
+    pub fn rebuild(&mut self, seq: u64, docs: impl IntoIterator<Item = SearchDoc>) -> Result<u64> {
+        self.writer.delete_all_documents()?;
+        for doc in docs {
+            if !doc.stats.yanked {
+                self.writer.add_document(self.fields.document(&doc))?;
+            }
+        }
+        self.applied = seq;
+        self.commit()
+    }
+
+    /// Drops what was applied since the last commit.
+    pub fn rollback(&mut self) -> Result<()> {
+        self.writer.rollback()?;
+        self.applied = self.committed;
+        self.pending = 0;
+        Ok(())
+    }
+
+    /// Waits for background merges and releases the writer lock.
+    pub fn close(self) -> Result<()> {
+        self.writer.wait_merging_threads()?;
+        Ok(())
+    }
+}

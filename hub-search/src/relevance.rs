@@ -1,0 +1,140 @@
+//! The relevance set: hand-written agents (`relevance/agents.jsonl`), judged queries
+//! (`relevance/queries.json`) and nDCG@10.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::corpus::AgentSpec;
+use crate::doc::SearchDoc;
+use crate::index::{SearchIndex, WriterConfig};
+use crate::query::SearchQuery;
+
+/// A judged query: grades 1 (relevant) to 3 (exactly what was asked for).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgedQuery {
+    /// Free text.
+    pub q: String,
+    /// Optional capability filter.
+    #[serde(default)]
+    pub capability: Option<String>,
+    /// Agent name → grade.
+    pub relevant: BTreeMap<String, u8>,
+}
+
+/// The directory of the committed relevance set.
+pub fn default_dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/relevance"))
+}
+
+/// Reads the agents of the relevance set.
+pub fn load_agents(dir: &Path) -> anyhow::Result<Vec<SearchDoc>> {
+    let path = dir.join("agents.jsonl");
+    let text = std::fs::read_to_string(&path)?;
+    let mut out = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let spec: AgentSpec = serde_json::from_str(line)
+            .map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), i + 1))?;
+        let doc = spec
+            .to_doc()
+            .map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), i + 1))?;
+        let problems = doc.manifest.validate();
+        if !problems.is_empty() {
+            anyhow::bail!(
+                "{}:{}: invalid manifest: {problems:?}",
+                path.display(),
+                i + 1
+            );
+        }
+        out.push(doc);
+    }
+    Ok(out)
+}
+
+/// Reads the judged queries.
+pub fn load_queries(dir: &Path) -> anyhow::Result<Vec<JudgedQuery>> {
+    let path = dir.join("queries.json");
+    serde_json::from_str(&std::fs::read_to_string(&path)?)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// Builds an in-memory index of `docs`.
+pub fn index_of(docs: &[SearchDoc]) -> anyhow::Result<SearchIndex> {
+    let index = SearchIndex::in_ram()?;
+    let mut w = index.writer(WriterConfig {
+        heap_bytes: 32 << 20,
+        threads: 1,
+    })?;
+    w.rebuild(1, docs.iter().cloned())?;
+    index.refresh()?;
+    Ok(index)
+}
+
+/// nDCG@k of a ranking against graded judgments (gain `2^grade - 1`, log2 discount).
+pub fn ndcg_at(k: usize, ranked: &[String], judged: &BTreeMap<String, u8>) -> f64 {
+    let gain = |g: u8| f64::from((1u32 << g) - 1);
+    let dcg: f64 = ranked
+        .iter()
+        .take(k)
+        .enumerate()
+        .map(|(i, name)| gain(judged.get(name).copied().unwrap_or(0)) / (i as f64 + 2.0).log2())
+        .sum();
+    let mut ideal: Vec<u8> = judged.values().copied().collect();
+    ideal.sort_unstable_by(|a, b| b.cmp(a));
+    let idcg: f64 = ideal
+        .iter()
+        .take(k)
+        .enumerate()
+        .map(|(i, g)| gain(*g) / (i as f64 + 2.0).log2())
+        .sum();
+    if idcg == 0.0 { 0.0 } else { dcg / idcg }
+}
+
+/// One evaluated query.
+#[derive(Debug, Clone)]
+pub struct Evaluated {
+    /// The query.
+    pub query: JudgedQuery,
+    /// Names returned, in order (top 10).
+    pub ranked: Vec<String>,
+    /// nDCG@10.
+    pub ndcg: f64,
+}
+
+/// Runs every judged query and scores it.
+pub fn evaluate(index: &SearchIndex, queries: &[JudgedQuery]) -> anyhow::Result<Vec<Evaluated>> {
+    let mut out = Vec::new();
+    for jq in queries {
+        let mut q = SearchQuery::text(&jq.q);
+        q.limit = 10;
+        q.capabilities = jq.capability.iter().map(|c| c.to_lowercase()).collect();
+        let ranked: Vec<String> = index.search(&q)?.hits.into_iter().map(|h| h.name).collect();
+        out.push(Evaluated {
+            ndcg: ndcg_at(10, &ranked, &jq.relevant),
+            ranked,
+            query: jq.clone(),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ndcg_is_one_for_the_ideal_order_and_lower_otherwise() {
+        let judged: BTreeMap<String, u8> = [("a".into(), 3), ("b".into(), 1)].into();
+        let s = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert!((ndcg_at(10, &s(&["a", "b"]), &judged) - 1.0).abs() < 1e-9);
+        let swapped = ndcg_at(10, &s(&["b", "a"]), &judged);
+        assert!(swapped < 1.0 && swapped > 0.0);
+        assert_eq!(ndcg_at(10, &s(&["x", "y"]), &judged), 0.0);
+    }
+}

@@ -1,0 +1,596 @@
+//! Running a [`SearchQuery`]: the Tantivy query is built term by term from analysed user text
+//! (never through Tantivy's query parser), hits are collected in sort order after the cursor,
+//! and highlights come from the stored tagline and description.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::ops::Range;
+
+use serde::Serialize;
+use tantivy::collector::{Collector, SegmentCollector, TopDocs};
+use tantivy::columnar::{Column, StrColumn};
+use tantivy::query::{
+    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, FuzzyTermQuery, Occur, PhraseQuery, Query,
+    TermQuery,
+};
+use tantivy::schema::{IndexRecordOption, Value as _};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{
+    DocAddress, DocId, Score, Searcher, SegmentOrdinal, SegmentReader, TantivyDocument, Term,
+};
+
+use crate::Result;
+use crate::index::SearchIndex;
+use crate::mapping::{FieldKind, MAPPING, analyzer, field, tokens};
+use crate::query::{Cursor, MAX_QUERY_WORDS, SearchQuery, Sort};
+
+/// Words shorter than this get no typo tolerance (too many neighbours).
+const FUZZY_MIN_CHARS: usize = 4;
+/// Words at least this long may have two typos.
+const FUZZY_TWO_EDITS_CHARS: usize = 8;
+/// A word found in at least this many documents' short fields is taken as spelled right: no
+/// fuzzy expansion (it would only add noise and cost).
+const FUZZY_MAX_DOC_FREQ: u64 = 3;
+/// The last word is also matched as a prefix when it has at least this many characters.
+const PREFIX_MIN_CHARS: usize = 3;
+/// Weight of a typo or prefix match (constant-scored) next to exact matches.
+const LOOSE_MATCH_BOOST: Score = 0.5;
+/// Weight of an exact `publisher/agent` match: it must come first.
+const EXACT_NAME_BOOST: Score = 20.0;
+/// How much downloads lift the text score: `score * (1 + POPULARITY * ln(1 + downloads))`.
+const POPULARITY: f32 = 0.03;
+/// Deprecated agents keep this fraction of their score.
+const DEPRECATED_FACTOR: f32 = 0.5;
+/// Highlight fragment length.
+const HIGHLIGHT_CHARS: usize = 160;
+
+/// Words that carry no meaning in a search box. Dropped unless the query is only these.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "i", "in", "is", "it", "me",
+    "my", "of", "on", "or", "that", "the", "this", "to", "with", "which", "what", "who", "can",
+    "agent", "agents",
+];
+
+/// One hit: the agent's latest visible version.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    /// `publisher/agent`.
+    pub name: String,
+    /// The version shown.
+    pub version: String,
+    /// Display name.
+    pub display_name: String,
+    /// Tagline.
+    pub tagline: String,
+    /// Source kind.
+    pub kind: String,
+    /// Downloads.
+    pub downloads: u64,
+    /// Last update, Unix seconds.
+    pub updated_at: i64,
+    /// Deprecated by its publisher.
+    pub deprecated: bool,
+    /// Ranking score (relevance sort only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f32>,
+    /// Matched words in the tagline and description.
+    pub highlights: Vec<Highlight>,
+}
+
+/// A fragment of a field with the matched words marked by byte ranges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Highlight {
+    /// `tagline` or `description`.
+    pub field: &'static str,
+    /// The fragment.
+    pub fragment: String,
+    /// Byte ranges of `fragment` that matched.
+    pub ranges: Vec<Range<usize>>,
+}
+
+/// A page of hits.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResults {
+    /// Hits in order.
+    pub hits: Vec<Hit>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Every word must match (somewhere, possibly with a typo).
+    All,
+    /// Any word may match (fallback when no agent has all the words).
+    Any,
+}
+
+impl SearchIndex {
+    /// Runs a search on the last visible commit.
+    pub fn search(&self, q: &SearchQuery) -> Result<SearchResults> {
+        let searcher = self.reader.searcher();
+        let words = query_words(&q.text);
+        let mut mode = Mode::All;
+        let mut text = self.text_query(&searcher, &q.text, &words, mode)?;
+        let mut hits = self.collect(&searcher, q, text.as_deref())?;
+        if hits.is_empty() && words.len() > 1 {
+            // No agent has every word. On a later page, only switch if the strict query has
+            // no hit at all (so that every page of one query uses the same mode).
+            let strict_empty = q.cursor.is_none()
+                || searcher
+                    .search(
+                        &self.full_query(q, text.as_deref()),
+                        &TopDocs::with_limit(1),
+                    )?
+                    .is_empty();
+            if strict_empty {
+                mode = Mode::Any;
+                text = self.text_query(&searcher, &q.text, &words, mode)?;
+                hits = self.collect(&searcher, q, text.as_deref())?;
+            }
+        }
+        let next_cursor = (hits.len() > q.limit).then(|| {
+            let last = &hits[q.limit - 1];
+            Cursor {
+                key: last.key,
+                name: last.name.clone(),
+                query: q.digest(),
+            }
+            .encode()
+        });
+        hits.truncate(q.limit);
+        let highlighters = match &text {
+            Some(t) => [field::TAGLINE, field::DESCRIPTION]
+                .into_iter()
+                .map(|f| {
+                    let mut g =
+                        SnippetGenerator::create(&searcher, t.as_ref(), self.fields.get(f))?;
+                    g.set_max_num_chars(HIGHLIGHT_CHARS);
+                    Ok((f, g))
+                })
+                .collect::<Result<Vec<_>>>()?,
+            None => Vec::new(),
+        };
+        let mut out = Vec::with_capacity(hits.len());
+        for h in hits {
+            let doc: TantivyDocument = searcher.doc(h.addr)?;
+            let s = |f: &str| {
+                doc.get_first(self.fields.get(f))
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let highlights = highlighters
+                .iter()
+                .filter_map(|(f, g)| {
+                    let snip = g.snippet_from_doc(&doc);
+                    (!snip.highlighted().is_empty()).then(|| Highlight {
+                        field: f,
+                        fragment: snip.fragment().to_owned(),
+                        ranges: snip.highlighted().to_vec(),
+                    })
+                })
+                .collect();
+            out.push(Hit {
+                name: h.name,
+                version: s(field::VERSION),
+                display_name: s(field::DISPLAY_NAME),
+                tagline: s(field::TAGLINE),
+                kind: s(field::KIND),
+                downloads: doc
+                    .get_first(self.fields.get(field::DOWNLOADS))
+                    .and_then(|v| v.as_u64())
+                    .unwrap_or(0),
+                updated_at: doc
+                    .get_first(self.fields.get(field::UPDATED))
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or(0),
+                deprecated: doc
+                    .get_first(self.fields.get(field::DEPRECATED))
+                    .and_then(|v| v.as_bool())
+                    .unwrap_or(false),
+                score: (q.sort == Sort::Relevance).then_some(h.score),
+                highlights,
+            });
+        }
+        Ok(SearchResults {
+            hits: out,
+            next_cursor,
+        })
+    }
+
+    fn collect(
+        &self,
+        searcher: &Searcher,
+        q: &SearchQuery,
+        text: Option<&dyn Query>,
+    ) -> Result<Vec<Ranked>> {
+        let query = self.full_query(q, text);
+        let collector = RankCollector {
+            sort: q.sort,
+            k: q.limit + 1,
+            after: q.cursor.as_ref().map(|c| (c.key, c.name.clone())),
+        };
+        Ok(searcher.search(&query, &collector)?)
+    }
+
+    /// Text query AND filters AND NOT yanked.
+    fn full_query(&self, q: &SearchQuery, text: Option<&dyn Query>) -> BooleanQuery {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(
+            Occur::Must,
+            match text {
+                Some(t) => t.box_clone(),
+                None => Box::new(AllQuery),
+            },
+        )];
+        let filter = |f: &str, v: &str| -> (Occur, Box<dyn Query>) {
+            (
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(self.fields.get(f), v),
+                        IndexRecordOption::Basic,
+                    )),
+                    0.0,
+                )),
+            )
+        };
+        clauses.extend(
+            q.capabilities
+                .iter()
+                .map(|c| filter(field::CAPABILITY_EXACT, c)),
+        );
+        clauses.extend(q.keywords.iter().map(|k| filter(field::KEYWORD_EXACT, k)));
+        clauses.extend(q.kind.iter().map(|k| filter(field::KIND, k)));
+        clauses.extend(q.publisher.iter().map(|p| filter(field::PUBLISHER, p)));
+        clauses.push((
+            Occur::MustNot,
+            Box::new(TermQuery::new(
+                Term::from_field_bool(self.fields.get(field::YANKED), true),
+                IndexRecordOption::Basic,
+            )),
+        ));
+        BooleanQuery::new(clauses)
+    }
+
+    /// The free-text part, built from analysed words; `None` when the text has no words.
+    fn text_query(
+        &self,
+        searcher: &Searcher,
+        text: &str,
+        words: &[String],
+        mode: Mode,
+    ) -> Result<Option<Box<dyn Query>>> {
+        if words.is_empty() {
+            return Ok(None);
+        }
+        let typo = self.fields.get(field::TYPO);
+        let mut per_word: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut stems = Vec::new();
+        for (i, word) in words.iter().enumerate() {
+            let stem = tokens(analyzer::TEXT, word)
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| word.clone());
+            let mut alts: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+            for spec in MAPPING {
+                let (Some(boost), FieldKind::Text { analyzer: a, .. }) = (spec.boost, spec.kind)
+                else {
+                    continue;
+                };
+                let t = if a == analyzer::WORD { word } else { &stem };
+                alts.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(
+                        Box::new(TermQuery::new(
+                            Term::from_field_text(self.fields.get(spec.name), t),
+                            IndexRecordOption::WithFreqs,
+                        )),
+                        boost,
+                    )),
+                ));
+            }
+            let chars = word.chars().count();
+            let exact = Term::from_field_text(typo, word);
+            if i + 1 == words.len() && chars >= PREFIX_MIN_CHARS {
+                alts.push(loose(FuzzyTermQuery::new_prefix(exact.clone(), 0, true)));
+            }
+            if chars >= FUZZY_MIN_CHARS && searcher.doc_freq(&exact)? < FUZZY_MAX_DOC_FREQ {
+                let edits = if chars >= FUZZY_TWO_EDITS_CHARS { 2 } else { 1 };
+                alts.push(loose(FuzzyTermQuery::new(exact, edits, true)));
+            }
+            let occur = match mode {
+                Mode::All => Occur::Must,
+                Mode::Any => Occur::Should,
+            };
+            per_word.push((occur, Box::new(BooleanQuery::new(alts))));
+            stems.push(stem);
+        }
+        if stems.len() > 1 {
+            for (f, boost) in [
+                (field::DISPLAY_NAME, 3.0),
+                (field::TAGLINE, 2.0),
+                (field::DESCRIPTION, 2.0),
+            ] {
+                let terms = stems
+                    .iter()
+                    .map(|s| Term::from_field_text(self.fields.get(f), s))
+                    .collect();
+                per_word.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(PhraseQuery::new(terms)), boost)),
+                ));
+            }
+        }
+        if let Ok(name) = index_schema::name::AgentName::parse(text) {
+            per_word.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(self.fields.get(field::NAME), &name.to_string()),
+                        IndexRecordOption::Basic,
+                    )),
+                    EXACT_NAME_BOOST,
+                )),
+            ));
+        }
+        Ok(Some(Box::new(BooleanQuery::new(per_word))))
+    }
+}
+
+fn loose(q: FuzzyTermQuery) -> (Occur, Box<dyn Query>) {
+    (
+        Occur::Should,
+        Box::new(BoostQuery::new(Box::new(q), LOOSE_MATCH_BOOST)),
+    )
+}
+
+/// The words of `q` that take part in matching: analysed without stemming, stop words dropped
+/// (unless nothing else is left), duplicates dropped, at most [`MAX_QUERY_WORDS`].
+pub fn query_words(text: &str) -> Vec<String> {
+    let all = tokens(analyzer::WORD, text);
+    let mut words: Vec<String> = Vec::new();
+    let meaningful = all.iter().any(|w| !STOP_WORDS.contains(&w.as_str()));
+    for w in all {
+        if meaningful && STOP_WORDS.contains(&w.as_str()) {
+            continue;
+        }
+        if !words.contains(&w) {
+            words.push(w);
+        }
+        if words.len() == MAX_QUERY_WORDS {
+            break;
+        }
+    }
+    words
+}
+
+/// Order-preserving u64 of a non-NaN float.
+fn f32_key(f: f32) -> u64 {
+    let bits = f.to_bits();
+    u64::from(if bits >> 31 == 1 {
+        !bits
+    } else {
+        bits | 1 << 31
+    })
+}
+
+#[cfg(test)]
+fn f32_from_key(k: u64) -> f32 {
+    let bits = k as u32;
+    f32::from_bits(if bits >> 31 == 1 {
+        bits & !(1 << 31)
+    } else {
+        !bits
+    })
+}
+
+/// Order-preserving u64 of an i64.
+fn i64_key(v: i64) -> u64 {
+    (v as u64) ^ (1 << 63)
+}
+
+/// A collected hit: sort key, name (tie-break), address, score.
+#[derive(Debug, Clone)]
+struct Ranked {
+    key: u64,
+    name: String,
+    addr: DocAddress,
+    score: f32,
+}
+
+impl Ranked {
+    /// `Less` when `self` comes first in the results.
+    fn order(&self, other: &Self) -> Ordering {
+        other
+            .key
+            .cmp(&self.key)
+            .then_with(|| self.name.cmp(&other.name))
+    }
+}
+
+/// Heap entry whose maximum is the hit that comes last.
+struct Worst(Ranked);
+
+impl PartialEq for Worst {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Worst {}
+impl PartialOrd for Worst {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Worst {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.order(&other.0)
+    }
+}
+
+/// Top-k by (sort key desc, name asc), keeping only hits strictly after the cursor. Names are
+/// read from the `name` fast field only when the key alone cannot decide.
+struct RankCollector {
+    sort: Sort,
+    k: usize,
+    after: Option<(u64, String)>,
+}
+
+struct RankSegment {
+    sort: Sort,
+    k: usize,
+    after: Option<(u64, String)>,
+    segment: SegmentOrdinal,
+    downloads: Column<u64>,
+    updated: Column<i64>,
+    deprecated: Column<bool>,
+    names: StrColumn,
+    heap: BinaryHeap<Worst>,
+    buf: String,
+}
+
+impl Collector for RankCollector {
+    type Fruit = Vec<Ranked>;
+    type Child = RankSegment;
+
+    fn for_segment(
+        &self,
+        segment: SegmentOrdinal,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<RankSegment> {
+        let ff = reader.fast_fields();
+        Ok(RankSegment {
+            sort: self.sort,
+            k: self.k,
+            after: self.after.clone(),
+            segment,
+            downloads: ff.u64(field::DOWNLOADS)?,
+            updated: ff.i64(field::UPDATED)?,
+            deprecated: ff.bool(field::DEPRECATED)?,
+            names: ff.str(field::NAME)?.ok_or_else(|| {
+                tantivy::TantivyError::SchemaError("`name` is not a fast field".into())
+            })?,
+            heap: BinaryHeap::with_capacity(self.k + 1),
+            buf: String::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        self.sort == Sort::Relevance
+    }
+
+    fn merge_fruits(&self, fruits: Vec<Vec<Ranked>>) -> tantivy::Result<Vec<Ranked>> {
+        let mut all: Vec<Ranked> = fruits.into_iter().flatten().collect();
+        all.sort_by(Ranked::order);
+        all.truncate(self.k);
+        Ok(all)
+    }
+}
+
+impl RankSegment {
+    fn name(&mut self, doc: DocId) -> String {
+        self.buf.clear();
+        if let Some(ord) = self.names.term_ords(doc).next() {
+            // An I/O error reading the dictionary leaves the name empty; it only affects ties.
+            let _ = self.names.ord_to_str(ord, &mut self.buf);
+        }
+        self.buf.clone()
+    }
+}
+
+impl SegmentCollector for RankSegment {
+    type Fruit = Vec<Ranked>;
+
+    fn collect(&mut self, doc: DocId, score: Score) {
+        let (key, score) = match self.sort {
+            Sort::Relevance => {
+                let downloads = self.downloads.first(doc).unwrap_or(0) as f32;
+                let mut s = score * (1.0 + POPULARITY * downloads.ln_1p());
+                if self.deprecated.first(doc).unwrap_or(false) {
+                    s *= DEPRECATED_FACTOR;
+                }
+                (f32_key(s), s)
+            }
+            Sort::Downloads => (self.downloads.first(doc).unwrap_or(0), score),
+            Sort::Updated => (i64_key(self.updated.first(doc).unwrap_or(0)), score),
+        };
+        let mut name = None;
+        if let Some((ckey, _)) = &self.after {
+            match key.cmp(ckey) {
+                Ordering::Greater => return,
+                Ordering::Less => {}
+                Ordering::Equal => {
+                    let n = self.name(doc);
+                    if n.as_str() <= self.after.as_ref().map_or("", |a| a.1.as_str()) {
+                        return;
+                    }
+                    name = Some(n);
+                }
+            }
+        }
+        if self.heap.len() >= self.k {
+            let worst = &self.heap.peek().expect("heap is full").0;
+            match key.cmp(&worst.key) {
+                Ordering::Less => return,
+                Ordering::Greater => {}
+                Ordering::Equal => {
+                    let worst_name = worst.name.clone();
+                    let n = name.take().unwrap_or_else(|| self.name(doc));
+                    if n >= worst_name {
+                        return;
+                    }
+                    name = Some(n);
+                }
+            }
+        }
+        let name = name.unwrap_or_else(|| self.name(doc));
+        self.heap.push(Worst(Ranked {
+            key,
+            name,
+            addr: DocAddress::new(self.segment, doc),
+            score,
+        }));
+        if self.heap.len() > self.k {
+            self.heap.pop();
+        }
+    }
+
+    fn harvest(self) -> Vec<Ranked> {
+        self.heap.into_iter().map(|w| w.0).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_keys_keep_order() {
+        let xs = [-3.5f32, -0.0, 0.0, 0.1, 1.0, 7.25, 1e9];
+        for w in xs.windows(2) {
+            assert!(f32_key(w[0]) <= f32_key(w[1]), "{w:?}");
+        }
+        for x in xs {
+            assert_eq!(f32_from_key(f32_key(x)), x);
+        }
+    }
+
+    #[test]
+    fn integer_keys_keep_order() {
+        assert!(i64_key(-5) < i64_key(0));
+        assert!(i64_key(0) < i64_key(1_700_000_000));
+        assert!(i64_key(i64::MIN) < i64_key(i64::MAX));
+    }
+
+    #[test]
+    fn stop_words_drop_unless_alone() {
+        assert_eq!(
+            query_words("an agent for Data Analysis"),
+            ["data", "analysis"]
+        );
+        assert_eq!(query_words("the"), ["the"]);
+        assert_eq!(query_words("sql sql SQL"), ["sql"]);
+    }
+}
