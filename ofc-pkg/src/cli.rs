@@ -27,6 +27,48 @@ pub enum Command {
     /// Check documents: agent manifests, signed envelopes, agent.yaml, AgentCards, blueprints,
     /// lockfiles, or whole directories of them.
     Validate(ValidateArgs),
+    /// Run floors: agents taking turns on a conversation.
+    #[command(subcommand)]
+    Floor(FloorCommand),
+}
+
+/// `ofc floor` verbs.
+#[derive(Debug, Subcommand)]
+pub enum FloorCommand {
+    /// Serve the OFC floor server API (`POST /floors`, …) until interrupted.
+    Serve(FloorServeArgs),
+    /// Replay a floor transcript through the turn-taking controller and check that it makes
+    /// the same decisions.
+    Replay(FloorReplayArgs),
+}
+
+/// Arguments of `ofc floor replay`.
+#[derive(Debug, clap::Args)]
+pub struct FloorReplayArgs {
+    /// A transcript (`.ofc/logs/<floor_id>.jsonl`).
+    #[arg(value_name = "TRANSCRIPT")]
+    pub transcript: PathBuf,
+}
+
+/// Arguments of `ofc floor serve`.
+#[derive(Debug, clap::Args)]
+pub struct FloorServeArgs {
+    /// Address to listen on. Loopback by default: floors carry private conversations and the
+    /// join token is the only gate.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:3711")]
+    pub listen: String,
+
+    /// Directory for floor transcripts (JSON lines, one file per floor).
+    #[arg(long, value_name = "DIR", default_value = ".ofc/logs")]
+    pub logs: PathBuf,
+
+    /// Deadline of each should-wake call, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 2000)]
+    pub should_wake_deadline_ms: u64,
+
+    /// Deadline of each respond call, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 120_000)]
+    pub respond_deadline_ms: u64,
 }
 
 /// Arguments of `ofc validate`.
@@ -55,6 +97,10 @@ pub fn main() -> ExitCode {
     let mut out = Output::new(cli.json);
     let status = match &cli.command {
         Command::Validate(args) => crate::commands::validate::run(args, &mut out),
+        Command::Floor(FloorCommand::Serve(args)) => crate::commands::floor::serve(args, &mut out),
+        Command::Floor(FloorCommand::Replay(args)) => {
+            crate::commands::floor::replay(args, &mut out)
+        }
     };
     match status {
         Ok(s) => s.into(),

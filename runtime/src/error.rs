@@ -23,6 +23,9 @@ pub enum Error {
     /// `@user` names the human participant and cannot be an agent.
     #[error("{0} is reserved for the human participant")]
     ReservedHandle(Handle),
+    /// The roster cannot change while a turn is in progress.
+    #[error("a turn is in progress; the roster can change when it ends")]
+    TurnInProgress,
     /// A limit that must be at least 1 was 0.
     #[error("limit `{name}` must be at least 1")]
     InvalidLimit {

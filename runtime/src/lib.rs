@@ -1,13 +1,25 @@
-//! Floors: the OFC turn-taking controller and the pieces around it.
+//! Floors: agents taking turns on a conversation, following the OFC draft.
 //!
-//! [`controller`] decides who speaks next on a floor — events in, actions out, no I/O and no
-//! clock — following the Turn-Taking Protocol of the OFC draft. [`mention`] parses `@name?`
-//! requests and `@name` references; [`handle`] holds the floor's names.
+//! - [`controller`] decides who speaks next — events in, actions out, no I/O and no clock —
+//!   following the Turn-Taking Protocol; [`mention`] parses `@name?` requests and `@name`
+//!   references; [`handle`] holds the floor's names.
+//! - [`agent`] is how a floor talks to agents: one [`agent::Agent`] trait over the OFC agent
+//!   HTTP API ([`agent::HttpAgent`]), local processes ([`agent::ProcessAgent`]) and in-process
+//!   agents; [`agent::serve`] exposes any agent over that API.
+//! - [`floor`] performs the controller's decisions: concurrent should-wake rounds and respond
+//!   calls under deadlines, one turn at a time, cancellation, live [`floor::FloorEvent`]s.
+//! - [`transcript`] writes every floor as JSON lines and replays them through the controller.
+//! - [`server`] is the OFC floor server API over HTTP (`ofc floor serve`).
 
+pub mod agent;
+pub mod api;
 pub mod controller;
 pub mod error;
+pub mod floor;
 pub mod handle;
 pub mod mention;
+pub mod server;
+pub mod transcript;
 
 pub use controller::{
     Action, Activation, AgentSpec, CallId, Controller, CyclePolicy, Event, EventKind, Limits, Note,

@@ -136,15 +136,7 @@ impl Controller {
                 name: "max_pair_exchanges",
             });
         }
-        let mut seen = BTreeSet::new();
-        for spec in &roster {
-            if spec.handle.is_user() {
-                return Err(Error::ReservedHandle(spec.handle.clone()));
-            }
-            if !seen.insert(&spec.handle) {
-                return Err(Error::DuplicateAgent(spec.handle.clone()));
-            }
-        }
+        check_roster(&roster)?;
         Ok(Self {
             roster,
             limits,
@@ -153,6 +145,18 @@ impl Controller {
             turn: None,
             queue: VecDeque::new(),
         })
+    }
+
+    /// Replaces the roster between turns, when agents join or leave the floor; identifiers
+    /// keep counting, so turns, rounds and calls stay unique for the floor's lifetime.
+    /// Refused while a turn is in progress ([`Error::TurnInProgress`]).
+    pub fn set_roster(&mut self, roster: Vec<AgentSpec>) -> Result<()> {
+        if self.turn.is_some() {
+            return Err(Error::TurnInProgress);
+        }
+        check_roster(&roster)?;
+        self.roster = roster;
+        Ok(())
     }
 
     /// The agents, in blueprint order.
@@ -278,6 +282,20 @@ impl Controller {
             }
         }
     }
+}
+
+/// Every agent once, and none of them `@user`.
+fn check_roster(roster: &[AgentSpec]) -> Result<()> {
+    let mut seen = BTreeSet::new();
+    for spec in roster {
+        if spec.handle.is_user() {
+            return Err(Error::ReservedHandle(spec.handle.clone()));
+        }
+        if !seen.insert(&spec.handle) {
+            return Err(Error::DuplicateAgent(spec.handle.clone()));
+        }
+    }
+    Ok(())
 }
 
 /// What happens next: the controller waits for something, or (`Err`) the turn ends. `Err` is

@@ -1,0 +1,141 @@
+//! `ofc floor serve [--listen ADDR]`: the OFC floor server API, with transcripts under
+//! `.ofc/logs/`. Prints the server's URL on stdout (`{"url", "logs"}` with `--json`) once it
+//! listens, then serves until interrupted.
+//!
+//! `ofc floor replay TRANSCRIPT`: feeds a transcript's recorded events back through the
+//! turn-taking controller and checks it returns the recorded actions.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use runtime::floor::FloorSettings;
+use runtime::server::{FloorServer, ServerSettings};
+use runtime::transcript;
+
+use crate::cli::{FloorReplayArgs, FloorServeArgs};
+use crate::output::{ExitStatus, Output, UserError};
+
+/// Runs `ofc floor serve`.
+pub fn serve(args: &FloorServeArgs, out: &mut Output) -> Result<ExitStatus> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(serve_async(args, out))
+}
+
+async fn serve_async(args: &FloorServeArgs, out: &mut Output) -> Result<ExitStatus> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    if args.should_wake_deadline_ms == 0 || args.respond_deadline_ms == 0 {
+        return Err(UserError::new("deadlines must be at least 1 ms").into());
+    }
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .map_err(|e| {
+            UserError::new(format!("cannot listen on {}: {e}", args.listen))
+                .hint("pick another address with `--listen 127.0.0.1:PORT`")
+        })?;
+    let addr = listener.local_addr()?;
+    std::fs::create_dir_all(&args.logs)
+        .with_context(|| format!("cannot create {}", args.logs.display()))?;
+    if !addr.ip().is_loopback() {
+        out.status(&format!(
+            "warning: listening on {addr}, which is not loopback: anyone who can reach it may \
+             create floors"
+        ));
+    }
+    let settings = ServerSettings {
+        floor: FloorSettings {
+            should_wake_deadline: Duration::from_millis(args.should_wake_deadline_ms),
+            respond_deadline: Duration::from_millis(args.respond_deadline_ms),
+            transcript_dir: Some(args.logs.clone()),
+            ..FloorSettings::default()
+        },
+        ..ServerSettings::default()
+    };
+    let url = format!("http://{addr}");
+    if out.json {
+        out.data(
+            &serde_json::json!({ "url": url, "logs": args.logs.display().to_string() }).to_string(),
+        );
+    } else {
+        out.data(&url);
+    }
+    out.status(&format!(
+        "serving floors on {url}, transcripts in {} (ctrl-c to stop)",
+        args.logs.display()
+    ));
+    FloorServer::new(settings)
+        .serve(listener, shutdown_signal())
+        .await
+        .context("the floor server failed")?;
+    out.status("stopped");
+    Ok(ExitStatus::Success)
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Runs `ofc floor replay`.
+pub fn replay(args: &FloorReplayArgs, out: &mut Output) -> Result<ExitStatus> {
+    let path = &args.transcript;
+    let lines = transcript::read(path).map_err(|e| UserError::new(e.to_string()))?;
+    match transcript::replay(&lines) {
+        Ok(report) => {
+            if out.json {
+                out.data(
+                    &serde_json::json!({
+                        "transcript": path.display().to_string(),
+                        "ok": true,
+                        "turns": report.turns,
+                        "events": report.events,
+                        "actions": report.actions,
+                    })
+                    .to_string(),
+                );
+            } else {
+                out.data(&format!(
+                    "{}: ok ({} turns, {} events, {} actions replayed identically)",
+                    path.display(),
+                    report.turns,
+                    report.events,
+                    report.actions
+                ));
+            }
+            Ok(ExitStatus::Success)
+        }
+        Err(error) => {
+            if out.json {
+                out.data(
+                    &serde_json::json!({
+                        "transcript": path.display().to_string(),
+                        "ok": false,
+                        "error": error.to_string(),
+                    })
+                    .to_string(),
+                );
+            } else {
+                out.data(&format!("{}: {error}", path.display()));
+            }
+            Ok(ExitStatus::Failure)
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! What the HTTP servers of this crate share: a JSON body extractor that names the failing
+//! field, and one error type mapped to a status and a `{code, message}` body.
+
+use axum::Json;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// The body of every error answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// A stable, machine-readable code (`unauthorized`, `invalid_body`).
+    pub code: String,
+    /// What went wrong, for people.
+    pub message: String,
+}
+
+/// An error answer: a status and an [`ErrorBody`].
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    /// An error with this status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// 400: the request is malformed.
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    /// 401: missing or wrong credentials.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    /// 404.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 409: the request conflicts with the current state.
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    /// 422: well-formed, but the content is refused.
+    pub fn unprocessable(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+    }
+
+    /// 500 without internals; the cause is logged here, once.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error",
+        )
+    }
+
+    /// The status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            Json(ErrorBody {
+                code: self.code.to_owned(),
+                message: self.message,
+            }),
+        )
+            .into_response()
+    }
+}
+
+/// A JSON body whose errors say which field is wrong: 415 without a JSON content type, 400
+/// for text that is not JSON, 422 for JSON of the wrong shape (`` `content`: invalid type… ``).
+#[derive(Debug, Clone)]
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        check_json_content_type(req.headers())?;
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::new(e.status(), "unreadable_body", e.body_text()))?;
+        parse_body(&bytes).map(Self)
+    }
+}
+
+/// Parses a body read as bytes, for handlers that must check something (a token) before
+/// looking at the body: the same answers as [`ApiJson`].
+pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Result<T, ApiError> {
+    check_json_content_type(headers)?;
+    parse_body(bytes)
+}
+
+fn check_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| {
+            let media = media.trim().to_ascii_lowercase();
+            media == "application/json" || media.ends_with("+json")
+        });
+    if !is_json {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "expected a JSON body with `Content-Type: application/json`",
+        ));
+    }
+    Ok(())
+}
+
+/// Parses a JSON body, naming the failing field.
+pub fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let inner = e.inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return ApiError::bad_request(
+                "invalid_json",
+                format!("the body is not valid JSON: {inner}"),
+            );
+        }
+        let path = e.path().to_string();
+        let message = if path == "." {
+            inner.to_string()
+        } else {
+            format!("`{path}`: {inner}")
+        };
+        ApiError::unprocessable("invalid_body", message)
+    })?;
+    de.end().map_err(|e| {
+        ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}"))
+    })?;
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use index_schema::wire::PostMessageRequest;
+
+    #[test]
+    fn names_the_field_and_tells_syntax_from_shape() {
+        let err =
+            parse_body::<PostMessageRequest>(br#"{"from": "@user", "content": 3}"#).unwrap_err();
+        assert_eq!(err.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(
+            err.message().starts_with("`content`: invalid type"),
+            "{}",
+            err.message()
+        );
+        let err = parse_body::<PostMessageRequest>(br#"{"from": "@user"}"#).unwrap_err();
+        assert_eq!(err.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(
+            err.message().contains("missing field `content`"),
+            "{}",
+            err.message()
+        );
+        let err = parse_body::<PostMessageRequest>(b"{\"from\": ").unwrap_err();
+        assert_eq!(err.status(), StatusCode::BAD_REQUEST);
+        let err = parse_body::<PostMessageRequest>(br#"{"from":"a","content":"b"} x"#).unwrap_err();
+        assert_eq!(err.status(), StatusCode::BAD_REQUEST);
+    }
+}

@@ -1,0 +1,1155 @@
+//! The floor: one task per floor that performs what the [`Controller`] decides.
+//!
+//! A [`Floor`] is a handle to that task. The task owns the controller, the roster, the
+//! messages and the transcript, and runs at most one agent operation at a time — a
+//! should-wake round or a respond call — so one floor never runs two turns at once: a user
+//! message arriving mid-turn is queued by the controller and starts its turn when the running
+//! one ends. While an operation runs, the task keeps serving the handle (posts, queries,
+//! cancellation).
+//!
+//! - **Should-wake rounds** ask every candidate at once, each call under the should-wake
+//!   deadline; a late or failed answer counts as no. The round takes as long as its slowest
+//!   answer, at most the deadline. The controller picks the first yes in blueprint order.
+//! - **Respond calls** run under the respond deadline; a missed deadline or an error ends the
+//!   turn with [`TurnEndReason::AgentError`]. Streamed pieces are forwarded live as
+//!   [`FloorEvent::Delta`].
+//! - **Cancellation** ([`Floor::cancel_turn`]) drops the running operation, which cancels
+//!   its requests, and answers every call of the rest of the turn with a failure, so the turn
+//!   ends at once with the reason the controller gives.
+//! - **Closing** ([`Floor::close`], or dropping every handle) shuts every agent down (process
+//!   agents are stopped).
+
+mod event;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use index_schema::wire::{
+    self, AgentInfo, Message, RespondRequest, RespondResponse, ShouldWakeRequest, Timestamp,
+    WakeContext,
+};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+pub use event::{CallOutcome, FloorEvent, TimedAnswer};
+
+use crate::agent::{Agent, Deltas};
+use crate::controller::{
+    Action, Activation, AgentSpec, CallId, Controller, Event, Limits, PollAnswer, RoundId,
+    TurnEndReason, TurnId, WakeAnswer, WakeReason,
+};
+use crate::handle::{Handle, Speaker};
+use crate::transcript::{Entry, Line, TranscriptWriter};
+
+/// How a floor runs.
+#[derive(Debug, Clone)]
+pub struct FloorSettings {
+    /// The deadline of each should-wake call.
+    pub should_wake_deadline: Duration,
+    /// The deadline of each respond call.
+    pub respond_deadline: Duration,
+    /// How many of the latest messages a respond call carries.
+    pub history_limit: usize,
+    /// The most agents on the floor.
+    pub max_agents: usize,
+    /// The controller's guards.
+    pub limits: Limits,
+    /// Whether to ask agents to stream their responses.
+    pub stream: bool,
+    /// Where to write the transcript (`<dir>/<floor_id>.jsonl`); none if `None`.
+    pub transcript_dir: Option<PathBuf>,
+}
+
+impl Default for FloorSettings {
+    fn default() -> Self {
+        Self {
+            should_wake_deadline: Duration::from_secs(2),
+            respond_deadline: Duration::from_secs(120),
+            history_limit: 100,
+            max_agents: 64,
+            limits: Limits::default(),
+            stream: true,
+            transcript_dir: None,
+        }
+    }
+}
+
+/// An agent joining a floor.
+#[derive(Debug, Clone)]
+pub struct FloorAgent {
+    /// Its handle on the floor.
+    pub handle: Handle,
+    /// Whether it is polled or always wakes.
+    pub activation: Activation,
+    /// How to reach it.
+    pub agent: Arc<dyn Agent>,
+    /// Its OFC endpoint, for agents reached over HTTP.
+    pub endpoint: Option<String>,
+    /// What it said about itself.
+    pub info: Option<AgentInfo>,
+}
+
+impl FloorAgent {
+    /// An agent polled with should-wake.
+    pub fn new(handle: Handle, agent: Arc<dyn Agent>) -> Self {
+        Self {
+            handle,
+            activation: Activation::Mention,
+            agent,
+            endpoint: None,
+            info: None,
+        }
+    }
+}
+
+/// Why a floor refused something.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FloorError {
+    /// The floor is closed.
+    #[error("the floor is closed")]
+    Closed,
+    /// The roster is invalid or cannot change now.
+    #[error(transparent)]
+    Roster(#[from] crate::Error),
+    /// No such agent on the floor.
+    #[error("{0} is not on the floor")]
+    UnknownAgent(Handle),
+    /// The floor is full.
+    #[error("the floor already has {0} agents")]
+    Full(usize),
+    /// Too many user messages wait.
+    #[error("{0} messages are already waiting for the running turn; try again when it ends")]
+    QueueFull(usize),
+    /// `since` names no message of the floor.
+    #[error("no message {0} on this floor")]
+    UnknownMessage(String),
+    /// The transcript cannot be written.
+    #[error("cannot write the transcript: {0}")]
+    Transcript(String),
+}
+
+/// What posting a message did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostReceipt {
+    /// The stored message.
+    pub message_id: String,
+    /// The first agent woken for it; `None` if nobody woke, or if it was queued.
+    pub next_agent: Option<Handle>,
+    /// Its place in the queue, when it waits for the running turn.
+    pub queued: Option<usize>,
+}
+
+/// How a turn went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSummary {
+    /// The turn.
+    pub turn: TurnId,
+    /// Why it ended.
+    pub reason: TurnEndReason,
+    /// Responses in it.
+    pub hops: u32,
+    /// Whether it was cancelled.
+    pub cancelled: bool,
+    /// Its messages: the user's, then the agents' responses.
+    pub messages: Vec<Message>,
+}
+
+/// A floor's roster and counters.
+#[derive(Debug, Clone)]
+pub struct FloorSnapshot {
+    /// The floor.
+    pub floor_id: String,
+    /// Its name.
+    pub name: Option<String>,
+    /// The agents, in blueprint order (handle, activation, endpoint, info).
+    pub agents: Vec<(Handle, Activation, Option<String>, Option<AgentInfo>)>,
+    /// The running turn.
+    pub turn: Option<TurnId>,
+    /// Messages stored.
+    pub messages: usize,
+    /// Where the transcript goes.
+    pub transcript: Option<PathBuf>,
+}
+
+/// A handle to a running floor. Cheap to clone; the floor closes when the last handle is
+/// dropped.
+#[derive(Debug, Clone)]
+pub struct Floor {
+    id: String,
+    commands: mpsc::Sender<Command>,
+    events: broadcast::Sender<FloorEvent>,
+}
+
+/// How many events a slow observer may fall behind before it misses some.
+const EVENT_BUFFER: usize = 4096;
+
+impl Floor {
+    /// Opens a floor with these agents (in blueprint order). Must be called within a tokio
+    /// runtime: the floor is a task of it.
+    pub fn open(
+        id: impl Into<String>,
+        name: Option<String>,
+        agents: Vec<FloorAgent>,
+        settings: FloorSettings,
+    ) -> Result<Self, FloorError> {
+        let id = id.into();
+        if agents.len() > settings.max_agents {
+            return Err(FloorError::Full(settings.max_agents));
+        }
+        let controller = Controller::new(specs(&agents), settings.limits.clone())?;
+        let transcript = match &settings.transcript_dir {
+            Some(dir) => Some(
+                TranscriptWriter::create(dir, &id)
+                    .map_err(|e| FloorError::Transcript(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let (commands, inbox) = mpsc::channel(256);
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let mut task = FloorTask {
+            id: id.clone(),
+            name,
+            settings,
+            controller,
+            agents,
+            messages: Vec::new(),
+            message_ids: HashMap::new(),
+            next_message: 0,
+            last_message_of: HashMap::new(),
+            events: events.clone(),
+            transcript,
+            opened: Instant::now(),
+            posts: VecDeque::new(),
+            current: None,
+            awaiting: None,
+            cancelling: false,
+        };
+        task.record(Entry::Floor {
+            floor_id: task.id.clone(),
+            opened_at: now().to_string(),
+            roster: task.controller.roster().to_vec(),
+            limits: task.settings.limits.clone(),
+            should_wake_deadline_ms: millis(task.settings.should_wake_deadline),
+            respond_deadline_ms: millis(task.settings.respond_deadline),
+        });
+        task.flush();
+        tokio::spawn(task.run(inbox));
+        Ok(Self {
+            id,
+            commands,
+            events,
+        })
+    }
+
+    /// The floor's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Live events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<FloorEvent> {
+        self.events.subscribe()
+    }
+
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, FloorError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(make(reply))
+            .await
+            .map_err(|_| FloorError::Closed)?;
+        answer.await.map_err(|_| FloorError::Closed)
+    }
+
+    /// The user posts a message. Answers once the floor knows who speaks first (after the
+    /// should-wake round, if there is one), or at once if the message is queued.
+    pub async fn post(&self, content: impl Into<String>) -> Result<PostReceipt, FloorError> {
+        let content = content.into();
+        self.ask(|receipt| Command::Post {
+            content,
+            receipt,
+            done: None,
+        })
+        .await?
+    }
+
+    /// The user posts a message and waits for its turn to end.
+    pub async fn post_and_wait(
+        &self,
+        content: impl Into<String>,
+    ) -> Result<TurnSummary, FloorError> {
+        let content = content.into();
+        let (done, finished) = oneshot::channel();
+        self.ask(|receipt| Command::Post {
+            content,
+            receipt,
+            done: Some(done),
+        })
+        .await??;
+        finished.await.map_err(|_| FloorError::Closed)
+    }
+
+    /// Adds an agent at the end of the roster. Refused during a turn.
+    pub async fn add_agent(&self, agent: FloorAgent) -> Result<(), FloorError> {
+        self.ask(|reply| Command::AddAgent { agent, reply }).await?
+    }
+
+    /// Removes an agent and shuts it down. Refused during a turn.
+    pub async fn remove_agent(&self, handle: Handle) -> Result<(), FloorError> {
+        self.ask(|reply| Command::RemoveAgent { handle, reply })
+            .await?
+    }
+
+    /// Messages, oldest first: without `since`, the latest `limit`; with it, the first
+    /// `limit` after that message.
+    pub async fn messages(
+        &self,
+        since: Option<String>,
+        limit: usize,
+    ) -> Result<Vec<Message>, FloorError> {
+        self.ask(|reply| Command::Messages {
+            since,
+            limit,
+            reply,
+        })
+        .await?
+    }
+
+    /// The roster and counters.
+    pub async fn snapshot(&self) -> Result<FloorSnapshot, FloorError> {
+        self.ask(|reply| Command::Snapshot { reply }).await
+    }
+
+    /// Cancels the running turn; `false` if none was running.
+    pub async fn cancel_turn(&self) -> Result<bool, FloorError> {
+        self.ask(|reply| Command::Cancel { reply }).await
+    }
+
+    /// Closes the floor: cancels what runs and shuts every agent down.
+    pub async fn close(&self) -> Result<(), FloorError> {
+        self.ask(|reply| Command::Close { reply }).await
+    }
+}
+
+enum Command {
+    Post {
+        content: String,
+        receipt: oneshot::Sender<Result<PostReceipt, FloorError>>,
+        done: Option<oneshot::Sender<TurnSummary>>,
+    },
+    AddAgent {
+        agent: FloorAgent,
+        reply: oneshot::Sender<Result<(), FloorError>>,
+    },
+    RemoveAgent {
+        handle: Handle,
+        reply: oneshot::Sender<Result<(), FloorError>>,
+    },
+    Messages {
+        since: Option<String>,
+        limit: usize,
+        reply: oneshot::Sender<Result<Vec<Message>, FloorError>>,
+    },
+    Snapshot {
+        reply: oneshot::Sender<FloorSnapshot>,
+    },
+    Cancel {
+        reply: oneshot::Sender<bool>,
+    },
+    Close {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// A posted message whose turn has not ended.
+struct Post {
+    message: Message,
+    receipt: Option<oneshot::Sender<Result<PostReceipt, FloorError>>>,
+    done: Option<oneshot::Sender<TurnSummary>>,
+}
+
+struct CurrentTurn {
+    post: Post,
+    messages: Vec<Message>,
+    started: Instant,
+}
+
+/// The agent operation the floor waits for.
+#[derive(Debug, Clone)]
+enum Awaiting {
+    Round {
+        round: RoundId,
+        candidates: Vec<Handle>,
+    },
+    Call {
+        call: CallId,
+        agent: Handle,
+    },
+}
+
+/// What an agent operation produced.
+enum Completed {
+    Round {
+        round: RoundId,
+        answers: Vec<TimedAnswer>,
+        elapsed: Duration,
+    },
+    Call {
+        call: CallId,
+        agent: Handle,
+        result: Result<RespondResponse, String>,
+        elapsed: Duration,
+    },
+}
+
+struct FloorTask {
+    id: String,
+    name: Option<String>,
+    settings: FloorSettings,
+    controller: Controller,
+    agents: Vec<FloorAgent>,
+    messages: Vec<Message>,
+    message_ids: HashMap<String, usize>,
+    next_message: u64,
+    last_message_of: HashMap<Handle, String>,
+    events: broadcast::Sender<FloorEvent>,
+    transcript: Option<TranscriptWriter>,
+    opened: Instant,
+    /// Posted messages whose turn has not started, oldest first.
+    posts: VecDeque<Post>,
+    current: Option<CurrentTurn>,
+    awaiting: Option<Awaiting>,
+    /// Set by a cancellation until the turn ends: every agent operation fails at once.
+    cancelling: bool,
+}
+
+type Operation = BoxFuture<'static, Completed>;
+
+fn specs(agents: &[FloorAgent]) -> Vec<AgentSpec> {
+    agents
+        .iter()
+        .map(|a| AgentSpec {
+            handle: a.handle.clone(),
+            activation: a.activation,
+        })
+        .collect()
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// Now, RFC 3339 with milliseconds.
+fn now() -> Timestamp {
+    let now = time::OffsetDateTime::now_utc();
+    let text = now
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    Timestamp::parse(&text).unwrap_or_else(|_| {
+        Timestamp::from_unix_seconds(now.unix_timestamp()).expect("the current time is in range")
+    })
+}
+
+const CANCELLED: &str = "the turn was cancelled";
+
+impl FloorTask {
+    async fn run(mut self, mut inbox: mpsc::Receiver<Command>) {
+        let mut operation: Option<Operation> = None;
+        loop {
+            let next = match operation.as_mut() {
+                Some(running) => tokio::select! {
+                    command = inbox.recv() => Ok(command),
+                    done = running => Err(done),
+                },
+                None => Ok(inbox.recv().await),
+            };
+            match next {
+                Err(done) => {
+                    self.awaiting = None;
+                    let event = self.completed(done);
+                    operation = self.feed(event);
+                }
+                Ok(Some(Command::Close { reply })) => {
+                    drop(operation.take());
+                    self.shutdown().await;
+                    let _ = reply.send(());
+                    return;
+                }
+                Ok(Some(Command::Cancel { reply })) => {
+                    let running = self.controller.current_turn().is_some();
+                    if running {
+                        drop(operation.take());
+                        operation = self.cancel();
+                    }
+                    let _ = reply.send(running);
+                }
+                Ok(Some(command)) => {
+                    if let Some(started) = self.command(command) {
+                        operation = Some(started);
+                    }
+                }
+                Ok(None) => {
+                    drop(operation.take());
+                    self.shutdown().await;
+                    return;
+                }
+            }
+            self.flush();
+        }
+    }
+
+    fn command(&mut self, command: Command) -> Option<Operation> {
+        match command {
+            Command::Post {
+                content,
+                receipt,
+                done,
+            } => return self.post(content, receipt, done),
+            Command::AddAgent { agent, reply } => {
+                let _ = reply.send(self.add_agent(agent));
+            }
+            Command::RemoveAgent { handle, reply } => {
+                let result = self.remove_agent(&handle);
+                if let Ok(agent) = &result {
+                    let agent = Arc::clone(agent);
+                    tokio::spawn(async move { agent.shutdown().await });
+                }
+                let _ = reply.send(result.map(|_| ()));
+            }
+            Command::Messages {
+                since,
+                limit,
+                reply,
+            } => {
+                let _ = reply.send(self.list(since, limit));
+            }
+            Command::Snapshot { reply } => {
+                let _ = reply.send(self.snapshot());
+            }
+            Command::Cancel { .. } | Command::Close { .. } => {}
+        }
+        None
+    }
+
+    fn post(
+        &mut self,
+        content: String,
+        receipt: oneshot::Sender<Result<PostReceipt, FloorError>>,
+        done: Option<oneshot::Sender<TurnSummary>>,
+    ) -> Option<Operation> {
+        // Refused before it is stored, so observers never see a message the floor dropped.
+        let limit = self.controller.limits().max_queued_messages;
+        if !self.controller.is_idle() && self.controller.queued_messages() >= limit {
+            let _ = receipt.send(Err(FloorError::QueueFull(limit)));
+            return None;
+        }
+        let message = self.store(Speaker::User, content.clone());
+        self.posts.push_back(Post {
+            message,
+            receipt: Some(receipt),
+            done,
+        });
+        self.feed(Event::UserMessage { content })
+    }
+
+    fn add_agent(&mut self, agent: FloorAgent) -> Result<(), FloorError> {
+        if self.agents.len() >= self.settings.max_agents {
+            return Err(FloorError::Full(self.settings.max_agents));
+        }
+        let mut agents = self.agents.clone();
+        agents.push(agent);
+        self.set_roster(agents)
+    }
+
+    fn remove_agent(&mut self, handle: &Handle) -> Result<Arc<dyn Agent>, FloorError> {
+        let Some(index) = self.agents.iter().position(|a| a.handle == *handle) else {
+            return Err(FloorError::UnknownAgent(handle.clone()));
+        };
+        let mut agents = self.agents.clone();
+        let removed = agents.remove(index);
+        self.set_roster(agents)?;
+        Ok(removed.agent)
+    }
+
+    fn set_roster(&mut self, agents: Vec<FloorAgent>) -> Result<(), FloorError> {
+        let roster = specs(&agents);
+        self.controller.set_roster(roster.clone())?;
+        self.agents = agents;
+        self.record(Entry::Roster { roster });
+        self.emit(FloorEvent::Roster {
+            agents: self.agents.iter().map(|a| a.handle.clone()).collect(),
+        });
+        Ok(())
+    }
+
+    fn list(&self, since: Option<String>, limit: usize) -> Result<Vec<Message>, FloorError> {
+        let (start, end) = match since {
+            Some(id) => {
+                let index = *self
+                    .message_ids
+                    .get(&id)
+                    .ok_or(FloorError::UnknownMessage(id))?;
+                (
+                    index + 1,
+                    (index + 1).saturating_add(limit).min(self.messages.len()),
+                )
+            }
+            None => (
+                self.messages.len().saturating_sub(limit),
+                self.messages.len(),
+            ),
+        };
+        Ok(self.messages[start.min(end)..end].to_vec())
+    }
+
+    fn snapshot(&self) -> FloorSnapshot {
+        FloorSnapshot {
+            floor_id: self.id.clone(),
+            name: self.name.clone(),
+            agents: self
+                .agents
+                .iter()
+                .map(|a| {
+                    (
+                        a.handle.clone(),
+                        a.activation,
+                        a.endpoint.clone(),
+                        a.info.clone(),
+                    )
+                })
+                .collect(),
+            turn: self.controller.current_turn(),
+            messages: self.messages.len(),
+            transcript: self.transcript.as_ref().map(|t| t.path().to_owned()),
+        }
+    }
+
+    /// Stores a message and tells observers.
+    fn store(&mut self, from: Speaker, content: String) -> Message {
+        self.next_message += 1;
+        let message = Message {
+            id: format!("msg-{}", self.next_message),
+            from: from.to_string(),
+            content,
+            timestamp: now(),
+        };
+        self.message_ids
+            .insert(message.id.clone(), self.messages.len());
+        if let Speaker::Agent(handle) = &from {
+            self.last_message_of
+                .insert(handle.clone(), message.id.clone());
+        }
+        self.messages.push(message.clone());
+        self.record(Entry::Message {
+            message: message.clone(),
+        });
+        self.emit(FloorEvent::Message {
+            message: message.clone(),
+        });
+        message
+    }
+
+    /// Feeds an event to the controller and performs the actions, until the floor waits for
+    /// an agent (the returned operation) or for the user.
+    fn feed(&mut self, event: Event) -> Option<Operation> {
+        let mut events = VecDeque::from([event]);
+        let mut operation = None;
+        // Each event is either the first or the immediate failure of an operation during a
+        // cancelled turn, which ends within the hop limit.
+        while let Some(event) = events.pop_front() {
+            self.record(Entry::Event {
+                event: event.clone(),
+            });
+            for action in self.controller.handle(event) {
+                self.record(Entry::Action {
+                    action: action.clone(),
+                });
+                match action {
+                    Action::TurnStarted { turn, .. } => self.turn_started(turn),
+                    Action::PollShouldWake {
+                        round,
+                        candidates,
+                        mentioned,
+                    } => {
+                        if self.cancelling {
+                            events.push_back(Event::ShouldWakeAnswers {
+                                round,
+                                answers: candidates
+                                    .into_iter()
+                                    .map(|agent| {
+                                        PollAnswer::new(
+                                            agent,
+                                            WakeAnswer::Failed {
+                                                error: CANCELLED.to_owned(),
+                                            },
+                                        )
+                                    })
+                                    .collect(),
+                            });
+                        } else {
+                            self.emit(FloorEvent::Polling {
+                                round,
+                                candidates: candidates.clone(),
+                            });
+                            operation = Some(self.start_round(round, candidates, &mentioned));
+                        }
+                    }
+                    Action::Respond {
+                        call,
+                        agent,
+                        wake_reason,
+                        initiator,
+                    } => {
+                        self.answer_receipt(Some(agent.clone()));
+                        self.emit(FloorEvent::Responding {
+                            call,
+                            agent: agent.clone(),
+                            wake_reason: wake_reason.clone(),
+                            initiator: initiator.clone(),
+                        });
+                        if self.cancelling {
+                            events.push_back(Event::AgentFailed {
+                                call,
+                                agent,
+                                error: CANCELLED.to_owned(),
+                            });
+                        } else {
+                            operation = Some(self.start_call(call, agent, &wake_reason, initiator));
+                        }
+                    }
+                    Action::TurnEnded { turn, reason, hops } => self.turn_ended(turn, reason, hops),
+                    Action::UserMessageQueued { position } => {
+                        if let Some(post) = self.posts.back_mut() {
+                            let message_id = post.message.id.clone();
+                            if let Some(receipt) = post.receipt.take() {
+                                let _ = receipt.send(Ok(PostReceipt {
+                                    message_id: message_id.clone(),
+                                    next_agent: None,
+                                    queued: Some(position),
+                                }));
+                            }
+                            self.emit(FloorEvent::Queued {
+                                message_id,
+                                position,
+                            });
+                        }
+                    }
+                    Action::UserMessageRefused { queue_limit } => {
+                        if let Some(mut post) = self.posts.pop_back() {
+                            self.unstore(&post.message.id);
+                            if let Some(receipt) = post.receipt.take() {
+                                let _ = receipt.send(Err(FloorError::QueueFull(queue_limit)));
+                            }
+                        }
+                    }
+                    Action::Record(note) => self.emit(FloorEvent::Note { note }),
+                }
+            }
+        }
+        operation
+    }
+
+    /// Forgets a message that was refused (it is the latest).
+    fn unstore(&mut self, id: &str) {
+        if self.messages.last().is_some_and(|m| m.id == id) {
+            self.messages.pop();
+            self.message_ids.remove(id);
+        }
+    }
+
+    fn turn_started(&mut self, turn: TurnId) {
+        let Some(post) = self.posts.pop_front() else {
+            return;
+        };
+        self.emit(FloorEvent::TurnStarted {
+            turn,
+            message_id: post.message.id.clone(),
+        });
+        self.current = Some(CurrentTurn {
+            messages: vec![post.message.clone()],
+            post,
+            started: Instant::now(),
+        });
+    }
+
+    fn answer_receipt(&mut self, next_agent: Option<Handle>) {
+        if let Some(current) = self.current.as_mut()
+            && let Some(receipt) = current.post.receipt.take()
+        {
+            let _ = receipt.send(Ok(PostReceipt {
+                message_id: current.post.message.id.clone(),
+                next_agent,
+                queued: None,
+            }));
+        }
+    }
+
+    fn turn_ended(&mut self, turn: TurnId, reason: TurnEndReason, hops: u32) {
+        self.answer_receipt(None);
+        let cancelled = std::mem::take(&mut self.cancelling);
+        let Some(mut current) = self.current.take() else {
+            return;
+        };
+        self.emit(FloorEvent::TurnEnded {
+            turn,
+            reason: reason.clone(),
+            hops,
+            cancelled,
+            elapsed_ms: ms(current.started.elapsed()),
+        });
+        if let Some(done) = current.post.done.take() {
+            let _ = done.send(TurnSummary {
+                turn,
+                reason,
+                hops,
+                cancelled,
+                messages: current.messages,
+            });
+        }
+    }
+
+    fn agent(&self, handle: &Handle) -> Option<Arc<dyn Agent>> {
+        self.agents
+            .iter()
+            .find(|a| a.handle == *handle)
+            .map(|a| Arc::clone(&a.agent))
+    }
+
+    /// The message agents are asked about: the latest of the running turn.
+    fn last_turn_message(&self) -> Option<Message> {
+        self.current
+            .as_ref()
+            .and_then(|c| c.messages.last().cloned())
+            .or_else(|| self.messages.last().cloned())
+    }
+
+    fn recent_speakers(&self) -> Vec<String> {
+        let mut speakers: Vec<String> = Vec::new();
+        for message in self.messages.iter().rev() {
+            if !speakers.contains(&message.from) {
+                speakers.push(message.from.clone());
+            }
+            if speakers.len() == 5 {
+                break;
+            }
+        }
+        speakers.reverse();
+        speakers
+    }
+
+    fn start_round(
+        &mut self,
+        round: RoundId,
+        candidates: Vec<Handle>,
+        mentioned: &[Handle],
+    ) -> Operation {
+        self.awaiting = Some(Awaiting::Round {
+            round,
+            candidates: candidates.clone(),
+        });
+        let last_message = self.last_turn_message().unwrap_or_else(|| Message {
+            id: String::new(),
+            from: Speaker::User.to_string(),
+            content: String::new(),
+            timestamp: now(),
+        });
+        let recent_speakers = self.recent_speakers();
+        let deadline = self.settings.should_wake_deadline;
+        let calls: Vec<_> = candidates
+            .into_iter()
+            .map(|handle| {
+                let agent = self.agent(&handle);
+                let request = ShouldWakeRequest {
+                    floor_id: self.id.clone(),
+                    last_message: last_message.clone(),
+                    context: WakeContext {
+                        recent_speakers: recent_speakers.clone(),
+                        mentioned_you: mentioned.contains(&handle),
+                        your_last_message_id: self.last_message_of.get(&handle).cloned(),
+                    },
+                };
+                async move {
+                    let started = Instant::now();
+                    let answer = match agent {
+                        None => WakeAnswer::Failed {
+                            error: "not on the floor".to_owned(),
+                        },
+                        Some(agent) => {
+                            match tokio::time::timeout(deadline, agent.should_wake(&request)).await
+                            {
+                                Ok(Ok(response)) if response.wake => WakeAnswer::Yes {
+                                    reason: response.reason,
+                                },
+                                Ok(Ok(_)) => WakeAnswer::No,
+                                Ok(Err(error)) => WakeAnswer::Failed {
+                                    error: error.to_string(),
+                                },
+                                Err(_) => WakeAnswer::Late,
+                            }
+                        }
+                    };
+                    TimedAnswer {
+                        agent: handle,
+                        answer,
+                        elapsed_ms: ms(started.elapsed()),
+                    }
+                }
+            })
+            .collect();
+        async move {
+            let started = Instant::now();
+            let answers = futures::future::join_all(calls).await;
+            Completed::Round {
+                round,
+                answers,
+                elapsed: started.elapsed(),
+            }
+        }
+        .boxed()
+    }
+
+    fn start_call(
+        &mut self,
+        call: CallId,
+        agent: Handle,
+        wake_reason: &WakeReason,
+        initiator: Option<Speaker>,
+    ) -> Operation {
+        self.awaiting = Some(Awaiting::Call {
+            call,
+            agent: agent.clone(),
+        });
+        let start = self
+            .messages
+            .len()
+            .saturating_sub(self.settings.history_limit);
+        let request = RespondRequest {
+            floor_id: self.id.clone(),
+            user_id: None,
+            messages: self.messages[start..].to_vec(),
+            wake_reason: Some(wire::WakeReason::from(wake_reason.as_wire())),
+            initiator: initiator.map(|s| s.to_string()),
+            context: None,
+        };
+        let target = self.agent(&agent);
+        let deadline = self.settings.respond_deadline;
+        let stream = self.settings.stream;
+        let events = self.events.clone();
+        async move {
+            let started = Instant::now();
+            let Some(target) = target else {
+                return Completed::Call {
+                    call,
+                    agent,
+                    result: Err("not on the floor".to_owned()),
+                    elapsed: started.elapsed(),
+                };
+            };
+            let respond = async {
+                if !stream {
+                    return target.respond(&request, None).await;
+                }
+                let (deltas, mut pieces) = Deltas::channel();
+                let forward = async {
+                    while let Some(content) = pieces.recv().await {
+                        let _ = events.send(FloorEvent::Delta {
+                            call,
+                            agent: agent.clone(),
+                            content,
+                        });
+                    }
+                };
+                let (result, ()) = tokio::join!(target.respond(&request, Some(deltas)), forward);
+                result
+            };
+            let result = match tokio::time::timeout(deadline, respond).await {
+                Ok(Ok(response)) => Ok(response),
+                Ok(Err(error)) => Err(error.to_string()),
+                Err(_) => Err(format!("no response within {deadline:?}")),
+            };
+            Completed::Call {
+                call,
+                agent,
+                result,
+                elapsed: started.elapsed(),
+            }
+        }
+        .boxed()
+    }
+
+    /// Turns a finished operation into the controller's event, storing and recording what
+    /// it produced.
+    fn completed(&mut self, done: Completed) -> Event {
+        match done {
+            Completed::Round {
+                round,
+                answers,
+                elapsed,
+            } => {
+                for answer in &answers {
+                    self.record(Entry::ShouldWake {
+                        round,
+                        agent: answer.agent.clone(),
+                        answer: answer.answer.clone(),
+                        elapsed_ms: answer.elapsed_ms,
+                    });
+                }
+                let event = Event::ShouldWakeAnswers {
+                    round,
+                    answers: answers
+                        .iter()
+                        .map(|a| PollAnswer::new(a.agent.clone(), a.answer.clone()))
+                        .collect(),
+                };
+                self.emit(FloorEvent::ShouldWake {
+                    round,
+                    answers,
+                    elapsed_ms: ms(elapsed),
+                });
+                event
+            }
+            Completed::Call {
+                call,
+                agent,
+                result,
+                elapsed,
+            } => {
+                let (outcome, event) = match result {
+                    Ok(response) if response.is_pass() => {
+                        let reason = match response {
+                            RespondResponse::Pass { reason } => reason,
+                            RespondResponse::Reply(_) => None,
+                        };
+                        (
+                            CallOutcome::Passed {
+                                reason: reason.clone(),
+                            },
+                            Event::AgentPassed {
+                                call,
+                                agent: agent.clone(),
+                                reason,
+                            },
+                        )
+                    }
+                    Ok(response) => {
+                        let content = response.content().unwrap_or_default().to_owned();
+                        let message = self.store(Speaker::Agent(agent.clone()), content.clone());
+                        if let Some(current) = self.current.as_mut() {
+                            current.messages.push(message.clone());
+                        }
+                        (
+                            CallOutcome::Responded {
+                                message_id: message.id,
+                            },
+                            Event::AgentResponded {
+                                call,
+                                agent: agent.clone(),
+                                content,
+                            },
+                        )
+                    }
+                    Err(error) => {
+                        tracing::warn!(floor.id = %self.id, agent = %agent, %error, "respond call failed");
+                        (
+                            CallOutcome::Failed {
+                                error: error.clone(),
+                            },
+                            Event::AgentFailed {
+                                call,
+                                agent: agent.clone(),
+                                error,
+                            },
+                        )
+                    }
+                };
+                self.record(Entry::Call {
+                    call,
+                    agent: agent.clone(),
+                    outcome: outcome.clone(),
+                    elapsed_ms: ms(elapsed),
+                });
+                self.emit(FloorEvent::CallFinished {
+                    call,
+                    agent,
+                    outcome,
+                    elapsed_ms: ms(elapsed),
+                });
+                event
+            }
+        }
+    }
+
+    /// Fails what the floor waits for and marks the rest of the turn as cancelled.
+    fn cancel(&mut self) -> Option<Operation> {
+        self.cancelling = true;
+        if let Some(turn) = self.controller.current_turn() {
+            self.record(Entry::Cancelled { turn });
+        }
+        let event = match self.awaiting.take()? {
+            Awaiting::Round { round, candidates } => Event::ShouldWakeAnswers {
+                round,
+                answers: candidates
+                    .into_iter()
+                    .map(|agent| {
+                        PollAnswer::new(
+                            agent,
+                            WakeAnswer::Failed {
+                                error: CANCELLED.to_owned(),
+                            },
+                        )
+                    })
+                    .collect(),
+            },
+            Awaiting::Call { call, agent } => Event::AgentFailed {
+                call,
+                agent,
+                error: CANCELLED.to_owned(),
+            },
+        };
+        self.feed(event)
+    }
+
+    async fn shutdown(&mut self) {
+        if let Some(current) = self.current.as_mut()
+            && let Some(receipt) = current.post.receipt.take()
+        {
+            let _ = receipt.send(Err(FloorError::Closed));
+        }
+        futures::future::join_all(self.agents.iter().map(|a| a.agent.shutdown())).await;
+        self.emit(FloorEvent::Closed);
+        self.flush();
+    }
+
+    fn emit(&self, event: FloorEvent) {
+        // No observer is not an error.
+        let _ = self.events.send(event);
+    }
+
+    fn record(&mut self, entry: Entry) {
+        let t_ms = ms(self.opened.elapsed());
+        if let Some(transcript) = self.transcript.as_mut()
+            && let Err(error) = transcript.write(&Line { t_ms, entry })
+        {
+            tracing::error!(floor.id = %self.id, %error, "cannot write the transcript; stopping it");
+            self.transcript = None;
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(transcript) = self.transcript.as_mut()
+            && let Err(error) = transcript.flush()
+        {
+            tracing::error!(floor.id = %self.id, %error, "cannot write the transcript; stopping it");
+            self.transcript = None;
+        }
+    }
+}
