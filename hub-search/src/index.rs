@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use tantivy::collector::DocSetCollector;
 use tantivy::directory::MmapDirectory;
+use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
 use tantivy::query::AllQuery;
 use tantivy::schema::Value as _;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
@@ -141,6 +142,11 @@ impl SearchIndex {
     /// Makes the latest commit visible to searches now instead of after the reload delay.
     pub fn refresh(&self) -> Result<()> {
         Ok(self.reader.reload()?)
+    }
+
+    /// Segments visible to searches.
+    pub fn segment_count(&self) -> usize {
+        self.reader.searcher().segment_readers().len()
     }
 
     /// Every document's name and fingerprint, from the committed index.
@@ -304,6 +310,9 @@ impl Indexer {
     /// the hub reads the current max sequence and every visible agent in one transaction).
     /// Nothing is visible until the final commit; a crash in between leaves the old index.
     pub fn rebuild(&mut self, seq: u64, docs: impl IntoIterator<Item = SearchDoc>) -> Result<u64> {
+        // No background merges while rebuilding: every segment is merged into one at the end
+        // (a merge started meanwhile would hold segments the final merge needs).
+        self.writer.set_merge_policy(Box::new(NoMergePolicy));
         self.writer.delete_all_documents()?;
         for doc in docs {
             if !doc.stats.yanked {
@@ -311,7 +320,22 @@ impl Indexer {
             }
         }
         self.applied = seq;
-        self.commit()
+        let seq = self.commit()?;
+        self.merge_all()?;
+        self.writer
+            .set_merge_policy(Box::new(LogMergePolicy::default()));
+        Ok(seq)
+    }
+
+    /// Merges every committed segment into one and waits for it (after a rebuild: a query
+    /// visits every segment, so one segment answers fastest). The merged segment replaces the
+    /// others in a new commit that keeps the commit payload.
+    pub fn merge_all(&mut self) -> Result<()> {
+        let ids = self.writer.index().searchable_segment_ids()?;
+        if ids.len() > 1 {
+            self.writer.merge(&ids).wait()?;
+        }
+        Ok(())
     }
 
     /// Drops what was applied since the last commit.

@@ -9,6 +9,7 @@ use std::ops::Range;
 use serde::Serialize;
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::{Column, StrColumn};
+use tantivy::query::Weight;
 use tantivy::query::{
     AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, FuzzyTermQuery, Occur, PhraseQuery, Query,
     TermQuery,
@@ -33,6 +34,13 @@ const FUZZY_TWO_EDITS_CHARS: usize = 8;
 const FUZZY_MAX_DOC_FREQ: u64 = 3;
 /// The last word is also matched as a prefix when it has at least this many characters.
 const PREFIX_MIN_CHARS: usize = 3;
+/// A word at least this many documents have (in their short fields, their description or
+/// their capability text) is taken as complete and spelled right: no prefix match and no typo
+/// expansion. Its exact matches fill every page long before a constant-scored loose match
+/// could rank; the automata over a frequent word (every document with `result`, `results`,
+/// `resultant`, ...) were the costliest part of the query; and without them the query stays a
+/// plain term union that Tantivy prunes with block-max WAND.
+const KNOWN_WORD_DOC_FREQ: u64 = 500;
 /// Weight of a typo or prefix match (constant-scored) next to exact matches.
 const LOOSE_MATCH_BOOST: Score = 0.5;
 /// Weight of an exact `publisher/agent` match: it must come first.
@@ -120,7 +128,7 @@ impl SearchIndex {
             let strict_empty = q.cursor.is_none()
                 || searcher
                     .search(
-                        &self.full_query(q, text.as_deref()),
+                        self.full_query(q, text.as_deref()).as_ref(),
                         &TopDocs::with_limit(1),
                     )?
                     .is_empty();
@@ -141,7 +149,7 @@ impl SearchIndex {
         });
         hits.truncate(q.limit);
         let highlighters = match &text {
-            Some(t) => [field::TAGLINE, field::DESCRIPTION]
+            Some(t) if !hits.is_empty() => [field::TAGLINE, field::DESCRIPTION]
                 .into_iter()
                 .map(|f| {
                     let mut g =
@@ -150,7 +158,7 @@ impl SearchIndex {
                     Ok((f, g))
                 })
                 .collect::<Result<Vec<_>>>()?,
-            None => Vec::new(),
+            _ => Vec::new(),
         };
         let mut out = Vec::with_capacity(hits.len());
         for h in hits {
@@ -211,12 +219,25 @@ impl SearchIndex {
             sort: q.sort,
             k: q.limit + 1,
             after: q.cursor.as_ref().map(|c| (c.key, c.name.clone())),
+            prune: true,
         };
-        Ok(searcher.search(&query, &collector)?)
+        Ok(searcher.search(query.as_ref(), &collector)?)
     }
 
-    /// Text query AND filters AND NOT yanked.
-    fn full_query(&self, q: &SearchQuery, text: Option<&dyn Query>) -> BooleanQuery {
+    /// Text query AND filters. (Yanked agents are never in the index: the writer deletes them
+    /// instead of adding them, so no clause is needed to hide them.) Without filters the text
+    /// query is run as it is, which keeps a plain term union prunable (block-max WAND).
+    fn full_query(&self, q: &SearchQuery, text: Option<&dyn Query>) -> Box<dyn Query> {
+        let unfiltered = q.capabilities.is_empty()
+            && q.keywords.is_empty()
+            && q.kind.is_none()
+            && q.publisher.is_none();
+        if unfiltered {
+            return match text {
+                Some(t) => t.box_clone(),
+                None => Box::new(AllQuery),
+            };
+        }
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(
             Occur::Must,
             match text {
@@ -244,14 +265,7 @@ impl SearchIndex {
         clauses.extend(q.keywords.iter().map(|k| filter(field::KEYWORD_EXACT, k)));
         clauses.extend(q.kind.iter().map(|k| filter(field::KIND, k)));
         clauses.extend(q.publisher.iter().map(|p| filter(field::PUBLISHER, p)));
-        clauses.push((
-            Occur::MustNot,
-            Box::new(TermQuery::new(
-                Term::from_field_bool(self.fields.get(field::YANKED), true),
-                IndexRecordOption::Basic,
-            )),
-        ));
-        BooleanQuery::new(clauses)
+        Box::new(BooleanQuery::new(clauses))
     }
 
     /// The free-text part, built from analysed words; `None` when the text has no words.
@@ -293,18 +307,28 @@ impl SearchIndex {
             }
             let chars = word.chars().count();
             let exact = Term::from_field_text(typo, word);
-            if i + 1 == words.len() && chars >= PREFIX_MIN_CHARS {
+            let doc_freq = searcher.doc_freq(&exact)?;
+            // A word this many agents use anywhere (short fields or prose) is a complete,
+            // correctly spelled word: no prefix, no typo expansion.
+            let mut known = doc_freq >= KNOWN_WORD_DOC_FREQ;
+            for f in [field::DESCRIPTION, field::CAPABILITY_TEXT] {
+                known = known
+                    || searcher.doc_freq(&Term::from_field_text(self.fields.get(f), &stem))?
+                        >= KNOWN_WORD_DOC_FREQ;
+            }
+            if !known && i + 1 == words.len() && chars >= PREFIX_MIN_CHARS {
                 alts.push(loose(FuzzyTermQuery::new_prefix(exact.clone(), 0, true)));
             }
-            if chars >= FUZZY_MIN_CHARS && searcher.doc_freq(&exact)? < FUZZY_MAX_DOC_FREQ {
+            if !known && chars >= FUZZY_MIN_CHARS && doc_freq < FUZZY_MAX_DOC_FREQ {
                 let edits = if chars >= FUZZY_TWO_EDITS_CHARS { 2 } else { 1 };
                 alts.push(loose(FuzzyTermQuery::new(exact, edits, true)));
             }
-            let occur = match mode {
-                Mode::All => Occur::Must,
-                Mode::Any => Occur::Should,
-            };
-            per_word.push((occur, Box::new(BooleanQuery::new(alts))));
+            match mode {
+                Mode::All => per_word.push((Occur::Must, Box::new(BooleanQuery::new(alts)))),
+                // Any word: the union of every word's alternatives, flat (same matches, same
+                // score sum) so that a union of plain terms can use block-max WAND.
+                Mode::Any => per_word.extend(alts),
+            }
             stems.push(stem);
         }
         if stems.len() > 1 {
@@ -334,6 +358,12 @@ impl SearchIndex {
                     EXACT_NAME_BOOST,
                 )),
             ));
+        }
+        if let [(Occur::Must, _)] = per_word.as_slice() {
+            // One required word and nothing else: the word's alternatives are the query. A
+            // top-level union of term queries is what Tantivy prunes with block-max WAND.
+            let (_, only) = per_word.pop().expect("one clause");
+            return Ok(Some(only));
         }
         Ok(Some(Box::new(BooleanQuery::new(per_word))))
     }
@@ -436,6 +466,9 @@ struct RankCollector {
     sort: Sort,
     k: usize,
     after: Option<(u64, String)>,
+    /// Skip documents that cannot enter the top k (always, except in the test that checks the
+    /// pruned result against the exhaustive one).
+    prune: bool,
 }
 
 struct RankSegment {
@@ -481,6 +514,50 @@ impl Collector for RankCollector {
         self.sort == Sort::Relevance
     }
 
+    /// Relevance: Tantivy's pruning loop (block-max WAND on a union of terms, a score filter
+    /// otherwise) with a threshold that keeps the top-k exact. A document's rank key is its
+    /// text score times a factor of at most `max_factor` (the segment's largest downloads; the
+    /// deprecation factor only lowers it), so once the heap is full a document whose text
+    /// score is at most `worst / max_factor` cannot enter it — not even on a tie, because the
+    /// threshold is lowered a little below that bound and Tantivy only skips scores at or below
+    /// the threshold.
+    fn collect_segment(
+        &self,
+        weight: &dyn Weight,
+        segment: SegmentOrdinal,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<Vec<Ranked>> {
+        let mut seg = self.for_segment(segment, reader)?;
+        let alive = reader.alive_bitset();
+        let is_alive = |doc: DocId| alive.is_none_or(|a| a.is_alive(doc));
+        if self.sort != Sort::Relevance {
+            weight.for_each_no_score(reader, &mut |docs| {
+                for &doc in docs {
+                    if is_alive(doc) {
+                        seg.collect(doc, 0.0);
+                    }
+                }
+            })?;
+            return Ok(seg.harvest());
+        }
+        if !self.prune {
+            weight.for_each(reader, &mut |doc, score| {
+                if is_alive(doc) {
+                    seg.collect(doc, score);
+                }
+            })?;
+            return Ok(seg.harvest());
+        }
+        let max_factor = 1.0 + POPULARITY * (seg.downloads.max_value() as f32).ln_1p();
+        weight.for_each_pruning(Score::MIN, reader, &mut |doc, score| {
+            if is_alive(doc) {
+                seg.collect(doc, score);
+            }
+            seg.text_threshold(max_factor)
+        })?;
+        Ok(seg.harvest())
+    }
+
     fn merge_fruits(&self, fruits: Vec<Vec<Ranked>>) -> tantivy::Result<Vec<Ranked>> {
         let mut all: Vec<Ranked> = fruits.into_iter().flatten().collect();
         all.sort_by(Ranked::order);
@@ -490,6 +567,18 @@ impl Collector for RankCollector {
 }
 
 impl RankSegment {
+    /// The text score a document must exceed to possibly enter the full heap (see
+    /// [`RankCollector::collect_segment`]); `Score::MIN` while the heap has room.
+    fn text_threshold(&self, max_factor: f32) -> Score {
+        match self.heap.peek() {
+            Some(worst) if self.heap.len() >= self.k && worst.0.score > 0.0 => {
+                // 1e-4 relative margin: far above f32 rounding in the factor and the product.
+                worst.0.score / max_factor * (1.0 - 1e-4)
+            }
+            _ => Score::MIN,
+        }
+    }
+
     fn name(&mut self, doc: DocId) -> String {
         self.buf.clear();
         if let Some(ord) = self.names.term_ords(doc).next() {
@@ -582,6 +671,91 @@ mod tests {
         assert!(i64_key(-5) < i64_key(0));
         assert!(i64_key(0) < i64_key(1_700_000_000));
         assert!(i64_key(i64::MIN) < i64_key(i64::MAX));
+    }
+
+    /// The pruned collection (block-max WAND on the text score, bounded by the popularity
+    /// factor) returns exactly what scoring every match returns: same hits, same order, same
+    /// keys, on every page — over several segments with deleted documents.
+    #[test]
+    fn pruned_top_k_equals_exhaustive_top_k() {
+        use crate::corpus::synthetic_agent;
+        use crate::follow::{Change, OutboxEntry};
+        use crate::index::WriterConfig;
+
+        let index = SearchIndex::in_ram().unwrap();
+        let mut w = index.writer(WriterConfig::default()).unwrap();
+        let mut seq = 0;
+        for i in 0..3000u64 {
+            seq += 1;
+            let doc = synthetic_agent(7, i).to_doc().unwrap();
+            w.apply(&OutboxEntry {
+                seq,
+                change: Change::Upsert(Box::new(doc)),
+            })
+            .unwrap();
+            if i % 500 == 499 {
+                w.commit().unwrap();
+            }
+        }
+        // Delete every seventh agent so segments carry deleted documents.
+        for i in (0..3000u64).step_by(7) {
+            seq += 1;
+            let name = synthetic_agent(7, i).to_doc().unwrap().name().clone();
+            w.apply(&OutboxEntry {
+                seq,
+                change: Change::Delete(name),
+            })
+            .unwrap();
+        }
+        w.commit_and_refresh().unwrap();
+        let searcher = index.reader.searcher();
+        assert!(searcher.segment_readers().len() > 1);
+        assert!(searcher.segment_readers().iter().any(|r| r.has_deletes()));
+
+        let run = |text: &str, k: usize, after: Option<(u64, String)>, prune: bool| {
+            let q = SearchQuery::text(text);
+            let words = query_words(text);
+            let t = index
+                .text_query(&searcher, text, &words, Mode::All)
+                .unwrap()
+                .unwrap();
+            let query = index.full_query(&q, Some(t.as_ref()));
+            let c = RankCollector {
+                sort: Sort::Relevance,
+                k,
+                after,
+                prune,
+            };
+            searcher
+                .search(query.as_ref(), &c)
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.key, r.name))
+                .collect::<Vec<_>>()
+        };
+        let mut compared = 0;
+        for text in [
+            "result", "floor", "request", "data", "report", "search", "code",
+        ] {
+            let exhaustive = run(text, 60, None, false);
+            if exhaustive.len() < 60 {
+                continue;
+            }
+            compared += 1;
+            assert_eq!(run(text, 60, None, true), exhaustive, "{text}");
+            // Pages of 7 after a cursor give the same sequence.
+            let mut paged = Vec::new();
+            let mut after = None;
+            while paged.len() < 60 {
+                let page = run(text, 7, after.clone(), true);
+                assert_eq!(page, run(text, 7, after, false), "{text}");
+                after = page.last().cloned();
+                paged.extend(page);
+            }
+            paged.truncate(60);
+            assert_eq!(paged, exhaustive, "{text}");
+        }
+        assert!(compared >= 3, "too few frequent words to compare");
     }
 
     #[test]

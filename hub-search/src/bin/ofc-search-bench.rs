@@ -38,6 +38,9 @@ struct Args {
     /// Skip the SQLite FTS5 side.
     #[arg(long)]
     skip_fts5: bool,
+    /// Only these query classes (comma-separated kebab-case names; default: all).
+    #[arg(long, value_delimiter = ',')]
+    class: Vec<String>,
 }
 
 fn vm_hwm_mib() -> u64 {
@@ -130,7 +133,10 @@ fn fts5_match(q: &BenchQuery) -> Option<String> {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let queries = query_set(args.seed, args.n, args.per_class);
+    let mut queries = query_set(args.seed, args.n, args.per_class);
+    if !args.class.is_empty() {
+        queries.retain(|q| args.class.iter().any(|c| c == q.class.name()));
+    }
     println!(
         "corpus: {} agents, seed {}; {} queries x {} runs; writer heap {} MiB, {} threads",
         args.n,
@@ -159,9 +165,11 @@ fn main() -> anyhow::Result<()> {
     let merged = t.elapsed();
     index.refresh()?;
     println!(
-        "tantivy: build {:.1} s (commit), {:.1} s with merges; index {} MiB; peak RSS {} MiB",
+        "tantivy: build {:.1} s (commit and merge into one segment), {:.1} s closed; \
+         {} segment(s); index {} MiB; peak RSS {} MiB",
         build.as_secs_f64(),
         merged.as_secs_f64(),
+        index.segment_count(),
         dir_size(&index_dir) >> 20,
         vm_hwm_mib()
     );
