@@ -15,6 +15,9 @@ pub enum BlobError {
     /// Filesystem error.
     #[error("blob store i/o: {0}")]
     Io(#[from] std::io::Error),
+    /// The upstream OCI registry failed.
+    #[error("upstream registry: {0}")]
+    Upstream(String),
     /// The bytes do not hash to the digest they were stored under.
     #[error("blob digest mismatch: expected {expected}, got {actual}")]
     DigestMismatch {
@@ -33,6 +36,37 @@ pub trait BlobStore: Send + Sync + std::fmt::Debug + 'static {
     fn get(&self, digest: &Digest) -> Result<Option<Vec<u8>>, BlobError>;
     /// The blob's size, if present.
     fn size(&self, digest: &Digest) -> Result<Option<u64>, BlobError>;
+    /// A directory on the store's filesystem where uploads are staged before [`put_file`].
+    ///
+    /// [`put_file`]: BlobStore::put_file
+    fn staging_dir(&self) -> PathBuf;
+    /// Moves `file` (in [`staging_dir`], already fsynced, whose bytes its writer hashed to
+    /// `digest` while they streamed in) into the store. Idempotent; `file` is gone afterwards.
+    ///
+    /// [`staging_dir`]: BlobStore::staging_dir
+    fn put_file(&self, digest: &Digest, file: &Path) -> Result<(), BlobError>;
+    /// The blob opened for reading, with its size.
+    fn open(&self, digest: &Digest) -> Result<Option<(std::fs::File, u64)>, BlobError>;
+    /// Marks the blob as used now, so a garbage collection running concurrently keeps it for
+    /// its grace period. Whether it exists.
+    fn touch(&self, digest: &Digest) -> Result<bool, BlobError>;
+    /// Every blob with the time it was last stored or touched.
+    fn list(&self) -> Result<Vec<(Digest, std::time::SystemTime)>, BlobError>;
+    /// Removes the blob. Whether it existed.
+    fn delete(&self, digest: &Digest) -> Result<bool, BlobError>;
+    /// Mirrors a manifest of `repository` (tag or digest `reference`) and the `blobs` it names
+    /// where this store keeps blobs, when that is an OCI registry; a local store keeps
+    /// manifests in SQL only and does nothing.
+    fn mirror_manifest(
+        &self,
+        _repository: &str,
+        _reference: &str,
+        _media_type: &str,
+        _bytes: &[u8],
+        _blobs: &[Digest],
+    ) -> Result<(), BlobError> {
+        Ok(())
+    }
 }
 
 /// Blobs in a local directory.
@@ -92,6 +126,76 @@ impl BlobStore for FsBlobStore {
         match std::fs::metadata(self.path(digest)) {
             Ok(m) => Ok(Some(m.len())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn staging_dir(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
+    fn put_file(&self, digest: &Digest, file: &Path) -> Result<(), BlobError> {
+        let dest = self.path(digest);
+        let dir = dest.parent().expect("blob path has a parent");
+        std::fs::create_dir_all(dir)?;
+        // Same filesystem, so the rename is atomic: the blob appears complete or not at all.
+        std::fs::rename(file, &dest)?;
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(())
+    }
+
+    fn open(&self, digest: &Digest) -> Result<Option<(std::fs::File, u64)>, BlobError> {
+        match std::fs::File::open(self.path(digest)) {
+            Ok(f) => {
+                let len = f.metadata()?.len();
+                Ok(Some((f, len)))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn touch(&self, digest: &Digest) -> Result<bool, BlobError> {
+        match std::fs::File::options().write(true).open(self.path(digest)) {
+            Ok(f) => {
+                f.set_modified(std::time::SystemTime::now())?;
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn list(&self) -> Result<Vec<(Digest, std::time::SystemTime)>, BlobError> {
+        let mut out = Vec::new();
+        for shard in std::fs::read_dir(self.root.join("sha256"))? {
+            let shard = shard?;
+            if !shard.file_type()?.is_dir() {
+                continue;
+            }
+            for f in std::fs::read_dir(shard.path())? {
+                let f = f?;
+                let name = f.file_name();
+                let Some(d) = name
+                    .to_str()
+                    .and_then(|n| Digest::parse(&format!("sha256:{n}")).ok())
+                else {
+                    continue;
+                };
+                match f.metadata() {
+                    Ok(m) => out.push((d, m.modified()?)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn delete(&self, digest: &Digest) -> Result<bool, BlobError> {
+        match std::fs::remove_file(self.path(digest)) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e.into()),
         }
     }

@@ -30,6 +30,14 @@ pub struct Config {
     pub db_max_connections: u32,
     /// The host name the registry API reports (`registry` in responses).
     pub registry_host: String,
+    /// Keep artifacts in an existing OCI registry (the data dir then caches blobs):
+    /// `http[s]://HOST[:PORT]/PREFIX`, e.g. `https://ghcr.io/acme/ofc`. Blobs go to
+    /// `PREFIX/blobs`, manifests are mirrored to `PREFIX/<repository>`.
+    pub upstream_registry: Option<String>,
+    /// User name for `upstream_registry` (anonymous when unset).
+    pub upstream_username: Option<String>,
+    /// Password or token for `upstream_registry`.
+    pub upstream_password: Option<String>,
 }
 
 impl std::fmt::Debug for Config {
@@ -57,6 +65,9 @@ impl Default for Config {
             auth_failure_window_secs: 300,
             db_max_connections: 16,
             registry_host: "localhost".into(),
+            upstream_registry: None,
+            upstream_username: None,
+            upstream_password: None,
         }
     }
 }

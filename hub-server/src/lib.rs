@@ -9,6 +9,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod metrics;
+pub mod oci;
 pub mod openapi;
 pub mod store;
 
@@ -41,8 +42,21 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     let store = open_store(&config).await?;
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
-    let blobs = blob::FsBlobStore::open(&config.data_dir).context("cannot open the blob store")?;
-    Ok(AppState::new(store, Arc::new(blobs), config))
+    let blobs: Arc<dyn blob::BlobStore> = match &config.upstream_registry {
+        Some(url) => Arc::new(
+            oci::upstream::UpstreamBlobStore::open(
+                &config.data_dir,
+                url,
+                config.upstream_username.as_deref(),
+                config.upstream_password.as_deref(),
+            )
+            .context("cannot open the upstream blob store")?,
+        ),
+        None => Arc::new(
+            blob::FsBlobStore::open(&config.data_dir).context("cannot open the blob store")?,
+        ),
+    };
+    Ok(AppState::new(store, blobs, config))
 }
 
 /// Serves the hub on `listener` until `shutdown` resolves, then finishes in-flight requests
@@ -53,7 +67,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let store = state.store.clone();
-    let app = api::router(state);
+    let app = oci::router(state.clone()).merge(api::router(state));
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),

@@ -45,6 +45,16 @@ enum Command {
     /// Operator commands.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Remove blobs no manifest or version references and expired upload sessions. Safe while
+    /// the hub serves pushes: blobs used within the grace period are kept.
+    Gc {
+        /// Keep blobs stored or referenced within this many seconds.
+        #[arg(long, default_value_t = 3600)]
+        grace_secs: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -207,6 +217,28 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let store = hub_server::open_store(&cfg).await?;
             store.db().close().await;
             eprintln!("migrations applied");
+            Ok(())
+        }
+        Command::Gc { grace_secs, json } => {
+            let cfg = config(&cli.global, None)?;
+            let state = hub_server::build_state(cfg).await?;
+            let r = hub_server::oci::gc::collect(
+                &state,
+                std::time::Duration::from_secs(grace_secs),
+                std::time::Duration::from_millis(hub_server::oci::UPLOAD_TTL_MS as u64),
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("gc failed: {}", e.message));
+            state.store.db().close().await;
+            let r = r?;
+            if json {
+                out(serde_json::to_string(&r)?);
+            } else {
+                out(format!(
+                    "{} blobs removed ({} bytes), {} upload sessions expired, {} blobs examined",
+                    r.blobs_deleted, r.bytes_freed, r.uploads_expired, r.blobs_seen
+                ));
+            }
             Ok(())
         }
         Command::Admin(cmd) => {

@@ -24,6 +24,9 @@ pub enum StoreError {
     /// The version is published already.
     #[error("version exists")]
     VersionExists,
+    /// The version was deleted by an administrator; its name and number stay taken.
+    #[error("version deleted")]
+    VersionDeleted,
     /// The signing key was revoked while the publish was under way.
     #[error("key revoked")]
     KeyRevoked,
@@ -101,7 +104,13 @@ pub struct TokenRow {
     pub created_at: i64,
     /// Unix ms, if revoked.
     pub revoked_at: Option<i64>,
+    /// Unix ms of the last authenticated request, to the minute ([`TOKEN_USE_PRECISION_MS`]).
+    pub last_used_at: Option<i64>,
 }
+
+/// `api_tokens.last_used_at` is written at most once per this many milliseconds per token, so
+/// authenticating stays a read.
+pub const TOKEN_USE_PRECISION_MS: i64 = 60_000;
 
 /// A namespace.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -307,6 +316,7 @@ macro_rules! token_from {
             expires_at: $r.try_get("expires_at")?,
             created_at: $r.try_get("created_at")?,
             revoked_at: $r.try_get("revoked_at")?,
+            last_used_at: $r.try_get("last_used_at")?,
         }
     };
 }
@@ -668,6 +678,7 @@ impl Store {
                 expires_at,
                 created_at: now,
                 revoked_at: None,
+                last_used_at: None,
             })
         })
     }
@@ -677,7 +688,7 @@ impl Store {
         on_read!(&self.db, |pool| {
             let row = sqlx::query(
                 "SELECT t.id, t.user_id, t.name, t.scopes, t.namespaces, t.expires_at, \
-                 t.created_at, t.revoked_at, u.name AS user_name, u.is_admin, u.disabled, \
+                 t.created_at, t.revoked_at, t.last_used_at, u.name AS user_name, u.is_admin, u.disabled, \
                  u.created_at AS user_created_at FROM api_tokens t JOIN users u ON u.id = t.user_id \
                  WHERE t.token_hash = $1",
             )
@@ -695,6 +706,24 @@ impl Store {
                 password_hash: None,
             };
             Ok(Some((t, u)))
+        })
+    }
+
+    /// Records that a token was used at `now`, unless it was recorded less than
+    /// [`TOKEN_USE_PRECISION_MS`] before. True when the row was written.
+    pub async fn touch_token(&self, id: i64, now: i64) -> Result<bool> {
+        on_db!(&self.db, |pool| {
+            let n = sqlx::query(
+                "UPDATE api_tokens SET last_used_at = $1 \
+                 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at <= $3)",
+            )
+            .bind(now)
+            .bind(id)
+            .bind(now - TOKEN_USE_PRECISION_MS)
+            .execute(pool)
+            .await?
+            .rows_affected();
+            Ok(n > 0)
         })
     }
 
@@ -1127,6 +1156,16 @@ impl Store {
             if !matches!(revoked, Some(None)) {
                 return Err(StoreError::KeyRevoked);
             }
+            let tombstone: Option<i64> = sqlx::query_scalar(
+                "SELECT deleted_at FROM deleted_versions WHERE agent = $1 AND version = $2",
+            )
+            .bind(&v.agent)
+            .bind(&v.version)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if tombstone.is_some() {
+                return Err(StoreError::VersionDeleted);
+            }
             let agent_id: Option<i64> = sqlx::query_scalar("SELECT id FROM agents WHERE name = $1")
                 .bind(&v.agent)
                 .fetch_optional(&mut *tx)
@@ -1387,7 +1426,8 @@ impl Store {
         })
     }
 
-    /// Deletes one version (operator/admin only). False when absent.
+    /// Deletes one version (operator/admin only) and leaves a tombstone, so the same version
+    /// can never be published again. False when absent.
     pub async fn delete_version(
         &self,
         actor: &Actor,
@@ -1406,6 +1446,15 @@ impl Store {
             if n == 0 {
                 return Ok(false);
             }
+            sqlx::query(
+                "INSERT INTO deleted_versions (agent, version, deleted_at) VALUES ($1, $2, $3) \
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(&agent.name)
+            .bind(version)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
             refresh_agent!(tx, agent.id, now);
             audit!(
                 tx,
@@ -1421,7 +1470,8 @@ impl Store {
         })
     }
 
-    /// Deletes an agent with all its versions. False when absent.
+    /// Deletes an agent with all its versions, leaving a tombstone for each version. False when
+    /// absent.
     pub async fn delete_agent(&self, actor: &Actor, name: &str) -> Result<bool> {
         let now = now_ms();
         on_db!(&self.db, |pool| {
@@ -1431,6 +1481,15 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
             let Some(id) = id else { return Ok(false) };
+            sqlx::query(
+                "INSERT INTO deleted_versions (agent, version, deleted_at) \
+                 SELECT $1, version, $2 FROM versions WHERE agent_id = $3 ON CONFLICT DO NOTHING",
+            )
+            .bind(name)
+            .bind(now)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
             sqlx::query("DELETE FROM versions WHERE agent_id = $1")
                 .bind(id)
                 .execute(&mut *tx)

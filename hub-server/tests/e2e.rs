@@ -58,6 +58,16 @@ async fn publish_then_read(#[case] backend: Backend) {
         index_schema::envelope::verify_manifest(&env, &[u.key.public_key()]).unwrap();
     assert_eq!(got, m);
     assert_eq!(digest.to_string(), v["manifest_digest"]);
+    assert_eq!(v["downloads"], 0, "reading metadata is not a download");
+    let (_, v) = app
+        .call(
+            Method::GET,
+            "/api/v1/agents/alice/analyst/versions/1.0.0",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(v["downloads"], 0);
 
     let resp = app
         .client
@@ -71,7 +81,12 @@ async fn publish_then_read(#[case] backend: Backend) {
     let (_, a) = app
         .call(Method::GET, "/api/v1/agents/alice/analyst", None, None)
         .await;
-    assert_eq!(a["downloads"], 1, "the version read counts as a download");
+    assert_eq!(
+        a["downloads"], 1,
+        "the bundle download counts, metadata reads do not"
+    );
+    assert_eq!(a["versions"][0]["downloads"], 1);
+    assert_eq!(a["versions"][1]["downloads"], 0);
 
     // Listing and the outbox follow.
     let (s, l) = app.call(Method::GET, "/api/v1/agents", None, None).await;
@@ -190,6 +205,82 @@ async fn versions_are_immutable(#[case] backend: Backend) {
         .call(Method::GET, "/api/v1/agents/alice/code", None, None)
         .await;
     assert_eq!(a["versions"].as_array().unwrap().len(), 1);
+    app.stop().await;
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn deleted_versions_are_tombstones(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let u = app.user.clone();
+    let admin_token = app.new_user("root-admin", true).await.token;
+    for v in ["1.0.0", "1.1.0", "2.0.0"] {
+        let m = remote_manifest("alice/code", v);
+        assert_eq!(app.publish(&u.token, &u.key, &m, None).await.0, 201);
+    }
+    let (s, e) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/agents/alice/code/versions/1.1.0",
+            Some(&admin_token),
+            None,
+        )
+        .await;
+    assert_eq!(s, 204, "{e}");
+    let (s, _) = app
+        .call(
+            Method::GET,
+            "/api/v1/agents/alice/code/versions/1.1.0",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(s, 404);
+    // Neither the same manifest nor a different one may take the deleted version again.
+    let m = remote_manifest("alice/code", "1.1.0");
+    let (s, e) = app.publish(&u.token, &u.key, &m, None).await;
+    assert_eq!((s, e["code"].as_str().unwrap()), (409, "version_deleted"));
+    let mut changed = m.clone();
+    changed.tagline = "something else".into();
+    let (s, e) = app.publish(&u.token, &u.key, &changed, None).await;
+    assert_eq!((s, e["code"].as_str().unwrap()), (409, "version_deleted"));
+    // Other versions are unaffected.
+    let m = remote_manifest("alice/code", "1.2.0");
+    assert_eq!(app.publish(&u.token, &u.key, &m, None).await.0, 201);
+
+    // Deleting the whole agent tombstones every version it had; new versions still publish.
+    let (s, e) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/agents/alice/code",
+            Some(&admin_token),
+            None,
+        )
+        .await;
+    assert_eq!(s, 204, "{e}");
+    for v in ["1.0.0", "1.1.0", "1.2.0", "2.0.0"] {
+        let m = remote_manifest("alice/code", v);
+        let (s, e) = app.publish(&u.token, &u.key, &m, None).await;
+        assert_eq!(
+            (s, e["code"].as_str().unwrap()),
+            (409, "version_deleted"),
+            "{v}"
+        );
+    }
+    let m = remote_manifest("alice/code", "3.0.0");
+    let (s, e) = app.publish(&u.token, &u.key, &m, None).await;
+    assert_eq!(s, 201, "{e}");
+    let (_, a) = app
+        .call(Method::GET, "/api/v1/agents/alice/code", None, None)
+        .await;
+    assert_eq!(a["latest"], "3.0.0");
+    assert_eq!(a["versions"].as_array().unwrap().len(), 1);
+    // The same name in another namespace is another agent: no tombstone applies.
+    let bob = app.new_user("bob", false).await;
+    let m = remote_manifest("bob/code", "1.1.0");
+    assert_eq!(app.publish(&bob.token, &bob.key, &m, None).await.0, 201);
     app.stop().await;
 }
 
@@ -439,6 +530,15 @@ async fn login_me_tokens_and_brute_force_limit() {
         .await;
     assert!(!list.to_string().contains(&token));
     let id = t["id"].as_i64().unwrap();
+    let used = list
+        .as_array()
+        .or_else(|| list["tokens"].as_array())
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == id)
+        .unwrap()["last_used_at"]
+        .clone();
+    assert!(used.is_i64(), "a used token shows when: {list}");
     assert_eq!(
         app.call(
             Method::DELETE,

@@ -236,3 +236,50 @@ async fn storage_suite(#[case] backend: Backend) {
     assert!(store.delete_agent(&op, "alice/code").await.unwrap());
     assert!(store.agent("alice/code").await.unwrap().is_none());
 }
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn token_use_is_recorded_at_most_once_a_minute(#[case] backend: Backend) {
+    use hub_server::store::TOKEN_USE_PRECISION_MS;
+    let (store, _dir, _pg) = fresh_store(backend).await;
+    let c = hub_server::admin::create_user(&store, "alice", None, false, true)
+        .await
+        .unwrap();
+    let id = c.token_row.id;
+    let last_used = |store: hub_server::store::Store| async move {
+        store
+            .list_tokens(c.user.id)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|t| t.id == id)
+            .unwrap()
+            .last_used_at
+    };
+    assert_eq!(last_used(store.clone()).await, None);
+    let t0 = 1_700_000_000_000;
+    assert!(store.touch_token(id, t0).await.unwrap());
+    assert_eq!(last_used(store.clone()).await, Some(t0));
+    // Within the minute: no write.
+    assert!(
+        !store
+            .touch_token(id, t0 + TOKEN_USE_PRECISION_MS - 1)
+            .await
+            .unwrap()
+    );
+    assert_eq!(last_used(store.clone()).await, Some(t0));
+    assert!(
+        store
+            .touch_token(id, t0 + TOKEN_USE_PRECISION_MS)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        last_used(store.clone()).await,
+        Some(t0 + TOKEN_USE_PRECISION_MS)
+    );
+    // An unknown token is no write.
+    assert!(!store.touch_token(id + 1000, t0).await.unwrap());
+}

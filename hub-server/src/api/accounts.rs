@@ -74,6 +74,8 @@ pub struct TokenInfo {
     pub expires_at: Option<i64>,
     /// Unix ms.
     pub revoked_at: Option<i64>,
+    /// Unix ms of the last use, to the minute.
+    pub last_used_at: Option<i64>,
 }
 
 impl From<TokenRow> for TokenInfo {
@@ -86,6 +88,7 @@ impl From<TokenRow> for TokenInfo {
             created_at: t.created_at,
             expires_at: t.expires_at,
             revoked_at: t.revoked_at,
+            last_used_at: t.last_used_at,
         }
     }
 }

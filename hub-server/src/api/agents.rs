@@ -295,7 +295,8 @@ fn refused(state: &AppState, e: ApiError) -> ApiError {
 /// version in the path, envelope and manifest, signature by an active key of the namespace,
 /// manifest name/version equal to the path, the bundle (digest, size, limit), then stores the
 /// version, an outbox row and an audit row in one transaction. Versions are immutable: the same
-/// version again is 409 `version_exists`.
+/// version again is 409 `version_exists`, and a version an administrator deleted is a tombstone:
+/// publishing it again is 409 `version_deleted`.
 #[utoipa::path(put, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}", tag = "agents",
     params(("publisher" = String, Path, description = "namespace"),
            ("agent" = String, Path, description = "agent"),
@@ -307,7 +308,7 @@ fn refused(state: &AppState, e: ApiError) -> ApiError {
         (status = 401, description = "no valid token", body = ErrorBody),
         (status = 403, description = "token, membership or key not allowed", body = ErrorBody),
         (status = 404, description = "no such namespace", body = ErrorBody),
-        (status = 409, description = "version exists (versions are immutable)", body = ErrorBody),
+        (status = 409, description = "version exists, or was deleted (versions are immutable)", body = ErrorBody),
         (status = 413, description = "bundle too large", body = ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn publish(
@@ -320,13 +321,15 @@ pub async fn publish(
     match r {
         Ok(ok) => {
             state.metrics.publish();
+            crate::oci::artifact::after_publish(&state, &ok.name, &ok.version).await;
             Ok((StatusCode::CREATED, Json(ok)))
         }
         Err(e) => Err(refused(&state, e)),
     }
 }
 
-async fn publish_inner(
+/// The publish itself, shared with the OCI API (a pushed agent artifact is a publish).
+pub(crate) async fn publish_inner(
     state: &AppState,
     auth: &Auth,
     publisher: &str,
@@ -531,6 +534,13 @@ async fn publish_inner(
                      publish a new version instead"
                 ),
             ),
+            StoreError::VersionDeleted => ApiError::conflict(
+                "version_deleted",
+                format!(
+                    "`{name}` version {version} was deleted by an administrator and cannot be \
+                     published again; publish a new version instead"
+                ),
+            ),
             StoreError::KeyRevoked => ApiError::forbidden(
                 "key_revoked",
                 format!("key {key_id} was revoked and signs nothing new"),
@@ -621,7 +631,6 @@ pub async fn get_version(
     let env = Envelope::from_json(&v.envelope).map_err(ApiError::internal)?;
     let manifest: Value = serde_json::from_slice(&env.payload).map_err(ApiError::internal)?;
     let k = keys.get(&v.key_id);
-    state.store.count_download(a.id, v.id).await?;
     Ok(Json(VersionInfo {
         name: a.name,
         version: v.version,
@@ -643,11 +652,13 @@ pub async fn get_version(
         yanked: v.yanked_at.is_some(),
         yank_reason: v.yank_reason,
         deprecated: v.deprecated_message,
-        downloads: v.downloads + 1,
+        downloads: v.downloads,
     }))
 }
 
 /// The bundle bytes of a version.
+///
+/// Each bundle download counts as a download of the version; reading its metadata does not.
 #[utoipa::path(get, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/bundle", tag = "agents",
     params(("publisher" = String, Path, description = "namespace"),
            ("agent" = String, Path, description = "agent"),
@@ -679,6 +690,8 @@ pub async fn get_bundle(
         .await
         .map_err(ApiError::internal)??
         .ok_or_else(|| ApiError::internal(format!("blob {d} missing from the blob store")))?;
+    // Only the bundle counts as a download: reading metadata is not pulling the agent.
+    state.store.count_download(a.id, v.id).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "application/octet-stream".to_string()),
@@ -868,6 +881,9 @@ pub async fn undeprecate(
 }
 
 /// Deletes an agent and all its versions (hub administrators only).
+///
+/// Each deleted version stays a tombstone: it can never be published again (409
+/// `version_deleted`).
 #[utoipa::path(delete, path = "/api/v1/agents/{publisher}/{agent}", tag = "agents",
     params(("publisher" = String, Path, description = "namespace"),
            ("agent" = String, Path, description = "agent")),
@@ -900,6 +916,8 @@ pub async fn delete_agent(
 }
 
 /// Deletes one version (hub administrators only).
+///
+/// The version stays a tombstone: it can never be published again (409 `version_deleted`).
 #[utoipa::path(delete, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}", tag = "agents",
     params(("publisher" = String, Path, description = "namespace"),
            ("agent" = String, Path, description = "agent"),

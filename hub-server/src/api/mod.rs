@@ -186,6 +186,14 @@ impl FromRequestParts<AppState> for Auth {
                 .collect::<Vec<_>>(),
         )
         .map_err(ApiError::internal)?;
+        // A write at most once a minute per token; the check on the row just read keeps every
+        // other request a pure read.
+        let now = now_ms();
+        if t.last_used_at
+            .is_none_or(|at| at <= now - crate::store::TOKEN_USE_PRECISION_MS)
+        {
+            state.store.touch_token(t.id, now).await?;
+        }
         Ok(Auth(Principal {
             user_id: user.id,
             user_name: user.name,

@@ -1,0 +1,509 @@
+//! Blob reads (with `Range`) and uploads: monolithic (`POST ?digest=`, or `POST` then
+//! `PUT ?digest=`), chunked (`PATCH` with `Content-Range`, in order only), status, cancel and
+//! cross-repository mounts.
+//!
+//! Bytes stream into a file in the blob store's staging directory while being hashed; a blob
+//! enters the store only after its digest matched, by an fsync and an atomic rename, so a
+//! partial blob is never visible. A session's hash state lives in memory; after a restart it is
+//! rebuilt by reading the staged file once.
+
+use std::io::SeekFrom;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt as _;
+use index_schema::name::Digest;
+use sha2::{Digest as _, Sha256};
+use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _, AsyncWriteExt as _};
+
+use super::{
+    Caller, OciError, OciResult, OciState, UPLOAD_TTL_MS, authorize, db, hv, parse_digest, query,
+};
+use crate::auth::Scope;
+
+/// An upload session's progress.
+#[derive(Debug)]
+pub(super) struct Session {
+    offset: u64,
+    /// `None` until rebuilt from the staged file (after a restart).
+    hasher: Option<Sha256>,
+}
+
+const PUSH: [Scope; 2] = [Scope::PublishNew, Scope::PublishUpdate];
+
+fn staged(st: &OciState, id: &str) -> PathBuf {
+    st.app.blobs.staging_dir().join(format!("session-{id}"))
+}
+
+fn upload_unknown() -> OciError {
+    OciError::new(
+        StatusCode::NOT_FOUND,
+        "BLOB_UPLOAD_UNKNOWN",
+        "no such upload session (it may have expired)",
+    )
+}
+
+fn upload_headers(repository: &str, id: &str, offset: u64) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(
+        header::LOCATION,
+        hv(&format!("/v2/{repository}/blobs/uploads/{id}")),
+    );
+    // `Range` is inclusive; an empty upload reports `0-0` as registries do.
+    h.insert(
+        header::RANGE,
+        hv(&format!("0-{}", offset.saturating_sub(1))),
+    );
+    h.insert("docker-upload-uuid", hv(id));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(0));
+    h
+}
+
+fn created(repository: &str, digest: &Digest) -> Response {
+    let mut h = HeaderMap::new();
+    h.insert(
+        header::LOCATION,
+        hv(&format!("/v2/{repository}/blobs/{digest}")),
+    );
+    h.insert("docker-content-digest", hv(&digest.to_string()));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(0));
+    (StatusCode::CREATED, h).into_response()
+}
+
+/// Appends `body` to `file` at its current position, hashing it. On error the caller rolls
+/// back to the previous offset.
+async fn append(file: &mut tokio::fs::File, body: Body, hasher: &mut Sha256) -> OciResult<u64> {
+    let mut stream = body.into_data_stream();
+    let mut n = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            OciError::new(
+                StatusCode::BAD_REQUEST,
+                "BLOB_UPLOAD_INVALID",
+                format!("reading the body failed: {e}"),
+            )
+        })?;
+        file.write_all(&chunk).await.map_err(OciError::internal)?;
+        hasher.update(&chunk);
+        n += chunk.len() as u64;
+    }
+    file.flush().await.map_err(OciError::internal)?;
+    Ok(n)
+}
+
+/// Moves a fully written, verified staged file into the blob store.
+async fn commit(st: &OciState, digest: Digest, path: PathBuf) -> OciResult<()> {
+    let blobs = st.app.blobs.clone();
+    tokio::task::spawn_blocking(move || {
+        std::fs::File::open(&path)?.sync_all()?;
+        blobs.put_file(&digest, &path)
+    })
+    .await
+    .map_err(OciError::internal)??;
+    Ok(())
+}
+
+fn mismatch(expected: &Digest, actual: &Digest) -> OciError {
+    OciError::digest_invalid(format!(
+        "the uploaded bytes hash to {actual}, not {expected}"
+    ))
+    .detail(serde_json::json!({"expected": expected.to_string(), "actual": actual.to_string()}))
+}
+
+/// `POST /v2/<name>/blobs/uploads/`.
+pub(super) async fn start(
+    st: &OciState,
+    parts: &Parts,
+    caller: &Caller,
+    repository: &str,
+    body: Body,
+) -> OciResult<Response> {
+    authorize(st, parts, caller, repository, &PUSH).await?;
+    let q = query(parts);
+    if let Some(m) = q.get("mount") {
+        let d = parse_digest(m)?;
+        if let Some(from) = q.get("from") {
+            super::check_repository(from)?;
+        }
+        let blobs = st.app.blobs.clone();
+        let present = tokio::task::spawn_blocking(move || blobs.touch(&d))
+            .await
+            .map_err(OciError::internal)??;
+        if present {
+            return Ok(created(repository, &d));
+        }
+        // Not mountable: fall through to a new session, as the spec asks.
+    } else if let Some(d) = q.get("digest") {
+        let d = parse_digest(d)?;
+        let dir = st.app.blobs.staging_dir();
+        tokio::fs::create_dir_all(&dir)
+            .await
+            .map_err(OciError::internal)?;
+        let path = dir.join(format!("put-{}", uuid::Uuid::new_v4().simple()));
+        let mut file = tokio::fs::File::create(&path)
+            .await
+            .map_err(OciError::internal)?;
+        let mut hasher = Sha256::new();
+        let r = append(&mut file, body, &mut hasher).await;
+        drop(file);
+        let actual = Digest::from_bytes(hasher.finalize().into());
+        if let Err(e) = r {
+            let _ = tokio::fs::remove_file(&path).await;
+            return Err(e);
+        }
+        if actual != d {
+            let _ = tokio::fs::remove_file(&path).await;
+            return Err(mismatch(&d, &actual));
+        }
+        commit(st, d, path).await?;
+        return Ok(created(repository, &d));
+    }
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let dir = st.app.blobs.staging_dir();
+    tokio::fs::create_dir_all(&dir)
+        .await
+        .map_err(OciError::internal)?;
+    tokio::fs::File::create(staged(st, &id))
+        .await
+        .map_err(OciError::internal)?;
+    db::create_upload(st.app.store.db(), &id, repository).await?;
+    st.sessions.lock().expect("sessions lock").insert(
+        id.clone(),
+        Arc::new(tokio::sync::Mutex::new(Session {
+            offset: 0,
+            hasher: Some(Sha256::new()),
+        })),
+    );
+    Ok((StatusCode::ACCEPTED, upload_headers(repository, &id, 0)).into_response())
+}
+
+/// `Content-Range: <start>-<end>` (inclusive; a `bytes ` prefix is tolerated).
+fn content_range(h: &HeaderMap) -> OciResult<Option<(u64, u64)>> {
+    let Some(v) = h.get(header::CONTENT_RANGE) else {
+        return Ok(None);
+    };
+    let bad = || {
+        OciError::new(
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            "BLOB_UPLOAD_INVALID",
+            "Content-Range must be `<start>-<end>`",
+        )
+    };
+    let s = v.to_str().map_err(|_| bad())?.trim();
+    let s = s.strip_prefix("bytes ").unwrap_or(s);
+    let s = s.split('/').next().unwrap_or(s);
+    let (a, b) = s.split_once('-').ok_or_else(bad)?;
+    let a: u64 = a.trim().parse().map_err(|_| bad())?;
+    let b: u64 = b.trim().parse().map_err(|_| bad())?;
+    if b < a {
+        return Err(bad());
+    }
+    Ok(Some((a, b)))
+}
+
+async fn load_session(
+    st: &OciState,
+    repository: &str,
+    id: &str,
+) -> OciResult<Arc<tokio::sync::Mutex<Session>>> {
+    // Ids are ours (32 hex digits); anything else cannot name a session or a file.
+    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(upload_unknown());
+    }
+    match db::upload(st.app.store.db(), id, UPLOAD_TTL_MS).await? {
+        Some(r) if r == repository => {}
+        _ => return Err(upload_unknown()),
+    }
+    let existing = st.sessions.lock().expect("sessions lock").get(id).cloned();
+    if let Some(s) = existing {
+        return Ok(s);
+    }
+    let len = match tokio::fs::metadata(staged(st, id)).await {
+        Ok(m) => m.len(),
+        Err(_) => return Err(upload_unknown()),
+    };
+    let s = Arc::new(tokio::sync::Mutex::new(Session {
+        offset: len,
+        hasher: None,
+    }));
+    Ok(st
+        .sessions
+        .lock()
+        .expect("sessions lock")
+        .entry(id.to_string())
+        .or_insert(s)
+        .clone())
+}
+
+fn forget(st: &OciState, id: &str) {
+    st.sessions.lock().expect("sessions lock").remove(id);
+}
+
+/// Rebuilds a session's hash state from its staged file.
+async fn rehash(path: &std::path::Path, len: u64) -> OciResult<Sha256> {
+    let mut f = tokio::fs::File::open(path)
+        .await
+        .map_err(OciError::internal)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let want = buf.len().min(left as usize);
+        let n = f.read(&mut buf[..want]).await.map_err(OciError::internal)?;
+        if n == 0 {
+            return Err(OciError::internal("staged upload is shorter than recorded"));
+        }
+        h.update(&buf[..n]);
+        left -= n as u64;
+    }
+    Ok(h)
+}
+
+/// Appends a chunk to a session: checks `Content-Range`, writes, and rolls back on failure.
+async fn write_chunk(
+    st: &OciState,
+    parts: &Parts,
+    id: &str,
+    s: &mut Session,
+    body: Body,
+    repository: &str,
+) -> OciResult<()> {
+    let range = content_range(&parts.headers)?;
+    let out_of_order = |s: &Session| {
+        OciError::new(
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            "BLOB_UPLOAD_INVALID",
+            format!(
+                "chunks must be sent in order: the next byte is {}",
+                s.offset
+            ),
+        )
+        .header(header::RANGE, format!("0-{}", s.offset.saturating_sub(1)))
+        .header(
+            header::LOCATION,
+            format!("/v2/{repository}/blobs/uploads/{id}"),
+        )
+    };
+    if let Some((a, _)) = range
+        && a != s.offset
+    {
+        return Err(out_of_order(s));
+    }
+    let path = staged(st, id);
+    if s.hasher.is_none() {
+        s.hasher = Some(rehash(&path, s.offset).await?);
+    }
+    let mut hasher = s.hasher.clone().expect("hasher set above");
+    let mut file = tokio::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .await
+        .map_err(|_| upload_unknown())?;
+    file.seek(SeekFrom::Start(s.offset))
+        .await
+        .map_err(OciError::internal)?;
+    let r = append(&mut file, body, &mut hasher).await;
+    let rollback = async |file: tokio::fs::File, offset: u64| {
+        let _ = file.set_len(offset).await;
+    };
+    let n = match r {
+        Ok(n) => n,
+        Err(e) => {
+            rollback(file, s.offset).await;
+            return Err(e);
+        }
+    };
+    if let Some((a, b)) = range
+        && b - a + 1 != n
+    {
+        rollback(file, s.offset).await;
+        return Err(OciError::new(
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            "BLOB_UPLOAD_INVALID",
+            format!("Content-Range announced {} bytes; {n} were sent", b - a + 1),
+        )
+        .header(header::RANGE, format!("0-{}", s.offset.saturating_sub(1))));
+    }
+    s.offset += n;
+    s.hasher = Some(hasher);
+    db::touch_upload(st.app.store.db(), id).await?;
+    Ok(())
+}
+
+/// `PATCH`, `PUT`, `GET` and `DELETE` on `/v2/<name>/blobs/uploads/<id>`.
+pub(super) async fn session(
+    st: &OciState,
+    parts: &Parts,
+    caller: &Caller,
+    repository: &str,
+    id: &str,
+    body: Body,
+) -> OciResult<Response> {
+    authorize(st, parts, caller, repository, &PUSH).await?;
+    let sess = load_session(st, repository, id).await?;
+    let mut s = sess.lock().await;
+    match parts.method.as_str() {
+        "GET" => Ok((
+            StatusCode::NO_CONTENT,
+            upload_headers(repository, id, s.offset),
+        )
+            .into_response()),
+        "PATCH" => {
+            write_chunk(st, parts, id, &mut s, body, repository).await?;
+            Ok((
+                StatusCode::ACCEPTED,
+                upload_headers(repository, id, s.offset),
+            )
+                .into_response())
+        }
+        "PUT" => {
+            let q = query(parts);
+            let Some(d) = q.get("digest") else {
+                return Err(OciError::digest_invalid("PUT needs `?digest=`"));
+            };
+            let d = parse_digest(d)?;
+            write_chunk(st, parts, id, &mut s, body, repository).await?;
+            let hasher = s.hasher.take().expect("write_chunk sets the hasher");
+            let actual = Digest::from_bytes(hasher.finalize().into());
+            let path = staged(st, id);
+            // The session ends either way: a client retries with a new one.
+            db::delete_upload(st.app.store.db(), id).await?;
+            forget(st, id);
+            if actual != d {
+                let _ = tokio::fs::remove_file(&path).await;
+                return Err(mismatch(&d, &actual));
+            }
+            commit(st, d, path).await?;
+            Ok(created(repository, &d))
+        }
+        "DELETE" => {
+            db::delete_upload(st.app.store.db(), id).await?;
+            forget(st, id);
+            let _ = tokio::fs::remove_file(staged(st, id)).await;
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+        _ => Err(OciError::unsupported()),
+    }
+}
+
+/// `bytes=a-b`, `bytes=a-` or `bytes=-n` against `len`: the inclusive range, `Err` when
+/// unsatisfiable, `Ok(None)` when absent or not a single byte range.
+fn byte_range(h: &HeaderMap, len: u64) -> Result<Option<(u64, u64)>, ()> {
+    let Some(v) = h.get(header::RANGE).and_then(|v| v.to_str().ok()) else {
+        return Ok(None);
+    };
+    let Some(spec) = v.trim().strip_prefix("bytes=") else {
+        return Ok(None);
+    };
+    if spec.contains(',') {
+        return Ok(None);
+    }
+    let (a, b) = spec.split_once('-').ok_or(())?;
+    let (a, b) = (a.trim(), b.trim());
+    let r = if a.is_empty() {
+        let n: u64 = b.parse().map_err(|_| ())?;
+        if n == 0 || len == 0 {
+            return Err(());
+        }
+        (len.saturating_sub(n), len - 1)
+    } else {
+        let a: u64 = a.parse().map_err(|_| ())?;
+        let b: u64 = if b.is_empty() {
+            len.saturating_sub(1)
+        } else {
+            b.parse::<u64>().map_err(|_| ())?.min(len.saturating_sub(1))
+        };
+        if a >= len || b < a {
+            return Err(());
+        }
+        (a, b)
+    };
+    Ok(Some(r))
+}
+
+/// `GET`/`HEAD /v2/<name>/blobs/<digest>`, with single `Range`s.
+pub(super) async fn get_blob(
+    st: &OciState,
+    parts: &Parts,
+    repository: &str,
+    digest: &str,
+) -> OciResult<Response> {
+    let d = parse_digest(digest)?;
+    let blobs = st.app.blobs.clone();
+    let opened = tokio::task::spawn_blocking(move || blobs.open(&d))
+        .await
+        .map_err(OciError::internal)??;
+    let Some((file, len)) = opened else {
+        return Err(OciError::new(
+            StatusCode::NOT_FOUND,
+            "BLOB_UNKNOWN",
+            format!("blob {d} is not in `{repository}`"),
+        )
+        .detail(serde_json::json!({"digest": d.to_string()})));
+    };
+    let mut h = HeaderMap::new();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    h.insert("docker-content-digest", hv(&d.to_string()));
+    h.insert(header::ETAG, hv(&format!("\"{d}\"")));
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=31536000, immutable"),
+    );
+    let (status, start, count) = match byte_range(&parts.headers, len) {
+        Ok(None) => (StatusCode::OK, 0, len),
+        Ok(Some((a, b))) => {
+            h.insert(header::CONTENT_RANGE, hv(&format!("bytes {a}-{b}/{len}")));
+            (StatusCode::PARTIAL_CONTENT, a, b - a + 1)
+        }
+        Err(()) => {
+            return Err(OciError::new(
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                "BLOB_UNKNOWN",
+                format!("the range cannot be satisfied; the blob is {len} bytes"),
+            )
+            .header(header::CONTENT_RANGE, format!("bytes */{len}")));
+        }
+    };
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(count));
+    if parts.method == axum::http::Method::HEAD {
+        return Ok((status, h).into_response());
+    }
+    let mut file = tokio::fs::File::from_std(file);
+    if start > 0 {
+        file.seek(SeekFrom::Start(start))
+            .await
+            .map_err(OciError::internal)?;
+    }
+    let stream = tokio_util::io::ReaderStream::with_capacity(file.take(count), 256 * 1024);
+    Ok((status, h, Body::from_stream(stream)).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(v: &str) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        m.insert(header::RANGE, HeaderValue::from_str(v).unwrap());
+        m
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(byte_range(&HeaderMap::new(), 10), Ok(None));
+        assert_eq!(byte_range(&h("bytes=0-3"), 10), Ok(Some((0, 3))));
+        assert_eq!(byte_range(&h("bytes=5-"), 10), Ok(Some((5, 9))));
+        assert_eq!(byte_range(&h("bytes=-3"), 10), Ok(Some((7, 9))));
+        assert_eq!(byte_range(&h("bytes=8-100"), 10), Ok(Some((8, 9))));
+        assert_eq!(byte_range(&h("bytes=10-"), 10), Err(()));
+        assert_eq!(byte_range(&h("bytes=4-2"), 10), Err(()));
+    }
+}

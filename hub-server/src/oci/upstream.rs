@@ -1,0 +1,295 @@
+//! Blobs kept in an existing OCI registry (distribution, Harbor, GHCR, …) through
+//! `oci-client`, with the data dir as a verified read-through cache.
+//!
+//! Configured as `http[s]://HOST/PREFIX`. Every blob lives in the upstream repository
+//! `PREFIX/blobs` (hub repositories have two segments or more, so it never collides): a blob is
+//! uploaded there before it counts as stored, and a blob missing from the cache is downloaded
+//! (the client checks its digest), fsynced and renamed into the cache before it is served.
+//! Manifests are mirrored to `PREFIX/<repository>` with their tag, their blobs mounted from
+//! `PREFIX/blobs`, so the upstream registry holds complete, pullable artifacts (and its own
+//! garbage collection sees the blobs referenced). Garbage collection here removes cached
+//! copies; upstream copies are the upstream registry's to manage.
+//!
+//! [`BlobStore`] is synchronous (the local store is plain file I/O called from blocking
+//! threads), so the registry client runs on a small runtime of its own and callers wait for it.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use futures::TryStreamExt as _;
+use index_schema::name::Digest;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+
+use crate::blob::{BlobError, BlobStore, FsBlobStore};
+
+/// Blobs in an upstream OCI registry, cached in the data dir.
+pub struct UpstreamBlobStore {
+    cache: FsBlobStore,
+    client: Client,
+    reference: Reference,
+    /// `HOST/PREFIX`.
+    base: String,
+    auth: RegistryAuth,
+    url: String,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl std::fmt::Debug for UpstreamBlobStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamBlobStore")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for UpstreamBlobStore {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks, which is not allowed on an async thread.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+fn upstream(e: impl std::fmt::Display) -> BlobError {
+    BlobError::Upstream(e.to_string())
+}
+
+impl UpstreamBlobStore {
+    /// A store over `url` (`http[s]://HOST[:PORT]/REPOSITORY`), caching under `dir`.
+    pub fn open(
+        dir: &Path,
+        url: &str,
+        username: Option<&str>,
+        password: Option<&str>,
+    ) -> Result<Self, BlobError> {
+        let (protocol, rest) = if let Some(r) = url.strip_prefix("http://") {
+            (ClientProtocol::Http, r)
+        } else if let Some(r) = url.strip_prefix("https://") {
+            (ClientProtocol::Https, r)
+        } else {
+            return Err(upstream(format!(
+                "`{url}` must start with http:// or https://"
+            )));
+        };
+        let base = rest.trim_end_matches('/').to_string();
+        let reference: Reference = format!("{base}/blobs")
+            .parse()
+            .map_err(|e| upstream(format!("`{url}` is not HOST/PREFIX: {e}")))?;
+        let client = Client::new(ClientConfig {
+            protocol,
+            use_monolithic_push: true,
+            ..ClientConfig::default()
+        });
+        let auth = match (username, password) {
+            (Some(u), Some(p)) => RegistryAuth::Basic(u.to_string(), p.to_string()),
+            _ => RegistryAuth::Anonymous,
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("ofc-upstream")
+            .enable_all()
+            .build()?;
+        let store = UpstreamBlobStore {
+            cache: FsBlobStore::open(dir)?,
+            client,
+            reference,
+            base,
+            auth: auth.clone(),
+            url: url.to_string(),
+            rt: Some(rt),
+        };
+        let (c, r) = (store.client.clone(), store.reference.clone());
+        store.run(async move {
+            c.store_auth_if_needed(r.resolve_registry(), &auth).await;
+            // Fails early on an unreachable or refusing registry.
+            c.auth(&r, &auth, oci_client::RegistryOperation::Push)
+                .await
+                .map(|_| ())
+                .map_err(upstream)
+        })?;
+        Ok(store)
+    }
+
+    /// Runs `fut` on the store's runtime and waits for it (from any thread).
+    fn run<T: Send + 'static>(&self, fut: impl Future<Output = T> + Send + 'static) -> T {
+        let rt = self.rt.as_ref().expect("runtime lives until drop");
+        futures::executor::block_on(rt.spawn(fut)).expect("upstream task panicked")
+    }
+
+    fn exists_upstream(&self, digest: &Digest) -> Result<bool, BlobError> {
+        let (c, r, d) = (
+            self.client.clone(),
+            self.reference.clone(),
+            digest.to_string(),
+        );
+        self.run(async move { c.blob_exists(&r, &d).await.map_err(upstream) })
+    }
+
+    /// Uploads the file at `path` (whose bytes hash to `digest`).
+    fn upload(&self, digest: &Digest, path: &Path) -> Result<(), BlobError> {
+        if self.exists_upstream(digest)? {
+            return Ok(());
+        }
+        let size = std::fs::metadata(path)?.len();
+        let (c, r, d, p) = (
+            self.client.clone(),
+            self.reference.clone(),
+            digest.to_string(),
+            path.to_path_buf(),
+        );
+        self.run(async move {
+            let file = tokio::fs::File::open(&p).await?;
+            let stream = tokio_util::io::ReaderStream::with_capacity(file, 1 << 20)
+                .map_err(oci_client::errors::OciDistributionError::from);
+            c.push_blob_stream(&r, stream, &d, Some(size))
+                .await
+                .map(|_| ())
+                .map_err(upstream)
+        })
+    }
+
+    /// Downloads a blob into the cache. Whether upstream had it.
+    fn fetch(&self, digest: &Digest) -> Result<bool, BlobError> {
+        if !self.exists_upstream(digest)? {
+            return Ok(false);
+        }
+        let tmp: PathBuf = self
+            .cache
+            .staging_dir()
+            .join(format!("fetch-{}", uuid::Uuid::new_v4().simple()));
+        let (c, r, d, p) = (
+            self.client.clone(),
+            self.reference.clone(),
+            digest.to_string(),
+            tmp.clone(),
+        );
+        let r = self.run(async move {
+            let mut file = tokio::fs::File::create(&p).await?;
+            // `pull_blob` checks the bytes against the digest.
+            c.pull_blob(&r, d.as_str(), &mut file)
+                .await
+                .map_err(upstream)?;
+            file.sync_all().await?;
+            Ok::<_, BlobError>(())
+        });
+        if let Err(e) = r {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        self.cache.put_file(digest, &tmp)?;
+        Ok(true)
+    }
+}
+
+impl BlobStore for UpstreamBlobStore {
+    fn put(&self, digest: &Digest, bytes: &[u8]) -> Result<(), BlobError> {
+        let actual = Digest::of(bytes);
+        if actual != *digest {
+            return Err(BlobError::DigestMismatch {
+                expected: *digest,
+                actual,
+            });
+        }
+        // Upstream first: a blob counts as stored only once the registry has it.
+        let tmp = self
+            .cache
+            .staging_dir()
+            .join(format!("put-{}", uuid::Uuid::new_v4().simple()));
+        let mut f = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut f, bytes)?;
+        f.sync_all()?;
+        drop(f);
+        self.put_file(digest, &tmp)
+    }
+
+    fn get(&self, digest: &Digest) -> Result<Option<Vec<u8>>, BlobError> {
+        match self.cache.get(digest)? {
+            Some(b) => Ok(Some(b)),
+            None if self.fetch(digest)? => self.cache.get(digest),
+            None => Ok(None),
+        }
+    }
+
+    fn size(&self, digest: &Digest) -> Result<Option<u64>, BlobError> {
+        match self.cache.size(digest)? {
+            Some(s) => Ok(Some(s)),
+            None if self.fetch(digest)? => self.cache.size(digest),
+            None => Ok(None),
+        }
+    }
+
+    fn staging_dir(&self) -> PathBuf {
+        self.cache.staging_dir()
+    }
+
+    fn put_file(&self, digest: &Digest, file: &Path) -> Result<(), BlobError> {
+        if let Err(e) = self.upload(digest, file) {
+            let _ = std::fs::remove_file(file);
+            return Err(e);
+        }
+        self.cache.put_file(digest, file)
+    }
+
+    fn open(&self, digest: &Digest) -> Result<Option<(std::fs::File, u64)>, BlobError> {
+        match self.cache.open(digest)? {
+            Some(f) => Ok(Some(f)),
+            None if self.fetch(digest)? => self.cache.open(digest),
+            None => Ok(None),
+        }
+    }
+
+    fn touch(&self, digest: &Digest) -> Result<bool, BlobError> {
+        if self.cache.touch(digest)? {
+            return Ok(true);
+        }
+        self.fetch(digest)
+    }
+
+    fn list(&self) -> Result<Vec<(Digest, SystemTime)>, BlobError> {
+        self.cache.list()
+    }
+
+    fn delete(&self, digest: &Digest) -> Result<bool, BlobError> {
+        self.cache.delete(digest)
+    }
+
+    fn mirror_manifest(
+        &self,
+        repository: &str,
+        reference: &str,
+        media_type: &str,
+        bytes: &[u8],
+        blobs: &[Digest],
+    ) -> Result<(), BlobError> {
+        let sep = if reference.contains(':') { '@' } else { ':' };
+        let target: Reference = format!("{}/{repository}{sep}{reference}", self.base)
+            .parse()
+            .map_err(|e| upstream(format!("cannot name the mirror of {repository}: {e}")))?;
+        let content_type = axum::http::HeaderValue::from_str(media_type).map_err(upstream)?;
+        let (c, source, auth, body) = (
+            self.client.clone(),
+            self.reference.clone(),
+            self.auth.clone(),
+            bytes.to_vec(),
+        );
+        let digests: Vec<String> = blobs.iter().map(ToString::to_string).collect();
+        self.run(async move {
+            c.auth(&target, &auth, oci_client::RegistryOperation::Push)
+                .await
+                .map_err(upstream)?;
+            for d in &digests {
+                if !c.blob_exists(&target, d).await.map_err(upstream)? {
+                    c.mount_blob(&target, &source, d).await.map_err(upstream)?;
+                }
+            }
+            c.push_manifest_raw(&target, body, content_type)
+                .await
+                .map(|_| ())
+                .map_err(upstream)
+        })
+    }
+}

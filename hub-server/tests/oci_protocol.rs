@@ -1,0 +1,1370 @@
+//! The OCI distribution API at the protocol level, including the hostile cases: digest
+//! mismatches, wrong `Content-Range`, manifests referencing missing blobs, oversize manifests,
+//! path traversal in repository names and pushes without scope.
+
+mod common;
+
+use base64::Engine as _;
+use common::{Backend, TestApp, bundle_manifest, remote_manifest};
+use hub_server::auth::Scope;
+use index_schema::envelope::sign_manifest;
+use index_schema::media_types as mt;
+use index_schema::name::Digest;
+use reqwest::Method;
+use reqwest::header::HeaderMap;
+use rstest::rstest;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+fn basic(token: &str) -> String {
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("anyone:{token}"))
+    )
+}
+
+struct Resp {
+    status: u16,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> String {
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default()
+    }
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+    /// The OCI error code of an error response.
+    fn code(&self) -> String {
+        let v = self.json();
+        v["errors"][0]["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not an OCI error envelope: {v}"))
+            .to_string()
+    }
+}
+
+async fn req(
+    app: &TestApp,
+    method: Method,
+    path: &str,
+    auth: Option<&str>,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+) -> Resp {
+    let url = if path.starts_with("http") {
+        path.to_string()
+    } else {
+        app.url(path)
+    };
+    let mut r = app.client.request(method, url);
+    if let Some(a) = auth {
+        r = r.header("authorization", a);
+    }
+    for (k, v) in headers {
+        r = r.header(*k, *v);
+    }
+    if let Some(b) = body {
+        r = r.body(b);
+    }
+    let resp = r.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp.bytes().await.unwrap().to_vec();
+    Resp {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// Uploads a blob monolithically (POST then PUT) and returns its digest.
+async fn push_blob(app: &TestApp, repo: &str, auth: &str, bytes: &[u8]) -> Digest {
+    let r = req(
+        app,
+        Method::POST,
+        &format!("/v2/{repo}/blobs/uploads/"),
+        Some(auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    let loc = r.header("location");
+    let d = Digest::of(bytes);
+    let sep = if loc.contains('?') { '&' } else { '?' };
+    let r = req(
+        app,
+        Method::PUT,
+        &format!("{loc}{sep}digest={d}"),
+        Some(auth),
+        &[("content-type", "application/octet-stream")],
+        Some(bytes.to_vec()),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.header("docker-content-digest"), d.to_string());
+    d
+}
+
+fn image_manifest(config: (&Digest, usize), layers: &[(Digest, usize)]) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": mt::OCI_IMAGE_MANIFEST,
+        "config": {"mediaType": mt::OCI_IMAGE_CONFIG, "digest": config.0.to_string(), "size": config.1},
+        "layers": layers.iter().map(|(d, s)| json!({
+            "mediaType": mt::OCI_IMAGE_LAYER_GZIP, "digest": d.to_string(), "size": s
+        })).collect::<Vec<_>>(),
+    }))
+    .unwrap()
+}
+
+async fn put_manifest(app: &TestApp, repo: &str, reference: &str, auth: &str, body: &[u8]) -> Resp {
+    req(
+        app,
+        Method::PUT,
+        &format!("/v2/{repo}/manifests/{reference}"),
+        Some(auth),
+        &[("content-type", mt::OCI_IMAGE_MANIFEST)],
+        Some(body.to_vec()),
+    )
+    .await
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn push_and_pull_an_image(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let auth = basic(&app.user.token);
+
+    // The base endpoint challenges anonymous callers and accepts a token.
+    let r = req(&app, Method::GET, "/v2/", None, &[], None).await;
+    assert_eq!(r.status, 401);
+    assert!(
+        r.header("www-authenticate")
+            .starts_with("Bearer realm=\"http://"),
+        "{}",
+        r.header("www-authenticate")
+    );
+    assert_eq!(r.code(), "UNAUTHORIZED");
+    let r = req(&app, Method::GET, "/v2/", Some(&auth), &[], None).await;
+    assert_eq!(r.status, 200);
+
+    let config = br#"{"architecture":"amd64","os":"linux"}"#.to_vec();
+    let layer1: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    let layer2 = b"second layer".to_vec();
+    let c = push_blob(&app, "alice/img", &auth, &config).await;
+    let l1 = push_blob(&app, "alice/img", &auth, &layer1).await;
+    let l2 = push_blob(&app, "alice/img", &auth, &layer2).await;
+    let manifest = image_manifest(
+        (&c, config.len()),
+        &[(l1, layer1.len()), (l2, layer2.len())],
+    );
+    let r = put_manifest(&app, "alice/img", "v1", &auth, &manifest).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let md = Digest::of(&manifest);
+    assert_eq!(r.header("docker-content-digest"), md.to_string());
+
+    // Anonymous pull, byte-exact, by tag and by digest.
+    for reference in ["v1".to_string(), md.to_string()] {
+        let r = req(
+            &app,
+            Method::GET,
+            &format!("/v2/alice/img/manifests/{reference}"),
+            None,
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, manifest);
+        assert_eq!(r.header("content-type"), mt::OCI_IMAGE_MANIFEST);
+        assert_eq!(r.header("docker-content-digest"), md.to_string());
+        let r = req(
+            &app,
+            Method::HEAD,
+            &format!("/v2/alice/img/manifests/{reference}"),
+            None,
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-length"), manifest.len().to_string());
+        assert!(r.body.is_empty());
+    }
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/img/blobs/{l1}"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, layer1);
+    let r = req(
+        &app,
+        Method::HEAD,
+        &format!("/v2/alice/img/blobs/{l1}"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length"), layer1.len().to_string());
+    assert_eq!(r.header("docker-content-digest"), l1.to_string());
+
+    // Ranges.
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/img/blobs/{l1}"),
+        None,
+        &[("range", "bytes=10-19")],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 206);
+    assert_eq!(r.body, &layer1[10..20]);
+    assert_eq!(
+        r.header("content-range"),
+        format!("bytes 10-19/{}", layer1.len())
+    );
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/img/blobs/{l1}"),
+        None,
+        &[("range", "bytes=-5")],
+        None,
+    )
+    .await;
+    assert_eq!(r.body, &layer1[layer1.len() - 5..]);
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/img/blobs/{l1}"),
+        None,
+        &[("range", "bytes=100000-")],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 416);
+
+    // Unknown things.
+    let missing = Digest::of(b"nothing");
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/img/blobs/{missing}"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (404, "BLOB_UNKNOWN"));
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/img/manifests/nope",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (404, "MANIFEST_UNKNOWN"));
+
+    // Delete by tag, then by digest.
+    let r = req(
+        &app,
+        Method::DELETE,
+        "/v2/alice/img/manifests/v1",
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 202);
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/img/manifests/v1",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/img/manifests/{md}"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let r = req(
+        &app,
+        Method::DELETE,
+        &format!("/v2/alice/img/manifests/{md}"),
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 202);
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/img/manifests/{md}"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 404);
+
+    // Blob delete: an unreferenced blob goes.
+    let r = req(
+        &app,
+        Method::DELETE,
+        &format!("/v2/alice/img/blobs/{l2}"),
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    let r = req(
+        &app,
+        Method::HEAD,
+        &format!("/v2/alice/img/blobs/{l2}"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn bearer_token_flow() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let r = req(&app, Method::GET, "/v2/", None, &[], None).await;
+    let ch = r.header("www-authenticate");
+    let realm = ch
+        .split("realm=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(realm, app.url("/v2/token"));
+
+    // Anonymous tokens pull but do not push.
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("{realm}?service=ofc-hub&scope=repository:alice/x:pull"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let anon = format!("Bearer {}", r.json()["token"].as_str().unwrap());
+    let r = req(&app, Method::GET, "/v2/", Some(&anon), &[], None).await;
+    assert_eq!(r.status, 200);
+    let r = req(
+        &app,
+        Method::POST,
+        "/v2/alice/x/blobs/uploads/",
+        Some(&anon),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 401);
+    assert!(
+        r.header("www-authenticate")
+            .contains("scope=\"repository:alice/x:pull,push\"")
+    );
+
+    // Basic credentials (password = ofc token) get a pushing token.
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("{realm}?service=ofc-hub&scope=repository:alice/x:pull,push"),
+        Some(&basic(&app.user.token)),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let v = r.json();
+    assert_eq!(v["token"], v["access_token"]);
+    let bearer = format!("Bearer {}", v["token"].as_str().unwrap());
+    push_blob(&app, "alice/x", &bearer, b"via bearer").await;
+
+    // Wrong credentials: 401, and a made-up bearer token is refused.
+    let r = req(
+        &app,
+        Method::GET,
+        &realm,
+        Some(&basic("ofc_wrong")),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (401, "UNAUTHORIZED"));
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/x/tags/list",
+        Some("Bearer ofc_oci_madeup"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 401);
+    // The API token itself works as a bearer token too.
+    push_blob(
+        &app,
+        "alice/x",
+        &format!("Bearer {}", app.user.token),
+        b"direct",
+    )
+    .await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn uploads_hostile_cases() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let auth = basic(&app.user.token);
+    let data: Vec<u8> = (0..30u8).collect();
+    let d = Digest::of(&data);
+
+    // Digest mismatch, single POST: refused and nothing stored.
+    let wrong = Digest::of(b"other");
+    let r = req(
+        &app,
+        Method::POST,
+        &format!("/v2/alice/c/blobs/uploads/?digest={wrong}"),
+        Some(&auth),
+        &[],
+        Some(data.clone()),
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (400, "DIGEST_INVALID"));
+    for dd in [wrong, d] {
+        let r = req(
+            &app,
+            Method::HEAD,
+            &format!("/v2/alice/c/blobs/{dd}"),
+            None,
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 404);
+    }
+    // Malformed digests.
+    let r = req(
+        &app,
+        Method::POST,
+        "/v2/alice/c/blobs/uploads/?digest=sha256:xyz",
+        Some(&auth),
+        &[],
+        Some(data.clone()),
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (400, "DIGEST_INVALID"));
+
+    // Chunked, with out-of-order and retried chunks refused with 416.
+    let r = req(
+        &app,
+        Method::POST,
+        "/v2/alice/c/blobs/uploads/",
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 202);
+    let loc = r.header("location");
+    let patch = |range: &'static str, bytes: Vec<u8>| {
+        let loc = loc.clone();
+        let auth = auth.clone();
+        let app = &app;
+        async move {
+            req(
+                app,
+                Method::PATCH,
+                &loc,
+                Some(&auth),
+                &[
+                    ("content-range", range),
+                    ("content-type", "application/octet-stream"),
+                ],
+                Some(bytes),
+            )
+            .await
+        }
+    };
+    let r = patch("0-9", data[0..10].to_vec()).await;
+    assert_eq!(r.status, 202);
+    assert_eq!(r.header("range"), "0-9");
+    let r = patch("15-24", data[15..25].to_vec()).await;
+    assert_eq!(r.status, 416, "a gap");
+    assert_eq!(r.header("range"), "0-9");
+    let r = patch("0-9", data[0..10].to_vec()).await;
+    assert_eq!(r.status, 416, "a retried chunk");
+    let r = patch("10-19", data[10..15].to_vec()).await;
+    assert_eq!(r.status, 416, "a chunk shorter than its Content-Range");
+    let r = patch("garbage", data[10..20].to_vec()).await;
+    assert_eq!(r.status, 416);
+    let r = req(&app, Method::GET, &loc, Some(&auth), &[], None).await;
+    assert_eq!(
+        (r.status, r.header("range")),
+        (204, "0-9".to_string()),
+        "failed chunks left no trace"
+    );
+    let r = patch("10-19", data[10..20].to_vec()).await;
+    assert_eq!(r.status, 202);
+    // The last chunk comes with the PUT.
+    let r = req(
+        &app,
+        Method::PUT,
+        &format!("{loc}?digest={d}"),
+        Some(&auth),
+        &[("content-range", "20-29")],
+        Some(data[20..].to_vec()),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/c/blobs/{d}"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.body, data);
+    // The session is gone.
+    let r = req(&app, Method::GET, &loc, Some(&auth), &[], None).await;
+    assert_eq!((r.status, r.code().as_str()), (404, "BLOB_UPLOAD_UNKNOWN"));
+
+    // A chunked upload whose bytes do not match the final digest.
+    let r = req(
+        &app,
+        Method::POST,
+        "/v2/alice/c/blobs/uploads/",
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    let loc2 = r.header("location");
+    let r = req(
+        &app,
+        Method::PATCH,
+        &loc2,
+        Some(&auth),
+        &[],
+        Some(b"abc".to_vec()),
+    )
+    .await;
+    assert_eq!(r.status, 202);
+    let r = req(
+        &app,
+        Method::PUT,
+        &format!("{loc2}?digest={}", Digest::of(b"abd")),
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (400, "DIGEST_INVALID"));
+    let r = req(
+        &app,
+        Method::HEAD,
+        &format!("/v2/alice/c/blobs/{}", Digest::of(b"abc")),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 404, "a failed upload stores nothing");
+
+    // Cancel.
+    let r = req(
+        &app,
+        Method::POST,
+        "/v2/alice/c/blobs/uploads/",
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    let loc3 = r.header("location");
+    let r = req(&app, Method::DELETE, &loc3, Some(&auth), &[], None).await;
+    assert_eq!(r.status, 204);
+    let r = req(
+        &app,
+        Method::PATCH,
+        &loc3,
+        Some(&auth),
+        &[],
+        Some(b"x".to_vec()),
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    // Made-up and path-like session ids.
+    for id in [
+        "0123456789abcdef0123456789abcdef",
+        "x",
+        "0123456789abcdef0123456789abcdeg",
+    ] {
+        let r = req(
+            &app,
+            Method::GET,
+            &format!("/v2/alice/c/blobs/uploads/{id}"),
+            Some(&auth),
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 404, "{id}");
+    }
+    // A session belongs to its repository.
+    let r = req(
+        &app,
+        Method::POST,
+        "/v2/alice/c/blobs/uploads/",
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    let id = r.header("location").rsplit('/').next().unwrap().to_string();
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/other/blobs/uploads/{id}"),
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 404);
+
+    // Single-POST monolithic upload, then mounts.
+    let r = req(
+        &app,
+        Method::POST,
+        &format!("/v2/alice/c/blobs/uploads/?digest={}", Digest::of(b"mono")),
+        Some(&auth),
+        &[],
+        Some(b"mono".to_vec()),
+    )
+    .await;
+    assert_eq!(r.status, 201);
+    let r = req(
+        &app,
+        Method::POST,
+        &format!(
+            "/v2/alice/d/blobs/uploads/?mount={}&from=alice/c",
+            Digest::of(b"mono")
+        ),
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 201);
+    assert_eq!(
+        r.header("location"),
+        format!("/v2/alice/d/blobs/{}", Digest::of(b"mono"))
+    );
+    let r = req(
+        &app,
+        Method::POST,
+        &format!(
+            "/v2/alice/d/blobs/uploads/?mount={}&from=alice/c",
+            Digest::of(b"absent")
+        ),
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 202, "an unmountable blob starts an upload");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn manifests_hostile_cases() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let auth = basic(&app.user.token);
+    let cfg = push_blob(&app, "alice/m", &auth, b"{}").await;
+
+    // A manifest referencing a missing blob.
+    let missing = Digest::of(b"missing layer");
+    let m = image_manifest((&cfg, 2), &[(missing, 13)]);
+    let r = put_manifest(&app, "alice/m", "t", &auth, &m).await;
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (400, "MANIFEST_BLOB_UNKNOWN")
+    );
+    assert_eq!(
+        r.json()["errors"][0]["detail"]["digest"],
+        missing.to_string()
+    );
+    // A wrong size for a present blob.
+    let m = image_manifest((&cfg, 3), &[]);
+    let r = put_manifest(&app, "alice/m", "t", &auth, &m).await;
+    assert_eq!(r.status, 400);
+    // Not JSON, wrong schema, wrong type.
+    for bad in [&b"not json"[..], br#"{"schemaVersion":1}"#] {
+        let r = put_manifest(&app, "alice/m", "t", &auth, bad).await;
+        assert_eq!((r.status, r.code().as_str()), (400, "MANIFEST_INVALID"));
+    }
+    // A digest reference that does not match the body.
+    let good = image_manifest((&cfg, 2), &[]);
+    let r = put_manifest(&app, "alice/m", &Digest::of(b"x").to_string(), &auth, &good).await;
+    assert_eq!((r.status, r.code().as_str()), (400, "DIGEST_INVALID"));
+    let r = put_manifest(&app, "alice/m", "bad/tag", &auth, &good).await;
+    assert_ne!(r.status, 201);
+
+    // Large manifests: 4.5 MB is accepted byte-exact, 9 MB is refused.
+    let big = |n: usize| {
+        serde_json::to_vec(&json!({
+            "schemaVersion": 2,
+            "mediaType": mt::OCI_IMAGE_MANIFEST,
+            "config": {"mediaType": mt::OCI_IMAGE_CONFIG, "digest": cfg.to_string(), "size": 2},
+            "layers": [],
+            "annotations": {"pad": "x".repeat(n)},
+        }))
+        .unwrap()
+    };
+    let m = big(4_500_000);
+    let r = put_manifest(&app, "alice/m", "big", &auth, &m).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/m/manifests/big",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.body, m);
+    let r = put_manifest(&app, "alice/m", "huge", &auth, &big(9_000_000)).await;
+    assert_eq!((r.status, r.code().as_str()), (413, "SIZE_INVALID"));
+
+    // An index of the manifests pushed, and one naming an unknown manifest.
+    let idx = |d: &Digest| {
+        serde_json::to_vec(&json!({
+            "schemaVersion": 2,
+            "mediaType": mt::OCI_IMAGE_INDEX,
+            "manifests": [{"mediaType": mt::OCI_IMAGE_MANIFEST, "digest": d.to_string(), "size": 1}],
+        }))
+        .unwrap()
+    };
+    let r = req(
+        &app,
+        Method::PUT,
+        "/v2/alice/m/manifests/multi",
+        Some(&auth),
+        &[("content-type", mt::OCI_IMAGE_INDEX)],
+        Some(idx(&Digest::of(&m))),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let r = req(
+        &app,
+        Method::PUT,
+        "/v2/alice/m/manifests/multi2",
+        Some(&auth),
+        &[("content-type", mt::OCI_IMAGE_INDEX)],
+        Some(idx(&missing)),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (400, "MANIFEST_BLOB_UNKNOWN")
+    );
+    // Docker v2 manifests.
+    let docker = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": mt::DOCKER_MANIFEST_V2,
+        "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "digest": cfg.to_string(), "size": 2},
+        "layers": [],
+    }))
+    .unwrap();
+    let r = req(
+        &app,
+        Method::PUT,
+        "/v2/alice/m/manifests/docker",
+        Some(&auth),
+        &[("content-type", mt::DOCKER_MANIFEST_V2)],
+        Some(docker.clone()),
+    )
+    .await;
+    assert_eq!(r.status, 201);
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/m/manifests/docker",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (r.header("content-type"), r.body),
+        (mt::DOCKER_MANIFEST_V2.to_string(), docker)
+    );
+
+    // Tags list with n/last.
+    let r = req(&app, Method::GET, "/v2/alice/m/tags/list", None, &[], None).await;
+    assert_eq!(
+        r.json(),
+        json!({"name": "alice/m", "tags": ["big", "docker", "multi"]})
+    );
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/m/tags/list?n=2",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.json()["tags"], json!(["big", "docker"]));
+    assert_eq!(
+        r.header("link"),
+        "</v2/alice/m/tags/list?n=2&last=docker>; rel=\"next\""
+    );
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/m/tags/list?n=2&last=docker",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.json()["tags"], json!(["multi"]));
+    assert_eq!(r.header("link"), "");
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/none/tags/list",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (404, "NAME_UNKNOWN"));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn referrers() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let auth = basic(&app.user.token);
+    let cfg = push_blob(&app, "alice/r", &auth, b"{}").await;
+    let subject = image_manifest((&cfg, 2), &[]);
+    let sd = Digest::of(&subject);
+    assert_eq!(
+        put_manifest(&app, "alice/r", "v1", &auth, &subject)
+            .await
+            .status,
+        201
+    );
+    let referrer = |atype: &str| {
+        serde_json::to_vec(&json!({
+            "schemaVersion": 2,
+            "mediaType": mt::OCI_IMAGE_MANIFEST,
+            "artifactType": atype,
+            "config": {"mediaType": mt::OCI_EMPTY, "digest": cfg.to_string(), "size": 2},
+            "layers": [],
+            "subject": {"mediaType": mt::OCI_IMAGE_MANIFEST, "digest": sd.to_string(), "size": subject.len()},
+            "annotations": {"kind": atype},
+        }))
+        .unwrap()
+    };
+    let sig = referrer("application/vnd.example.sig");
+    let sbom = referrer("application/vnd.example.sbom");
+    for m in [&sig, &sbom] {
+        let r = put_manifest(&app, "alice/r", &Digest::of(m).to_string(), &auth, m).await;
+        assert_eq!(r.status, 201);
+        assert_eq!(r.header("oci-subject"), sd.to_string());
+    }
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/r/referrers/{sd}"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), mt::OCI_IMAGE_INDEX);
+    let v = r.json();
+    let got: Vec<&str> = v["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["artifactType"].as_str().unwrap())
+        .collect();
+    assert_eq!(got.len(), 2);
+    assert!(
+        got.contains(&"application/vnd.example.sig")
+            && got.contains(&"application/vnd.example.sbom")
+    );
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/r/referrers/{sd}?artifactType=application/vnd.example.sbom"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.header("oci-filters-applied"), "artifactType");
+    let v = r.json();
+    assert_eq!(v["manifests"].as_array().unwrap().len(), 1);
+    assert_eq!(v["manifests"][0]["digest"], Digest::of(&sbom).to_string());
+    assert_eq!(
+        v["manifests"][0]["annotations"]["kind"],
+        "application/vnd.example.sbom"
+    );
+    // No referrers: an empty index, not a 404.
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/r/referrers/{}", Digest::of(b"z")),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((r.status, r.json()["manifests"].clone()), (200, json!([])));
+    app.stop().await;
+}
+
+/// Sends a raw request (so no client normalises the path) and returns status and body.
+async fn raw(app: &TestApp, method: &str, path: &str, auth: &str) -> (u16, String) {
+    let addr = app.url.trim_start_matches("http://").to_string();
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let msg = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {auth}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(msg.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
+}
+
+#[tokio::test]
+async fn repository_names_cannot_traverse() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let auth = basic(&app.user.token);
+    let d = push_blob(&app, "alice/ok", &auth, b"data").await;
+    for path in [
+        format!("/v2/alice/../bob/blobs/{d}"),
+        format!("/v2/alice/%2e%2e/bob/blobs/{d}"),
+        format!("/v2/alice/..%2fbob/blobs/{d}"),
+        format!("/v2/../alice/ok/blobs/{d}"),
+        "/v2/alice/../../etc/blobs/uploads/".to_string(),
+        "/v2/alice//x/manifests/latest".to_string(),
+        "/v2/ALICE/x/manifests/latest".to_string(),
+        "/v2/alice/x/manifests/..".to_string(),
+        "/v2/alice/x/blobs/sha256:..%2f..%2fetc".to_string(),
+    ] {
+        for method in ["GET", "POST", "PUT"] {
+            let (status, body) = raw(&app, method, &path, &auth).await;
+            assert!(
+                (400..500).contains(&status),
+                "{method} {path}: {status} {body}"
+            );
+            assert_ne!(status, 401, "{method} {path}");
+            let v: Value =
+                serde_json::from_str(&body).unwrap_or_else(|_| panic!("{method} {path}: {body}"));
+            assert!(
+                v["errors"][0]["code"].is_string(),
+                "{method} {path}: {body}"
+            );
+        }
+    }
+    // A single-segment repository has no namespace.
+    let r = req(
+        &app,
+        Method::POST,
+        "/v2/alice/blobs/uploads/",
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (400, "NAME_INVALID"));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn pushes_need_scope_and_namespace() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let bob = app.new_user("bob", false).await;
+    let alice = basic(&app.user.token);
+    let yank_only = basic(&app.token("alice", &[Scope::Yank], &["*"], None).await);
+    let other_ns = basic(
+        &app.token(
+            "alice",
+            &[Scope::PublishNew, Scope::PublishUpdate],
+            &["bob"],
+            None,
+        )
+        .await,
+    );
+    let update_only = basic(
+        &app.token("alice", &[Scope::PublishUpdate], &["alice"], None)
+            .await,
+    );
+
+    // Anonymous: challenged.
+    let r = req(
+        &app,
+        Method::POST,
+        "/v2/alice/p/blobs/uploads/",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (401, "UNAUTHORIZED"));
+    assert!(
+        r.header("www-authenticate")
+            .contains("repository:alice/p:pull,push")
+    );
+    // No publish scope, wrong namespace pattern, not a member, no such namespace.
+    for (auth, repo) in [
+        (&yank_only, "alice/p"),
+        (&other_ns, "alice/p"),
+        (&alice, "bob/p"),
+        (&alice, "nobody/p"),
+    ] {
+        let r = req(
+            &app,
+            Method::POST,
+            &format!("/v2/{repo}/blobs/uploads/"),
+            Some(auth),
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!((r.status, r.code().as_str()), (403, "DENIED"), "{repo}");
+        let r = req(
+            &app,
+            Method::PUT,
+            &format!("/v2/{repo}/manifests/t"),
+            Some(auth),
+            &[("content-type", mt::OCI_IMAGE_MANIFEST)],
+            Some(b"{}".to_vec()),
+        )
+        .await;
+        assert_eq!((r.status, r.code().as_str()), (403, "DENIED"), "{repo}");
+    }
+    // publish-update alone cannot create a repository, but can add to one.
+    let cfg = push_blob(&app, "alice/p", &update_only, b"{}").await;
+    let m1 = image_manifest((&cfg, 2), &[]);
+    let r = put_manifest(&app, "alice/p", "v1", &update_only, &m1).await;
+    assert_eq!((r.status, r.code().as_str()), (403, "DENIED"));
+    assert_eq!(
+        put_manifest(&app, "alice/p", "v1", &alice, &m1)
+            .await
+            .status,
+        201
+    );
+    assert_eq!(
+        put_manifest(&app, "alice/p", "v2", &update_only, &m1)
+            .await
+            .status,
+        201
+    );
+    // Deleting needs the yank scope.
+    let r = req(
+        &app,
+        Method::DELETE,
+        "/v2/alice/p/manifests/v1",
+        Some(&update_only),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 403);
+    // Bob pushes to his own namespace; alice's token cannot.
+    push_blob(&app, "bob/q", &basic(&bob.token), b"bob's").await;
+    app.stop().await;
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn agent_versions_are_oci_artifacts(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let auth = basic(&app.user.token);
+
+    // Published through the JSON API: the OCI manifest is there, its config is the envelope
+    // and its layer the bundle.
+    let bundle = b"bundle bytes, pretend tar.gz".to_vec();
+    let m = bundle_manifest("alice/data", "1.0.0", &bundle);
+    let (s, v) = app
+        .publish(&app.user.token, &app.user.key, &m, Some(&bundle))
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/data/manifests/1.0.0",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let om = r.json();
+    assert_eq!(om["artifactType"], mt::AGENT_ARTIFACT_V1);
+    assert_eq!(om["config"]["mediaType"], mt::AGENT_ENVELOPE_V1);
+    assert_eq!(om["layers"][0]["mediaType"], mt::AGENT_BUNDLE_V1);
+    assert_eq!(om["layers"][0]["digest"], Digest::of(&bundle).to_string());
+    let r = req(
+        &app,
+        Method::GET,
+        &format!(
+            "/v2/alice/data/blobs/{}",
+            om["config"]["digest"].as_str().unwrap()
+        ),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    let env: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(env["payloadType"], mt::AGENT_MANIFEST_V1);
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/data/blobs/{}", Digest::of(&bundle)),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.body, bundle);
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/data/tags/list",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.json()["tags"], json!(["1.0.0"]));
+    // Agent versions cannot be deleted or overwritten through /v2/.
+    let r = req(
+        &app,
+        Method::DELETE,
+        "/v2/alice/data/manifests/1.0.0",
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 403);
+    let cfg = push_blob(&app, "alice/data", &auth, b"{}").await;
+    let r = put_manifest(
+        &app,
+        "alice/data",
+        "1.0.0",
+        &auth,
+        &image_manifest((&cfg, 2), &[]),
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (403, "DENIED"));
+
+    // Pushed through /v2/: a publish with the same checks.
+    let push_agent = |m: index_schema::manifest::Manifest,
+                      tag: &'static str,
+                      bundle: Vec<u8>,
+                      sign_with: index_schema::envelope::SecretKey| {
+        let app = &app;
+        let auth = auth.clone();
+        async move {
+            let env = sign_manifest(&m, &sign_with).to_json().into_bytes();
+            let ed = push_blob(app, "alice/pushed", &auth, &env).await;
+            let bd = push_blob(app, "alice/pushed", &auth, &bundle).await;
+            let om = serde_json::to_vec(&json!({
+                "schemaVersion": 2,
+                "mediaType": mt::OCI_IMAGE_MANIFEST,
+                "artifactType": mt::AGENT_ARTIFACT_V1,
+                "config": {"mediaType": mt::AGENT_ENVELOPE_V1, "digest": ed.to_string(), "size": env.len()},
+                "layers": [{"mediaType": mt::AGENT_BUNDLE_V1, "digest": bd.to_string(), "size": bundle.len()}],
+            }))
+            .unwrap();
+            (put_manifest(app, "alice/pushed", tag, &auth, &om).await, om)
+        }
+    };
+    let b2 = b"another bundle".to_vec();
+    let (r, om) = push_agent(
+        bundle_manifest("alice/pushed", "0.1.0", &b2),
+        "0.1.0",
+        b2.clone(),
+        app.user.key.clone(),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let (s, v) = app
+        .call(
+            Method::GET,
+            "/api/v1/agents/alice/pushed/versions/0.1.0",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["bundle"]["digest"], Digest::of(&b2).to_string());
+    let (s, outbox) = app.call(Method::GET, "/api/v1/outbox", None, None).await;
+    assert_eq!(s, 200);
+    assert!(
+        outbox["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["agent"] == "alice/pushed" && e["version"] == "0.1.0"),
+        "{outbox}"
+    );
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/pushed/manifests/0.1.0",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.body, om, "stored byte-exact");
+    // Same version again: immutable.
+    let (r, _) = push_agent(
+        bundle_manifest("alice/pushed", "0.1.0", &b2),
+        "0.1.0",
+        b2.clone(),
+        app.user.key.clone(),
+    )
+    .await;
+    assert_eq!(r.status, 409, "{}", String::from_utf8_lossy(&r.body));
+    // Tag and signed version disagree.
+    let (r, _) = push_agent(
+        bundle_manifest("alice/pushed", "0.2.0", &b2),
+        "0.3.0",
+        b2.clone(),
+        app.user.key.clone(),
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (400, "MANIFEST_INVALID"));
+    assert!(
+        r.json()["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("version_mismatch")
+    );
+    // Signed by a key the namespace does not trust.
+    let stranger = index_schema::envelope::SecretKey::from_seed(&[9; 32]);
+    let (r, _) = push_agent(
+        bundle_manifest("alice/pushed", "0.4.0", &b2),
+        "0.4.0",
+        b2.clone(),
+        stranger,
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (403, "DENIED"));
+    // The layer is not the signed bundle.
+    let (r, _) = push_agent(
+        bundle_manifest("alice/pushed", "0.5.0", &b2),
+        "0.5.0",
+        b"not it".to_vec(),
+        app.user.key.clone(),
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (400, "MANIFEST_INVALID"));
+    // None of the refused pushes became versions or tags.
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/pushed/tags/list",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.json()["tags"], json!(["0.1.0"]));
+
+    // A remote source: no bundle layer, an empty one.
+    let rm = remote_manifest("alice/remote", "2.0.0");
+    let (s, v) = app.publish(&app.user.token, &app.user.key, &rm, None).await;
+    assert_eq!(s, 201, "{v}");
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/remote/manifests/2.0.0",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.json()["layers"][0]["mediaType"], mt::OCI_EMPTY);
+
+    // A version an administrator deletes is no longer served by tag.
+    assert!(
+        hub_server::admin::delete(app.store(), "alice/remote", Some("2.0.0"))
+            .await
+            .unwrap()
+    );
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/remote/manifests/2.0.0",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (404, "MANIFEST_UNKNOWN"));
+    app.stop().await;
+}
