@@ -30,6 +30,87 @@ pub enum Command {
     /// Run floors: agents taking turns on a conversation.
     #[command(subcommand)]
     Floor(FloorCommand),
+    /// Create an ed25519 signing key for publishing.
+    Keygen(KeygenArgs),
+    /// Create a new agent (agent.yaml or AgentCard) or blueprint in a folder.
+    Init(InitArgs),
+    /// Pack, sign and publish an agent folder to the hub.
+    // `--version` here is the agent's version; `ofc --version` still prints ofc's.
+    #[command(disable_version_flag = true)]
+    Publish(PublishArgs),
+    /// List the agents and bundles in the local cache.
+    List,
+    /// Remove agents or bundles from the local cache.
+    Rm(RmArgs),
+    /// Remove cached bundles no cached agent uses, and leftover temporary files.
+    Gc,
+    /// Re-check the digest of every entry in the local cache.
+    Verify,
+}
+
+/// Arguments of `ofc keygen`.
+#[derive(Debug, clap::Args)]
+pub struct KeygenArgs {
+    /// The key's name; keys live in `<config>/keys/<NAME>.key`.
+    #[arg(long, value_name = "NAME", default_value = crate::keys::DEFAULT_KEY)]
+    pub name: String,
+
+    /// Replace an existing key with the same name.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Arguments of `ofc init`.
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// The folder to create the files in (created if missing).
+    #[arg(value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+
+    /// Write an AgentCard (`<name>.md`) instead of `agent.yaml`.
+    #[arg(long, conflicts_with = "blueprint")]
+    pub card: bool,
+
+    /// Write a `blueprint.yaml` (a floor of agents) instead of an agent.
+    #[arg(long)]
+    pub blueprint: bool,
+
+    /// The agent's (or blueprint's) name; defaults to the folder's name.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+/// Arguments of `ofc publish`.
+#[derive(Debug, clap::Args)]
+pub struct PublishArgs {
+    /// The agent folder, holding an `agent.yaml` or one AgentCard.
+    #[arg(value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+
+    /// Build, pack and sign, print the digests, and upload nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// The hub name `publisher/agent`, when the file does not give it.
+    #[arg(long, value_name = "PUBLISHER/AGENT")]
+    pub name: Option<String>,
+
+    /// The version, when the file does not give it.
+    #[arg(long, value_name = "VERSION")]
+    pub version: Option<String>,
+
+    /// The signing key (see `ofc keygen`).
+    #[arg(long, value_name = "NAME", default_value = crate::keys::DEFAULT_KEY)]
+    pub key: String,
+}
+
+/// Arguments of `ofc rm`.
+#[derive(Debug, clap::Args)]
+pub struct RmArgs {
+    /// What to remove: `publisher/agent` (every cached version), `publisher/agent@1.2.3`, or a
+    /// manifest or bundle digest `sha256:<hex>`.
+    #[arg(required = true, value_name = "TARGET")]
+    pub targets: Vec<String>,
 }
 
 /// `ofc floor` verbs.
@@ -101,6 +182,13 @@ pub fn main() -> ExitCode {
         Command::Floor(FloorCommand::Replay(args)) => {
             crate::commands::floor::replay(args, &mut out)
         }
+        Command::Keygen(args) => crate::commands::keygen::run(args, &mut out),
+        Command::Init(args) => crate::commands::init::run(args, &mut out),
+        Command::Publish(args) => crate::commands::publish::run(args, &mut out),
+        Command::List => crate::commands::list::run(&mut out),
+        Command::Rm(args) => crate::commands::rm::run(args, &mut out),
+        Command::Gc => crate::commands::gc::run(&mut out),
+        Command::Verify => crate::commands::verify::run(&mut out),
     };
     match status {
         Ok(s) => s.into(),
@@ -108,5 +196,14 @@ pub fn main() -> ExitCode {
             out.error(&e);
             ExitStatus::Failure.into()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clap_definitions_are_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }

@@ -97,9 +97,12 @@ impl Output {
         for cause in e.chain().skip(1) {
             let _ = writeln!(err, "  caused by: {cause}");
         }
-        if let Some(u) = e.downcast_ref::<UserError>() {
-            for h in &u.hints {
-                let _ = writeln!(err, "hint: {h}");
+        // Hints from any level: a `UserError` may be the top message or a cause.
+        for cause in e.chain() {
+            if let Some(u) = cause.downcast_ref::<UserError>() {
+                for h in &u.hints {
+                    let _ = writeln!(err, "hint: {h}");
+                }
             }
         }
     }

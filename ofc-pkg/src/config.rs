@@ -1,0 +1,106 @@
+//! Where ofc keeps its files, and which hub it talks to.
+//!
+//! `OFC_HOME` relocates everything: config (keys, credentials) goes to `$OFC_HOME/config` and the
+//! cache to `$OFC_HOME/cache`. Without it the platform's directories are used (on Linux
+//! `~/.config/ofc` and `~/.cache/ofc`). `OFC_HUB` selects the hub (default [`DEFAULT_HUB`]).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+
+use crate::output::UserError;
+
+/// The hub used when `OFC_HUB` is not set.
+pub const DEFAULT_HUB: &str = "http://127.0.0.1:8733";
+
+/// Environment variable relocating config, credentials and cache.
+pub const HOME_ENV: &str = "OFC_HOME";
+
+/// Environment variable selecting the hub URL.
+pub const HUB_ENV: &str = "OFC_HUB";
+
+/// ofc's directories.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    /// Config: keys and credentials. Private to the user.
+    pub config: PathBuf,
+    /// The content-addressed cache.
+    pub cache: PathBuf,
+}
+
+impl Paths {
+    /// The directories under one root (what `OFC_HOME` gives).
+    pub fn under(home: &Path) -> Self {
+        Self {
+            config: home.join("config"),
+            cache: home.join("cache"),
+        }
+    }
+
+    /// The directories from the environment: `OFC_HOME`, else the platform's.
+    pub fn from_env() -> Result<Self> {
+        match std::env::var_os(HOME_ENV) {
+            Some(home) if !home.is_empty() => {
+                let home = PathBuf::from(home);
+                if !home.is_absolute() {
+                    // A relative home would move with the working directory.
+                    let cwd = std::env::current_dir()?;
+                    return Ok(Self::under(&cwd.join(home)));
+                }
+                Ok(Self::under(&home))
+            }
+            _ => {
+                let (Some(config), Some(cache)) = (dirs::config_dir(), dirs::cache_dir()) else {
+                    bail!(
+                        UserError::new("cannot find the user's config and cache directories")
+                            .hint(format!("set {HOME_ENV} to a directory ofc may use"))
+                    );
+                };
+                Ok(Self {
+                    config: config.join("ofc"),
+                    cache: cache.join("ofc"),
+                })
+            }
+        }
+    }
+
+    /// The directory of signing keys.
+    pub fn keys_dir(&self) -> PathBuf {
+        self.config.join("keys")
+    }
+
+    /// The secret key file of the key called `name`.
+    pub fn secret_key_file(&self, name: &str) -> PathBuf {
+        self.keys_dir().join(format!("{name}.key"))
+    }
+
+    /// The public key file of the key called `name`.
+    pub fn public_key_file(&self, name: &str) -> PathBuf {
+        self.keys_dir().join(format!("{name}.pub"))
+    }
+}
+
+/// The hub URL: `OFC_HUB`, else [`DEFAULT_HUB`], without a trailing slash.
+pub fn hub_url() -> String {
+    let url = std::env::var(HUB_ENV)
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| DEFAULT_HUB.to_string());
+    url.trim_end_matches('/').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_puts_config_and_cache_under_it() {
+        let p = Paths::under(Path::new("/x/home"));
+        assert_eq!(p.config, Path::new("/x/home/config"));
+        assert_eq!(p.cache, Path::new("/x/home/cache"));
+        assert_eq!(
+            p.secret_key_file("default"),
+            Path::new("/x/home/config/keys/default.key")
+        );
+    }
+}
