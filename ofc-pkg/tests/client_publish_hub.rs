@@ -1,0 +1,197 @@
+//! `ofc publish` uploads to a real hub: the hub-server library serving its HTTP API on
+//! loopback, with a user, a namespace and a registered key, exactly as `ofc-hub serve` does.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+struct Hub {
+    url: String,
+    token: String,
+    _data: tempfile::TempDir,
+    rt: tokio::runtime::Runtime,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Hub {
+    /// Starts a hub with an SQLite file and a blob dir in a temp dir; creates `publisher` (user +
+    /// namespace) and returns its first token.
+    fn start(publisher: &str) -> Hub {
+        let data = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let config = hub_server::Config {
+            data_dir: data.path().to_path_buf(),
+            ..hub_server::Config::default()
+        };
+        let (url, token, stop) = rt.block_on(async {
+            let state = hub_server::build_state(config).await.unwrap();
+            let created =
+                hub_server::admin::create_user(&state.store, publisher, None, false, false)
+                    .await
+                    .unwrap();
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            tokio::spawn(hub_server::serve(state, listener, async {
+                let _ = rx.await;
+            }));
+            (format!("http://{addr}"), created.token.0, tx)
+        });
+        Hub {
+            url,
+            token,
+            _data: data,
+            rt,
+            stop: Some(stop),
+        }
+    }
+
+    fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let url = format!("{}{path}", self.url);
+        let token = self.token.clone();
+        self.rt.block_on(async move {
+            let mut req = reqwest::Client::new()
+                .request(method, url)
+                .bearer_auth(token);
+            if let Some(b) = body {
+                req = req.json(&b);
+            }
+            let resp = req.send().await.unwrap();
+            let status = resp.status().as_u16();
+            let text = resp.text().await.unwrap();
+            (
+                status,
+                serde_json::from_str(&text).unwrap_or(Value::String(text)),
+            )
+        })
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn ofc(home: &Path, hub: &Hub) -> Command {
+    let mut c = Command::cargo_bin("ofc").unwrap();
+    c.env("OFC_HOME", home)
+        .env("OFC_HUB", &hub.url)
+        .env("OFC_TOKEN", &hub.token)
+        .env("NO_COLOR", "1");
+    c
+}
+
+#[test]
+fn publish_uploads_a_signed_bundle_the_hub_verifies_and_serves() {
+    let hub = Hub::start("ofc-examples");
+    let home = tempfile::tempdir().unwrap();
+
+    // A key, registered with the hub for the namespace.
+    let out = ofc(home.path(), &hub)
+        .args(["keygen", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let key: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (status, body) = hub.call(
+        reqwest::Method::POST,
+        "/api/v1/namespaces/ofc-examples/keys",
+        Some(serde_json::json!({ "public_key": key["publicKey"] })),
+    );
+    assert!((200..300).contains(&status), "{status} {body}");
+
+    let agent = repo().join("examples/agents/data-analyst");
+    // What a dry run computes is what gets uploaded.
+    let dry = ofc(home.path(), &hub)
+        .args(["publish", "--dry-run", "--json"])
+        .arg(&agent)
+        .output()
+        .unwrap();
+    assert!(
+        dry.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dry.stderr)
+    );
+    let dry: Value = serde_json::from_slice(&dry.stdout).unwrap();
+
+    let out = ofc(home.path(), &hub)
+        .arg("publish")
+        .arg(&agent)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The hub has it: the version, its manifest digest and the bundle bytes.
+    let (status, v) = hub.call(
+        reqwest::Method::GET,
+        "/api/v1/agents/ofc-examples/data-analyst/versions/1.0.0",
+        None,
+    );
+    assert_eq!(status, 200, "{v}");
+    let text = v.to_string();
+    assert!(
+        text.contains(dry["manifestDigest"].as_str().unwrap()),
+        "hub's version does not carry the dry run's manifest digest {}: {text}",
+        dry["manifestDigest"]
+    );
+    let bundle_digest = dry["bundleDigest"].as_str().unwrap().to_string();
+    let url = format!(
+        "{}/api/v1/agents/ofc-examples/data-analyst/versions/1.0.0/bundle",
+        hub.url
+    );
+    let bytes = hub
+        .rt
+        .block_on(async { reqwest::get(url).await.unwrap().bytes().await.unwrap() });
+    assert_eq!(
+        index_schema::name::Digest::of(&bytes).to_string(),
+        bundle_digest,
+        "the bundle served is not the one packed"
+    );
+
+    // Versions are immutable: the same publish again fails with a hint.
+    let again = ofc(home.path(), &hub)
+        .arg("publish")
+        .arg(&agent)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("409"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+}
+
+#[test]
+fn publish_with_an_unregistered_key_is_refused_with_a_hint() {
+    let hub = Hub::start("ofc-examples");
+    let home = tempfile::tempdir().unwrap();
+    ofc(home.path(), &hub).arg("keygen").assert().success();
+    let out = ofc(home.path(), &hub)
+        .arg("publish")
+        .arg(repo().join("examples/agents/code-runner"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refused") && err.contains("403"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+}
