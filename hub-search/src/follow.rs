@@ -199,12 +199,26 @@ async fn read_loop<S: OutboxSource>(
         if *stop.borrow() {
             return Ok(());
         }
-        let head = source.head().await.map_err(Error::Source)?;
-        status.head.fetch_max(head, Ordering::AcqRel);
-        let batch = source
-            .entries_after(after, config.fetch_limit)
-            .await
-            .map_err(Error::Source)?;
+        // A failing source (the database restarting, a dropped connection) is retried after
+        // the poll interval: the follower must outlive it, `/readyz` shows the lag meanwhile.
+        let fetched = match source.head().await {
+            Ok(head) => {
+                status.head.fetch_max(head, Ordering::AcqRel);
+                source.entries_after(after, config.fetch_limit).await
+            }
+            Err(e) => Err(e),
+        };
+        let batch = match fetched {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(error = %e, "search: reading the outbox failed; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(config.poll_interval) => {}
+                    _ = stop.changed() => {}
+                }
+                continue;
+            }
+        };
         let full = batch.len() >= config.fetch_limit;
         if let Some(last) = batch.last() {
             after = last.seq;

@@ -597,3 +597,68 @@ fn stats_only_change_is_seen_by_check() {
     };
     assert_ne!(doc.fingerprint(), other.fingerprint());
 }
+
+/// An outbox whose first calls fail (a database restarting).
+#[derive(Clone)]
+struct FlakyOutbox {
+    inner: MemoryOutbox,
+    failures: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl FlakyOutbox {
+    fn fail(&self) -> Result<(), hub_search::follow::SourceError> {
+        use std::sync::atomic::Ordering;
+        let left = self.failures.load(Ordering::SeqCst);
+        if left > 0 {
+            self.failures.store(left - 1, Ordering::SeqCst);
+            return Err("connection refused".into());
+        }
+        Ok(())
+    }
+}
+
+impl OutboxSource for FlakyOutbox {
+    async fn entries_after(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, hub_search::follow::SourceError> {
+        self.fail()?;
+        self.inner.entries_after(after, limit).await
+    }
+    async fn head(&self) -> Result<u64, hub_search::follow::SourceError> {
+        self.fail()?;
+        self.inner.head().await
+    }
+}
+
+#[tokio::test]
+async fn follower_outlives_a_failing_source() {
+    let entries = stream(50);
+    let outbox = FlakyOutbox {
+        inner: MemoryOutbox::default(),
+        failures: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(5)),
+    };
+    outbox
+        .inner
+        .0
+        .lock()
+        .unwrap()
+        .extend(entries.iter().cloned());
+    let config = FollowConfig {
+        poll_interval: std::time::Duration::from_millis(10),
+        ..FollowConfig::default()
+    };
+    let index = SearchIndex::in_ram().unwrap();
+    let follower = Follower::start(index.clone(), outbox.clone(), config).unwrap();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        follower.wait_for(entries[49].seq),
+    )
+    .await
+    .expect("bounded wait")
+    .expect("the follower kept running through the failures");
+    assert_eq!(outbox.failures.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert!(index.check(&truth(&entries)).unwrap().is_consistent());
+    follower.shutdown().await.unwrap();
+}

@@ -11,6 +11,7 @@ pub mod error;
 pub mod metrics;
 pub mod oci;
 pub mod openapi;
+pub mod search;
 pub mod store;
 
 use std::future::Future;
@@ -56,7 +57,10 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
             blob::FsBlobStore::open(&config.data_dir).context("cannot open the blob store")?,
         ),
     };
-    Ok(AppState::new(store, blobs, config))
+    let search = search::Search::start(store.clone(), &config.data_dir)?;
+    let mut state = AppState::new(store, blobs, config);
+    state.search = Some(Arc::new(search));
+    Ok(state)
 }
 
 /// Serves the hub on `listener` until `shutdown` resolves, then finishes in-flight requests
@@ -67,6 +71,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let store = state.store.clone();
+    let search = state.search.clone();
     let app = oci::router(state.clone()).merge(api::router(state));
     axum::serve(
         listener,
@@ -75,6 +80,9 @@ pub async fn serve(
     .with_graceful_shutdown(shutdown)
     .await
     .context("server error")?;
+    if let Some(search) = &search {
+        search.shutdown().await?;
+    }
     store.db().close().await;
     Ok(())
 }

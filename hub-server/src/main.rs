@@ -42,6 +42,15 @@ enum Command {
     },
     /// Apply database migrations and exit.
     Migrate,
+    /// Rebuild the search index from the database (stop the hub first: the index has one
+    /// writer). With --check, only compare them, like `search-check`.
+    Reindex {
+        /// Compare instead of rebuilding.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Compare the search index with the database; exits non-zero when they differ.
+    SearchCheck,
     /// Operator commands.
     #[command(subcommand)]
     Admin(AdminCommand),
@@ -239,6 +248,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     r.blobs_deleted, r.bytes_freed, r.uploads_expired, r.blobs_seen
                 ));
             }
+            Ok(())
+        }
+        Command::Reindex { check: false } => {
+            let cfg = config(&cli.global, None)?;
+            let store = hub_server::open_store(&cfg).await?;
+            let r = hub_server::search::reindex(&store, &cfg.data_dir).await;
+            store.db().close().await;
+            let (seq, n) = r?;
+            out(json!({"seq": seq, "documents": n}));
+            Ok(())
+        }
+        Command::Reindex { check: true } | Command::SearchCheck => {
+            let cfg = config(&cli.global, None)?;
+            let store = hub_server::open_store(&cfg).await?;
+            let r = hub_server::search::check(&store, &cfg.data_dir).await;
+            store.db().close().await;
+            let r = r?;
+            out(serde_json::to_string(&r)?);
+            anyhow::ensure!(
+                r.is_consistent(),
+                "the search index differs from the database: {} missing, {} stale, {} extra",
+                r.check.missing.len(),
+                r.check.stale.len(),
+                r.check.extra.len()
+            );
             Ok(())
         }
         Command::Admin(cmd) => {

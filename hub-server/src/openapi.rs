@@ -3,7 +3,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::api::{accounts, agents, namespaces, ops, registry};
+use crate::api::{accounts, agents, namespaces, ops, registry, search};
 
 /// The hub's API.
 #[derive(Debug, OpenApi)]
@@ -20,6 +20,7 @@ use crate::api::{accounts, agents, namespaces, ops, registry};
         agents::undeprecate, agents::delete_agent, agents::delete_version, agents::outbox,
         agents::audit,
         registry::register, registry::get, registry::patch, registry::remove,
+        search::search, search::registry_search,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi,
     ),
     modifiers(&Bearer),
@@ -27,6 +28,7 @@ use crate::api::{accounts, agents, namespaces, ops, registry};
         (name = "accounts", description = "login, the caller, API tokens"),
         (name = "namespaces", description = "namespaces, members, publisher keys"),
         (name = "agents", description = "publish, read, yank, deprecate, delete"),
+        (name = "search", description = "ranked agent search"),
         (name = "registry", description = "the OFC registry API (seed 000)"),
         (name = "ops", description = "health, readiness, metrics"),
     )

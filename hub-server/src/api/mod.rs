@@ -6,6 +6,7 @@ pub mod agents;
 pub mod namespaces;
 pub mod ops;
 pub mod registry;
+pub mod search;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -39,6 +40,8 @@ pub struct AppState {
     pub limiter: Arc<FailureLimiter>,
     /// Counters for `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// The search index and its follower (`None`: search answers 503).
+    pub search: Option<Arc<crate::search::Search>>,
 }
 
 impl AppState {
@@ -54,6 +57,7 @@ impl AppState {
             config: Arc::new(config),
             limiter: Arc::new(limiter),
             metrics: Arc::new(Metrics::default()),
+            search: None,
         }
     }
 
@@ -277,11 +281,13 @@ pub fn router(state: AppState) -> Router {
             "/agents/{publisher}/{agent}/versions/{version}/deprecation",
             put(agents::deprecate).delete(agents::undeprecate),
         )
+        .route("/search", get(search::search))
         .route("/outbox", get(agents::outbox))
         .route("/audit", get(agents::audit));
     Router::new()
         .nest("/api/v1", api)
         .route("/registry/agents", post(registry::register))
+        .route("/registry/agents/search", get(search::registry_search))
         .route(
             "/registry/agents/{agent_id}",
             get(registry::get)
@@ -304,7 +310,16 @@ pub fn router(state: AppState) -> Router {
 
 async fn count_requests(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let start = std::time::Instant::now();
+    let writes = !(req.method().is_safe());
     let resp = next.run(req).await;
+    // A successful write (publish, yank, deprecate, delete, registry change) may have appended
+    // to the outbox: wake the search follower instead of waiting for its next poll.
+    if writes
+        && resp.status().is_success()
+        && let Some(search) = &state.search
+    {
+        search.wake();
+    }
     state
         .metrics
         .request(resp.status().as_u16(), start.elapsed());

@@ -26,13 +26,26 @@ pub async fn healthz() -> Json<Health> {
     })
 }
 
-/// Readiness: the database answers.
+/// `GET /readyz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Ready {
+    /// `ok`.
+    pub status: String,
+    /// Outbox entries not yet searchable (0: search is up to date); absent without search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_lag: Option<u64>,
+    /// The last outbox sequence that is searchable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_seq: Option<u64>,
+}
+
+/// Readiness: the database answers; reports how far search lags behind the outbox.
 #[utoipa::path(get, path = "/readyz", tag = "ops",
     responses(
-        (status = 200, description = "ready", body = Health),
+        (status = 200, description = "ready", body = Ready),
         (status = 503, description = "database unavailable", body = ErrorBody),
     ))]
-pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
+pub async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiError> {
     state.store.db().ping().await.map_err(|e| {
         tracing::warn!(error = %e, "readiness check failed");
         ApiError::new(
@@ -41,8 +54,10 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiEr
             "the database is unavailable",
         )
     })?;
-    Ok(Json(Health {
+    Ok(Json(Ready {
         status: "ok".into(),
+        search_lag: state.search.as_ref().map(|s| s.lag()),
+        search_seq: state.search.as_ref().map(|s| s.status().committed_seq()),
     }))
 }
 

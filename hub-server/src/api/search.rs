@@ -1,0 +1,182 @@
+//! Search: `GET /api/v1/search` and the OFC registry's `GET /registry/agents/search`, both
+//! answered from the Tantivy index that follows the outbox.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use hub_search::{SearchParams, SearchQuery, SearchResults};
+use index_schema::wire::registry::{SearchQuery as RegistryQuery, SearchResponse, SearchResult};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::AppState;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::search::Search;
+
+/// A page of hits.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SearchResults)]
+pub struct SearchResultsDoc {
+    /// Hits, best first (or by the requested sort).
+    pub hits: Vec<HitDoc>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// One agent: its latest non-yanked version.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SearchHit)]
+pub struct HitDoc {
+    /// `publisher/agent`.
+    pub name: String,
+    /// The version shown.
+    pub version: String,
+    /// Display name.
+    pub display_name: String,
+    /// Tagline.
+    pub tagline: String,
+    /// Source kind.
+    pub kind: String,
+    /// Downloads.
+    pub downloads: u64,
+    /// Last update, Unix seconds.
+    pub updated_at: i64,
+    /// Deprecated by its publisher.
+    pub deprecated: bool,
+    /// Ranking score (relevance sort only).
+    pub score: Option<f32>,
+    /// Matched words in the tagline and description.
+    pub highlights: Vec<HighlightDoc>,
+}
+
+/// A fragment with the matched words marked by byte ranges.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SearchHighlight)]
+pub struct HighlightDoc {
+    /// `tagline` or `description`.
+    pub field: String,
+    /// The fragment.
+    pub fragment: String,
+    /// Byte ranges (`{start, end}`) of `fragment` that matched.
+    pub ranges: Vec<RangeDoc>,
+}
+
+/// A byte range.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ByteRange)]
+pub struct RangeDoc {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+/// The OFC registry search response (seed 000).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RegistrySearchResponse)]
+pub struct RegistrySearchDoc {
+    /// Best match first.
+    pub results: Vec<RegistrySearchResultDoc>,
+}
+
+/// One registry search hit.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RegistrySearchResult)]
+pub struct RegistrySearchResultDoc {
+    /// The handle (`@data`).
+    pub id: String,
+    /// Its tagline.
+    pub tagline: Option<String>,
+    /// Mean rating, absent before the first one.
+    pub rating: Option<f64>,
+}
+
+fn search_of(state: &AppState) -> ApiResult<Arc<Search>> {
+    state.search.clone().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "search_unavailable",
+            "search is not enabled on this hub",
+        )
+    })
+}
+
+fn bad_query(e: &hub_search::QueryError) -> ApiError {
+    ApiError::bad_request("invalid_parameter", e.to_string())
+}
+
+async fn run(search: Arc<Search>, q: SearchQuery) -> ApiResult<SearchResults> {
+    // Tantivy searches are blocking work.
+    tokio::task::spawn_blocking(move || search.index.search(&q))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)
+}
+
+/// Searches agents: ranked, latest non-yanked version, with highlights.
+#[utoipa::path(get, path = "/api/v1/search", tag = "search",
+    params(
+        ("q" = Option<String>, Query, description = "free text (at most 1024 bytes)"),
+        ("capability" = Option<String>, Query, description = "capability names, comma-separated; all required"),
+        ("keyword" = Option<String>, Query, description = "keywords, comma-separated; all required"),
+        ("kind" = Option<String>, Query, description = "source kind"),
+        ("publisher" = Option<String>, Query, description = "publisher"),
+        ("sort" = Option<String>, Query, description = "`relevance` (default), `downloads` or `updated`"),
+        ("limit" = Option<String>, Query, description = "hits per page, 1..=100 (default 20)"),
+        ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "a page of hits", body = SearchResultsDoc),
+        (status = 400, description = "a bad parameter (the message names it)", body = ErrorBody),
+        (status = 503, description = "search is not enabled", body = ErrorBody),
+    ))]
+pub async fn search(
+    State(state): State<AppState>,
+    params: Result<Query<SearchParams>, QueryRejection>,
+) -> ApiResult<Json<SearchResults>> {
+    let Query(params) =
+        params.map_err(|e| ApiError::bad_request("invalid_parameter", e.body_text()))?;
+    let q = SearchQuery::parse(&params).map_err(|e| bad_query(&e))?;
+    let search = search_of(&state)?;
+    Ok(Json(run(search, q).await?))
+}
+
+/// The OFC registry search, from the same index: published agents by handle.
+#[utoipa::path(get, path = "/registry/agents/search", tag = "registry",
+    params(
+        ("q" = Option<String>, Query, description = "free text"),
+        ("capabilities" = Option<String>, Query, description = "required capabilities, comma-separated"),
+    ),
+    responses(
+        (status = 200, description = "best match first", body = RegistrySearchDoc),
+        (status = 400, description = "a bad parameter", body = ErrorBody),
+        (status = 503, description = "search is not enabled", body = ErrorBody),
+    ))]
+pub async fn registry_search(
+    State(state): State<AppState>,
+    params: Result<Query<RegistryQuery>, QueryRejection>,
+) -> ApiResult<Json<SearchResponse>> {
+    let Query(params) =
+        params.map_err(|e| ApiError::bad_request("invalid_parameter", e.body_text()))?;
+    let q = SearchQuery::registry(params.q.as_deref(), params.capabilities.as_deref())
+        .map_err(|e| bad_query(&e))?;
+    let search = search_of(&state)?;
+    let hits = run(search, q).await?.hits;
+    let mut results = Vec::with_capacity(hits.len());
+    for h in hits {
+        // The handle is the agent's, not stored in the index.
+        let Some(a) = state.store.agent(&h.name).await? else {
+            continue;
+        };
+        let Some(handle) = a.handle else { continue };
+        results.push(SearchResult {
+            id: format!("@{}", handle.trim_start_matches('@')),
+            tagline: Some(h.tagline),
+            rating: None,
+        });
+    }
+    Ok(Json(SearchResponse { results }))
+}

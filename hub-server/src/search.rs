@@ -1,0 +1,317 @@
+//! The hub's side of search: the outbox source the `hub-search` follower reads, the index under
+//! `<data>/search-v1`, and the database snapshot that `ofc-hub reindex` and
+//! `ofc-hub search-check` use.
+//!
+//! An outbox row only names an agent; the source resolves it to the agent's *current* state
+//! (the manifest of `agents.latest_version`, the highest non-yanked version, plus statistics),
+//! or to a delete when nothing is visible, so a replay after a crash is idempotent.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use hub_search::follow::SourceError;
+use hub_search::index::INDEX_DIR_NAME;
+use hub_search::{
+    AgentStats, Change, Check, FollowConfig, FollowStatus, Follower, OutboxEntry, OutboxSource,
+    SearchDoc, SearchIndex, WriterConfig,
+};
+use index_schema::envelope::Envelope;
+use index_schema::manifest::Manifest;
+use index_schema::name::AgentName;
+use serde::Serialize;
+use sqlx::Row as _;
+
+use crate::on_read;
+use crate::store::Store;
+
+/// Where the index lives under the data directory.
+pub fn index_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join(INDEX_DIR_NAME)
+}
+
+/// The running search: the index (for queries) and the follower that keeps it up to date.
+#[derive(Debug)]
+pub struct Search {
+    /// Queries run on it.
+    pub index: SearchIndex,
+    status: Arc<FollowStatus>,
+    follower: std::sync::Mutex<Option<Follower>>,
+}
+
+impl Search {
+    /// Opens the index in `data_dir` and starts following the outbox of `store`.
+    pub fn start(store: Store, data_dir: &Path) -> anyhow::Result<Search> {
+        let dir = index_dir(data_dir);
+        let index = SearchIndex::open_or_create(&dir)
+            .with_context(|| format!("cannot open the search index {}", dir.display()))?;
+        let follower = Follower::start(index.clone(), HubOutbox { store }, FollowConfig::default())
+            .context("cannot start the search follower (is another hub using this data dir?)")?;
+        Ok(Search {
+            index,
+            status: follower.status(),
+            follower: std::sync::Mutex::new(Some(follower)),
+        })
+    }
+
+    /// Tells the follower the outbox grew (after a publish, yank, … commits).
+    pub fn wake(&self) {
+        if let Some(f) = self
+            .follower
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+        {
+            f.wake();
+        }
+    }
+
+    /// Outbox entries not yet searchable.
+    pub fn lag(&self) -> u64 {
+        self.status.lag()
+    }
+
+    /// Progress of the follower.
+    pub fn status(&self) -> &FollowStatus {
+        &self.status
+    }
+
+    /// Stops the follower after committing what it applied.
+    pub async fn shutdown(&self) -> anyhow::Result<()> {
+        let f = self
+            .follower
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(f) = f {
+            f.shutdown().await.context("search follower")?;
+        }
+        Ok(())
+    }
+}
+
+/// The outbox as [`OutboxSource`].
+#[derive(Debug, Clone)]
+pub struct HubOutbox {
+    /// The database.
+    pub store: Store,
+}
+
+fn source_err(e: impl std::error::Error + Send + Sync + 'static) -> SourceError {
+    Box::new(e)
+}
+
+fn msg_err(m: String) -> SourceError {
+    m.into()
+}
+
+/// One agent's row joined with its latest visible version.
+struct VisibleRow {
+    name: String,
+    envelope: String,
+    deprecated: bool,
+    downloads: i64,
+    updated_at_ms: i64,
+}
+
+fn doc_of(r: &VisibleRow) -> Result<SearchDoc, SourceError> {
+    let env = Envelope::from_json(&r.envelope)
+        .map_err(|d| msg_err(format!("envelope of `{}`: {d}", r.name)))?;
+    let text = std::str::from_utf8(&env.payload)
+        .map_err(|e| msg_err(format!("manifest of `{}`: {e}", r.name)))?;
+    let manifest =
+        Manifest::from_json(text).map_err(|d| msg_err(format!("manifest of `{}`: {d}", r.name)))?;
+    Ok(SearchDoc::new(
+        manifest,
+        AgentStats {
+            downloads: u64::try_from(r.downloads).unwrap_or(0),
+            updated_at: r.updated_at_ms.div_euclid(1000),
+            yanked: false,
+            deprecated: r.deprecated,
+        },
+    ))
+}
+
+const VISIBLE_SELECT: &str = "SELECT a.name, v.envelope, v.deprecated_message, a.downloads, \
+    a.updated_at FROM agents a JOIN versions v ON v.agent_id = a.id \
+    AND v.version = a.latest_version WHERE v.yanked_at IS NULL";
+
+macro_rules! visible_row {
+    ($r:expr) => {
+        VisibleRow {
+            name: $r.try_get("name")?,
+            envelope: $r.try_get("envelope")?,
+            deprecated: $r
+                .try_get::<Option<String>, _>("deprecated_message")?
+                .is_some(),
+            downloads: $r.try_get("downloads")?,
+            updated_at_ms: $r.try_get("updated_at")?,
+        }
+    };
+}
+
+impl HubOutbox {
+    async fn read_after(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<(Vec<(i64, String)>, HashMap<String, VisibleRow>), sqlx::Error> {
+        on_read!(self.store.db(), |pool| {
+            // One read transaction: the entries and the states they resolve to come from one
+            // snapshot (SQLite); on PostgreSQL a later state is fine (replays are idempotent).
+            let mut tx = pool.begin().await?;
+            let rows =
+                sqlx::query("SELECT seq, agent FROM outbox WHERE seq > $1 ORDER BY seq LIMIT $2")
+                    .bind(after)
+                    .bind(limit)
+                    .fetch_all(&mut *tx)
+                    .await?;
+            let mut entries = Vec::with_capacity(rows.len());
+            for r in &rows {
+                entries.push((
+                    r.try_get::<i64, _>("seq")?,
+                    r.try_get::<String, _>("agent")?,
+                ));
+            }
+            let mut states = HashMap::new();
+            let q = format!("{VISIBLE_SELECT} AND a.name = $1");
+            for (_, agent) in &entries {
+                if states.contains_key(agent) {
+                    continue;
+                }
+                if let Some(r) = sqlx::query(&q).bind(agent).fetch_optional(&mut *tx).await? {
+                    states.insert(agent.clone(), visible_row!(r));
+                }
+            }
+            tx.commit().await?;
+            Ok((entries, states))
+        })
+    }
+}
+
+impl OutboxSource for HubOutbox {
+    async fn entries_after(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, SourceError> {
+        let after = i64::try_from(after).map_err(source_err)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let (entries, states) = self.read_after(after, limit).await.map_err(source_err)?;
+        let mut docs: HashMap<&str, SearchDoc> = HashMap::new();
+        let mut out = Vec::with_capacity(entries.len());
+        for (seq, agent) in &entries {
+            let change = match states.get(agent) {
+                Some(row) => {
+                    let doc = match docs.get(agent.as_str()) {
+                        Some(d) => d.clone(),
+                        None => {
+                            let d = doc_of(row)?;
+                            docs.insert(agent, d.clone());
+                            d
+                        }
+                    };
+                    Change::Upsert(Box::new(doc))
+                }
+                None => Change::Delete(
+                    agent
+                        .parse::<AgentName>()
+                        .map_err(|e| msg_err(format!("outbox {seq}: agent `{agent}`: {e}")))?,
+                ),
+            };
+            out.push(OutboxEntry {
+                seq: u64::try_from(*seq).map_err(source_err)?,
+                change,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn head(&self) -> Result<u64, SourceError> {
+        let head: i64 = on_read!(self.store.db(), |pool| {
+            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM outbox")
+                .fetch_one(pool)
+                .await
+                .map_err(source_err)?
+        });
+        u64::try_from(head).map_err(source_err)
+    }
+}
+
+/// Every visible agent's document and the outbox head, read in one transaction.
+pub async fn snapshot(store: &Store) -> anyhow::Result<(u64, Vec<SearchDoc>)> {
+    let (head, rows): (i64, Vec<VisibleRow>) = on_read!(store.db(), |pool| {
+        let mut tx = pool.begin().await?;
+        let head: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM outbox")
+            .fetch_one(&mut *tx)
+            .await?;
+        let rows = sqlx::query(VISIBLE_SELECT).fetch_all(&mut *tx).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            out.push(visible_row!(r));
+        }
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>((head, out))
+    })?;
+    let docs = rows
+        .iter()
+        .map(doc_of)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok((u64::try_from(head)?, docs))
+}
+
+/// The outcome of `ofc-hub search-check`.
+#[derive(Debug, Serialize)]
+pub struct CheckReport {
+    /// The last outbox sequence the index committed.
+    pub index_seq: u64,
+    /// The outbox head in the database.
+    pub database_seq: u64,
+    /// The comparison.
+    #[serde(flatten)]
+    pub check: Check,
+}
+
+impl CheckReport {
+    /// The index equals the database.
+    pub fn is_consistent(&self) -> bool {
+        self.check.is_consistent()
+    }
+}
+
+/// Compares the committed index in `data_dir` with the database.
+pub async fn check(store: &Store, data_dir: &Path) -> anyhow::Result<CheckReport> {
+    let dir = index_dir(data_dir);
+    let index = SearchIndex::open_or_create(&dir)
+        .with_context(|| format!("cannot open the search index {}", dir.display()))?;
+    let index_seq = index.committed_seq()?;
+    let (database_seq, docs) = snapshot(store).await?;
+    let check = tokio::task::spawn_blocking(move || index.check(&docs)).await??;
+    Ok(CheckReport {
+        index_seq,
+        database_seq,
+        check,
+    })
+}
+
+/// Rebuilds the index in `data_dir` from the database (the hub must not be running: the index
+/// has one writer). Returns the sequence the index now carries and the document count.
+pub async fn reindex(store: &Store, data_dir: &Path) -> anyhow::Result<(u64, usize)> {
+    let dir = index_dir(data_dir);
+    let index = SearchIndex::open_or_create(&dir)
+        .with_context(|| format!("cannot open the search index {}", dir.display()))?;
+    let (seq, docs) = snapshot(store).await?;
+    let n = docs.len();
+    let seq = tokio::task::spawn_blocking(move || -> anyhow::Result<u64> {
+        let mut w = index
+            .writer(WriterConfig::default())
+            .context("cannot lock the search index (stop the hub first)")?;
+        let seq = w.rebuild(seq, docs)?;
+        w.close()?;
+        Ok(seq)
+    })
+    .await??;
+    Ok((seq, n))
+}

@@ -1,0 +1,209 @@
+//! Search over HTTP: a publish becomes searchable (bounded wait), `/readyz` reports the lag,
+//! yanking hides the version, the registry endpoint answers from the same index, and hostile
+//! query strings give results or a 400, never a 5xx.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Backend, TestApp, remote_manifest};
+use index_schema::manifest::Manifest;
+use reqwest::Method;
+use rstest::rstest;
+use serde_json::{Value, json};
+
+/// The longest a publish may take to become searchable in these tests (the promise is 1 s).
+const BOUND: Duration = Duration::from_secs(5);
+
+fn manifest(name: &str, version: &str, tagline: &str) -> Manifest {
+    let mut v = serde_json::to_value(remote_manifest(name, version)).unwrap();
+    v["tagline"] = json!(tagline);
+    v["description"] = json!(format!("{tagline}. Long form."));
+    Manifest::from_value(&v).unwrap()
+}
+
+/// Polls `path` until `done` holds for the JSON body; panics after [`BOUND`].
+async fn until(app: &TestApp, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let start = std::time::Instant::now();
+    loop {
+        let (s, v) = app.call(Method::GET, path, None, None).await;
+        assert_eq!(s, 200, "{path}: {v}");
+        if done(&v) {
+            return v;
+        }
+        assert!(
+            start.elapsed() < BOUND,
+            "{path}: not reached within {BOUND:?}: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn published_versions_become_searchable_and_yanks_hide_them(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let (t, k) = (app.user.token.clone(), app.user.key.clone());
+    let (s, v) = app
+        .publish(
+            &t,
+            &k,
+            &manifest("alice/weather", "1.0.0", "Forecasts the weather"),
+            None,
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let (s, v) = app
+        .publish(
+            &t,
+            &k,
+            &manifest("alice/weather", "1.1.0", "Forecasts tomorrow's weather"),
+            None,
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+
+    let found = until(&app, "/api/v1/search?q=weather", |v| {
+        names(v) == ["alice/weather"] && v["hits"][0]["version"] == "1.1.0"
+    })
+    .await;
+    let hit = &found["hits"][0];
+    assert_eq!(hit["tagline"], "Forecasts tomorrow's weather");
+    assert!(
+        hit["highlights"].as_array().is_some_and(|h| !h.is_empty()),
+        "no highlights: {hit}"
+    );
+    let ready = until(&app, "/readyz", |v| v["search_lag"] == 0).await;
+    assert_eq!(ready["status"], "ok");
+    assert!(ready["search_seq"].as_u64().unwrap() >= 2, "{ready}");
+
+    // The registry view answers from the same index, by handle.
+    let (s, v) = app
+        .call(Method::GET, "/registry/agents/search?q=weather", None, None)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        v,
+        json!({"results": [{"id": "@code", "tagline": "Forecasts tomorrow's weather"}]})
+    );
+
+    // Yanking the latest shows the previous version; yanking both hides the agent.
+    for (version, expect) in [("1.1.0", Some("1.0.0")), ("1.0.0", None)] {
+        let (s, v) = app
+            .call(
+                Method::PUT,
+                &format!("/api/v1/agents/alice/weather/versions/{version}/yank"),
+                Some(&t),
+                Some(json!({"reason": "test"})),
+            )
+            .await;
+        assert!(s == 200 || s == 204, "{s} {v}");
+        until(&app, "/api/v1/search?q=weather", |v| match expect {
+            Some(e) => v["hits"][0]["version"] == e,
+            None => names(v).is_empty(),
+        })
+        .await;
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn bad_parameters_are_a_clear_400_and_hostile_queries_never_a_5xx() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let (t, k) = (app.user.token.clone(), app.user.key.clone());
+    let (s, v) = app
+        .publish(
+            &t,
+            &k,
+            &manifest("alice/parser", "1.0.0", "Parses logs"),
+            None,
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    until(&app, "/api/v1/search?q=parses", |v| {
+        names(v) == ["alice/parser"]
+    })
+    .await;
+
+    for (query, field) in [
+        ("sort=sideways", "sort"),
+        ("limit=0", "limit"),
+        ("limit=many", "limit"),
+        ("cursor=%21%21", "cursor"),
+        ("color=blue", "color"),
+    ] {
+        let (s, v) = app
+            .call(Method::GET, &format!("/api/v1/search?{query}"), None, None)
+            .await;
+        assert_eq!(s, 400, "{query}: {v}");
+        assert_eq!(v["code"], "invalid_parameter", "{query}: {v}");
+        assert!(
+            v["message"].as_str().unwrap().contains(field),
+            "{query}: the message should name `{field}`: {v}"
+        );
+    }
+
+    let long = "a".repeat(10 * 1024);
+    let hostile = [
+        "\"parses",
+        "\"parses logs\"",
+        "name:parser",
+        "parses:",
+        ":",
+        "*",
+        "pars*",
+        "(parses",
+        "parses)",
+        "[logs",
+        "{",
+        "a AND OR NOT",
+        "-parses",
+        "+parses",
+        "\\",
+        "%",
+        "'",
+        "~2",
+        "parses^10",
+        "\u{0}",
+        "日本語",
+        "🙂",
+        long.as_str(),
+    ];
+    for q in hostile {
+        for path in ["/api/v1/search", "/registry/agents/search"] {
+            let resp = app
+                .client
+                .get(app.url(path))
+                .query(&[("q", q)])
+                .send()
+                .await
+                .unwrap();
+            let s = resp.status().as_u16();
+            let body: Value = resp.json().await.unwrap();
+            assert!(s == 200 || s == 400, "{path} q={q:.40?}: {s} {body}");
+            if s == 400 {
+                assert!(
+                    body["message"].as_str().is_some_and(|m| m.contains('q')),
+                    "{body}"
+                );
+            }
+        }
+    }
+    // The 10 kB query is refused, naming `q`.
+    let (s, v) = app
+        .call(Method::GET, &format!("/api/v1/search?q={long}"), None, None)
+        .await;
+    assert_eq!(s, 400, "{v}");
+    app.stop().await;
+}
