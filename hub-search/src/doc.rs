@@ -41,12 +41,16 @@ impl SearchDoc {
         &self.manifest.name
     }
 
-    /// SHA-256 (hex) over the manifest bytes and the statistics: equal fingerprints mean the
-    /// index holds exactly this document. The checker compares these.
+    /// SHA-256 (hex) over the manifest bytes and the statistics that the outbox carries: equal
+    /// fingerprints mean the index holds this document. The checker compares these.
+    ///
+    /// Download counts are left out on purpose: a bundle download bumps the count without an
+    /// outbox row (one shared-counter write per download would serialize every pull), so the
+    /// indexed count is refreshed at the agent's next change or by `ofc-hub reindex`, and a live
+    /// hub's check must not report that lag as a mismatch.
     pub fn fingerprint(&self) -> String {
         let mut h = Sha256::new();
         h.update(self.manifest.to_json_bytes());
-        h.update(self.stats.downloads.to_be_bytes());
         h.update(self.stats.updated_at.to_be_bytes());
         h.update([u8::from(self.stats.yanked), u8::from(self.stats.deprecated)]);
         hex::encode(h.finalize())

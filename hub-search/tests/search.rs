@@ -370,12 +370,18 @@ fn check_reports_missing_stale_and_extra() {
         .collect();
     let index = relevance::index_of(&docs[..2]).unwrap();
     let mut changed = docs[1].clone();
-    changed.stats.downloads += 1;
+    changed.stats.updated_at += 1;
     let report = index.check([&changed, &docs[2]]).unwrap();
     assert_eq!(report.missing, [docs[2].name().to_string()]);
     assert_eq!(report.stale, [docs[1].name().to_string()]);
     assert_eq!(report.extra, [docs[0].name().to_string()]);
     assert!(!report.is_consistent());
+
+    // Download counts move without an outbox row; a difference there alone is not a mismatch.
+    let mut downloaded = docs[1].clone();
+    downloaded.stats.downloads += 1;
+    let report = index.check([&docs[0], &downloaded]).unwrap();
+    assert!(report.is_consistent(), "{report:?}");
 }
 
 /// A publish stream over 150 agents: new versions, download changes, yanks and deletes.
@@ -590,12 +596,20 @@ fn stats_only_change_is_seen_by_check() {
     let doc = synthetic_agent(3, 3).to_doc().unwrap();
     let other = SearchDoc {
         stats: AgentStats {
-            downloads: doc.stats.downloads + 1,
+            updated_at: doc.stats.updated_at + 1,
             ..doc.stats
         },
         ..doc.clone()
     };
     assert_ne!(doc.fingerprint(), other.fingerprint());
+    let deprecated = SearchDoc {
+        stats: AgentStats {
+            deprecated: !doc.stats.deprecated,
+            ..doc.stats
+        },
+        ..doc.clone()
+    };
+    assert_ne!(doc.fingerprint(), deprecated.fingerprint());
 }
 
 /// An outbox whose first calls fail (a database restarting).
