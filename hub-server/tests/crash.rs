@@ -9,9 +9,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,70 +34,7 @@ const KILL_SPREAD: usize = 250;
 const IN_FLIGHT_AT_KILL: usize = 4;
 const BOUND: Duration = Duration::from_secs(180);
 
-/// A running `ofc-hub serve` child process.
-struct Hub {
-    child: Child,
-    url: String,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-fn hub_command(data: &Path, database_url: Option<&str>) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ofc-hub"));
-    c.arg("--data").arg(data);
-    if let Some(u) = database_url {
-        c.arg("--database-url").arg(u);
-    }
-    c.env("OFC_HUB_LOG", "warn,sqlx=error")
-        .env("OFC_HUB__AUTH_FAILURE_LIMIT", "100000");
-    c
-}
-
-impl Hub {
-    fn start(data: &Path, database_url: Option<&str>) -> Hub {
-        let mut child = hub_command(data, database_url)
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn ofc-hub serve");
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let l = log.clone();
-        // Keeps draining stderr for the life of the process, so the hub never blocks on it.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if let Some(url) = line.strip_prefix("ofc-hub listening on ") {
-                    let _ = tx.send(url.trim().to_string());
-                }
-                l.lock().unwrap().push(line);
-            }
-        });
-        match rx.recv_timeout(BOUND) {
-            Ok(url) => Hub { child, url, log },
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("ofc-hub did not start:\n{}", log.lock().unwrap().join("\n"));
-            }
-        }
-    }
-
-    /// SIGKILL: no shutdown handler, no flush, no graceful close.
-    fn kill(mut self) {
-        self.child.kill().expect("SIGKILL the hub");
-        self.child.wait().expect("reap the hub");
-    }
-}
-
-impl Drop for Hub {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::hub_process::{HubProcess as Hub, hub_command};
 
 fn admin(data: &Path, database_url: Option<&str>, args: &[&str]) -> Value {
     let out = hub_command(data, database_url)

@@ -2,6 +2,8 @@
 //! database, with a user, a namespace, a key and a token, in one line.
 #![allow(dead_code)]
 
+pub mod hub_process;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
