@@ -287,14 +287,7 @@ async fn kill_9_during_concurrent_publishes_loses_nothing_acknowledged(#[case] b
 
     let hub = Hub::start(&data, dbu);
     let http = reqwest::Client::new();
-    let r = http
-        .post(format!("{}/api/v1/namespaces/crash/keys", hub.url))
-        .bearer_auth(&token)
-        .json(&json!({ "public_key": key.public_key().to_string() }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201, "{}", r.text().await.unwrap());
+    common::hub_process::register_key(&http, &hub.url, &token, "crash", &key).await;
 
     let kill_at = KILL_AFTER + rand::thread_rng().gen_range(0..KILL_SPREAD);
     let shared = Arc::new(Shared::default());

@@ -79,3 +79,21 @@ impl Drop for HubProcess {
         let _ = self.child.wait();
     }
 }
+
+/// Registers `key` for `namespace` through the API, as a publisher would; panics unless 201.
+pub async fn register_key(
+    http: &reqwest::Client,
+    hub_url: &str,
+    token: &str,
+    namespace: &str,
+    key: &index_schema::envelope::SecretKey,
+) {
+    let r = http
+        .post(format!("{hub_url}/api/v1/namespaces/{namespace}/keys"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({ "public_key": key.public_key().to_string() }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201, "{}", r.text().await.unwrap());
+}
