@@ -354,6 +354,12 @@ impl Cache {
 
     /// The cached manifest with this digest, checked against it.
     pub fn manifest(&self, digest: &Digest) -> Result<CachedManifest> {
+        self.manifest_envelope(digest).map(|(_, m)| m)
+    }
+
+    /// The cached signed envelope with this digest and its manifest, checked against the
+    /// digest (the signature is the caller's to check: it needs the trusted keys).
+    pub fn manifest_envelope(&self, digest: &Digest) -> Result<(Envelope, CachedManifest)> {
         let file = self.manifest_file(digest);
         let corrupt = |reason: String| CacheError::Corrupt {
             digest: *digest,
@@ -370,10 +376,13 @@ impl Cache {
             .map_err(|_| corrupt("payload is not UTF-8".into()))?;
         let manifest =
             Manifest::from_json(payload).map_err(|d| corrupt(format!("invalid manifest: {d}")))?;
-        Ok(CachedManifest {
-            digest: *digest,
-            manifest,
-        })
+        Ok((
+            env,
+            CachedManifest {
+                digest: *digest,
+                manifest,
+            },
+        ))
     }
 
     fn digests_in(&self, dir: &Path, suffix: &str) -> Result<Vec<(String, Option<Digest>)>> {

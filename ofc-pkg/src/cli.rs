@@ -38,6 +38,26 @@ pub enum Command {
     // `--version` here is the agent's version; `ofc --version` still prints ofc's.
     #[command(disable_version_flag = true)]
     Publish(PublishArgs),
+    /// Store an API token for a hub (checked with the hub first).
+    Login(LoginArgs),
+    /// Forget the API token stored for a hub (and with --revoke, revoke it on the hub).
+    Logout(LogoutArgs),
+    /// Manage the publisher keys registered for a namespace on the hub.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Search the hub's agents.
+    Search(SearchArgs),
+    /// Show an agent on the hub: its latest (or chosen) version and every version.
+    Info(InfoArgs),
+    /// Yank a version (selectors skip it; it stays downloadable by exact version), or undo that.
+    Yank(YankArgs),
+    /// Print a shell completion script on stdout.
+    Completions(CompletionsArgs),
+    /// Resolve, verify and install agents into the cache, and record them in ofc.lock.
+    Pull(crate::commands::pull::PullArgs),
+    /// Show and edit the publisher keys pinned on first use.
+    #[command(subcommand)]
+    Trust(crate::commands::trust::TrustCommand),
     /// List the agents and bundles in the local cache.
     List,
     /// Remove agents or bundles from the local cache.
@@ -46,6 +66,176 @@ pub enum Command {
     Gc,
     /// Re-check the digest of every entry in the local cache.
     Verify,
+}
+
+/// Arguments of `ofc login`.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("secret").args(["token", "token_stdin", "username"])))]
+pub struct LoginArgs {
+    /// The hub to log in to (default: `OFC_HUB`, else http://127.0.0.1:8733).
+    #[arg(long, value_name = "URL")]
+    pub hub: Option<String>,
+
+    /// The API token. Prefer --token-stdin: arguments show in the process list and shell
+    /// history. Without any of --token, --token-stdin and --username, a token piped on
+    /// standard input is read.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+
+    /// Read the API token from standard input.
+    #[arg(long)]
+    pub token_stdin: bool,
+
+    /// Log in with a user name and password instead; the hub mints a token for ofc.
+    #[arg(long, value_name = "USER", requires = "password_stdin")]
+    pub username: Option<String>,
+
+    /// Read the password from standard input (with --username).
+    #[arg(long, requires = "username")]
+    pub password_stdin: bool,
+}
+
+/// Arguments of `ofc logout`.
+#[derive(Debug, clap::Args)]
+pub struct LogoutArgs {
+    /// The hub to log out of (default: `OFC_HUB`, else http://127.0.0.1:8733).
+    #[arg(long, value_name = "URL")]
+    pub hub: Option<String>,
+
+    /// Also revoke the token on the hub, so that no copy of it works any more.
+    #[arg(long)]
+    pub revoke: bool,
+}
+
+/// `ofc key` verbs.
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Register the public half of a signing key (see `ofc keygen`) for a namespace, so that
+    /// the hub accepts what it signs.
+    Register(KeyRegisterArgs),
+    /// List the keys of a namespace, revoked ones included.
+    List(KeyListArgs),
+    /// Revoke a key: it signs nothing new; versions it signed stay and show the revocation.
+    Revoke(KeyRevokeArgs),
+}
+
+/// Arguments of `ofc key register`.
+#[derive(Debug, clap::Args)]
+pub struct KeyRegisterArgs {
+    /// The local key (`<config>/keys/<NAME>.key`).
+    #[arg(long, value_name = "NAME", default_value = crate::keys::DEFAULT_KEY)]
+    pub key: String,
+
+    /// The namespace (default: your own, from the hub).
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+}
+
+/// Arguments of `ofc key list`.
+#[derive(Debug, clap::Args)]
+pub struct KeyListArgs {
+    /// The namespace (default: your own, from the hub).
+    #[arg(value_name = "NS")]
+    pub namespace: Option<String>,
+}
+
+/// Arguments of `ofc key revoke`.
+#[derive(Debug, clap::Args)]
+pub struct KeyRevokeArgs {
+    /// The key id (32 hex digits, as `ofc key list` and `ofc keygen` show it).
+    #[arg(value_name = "KEYID")]
+    pub key_id: String,
+
+    /// The namespace (default: your own, from the hub).
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+}
+
+/// How search hits are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SearchSort {
+    /// Best match first.
+    Relevance,
+    /// Most downloaded first.
+    Downloads,
+    /// Most recently updated first.
+    Updated,
+}
+
+impl SearchSort {
+    /// The hub's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Relevance => "relevance",
+            Self::Downloads => "downloads",
+            Self::Updated => "updated",
+        }
+    }
+}
+
+/// Arguments of `ofc search`.
+#[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    /// Free text: words of the name, tagline, description, keywords or capabilities.
+    #[arg(value_name = "QUERY")]
+    pub query: Option<String>,
+
+    /// Only agents offering this capability (repeat for several: all required).
+    #[arg(long, value_name = "NAME")]
+    pub capability: Vec<String>,
+
+    /// Only agents with this keyword (repeat for several: all required).
+    #[arg(long, value_name = "WORD")]
+    pub keyword: Vec<String>,
+
+    /// Only agents with this source kind (bundle, pip, npm, docker, remote).
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
+
+    /// Only agents of this publisher.
+    #[arg(long, value_name = "PUBLISHER")]
+    pub publisher: Option<String>,
+
+    /// Order of the hits.
+    #[arg(long, value_enum, default_value_t = SearchSort::Relevance)]
+    pub sort: SearchSort,
+
+    /// How many hits to show (1 to 100).
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub limit: u32,
+}
+
+/// Arguments of `ofc info`.
+#[derive(Debug, clap::Args)]
+pub struct InfoArgs {
+    /// `publisher/agent`, optionally `@1.2.3`, `@^1.2` or `@latest`.
+    #[arg(value_name = "REF")]
+    pub reference: String,
+}
+
+/// Arguments of `ofc yank`.
+#[derive(Debug, clap::Args)]
+pub struct YankArgs {
+    /// The version: `publisher/agent@1.2.3` (an exact version).
+    #[arg(value_name = "REF")]
+    pub reference: String,
+
+    /// Why it is yanked (shown to users).
+    #[arg(long, value_name = "TEXT", conflicts_with = "undo")]
+    pub reason: Option<String>,
+
+    /// Unyank the version instead.
+    #[arg(long)]
+    pub undo: bool,
+}
+
+/// Arguments of `ofc completions`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 /// Arguments of `ofc keygen`.
@@ -185,6 +375,15 @@ pub fn main() -> ExitCode {
         Command::Keygen(args) => crate::commands::keygen::run(args, &mut out),
         Command::Init(args) => crate::commands::init::run(args, &mut out),
         Command::Publish(args) => crate::commands::publish::run(args, &mut out),
+        Command::Login(args) => crate::commands::login::run(args, &mut out),
+        Command::Logout(args) => crate::commands::logout::run(args, &mut out),
+        Command::Key(cmd) => crate::commands::key::run(cmd, &mut out),
+        Command::Search(args) => crate::commands::search::run(args, &mut out),
+        Command::Info(args) => crate::commands::info::run(args, &mut out),
+        Command::Yank(args) => crate::commands::yank::run(args, &mut out),
+        Command::Completions(args) => crate::commands::completions::run(args, &mut out),
+        Command::Pull(args) => crate::commands::pull::run(args, &mut out),
+        Command::Trust(cmd) => crate::commands::trust::run(cmd, &mut out),
         Command::List => crate::commands::list::run(&mut out),
         Command::Rm(args) => crate::commands::rm::run(args, &mut out),
         Command::Gc => crate::commands::gc::run(&mut out),

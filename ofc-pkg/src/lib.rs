@@ -1,14 +1,20 @@
 //! The ofc client: the `ofc` command and the library behind it.
 //!
-//! Today it validates every document ofc reads or writes (`ofc validate`); login, publish,
-//! search, pull and run build on it.
+//! Config and credentials (`config`, `credentials`), the hub client (`hub`), the verified cache
+//! (`cache`, `pack`, `unpack`), publisher key pins (`trust`), resolution and pulling (`pull`),
+//! and one module per verb in `commands`.
 
 pub mod cache;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod credentials;
 pub mod detect;
+pub mod hub;
 pub mod keys;
 pub mod output;
 pub mod pack;
+pub mod project;
+pub mod pull;
+pub mod trust;
 pub mod unpack;

@@ -1,7 +1,8 @@
 //! How the command talks: data on stdout, everything else on stderr; errors as a cause chain
-//! followed by `hint:` lines; `NO_COLOR` honoured (no colour is used yet).
+//! followed by `hint:` lines; `NO_COLOR` honoured (no colour is used yet). Tables and times are
+//! formatted here so that every verb prints them the same way.
 
-use std::io::Write;
+use std::io::{IsTerminal as _, Write};
 use std::process::ExitCode;
 
 /// The outcome of a verb.
@@ -58,6 +59,44 @@ impl std::fmt::Display for UserError {
 
 impl std::error::Error for UserError {}
 
+/// Every hint in `e`, without repeats: those of the outermost [`UserError`] (also when it was
+/// attached with `.context(…)`) and those of `UserError`s among the causes.
+///
+/// A `UserError` attached as context *under* another context is not reachable (anyhow's chain
+/// shows context layers as opaque wrappers); [`explain`] merges hints so that none is lost.
+pub fn hints_of(e: &anyhow::Error) -> Vec<String> {
+    let mut hints: Vec<String> = Vec::new();
+    let mut add = |u: &UserError| {
+        for h in &u.hints {
+            if !hints.contains(h) {
+                hints.push(h.clone());
+            }
+        }
+    };
+    if let Some(u) = e.downcast_ref::<UserError>() {
+        add(u);
+    }
+    for cause in e.chain() {
+        if let Some(u) = cause.downcast_ref::<UserError>() {
+            add(u);
+        }
+    }
+    hints
+}
+
+/// `e` explained by `user`: `user`'s message on top, `e` as the cause, and the hints of both
+/// (`e`'s first: they say what went wrong underneath).
+pub fn explain(e: anyhow::Error, user: UserError) -> anyhow::Error {
+    let mut merged = UserError::new(user.message);
+    merged.hints = hints_of(&e);
+    for h in user.hints {
+        if !merged.hints.contains(&h) {
+            merged.hints.push(h);
+        }
+    }
+    e.context(merged)
+}
+
 /// Where the command writes.
 #[derive(Debug)]
 pub struct Output {
@@ -90,6 +129,14 @@ impl Output {
         let _ = writeln!(err, "{line}");
     }
 
+    /// Writes `hint:` lines to stderr (for outcomes that are not errors, such as an empty search).
+    pub fn hints(&mut self, hints: &[&str]) {
+        let mut err = std::io::stderr().lock();
+        for h in hints {
+            let _ = writeln!(err, "hint: {h}");
+        }
+    }
+
     /// Prints an error with its cause chain and hints to stderr.
     pub fn error(&mut self, e: &anyhow::Error) {
         let mut err = std::io::stderr().lock();
@@ -97,13 +144,132 @@ impl Output {
         for cause in e.chain().skip(1) {
             let _ = writeln!(err, "  caused by: {cause}");
         }
-        // Hints from any level: a `UserError` may be the top message or a cause.
-        for cause in e.chain() {
-            if let Some(u) = cause.downcast_ref::<UserError>() {
-                for h in &u.hints {
-                    let _ = writeln!(err, "hint: {h}");
-                }
+        for h in hints_of(e) {
+            let _ = writeln!(err, "hint: {h}");
+        }
+    }
+}
+
+/// Lays out rows under `headers` in left-aligned columns two spaces apart; the last column is
+/// not padded (so lines carry no trailing blanks). Widths count characters.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> Vec<String> {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            s.push_str(cell);
+            if i + 1 < cells.len() {
+                let pad = widths[i] - cell.chars().count() + 2;
+                s.extend(std::iter::repeat_n(' ', pad));
             }
         }
+        s.trim_end().to_string()
+    };
+    let mut out = vec![line(headers.to_vec())];
+    for row in rows {
+        out.push(line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// `s` on one line, cut to at most `max` characters and ending in `…` when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let flat = flat.trim();
+    if flat.chars().count() <= max {
+        return flat.to_string();
+    }
+    let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+    cut.truncate(cut.trim_end().len());
+    cut.push('…');
+    cut
+}
+
+/// The width of the terminal stdout is (asked of the terminal, else `COLUMNS`, else 80), or
+/// `None` when stdout is not a terminal (piped or captured), so that captured output does not
+/// depend on who runs the command.
+pub fn stdout_width() -> Option<usize> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let asked = terminal_size::terminal_size().map(|(w, _)| usize::from(w.0));
+    let env = || {
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .filter(|&c| c > 0)
+    };
+    Some(asked.or_else(env).unwrap_or(80))
+}
+
+/// A Unix time in milliseconds as `YYYY-MM-DD HH:MM UTC`.
+pub fn format_time_ms(ms: i64) -> String {
+    let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute] UTC");
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_else(|| format!("{ms} ms"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_survive_contexts_and_explanations() {
+        let inner = anyhow::anyhow!("connection refused")
+            .context(UserError::new("cannot reach the hub").hint("is it running?"));
+        assert_eq!(hints_of(&inner), ["is it running?"]);
+        let outer = explain(
+            inner,
+            UserError::new("cannot revoke").hint("try without --revoke"),
+        );
+        assert_eq!(outer.to_string(), "cannot revoke");
+        assert_eq!(hints_of(&outer), ["is it running?", "try without --revoke"]);
+        let plain: anyhow::Error = UserError::new("bad").hint("fix it").into();
+        assert_eq!(hints_of(&plain.context("while doing x")), ["fix it"]);
+    }
+
+    #[test]
+    fn tables_align_columns_and_leave_no_trailing_blanks() {
+        let rows = vec![
+            vec![
+                "a/long-name".to_string(),
+                "1.0.0".to_string(),
+                String::new(),
+            ],
+            vec!["b/x".to_string(), "10.20.30".to_string(), "tag".to_string()],
+        ];
+        assert_eq!(
+            table(&["NAME", "VERSION", "TAGLINE"], &rows),
+            [
+                "NAME         VERSION   TAGLINE",
+                "a/long-name  1.0.0",
+                "b/x          10.20.30  tag",
+            ]
+        );
+    }
+
+    #[test]
+    fn truncation_counts_characters_and_marks_the_cut() {
+        assert_eq!(truncate("short", 10), "short");
+        assert_eq!(truncate("exactly10!", 10), "exactly10!");
+        assert_eq!(truncate("senior data — analyst", 13), "senior data…");
+        assert_eq!(truncate("two\nlines", 20), "two lines");
+        assert_eq!(truncate("ééééé", 3), "éé…");
+    }
+
+    #[test]
+    fn times_are_utc_minutes() {
+        assert_eq!(format_time_ms(0), "1970-01-01 00:00 UTC");
+        assert_eq!(format_time_ms(1_700_000_000_123), "2023-11-14 22:13 UTC");
     }
 }

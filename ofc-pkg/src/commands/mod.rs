@@ -1,11 +1,20 @@
 //! One module per verb.
 
+pub mod completions;
 pub mod floor;
 pub mod gc;
+pub mod info;
 pub mod init;
+pub mod key;
 pub mod keygen;
 pub mod list;
+pub mod login;
+pub mod logout;
 pub mod publish;
+pub mod pull;
 pub mod rm;
+pub mod search;
+pub mod trust;
 pub mod validate;
 pub mod verify;
+pub mod yank;

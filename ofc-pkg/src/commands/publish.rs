@@ -1,9 +1,11 @@
 //! `ofc publish [DIR] [--dry-run]`: builds the manifest from the folder's `agent.yaml` or
 //! AgentCard, packs the folder into a deterministic bundle, signs the manifest with a key from
 //! `ofc keygen`, and uploads both to the hub (`PUT /api/v1/agents/{p}/{a}/versions/{v}`, token
-//! from `OFC_TOKEN`). With `--dry-run` it prints the digests and uploads nothing.
+//! from `OFC_TOKEN` or `ofc login`), with a progress bar when stderr is a terminal. With
+//! `--dry-run` it prints the digests and uploads nothing.
 
 use std::fs;
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -19,14 +21,16 @@ use index_schema::name::AgentName;
 use serde_json::json;
 
 use crate::cli::PublishArgs;
-use crate::config::{self, Paths};
+use crate::config::Paths;
+use crate::credentials::TOKEN_ENV;
 use crate::detect::{DocumentKind, detect};
+use crate::hub::{self, Hub};
 use crate::keys;
 use crate::output::{ExitStatus, Output, UserError};
 use crate::pack::{self, PackLimits, Packed};
 
-/// Environment variable holding the hub API token.
-pub const TOKEN_ENV: &str = "OFC_TOKEN";
+/// Upload chunk size, for the progress bar.
+const CHUNK: usize = 64 * 1024;
 
 /// What `publish` built.
 #[derive(Debug)]
@@ -44,6 +48,24 @@ pub struct Prepared {
 /// Runs the verb.
 pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
     let paths = Paths::from_env()?;
+    // Without a token, say so before packing and signing anything.
+    let hub = if args.dry_run {
+        None
+    } else {
+        let hub = Hub::from_env(&paths)?;
+        if !hub.has_token() {
+            return Err(UserError::new(format!(
+                "publishing needs an API token for {}",
+                hub.url
+            ))
+            .hint(format!(
+                "run `ofc login` (or set {TOKEN_ENV}) with a token that may publish in this namespace"
+            ))
+            .hint("or check everything locally with `ofc publish --dry-run`")
+            .into());
+        }
+        Some(hub)
+    };
     let key = keys::load(&paths, &args.key)?;
     let prepared = prepare(
         &args.dir,
@@ -55,11 +77,9 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
     let manifest_digest = prepared.envelope.payload_digest();
     let key_id = key.key_id();
 
-    let uploaded = if args.dry_run {
-        None
-    } else {
-        Some(upload(&prepared)?)
-    };
+    if let Some(hub) = &hub {
+        upload(hub, &prepared)?;
+    }
 
     if out.json {
         out.json_value(&json!({
@@ -73,7 +93,7 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
             "bundleFiles": prepared.bundle.as_ref().map(|b| b.entries.len()),
             "keyId": key_id.to_string(),
             "dryRun": args.dry_run,
-            "hub": uploaded.as_ref().map(|_| config::hub_url()),
+            "hub": hub.as_ref().map(|h| h.url.clone()),
         }));
     } else {
         out.data(&format!("name      {}@{}", m.name, m.version));
@@ -88,15 +108,12 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
             None => out.data(&format!("source    {} (no bundle)", m.source.kind())),
         }
         out.data(&format!("key id    {key_id}"));
-        if args.dry_run {
-            out.status("dry run: nothing was uploaded");
-        } else {
-            out.status(&format!(
+        match &hub {
+            None => out.status("dry run: nothing was uploaded"),
+            Some(hub) => out.status(&format!(
                 "published {}@{} to {}",
-                m.name,
-                m.version,
-                config::hub_url()
-            ));
+                m.name, m.version, hub.url
+            )),
         }
     }
     Ok(ExitStatus::Success)
@@ -221,21 +238,10 @@ pub fn prepare(
 }
 
 /// Uploads to the hub's JSON publish endpoint.
-fn upload(p: &Prepared) -> Result<serde_json::Value> {
-    let token = std::env::var(TOKEN_ENV)
-        .ok()
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| {
-            UserError::new("publishing needs an API token")
-                .hint(format!(
-                    "set {TOKEN_ENV} to a token with publish rights for this namespace"
-                ))
-                .hint("or check everything locally with `ofc publish --dry-run`")
-        })?;
-    let hub = config::hub_url();
+fn upload(hub: &Hub, p: &Prepared) -> Result<()> {
     let m = &p.manifest;
-    let url = format!(
-        "{hub}/api/v1/agents/{}/{}/versions/{}",
+    let path = format!(
+        "/api/v1/agents/{}/{}/versions/{}",
         m.name.publisher(),
         m.name.agent(),
         m.version
@@ -245,50 +251,73 @@ fn upload(p: &Prepared) -> Result<serde_json::Value> {
     if let Some(b) = &p.bundle {
         body["bundle"] = json!(STANDARD.encode(&b.bytes));
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    rt.block_on(async {
-        let resp = reqwest::Client::new()
-            .put(&url)
-            .bearer_auth(&token)
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| {
-                anyhow::Error::new(e).context(
-                    UserError::new(format!("cannot reach the hub at {hub}"))
-                        .hint(format!("is the hub running? set {} to choose another", config::HUB_ENV)),
-                )
-            })?;
-        let status = resp.status();
-        let text = resp.text().await.unwrap_or_default();
-        if status.is_success() {
-            return Ok(serde_json::from_str(&text).unwrap_or(serde_json::Value::Null));
+    let body = serde_json::to_vec(&body).context("cannot encode the publish request")?;
+    let len = body.len() as u64;
+    let rb = hub
+        .request(reqwest::Method::PUT, &path)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(reqwest::header::CONTENT_LENGTH, len);
+    // The bar only where someone watches: captured stderr stays free of control codes.
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(len);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec})",
+            )
+            .expect("the progress template is valid")
+            .progress_chars("=> "),
+        );
+        bar.set_message(format!("uploading {}@{}", m.name, m.version));
+        bar
+    });
+    let rb = match &bar {
+        None => rb.body(body),
+        Some(bar) => {
+            let bar = bar.clone();
+            let chunks: Vec<Vec<u8>> = body.chunks(CHUNK).map(<[u8]>::to_vec).collect();
+            // Chunks are pulled as the connection takes them, so the bar follows the upload.
+            let stream = futures::stream::iter(chunks.into_iter().map(move |c| {
+                bar.inc(c.len() as u64);
+                Ok::<_, std::io::Error>(c)
+            }));
+            rb.body(reqwest::Body::wrap_stream(stream))
         }
-        let detail = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|v| {
-                v.get("error")
-                    .and_then(|e| e.get("message").or(Some(e)))
-                    .or_else(|| v.get("message"))
-                    .map(|m| m.as_str().map(str::to_string).unwrap_or_else(|| m.to_string()))
-            })
-            .unwrap_or_else(|| text.chars().take(500).collect());
-        let mut e = UserError::new(format!(
-            "the hub refused {}@{}: {} {}",
-            m.name,
-            m.version,
-            status.as_u16(),
-            detail
-        ));
-        e = match status.as_u16() {
-            401 => e.hint(format!("check {TOKEN_ENV}: the token is missing, expired or revoked")),
-            403 => e.hint("the token or the signing key is not allowed to publish in this namespace; register the key with the hub"),
-            409 => e.hint("versions are immutable: bump `version` and publish again"),
-            _ => e,
-        };
-        Err(e.into())
-    })
+    };
+    let rt = hub::runtime()?;
+    let sent = rt.block_on(hub.send(rb));
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    sent.map_err(|e| {
+        hub::refused(
+            e,
+            format!("the hub refused {}@{}", m.name, m.version),
+            |he| publish_hints(he, m.name.publisher()),
+        )
+    })?;
+    Ok(())
+}
+
+/// What to do about a refused publish, by the hub's error code.
+fn publish_hints(he: &hub::HubError, namespace: &str) -> Vec<String> {
+    let hint = match he.code.as_deref() {
+        Some("version_exists") => "versions are immutable: bump `version` and publish again".into(),
+        Some("version_deleted") => {
+            "an administrator deleted this version and its number is never reused: bump `version`"
+                .into()
+        }
+        Some("untrusted_key") => format!(
+            "register the signing key for `{namespace}`: `ofc key register --namespace {namespace}`"
+        ),
+        Some("key_revoked") => format!(
+            "that key is revoked: create another with `ofc keygen --name NAME`, register it with \
+             `ofc key register --key NAME --namespace {namespace}`, and publish with `--key NAME`"
+        ),
+        _ if he.status.as_u16() == 403 => format!(
+            "the token or your role does not allow publishing in `{namespace}`; ask a namespace owner"
+        ),
+        _ if he.status.as_u16() == 413 => "the bundle is larger than this hub accepts".into(),
+        _ => return Vec::new(),
+    };
+    vec![hint]
 }

@@ -1,0 +1,341 @@
+//! `ofc info publisher/agent[@selector]`: an agent on the hub (`GET /api/v1/agents/{p}/{a}`) and
+//! one of its versions (`GET …/versions/{v}`): the latest, or the one the selector picks. Shows
+//! what the publisher wrote, the source, digests, signing key, downloads and every version with
+//! its yanked and deprecated marks; `--json` prints both hub answers.
+
+use anyhow::{Context as _, Result};
+use index_schema::name::{AgentName, Reference, VersionSelector};
+use semver::Version;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::cli::InfoArgs;
+use crate::config::Paths;
+use crate::hub::{self, Hub};
+use crate::output::{self, ExitStatus, Output, UserError};
+
+/// `GET /api/v1/agents/{p}/{a}`, the parts shown.
+#[derive(Debug, Deserialize)]
+struct AgentInfo {
+    name: String,
+    #[serde(default)]
+    handle: Option<String>,
+    latest: Option<String>,
+    versions: Vec<VersionSummary>,
+    #[serde(default)]
+    downloads: i64,
+}
+
+#[derive(Debug, Deserialize)]
+struct VersionSummary {
+    version: String,
+    manifest_digest: String,
+    published_at: i64,
+    #[serde(default)]
+    yanked: bool,
+    #[serde(default)]
+    yank_reason: Option<String>,
+    #[serde(default)]
+    deprecated: Option<String>,
+    #[serde(default)]
+    key_revoked_at: Option<i64>,
+    #[serde(default)]
+    downloads: i64,
+}
+
+/// `GET …/versions/{v}`, the parts shown.
+#[derive(Debug, Deserialize)]
+struct VersionInfo {
+    version: String,
+    manifest: Value,
+    manifest_digest: String,
+    source_kind: String,
+    bundle: Option<BundleInfo>,
+    key: SigningKey,
+    #[serde(default)]
+    published_by: String,
+    published_at: i64,
+    #[serde(default)]
+    yanked: bool,
+    #[serde(default)]
+    yank_reason: Option<String>,
+    #[serde(default)]
+    deprecated: Option<String>,
+    #[serde(default)]
+    downloads: i64,
+}
+
+#[derive(Debug, Deserialize)]
+struct BundleInfo {
+    digest: String,
+    size: i64,
+}
+
+#[derive(Debug, Deserialize)]
+struct SigningKey {
+    key_id: String,
+    #[serde(default)]
+    revoked_at: Option<i64>,
+}
+
+/// Runs the verb.
+pub fn run(args: &InfoArgs, out: &mut Output) -> Result<ExitStatus> {
+    let reference = parse_reference(&args.reference)?;
+    let name = reference.name().clone();
+    let paths = Paths::from_env()?;
+    let hub = Hub::from_env(&paths)?;
+    let rt = hub::runtime()?;
+    let agent_path = format!("/api/v1/agents/{}/{}", name.publisher(), name.agent());
+    let agent_json: Value = rt.block_on(hub.get_json(&agent_path)).map_err(|e| {
+        hub::refused(
+            e,
+            format!("cannot get {name} from {}", hub.url),
+            |he| match he.status.as_u16() {
+                404 => vec![format!(
+                    "check the name; `ofc search {}` finds agents by words",
+                    name.agent()
+                )],
+                _ => Vec::new(),
+            },
+        )
+    })?;
+    let agent: AgentInfo = serde_json::from_value(agent_json.clone()).with_context(|| {
+        format!(
+            "the hub at {} sent an agent ofc does not understand",
+            hub.url
+        )
+    })?;
+    let version = pick(&name, &agent, reference.selector())?;
+    let version_json: Value = rt
+        .block_on(hub.get_json(&format!("{agent_path}/versions/{version}")))
+        .map_err(|e| hub::refused(e, format!("cannot get {name}@{version}"), |_| Vec::new()))?;
+    if out.json {
+        out.json_value(&json!({ "agent": agent_json, "version": version_json }));
+        return Ok(ExitStatus::Success);
+    }
+    let v: VersionInfo = serde_json::from_value(version_json).with_context(|| {
+        format!(
+            "the hub at {} sent a version ofc does not understand",
+            hub.url
+        )
+    })?;
+    for line in render(&agent, &v) {
+        out.data(&line);
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn parse_reference(text: &str) -> Result<Reference> {
+    let r = Reference::parse(text).map_err(|e| {
+        UserError::new(format!("invalid reference `{text}`: {e}"))
+            .hint("give an agent as `publisher/agent`, optionally with `@1.2.3` or `@^1`")
+    })?;
+    if let Some(host) = r.host() {
+        return Err(UserError::new(format!(
+            "`{text}` names the hub `{host}`; ofc asks the hub of OFC_HUB"
+        ))
+        .hint("drop the host and set OFC_HUB to that hub")
+        .into());
+    }
+    Ok(r)
+}
+
+/// The version the selector picks among the agent's versions.
+fn pick(name: &AgentName, agent: &AgentInfo, selector: &VersionSelector) -> Result<String> {
+    if agent.versions.is_empty() {
+        return Err(UserError::new(format!("{name} has no versions")).into());
+    }
+    let listed = || {
+        format!(
+            "its versions: {}",
+            agent
+                .versions
+                .iter()
+                .map(|v| v.version.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let found = match selector {
+        // With every version yanked there is nothing to install, but still something to show:
+        // the highest version, marked yanked.
+        VersionSelector::Latest => agent.latest.clone().or_else(|| {
+            agent
+                .versions
+                .iter()
+                .filter_map(|v| Version::parse(&v.version).ok().map(|p| (p, &v.version)))
+                .max_by(|a, b| a.0.cmp(&b.0))
+                .map(|(_, v)| v.clone())
+        }),
+        VersionSelector::Exact(want) => agent
+            .versions
+            .iter()
+            .find(|v| Version::parse(&v.version).is_ok_and(|got| got == *want))
+            .map(|v| v.version.clone()),
+        VersionSelector::Req(_) => agent
+            .versions
+            .iter()
+            .filter(|v| !v.yanked)
+            .filter_map(|v| Version::parse(&v.version).ok().map(|p| (p, &v.version)))
+            .filter(|(p, _)| selector.matches_version(p))
+            .max_by(|a, b| a.0.cmp(&b.0))
+            .map(|(_, v)| v.clone()),
+        VersionSelector::Digest(d) => agent
+            .versions
+            .iter()
+            .find(|v| v.manifest_digest == d.to_string())
+            .map(|v| v.version.clone()),
+    };
+    found.ok_or_else(|| {
+        let what = match selector {
+            VersionSelector::Latest => format!("every version of {name} is yanked"),
+            sel => format!("no version of {name} matches `@{sel}`"),
+        };
+        UserError::new(what)
+            .hint(listed())
+            .hint(format!("pick one exactly: `ofc info {name}@VERSION`"))
+            .into()
+    })
+}
+
+fn render(agent: &AgentInfo, v: &VersionInfo) -> Vec<String> {
+    let text = |key: &str| {
+        v.manifest
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    };
+    let mut lines = Vec::new();
+    let latest = match agent.latest.as_deref() {
+        Some(l) if l == v.version => " (latest)".to_string(),
+        Some(l) => format!(" (latest: {l})"),
+        None => " (every version is yanked)".to_string(),
+    };
+    lines.push(format!("{}@{}{latest}", agent.name, v.version));
+    match (text("displayName"), text("tagline")) {
+        (Some(d), Some(t)) => lines.push(format!("{d}: {t}")),
+        (Some(one), None) | (None, Some(one)) => lines.push(one.to_string()),
+        (None, None) => {}
+    }
+    if let Some(d) = text("description") {
+        lines.push(String::new());
+        lines.extend(d.lines().map(|l| l.trim_end().to_string()));
+    }
+    lines.push(String::new());
+
+    let mut fields: Vec<(&str, String)> = Vec::new();
+    if let Some(h) = &agent.handle {
+        fields.push(("handle", h.clone()));
+    }
+    fields.push(("source", v.source_kind.clone()));
+    if let Some(b) = &v.bundle {
+        fields.push(("bundle", format!("{} ({} bytes)", b.digest, b.size)));
+    }
+    fields.push(("manifest", v.manifest_digest.clone()));
+    let key = match v.key.revoked_at {
+        Some(at) => format!("{} (revoked {})", v.key.key_id, output::format_time_ms(at)),
+        None => v.key.key_id.clone(),
+    };
+    fields.push(("key id", key));
+    let by = if v.published_by.is_empty() {
+        String::new()
+    } else {
+        format!(" by {}", v.published_by)
+    };
+    fields.push((
+        "published",
+        format!("{}{by}", output::format_time_ms(v.published_at)),
+    ));
+    fields.push((
+        "downloads",
+        format!(
+            "{} (this version), {} (all versions)",
+            v.downloads, agent.downloads
+        ),
+    ));
+    for (label, key) in [
+        ("license", "license"),
+        ("homepage", "homepage"),
+        ("repository", "repository"),
+    ] {
+        if let Some(t) = text(key) {
+            fields.push((label, t.to_string()));
+        }
+    }
+    let names = |key: &str, inner: Option<&str>| -> Vec<String> {
+        v.manifest
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| match inner {
+                        Some(k) => x.get(k).and_then(Value::as_str),
+                        None => x.as_str(),
+                    })
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let keywords = names("keywords", None);
+    if !keywords.is_empty() {
+        fields.push(("keywords", keywords.join(", ")));
+    }
+    let capabilities = names("capabilities", Some("name"));
+    if !capabilities.is_empty() {
+        fields.push(("capabilities", capabilities.join(", ")));
+    }
+    if v.yanked {
+        fields.push((
+            "yanked",
+            v.yank_reason
+                .clone()
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| "yes".into()),
+        ));
+    }
+    if let Some(d) = &v.deprecated {
+        fields.push(("deprecated", d.clone()));
+    }
+    let width = fields.iter().map(|(l, _)| l.len()).max().unwrap_or(0) + 2;
+    for (label, value) in fields {
+        lines.push(format!("{label:<width$}{value}"));
+    }
+
+    lines.push(String::new());
+    lines.push("versions:".into());
+    let rows: Vec<Vec<String>> = agent
+        .versions
+        .iter()
+        .rev()
+        .map(|s| {
+            let mut notes = Vec::new();
+            if agent.latest.as_deref() == Some(s.version.as_str()) {
+                notes.push("latest".to_string());
+            }
+            if s.yanked {
+                notes.push(match s.yank_reason.as_deref().filter(|r| !r.is_empty()) {
+                    Some(r) => format!("yanked: {}", output::truncate(r, 60)),
+                    None => "yanked".into(),
+                });
+            }
+            if let Some(d) = &s.deprecated {
+                notes.push(format!("deprecated: {}", output::truncate(d, 60)));
+            }
+            if s.key_revoked_at.is_some() {
+                notes.push("key revoked".into());
+            }
+            vec![
+                s.version.clone(),
+                output::format_time_ms(s.published_at),
+                s.downloads.to_string(),
+                notes.join("; "),
+            ]
+        })
+        .collect();
+    for line in output::table(&["VERSION", "PUBLISHED", "DOWNLOADS", "NOTES"], &rows) {
+        lines.push(format!("  {line}"));
+    }
+    lines
+}

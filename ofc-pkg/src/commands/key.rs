@@ -1,0 +1,209 @@
+//! `ofc key register|list|revoke`: the publisher keys of a namespace on the hub
+//! (`/api/v1/namespaces/{ns}/keys`). The hub accepts a publish only when an active key of the
+//! namespace signed it.
+
+use anyhow::Result;
+use index_schema::name::check_publisher;
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::cli::{KeyCommand, KeyListArgs, KeyRegisterArgs, KeyRevokeArgs};
+use crate::config::Paths;
+use crate::hub::{self, Hub};
+use crate::keys;
+use crate::output::{self, ExitStatus, Output, UserError};
+
+/// A key as the hub lists it.
+#[derive(Debug, Deserialize)]
+struct KeyRow {
+    key_id: String,
+    public_key: String,
+    #[serde(default)]
+    added_by: String,
+    added_at: i64,
+    revoked_at: Option<i64>,
+    #[serde(default)]
+    revoked_by: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct KeyList {
+    keys: Vec<KeyRow>,
+}
+
+/// Runs the verb.
+pub fn run(cmd: &KeyCommand, out: &mut Output) -> Result<ExitStatus> {
+    let paths = Paths::from_env()?;
+    let hub = Hub::from_env(&paths)?;
+    let rt = hub::runtime()?;
+    match cmd {
+        KeyCommand::Register(args) => rt.block_on(register(&paths, &hub, args, out)),
+        KeyCommand::List(args) => rt.block_on(list(&hub, args, out)),
+        KeyCommand::Revoke(args) => rt.block_on(revoke(&hub, args, out)),
+    }
+}
+
+/// The namespace given (checked), else the caller's own.
+async fn namespace(hub: &Hub, given: Option<&str>, what: &str) -> Result<String> {
+    if let Some(ns) = given {
+        return check_publisher(ns).map_err(|e| {
+            UserError::new(format!("invalid namespace `{ns}`: {e}"))
+                .hint("a namespace is a publisher name such as `acme`")
+                .into()
+        });
+    }
+    hub.require_token(what)?;
+    hub.me().await?.default_namespace()
+}
+
+async fn register(
+    paths: &Paths,
+    hub: &Hub,
+    args: &KeyRegisterArgs,
+    out: &mut Output,
+) -> Result<ExitStatus> {
+    // The public key comes from the secret key itself, so what is registered is what signs.
+    let public = keys::load(paths, &args.key)?.public_key();
+    hub.require_token("registering a key")?;
+    let ns = namespace(hub, args.namespace.as_deref(), "registering a key").await?;
+    let rb = hub
+        .request(Method::POST, &format!("/api/v1/namespaces/{ns}/keys"))
+        .json(&json!({ "public_key": public.to_string() }));
+    let row: KeyRow = match hub.send(rb).await {
+        Ok(resp) => resp.json().await.map_err(|e| hub.unreachable(e))?,
+        Err(e) => {
+            return Err(hub::refused(
+                e,
+                format!("cannot register key `{}` for `{ns}`", args.key),
+                |he| match he.code.as_deref() {
+                    Some("key_exists") => {
+                        vec![format!("it is registered already; see `ofc key list {ns}`")]
+                    }
+                    Some("namespace_not_found") => {
+                        vec!["check the name, or pass --namespace".to_string()]
+                    }
+                    _ if he.status.as_u16() == 403 => vec![format!(
+                        "registering keys needs the `manage-keys` scope and the owner role in `{ns}`"
+                    )],
+                    _ => Vec::new(),
+                },
+            ));
+        }
+    };
+    if out.json {
+        out.json_value(&json!({
+            "namespace": ns,
+            "key": args.key,
+            "keyId": row.key_id,
+            "publicKey": row.public_key,
+            "addedAt": row.added_at,
+        }));
+    } else {
+        out.data(&format!(
+            "registered key {} (`{}`) for namespace {ns}",
+            row.key_id, args.key
+        ));
+        out.status(&format!(
+            "the hub now accepts agents of `{ns}` signed with it; publish with `ofc publish --key {}`",
+            args.key
+        ));
+    }
+    Ok(ExitStatus::Success)
+}
+
+async fn list(hub: &Hub, args: &KeyListArgs, out: &mut Output) -> Result<ExitStatus> {
+    let ns = namespace(hub, args.namespace.as_deref(), "finding your namespace").await?;
+    let listed: KeyList =
+        hub.get_json(&format!("/api/v1/namespaces/{ns}/keys"))
+            .await
+            .map_err(|e| {
+                hub::refused(e, format!("cannot list the keys of `{ns}`"), |he| match he
+                    .code
+                    .as_deref()
+                {
+                    Some("namespace_not_found") => vec!["check the namespace's name".to_string()],
+                    _ => Vec::new(),
+                })
+            })?;
+    if out.json {
+        let keys: Vec<_> = listed
+            .keys
+            .iter()
+            .map(|k| {
+                json!({
+                    "keyId": k.key_id,
+                    "publicKey": k.public_key,
+                    "addedBy": k.added_by,
+                    "addedAt": k.added_at,
+                    "revokedAt": k.revoked_at,
+                    "revokedBy": k.revoked_by,
+                })
+            })
+            .collect();
+        out.json_value(&json!({ "namespace": ns, "keys": keys }));
+        return Ok(ExitStatus::Success);
+    }
+    if listed.keys.is_empty() {
+        out.status(&format!("namespace `{ns}` has no keys"));
+        out.hints(&["create one with `ofc keygen`, then `ofc key register`"]);
+        return Ok(ExitStatus::Success);
+    }
+    let rows: Vec<Vec<String>> = listed
+        .keys
+        .iter()
+        .map(|k| {
+            vec![
+                k.key_id.clone(),
+                output::format_time_ms(k.added_at),
+                k.revoked_at
+                    .map(output::format_time_ms)
+                    .unwrap_or_else(|| "-".into()),
+                k.added_by.clone(),
+            ]
+        })
+        .collect();
+    for line in output::table(&["KEY ID", "CREATED", "REVOKED", "ADDED BY"], &rows) {
+        out.data(&line);
+    }
+    Ok(ExitStatus::Success)
+}
+
+async fn revoke(hub: &Hub, args: &KeyRevokeArgs, out: &mut Output) -> Result<ExitStatus> {
+    let id = args.key_id.trim().to_ascii_lowercase();
+    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(UserError::new(format!(
+            "invalid key id `{}`: a key id is 32 hex digits",
+            args.key_id
+        ))
+        .hint("`ofc key list` shows the ids")
+        .into());
+    }
+    hub.require_token("revoking a key")?;
+    let ns = namespace(hub, args.namespace.as_deref(), "revoking a key").await?;
+    hub.send(hub.request(
+        Method::DELETE,
+        &format!("/api/v1/namespaces/{ns}/keys/{id}"),
+    ))
+    .await
+    .map_err(|e| {
+        hub::refused(
+            e,
+            format!("cannot revoke key {id} of `{ns}`"),
+            |he| match he.status.as_u16() {
+                404 => vec![format!("`ofc key list {ns}` shows the namespace's keys")],
+                403 => vec![format!(
+                    "revoking keys needs the `manage-keys` scope and the owner role in `{ns}`"
+                )],
+                _ => Vec::new(),
+            },
+        )
+    })?;
+    if out.json {
+        out.json_value(&json!({ "namespace": ns, "keyId": id, "revoked": true }));
+    } else {
+        out.data(&format!("revoked key {id} of namespace {ns}"));
+        out.status("it signs nothing new; versions it signed stay and show the revocation");
+    }
+    Ok(ExitStatus::Success)
+}

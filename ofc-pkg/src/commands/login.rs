@@ -1,0 +1,165 @@
+//! `ofc login [--hub URL] [--token-stdin | --token T | --username U --password-stdin]`: checks a
+//! token with the hub (`GET /api/v1/me`) and stores it for that hub in `credentials.toml` (mode
+//! 0600). With a user name and password, the hub mints the token (`POST /api/v1/login`). The
+//! token is never printed.
+
+use std::io::{IsTerminal as _, Read as _};
+
+use anyhow::{Context as _, Result, bail};
+use reqwest::{Method, StatusCode};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::cli::LoginArgs;
+use crate::config::{self, Paths};
+use crate::credentials::{self, Credentials, HubCredentials, TOKEN_ENV, TokenSource};
+use crate::hub::{self, Hub, Me};
+use crate::output::{ExitStatus, Output, UserError};
+
+/// What `POST /api/v1/login` answers (only the part ofc keeps).
+#[derive(Deserialize)]
+struct NewToken {
+    token: String,
+}
+
+impl std::fmt::Debug for NewToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NewToken { token: <redacted> }")
+    }
+}
+
+/// Runs the verb.
+pub fn run(args: &LoginArgs, out: &mut Output) -> Result<ExitStatus> {
+    let paths = Paths::from_env()?;
+    let url = hub::check_url(args.hub.as_deref().unwrap_or(&config::hub_url()))?;
+    let anonymous = Hub::new(url.clone(), None)?;
+
+    let rt = hub::runtime()?;
+    let token = match (&args.token, args.token_stdin, &args.username) {
+        (Some(t), _, _) => t.trim().to_string(),
+        (None, true, _) => read_stdin("the API token")?,
+        (None, false, Some(user)) => {
+            let password = read_stdin("the password")?;
+            rt.block_on(mint_token(&anonymous, user, &password))?
+        }
+        (None, false, None) => {
+            if std::io::stdin().is_terminal() {
+                return Err(UserError::new("no API token given")
+                    .hint("pipe it in: `ofc login --token-stdin < token-file`")
+                    .hint("or log in with `ofc login --username NAME --password-stdin`")
+                    .into());
+            }
+            read_stdin("the API token")?
+        }
+    };
+    credentials::check_token_shape(&token)?;
+
+    // The token is checked before it is stored: a typo never lands in the file.
+    let hub = Hub::new(url.clone(), Some((token.clone(), TokenSource::File)))?;
+    let me: Me = rt
+        .block_on(hub.me())
+        .map_err(|e| match hub::hub_error(&e) {
+            Some(he) if he.status == StatusCode::UNAUTHORIZED => anyhow::Error::new(he.clone())
+                .context(
+                    UserError::new(format!("the hub at {url} does not accept this token"))
+                        .hint("check that you copied the whole token and that it is for this hub")
+                        .hint(
+                            "tokens can expire or be revoked; create a new one, or log in with \
+                         `--username NAME --password-stdin`",
+                        ),
+                ),
+            _ => e,
+        })?;
+
+    let mut creds = Credentials::load(&paths)?;
+    creds.hubs.insert(
+        url.clone(),
+        HubCredentials {
+            token,
+            user: Some(me.user.clone()),
+        },
+    );
+    creds.save(&paths)?;
+
+    if out.json {
+        out.json_value(&json!({
+            "hub": url,
+            "user": me.user,
+            "admin": me.is_admin,
+            "namespaces": me.namespaces.iter()
+                .map(|n| json!({"name": n.name, "role": n.role}))
+                .collect::<Vec<_>>(),
+            "tokenId": me.token.id,
+            "tokenName": me.token.name,
+            "scopes": me.token.scopes,
+            "credentialsFile": credentials::file(&paths).display().to_string(),
+        }));
+    } else {
+        out.data(&format!(
+            "logged in to {url} as {}{}",
+            me.user,
+            if me.is_admin {
+                " (hub administrator)"
+            } else {
+                ""
+            }
+        ));
+        if !me.namespaces.is_empty() {
+            let list: Vec<String> = me
+                .namespaces
+                .iter()
+                .map(|n| format!("{} ({})", n.name, n.role))
+                .collect();
+            out.data(&format!("namespaces: {}", list.join(", ")));
+        }
+        out.status(&format!(
+            "token saved in {}",
+            credentials::file(&paths).display()
+        ));
+    }
+    if std::env::var_os(TOKEN_ENV).is_some_and(|t| !t.is_empty()) {
+        out.status(&format!(
+            "note: {TOKEN_ENV} is set and is used instead of the stored token until you unset it"
+        ));
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// Exchanges a user name and password for a new token.
+async fn mint_token(hub: &Hub, user: &str, password: &str) -> Result<String> {
+    let rb = hub
+        .request(Method::POST, "/api/v1/login")
+        .json(&json!({ "username": user, "password": password }));
+    let resp = hub.send(rb).await.map_err(|e| {
+        hub::refused(
+            e,
+            format!("cannot log in to {} as `{user}`", hub.url),
+            |he| match he.status.as_u16() {
+                401 => vec!["check the user name and password".to_string()],
+                _ => Vec::new(),
+            },
+        )
+    })?;
+    let t: NewToken = resp
+        .json()
+        .await
+        .with_context(|| format!("the hub at {} sent an unexpected login answer", hub.url))?;
+    Ok(t.token)
+}
+
+/// Reads a secret from standard input: everything up to EOF, without the final line break.
+fn read_stdin(what: &str) -> Result<String> {
+    let mut s = String::new();
+    std::io::stdin()
+        .take(64 * 1024)
+        .read_to_string(&mut s)
+        .with_context(|| format!("cannot read {what} from standard input"))?;
+    let s = s.trim_end_matches(['\n', '\r']).to_string();
+    if s.is_empty() {
+        bail!(UserError::new(format!(
+            "standard input held no {}",
+            what.trim_start_matches("the ")
+        )));
+    }
+    Ok(s)
+}

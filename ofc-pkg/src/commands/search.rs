@@ -1,0 +1,253 @@
+//! `ofc search [QUERY] [--capability C]… [--keyword K]… [--kind K] [--publisher P] [--sort S]
+//! [--limit N]`: asks the hub (`GET /api/v1/search`) and prints a table NAME VERSION DOWNLOADS
+//! TAGLINE, best hit first; `--json` prints the hub's answer as is.
+
+use anyhow::{Context as _, Result};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::cli::SearchArgs;
+use crate::config::Paths;
+use crate::hub::{self, Hub};
+use crate::output::{self, ExitStatus, Output, UserError};
+
+/// Tagline width when stdout is not a terminal: fixed, so captured output is the same anywhere.
+const PIPED_TAGLINE_WIDTH: usize = 60;
+
+/// Narrowest tagline column on a terminal.
+const MIN_TAGLINE_WIDTH: usize = 20;
+
+/// One hit, as much of it as the table shows.
+#[derive(Debug, Deserialize)]
+struct Hit {
+    name: String,
+    version: String,
+    #[serde(default)]
+    tagline: String,
+    #[serde(default)]
+    downloads: u64,
+    #[serde(default)]
+    deprecated: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct Page {
+    hits: Vec<Hit>,
+    #[serde(default)]
+    next_cursor: Option<String>,
+}
+
+/// Runs the verb.
+pub fn run(args: &SearchArgs, out: &mut Output) -> Result<ExitStatus> {
+    let params = query_params(args)?;
+    let paths = Paths::from_env()?;
+    let hub = Hub::from_env(&paths)?;
+    let rt = hub::runtime()?;
+    let answer: Value = rt
+        .block_on(async {
+            let rb = hub
+                .request(reqwest::Method::GET, "/api/v1/search")
+                .query(&params);
+            let resp = hub.send(rb).await?;
+            resp.json::<Value>().await.map_err(|e| hub.unreachable(e))
+        })
+        .map_err(|e| {
+            hub::refused(
+                e,
+                format!("the hub at {} refused the search", hub.url),
+                |he| match he.status.as_u16() {
+                    400 => vec!["check the flags the message names (`ofc search --help`)".into()],
+                    503 => vec!["this hub has search turned off; ask its operator".into()],
+                    _ => Vec::new(),
+                },
+            )
+        })?;
+    if out.json {
+        out.json_value(&answer);
+        return Ok(ExitStatus::Success);
+    }
+    let page: Page = serde_json::from_value(answer).with_context(|| {
+        format!(
+            "the hub at {} sent a search answer ofc does not understand",
+            hub.url
+        )
+    })?;
+    if page.hits.is_empty() {
+        out.status(&no_match_message(args));
+        out.hints(&[if has_filters(args) {
+            "try fewer words, or drop a filter"
+        } else {
+            "try fewer or other words"
+        }]);
+        return Ok(ExitStatus::Success);
+    }
+    for line in render(&page.hits, output::stdout_width()) {
+        out.data(&line);
+    }
+    if page.next_cursor.is_some() {
+        out.status(&format!(
+            "showing the first {}; narrow the query or raise --limit (at most 100) to see more",
+            page.hits.len()
+        ));
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// The query string, checked enough that a mistake is named here rather than by the hub.
+fn query_params(args: &SearchArgs) -> Result<Vec<(&'static str, String)>> {
+    let mut params = Vec::new();
+    if let Some(q) = args
+        .query
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+    {
+        if q.len() > 1024 {
+            return Err(UserError::new(format!(
+                "the query is {} bytes long; the hub takes at most 1024",
+                q.len()
+            ))
+            .into());
+        }
+        params.push(("q", q.to_string()));
+    }
+    for (flag, key, values) in [
+        ("--capability", "capability", &args.capability),
+        ("--keyword", "keyword", &args.keyword),
+    ] {
+        if values.is_empty() {
+            continue;
+        }
+        for v in values {
+            if v.trim().is_empty() || v.contains(',') {
+                return Err(UserError::new(format!(
+                    "invalid {flag} `{v}`: give one non-empty value per flag"
+                ))
+                .hint(format!("repeat the flag for several: `{flag} a {flag} b`"))
+                .into());
+            }
+        }
+        let joined: Vec<&str> = values.iter().map(|v| v.trim()).collect();
+        params.push((key, joined.join(",")));
+    }
+    if let Some(k) = &args.kind {
+        params.push(("kind", k.trim().to_string()));
+    }
+    if let Some(p) = &args.publisher {
+        params.push(("publisher", p.trim().to_string()));
+    }
+    params.push(("sort", args.sort.as_str().to_string()));
+    params.push(("limit", args.limit.to_string()));
+    Ok(params)
+}
+
+fn has_filters(args: &SearchArgs) -> bool {
+    !args.capability.is_empty()
+        || !args.keyword.is_empty()
+        || args.kind.is_some()
+        || args.publisher.is_some()
+}
+
+fn no_match_message(args: &SearchArgs) -> String {
+    let mut what = Vec::new();
+    if let Some(q) = args
+        .query
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+    {
+        what.push(format!("\"{q}\""));
+    }
+    for c in &args.capability {
+        what.push(format!("capability {c}"));
+    }
+    for k in &args.keyword {
+        what.push(format!("keyword {k}"));
+    }
+    if let Some(k) = &args.kind {
+        what.push(format!("kind {k}"));
+    }
+    if let Some(p) = &args.publisher {
+        what.push(format!("publisher {p}"));
+    }
+    if what.is_empty() {
+        "the hub has no agents yet".into()
+    } else {
+        format!("no agents match {}", what.join(", "))
+    }
+}
+
+/// The table; the tagline is cut to what fits `width` (or to a fixed width off a terminal).
+fn render(hits: &[Hit], width: Option<usize>) -> Vec<String> {
+    let name_w = hits
+        .iter()
+        .map(|h| h.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let version_w = hits
+        .iter()
+        .map(|h| h.version.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    let downloads_w = hits
+        .iter()
+        .map(|h| h.downloads.to_string().len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    let tagline_w = match width {
+        Some(w) => w
+            .saturating_sub(name_w + version_w + downloads_w + 6)
+            .max(MIN_TAGLINE_WIDTH),
+        None => PIPED_TAGLINE_WIDTH,
+    };
+    let rows: Vec<Vec<String>> = hits
+        .iter()
+        .map(|h| {
+            let tagline = if h.deprecated {
+                format!("[deprecated] {}", h.tagline)
+            } else {
+                h.tagline.clone()
+            };
+            vec![
+                h.name.clone(),
+                h.version.clone(),
+                h.downloads.to_string(),
+                output::truncate(&tagline, tagline_w),
+            ]
+        })
+        .collect();
+    output::table(&["NAME", "VERSION", "DOWNLOADS", "TAGLINE"], &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(name: &str, tagline: &str, downloads: u64) -> Hit {
+        Hit {
+            name: name.into(),
+            version: "1.0.0".into(),
+            tagline: tagline.into(),
+            downloads,
+            deprecated: false,
+        }
+    }
+
+    #[test]
+    fn taglines_fit_the_terminal_or_a_fixed_width() {
+        let long = "word ".repeat(40);
+        let hits = [hit("a/b", &long, 3), hit("acme/data", "short", 12345)];
+        let piped = render(&hits, None);
+        assert_eq!(piped[0], "NAME       VERSION  DOWNLOADS  TAGLINE");
+        assert_eq!(piped[1].chars().count(), 11 + 9 + 11 + PIPED_TAGLINE_WIDTH);
+        assert!(piped[1].ends_with('…'));
+        let term = render(&hits, Some(80));
+        assert!(term.iter().all(|l| l.chars().count() <= 80), "{term:#?}");
+        let narrow = render(&hits, Some(10));
+        assert!(narrow[1].ends_with('…'));
+        assert_eq!(narrow[2], "acme/data  1.0.0    12345      short");
+    }
+}

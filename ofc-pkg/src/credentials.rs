@@ -1,0 +1,204 @@
+//! Hub credentials: `<config>/credentials.toml`, mode 0600, one token per hub URL.
+//!
+//! ```toml
+//! # Written by `ofc login`. Keep this file private.
+//! [hubs."http://127.0.0.1:8733"]
+//! token = "ofc_…"
+//! user = "alice"
+//! ```
+//!
+//! `OFC_TOKEN` overrides the file for every hub. Tokens never appear in logs or output.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::config::Paths;
+use crate::output::UserError;
+
+/// Environment variable holding an API token; wins over the credentials file.
+pub const TOKEN_ENV: &str = "OFC_TOKEN";
+
+/// The name of the credentials file inside the config directory.
+pub const FILE_NAME: &str = "credentials.toml";
+
+/// What is stored for one hub.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HubCredentials {
+    /// The API token (`ofc_…`).
+    pub token: String,
+    /// Who the hub said the token belongs to, for display.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    /// By hub URL (no trailing slash).
+    #[serde(default)]
+    pub hubs: BTreeMap<String, HubCredentials>,
+}
+
+/// Where the file lives.
+pub fn file(paths: &Paths) -> PathBuf {
+    paths.config.join(FILE_NAME)
+}
+
+impl Credentials {
+    /// Reads the file; a missing file is empty.
+    pub fn load(paths: &Paths) -> Result<Self> {
+        let path = file(paths);
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        toml::from_str(&text).map_err(|e| {
+            UserError::new(format!(
+                "{} is not a valid credentials file: {e}",
+                path.display()
+            ))
+            .hint("fix it, or remove it and run `ofc login` again")
+            .into()
+        })
+    }
+
+    /// Writes the file atomically with mode 0600 (created that way, never widened).
+    pub fn save(&self, paths: &Paths) -> Result<()> {
+        let path = file(paths);
+        let dir = path.parent().expect("credentials file has a parent");
+        create_private_dir(dir)?;
+        let mut text = String::from("# Written by `ofc login`. Keep this file private.\n");
+        text.push_str(&toml::to_string(self).context("cannot encode credentials")?);
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".credentials-")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot write in {}", dir.display()))?;
+        // tempfile creates files 0600 on Unix; say so explicitly anyway.
+        set_private(tmp.path())?;
+        tmp.write_all(text.as_bytes())?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&path)
+            .map_err(|e| e.error)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(())
+    }
+
+    /// The token stored for `hub`.
+    pub fn token_for(&self, hub: &str) -> Option<&HubCredentials> {
+        self.hubs.get(hub.trim_end_matches('/'))
+    }
+}
+
+/// Where a token came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenSource {
+    /// `OFC_TOKEN`.
+    Env,
+    /// The credentials file.
+    File,
+}
+
+/// The token to use for `hub`: `OFC_TOKEN`, else the credentials file.
+pub fn token(paths: &Paths, hub: &str) -> Result<Option<(String, TokenSource)>> {
+    if let Some(t) = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()) {
+        return Ok(Some((t, TokenSource::Env)));
+    }
+    Ok(Credentials::load(paths)?
+        .token_for(hub)
+        .map(|c| (c.token.clone(), TokenSource::File)))
+}
+
+/// Creates `dir` (and parents) with mode 0700 for the last component.
+pub fn create_private_dir(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    #[cfg(not(unix))]
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(())
+}
+
+fn set_private(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot restrict {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Refuses a token that cannot be one (so a pasted password or URL is not stored).
+pub fn check_token_shape(token: &str) -> Result<()> {
+    if token.is_empty()
+        || token.len() > 512
+        || token.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        bail!(UserError::new("that does not look like an API token").hint(
+            "create one on the hub (`POST /api/v1/tokens`) or log in with a user name and password"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_with_private_mode() {
+        let home = tempfile::tempdir().unwrap();
+        let paths = Paths::under(home.path());
+        let mut c = Credentials::default();
+        c.hubs.insert(
+            "http://h:1".into(),
+            HubCredentials {
+                token: "ofc_x".into(),
+                user: Some("u".into()),
+            },
+        );
+        c.save(&paths).unwrap();
+        assert_eq!(Credentials::load(&paths).unwrap(), c);
+        assert_eq!(
+            Credentials::load(&paths)
+                .unwrap()
+                .token_for("http://h:1/")
+                .unwrap()
+                .token,
+            "ofc_x"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = fs::metadata(file(&paths)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn a_broken_file_names_itself() {
+        let home = tempfile::tempdir().unwrap();
+        let paths = Paths::under(home.path());
+        fs::create_dir_all(&paths.config).unwrap();
+        fs::write(file(&paths), "hubs = 3\n").unwrap();
+        let e = Credentials::load(&paths).unwrap_err().to_string();
+        assert!(e.contains("credentials.toml"), "{e}");
+    }
+}

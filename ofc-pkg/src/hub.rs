@@ -1,0 +1,457 @@
+//! The hub's JSON API as the client sees it: one [`Hub`] per command, errors turned into
+//! messages with hints (unreachable hub, missing or refused token, not found).
+//!
+//! Verbs are synchronous; they run the async client on [`runtime`].
+
+use std::time::Duration;
+
+use anyhow::{Result, anyhow};
+use reqwest::{Method, StatusCode};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::config::{self, Paths};
+use crate::credentials::{self, TokenSource};
+use crate::output::UserError;
+
+/// How long to wait for the hub to accept a connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A runtime for one command: two workers, enough for parallel downloads plus hashing.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow!(e).context("cannot start the async runtime"))
+}
+
+/// A client of one hub.
+#[derive(Debug, Clone)]
+pub struct Hub {
+    /// The hub's base URL, no trailing slash.
+    pub url: String,
+    token: Option<(String, TokenSource)>,
+    client: reqwest::Client,
+}
+
+/// A refusal from the hub: status, its stable error code and message.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the hub answered {status}: {message}")]
+pub struct HubError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// The hub's machine-readable code (`not_found`, `version_exists`, …), if it gave one.
+    pub code: Option<String>,
+    /// The hub's message, or the start of the body.
+    pub message: String,
+}
+
+impl Hub {
+    /// The hub of `OFC_HUB` with the token of `OFC_TOKEN` or the credentials file.
+    pub fn from_env(paths: &Paths) -> Result<Self> {
+        Self::with_stored_token(paths, &config::hub_url())
+    }
+
+    /// The hub at `url` with the token of `OFC_TOKEN` or the one stored for `url`.
+    pub fn with_stored_token(paths: &Paths, url: &str) -> Result<Self> {
+        let url = check_url(url)?;
+        let token = credentials::token(paths, &url)?;
+        Self::new(url, token)
+    }
+
+    /// A client of `url` with an optional token. Refuses a URL that is not `http(s)://…`.
+    pub fn new(url: String, token: Option<(String, TokenSource)>) -> Result<Self> {
+        let url = check_url(&url)?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .user_agent(concat!("ofc/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| anyhow!(e).context("cannot build the HTTP client"))?;
+        Ok(Self { url, token, client })
+    }
+
+    /// The underlying HTTP client (for streaming downloads and probes).
+    pub fn http(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// Whether a token is configured.
+    pub fn has_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// Where the token came from, if any.
+    pub fn token_source(&self) -> Option<TokenSource> {
+        self.token.as_ref().map(|(_, s)| *s)
+    }
+
+    /// `{hub}{path}`; `path` starts with `/`.
+    pub fn endpoint(&self, path: &str) -> String {
+        format!("{}{path}", self.url)
+    }
+
+    /// A request with the token attached when there is one.
+    pub fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        let rb = self.client.request(method, self.endpoint(path));
+        match &self.token {
+            Some((t, _)) => rb.bearer_auth(t),
+            None => rb,
+        }
+    }
+
+    /// Fails with a login hint when no token is configured.
+    pub fn require_token(&self, what: &str) -> Result<()> {
+        if self.token.is_none() {
+            return Err(
+                UserError::new(format!("{what} needs an API token for {}", self.url))
+                    .hint("run `ofc login` (or set OFC_TOKEN)")
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Sends `rb` and maps transport failures and non-2xx answers to errors with hints.
+    pub async fn send(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response> {
+        let resp = rb.send().await.map_err(|e| self.unreachable(e))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let body = resp.text().await.unwrap_or_default();
+        Err(self.refusal(status, &body))
+    }
+
+    /// GET `path` as JSON.
+    pub async fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+        let resp = self.send(self.request(Method::GET, path)).await?;
+        self.decode(resp, path).await
+    }
+
+    /// `method path` with an optional JSON body; the answer as JSON (`null` when empty).
+    pub async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
+        let mut rb = self.request(method, path);
+        if let Some(b) = body {
+            rb = rb.json(b);
+        }
+        let resp = self.send(rb).await?;
+        let bytes = resp.bytes().await.map_err(|e| self.unreachable(e))?;
+        if bytes.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            anyhow!(e).context(format!(
+                "the hub at {} sent invalid JSON for {path}",
+                self.url
+            ))
+        })
+    }
+
+    async fn decode<T: DeserializeOwned>(&self, resp: reqwest::Response, path: &str) -> Result<T> {
+        let bytes = resp.bytes().await.map_err(|e| self.unreachable(e))?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            anyhow!(e).context(format!(
+                "the hub at {} sent an answer ofc does not understand for {path}",
+                self.url
+            ))
+        })
+    }
+
+    /// The error for a request that never got an answer.
+    pub fn unreachable(&self, e: reqwest::Error) -> anyhow::Error {
+        let what = if e.is_timeout() {
+            "timed out talking to the hub at"
+        } else {
+            "cannot reach the hub at"
+        };
+        // reqwest errors include the URL, never the token.
+        anyhow!(e).context(UserError::new(format!("{what} {}", self.url)).hint(format!(
+            "is the hub running? set {} to choose another hub",
+            config::HUB_ENV
+        )))
+    }
+
+    /// The error for a non-2xx answer, with hints by status.
+    pub fn refusal(&self, status: StatusCode, body: &str) -> anyhow::Error {
+        let parsed: Option<Value> = serde_json::from_str(body).ok();
+        let code = parsed
+            .as_ref()
+            .and_then(|v| v.get("code"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let message = parsed
+            .as_ref()
+            .and_then(|v| v.get("message"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| {
+                let t: String = body.chars().take(300).collect();
+                if t.trim().is_empty() {
+                    status.canonical_reason().unwrap_or("no reason").to_string()
+                } else {
+                    t
+                }
+            });
+        let err = HubError {
+            status,
+            code,
+            message,
+        };
+        let mut hint = UserError::new(format!("request to {} failed", self.url));
+        // A 403 about rights (not, say, an untrusted signing key, which is also 403).
+        let about_rights = matches!(
+            err.code.as_deref(),
+            None | Some(
+                "forbidden"
+                    | "forbidden_scope"
+                    | "forbidden_namespace"
+                    | "not_member"
+                    | "forbidden_role"
+                    | "admin_only"
+            )
+        );
+        hint = match (status.as_u16(), self.token_source()) {
+            (401, None) => hint.hint("log in with `ofc login` (or set OFC_TOKEN)"),
+            (401, Some(TokenSource::Env)) => {
+                hint.hint("OFC_TOKEN is missing, expired or revoked; unset it or set a valid one")
+            }
+            (401, Some(TokenSource::File)) => {
+                hint.hint("the stored token is expired or revoked; run `ofc login` again")
+            }
+            (403, _) if about_rights => {
+                hint.hint("the token lacks the rights for this; ask a namespace owner")
+            }
+            (429, _) => hint.hint("the hub is rate-limiting; wait a little and retry"),
+            (s, _) if s >= 500 => hint.hint("the hub failed; try again, or tell its operator"),
+            _ => hint,
+        };
+        if hint.hints.is_empty() {
+            anyhow!(err)
+        } else {
+            anyhow!(err).context(hint)
+        }
+    }
+}
+
+/// The hub error inside `e`, if the hub answered with one.
+pub fn hub_error(e: &anyhow::Error) -> Option<&HubError> {
+    e.chain().find_map(|c| c.downcast_ref::<HubError>())
+}
+
+/// Says what was refused: a refusal in `e` becomes `what` caused by the hub's answer, with the
+/// refusal's hints (token, rate limit, …) followed by `extra(refusal)`. Errors without an answer
+/// (unreachable hub) pass through unchanged: their message already says what happened.
+pub fn refused(
+    e: anyhow::Error,
+    what: impl Into<String>,
+    extra: impl FnOnce(&HubError) -> Vec<String>,
+) -> anyhow::Error {
+    let Some(he) = hub_error(&e).cloned() else {
+        return e;
+    };
+    let mut user = UserError::new(what);
+    user.hints = crate::output::hints_of(&e);
+    user.hints.extend(extra(&he));
+    anyhow!(he).context(user)
+}
+
+/// A hub URL as ofc stores and shows it: `http(s)://host[:port][/path]`, no trailing slash.
+pub fn check_url(url: &str) -> Result<String> {
+    let trimmed = url.trim().trim_end_matches('/');
+    let bad = |why: String| -> anyhow::Error {
+        UserError::new(format!("invalid hub URL `{url}`: {why}"))
+            .hint(format!(
+                "give a URL such as {} (in {} or --hub)",
+                config::DEFAULT_HUB,
+                config::HUB_ENV
+            ))
+            .into()
+    };
+    let parsed = reqwest::Url::parse(trimmed).map_err(|e| bad(e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(bad(format!(
+            "the scheme is `{}`, not http or https",
+            parsed.scheme()
+        )));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(bad("it has no host".into()));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(bad(
+            "it carries a user name or password; use `ofc login` for credentials".into(),
+        ));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(bad("it has a query or fragment".into()));
+    }
+    Ok(trimmed.to_string())
+}
+
+/// `GET /api/v1/me`: who a token belongs to.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Me {
+    /// User name.
+    pub user: String,
+    /// Site administrator.
+    #[serde(default)]
+    pub is_admin: bool,
+    /// The namespaces the user belongs to, with their role.
+    #[serde(default)]
+    pub namespaces: Vec<MyNamespace>,
+    /// The token used for the request.
+    pub token: MyToken,
+}
+
+/// A namespace in [`Me`].
+#[derive(Debug, Clone, Deserialize)]
+pub struct MyNamespace {
+    /// Name.
+    pub name: String,
+    /// `owner`, `maintainer` or `publisher`.
+    pub role: String,
+}
+
+/// The token in [`Me`] (never its secret).
+#[derive(Debug, Clone, Deserialize)]
+pub struct MyToken {
+    /// Id, for revoking it.
+    pub id: i64,
+    /// Label.
+    pub name: String,
+    /// Scopes.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// Namespace patterns.
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    /// Unix ms.
+    #[serde(default)]
+    pub expires_at: Option<i64>,
+}
+
+impl Hub {
+    /// Who the token belongs to (`GET /api/v1/me`); needs a token.
+    pub async fn me(&self) -> Result<Me> {
+        self.require_token("asking the hub who you are")?;
+        self.get_json("/api/v1/me").await
+    }
+}
+
+impl Me {
+    /// The namespace a user acts in when none is named: the one called like the user (what
+    /// `ofc-hub admin create-user` makes), else their only namespace.
+    pub fn default_namespace(&self) -> Result<String> {
+        if let Some(ns) = self.namespaces.iter().find(|n| n.name == self.user) {
+            return Ok(ns.name.clone());
+        }
+        match self.namespaces.as_slice() {
+            [only] => Ok(only.name.clone()),
+            [] => Err(
+                UserError::new(format!("`{}` is not a member of any namespace", self.user))
+                    .hint("ask a namespace owner to add you, or pass --namespace")
+                    .into(),
+            ),
+            many => Err(UserError::new(format!(
+                "`{}` belongs to {} namespaces ({}); which one?",
+                self.user,
+                many.len(),
+                many.iter()
+                    .map(|n| n.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .hint("pass --namespace NS")
+            .into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_keep_the_hub_message_and_add_hints() {
+        let hub = Hub::new("http://h:1/".into(), None).unwrap();
+        assert_eq!(hub.url, "http://h:1");
+        let e = hub.refusal(
+            StatusCode::UNAUTHORIZED,
+            r#"{"code":"unauthenticated","message":"a token is needed"}"#,
+        );
+        let he = hub_error(&e).unwrap();
+        assert_eq!(he.code.as_deref(), Some("unauthenticated"));
+        assert_eq!(he.message, "a token is needed");
+        let hints = crate::output::hints_of(&e);
+        assert!(hints[0].contains("ofc login"), "{hints:?}");
+
+        let e = hub.refusal(StatusCode::NOT_FOUND, "");
+        assert_eq!(hub_error(&e).unwrap().message, "Not Found");
+    }
+
+    #[test]
+    fn refused_names_the_operation_and_keeps_every_hint() {
+        let hub = Hub::new("http://h:1".into(), None).unwrap();
+        let e = hub.refusal(
+            StatusCode::UNAUTHORIZED,
+            r#"{"code":"unauthenticated","message":"a token is needed"}"#,
+        );
+        let e = refused(e, "cannot yank a/b@1.0.0", |he| {
+            vec![format!("code was {}", he.code.as_deref().unwrap_or("-"))]
+        });
+        assert_eq!(e.to_string(), "cannot yank a/b@1.0.0");
+        let u = e.downcast_ref::<UserError>().unwrap();
+        assert!(u.hints[0].contains("ofc login"), "{:?}", u.hints);
+        assert_eq!(u.hints[1], "code was unauthenticated");
+        assert_eq!(hub_error(&e).unwrap().status, StatusCode::UNAUTHORIZED);
+    }
+
+    #[test]
+    fn hub_urls_are_checked_and_normalised() {
+        assert_eq!(check_url("http://h:1/").unwrap(), "http://h:1");
+        assert_eq!(
+            check_url("https://hub.example/ofc").unwrap(),
+            "https://hub.example/ofc"
+        );
+        for bad in [
+            "h:1",
+            "ftp://h",
+            "http://u:p@h",
+            "http://h/?q=1",
+            "not a url",
+            "",
+        ] {
+            let e = check_url(bad).unwrap_err().to_string();
+            assert!(e.contains("invalid hub URL"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_default_namespace_is_the_users_own_or_the_only_one() {
+        let me = |user: &str, ns: &[&str]| Me {
+            user: user.into(),
+            is_admin: false,
+            namespaces: ns
+                .iter()
+                .map(|n| MyNamespace {
+                    name: (*n).into(),
+                    role: "owner".into(),
+                })
+                .collect(),
+            token: MyToken {
+                id: 1,
+                name: "t".into(),
+                scopes: vec![],
+                namespaces: vec![],
+                expires_at: None,
+            },
+        };
+        assert_eq!(me("al", &["x", "al"]).default_namespace().unwrap(), "al");
+        assert_eq!(me("al", &["x"]).default_namespace().unwrap(), "x");
+        assert!(me("al", &[]).default_namespace().is_err());
+        let e = me("al", &["x", "y"]).default_namespace().unwrap_err();
+        assert!(e.to_string().contains("x, y"), "{e}");
+    }
+}

@@ -1,0 +1,1034 @@
+//! Pulling agents into the verified cache.
+//!
+//! For each reference, in parallel:
+//!
+//! 1. **Resolve.** A locked entry that satisfies the reference wins (no network when its
+//!    manifest and bundle are cached). Otherwise the hub's version list gives the highest
+//!    non-yanked version matching the selector (pre-releases only when the requirement names
+//!    one), an exact version, or the version whose manifest has the pinned `@sha256:` digest.
+//!    `--offline` resolves from the cache alone.
+//! 2. **Verify.** The signed envelope must verify with a key pinned for the publisher; the first
+//!    pull of a publisher pins the key that signed it (trust on first use). The signed manifest
+//!    must name the agent and version asked for and hash to the digest the hub listed (and the
+//!    lock recorded). A version lower than the highest pulled before, where that one should
+//!    match, is refused as a rollback.
+//! 3. **Fetch and install.** The bundle is streamed with progress, capped at the signed size,
+//!    hashed and compared with the signed digest before anything is unpacked; the cache unpacks
+//!    it safely into a temp dir and renames it into place under a per-entry lock. `remote`
+//!    sources are probed at `{endpoint}/ofc/info`; `local` paths are used in place.
+//! 4. **Record.** Pins and the highest version go to the trust store; the project's `ofc.lock`
+//!    gets the exact version, manifest digest, key and source.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use index_schema::envelope::{Envelope, EnvelopeError, KeyId, PublicKey, verify_manifest};
+use index_schema::lockfile::{LockedAgent, LockedSource, Lockfile};
+use index_schema::manifest::{Manifest, Source};
+use index_schema::name::{AgentName, Digest, Reference, VersionSelector};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use reqwest::Method;
+use semver::Version;
+use serde::Deserialize;
+
+use crate::cache::Cache;
+use crate::config::Paths;
+use crate::hub::Hub;
+use crate::output::UserError;
+use crate::project;
+use crate::trust::TrustStore;
+use crate::unpack::UnpackLimits;
+
+/// How long a `remote` agent may take to answer `/ofc/info`.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Largest `/ofc/info` document accepted.
+const MAX_INFO_BYTES: usize = 1024 * 1024;
+
+/// Environment variable capping the entries a bundle may unpack to.
+pub const MAX_ENTRIES_ENV: &str = "OFC_MAX_BUNDLE_ENTRIES";
+
+/// Environment variable capping the bytes a bundle may unpack to.
+pub const MAX_BYTES_ENV: &str = "OFC_MAX_BUNDLE_BYTES";
+
+/// The unpack limits: the defaults, lowered or raised by [`MAX_ENTRIES_ENV`] and
+/// [`MAX_BYTES_ENV`].
+pub fn limits_from_env() -> Result<UnpackLimits> {
+    let mut l = UnpackLimits::default();
+    let read = |var: &str| -> Result<Option<u64>> {
+        match std::env::var(var) {
+            Ok(v) if !v.is_empty() => v.parse::<u64>().map(Some).map_err(|_| {
+                UserError::new(format!("{var} must be a whole number, not `{v}`")).into()
+            }),
+            _ => Ok(None),
+        }
+    };
+    if let Some(n) = read(MAX_ENTRIES_ENV)? {
+        l.max_entries = n;
+    }
+    if let Some(n) = read(MAX_BYTES_ENV)? {
+        l.max_total_bytes = n;
+        l.max_file_bytes = l.max_file_bytes.min(n);
+    }
+    Ok(l)
+}
+
+/// How many agents are fetched at once.
+const PARALLEL: usize = 4;
+
+/// What to pull: an agent on a hub, or a local folder or file used in place.
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// `publisher/agent[@selector]`, optionally with a hub host.
+    Hub(Reference),
+    /// A path (`./dir`, `../x/agent.yaml`, `/abs`).
+    Local(PathBuf),
+}
+
+impl Request {
+    /// Parses a command-line argument: paths start with `.` or `/`.
+    pub fn parse(s: &str) -> Result<Request> {
+        if s.starts_with('.') || s.starts_with('/') {
+            return Ok(Request::Local(PathBuf::from(s)));
+        }
+        Reference::parse(s).map(Request::Hub).map_err(|e| {
+            UserError::new(format!("invalid reference `{s}`: {e}"))
+                .hint("write `publisher/agent`, `publisher/agent@^1.2`, `publisher/agent@1.2.3` or `publisher/agent@sha256:<hex>`; local folders start with `./`")
+                .into()
+        })
+    }
+}
+
+/// How to pull.
+#[derive(Debug, Clone, Default)]
+pub struct PullOptions {
+    /// Use the cache only; never the network.
+    pub offline: bool,
+    /// Refuse to change the lockfile.
+    pub locked: bool,
+    /// The project's lockfile; `None` outside a project.
+    pub lockfile: Option<PathBuf>,
+    /// Limits on what a bundle may unpack to.
+    pub limits: UnpackLimits,
+    /// Draw progress bars (stderr is a terminal and output is not JSON).
+    pub progress: bool,
+}
+
+/// Where a pulled agent came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// Fetched from the hub now.
+    Hub,
+    /// Everything was in the cache already.
+    Cache,
+    /// A local path.
+    Local,
+}
+
+/// What a pull installed.
+#[derive(Debug, Clone)]
+pub struct Pulled {
+    /// `publisher/agent`.
+    pub name: AgentName,
+    /// The exact version.
+    pub version: Version,
+    /// The signed manifest's digest (absent for local agents).
+    pub manifest_digest: Option<Digest>,
+    /// The publisher key that verified.
+    pub key_id: Option<KeyId>,
+    /// The key was pinned by this pull (first use).
+    pub pinned_now: bool,
+    /// What the source resolved to, as recorded in the lockfile.
+    pub source: LockedSource,
+    /// The unpacked files (bundle sources) or the local path.
+    pub path: Option<PathBuf>,
+    /// Where it came from.
+    pub origin: Origin,
+    /// Bytes downloaded.
+    pub downloaded: u64,
+    /// This pull unpacked the bundle (false when another pull had, or it was cached).
+    pub extracted: bool,
+    /// The hub it came from.
+    pub hub: Option<String>,
+}
+
+/// The outcome of a pull.
+#[derive(Debug)]
+pub struct PullReport {
+    /// One per request, in request order.
+    pub pulled: Vec<Pulled>,
+    /// The lockfile written, if it changed.
+    pub lockfile_written: Option<PathBuf>,
+}
+
+// ----- the hub's answers (only the fields used) -----
+
+#[derive(Debug, Deserialize)]
+struct AgentInfo {
+    versions: Vec<VersionSummary>,
+}
+
+#[derive(Debug, Deserialize)]
+struct VersionSummary {
+    version: String,
+    manifest_digest: String,
+    #[serde(default)]
+    yanked: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct VersionInfo {
+    envelope: serde_json::Value,
+    key: SigningKeyInfo,
+}
+
+#[derive(Debug, Deserialize)]
+struct SigningKeyInfo {
+    key_id: String,
+    public_key: Option<String>,
+}
+
+/// Pulls every request; fails on the first error (nothing half-installed stays visible).
+pub fn pull(
+    paths: &Paths,
+    hub: &Hub,
+    requests: &[Request],
+    opts: &PullOptions,
+) -> Result<PullReport> {
+    let cache = Cache::new(&paths.cache);
+    let lock = match &opts.lockfile {
+        Some(p) => project::read(p)?,
+        None => Lockfile::default(),
+    };
+    let progress = Progress::new(opts.progress);
+    let rt = crate::hub::runtime()?;
+    let pulled = rt.block_on(async {
+        let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(PARALLEL));
+        let mut tasks = Vec::new();
+        for r in requests {
+            let ctx = Ctx {
+                paths: paths.clone(),
+                hub: hub.clone(),
+                cache: cache.clone(),
+                lock: lock.clone(),
+                opts: opts.clone(),
+                progress: progress.clone(),
+            };
+            let r = r.clone();
+            let sem = sem.clone();
+            tasks.push(tokio::spawn(async move {
+                let _permit = sem.acquire_owned().await;
+                ctx.pull_one(&r).await
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.map_err(|e| anyhow!("a pull task failed: {e}"))??);
+        }
+        Ok::<_, anyhow::Error>(out)
+    })?;
+    progress.clear();
+
+    let mut lockfile_written = None;
+    if let Some(path) = &opts.lockfile {
+        let _guard = project::lock(path)?;
+        // Re-read under the lock: another pull in this project may have written meanwhile.
+        let mut current = project::read(path)?;
+        let before = current.clone();
+        for p in &pulled {
+            let entry = locked_entry(p, path);
+            if current.get(&p.name) == Some(&entry) {
+                continue;
+            }
+            if opts.locked {
+                bail!(
+                    UserError::new(format!(
+                        "{} would change: {} {} is not what it locks",
+                        path.display(),
+                        p.name,
+                        p.version
+                    ))
+                    .hint("run without --locked to update the lockfile")
+                );
+            }
+            current
+                .upsert(entry)
+                .map_err(|d| anyhow!("cannot record {} in {}: {d}", p.name, path.display()))?;
+        }
+        if current != before {
+            project::write(path, &current)?;
+            lockfile_written = Some(path.clone());
+        }
+    }
+    Ok(PullReport {
+        pulled,
+        lockfile_written,
+    })
+}
+
+fn locked_entry(p: &Pulled, lockfile: &Path) -> LockedAgent {
+    let mut source = p.source.clone();
+    if let LockedSource::Local { path, .. } = &mut source {
+        // Recorded relative to the lockfile's directory when possible.
+        let base = lockfile.parent().unwrap_or(Path::new("."));
+        if let (Ok(abs), Ok(base)) = (Path::new(path).canonicalize(), base.canonicalize())
+            && let Ok(rel) = abs.strip_prefix(&base)
+        {
+            *path = format!("./{}", rel.display());
+        }
+    }
+    LockedAgent {
+        name: p.name.clone(),
+        version: p.version.clone(),
+        manifest_digest: p.manifest_digest,
+        hub: p.hub.clone(),
+        signed_by: p.key_id,
+        source,
+    }
+}
+
+/// Everything one pull task needs.
+#[derive(Clone)]
+struct Ctx {
+    paths: Paths,
+    hub: Hub,
+    cache: Cache,
+    lock: Lockfile,
+    opts: PullOptions,
+    progress: Progress,
+}
+
+/// What resolution decided.
+struct Resolved {
+    version: Version,
+    /// The manifest digest the hub listed (or the lock recorded).
+    digest: Digest,
+}
+
+impl Ctx {
+    async fn pull_one(&self, req: &Request) -> Result<Pulled> {
+        match req {
+            Request::Local(path) => {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || pull_local(&path))
+                    .await
+                    .map_err(|e| anyhow!("local pull failed: {e}"))?
+            }
+            Request::Hub(r) => self.pull_ref(r).await.map_err(|e| {
+                let unreachable = e
+                    .chain()
+                    .any(|c| c.downcast_ref::<reqwest::Error>().is_some());
+                let mut u = UserError::new(format!("cannot pull {r}"));
+                if crate::hub::hub_error(&e).is_some_and(|h| h.status == reqwest::StatusCode::NOT_FOUND) {
+                    u = u.hint(format!(
+                        "check the name; `ofc search {}` lists agents with similar names",
+                        r.name().agent()
+                    ));
+                }
+                if unreachable {
+                    u = u.hint(
+                        "in a project whose ofc.lock holds it, a cached agent needs no hub; `--offline` pulls from the cache alone",
+                    );
+                }
+                crate::output::explain(e, u)
+            }),
+        }
+    }
+
+    fn hub_for(&self, r: &Reference) -> Result<Hub> {
+        let Some(host) = r.host() else {
+            return Ok(self.hub.clone());
+        };
+        let configured = self
+            .hub
+            .url
+            .split_once("://")
+            .map(|(_, rest)| rest)
+            .unwrap_or(&self.hub.url);
+        if configured.eq_ignore_ascii_case(host) {
+            return Ok(self.hub.clone());
+        }
+        Hub::new(format!("https://{host}"), None)
+    }
+
+    async fn pull_ref(&self, r: &Reference) -> Result<Pulled> {
+        let hub = self.hub_for(r)?;
+        let name = r.name().clone();
+        let sel = r.selector();
+
+        // 1. A locked entry that satisfies the reference.
+        let locked = self.lock.get(&name).filter(|e| {
+            e.hub.as_deref() == Some(hub.url.as_str())
+                && match sel {
+                    VersionSelector::Digest(d) => e.manifest_digest.as_ref() == Some(d),
+                    s => s.matches_version(&e.version),
+                }
+        });
+        if self.opts.locked && locked.is_none() {
+            let what = match &self.opts.lockfile {
+                Some(p) => format!(
+                    "{} has no entry for {name} that satisfies `{r}`",
+                    p.display()
+                ),
+                None => "--locked needs a project lockfile (ofc.lock)".to_string(),
+            };
+            bail!(UserError::new(what).hint("run without --locked to resolve and record it"));
+        }
+        if let Some(entry) = locked
+            && let Some(digest) = entry.manifest_digest
+        {
+            if let Some(p) = self.cached(&hub, &name, &digest, Some(entry))? {
+                return Ok(p);
+            }
+            if self.opts.offline {
+                bail!(
+                    UserError::new(format!(
+                        "{name} {} is locked but not in the cache, and --offline forbids fetching it",
+                        entry.version
+                    ))
+                    .hint("run once without --offline to fill the cache")
+                );
+            }
+            let resolved = Resolved {
+                version: entry.version.clone(),
+                digest,
+            };
+            return self.fetch(&hub, &name, resolved).await;
+        }
+
+        // 2. Offline: the best cached version.
+        if self.opts.offline {
+            return self.cached_only(&hub, r);
+        }
+
+        // 3. The hub's versions.
+        let resolved = self.resolve(&hub, r).await?;
+        if let Some(p) = self.cached(&hub, &name, &resolved.digest, None)? {
+            // The cache holds exactly this signed manifest; still record it as seen.
+            self.record_seen(&hub, &name, &p.version)?;
+            return Ok(p);
+        }
+        self.fetch(&hub, &name, resolved).await
+    }
+
+    /// Picks the version from the hub's list, refusing rollbacks.
+    async fn resolve(&self, hub: &Hub, r: &Reference) -> Result<Resolved> {
+        let name = r.name();
+        let info: AgentInfo = hub
+            .get_json(&format!(
+                "/api/v1/agents/{}/{}",
+                name.publisher(),
+                name.agent()
+            ))
+            .await?;
+        let mut versions = Vec::new();
+        for v in info.versions {
+            let version = Version::parse(&v.version)
+                .map_err(|e| anyhow!("the hub lists an invalid version `{}`: {e}", v.version))?;
+            let digest = Digest::parse(&v.manifest_digest).map_err(|e| {
+                anyhow!("the hub lists an invalid digest for {name} {version}: {e}")
+            })?;
+            versions.push((version, digest, v.yanked));
+        }
+        versions.sort_by(|a, b| b.0.cmp(&a.0));
+        let sel = r.selector();
+        let pick = match sel {
+            VersionSelector::Digest(d) => versions.iter().find(|v| &v.1 == d),
+            VersionSelector::Exact(e) => versions.iter().find(|v| &v.0 == e),
+            s => versions.iter().find(|v| !v.2 && s.matches_version(&v.0)),
+        };
+        let Some((version, digest, yanked)) = pick.cloned() else {
+            let listed: Vec<String> = versions
+                .iter()
+                .take(8)
+                .map(|v| format!("{}{}", v.0, if v.2 { " (yanked)" } else { "" }))
+                .collect();
+            let mut e = UserError::new(format!(
+                "no version of {name} on {} matches `{}`",
+                hub.url,
+                if sel.is_latest() {
+                    "latest".to_string()
+                } else {
+                    sel.to_string()
+                }
+            ));
+            e = if listed.is_empty() {
+                e.hint("the agent has no versions")
+            } else {
+                e.hint(format!("available: {}", listed.join(", ")))
+            };
+            if versions.iter().any(|v| !v.0.pre.is_empty()) {
+                e = e.hint("pre-releases are only chosen when asked for, e.g. `@1.0.0-beta.1` or `@>=1.0.0-0`");
+            }
+            return Err(e.into());
+        };
+        if yanked {
+            eprintln!(
+                "warning: {name} {version} is yanked; pulled because it was asked for exactly"
+            );
+        }
+        // Rollback: the highest version pulled before must still be listed, and must not be
+        // passed over when the selector matches it.
+        let trust = TrustStore::load(&self.paths)?;
+        if let Some(high) = trust.highest(&hub.url, name) {
+            match versions.iter().find(|v| v.0 == high) {
+                None => bail!(
+                    UserError::new(format!(
+                        "{} no longer lists {name} {high}, which was pulled from it before; refusing a possible rollback",
+                        hub.url
+                    ))
+                    .hint(format!(
+                        "if the publisher deleted it on purpose, run `ofc trust forget {name}`"
+                    ))
+                ),
+                Some(h) if version < high && !h.2 && sel.matches_version(&high) => bail!(
+                    UserError::new(format!(
+                        "{} offers {name} {version} for `{r}`, older than {high} pulled before; refusing a rollback",
+                        hub.url
+                    ))
+                    .hint(format!("pull an older version explicitly with `{name}@{version}`"))
+                ),
+                _ => {}
+            }
+        }
+        Ok(Resolved { version, digest })
+    }
+
+    /// The agent from the cache alone when its manifest (and bundle) are there and verify.
+    fn cached(
+        &self,
+        hub: &Hub,
+        name: &AgentName,
+        digest: &Digest,
+        locked: Option<&LockedAgent>,
+    ) -> Result<Option<Pulled>> {
+        let Ok((envelope, _)) = self.cache.manifest_envelope(digest) else {
+            return Ok(None);
+        };
+        let trust = TrustStore::load(&self.paths)?;
+        let pins: Vec<PublicKey> = trust
+            .pinned(&hub.url, name.publisher())
+            .into_iter()
+            .map(|k| k.public_key)
+            .collect();
+        if pins.is_empty() {
+            // Nothing pinned to check the cached signature with: go to the hub.
+            return Ok(None);
+        }
+        let (manifest, key_id, _) = verify_manifest(&envelope, &pins).map_err(|e| {
+            anyhow!(UserError::new(format!(
+                "the cached manifest {digest} of {name} does not verify with the pinned keys: {e}"
+            ))
+            .hint("run `ofc verify`, then `ofc rm` the entry and pull again"))
+        })?;
+        check_identity(&manifest, name, None)?;
+        let (source, path) = match &manifest.source {
+            Source::Bundle(b) => match self.cache.bundle(&b.digest)? {
+                Some(cb) => (LockedSource::Bundle { digest: b.digest }, Some(cb.files)),
+                None => return Ok(None),
+            },
+            Source::Remote(rs) => {
+                let info_digest = match locked.map(|l| &l.source) {
+                    Some(LockedSource::Remote { info_digest, .. }) => *info_digest,
+                    _ => match read_info(&self.cache, digest) {
+                        Some(d) => d,
+                        None => return Ok(None),
+                    },
+                };
+                (
+                    LockedSource::Remote {
+                        endpoint: rs.endpoint.clone(),
+                        info_digest,
+                    },
+                    None,
+                )
+            }
+            other => bail!(unsupported(other)),
+        };
+        Ok(Some(Pulled {
+            name: name.clone(),
+            version: manifest.version.clone(),
+            manifest_digest: Some(*digest),
+            key_id: Some(key_id),
+            pinned_now: false,
+            source,
+            path,
+            origin: Origin::Cache,
+            downloaded: 0,
+            extracted: false,
+            hub: Some(hub.url.clone()),
+        }))
+    }
+
+    /// `--offline` without a lock entry: the highest cached version that matches.
+    fn cached_only(&self, hub: &Hub, r: &Reference) -> Result<Pulled> {
+        let name = r.name();
+        let listing = self.cache.list()?;
+        let mut candidates: Vec<_> = listing
+            .manifests
+            .iter()
+            .filter(|m| &m.manifest.name == name)
+            .filter(|m| match r.selector() {
+                VersionSelector::Digest(d) => &m.digest == d,
+                s => s.matches_version(&m.manifest.version),
+            })
+            .collect();
+        candidates.sort_by(|a, b| b.manifest.version.cmp(&a.manifest.version));
+        for c in candidates {
+            if let Some(p) = self.cached(hub, name, &c.digest, None)? {
+                return Ok(p);
+            }
+        }
+        bail!(
+            UserError::new(format!(
+                "{r} is not in the cache, and --offline forbids fetching it"
+            ))
+            .hint("run once without --offline to fill the cache")
+        )
+    }
+
+    fn record_seen(&self, hub: &Hub, name: &AgentName, version: &Version) -> Result<()> {
+        TrustStore::update(&self.paths, |t| {
+            t.saw(&hub.url, name, version);
+            Ok(())
+        })
+    }
+
+    /// Fetches, verifies and installs one resolved version.
+    async fn fetch(&self, hub: &Hub, name: &AgentName, resolved: Resolved) -> Result<Pulled> {
+        let base = format!(
+            "/api/v1/agents/{}/{}/versions/{}",
+            name.publisher(),
+            name.agent(),
+            resolved.version
+        );
+        let vi: VersionInfo = hub.get_json(&base).await?;
+        let envelope_text = serde_json::to_string(&vi.envelope)?;
+        let envelope = Envelope::from_json(&envelope_text).map_err(|d| {
+            anyhow!(
+                "the hub sent an invalid signed manifest for {name} {}: {d}",
+                resolved.version
+            )
+        })?;
+
+        // Verify with the pinned keys, pinning the hub's key on first use.
+        let (manifest, key_id, digest, pinned_now) =
+            self.verify_and_pin(hub, name, &envelope, &vi)?;
+        if digest != resolved.digest {
+            bail!(
+                UserError::new(format!(
+                    "the hub served a manifest for {name} {} with digest {digest}, but {} says {}",
+                    resolved.version,
+                    if self.lock.get(name).is_some() { "the lock or the version list" } else { "its version list" },
+                    resolved.digest
+                ))
+                .hint("the hub's data changed under a published version; nothing was installed — report it to the hub's operator")
+            );
+        }
+        check_identity(&manifest, name, Some(&resolved.version))?;
+
+        let (source, path, downloaded, extracted) = match &manifest.source {
+            Source::Bundle(b) => {
+                let (files, n, extracted) = self.fetch_bundle(hub, name, &manifest, &base).await?;
+                (
+                    LockedSource::Bundle { digest: b.digest },
+                    Some(files),
+                    n,
+                    extracted,
+                )
+            }
+            Source::Remote(rs) => {
+                let info_digest = self.probe(hub, &rs.endpoint, &digest).await?;
+                (
+                    LockedSource::Remote {
+                        endpoint: rs.endpoint.clone(),
+                        info_digest,
+                    },
+                    None,
+                    0,
+                    false,
+                )
+            }
+            other => bail!(unsupported(other)),
+        };
+        // Only now, with everything verified and installed, does the manifest enter the cache.
+        let cache = self.cache.clone();
+        let env2 = envelope.clone();
+        tokio::task::spawn_blocking(move || cache.put_manifest(&env2))
+            .await
+            .map_err(|e| anyhow!("{e}"))??;
+        self.record_seen(hub, name, &manifest.version)?;
+        Ok(Pulled {
+            name: name.clone(),
+            version: manifest.version.clone(),
+            manifest_digest: Some(digest),
+            key_id: Some(key_id),
+            pinned_now,
+            source,
+            path,
+            origin: Origin::Hub,
+            downloaded,
+            extracted,
+            hub: Some(hub.url.clone()),
+        })
+    }
+
+    fn verify_and_pin(
+        &self,
+        hub: &Hub,
+        name: &AgentName,
+        envelope: &Envelope,
+        vi: &VersionInfo,
+    ) -> Result<(Manifest, KeyId, Digest, bool)> {
+        let publisher = name.publisher().to_string();
+        TrustStore::update(&self.paths, |t| {
+            let pins = t.pinned(&hub.url, &publisher);
+            if pins.is_empty() {
+                // Trust on first use: the key the hub names, which must be the signer.
+                let text = vi.key.public_key.as_deref().ok_or_else(|| {
+                    anyhow!(
+                        "the hub did not send the public key {} that signed {name}",
+                        vi.key.key_id
+                    )
+                })?;
+                let key = PublicKey::parse(text)
+                    .map_err(|e| anyhow!("the hub sent an invalid public key for {name}: {e}"))?;
+                let (m, kid, d) = verify_manifest(envelope, std::slice::from_ref(&key))
+                    .map_err(|e| signature_error(name, &publisher, e, false))?;
+                t.pin(&hub.url, &publisher, &key);
+                return Ok((m, kid, d, true));
+            }
+            let keys: Vec<PublicKey> = pins.iter().map(|k| k.public_key).collect();
+            let (m, kid, d) = verify_manifest(envelope, &keys)
+                .map_err(|e| signature_error(name, &publisher, e, true))?;
+            Ok((m, kid, d, false))
+        })
+    }
+
+    async fn fetch_bundle(
+        &self,
+        hub: &Hub,
+        name: &AgentName,
+        manifest: &Manifest,
+        base: &str,
+    ) -> Result<(PathBuf, u64, bool)> {
+        let Source::Bundle(b) = &manifest.source else {
+            unreachable!("fetch_bundle is called for bundle sources");
+        };
+        if let Some(cb) = self.cache.bundle(&b.digest)? {
+            return Ok((cb.files, 0, false));
+        }
+        let resp = hub
+            .send(hub.request(Method::GET, &format!("{base}/bundle")))
+            .await?;
+        let bar = self
+            .progress
+            .bar(b.size, format!("{name} {}", manifest.version));
+        let mut bytes = Vec::with_capacity(b.size.min(64 * 1024 * 1024) as usize);
+        let mut resp = resp;
+        while let Some(chunk) = resp.chunk().await.map_err(|e| hub.unreachable(e))? {
+            if bytes.len() as u64 + chunk.len() as u64 > b.size {
+                bar.abandon();
+                bail!(
+                    UserError::new(format!(
+                        "the hub sent more than the {} bytes the signed manifest of {name} {} declares for its bundle; nothing was installed",
+                        b.size, manifest.version
+                    ))
+                    .hint("the hub or a proxy altered the bundle; report it to the hub's operator")
+                );
+            }
+            bytes.extend_from_slice(&chunk);
+            bar.set_position(bytes.len() as u64);
+        }
+        bar.finish_and_clear();
+        let n = bytes.len() as u64;
+        let digest = b.digest;
+        let cache = self.cache.clone();
+        let limits = self.opts.limits;
+        let version = manifest.version.clone();
+        let name2 = name.clone();
+        let cb = tokio::task::spawn_blocking(move || {
+            let actual = Digest::of(&bytes);
+            if actual != digest {
+                return Err(anyhow!(
+                    UserError::new(format!(
+                        "the bundle of {name2} {version} hashes to {actual}, but the signed manifest says {digest}; nothing was installed"
+                    ))
+                    .hint("the hub or a proxy altered the bundle; report it to the hub's operator")
+                ));
+            }
+            cache
+                .install_bundle(&digest, &bytes, &limits)
+                .map_err(|e| anyhow!(e).context(format!("cannot install the bundle of {name2} {version}")))
+        })
+        .await
+        .map_err(|e| anyhow!("{e}"))??;
+        Ok((cb.files, n, cb.extracted))
+    }
+
+    /// `GET {endpoint}/ofc/info`: the agent must answer with a JSON object. Returns the digest
+    /// of the document and keeps it in the cache for offline pulls.
+    async fn probe(&self, hub: &Hub, endpoint: &str, manifest: &Digest) -> Result<Digest> {
+        let url = format!("{}/ofc/info", endpoint.trim_end_matches('/'));
+        let resp = hub
+            .http()
+            .get(&url)
+            .timeout(PROBE_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| {
+                anyhow!(e).context(
+                    UserError::new(format!("the remote agent at {endpoint} does not answer"))
+                        .hint("it must be running and serve the OFC agent API (`GET /ofc/info`)"),
+                )
+            })?;
+        let status = resp.status();
+        if !status.is_success() {
+            bail!(
+                UserError::new(format!("{url} answered {status}"))
+                    .hint("the remote agent must serve the OFC agent API (`GET /ofc/info`)")
+            );
+        }
+        let body = resp
+            .bytes()
+            .await
+            .map_err(|e| anyhow!(e).context(format!("reading {url}")))?;
+        if body.len() > MAX_INFO_BYTES {
+            bail!(
+                "{url} sent {} bytes, more than the {MAX_INFO_BYTES} accepted",
+                body.len()
+            );
+        }
+        let doc: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|e| anyhow!("{url} did not send JSON: {e}"))?;
+        if !doc.is_object() {
+            bail!("{url} did not send a JSON object");
+        }
+        let digest = Digest::of(&body);
+        write_info(&self.cache, manifest, &body)?;
+        Ok(digest)
+    }
+}
+
+fn signature_error(
+    name: &AgentName,
+    publisher: &str,
+    e: EnvelopeError,
+    pinned: bool,
+) -> anyhow::Error {
+    match e {
+        EnvelopeError::UntrustedKey { keyids } if pinned => anyhow!(
+            UserError::new(format!(
+                "{name} is signed by key {}, which is not a key pinned for publisher `{publisher}`; refusing it",
+                keyids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            ))
+            .hint(format!("`ofc trust list {publisher}` shows the pinned keys"))
+            .hint(format!(
+                "if `{publisher}` really changed its key (ask them), pin the new one with `ofc trust add {publisher} <public-key>`"
+            ))
+        ),
+        other => anyhow!(
+            UserError::new(format!(
+                "the signature of {name} does not verify: {other}; refusing it"
+            ))
+            .hint("the hub or a proxy altered the manifest; nothing was installed")
+        ),
+    }
+}
+
+fn check_identity(m: &Manifest, name: &AgentName, version: Option<&Version>) -> Result<()> {
+    if &m.name != name {
+        bail!(
+            UserError::new(format!(
+                "the signed manifest is for {}, not {name}; refusing it",
+                m.name
+            ))
+            .hint("the hub served another agent's manifest; report it to the hub's operator")
+        );
+    }
+    if let Some(v) = version
+        && &m.version != v
+    {
+        bail!(UserError::new(format!(
+            "the signed manifest of {name} is version {}, not the {v} asked for; refusing it",
+            m.version
+        ))
+        .hint("the hub served another version's manifest (a downgrade?); report it to the hub's operator"));
+    }
+    Ok(())
+}
+
+fn unsupported(s: &Source) -> anyhow::Error {
+    anyhow!(
+        UserError::new(format!(
+            "`{}` sources cannot be pulled by this version of ofc",
+            s.kind()
+        ))
+        .hint("bundle, remote and local agents are supported; pip, npm and docker come next")
+    )
+}
+
+fn info_file(cache: &Cache, manifest: &Digest) -> PathBuf {
+    cache
+        .root()
+        .join("remote-info-v1")
+        .join(format!("{}.json", manifest.hex()))
+}
+
+fn write_info(cache: &Cache, manifest: &Digest, body: &[u8]) -> Result<()> {
+    let file = info_file(cache, manifest);
+    let dir = file.parent().expect("has a parent");
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(body)?;
+    tmp.persist(&file).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn read_info(cache: &Cache, manifest: &Digest) -> Option<Digest> {
+    fs::read(info_file(cache, manifest))
+        .ok()
+        .map(|b| Digest::of(&b))
+}
+
+/// A local folder (or agent file) used in place: validated, and recorded with the digest of its
+/// agent file.
+fn pull_local(path: &Path) -> Result<Pulled> {
+    let (dir, file) = if path.is_dir() {
+        let (f, _) = crate::commands::publish::find_entrypoint(path)?;
+        (path.to_path_buf(), f)
+    } else if path.is_file() {
+        (
+            path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            path.to_path_buf(),
+        )
+    } else {
+        bail!(
+            UserError::new(format!("{} does not exist", path.display()))
+                .hint("give a folder holding an agent.yaml or AgentCard")
+        );
+    };
+    // Build the manifest as publish would (the signature is thrown away; nothing is uploaded).
+    let throwaway = index_schema::envelope::SecretKey::from_seed(&[7; 32]);
+    let prepared = crate::commands::publish::prepare(&dir, None, None, |m| {
+        index_schema::envelope::sign_manifest(m, &throwaway)
+    })
+    .with_context(|| format!("{} is not a usable local agent", path.display()))?;
+    let bytes = fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let shown = file.to_string_lossy().into_owned();
+    Ok(Pulled {
+        name: prepared.manifest.name.clone(),
+        version: prepared.manifest.version.clone(),
+        manifest_digest: None,
+        key_id: None,
+        pinned_now: false,
+        source: LockedSource::Local {
+            path: shown,
+            digest: Some(Digest::of(&bytes)),
+        },
+        path: Some(dir),
+        origin: Origin::Local,
+        downloaded: 0,
+        extracted: false,
+        hub: None,
+    })
+}
+
+/// Progress bars on stderr, or nothing.
+#[derive(Clone)]
+struct Progress(Option<MultiProgress>);
+
+impl Progress {
+    fn new(enabled: bool) -> Self {
+        if enabled && std::io::stderr().is_terminal() {
+            Progress(Some(MultiProgress::with_draw_target(
+                ProgressDrawTarget::stderr(),
+            )))
+        } else {
+            Progress(None)
+        }
+    }
+
+    fn bar(&self, total: u64, label: String) -> ProgressBar {
+        match &self.0 {
+            Some(m) => {
+                let b = m.add(ProgressBar::new(total));
+                b.set_style(
+                    ProgressStyle::with_template(
+                        "{msg:>30} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
+                    )
+                    .expect("valid template")
+                    .progress_chars("=> "),
+                );
+                b.set_message(label);
+                b
+            }
+            None => ProgressBar::hidden(),
+        }
+    }
+
+    fn clear(&self) {
+        if let Some(m) = &self.0 {
+            let _ = m.clear();
+        }
+    }
+}
+
+/// A summary of pulled agents by name, for the JSON output.
+pub fn summary(p: &Pulled) -> serde_json::Value {
+    let mut m = BTreeMap::new();
+    m.insert("name", serde_json::json!(p.name.to_string()));
+    m.insert("version", serde_json::json!(p.version.to_string()));
+    m.insert(
+        "manifestDigest",
+        serde_json::json!(p.manifest_digest.map(|d| d.to_string())),
+    );
+    m.insert("keyId", serde_json::json!(p.key_id.map(|k| k.to_string())));
+    m.insert("keyPinnedNow", serde_json::json!(p.pinned_now));
+    m.insert(
+        "source",
+        serde_json::to_value(&p.source).unwrap_or_default(),
+    );
+    m.insert(
+        "path",
+        serde_json::json!(p.path.as_ref().map(|x| x.display().to_string())),
+    );
+    m.insert("origin", serde_json::to_value(p.origin).unwrap_or_default());
+    m.insert("downloadedBytes", serde_json::json!(p.downloaded));
+    m.insert("extracted", serde_json::json!(p.extracted));
+    m.insert("hub", serde_json::json!(p.hub));
+    serde_json::to_value(m).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_paths_or_references() {
+        assert!(matches!(Request::parse("./x").unwrap(), Request::Local(_)));
+        assert!(matches!(
+            Request::parse("/abs/x").unwrap(),
+            Request::Local(_)
+        ));
+        assert!(matches!(
+            Request::parse("acme/x@^1").unwrap(),
+            Request::Hub(_)
+        ));
+        let e = Request::parse("acme").unwrap_err();
+        let u = e
+            .chain()
+            .find_map(|c| c.downcast_ref::<UserError>())
+            .unwrap();
+        assert!(
+            u.message.contains("invalid reference `acme`"),
+            "{}",
+            u.message
+        );
+    }
+}

@@ -1,0 +1,592 @@
+//! The shared end-to-end harness: the real `ofc-hub` and `ofc` binaries, run as child processes.
+//!
+//! ```text
+//! let hub = HubProc::start();                        // ofc-hub serve on 127.0.0.1:<ephemeral>
+//! let alice = hub.publisher("alice", &["ofc-examples"]); // user, namespaces, login, key
+//! let names = alice.publish_examples();              // every folder of examples/agents
+//! hub.wait_for_search("q=data", |hits| !hits.is_empty());
+//! let home = tempfile::tempdir().unwrap();
+//! let out = Ofc::new(home.path(), &hub.url).ok(&["search", "data analysis"]);
+//! ```
+//!
+//! - [`bin`] finds a binary next to the test executable (`target/<profile>/`); `cargo nextest
+//!   run --workspace` builds them, otherwise run `cargo build -p hub-server -p ofc-pkg --bins`.
+//! - [`HubProc`] is one `ofc-hub serve` with its own data directory (a temp dir kept for the life
+//!   of the value), quiet logs and no brute-force limit; `stop`, `restart` (same data, same
+//!   address, so stored credentials keep matching), killed on drop. `admin` runs
+//!   `ofc-hub --data DIR admin …` against the same data while it serves (SQLite in WAL mode).
+//! - [`Ofc`] runs `ofc` with `OFC_HOME`, `OFC_HUB`, `NO_COLOR=1`, `COLUMNS=100`, without
+//!   `OFC_TOKEN`, and with a time limit, so nothing of the machine's own setup leaks in.
+//! - [`redact`] makes output stable for snapshots (hub URL, digests, key ids, times, sizes).
+//!
+//! Every wait is bounded; a timeout panics with what the hub logged.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead as _, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long `ofc-hub serve` may take to listen (a loaded CI machine is slow to start tantivy).
+pub const START_BOUND: Duration = Duration::from_secs(120);
+
+/// How long one `ofc` or `ofc-hub admin` invocation may take.
+pub const COMMAND_BOUND: Duration = Duration::from_secs(90);
+
+/// How long the search index may take to show a change.
+pub const SEARCH_BOUND: Duration = Duration::from_secs(30);
+
+/// A binary of this workspace (`ofc`, `ofc-hub`) in the profile directory the test runs from.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    // target/<profile>/deps/<test>-<hash>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test executable lives in target/<profile>/deps");
+    let path = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "{} is missing: build the binaries first with \
+         `cargo build -p hub-server -p ofc-pkg --bins` (same profile and CARGO_TARGET_DIR as the \
+         tests), or run the tests with `cargo nextest run --workspace`",
+        path.display()
+    );
+    path
+}
+
+/// The repository's example agents (`examples/agents`).
+pub fn examples_agents() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/agents")
+}
+
+/// The example agent folders, sorted.
+pub fn example_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(examples_agents())
+        .expect("examples/agents")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// A running `ofc-hub serve` child process with its own data directory.
+#[derive(Debug)]
+pub struct HubProc {
+    data: tempfile::TempDir,
+    child: Option<Child>,
+    addr: SocketAddr,
+    /// `http://127.0.0.1:PORT`, no trailing slash.
+    pub url: String,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl HubProc {
+    /// Starts a hub on a fresh data directory and an ephemeral loopback port.
+    pub fn start() -> HubProc {
+        let data = tempfile::tempdir().expect("a temp dir for the hub's data");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (child, addr) = spawn(data.path(), "127.0.0.1:0", &log);
+        HubProc {
+            data,
+            child: Some(child),
+            url: format!("http://{addr}"),
+            addr,
+            log,
+        }
+    }
+
+    /// The data directory (SQLite file, blobs, search index).
+    pub fn data_dir(&self) -> &Path {
+        self.data.path()
+    }
+
+    /// Whether the process is running (not stopped).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Kills the hub (SIGKILL) and waits for it; the data stays. Nothing listens on `url` after.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Stops the hub if it runs and starts it again on the same data and the same address, so
+    /// `url` (and credentials stored for it) stay valid.
+    pub fn restart(&mut self) {
+        self.stop();
+        let (child, addr) = spawn(self.data.path(), &self.addr.to_string(), &self.log);
+        assert_eq!(addr, self.addr, "the restarted hub listens elsewhere");
+        self.child = Some(child);
+    }
+
+    /// Everything the hub wrote to stderr so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    /// `ofc-hub --data DIR admin ARGS…`; panics unless it succeeds. Returns stdout.
+    pub fn admin(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let mut c = assert_cmd::Command::new(bin("ofc-hub"));
+        c.arg("--data")
+            .arg(self.data.path())
+            .arg("admin")
+            .args(args)
+            .env("OFC_HUB_LOG", "warn,sqlx=error")
+            .timeout(COMMAND_BOUND);
+        if let Some(s) = stdin {
+            c.write_stdin(s.to_string());
+        }
+        let out = c.output().expect("run ofc-hub admin");
+        assert!(
+            out.status.success(),
+            "ofc-hub admin {args:?} failed: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("UTF-8 from ofc-hub admin")
+    }
+
+    /// Creates a user and a namespace of the same name; returns the user's first API token.
+    pub fn create_user(&self, name: &str) -> String {
+        token_of(&self.admin(&["create-user", name, "--json"], None))
+    }
+
+    /// Like [`HubProc::create_user`], with a password for `ofc login --username`.
+    pub fn create_user_with_password(&self, name: &str, password: &str) -> String {
+        token_of(&self.admin(
+            &["create-user", name, "--json", "--password-stdin"],
+            Some(password),
+        ))
+    }
+
+    /// Creates a namespace owned by `owner`.
+    pub fn create_namespace(&self, name: &str, owner: &str) {
+        self.admin(&["create-namespace", name, "--owner", owner], None);
+    }
+
+    /// One JSON API call: `(status, body)`; the body is `Value::Null` when empty and a string
+    /// when not JSON.
+    pub fn api(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let url = format!("{}{path}", self.url);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let mut rb = reqwest::Client::new()
+                .request(method, &url)
+                .timeout(COMMAND_BOUND);
+            if let Some(t) = token {
+                rb = rb.bearer_auth(t);
+            }
+            if let Some(b) = body {
+                rb = rb.json(&b);
+            }
+            let resp = rb.send().await.unwrap_or_else(|e| panic!("{url}: {e}"));
+            let status = resp.status().as_u16();
+            let bytes = resp.bytes().await.unwrap();
+            let body = if bytes.is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_slice(&bytes)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+            };
+            (status, body)
+        })
+    }
+
+    /// `GET path` as raw bytes (for bundles); panics unless 200.
+    pub fn get_bytes(&self, path: &str) -> Vec<u8> {
+        let url = format!("{}{path}", self.url);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let resp = reqwest::Client::new()
+                .get(&url)
+                .timeout(COMMAND_BOUND)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(resp.status().as_u16(), 200, "{url}");
+            resp.bytes().await.unwrap().to_vec()
+        })
+    }
+
+    /// Polls `GET /api/v1/search?{query}` until `ready(hits)`; the index follows the database
+    /// asynchronously. Returns the hits; panics after [`SEARCH_BOUND`].
+    pub fn wait_for_search(&self, query: &str, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + SEARCH_BOUND;
+        loop {
+            let (status, body) = self.api(
+                reqwest::Method::GET,
+                &format!("/api/v1/search?{query}"),
+                None,
+                None,
+            );
+            let hits = body["hits"].as_array().cloned().unwrap_or_default();
+            if status == 200 && ready(&hits) {
+                return hits;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "search `{query}` never became ready; last answer {status} {body}\nhub log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// A user `user` (with its own namespace) who also owns `namespaces`, logged in from a fresh
+    /// `OFC_HOME`, with a signing key (`default`) registered for every one of its namespaces.
+    pub fn publisher(&self, user: &str, namespaces: &[&str]) -> Publisher {
+        let token = self.create_user(user);
+        for ns in namespaces {
+            self.create_namespace(ns, user);
+        }
+        let home = tempfile::tempdir().unwrap();
+        let ofc = Ofc::new(home.path(), &self.url);
+        ofc.cmd()
+            .args(["login", "--token-stdin"])
+            .write_stdin(token.clone())
+            .assert()
+            .success();
+        ofc.ok(&["keygen"]);
+        for ns in std::iter::once(&user).chain(namespaces) {
+            ofc.ok(&["key", "register", "--namespace", ns]);
+        }
+        Publisher {
+            user: user.to_string(),
+            token,
+            namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
+            ofc,
+            _home: home,
+        }
+    }
+}
+
+impl Drop for HubProc {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn token_of(json: &str) -> String {
+    let v: Value = serde_json::from_str(json.trim()).expect("JSON from create-user");
+    v["token"].as_str().expect("a token").to_string()
+}
+
+/// Spawns `ofc-hub serve --listen listen` and waits for its "listening on" line.
+fn spawn(data: &Path, listen: &str, log: &Arc<Mutex<Vec<String>>>) -> (Child, SocketAddr) {
+    let mut child = std::process::Command::new(bin("ofc-hub"))
+        .arg("--data")
+        .arg(data)
+        .args(["serve", "--listen", listen])
+        .env("OFC_HUB_LOG", "warn,sqlx=error")
+        .env("OFC_HUB__AUTH_FAILURE_LIMIT", "100000")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ofc-hub serve");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let l = log.clone();
+    // Drains stderr for the life of the process, so the hub never blocks writing to it.
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(url) = line.strip_prefix("ofc-hub listening on http://") {
+                let _ = tx.send(url.trim().to_string());
+            }
+            l.lock().unwrap().push(line);
+        }
+    });
+    match rx.recv_timeout(START_BOUND) {
+        Ok(addr) => (child, addr.parse().expect("a socket address")),
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "ofc-hub did not start ({e}):\n{}",
+                log.lock().unwrap().join("\n")
+            );
+        }
+    }
+}
+
+/// A user who can publish; see [`HubProc::publisher`].
+#[derive(Debug)]
+pub struct Publisher {
+    /// User name (also a namespace).
+    pub user: String,
+    /// The user's API token (also stored in the publisher's credentials file).
+    pub token: String,
+    /// The extra namespaces the user owns.
+    pub namespaces: Vec<String>,
+    /// `ofc` logged in as this user.
+    pub ofc: Ofc,
+    _home: tempfile::TempDir,
+}
+
+impl Publisher {
+    /// Publishes every example agent as `ofc-examples/<folder>` (AgentCards, which name no
+    /// publisher or version, get `--name ofc-examples/<folder> --version 1.0.0`). Needs the
+    /// `ofc-examples` namespace. Returns the names, sorted.
+    pub fn publish_examples(&self) -> Vec<String> {
+        assert!(
+            self.namespaces.iter().any(|n| n == "ofc-examples"),
+            "publish_examples needs a publisher of the `ofc-examples` namespace"
+        );
+        let mut names = Vec::new();
+        for dir in example_dirs() {
+            let folder = dir.file_name().unwrap().to_str().unwrap().to_string();
+            let name = format!("ofc-examples/{folder}");
+            let mut c = self.ofc.cmd();
+            c.arg("publish").arg(&dir);
+            if !dir.join("agent.yaml").exists() {
+                c.args(["--name", &name, "--version", "1.0.0"]);
+            }
+            let out = c.output().unwrap();
+            assert!(
+                out.status.success(),
+                "publishing {}: {}",
+                dir.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            names.push(name);
+        }
+        names
+    }
+}
+
+/// `ofc` for one `OFC_HOME` and hub.
+#[derive(Debug, Clone)]
+pub struct Ofc {
+    home: PathBuf,
+    hub_url: String,
+}
+
+/// What one `ofc` run gave.
+#[derive(Debug)]
+pub struct Run {
+    /// Exit code (`None`: killed by a signal or the time limit).
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Ofc {
+    /// `ofc` with `OFC_HOME=home` and `OFC_HUB=hub_url`.
+    pub fn new(home: &Path, hub_url: &str) -> Ofc {
+        Ofc {
+            home: home.to_path_buf(),
+            hub_url: hub_url.to_string(),
+        }
+    }
+
+    /// The `OFC_HOME`.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// The `OFC_HUB`.
+    pub fn hub_url(&self) -> &str {
+        &self.hub_url
+    }
+
+    /// A command to add arguments to: `OFC_HOME`, `OFC_HUB`, `NO_COLOR=1`, `COLUMNS=100`, no
+    /// `OFC_TOKEN`, stdin empty unless written, and a time limit.
+    pub fn cmd(&self) -> assert_cmd::Command {
+        let mut c = assert_cmd::Command::new(bin("ofc"));
+        c.env("OFC_HOME", &self.home)
+            .env("OFC_HUB", &self.hub_url)
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
+            .env_remove("OFC_TOKEN")
+            .env_remove("RUST_LOG")
+            .timeout(COMMAND_BOUND);
+        c
+    }
+
+    /// Runs `ofc ARGS…`, whatever the outcome.
+    pub fn run(&self, args: &[&str]) -> Run {
+        Self::finish(self.cmd().args(args))
+    }
+
+    /// Runs a prepared command, whatever the outcome.
+    pub fn finish(c: &mut assert_cmd::Command) -> Run {
+        let out = c.output().expect("run ofc");
+        Run {
+            code: out.status.code(),
+            stdout: String::from_utf8(out.stdout).expect("UTF-8 on stdout"),
+            stderr: String::from_utf8(out.stderr).expect("UTF-8 on stderr"),
+        }
+    }
+
+    /// Runs `ofc ARGS…`, panics unless it exits 0; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let r = self.run(args);
+        assert_eq!(
+            r.code,
+            Some(0),
+            "ofc {args:?} failed\nstdout:\n{}\nstderr:\n{}",
+            r.stdout,
+            r.stderr
+        );
+        r.stdout
+    }
+
+    /// Runs `ofc --json ARGS…`, panics unless it exits 0; returns stdout as JSON.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.ok(&all);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("ofc {args:?}: {e}\n{out}"))
+    }
+
+    /// Runs `ofc ARGS…`, panics unless it exits with `code`; returns the run.
+    pub fn fails(&self, code: i32, args: &[&str]) -> Run {
+        let r = self.run(args);
+        assert_eq!(
+            r.code,
+            Some(code),
+            "ofc {args:?}: expected exit {code}\nstdout:\n{}\nstderr:\n{}",
+            r.stdout,
+            r.stderr
+        );
+        r
+    }
+}
+
+/// Output made stable for snapshots: the hub's URL becomes `[HUB]` (and any other loopback
+/// `http://127.0.0.1:PORT` becomes `http://127.0.0.1:[PORT]`), each `(from, to)` of `extra` is
+/// replaced (temp paths), `sha256:<hex>` becomes `sha256:[digest]`, `(N bytes)` becomes
+/// `([size] bytes)`, and — keeping their width, so tables stay aligned — 32-hex-digit key ids
+/// become `[key-id]-----…` and times `YYYY-MM-DD HH:MM UTC` the letters `YYYY-MM-DD HH:MM UTC`.
+pub fn redact(text: &str, hub_url: &str, extra: &[(&str, &str)]) -> String {
+    let mut s = text.to_string();
+    for (from, to) in extra {
+        s = s.replace(from, to);
+    }
+    if !hub_url.is_empty() {
+        s = s.replace(hub_url, "[HUB]");
+    }
+    s = replace_runs(&s, "127.0.0.1:", |rest| {
+        let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+        (n > 0).then(|| (n, "[PORT]".to_string()))
+    });
+    s = replace_runs(&s, "sha256:", |rest| {
+        let n = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
+        (n == 64).then(|| (n, "[digest]".to_string()))
+    });
+    s = replace_words(
+        &s,
+        |w| {
+            w.len() == 32
+                && w.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        },
+        &format!("{:-<32}", "[key-id]"),
+    );
+    s = replace_times(&s);
+    replace_runs(&s, "(", |rest| {
+        let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+        (n > 0 && rest[n..].starts_with(" bytes)")).then(|| (n, "[size]".to_string()))
+    })
+}
+
+/// After each `marker`, `f(rest)` may replace the first `n` bytes of the rest.
+fn replace_runs(s: &str, marker: &str, f: impl Fn(&str) -> Option<(usize, String)>) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find(marker) {
+        let after = i + marker.len();
+        out.push_str(&rest[..after]);
+        rest = &rest[after..];
+        if let Some((n, with)) = f(rest) {
+            out.push_str(&with);
+            rest = &rest[n..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Replaces every alphanumeric word for which `is` holds.
+fn replace_words(s: &str, is: impl Fn(&str) -> bool, with: &str) -> String {
+    let mut out = String::new();
+    let mut word = String::new();
+    for c in s.chars().chain(std::iter::once('\0')) {
+        if c.is_ascii_alphanumeric() {
+            word.push(c);
+            continue;
+        }
+        if is(&word) {
+            out.push_str(with);
+        } else {
+            out.push_str(&word);
+        }
+        word.clear();
+        if c != '\0' {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `2026-11-22 04:33 UTC` → `YYYY-MM-DD HH:MM UTC`.
+fn replace_times(s: &str) -> String {
+    const SHAPE: &[u8] = b"0000-00-00 00:00 UTC";
+    let b = s.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    let mut copied = 0;
+    while i + SHAPE.len() <= b.len() {
+        let fits = SHAPE.iter().zip(&b[i..]).all(|(want, got)| match want {
+            b'0' => got.is_ascii_digit(),
+            other => other == got,
+        });
+        if fits {
+            out.push_str(&s[copied..i]);
+            out.push_str("YYYY-MM-DD HH:MM UTC");
+            i += SHAPE.len();
+            copied = i;
+        } else {
+            i += 1;
+        }
+    }
+    out.push_str(&s[copied..]);
+    out
+}
+
+#[test]
+fn redaction_is_stable() {
+    let text = "at http://127.0.0.1:4242 and http://127.0.0.1:9 \
+                sha256:1b17f5d75e3a0af2031a68470212c52a01b53b443cb887294b977bbafc04c479 (1088 bytes) \
+                key 218f3b70c96aecc5ee8e6d37c6f15b03 on 2026-11-22 04:33 UTC in /tmp/x";
+    assert_eq!(
+        redact(text, "http://127.0.0.1:4242", &[("/tmp/x", "[HOME]")]),
+        "at [HUB] and http://127.0.0.1:[PORT] sha256:[digest] ([size] bytes) key \
+         [key-id]------------------------ on YYYY-MM-DD HH:MM UTC in [HOME]"
+    );
+}
