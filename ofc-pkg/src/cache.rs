@@ -4,7 +4,7 @@
 //! <cache>/
 //!   bundles-v1/sha256/<hex>/bundle.tar.gz   the bundle as downloaded
 //!                           files/          its unpacked tree
-//!                           tree.sha256     digest of the unpacked tree (see `tree_digest`)
+//!                           tree.blake3     digest of the unpacked tree (see `tree_digest`)
 //!   manifests-v1/sha256/<hex>.json          signed envelopes, by manifest digest
 //!   tmp-v1/                                 work in progress, renamed into place when done
 //!   locks-v1/                               one lock file per entry
@@ -33,7 +33,7 @@ const TMP: &str = "tmp-v1";
 const LOCKS: &str = "locks-v1";
 const BUNDLE_FILE: &str = "bundle.tar.gz";
 const FILES_DIR: &str = "files";
-const TREE_FILE: &str = "tree.sha256";
+const TREE_FILE: &str = "tree.blake3";
 
 /// Why a cache operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -237,7 +237,19 @@ impl Cache {
         bytes: &[u8],
         limits: &UnpackLimits,
     ) -> Result<CachedBundle> {
-        let actual = Digest::of(bytes);
+        self.install_hashed_bundle(digest, &Digest::of(bytes), bytes, limits)
+    }
+
+    /// [`Cache::install_bundle`] for bytes the caller hashed already (while downloading them):
+    /// `actual` is their SHA-256, and must equal `digest`.
+    pub fn install_hashed_bundle(
+        &self,
+        digest: &Digest,
+        actual: &Digest,
+        bytes: &[u8],
+        limits: &UnpackLimits,
+    ) -> Result<CachedBundle> {
+        let actual = *actual;
         if &actual != digest {
             return Err(CacheError::DigestMismatch {
                 expected: *digest,
@@ -254,13 +266,21 @@ impl Cache {
         }
         let tmp = self.temp_dir()?;
         let blob = tmp.path().join(BUNDLE_FILE);
-        fs::write(&blob, bytes).map_err(io_at(&blob))?;
         let files = tmp.path().join(FILES_DIR);
         fs::create_dir(&files).map_err(io_at(&files))?;
-        unpack::unpack(bytes, &files, limits).map_err(|source| CacheError::Unpack {
+        // The tar.gz is written while the tree is unpacked: two independent writes.
+        let (written, unpacked) = std::thread::scope(|scope| {
+            let writer = scope.spawn(|| fs::write(&blob, bytes));
+            let unpacked = unpack::unpack(bytes, &files, limits);
+            (writer.join(), unpacked)
+        });
+        unpacked.map_err(|source| CacheError::Unpack {
             digest: *digest,
             source,
         })?;
+        written
+            .unwrap_or_else(|_| Err(io::Error::other("the bundle writer panicked")))
+            .map_err(io_at(&blob))?;
         let tree = tree_digest(&files).map_err(io_at(&files))?;
         let tree_file = tmp.path().join(TREE_FILE);
         fs::write(&tree_file, format!("{tree}\n")).map_err(io_at(&tree_file))?;
@@ -323,7 +343,7 @@ impl Cache {
             digest: *digest,
             reason: format!("cannot read the unpacked files: {e}"),
         })?;
-        if recorded.trim() != actual.to_string() {
+        if recorded.trim() != actual {
             return Err(CacheError::Corrupt {
                 digest: *digest,
                 reason: "the unpacked files were changed".into(),
@@ -616,11 +636,13 @@ fn hash_file(path: &Path) -> io::Result<(Digest, u64)> {
     Ok((Digest::from_bytes(h.finalize().into()), size))
 }
 
-/// A digest of an unpacked tree: one line per entry in path order —
-/// `d <path>` or `f <mode> <size> <sha256> <path>` — hashed. Anything else (a symlink someone
-/// added) makes it fail.
-pub fn tree_digest(root: &Path) -> io::Result<Digest> {
-    let mut h = Sha256::new();
+/// A digest of an unpacked tree, `blake3:<hex>`: one line per entry in path order —
+/// `d <path>` or `f <mode> <size> <blake3> <path>` — hashed. Anything else (a symlink someone
+/// added) makes it fail. BLAKE3, not SHA-256: this digest only guards the cache against changes
+/// on disk (nothing outside ofc sees it), and it is computed over every unpacked byte on each
+/// install and `ofc verify`, where BLAKE3 is several times faster.
+pub fn tree_digest(root: &Path) -> io::Result<String> {
+    let mut h = blake3::Hasher::new();
     for e in walkdir::WalkDir::new(root).sort_by_file_name().min_depth(1) {
         let e = e.map_err(io::Error::other)?;
         let rel = e
@@ -631,18 +653,27 @@ pub fn tree_digest(root: &Path) -> io::Result<Digest> {
             .replace('\\', "/");
         let ft = e.file_type();
         if ft.is_dir() {
-            h.update(format!("d {rel}\n"));
+            h.update(format!("d {rel}\n").as_bytes());
         } else if ft.is_file() {
             let md = e.metadata().map_err(io::Error::other)?;
-            let (d, size) = hash_file(e.path())?;
-            h.update(format!("f {:o} {size} {} {rel}\n", file_mode(&md), d.hex()));
+            let mut fh = blake3::Hasher::new();
+            fh.update_reader(fs::File::open(e.path())?)?;
+            let len = md.len();
+            h.update(
+                format!(
+                    "f {:o} {len} {} {rel}\n",
+                    file_mode(&md),
+                    fh.finalize().to_hex()
+                )
+                .as_bytes(),
+            );
         } else {
             return Err(io::Error::other(format!(
                 "{rel} is neither a file nor a directory"
             )));
         }
     }
-    Ok(Digest::from_bytes(h.finalize().into()))
+    Ok(format!("blake3:{}", h.finalize().to_hex()))
 }
 
 #[cfg(unix)]

@@ -731,6 +731,16 @@ impl Ctx {
             .bar(b.size, format!("{name} {}", manifest.version));
         let mut bytes = Vec::with_capacity(b.size.min(64 * 1024 * 1024) as usize);
         let mut resp = resp;
+        // SHA-256 runs on its own thread while the download goes on.
+        let (tx, rx) = std::sync::mpsc::channel::<bytes::Bytes>();
+        let hasher = tokio::task::spawn_blocking(move || {
+            use sha2::Digest as _;
+            let mut h = sha2::Sha256::new();
+            for c in rx {
+                h.update(&c);
+            }
+            Digest::from_bytes(h.finalize().into())
+        });
         while let Some(chunk) = resp.chunk().await.map_err(|e| hub.unreachable(e))? {
             if bytes.len() as u64 + chunk.len() as u64 > b.size {
                 bar.abandon();
@@ -743,8 +753,13 @@ impl Ctx {
                 );
             }
             bytes.extend_from_slice(&chunk);
+            let _ = tx.send(chunk);
             bar.set_position(bytes.len() as u64);
         }
+        drop(tx);
+        let actual = hasher
+            .await
+            .map_err(|e| anyhow!("the hashing task failed: {e}"))?;
         bar.finish_and_clear();
         let n = bytes.len() as u64;
         let digest = b.digest;
@@ -753,18 +768,17 @@ impl Ctx {
         let version = manifest.version.clone();
         let name2 = name.clone();
         let cb = tokio::task::spawn_blocking(move || {
-            let actual = Digest::of(&bytes);
-            if actual != digest {
-                return Err(anyhow!(
+            // `install_bundle` hashes the bytes and refuses a mismatch before unpacking anything.
+            cache.install_hashed_bundle(&digest, &actual, &bytes, &limits).map_err(|e| match e {
+                crate::cache::CacheError::DigestMismatch { expected, actual } => anyhow!(
                     UserError::new(format!(
-                        "the bundle of {name2} {version} hashes to {actual}, but the signed manifest says {digest}; nothing was installed"
+                        "the bundle of {name2} {version} hashes to {actual}, but the signed manifest says {expected}; nothing was installed"
                     ))
                     .hint("the hub or a proxy altered the bundle; report it to the hub's operator")
-                ));
-            }
-            cache
-                .install_bundle(&digest, &bytes, &limits)
-                .map_err(|e| anyhow!(e).context(format!("cannot install the bundle of {name2} {version}")))
+                ),
+                other => anyhow!(other)
+                    .context(format!("cannot install the bundle of {name2} {version}")),
+            })
         })
         .await
         .map_err(|e| anyhow!("{e}"))??;
