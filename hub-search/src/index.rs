@@ -1,12 +1,14 @@
 //! Opening the index, writing to it (one writer, commits that carry the last applied outbox
 //! sequence) and checking it against a source of truth.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::DocSetCollector;
 use tantivy::directory::MmapDirectory;
+use tantivy::index::SegmentId;
 use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
 use tantivy::query::AllQuery;
 use tantivy::schema::Value as _;
@@ -15,6 +17,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 use crate::doc::SearchDoc;
 use crate::follow::{Change, OutboxEntry};
 use crate::mapping::{self, Fields, field};
+use crate::search::PopularityBounds;
 use crate::{Error, Result};
 
 /// Version of the index layout. Bumped whenever [`mapping::MAPPING`] changes in a way old
@@ -58,6 +61,8 @@ pub struct SearchIndex {
     pub(crate) index: Index,
     pub(crate) reader: IndexReader,
     pub(crate) fields: Fields,
+    /// Per-segment popularity bounds for pruning (see `search::PopularityBounds`).
+    pub(crate) bounds: Arc<Mutex<HashMap<SegmentId, Arc<PopularityBounds>>>>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -96,6 +101,7 @@ impl SearchIndex {
             index,
             reader,
             fields,
+            bounds: Arc::default(),
         };
         // Refuse an index written by another format now rather than at the first search.
         this.committed_seq()?;
@@ -193,6 +199,16 @@ impl SearchIndex {
         report.extra = actual.into_keys().collect();
         Ok(report)
     }
+}
+
+/// Sorts documents for [`Indexer::rebuild`]: most downloaded first, then by name.
+pub fn by_popularity(docs: &mut [SearchDoc]) {
+    docs.sort_by(|a, b| {
+        b.stats
+            .downloads
+            .cmp(&a.stats.downloads)
+            .then_with(|| a.name().cmp(b.name()))
+    });
 }
 
 /// The outcome of [`SearchIndex::check`].
@@ -309,6 +325,11 @@ impl Indexer {
     /// Replaces the whole index with `docs`, as of outbox sequence `seq` (`ofc-hub reindex`:
     /// the hub reads the current max sequence and every visible agent in one transaction).
     /// Nothing is visible until the final commit; a crash in between leaves the old index.
+    ///
+    /// Documents keep the order they come in. Give the most downloaded first (see
+    /// [`by_popularity`]): relevance pruning bounds the popularity factor of the documents
+    /// *after* the current one, so with the popular agents first most of the index is
+    /// skipped. Any order gives the same results.
     pub fn rebuild(&mut self, seq: u64, docs: impl IntoIterator<Item = SearchDoc>) -> Result<u64> {
         // No background merges while rebuilding: every segment is merged into one at the end
         // (a merge started meanwhile would hold segments the final merge needs).
@@ -329,11 +350,29 @@ impl Indexer {
 
     /// Merges every committed segment into one and waits for it (after a rebuild: a query
     /// visits every segment, so one segment answers fastest). The merged segment replaces the
-    /// others in a new commit that keeps the commit payload.
+    /// others in a new commit that keeps the commit payload. Segments are concatenated most
+    /// downloaded first (each flushed segment of a rebuild holds a run of the input order).
     pub fn merge_all(&mut self) -> Result<()> {
-        let ids = self.writer.index().searchable_segment_ids()?;
-        if ids.len() > 1 {
+        let segments = self.writer.index().searchable_segments()?;
+        if segments.len() > 1 {
+            let mut keyed = Vec::with_capacity(segments.len());
+            for segment in &segments {
+                let reader = tantivy::SegmentReader::open(segment)?;
+                let downloads = reader.fast_fields().u64(field::DOWNLOADS)?;
+                let first = if reader.max_doc() > 0 {
+                    downloads.first(0).unwrap_or(0)
+                } else {
+                    0
+                };
+                keyed.push((std::cmp::Reverse(first), segment.id()));
+            }
+            keyed.sort();
+            drop(segments);
+            let ids: Vec<SegmentId> = keyed.into_iter().map(|(_, id)| id).collect();
             self.writer.merge(&ids).wait()?;
+            // The merged-away segments' files (Tantivy's own pass after a merge may skip
+            // them while something still held them).
+            self.writer.garbage_collect_files().wait()?;
         }
         Ok(())
     }

@@ -9,21 +9,22 @@ use std::ops::Range;
 use serde::Serialize;
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::{Column, StrColumn};
-use tantivy::query::Weight;
 use tantivy::query::{
     AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, FuzzyTermQuery, Occur, PhraseQuery, Query,
     TermQuery,
 };
+use tantivy::query::{EnableScoring, Explanation, Scorer, Weight};
 use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{
-    DocAddress, DocId, Score, Searcher, SegmentOrdinal, SegmentReader, TantivyDocument, Term,
+    DocAddress, DocId, DocSet, Score, Searcher, SegmentOrdinal, SegmentReader, TantivyDocument,
+    Term,
 };
 
-use crate::Result;
 use crate::index::SearchIndex;
 use crate::mapping::{FieldKind, MAPPING, analyzer, field, tokens};
 use crate::query::{Cursor, MAX_QUERY_WORDS, SearchQuery, Sort};
+use crate::{Error, Result};
 
 /// Words shorter than this get no typo tolerance (too many neighbours).
 const FUZZY_MIN_CHARS: usize = 4;
@@ -120,8 +121,9 @@ impl SearchIndex {
         let searcher = self.reader.searcher();
         let words = query_words(&q.text);
         let mut mode = Mode::All;
-        let mut text = self.text_query(&searcher, &q.text, &words, mode)?;
-        let mut hits = self.collect(&searcher, q, text.as_deref())?;
+        let freqs = DocFreqs::default();
+        let mut text = self.text_query(&searcher, &freqs, &q.text, &words, mode, None)?;
+        let mut hits = self.collect(&searcher, &freqs, q, &words, mode)?;
         if hits.is_empty() && words.len() > 1 {
             // No agent has every word. On a later page, only switch if the strict query has
             // no hit at all (so that every page of one query uses the same mode).
@@ -134,8 +136,8 @@ impl SearchIndex {
                     .is_empty();
             if strict_empty {
                 mode = Mode::Any;
-                text = self.text_query(&searcher, &q.text, &words, mode)?;
-                hits = self.collect(&searcher, q, text.as_deref())?;
+                text = self.text_query(&searcher, &freqs, &q.text, &words, mode, None)?;
+                hits = self.collect(&searcher, &freqs, q, &words, mode)?;
             }
         }
         let next_cursor = (hits.len() > q.limit).then(|| {
@@ -208,20 +210,92 @@ impl SearchIndex {
         })
     }
 
+    /// The top `limit + 1` hits after the cursor. The query is built per segment, leaving out
+    /// the terms that segment lacks: they match nothing there, and an absent term's empty
+    /// postings would keep Tantivy from running block-max WAND on the union. Scores use the
+    /// searcher's statistics, so they are those of the query with every term.
     fn collect(
         &self,
         searcher: &Searcher,
+        freqs: &DocFreqs,
         q: &SearchQuery,
-        text: Option<&dyn Query>,
+        words: &[String],
+        mode: Mode,
     ) -> Result<Vec<Ranked>> {
-        let query = self.full_query(q, text);
         let collector = RankCollector {
             sort: q.sort,
             k: q.limit + 1,
             after: q.cursor.as_ref().map(|c| (c.key, c.name.clone())),
             prune: true,
         };
-        Ok(searcher.search(query.as_ref(), &collector)?)
+        self.collect_with(searcher, freqs, q, words, mode, &collector)
+    }
+
+    /// The cached [`PopularityBounds`] of a segment, computed on first use; entries of
+    /// segments the searcher no longer has are dropped then.
+    fn popularity_bounds(
+        &self,
+        searcher: &Searcher,
+        reader: &SegmentReader,
+    ) -> Result<std::sync::Arc<PopularityBounds>> {
+        let id = reader.segment_id();
+        let mut cache = self
+            .bounds
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(b) = cache.get(&id) {
+            return Ok(b.clone());
+        }
+        let b = std::sync::Arc::new(PopularityBounds::of(reader)?);
+        let live: Vec<_> = searcher
+            .segment_readers()
+            .iter()
+            .map(SegmentReader::segment_id)
+            .collect();
+        cache.retain(|k, _| live.contains(k));
+        cache.insert(id, b.clone());
+        Ok(b)
+    }
+
+    fn collect_with(
+        &self,
+        searcher: &Searcher,
+        freqs: &DocFreqs,
+        q: &SearchQuery,
+        words: &[String],
+        mode: Mode,
+        collector: &RankCollector,
+    ) -> Result<Vec<Ranked>> {
+        let scoring = if collector.requires_scoring() {
+            EnableScoring::enabled_from_searcher(searcher)
+        } else {
+            EnableScoring::disabled_from_searcher(searcher)
+        };
+        let mut fruits = Vec::with_capacity(searcher.segment_readers().len());
+        for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+            let shaped =
+                self.text_query_shaped(searcher, freqs, &q.text, words, mode, Some(reader))?;
+            let unfiltered = q.capabilities.is_empty()
+                && q.keywords.is_empty()
+                && q.kind.is_none()
+                && q.publisher.is_none();
+            let rescore = unfiltered && shaped.as_ref().is_some_and(|(_, u)| *u);
+            let text = shaped.map(|(t, _)| t);
+            let query = self.full_query(q, text.as_deref());
+            let weight = query.weight(scoring)?;
+            let bounds = match collector.sort {
+                Sort::Relevance => Some(self.popularity_bounds(searcher, reader)?),
+                _ => None,
+            };
+            fruits.push(collector.collect_segment_bounded(
+                weight.as_ref(),
+                ord as SegmentOrdinal,
+                reader,
+                bounds.as_deref(),
+                rescore,
+            )?);
+        }
+        Ok(collector.merge_fruits(fruits)?)
     }
 
     /// Text query AND filters. (Yanked agents are never in the index: the writer deletes them
@@ -268,52 +342,94 @@ impl SearchIndex {
         Box::new(BooleanQuery::new(clauses))
     }
 
-    /// The free-text part, built from analysed words; `None` when the text has no words.
+    /// The free-text part, built from analysed words; `None` when the text has no words. With
+    /// `segment`, the exact terms and phrases that segment lacks are left out (same matches and
+    /// scores in that segment).
     fn text_query(
         &self,
         searcher: &Searcher,
+        freqs: &DocFreqs,
         text: &str,
         words: &[String],
         mode: Mode,
+        segment: Option<&SegmentReader>,
     ) -> Result<Option<Box<dyn Query>>> {
+        Ok(self
+            .text_query_shaped(searcher, freqs, text, words, mode, segment)?
+            .map(|(q, _)| q))
+    }
+
+    /// [`Self::text_query`] and whether the query is a union of two or more plain term
+    /// queries (which Tantivy runs as block-max WAND).
+    fn text_query_shaped(
+        &self,
+        searcher: &Searcher,
+        freqs: &DocFreqs,
+        text: &str,
+        words: &[String],
+        mode: Mode,
+        segment: Option<&SegmentReader>,
+    ) -> Result<Option<(Box<dyn Query>, bool)>> {
         if words.is_empty() {
             return Ok(None);
         }
+        // Clauses other than plain term queries (automata, phrases, the exact name).
+        let mut other_clauses = 0;
+        let mut term_clauses = 0;
+        let single_segment = searcher.segment_readers().len() == 1;
+        let present = |t: &Term| -> Result<bool> {
+            Ok(match segment {
+                None => true,
+                // One segment: the searcher's document frequency (looked up once per search)
+                // says it.
+                Some(_) if single_segment => freqs.get(searcher, t)? > 0,
+                Some(r) => r
+                    .inverted_index(t.field())?
+                    .get_term_info(t)
+                    .map_err(|e| Error::Io("the term dictionary".into(), e))?
+                    .is_some(),
+            })
+        };
         let typo = self.fields.get(field::TYPO);
         let mut per_word: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         let mut stems = Vec::new();
+        // The last word's alternatives when they are one plain term (see the end).
+        let mut lone_term = None;
         for (i, word) in words.iter().enumerate() {
             let stem = tokens(analyzer::TEXT, word)
                 .into_iter()
                 .next()
                 .unwrap_or_else(|| word.clone());
             let mut alts: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+            let mut terms = Vec::new();
             for spec in MAPPING {
                 let (Some(boost), FieldKind::Text { analyzer: a, .. }) = (spec.boost, spec.kind)
                 else {
                     continue;
                 };
                 let t = if a == analyzer::WORD { word } else { &stem };
+                let term = Term::from_field_text(self.fields.get(spec.name), t);
+                if !present(&term)? {
+                    continue;
+                }
+                terms.push((term.clone(), boost));
                 alts.push((
                     Occur::Should,
                     Box::new(BoostQuery::new(
-                        Box::new(TermQuery::new(
-                            Term::from_field_text(self.fields.get(spec.name), t),
-                            IndexRecordOption::WithFreqs,
-                        )),
+                        Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
                         boost,
                     )),
                 ));
             }
             let chars = word.chars().count();
             let exact = Term::from_field_text(typo, word);
-            let doc_freq = searcher.doc_freq(&exact)?;
+            let doc_freq = freqs.get(searcher, &exact)?;
             // A word this many agents use anywhere (short fields or prose) is a complete,
             // correctly spelled word: no prefix, no typo expansion.
             let mut known = doc_freq >= KNOWN_WORD_DOC_FREQ;
             for f in [field::DESCRIPTION, field::CAPABILITY_TEXT] {
                 known = known
-                    || searcher.doc_freq(&Term::from_field_text(self.fields.get(f), &stem))?
+                    || freqs.get(searcher, &Term::from_field_text(self.fields.get(f), &stem))?
                         >= KNOWN_WORD_DOC_FREQ;
             }
             if !known && i + 1 == words.len() && chars >= PREFIX_MIN_CHARS {
@@ -323,6 +439,12 @@ impl SearchIndex {
                 let edits = if chars >= FUZZY_TWO_EDITS_CHARS { 2 } else { 1 };
                 alts.push(loose(FuzzyTermQuery::new(exact, edits, true)));
             }
+            term_clauses += terms.len();
+            other_clauses += alts.len() - terms.len();
+            lone_term = match (alts.len(), terms.pop()) {
+                (1, Some(t)) => Some(t),
+                _ => None,
+            };
             match mode {
                 Mode::All => per_word.push((Occur::Must, Box::new(BooleanQuery::new(alts)))),
                 // Any word: the union of every word's alternatives, flat (same matches, same
@@ -337,10 +459,18 @@ impl SearchIndex {
                 (field::TAGLINE, 2.0),
                 (field::DESCRIPTION, 2.0),
             ] {
-                let terms = stems
+                let terms: Vec<Term> = stems
                     .iter()
                     .map(|s| Term::from_field_text(self.fields.get(f), s))
                     .collect();
+                let mut all_present = true;
+                for t in &terms {
+                    all_present = all_present && present(t)?;
+                }
+                if !all_present {
+                    continue;
+                }
+                other_clauses += 1;
                 per_word.push((
                     Occur::Should,
                     Box::new(BoostQuery::new(Box::new(PhraseQuery::new(terms)), boost)),
@@ -348,6 +478,7 @@ impl SearchIndex {
             }
         }
         if let Ok(name) = index_schema::name::AgentName::parse(text) {
+            other_clauses += 1;
             per_word.push((
                 Occur::Should,
                 Box::new(BoostQuery::new(
@@ -361,11 +492,126 @@ impl SearchIndex {
         }
         if let [(Occur::Must, _)] = per_word.as_slice() {
             // One required word and nothing else: the word's alternatives are the query. A
-            // top-level union of term queries is what Tantivy prunes with block-max WAND.
+            // top-level union of term queries is what Tantivy prunes with block-max WAND; a
+            // single term is pruned block by block as a `BoostedTerm` (a union of one clause,
+            // or a `BoostQuery`, would score every document).
+            if let Some((term, boost)) = lone_term {
+                return Ok(Some((Box::new(BoostedTerm { term, boost }), false)));
+            }
             let (_, only) = per_word.pop().expect("one clause");
-            return Ok(Some(only));
+            return Ok(Some((only, other_clauses == 0 && term_clauses > 1)));
         }
-        Ok(Some(Box::new(BooleanQuery::new(per_word))))
+        let union = mode == Mode::Any && other_clauses == 0 && term_clauses > 1;
+        Ok(Some((Box::new(BooleanQuery::new(per_word)), union)))
+    }
+}
+
+/// Document frequencies looked up during one search (each term dictionary lookup decompresses
+/// a block; a search asks for the same terms several times).
+#[derive(Default)]
+struct DocFreqs(std::cell::RefCell<std::collections::HashMap<Term, u64>>);
+
+impl DocFreqs {
+    fn get(&self, searcher: &Searcher, term: &Term) -> Result<u64> {
+        if let Some(n) = self.0.borrow().get(term) {
+            return Ok(*n);
+        }
+        let n = searcher.doc_freq(term)?;
+        self.0.borrow_mut().insert(term.clone(), n);
+        Ok(n)
+    }
+}
+
+/// A term query whose BM25 score is multiplied by `boost`, pruned with the term's block-max
+/// loop. (Tantivy's `BoostQuery` has no pruning loop of its own: it scores every document.) Both
+/// loops compute `term score × boost`, so pruned and exhaustive collection see equal scores.
+#[derive(Debug, Clone)]
+struct BoostedTerm {
+    term: Term,
+    boost: Score,
+}
+
+impl Query for BoostedTerm {
+    fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let inner = TermQuery::new(self.term.clone(), IndexRecordOption::WithFreqs);
+        let inner = inner.weight(scoring)?;
+        if !scoring.is_scoring_enabled() {
+            return Ok(inner);
+        }
+        Ok(Box::new(BoostedTermWeight {
+            inner,
+            boost: self.boost,
+        }))
+    }
+
+    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        visitor(&self.term, false);
+    }
+}
+
+struct BoostedTermWeight {
+    /// Tantivy's term weight: its pruning loop is block-max on one posting list.
+    inner: Box<dyn Weight>,
+    boost: Score,
+}
+
+impl Weight for BoostedTermWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        Ok(Box::new(ScaledScorer {
+            inner: self.inner.scorer(reader, boost)?,
+            factor: self.boost,
+        }))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let e = self.inner.explain(reader, doc)?;
+        let mut out =
+            Explanation::new_with_string(format!("x{}", self.boost), e.value() * self.boost);
+        out.add_detail(e);
+        Ok(out)
+    }
+
+    fn for_each_pruning(
+        &self,
+        threshold: Score,
+        reader: &SegmentReader,
+        callback: &mut dyn FnMut(DocId, Score) -> Score,
+    ) -> tantivy::Result<()> {
+        let b = self.boost;
+        // Thresholds are exchanged unscaled with the term's loop. Dividing may round a bound
+        // down by an ulp, which only lets one more document through; callers keep a relative
+        // margin far larger than that anyway.
+        self.inner
+            .for_each_pruning(threshold / b, reader, &mut |doc, score| {
+                callback(doc, score * b) / b
+            })
+    }
+}
+
+/// A scorer whose scores are multiplied by `factor`.
+struct ScaledScorer {
+    inner: Box<dyn Scorer>,
+    factor: Score,
+}
+
+impl DocSet for ScaledScorer {
+    fn advance(&mut self) -> DocId {
+        self.inner.advance()
+    }
+    fn seek(&mut self, target: DocId) -> DocId {
+        self.inner.seek(target)
+    }
+    fn doc(&self) -> DocId {
+        self.inner.doc()
+    }
+    fn size_hint(&self) -> u32 {
+        self.inner.size_hint()
+    }
+}
+
+impl Scorer for ScaledScorer {
+    fn score(&mut self) -> Score {
+        self.inner.score() * self.factor
     }
 }
 
@@ -527,6 +773,35 @@ impl Collector for RankCollector {
         segment: SegmentOrdinal,
         reader: &SegmentReader,
     ) -> tantivy::Result<Vec<Ranked>> {
+        self.collect_segment_bounded(weight, segment, reader, None, false)
+    }
+
+    fn merge_fruits(&self, fruits: Vec<Vec<Ranked>>) -> tantivy::Result<Vec<Ranked>> {
+        let mut all: Vec<Ranked> = fruits.into_iter().flatten().collect();
+        all.sort_by(Ranked::order);
+        all.truncate(self.k);
+        Ok(all)
+    }
+}
+
+impl RankCollector {
+    /// [`Collector::collect_segment`], with the segment's [`PopularityBounds`] when known: the
+    /// bound on the factor then applies to the documents after the current one only, which
+    /// is lower the more popular documents come first (a rebuild writes them in that order).
+    ///
+    /// `rescore` when the query is a union of terms: block-max WAND adds the terms' scores in
+    /// an order that depends on where its cursors stand, so the same document's sum may differ
+    /// in the last bit from one query to the next (a different cursor or page). A document that
+    /// passes the threshold is then scored again by the query's own scorer, which always adds
+    /// in clause order: ranks and cursors compare equal scores on every page.
+    fn collect_segment_bounded(
+        &self,
+        weight: &dyn Weight,
+        segment: SegmentOrdinal,
+        reader: &SegmentReader,
+        bounds: Option<&PopularityBounds>,
+        rescore: bool,
+    ) -> tantivy::Result<Vec<Ranked>> {
         let mut seg = self.for_segment(segment, reader)?;
         let alive = reader.alive_bitset();
         let is_alive = |doc: DocId| alive.is_none_or(|a| a.is_alive(doc));
@@ -548,21 +823,67 @@ impl Collector for RankCollector {
             })?;
             return Ok(seg.harvest());
         }
-        let max_factor = 1.0 + POPULARITY * (seg.downloads.max_value() as f32).ln_1p();
+        let max_factor = popularity_factor(seg.downloads.max_value());
+        let mut exact = if rescore {
+            Some(weight.scorer(reader, 1.0)?)
+        } else {
+            None
+        };
         weight.for_each_pruning(Score::MIN, reader, &mut |doc, score| {
             if is_alive(doc) {
+                let score = match exact.as_mut() {
+                    Some(s) if s.doc() <= doc => {
+                        if s.seek(doc) == doc {
+                            s.score()
+                        } else {
+                            score
+                        }
+                    }
+                    _ => score,
+                };
                 seg.collect(doc, score);
             }
-            seg.text_threshold(max_factor)
+            seg.text_threshold(bounds.map_or(max_factor, |b| b.from(doc)))
         })?;
         Ok(seg.harvest())
     }
+}
 
-    fn merge_fruits(&self, fruits: Vec<Vec<Ranked>>) -> tantivy::Result<Vec<Ranked>> {
-        let mut all: Vec<Ranked> = fruits.into_iter().flatten().collect();
-        all.sort_by(Ranked::order);
-        all.truncate(self.k);
-        Ok(all)
+/// How much downloads lift a text score (at least 1).
+fn popularity_factor(downloads: u64) -> f32 {
+    1.0 + POPULARITY * (downloads as f32).ln_1p()
+}
+
+/// Documents per entry of [`PopularityBounds`].
+const BOUND_BLOCK: usize = 64;
+
+/// Per segment: for every block of [`BOUND_BLOCK`] documents, the largest popularity factor of
+/// that block and all later ones. A segment never changes (deletes only hide documents), so
+/// this is computed once per segment and cached by [`SearchIndex`].
+#[derive(Debug)]
+pub(crate) struct PopularityBounds(Vec<f32>);
+
+impl PopularityBounds {
+    fn of(reader: &SegmentReader) -> tantivy::Result<Self> {
+        let downloads = reader.fast_fields().u64(field::DOWNLOADS)?;
+        let max_doc = reader.max_doc() as usize;
+        let mut blocks = vec![1.0f32; max_doc.div_ceil(BOUND_BLOCK)];
+        for (doc, d) in (0..max_doc as DocId).map(|doc| (doc, downloads.first(doc).unwrap_or(0))) {
+            let b = &mut blocks[doc as usize / BOUND_BLOCK];
+            *b = b.max(popularity_factor(d));
+        }
+        for i in (0..blocks.len().saturating_sub(1)).rev() {
+            blocks[i] = blocks[i].max(blocks[i + 1]);
+        }
+        Ok(Self(blocks))
+    }
+
+    /// The largest factor of `doc` and every later document.
+    fn from(&self, doc: DocId) -> f32 {
+        self.0
+            .get(doc as usize / BOUND_BLOCK)
+            .copied()
+            .unwrap_or(1.0)
     }
 }
 
@@ -595,8 +916,7 @@ impl SegmentCollector for RankSegment {
     fn collect(&mut self, doc: DocId, score: Score) {
         let (key, score) = match self.sort {
             Sort::Relevance => {
-                let downloads = self.downloads.first(doc).unwrap_or(0) as f32;
-                let mut s = score * (1.0 + POPULARITY * downloads.ln_1p());
+                let mut s = score * popularity_factor(self.downloads.first(doc).unwrap_or(0));
                 if self.deprecated.first(doc).unwrap_or(false) {
                     s *= DEPRECATED_FACTOR;
                 }
@@ -712,30 +1032,55 @@ mod tests {
         assert!(searcher.segment_readers().len() > 1);
         assert!(searcher.segment_readers().iter().any(|r| r.has_deletes()));
 
+        // Pruned: the hub's path (per-segment queries without absent terms, block-max WAND
+        // with the popularity bound). Exhaustive: one query with every term for all segments,
+        // every match scored.
         let run = |text: &str, k: usize, after: Option<(u64, String)>, prune: bool| {
-            let q = SearchQuery::text(text);
+            let mut q = SearchQuery::text(text);
+            q.limit = k - 1;
             let words = query_words(text);
-            let t = index
-                .text_query(&searcher, text, &words, Mode::All)
-                .unwrap()
-                .unwrap();
-            let query = index.full_query(&q, Some(t.as_ref()));
             let c = RankCollector {
                 sort: Sort::Relevance,
                 k,
                 after,
                 prune,
             };
-            searcher
-                .search(query.as_ref(), &c)
-                .unwrap()
+            let ranked = if prune {
+                index
+                    .collect_with(&searcher, &DocFreqs::default(), &q, &words, Mode::All, &c)
+                    .unwrap()
+            } else {
+                let t = index
+                    .text_query(
+                        &searcher,
+                        &DocFreqs::default(),
+                        text,
+                        &words,
+                        Mode::All,
+                        None,
+                    )
+                    .unwrap()
+                    .unwrap();
+                let query = index.full_query(&q, Some(t.as_ref()));
+                searcher.search(query.as_ref(), &c).unwrap()
+            };
+            ranked
                 .into_iter()
                 .map(|r| (r.key, r.name))
                 .collect::<Vec<_>>()
         };
         let mut compared = 0;
         for text in [
-            "result", "floor", "request", "data", "report", "search", "code",
+            "result",
+            "floor",
+            "request",
+            "data",
+            "report",
+            "search",
+            "code",
+            "web scraping",
+            "code review",
+            "analyze dataset",
         ] {
             let exhaustive = run(text, 60, None, false);
             if exhaustive.len() < 60 {

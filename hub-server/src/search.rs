@@ -302,7 +302,9 @@ pub async fn reindex(store: &Store, data_dir: &Path) -> anyhow::Result<(u64, usi
     let dir = index_dir(data_dir);
     let index = SearchIndex::open_or_create(&dir)
         .with_context(|| format!("cannot open the search index {}", dir.display()))?;
-    let (seq, docs) = snapshot(store).await?;
+    let (seq, mut docs) = snapshot(store).await?;
+    // Most downloaded first: relevance pruning skips more of an index in that order.
+    hub_search::index::by_popularity(&mut docs);
     let n = docs.len();
     let seq = tokio::task::spawn_blocking(move || -> anyhow::Result<u64> {
         let mut w = index

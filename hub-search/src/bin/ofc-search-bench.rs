@@ -41,6 +41,13 @@ struct Args {
     /// Only these query classes (comma-separated kebab-case names; default: all).
     #[arg(long, value_delimiter = ',')]
     class: Vec<String>,
+    /// Keep the Tantivy index in this directory and reuse it on the next run when it holds
+    /// the same corpus (default: a temporary directory, removed at the end).
+    #[arg(long)]
+    index_dir: Option<std::path::PathBuf>,
+    /// Also print the slowest queries (median of the runs) of every class.
+    #[arg(long, default_value_t = 0)]
+    slowest: usize,
 }
 
 fn vm_hwm_mib() -> u64 {
@@ -69,23 +76,45 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn report(name: &str, samples: &BTreeMap<QueryClass, (Vec<Duration>, usize)>) {
+/// Per class: every sample, the count of queries without hits, and per query its text and
+/// median.
+#[derive(Default)]
+struct ClassSamples {
+    all: Vec<Duration>,
+    empty: usize,
+    per_query: Vec<(String, Duration)>,
+}
+
+fn report(name: &str, samples: &BTreeMap<QueryClass, ClassSamples>, slowest: usize) {
     println!("\n{name}: latency per query class (limit 10)");
     println!(
         "{:<18} {:>9} {:>9} {:>12}",
         "class", "p50 ms", "p99 ms", "empty/total"
     );
-    for (class, (d, empty)) in samples {
-        let mut d = d.clone();
+    for (class, c) in samples {
+        let mut d = c.all.clone();
         d.sort();
         println!(
             "{:<18} {:>9.3} {:>9.3} {:>6}/{}",
             class.name(),
             percentile(&d, 0.5).as_secs_f64() * 1e3,
             percentile(&d, 0.99).as_secs_f64() * 1e3,
-            empty,
+            c.empty,
             d.len()
         );
+    }
+    if slowest > 0 {
+        for (class, c) in samples {
+            let mut q = c.per_query.clone();
+            q.sort_by(|a, b| b.1.cmp(&a.1));
+            for (text, d) in q.iter().take(slowest) {
+                println!(
+                    "  {:<18} {:>9.3} ms  {text}",
+                    class.name(),
+                    d.as_secs_f64() * 1e3
+                );
+            }
+        }
     }
 }
 
@@ -93,19 +122,27 @@ fn measure(
     queries: &[BenchQuery],
     runs: usize,
     mut run: impl FnMut(&BenchQuery) -> anyhow::Result<usize>,
-) -> anyhow::Result<BTreeMap<QueryClass, (Vec<Duration>, usize)>> {
-    let mut out: BTreeMap<QueryClass, (Vec<Duration>, usize)> = BTreeMap::new();
+) -> anyhow::Result<BTreeMap<QueryClass, ClassSamples>> {
+    let mut out: BTreeMap<QueryClass, ClassSamples> = BTreeMap::new();
     for q in queries {
         let hits = run(q)?; // warm-up
         let e = out.entry(q.class).or_default();
         if hits == 0 {
-            e.1 += 1;
+            e.empty += 1;
         }
+        let mut mine = Vec::with_capacity(runs);
         for _ in 0..runs {
             let t = Instant::now();
             run(q)?;
-            e.0.push(t.elapsed());
+            mine.push(t.elapsed());
         }
+        e.all.extend(&mine);
+        mine.sort();
+        let label = match &q.capability {
+            Some(c) => format!("{:?} capability={c}", q.q),
+            None => format!("{:?}", q.q),
+        };
+        e.per_query.push((label, mine[mine.len() / 2]));
     }
     Ok(out)
 }
@@ -147,28 +184,56 @@ fn main() -> anyhow::Result<()> {
         args.threads
     );
 
-    let dir = tempfile::tempdir()?;
-    let index_dir = dir.path().join("search-v1");
+    let tmp = tempfile::tempdir()?;
+    let index_dir = match &args.index_dir {
+        Some(d) => d.clone(),
+        None => tmp.path().join("search-v1"),
+    };
+    // The marker names the corpus the kept index holds; anything else is rebuilt.
+    let marker = index_dir.join("ofc-bench-corpus.json");
+    let wanted = format!("{{\"n\":{},\"seed\":{}}}", args.n, args.seed);
+    let reuse = std::fs::read_to_string(&marker).is_ok_and(|m| m == wanted);
+    if !reuse && index_dir.exists() {
+        std::fs::remove_dir_all(&index_dir)?;
+    }
     let index = SearchIndex::open_or_create(&index_dir)?;
-    let t = Instant::now();
-    let mut w = index.writer(WriterConfig {
-        heap_bytes: args.heap_mb << 20,
-        threads: args.threads,
-    })?;
     let seed = args.seed;
-    w.rebuild(
-        args.n,
-        (0..args.n).map(|i| synthetic_agent(seed, i).to_doc().expect("valid agent")),
-    )?;
-    let build = t.elapsed();
-    w.close()?;
-    let merged = t.elapsed();
+    if reuse {
+        println!(
+            "tantivy: reusing the index in {} (delete it after changing the mapping or the writer)",
+            index_dir.display()
+        );
+    } else {
+        let t = Instant::now();
+        let mut w = index.writer(WriterConfig {
+            heap_bytes: args.heap_mb << 20,
+            threads: args.threads,
+        })?;
+        // Most downloaded first, as `ofc-hub reindex` writes them (see `Indexer::rebuild`);
+        // generating the corpus twice (once for the order) is part of the build time.
+        let mut order: Vec<(u64, u64)> = (0..args.n)
+            .map(|i| (synthetic_agent(seed, i).downloads, i))
+            .collect();
+        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        w.rebuild(
+            args.n,
+            order
+                .into_iter()
+                .map(|(_, i)| synthetic_agent(seed, i).to_doc().expect("valid agent")),
+        )?;
+        let build = t.elapsed();
+        w.close()?;
+        let merged = t.elapsed();
+        println!(
+            "tantivy: build {:.1} s (commit and merge into one segment), {:.1} s closed",
+            build.as_secs_f64(),
+            merged.as_secs_f64(),
+        );
+        std::fs::write(&marker, &wanted)?;
+    }
     index.refresh()?;
     println!(
-        "tantivy: build {:.1} s (commit and merge into one segment), {:.1} s closed; \
-         {} segment(s); index {} MiB; peak RSS {} MiB",
-        build.as_secs_f64(),
-        merged.as_secs_f64(),
+        "tantivy: {} segment(s); index {} MiB; peak RSS {} MiB",
         index.segment_count(),
         dir_size(&index_dir) >> 20,
         vm_hwm_mib()
@@ -180,13 +245,17 @@ fn main() -> anyhow::Result<()> {
         Ok(index.search(&sq)?.hits.len())
     })?;
     println!("peak RSS after queries: {} MiB", vm_hwm_mib());
-    report("tantivy (in-process, with highlights)", &tantivy);
+    report(
+        "tantivy (in-process, with highlights)",
+        &tantivy,
+        args.slowest,
+    );
     drop(index);
 
     if args.skip_fts5 {
         return Ok(());
     }
-    let db_path = dir.path().join("fts5.db");
+    let db_path = tmp.path().join("fts5.db");
     let mut db = rusqlite::Connection::open(&db_path)?;
     db.execute_batch(
         "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
@@ -233,6 +302,6 @@ fn main() -> anyhow::Result<()> {
         let rows = stmt.query_map([m], |r| r.get::<_, String>(0))?;
         Ok(rows.count())
     })?;
-    report("sqlite fts5 bm25 (in-process)", &fts);
+    report("sqlite fts5 bm25 (in-process)", &fts, args.slowest);
     Ok(())
 }
