@@ -145,6 +145,10 @@ pub struct Listing {
 #[derive(Debug)]
 struct Lock(#[allow(dead_code)] fs::File);
 
+/// The cache held shared (see [`Cache::hold`]).
+#[derive(Debug)]
+pub struct CacheHold(#[allow(dead_code)] Lock);
+
 /// The cache rooted at a directory.
 #[derive(Debug, Clone)]
 pub struct Cache {
@@ -226,6 +230,33 @@ impl Cache {
             .prefix("entry-")
             .tempdir_in(&tmp)
             .map_err(io_at(&tmp))
+    }
+
+    /// Holds the cache shared until the guard is dropped: `rm` and `gc` (which need it
+    /// exclusively) cannot remove entries while a pull reads them or installs a bundle and then
+    /// its manifest.
+    pub fn hold(&self) -> Result<CacheHold> {
+        self.lock_shared().map(CacheHold)
+    }
+
+    /// Moves a corrupt bundle entry out of the way (into `tmp-v1/`, which `gc` empties), so
+    /// that it can be installed again. Returns false when there was none.
+    pub fn quarantine_bundle(&self, digest: &Digest) -> Result<bool> {
+        let _entry = self.lock_entry("bundle", digest)?;
+        let dir = self.bundle_dir(digest);
+        if !dir.exists() {
+            return Ok(false);
+        }
+        let tmp = self.root.join(TMP);
+        self.mkdirs(&tmp)?;
+        let aside = tempfile::Builder::new()
+            .prefix(&format!("corrupt-{}-", digest.hex()))
+            .tempdir_in(&tmp)
+            .map_err(io_at(&tmp))?
+            .keep();
+        let target = aside.join("entry");
+        fs::rename(&dir, &target).map_err(io_at(&dir))?;
+        Ok(true)
     }
 
     /// Stores and unpacks the bundle `bytes`, which must hash to `digest`. If the bundle is

@@ -18,6 +18,36 @@ use crate::output::UserError;
 /// How long to wait for the hub to accept a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a read may stall (no byte arriving) before the request fails.
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Largest JSON document accepted from a hub (a version list of thousands of versions is well
+/// under it); a hostile hub cannot make the client buffer more.
+pub const MAX_JSON_BYTES: usize = 16 * 1024 * 1024;
+
+/// Largest error body read from a hub.
+const MAX_ERROR_BYTES: usize = 64 * 1024;
+
+/// Reads at most `max` bytes of `resp`'s body; more is an error (checked against the
+/// announced length first, then while reading).
+pub async fn read_capped(resp: reqwest::Response, max: usize, what: &str) -> Result<Vec<u8>> {
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Err(anyhow!(
+            "{what} is {} bytes, more than the {max} accepted",
+            resp.content_length().unwrap_or(0)
+        ));
+    }
+    let mut resp = resp;
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        if out.len() + chunk.len() > max {
+            return Err(anyhow!("{what} is more than the {max} bytes accepted"));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
 /// A runtime for one command: two workers, enough for parallel downloads plus hashing.
 pub fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
@@ -66,6 +96,7 @@ impl Hub {
         let url = check_url(&url)?;
         let client = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT)
             .user_agent(concat!("ofc/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| anyhow!(e).context("cannot build the HTTP client"))?;
@@ -120,8 +151,16 @@ impl Hub {
         if status.is_success() {
             return Ok(resp);
         }
-        let body = resp.text().await.unwrap_or_default();
-        Err(self.refusal(status, &body))
+        // Only the start of an error body matters, and a hostile hub may send gigabytes.
+        let mut resp = resp;
+        let mut body = Vec::new();
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            body.extend_from_slice(&chunk[..chunk.len().min(MAX_ERROR_BYTES - body.len())]);
+            if body.len() >= MAX_ERROR_BYTES {
+                break;
+            }
+        }
+        Err(self.refusal(status, &String::from_utf8_lossy(&body)))
     }
 
     /// GET `path` as JSON.
@@ -137,7 +176,7 @@ impl Hub {
             rb = rb.json(b);
         }
         let resp = self.send(rb).await?;
-        let bytes = resp.bytes().await.map_err(|e| self.unreachable(e))?;
+        let bytes = self.read_json_bytes(resp, path).await?;
         if bytes.is_empty() {
             return Ok(Value::Null);
         }
@@ -149,8 +188,21 @@ impl Hub {
         })
     }
 
+    async fn read_json_bytes(&self, resp: reqwest::Response, path: &str) -> Result<Vec<u8>> {
+        read_capped(
+            resp,
+            MAX_JSON_BYTES,
+            &format!("the hub's answer for {path}"),
+        )
+        .await
+        .map_err(|e| match e.downcast::<reqwest::Error>() {
+            Ok(re) => self.unreachable(re),
+            Err(e) => e,
+        })
+    }
+
     async fn decode<T: DeserializeOwned>(&self, resp: reqwest::Response, path: &str) -> Result<T> {
-        let bytes = resp.bytes().await.map_err(|e| self.unreachable(e))?;
+        let bytes = self.read_json_bytes(resp, path).await?;
         serde_json::from_slice(&bytes).map_err(|e| {
             anyhow!(e).context(format!(
                 "the hub at {} sent an answer ofc does not understand for {path}",
@@ -194,10 +246,12 @@ impl Hub {
                     t
                 }
             });
+        // The hub's words reach a terminal: no control characters (escape sequences, fake
+        // `hint:` lines), and not too many of them.
         let err = HubError {
             status,
-            code,
-            message,
+            code: code.map(|c| crate::output::truncate(&c, 64)),
+            message: crate::output::truncate(&message, 500),
         };
         let mut hint = UserError::new(format!("request to {} failed", self.url));
         // A 403 about rights (not, say, an untrusted signing key, which is also 403).

@@ -37,8 +37,9 @@ use serde::Deserialize;
 
 use crate::cache::Cache;
 use crate::config::Paths;
+use crate::credentials::{Credentials, TokenSource};
 use crate::hub::Hub;
-use crate::output::UserError;
+use crate::output::{UserError, truncate};
 use crate::project;
 use crate::trust::TrustStore;
 use crate::unpack::UnpackLimits;
@@ -56,7 +57,7 @@ pub const MAX_ENTRIES_ENV: &str = "OFC_MAX_BUNDLE_ENTRIES";
 pub const MAX_BYTES_ENV: &str = "OFC_MAX_BUNDLE_BYTES";
 
 /// The unpack limits: the defaults, lowered or raised by [`MAX_ENTRIES_ENV`] and
-/// [`MAX_BYTES_ENV`].
+/// [`MAX_BYTES_ENV`] (which caps the whole tree and so each file).
 pub fn limits_from_env() -> Result<UnpackLimits> {
     let mut l = UnpackLimits::default();
     let read = |var: &str| -> Result<Option<u64>> {
@@ -72,7 +73,7 @@ pub fn limits_from_env() -> Result<UnpackLimits> {
     }
     if let Some(n) = read(MAX_BYTES_ENV)? {
         l.max_total_bytes = n;
-        l.max_file_bytes = l.max_file_bytes.min(n);
+        l.max_file_bytes = n;
     }
     Ok(l)
 }
@@ -274,12 +275,14 @@ pub fn pull(
 fn locked_entry(p: &Pulled, lockfile: &Path) -> LockedAgent {
     let mut source = p.source.clone();
     if let LockedSource::Local { path, .. } = &mut source {
-        // Recorded relative to the lockfile's directory when possible.
-        let base = lockfile.parent().unwrap_or(Path::new("."));
-        if let (Ok(abs), Ok(base)) = (Path::new(path).canonicalize(), base.canonicalize())
-            && let Ok(rel) = abs.strip_prefix(&base)
-        {
-            *path = format!("./{}", rel.display());
+        // Recorded relative to the lockfile's directory (`..` where needed), so the project
+        // can move; absolute only when there is no relative way (another drive).
+        let base = lockfile.parent().filter(|b| !b.as_os_str().is_empty());
+        let base = base.unwrap_or(Path::new("."));
+        if let (Ok(abs), Ok(base)) = (Path::new(path).canonicalize(), base.canonicalize()) {
+            *path = relative_to(&abs, &base)
+                .map(|r| format!("./{}", r.display()))
+                .unwrap_or_else(|| abs.display().to_string());
         }
     }
     LockedAgent {
@@ -290,6 +293,25 @@ fn locked_entry(p: &Pulled, lockfile: &Path) -> LockedAgent {
         signed_by: p.key_id,
         source,
     }
+}
+
+/// `path` relative to `base` (both absolute and canonical), with `..` components as needed.
+fn relative_to(path: &Path, base: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let p: Vec<Component<'_>> = path.components().collect();
+    let b: Vec<Component<'_>> = base.components().collect();
+    if p.first() != b.first() {
+        return None;
+    }
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &p[common..] {
+        out.push(c.as_os_str());
+    }
+    Some(out)
 }
 
 /// Everything one pull task needs.
@@ -310,6 +332,48 @@ struct Resolved {
     digest: Digest,
 }
 
+/// What the cache holds for one manifest digest.
+enum Lookup {
+    /// Everything is there and verifies.
+    Hit(Box<Pulled>),
+    /// Something is missing or does not verify: the reason, for `--offline` errors.
+    Miss(String),
+}
+
+/// The verified manifest of a fetch, and the key to pin once it is installed.
+struct Verified {
+    manifest: Manifest,
+    key_id: KeyId,
+    digest: Digest,
+    /// First use: the key that signed, pinned only after the install succeeded.
+    pin: Option<PublicKey>,
+}
+
+/// `hub.example` → `https://hub.example`; URLs lose a trailing `/` and get a lowercase scheme
+/// and host, so the forms a lockfile may hold compare equal to the client's hub URL.
+pub fn normalize_hub(s: &str) -> String {
+    let s = s.trim().trim_end_matches('/');
+    let (scheme, rest) = match s.split_once("://") {
+        Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
+        None => (default_scheme(s).to_string(), s),
+    };
+    let (host, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    format!("{scheme}://{}{path}", host.to_ascii_lowercase())
+}
+
+/// Loopback hosts are reached over plain HTTP (as docker does for `localhost`), others HTTPS.
+fn default_scheme(host: &str) -> &'static str {
+    let h = host.split(':').next().unwrap_or(host);
+    if h.eq_ignore_ascii_case("localhost") || h == "127.0.0.1" || h == "[::1]" {
+        "http"
+    } else {
+        "https"
+    }
+}
+
 impl Ctx {
     async fn pull_one(&self, req: &Request) -> Result<Pulled> {
         match req {
@@ -324,7 +388,9 @@ impl Ctx {
                     .chain()
                     .any(|c| c.downcast_ref::<reqwest::Error>().is_some());
                 let mut u = UserError::new(format!("cannot pull {r}"));
-                if crate::hub::hub_error(&e).is_some_and(|h| h.status == reqwest::StatusCode::NOT_FOUND) {
+                if crate::hub::hub_error(&e)
+                    .is_some_and(|h| h.status == reqwest::StatusCode::NOT_FOUND)
+                {
                     u = u.hint(format!(
                         "check the name; `ofc search {}` lists agents with similar names",
                         r.name().agent()
@@ -340,20 +406,30 @@ impl Ctx {
         }
     }
 
+    /// The hub a reference names: the configured one, or `https://HOST` (`http` for loopback)
+    /// with only the token stored for that URL (never `OFC_TOKEN`, which is for the configured
+    /// hub).
     fn hub_for(&self, r: &Reference) -> Result<Hub> {
         let Some(host) = r.host() else {
             return Ok(self.hub.clone());
         };
-        let configured = self
-            .hub
-            .url
-            .split_once("://")
-            .map(|(_, rest)| rest)
-            .unwrap_or(&self.hub.url);
-        if configured.eq_ignore_ascii_case(host) {
+        let url = normalize_hub(host);
+        if url == normalize_hub(&self.hub.url) {
             return Ok(self.hub.clone());
         }
-        Hub::new(format!("https://{host}"), None)
+        let token = Credentials::load(&self.paths)?
+            .token_for(&url)
+            .map(|c| (c.token.clone(), TokenSource::File));
+        Hub::new(url, token)
+    }
+
+    /// ` --hub URL` when `hub` is not the configured one, for hints.
+    fn hub_flag(&self, hub: &Hub) -> String {
+        if normalize_hub(&hub.url) == normalize_hub(&self.hub.url) {
+            String::new()
+        } else {
+            format!(" --hub {}", hub.url)
+        }
     }
 
     async fn pull_ref(&self, r: &Reference) -> Result<Pulled> {
@@ -362,8 +438,14 @@ impl Ctx {
         let sel = r.selector();
 
         // 1. A locked entry that satisfies the reference.
-        let locked = self.lock.get(&name).filter(|e| {
-            e.hub.as_deref() == Some(hub.url.as_str())
+        let entry = self.lock.get(&name);
+        let same_hub = |e: &LockedAgent| {
+            e.hub
+                .as_deref()
+                .is_some_and(|h| normalize_hub(h) == normalize_hub(&hub.url))
+        };
+        let locked = entry.filter(|e| {
+            same_hub(e)
                 && match sel {
                     VersionSelector::Digest(d) => e.manifest_digest.as_ref() == Some(d),
                     s => s.matches_version(&e.version),
@@ -372,23 +454,35 @@ impl Ctx {
         if self.opts.locked && locked.is_none() {
             let what = match &self.opts.lockfile {
                 Some(p) => format!(
-                    "{} has no entry for {name} that satisfies `{r}`",
-                    p.display()
+                    "{} has no entry for {name} from {} that satisfies `{r}`",
+                    p.display(),
+                    hub.url
                 ),
                 None => "--locked needs a project lockfile (ofc.lock)".to_string(),
             };
             bail!(UserError::new(what).hint("run without --locked to resolve and record it"));
         }
+        if let Some(e) = entry
+            && !same_hub(e)
+        {
+            eprintln!(
+                "warning: ofc.lock has {name} from {}; it will now come from {}",
+                e.hub.as_deref().unwrap_or("no hub (a local agent)"),
+                hub.url
+            );
+        }
         if let Some(entry) = locked
             && let Some(digest) = entry.manifest_digest
         {
-            if let Some(p) = self.cached(&hub, &name, &digest, Some(entry))? {
-                return Ok(p);
-            }
+            let reason =
+                match self.cached(&hub, &name, &digest, Some(entry), Some(&entry.version))? {
+                    Lookup::Hit(p) => return Ok(*p),
+                    Lookup::Miss(reason) => reason,
+                };
             if self.opts.offline {
                 bail!(
                     UserError::new(format!(
-                        "{name} {} is locked but not in the cache, and --offline forbids fetching it",
+                        "{name} {} is locked, but {reason}; --offline forbids fetching it",
                         entry.version
                     ))
                     .hint("run once without --offline to fill the cache")
@@ -398,7 +492,7 @@ impl Ctx {
                 version: entry.version.clone(),
                 digest,
             };
-            return self.fetch(&hub, &name, resolved).await;
+            return self.fetch(&hub, &name, resolved, entry.signed_by).await;
         }
 
         // 2. Offline: the best cached version.
@@ -408,12 +502,14 @@ impl Ctx {
 
         // 3. The hub's versions.
         let resolved = self.resolve(&hub, r).await?;
-        if let Some(p) = self.cached(&hub, &name, &resolved.digest, None)? {
+        if let Lookup::Hit(p) =
+            self.cached(&hub, &name, &resolved.digest, None, Some(&resolved.version))?
+        {
             // The cache holds exactly this signed manifest; still record it as seen.
-            self.record_seen(&hub, &name, &p.version)?;
-            return Ok(p);
+            self.commit_trust(&hub, &name, &p.version, None)?;
+            return Ok(*p);
         }
-        self.fetch(&hub, &name, resolved).await
+        self.fetch(&hub, &name, resolved, None).await
     }
 
     /// Picks the version from the hub's list, refusing rollbacks.
@@ -428,12 +524,19 @@ impl Ctx {
             .await?;
         let mut versions = Vec::new();
         for v in info.versions {
-            let version = Version::parse(&v.version)
-                .map_err(|e| anyhow!("the hub lists an invalid version `{}`: {e}", v.version))?;
-            let digest = Digest::parse(&v.manifest_digest).map_err(|e| {
-                anyhow!("the hub lists an invalid digest for {name} {version}: {e}")
-            })?;
-            versions.push((version, digest, v.yanked));
+            // One entry this client cannot read must not block the others.
+            match (
+                Version::parse(&v.version),
+                Digest::parse(&v.manifest_digest),
+            ) {
+                (Ok(version), Ok(digest)) => versions.push((version, digest, v.yanked)),
+                _ => eprintln!(
+                    "warning: {} lists an unreadable version of {name} (`{}`, `{}`); skipped",
+                    hub.url,
+                    truncate(&v.version, 40),
+                    truncate(&v.manifest_digest, 80)
+                ),
+            }
         }
         versions.sort_by(|a, b| b.0.cmp(&a.0));
         let sel = r.selector();
@@ -472,10 +575,12 @@ impl Ctx {
                 "warning: {name} {version} is yanked; pulled because it was asked for exactly"
             );
         }
-        // Rollback: the highest version pulled before must still be listed, and must not be
-        // passed over when the selector matches it.
+        // Rollback: when the selector would match the highest version pulled before, that
+        // version must still be listed, and must not be passed over.
         let trust = TrustStore::load(&self.paths)?;
-        if let Some(high) = trust.highest(&hub.url, name) {
+        if let Some(high) = trust.highest(&hub.url, name)
+            && sel.matches_version(&high)
+        {
             match versions.iter().find(|v| v.0 == high) {
                 None => bail!(
                     UserError::new(format!(
@@ -483,15 +588,20 @@ impl Ctx {
                         hub.url
                     ))
                     .hint(format!(
-                        "if the publisher deleted it on purpose, run `ofc trust forget {name}`"
+                        "if the publisher deleted it on purpose, run `ofc trust forget {name}{}`",
+                        self.hub_flag(hub)
                     ))
                 ),
-                Some(h) if version < high && !h.2 && sel.matches_version(&high) => bail!(
+                Some(h) if version < high && !h.2 => bail!(
                     UserError::new(format!(
                         "{} offers {name} {version} for `{r}`, older than {high} pulled before; refusing a rollback",
                         hub.url
                     ))
                     .hint(format!("pull an older version explicitly with `{name}@{version}`"))
+                ),
+                Some(_) if version < high => eprintln!(
+                    "warning: {name} {high}, pulled before, is now yanked on {}; taking {version}",
+                    hub.url
                 ),
                 _ => {}
             }
@@ -499,16 +609,21 @@ impl Ctx {
         Ok(Resolved { version, digest })
     }
 
-    /// The agent from the cache alone when its manifest (and bundle) are there and verify.
+    /// The agent from the cache alone, when its manifest (and bundle) are there and verify
+    /// with the pinned keys and name `version` (when given).
     fn cached(
         &self,
         hub: &Hub,
         name: &AgentName,
         digest: &Digest,
         locked: Option<&LockedAgent>,
-    ) -> Result<Option<Pulled>> {
+        version: Option<&Version>,
+    ) -> Result<Lookup> {
+        let _hold = self.cache.hold()?;
         let Ok((envelope, _)) = self.cache.manifest_envelope(digest) else {
-            return Ok(None);
+            return Ok(Lookup::Miss(format!(
+                "its signed manifest {digest} is not in the cache"
+            )));
         };
         let trust = TrustStore::load(&self.paths)?;
         let pins: Vec<PublicKey> = trust
@@ -517,27 +632,48 @@ impl Ctx {
             .map(|k| k.public_key)
             .collect();
         if pins.is_empty() {
-            // Nothing pinned to check the cached signature with: go to the hub.
-            return Ok(None);
+            return Ok(Lookup::Miss(format!(
+                "no key of publisher `{}` is pinned to check the cached copy with",
+                name.publisher()
+            )));
         }
-        let (manifest, key_id, _) = verify_manifest(&envelope, &pins).map_err(|e| {
-            anyhow!(UserError::new(format!(
-                "the cached manifest {digest} of {name} does not verify with the pinned keys: {e}"
-            ))
-            .hint("run `ofc verify`, then `ofc rm` the entry and pull again"))
-        })?;
-        check_identity(&manifest, name, None)?;
+        let (manifest, key_id, _) = match verify_manifest(&envelope, &pins) {
+            Ok(v) => v,
+            Err(e) => {
+                return Ok(Lookup::Miss(format!(
+                    "the cached manifest does not verify with the pinned keys ({e})"
+                )));
+            }
+        };
+        // The same checks as a fetch: a signed manifest of another agent or version (a list
+        // that maps a newer version to an older digest) is not this one.
+        if check_identity(&manifest, name, version).is_err() {
+            return Ok(Lookup::Miss(format!(
+                "the cached manifest {digest} is {} {}, not the one asked for",
+                manifest.name, manifest.version
+            )));
+        }
         let (source, path) = match &manifest.source {
-            Source::Bundle(b) => match self.cache.bundle(&b.digest)? {
-                Some(cb) => (LockedSource::Bundle { digest: b.digest }, Some(cb.files)),
-                None => return Ok(None),
+            Source::Bundle(b) => match self.cache.bundle(&b.digest) {
+                Ok(Some(cb)) => (LockedSource::Bundle { digest: b.digest }, Some(cb.files)),
+                Ok(None) => {
+                    return Ok(Lookup::Miss(format!(
+                        "its bundle {} is not in the cache",
+                        b.digest
+                    )));
+                }
+                Err(e) => return Ok(Lookup::Miss(format!("its cached bundle is damaged ({e})"))),
             },
             Source::Remote(rs) => {
                 let info_digest = match locked.map(|l| &l.source) {
                     Some(LockedSource::Remote { info_digest, .. }) => *info_digest,
                     _ => match read_info(&self.cache, digest) {
                         Some(d) => d,
-                        None => return Ok(None),
+                        None => {
+                            return Ok(Lookup::Miss(
+                                "its /ofc/info document is not in the cache".into(),
+                            ));
+                        }
                     },
                 };
                 (
@@ -550,7 +686,7 @@ impl Ctx {
             }
             other => bail!(unsupported(other)),
         };
-        Ok(Some(Pulled {
+        Ok(Lookup::Hit(Box::new(Pulled {
             name: name.clone(),
             version: manifest.version.clone(),
             manifest_digest: Some(*digest),
@@ -562,7 +698,7 @@ impl Ctx {
             downloaded: 0,
             extracted: false,
             hub: Some(hub.url.clone()),
-        }))
+        })))
     }
 
     /// `--offline` without a lock entry: the highest cached version that matches.
@@ -579,28 +715,65 @@ impl Ctx {
             })
             .collect();
         candidates.sort_by(|a, b| b.manifest.version.cmp(&a.manifest.version));
+        let mut reasons = Vec::new();
         for c in candidates {
-            if let Some(p) = self.cached(hub, name, &c.digest, None)? {
-                return Ok(p);
+            match self.cached(hub, name, &c.digest, None, Some(&c.manifest.version))? {
+                Lookup::Hit(p) => return Ok(*p),
+                Lookup::Miss(why) => reasons.push(format!("{}: {why}", c.manifest.version)),
             }
         }
-        bail!(
-            UserError::new(format!(
-                "{r} is not in the cache, and --offline forbids fetching it"
-            ))
-            .hint("run once without --offline to fill the cache")
-        )
+        let mut e = UserError::new(format!(
+            "{r} is not in the cache, and --offline forbids fetching it"
+        ))
+        .hint("run once without --offline to fill the cache");
+        for why in reasons {
+            e = e.hint(format!("cached version {why}"));
+        }
+        Err(e.into())
     }
 
-    fn record_seen(&self, hub: &Hub, name: &AgentName, version: &Version) -> Result<()> {
+    /// Pins `pin` (first use) and records `version` as seen, in one update of the trust store.
+    /// Returns whether the key was pinned now.
+    fn commit_trust(
+        &self,
+        hub: &Hub,
+        name: &AgentName,
+        version: &Version,
+        pin: Option<&PublicKey>,
+    ) -> Result<bool> {
+        let publisher = name.publisher();
         TrustStore::update(&self.paths, |t| {
+            let mut pinned_now = false;
+            if let Some(key) = pin {
+                let pins = t.pinned(&hub.url, publisher);
+                if pins.is_empty() {
+                    pinned_now = t.pin(&hub.url, publisher, key);
+                } else if !pins.iter().any(|k| k.key_id == key.key_id()) {
+                    // Another pull pinned a different key for this publisher meanwhile.
+                    bail!(
+                        UserError::new(format!(
+                            "{name} is signed by key {}, but meanwhile key {} was pinned for publisher `{publisher}`; refusing it",
+                            key.key_id(),
+                            pins[0].key_id
+                        ))
+                        .hint(format!("`ofc trust list{}` shows the pinned keys", self.hub_flag(hub)))
+                    );
+                }
+            }
             t.saw(&hub.url, name, version);
-            Ok(())
+            Ok(pinned_now)
         })
     }
 
-    /// Fetches, verifies and installs one resolved version.
-    async fn fetch(&self, hub: &Hub, name: &AgentName, resolved: Resolved) -> Result<Pulled> {
+    /// Fetches, verifies and installs one resolved version. `signer`: the key id the lockfile
+    /// recorded, which a first-use key must match.
+    async fn fetch(
+        &self,
+        hub: &Hub,
+        name: &AgentName,
+        resolved: Resolved,
+        signer: Option<KeyId>,
+    ) -> Result<Pulled> {
         let base = format!(
             "/api/v1/agents/{}/{}/versions/{}",
             name.publisher(),
@@ -616,15 +789,22 @@ impl Ctx {
             )
         })?;
 
-        // Verify with the pinned keys, pinning the hub's key on first use.
-        let (manifest, key_id, digest, pinned_now) =
-            self.verify_and_pin(hub, name, &envelope, &vi)?;
+        let Verified {
+            manifest,
+            key_id,
+            digest,
+            pin,
+        } = self.verify(hub, name, &envelope, &vi, signer)?;
         if digest != resolved.digest {
             bail!(
                 UserError::new(format!(
                     "the hub served a manifest for {name} {} with digest {digest}, but {} says {}",
                     resolved.version,
-                    if self.lock.get(name).is_some() { "the lock or the version list" } else { "its version list" },
+                    if self.lock.get(name).is_some() {
+                        "the lock or the version list"
+                    } else {
+                        "its version list"
+                    },
                     resolved.digest
                 ))
                 .hint("the hub's data changed under a published version; nothing was installed — report it to the hub's operator")
@@ -632,6 +812,9 @@ impl Ctx {
         }
         check_identity(&manifest, name, Some(&resolved.version))?;
 
+        // From here to the manifest's write the cache is held: `gc` cannot take the bundle
+        // away between its install and the manifest that refers to it.
+        let hold = self.cache.hold()?;
         let (source, path, downloaded, extracted) = match &manifest.source {
             Source::Bundle(b) => {
                 let (files, n, extracted) = self.fetch_bundle(hub, name, &manifest, &base).await?;
@@ -656,13 +839,15 @@ impl Ctx {
             }
             other => bail!(unsupported(other)),
         };
-        // Only now, with everything verified and installed, does the manifest enter the cache.
+        // Only now, with everything verified and installed, does the manifest enter the cache,
+        // and only then is a first-use key pinned.
         let cache = self.cache.clone();
         let env2 = envelope.clone();
         tokio::task::spawn_blocking(move || cache.put_manifest(&env2))
             .await
             .map_err(|e| anyhow!("{e}"))??;
-        self.record_seen(hub, name, &manifest.version)?;
+        drop(hold);
+        let pinned_now = self.commit_trust(hub, name, &manifest.version, pin.as_ref())?;
         Ok(Pulled {
             name: name.clone(),
             version: manifest.version.clone(),
@@ -678,35 +863,55 @@ impl Ctx {
         })
     }
 
-    fn verify_and_pin(
+    /// Verifies the envelope with the pinned keys, or on first use with the key the hub names
+    /// (which must be the lock's `signer` when the lock recorded one). Pins nothing.
+    fn verify(
         &self,
         hub: &Hub,
         name: &AgentName,
         envelope: &Envelope,
         vi: &VersionInfo,
-    ) -> Result<(Manifest, KeyId, Digest, bool)> {
-        let publisher = name.publisher().to_string();
-        TrustStore::update(&self.paths, |t| {
-            let pins = t.pinned(&hub.url, &publisher);
-            if pins.is_empty() {
-                // Trust on first use: the key the hub names, which must be the signer.
-                let text = vi.key.public_key.as_deref().ok_or_else(|| {
-                    anyhow!(
-                        "the hub did not send the public key {} that signed {name}",
-                        vi.key.key_id
-                    )
-                })?;
-                let key = PublicKey::parse(text)
-                    .map_err(|e| anyhow!("the hub sent an invalid public key for {name}: {e}"))?;
-                let (m, kid, d) = verify_manifest(envelope, std::slice::from_ref(&key))
-                    .map_err(|e| signature_error(name, &publisher, e, false))?;
-                t.pin(&hub.url, &publisher, &key);
-                return Ok((m, kid, d, true));
+        signer: Option<KeyId>,
+    ) -> Result<Verified> {
+        let publisher = name.publisher();
+        let pins = TrustStore::load(&self.paths)?.pinned(&hub.url, publisher);
+        if pins.is_empty() {
+            let text = vi.key.public_key.as_deref().ok_or_else(|| {
+                anyhow!(
+                    "the hub did not send the public key {} that signed {name}",
+                    truncate(&vi.key.key_id, 40)
+                )
+            })?;
+            let key = PublicKey::parse(text)
+                .map_err(|e| anyhow!("the hub sent an invalid public key for {name}: {e}"))?;
+            if let Some(expected) = signer
+                && key.key_id() != expected
+            {
+                bail!(
+                    UserError::new(format!(
+                        "ofc.lock says {name} was signed by key {expected}, but the hub offers key {}; refusing it",
+                        key.key_id()
+                    ))
+                    .hint("if the publisher really changed its key (ask them), pin it with `ofc trust add` and pull without --locked")
+                );
             }
-            let keys: Vec<PublicKey> = pins.iter().map(|k| k.public_key).collect();
-            let (m, kid, d) = verify_manifest(envelope, &keys)
-                .map_err(|e| signature_error(name, &publisher, e, true))?;
-            Ok((m, kid, d, false))
+            let (manifest, key_id, digest) = verify_manifest(envelope, std::slice::from_ref(&key))
+                .map_err(|e| signature_error(name, publisher, e, false, &self.hub_flag(hub)))?;
+            return Ok(Verified {
+                manifest,
+                key_id,
+                digest,
+                pin: Some(key),
+            });
+        }
+        let keys: Vec<PublicKey> = pins.iter().map(|k| k.public_key).collect();
+        let (manifest, key_id, digest) = verify_manifest(envelope, &keys)
+            .map_err(|e| signature_error(name, publisher, e, true, &self.hub_flag(hub)))?;
+        Ok(Verified {
+            manifest,
+            key_id,
+            digest,
+            pin: None,
         })
     }
 
@@ -720,8 +925,33 @@ impl Ctx {
         let Source::Bundle(b) = &manifest.source else {
             unreachable!("fetch_bundle is called for bundle sources");
         };
-        if let Some(cb) = self.cache.bundle(&b.digest)? {
-            return Ok((cb.files, 0, false));
+        match self.cache.bundle(&b.digest) {
+            Ok(Some(cb)) => return Ok((cb.files, 0, false)),
+            Ok(None) => {}
+            Err(e) => {
+                // A damaged entry is set aside and fetched again, as a package manager would.
+                eprintln!(
+                    "warning: the cached bundle {} is damaged ({e}); fetching it again",
+                    b.digest
+                );
+                self.cache.quarantine_bundle(&b.digest)?;
+            }
+        }
+        // A bundle bigger than what it may unpack to cannot be installed: refuse before
+        // downloading it (gzip adds a little to incompressible data, hence the margin).
+        let l = &self.opts.limits;
+        let max = l
+            .max_total_bytes
+            .saturating_add(l.max_total_bytes / 64)
+            .saturating_add(l.max_entries.saturating_mul(1024));
+        if b.size > max {
+            bail!(
+                UserError::new(format!(
+                    "the bundle of {name} {} is {} bytes, more than this client unpacks ({} bytes of files)",
+                    manifest.version, b.size, l.max_total_bytes
+                ))
+                .hint(format!("raise the limit with {MAX_BYTES_ENV} if you trust this agent"))
+            );
         }
         let resp = hub
             .send(hub.request(Method::GET, &format!("{base}/bundle")))
@@ -808,16 +1038,9 @@ impl Ctx {
                     .hint("the remote agent must serve the OFC agent API (`GET /ofc/info`)")
             );
         }
-        let body = resp
-            .bytes()
+        let body = crate::hub::read_capped(resp, MAX_INFO_BYTES, &url)
             .await
-            .map_err(|e| anyhow!(e).context(format!("reading {url}")))?;
-        if body.len() > MAX_INFO_BYTES {
-            bail!(
-                "{url} sent {} bytes, more than the {MAX_INFO_BYTES} accepted",
-                body.len()
-            );
-        }
+            .map_err(|e| e.context(format!("reading {url}")))?;
         let doc: serde_json::Value =
             serde_json::from_slice(&body).map_err(|e| anyhow!("{url} did not send JSON: {e}"))?;
         if !doc.is_object() {
@@ -834,6 +1057,7 @@ fn signature_error(
     publisher: &str,
     e: EnvelopeError,
     pinned: bool,
+    hub_flag: &str,
 ) -> anyhow::Error {
     match e {
         EnvelopeError::UntrustedKey { keyids } if pinned => anyhow!(
@@ -841,9 +1065,9 @@ fn signature_error(
                 "{name} is signed by key {}, which is not a key pinned for publisher `{publisher}`; refusing it",
                 keyids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
             ))
-            .hint(format!("`ofc trust list {publisher}` shows the pinned keys"))
+            .hint(format!("`ofc trust list {publisher}{hub_flag}` shows the pinned keys"))
             .hint(format!(
-                "if `{publisher}` really changed its key (ask them), pin the new one with `ofc trust add {publisher} <public-key>`"
+                "if `{publisher}` really changed its key (ask them), pin the new one with `ofc trust add {publisher} <public-key>{hub_flag}`"
             ))
         ),
         other => anyhow!(
@@ -917,10 +1141,28 @@ fn pull_local(path: &Path) -> Result<Pulled> {
         let (f, _) = crate::commands::publish::find_entrypoint(path)?;
         (path.to_path_buf(), f)
     } else if path.is_file() {
-        (
-            path.parent().unwrap_or(Path::new(".")).to_path_buf(),
-            path.to_path_buf(),
-        )
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        // The manifest is built from the folder's entrypoint: it must be this file.
+        let (entry, _) = crate::commands::publish::find_entrypoint(&dir)?;
+        let same = match (entry.canonicalize(), path.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if !same {
+            bail!(
+                UserError::new(format!(
+                    "{} is not the agent file of its folder ({} is)",
+                    path.display(),
+                    entry.display()
+                ))
+                .hint("give the folder, or move the agent into a folder of its own")
+            );
+        }
+        (dir, path.to_path_buf())
     } else {
         bail!(
             UserError::new(format!("{} does not exist", path.display()))
@@ -1022,6 +1264,26 @@ pub fn summary(p: &Pulled) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hub_forms_compare_equal() {
+        assert_eq!(normalize_hub("hub.example"), "https://hub.example");
+        assert_eq!(normalize_hub("HTTPS://Hub.Example/"), "https://hub.example");
+        assert_eq!(normalize_hub("localhost:8733"), "http://localhost:8733");
+        assert_eq!(normalize_hub("127.0.0.1:8733"), "http://127.0.0.1:8733");
+        assert_eq!(
+            normalize_hub("http://127.0.0.1:8733/Path/"),
+            "http://127.0.0.1:8733/Path"
+        );
+    }
+
+    #[test]
+    fn local_paths_are_relative_to_the_lockfile() {
+        let rel = |p: &str, b: &str| relative_to(Path::new(p), Path::new(b)).unwrap();
+        assert_eq!(rel("/p/agents/a", "/p"), PathBuf::from("agents/a"));
+        assert_eq!(rel("/other/a", "/p/sub"), PathBuf::from("../../other/a"));
+        assert_eq!(rel("/p", "/p"), PathBuf::from(""));
+    }
 
     #[test]
     fn requests_are_paths_or_references() {

@@ -270,3 +270,71 @@ fn hostile_bundles_signed_by_the_publisher_are_refused_without_writing_outside_t
     }
     drop(s.hub);
 }
+
+#[test]
+fn an_older_cached_manifest_listed_as_a_newer_version_is_not_taken() {
+    let s = setup();
+    let (_tmp, ofc) = s.consumer();
+    // Both versions are cached and 2.0.0 is the highest seen.
+    ofc.ok(&["pull", "acme/tool@1.0.0"]);
+    let out = ofc.json(&["pull", "acme/tool"]);
+    assert_eq!(out["pulled"][0]["version"], "2.0.0");
+    // The hub now maps 2.0.0 to 1.0.0's (cached, validly signed) manifest.
+    s.proxy
+        .set(Mode::ServeVersionAs("1.0.0".into(), "2.0.0".into()));
+    let r = ofc.run(&["--json", "pull", "acme/tool"]);
+    assert_eq!(r.code, Some(1), "took it:\n{}", r.stdout);
+    assert!(
+        r.stderr.contains("is version 1.0.0, not the 2.0.0"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_refused_first_pull_pins_no_key() {
+    let s = setup();
+    let (_tmp, ofc) = s.consumer();
+    // Re-signed by a stranger (so the signature checks out against the key the hub names),
+    // but the bundle is then corrupted: the pull fails after the signature check.
+    let other = Arc::new(SecretKey::from_seed(&[43; 32]));
+    s.proxy.set(Mode::ResignWith(other));
+    let r = Ofc::finish(
+        ofc.cmd()
+            .env("OFC_MAX_BUNDLE_BYTES", "10")
+            .args(["pull", "acme/tool"]),
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        ofc.ok(&["trust", "list"]).is_empty(),
+        "a failed pull pinned a key"
+    );
+    // The honest hub is then accepted: nothing stands in its way.
+    s.proxy.set(Mode::Honest);
+    ofc.ok(&["pull", "acme/tool"]);
+}
+
+#[test]
+fn a_lockfile_names_the_signer_a_fresh_machine_must_see() {
+    let s = setup();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("ofc.lock"), "").unwrap();
+    let (_tmp, ofc) = s.consumer();
+    ofc.cmd()
+        .current_dir(project.path())
+        .args(["pull", "acme/tool"])
+        .assert()
+        .success();
+    // Another machine with the same lock and no pins, behind a hub that re-signs the same
+    // payload (same manifest digest) with its own key.
+    let (_tmp2, fresh) = s.consumer();
+    s.proxy
+        .set(Mode::ResignWith(Arc::new(SecretKey::from_seed(&[44; 32]))));
+    let r = Ofc::finish(fresh.cmd().current_dir(project.path()).args([
+        "pull",
+        "--locked",
+        "acme/tool",
+    ]));
+    assert_refused(&r, "ofc.lock says acme/tool was signed by key");
+    assert!(fresh.ok(&["trust", "list"]).is_empty());
+}

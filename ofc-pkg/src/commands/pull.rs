@@ -47,6 +47,20 @@ pub fn run(args: &PullArgs, out: &mut Output) -> Result<ExitStatus> {
         Some(p) => Some(p.clone()),
         None => project::find_lockfile(&std::env::current_dir()?),
     };
+    if let Some(p) = &lockfile {
+        // Fail now, not after the downloads, when the lockfile cannot be written there.
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(d) = dir
+            && !d.is_dir()
+        {
+            return Err(crate::output::UserError::new(format!(
+                "cannot write {}: {} is not a directory",
+                p.display(),
+                d.display()
+            ))
+            .into());
+        }
+    }
     let hub = Hub::from_env(&paths)?;
     let opts = PullOptions {
         offline: args.offline,

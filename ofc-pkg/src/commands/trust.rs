@@ -50,10 +50,11 @@ pub enum TrustCommand {
     },
 }
 
-fn hub_of(h: &Option<String>) -> String {
-    h.as_deref()
-        .map(|s| s.trim_end_matches('/').to_string())
-        .unwrap_or_else(config::hub_url)
+/// The hub the pins are for: `--hub` (a URL, or a host as in `host/publisher/agent`
+/// references), else `OFC_HUB`; in the same normal form pulls use.
+fn hub_of(h: &Option<String>) -> Result<String> {
+    let url = crate::pull::normalize_hub(&h.clone().unwrap_or_else(config::hub_url));
+    crate::hub::check_url(&url)
 }
 
 fn publisher(p: &str) -> Result<String> {
@@ -69,7 +70,7 @@ pub fn run(cmd: &TrustCommand, out: &mut Output) -> Result<ExitStatus> {
     let paths = Paths::from_env()?;
     match cmd {
         TrustCommand::List { publisher: p, hub } => {
-            let hub = hub_of(hub);
+            let hub = hub_of(hub)?;
             let only = p.as_deref().map(publisher).transpose()?;
             let store = TrustStore::load(&paths)?;
             let pubs = store
@@ -104,7 +105,7 @@ pub fn run(cmd: &TrustCommand, out: &mut Output) -> Result<ExitStatus> {
             public_key,
             hub,
         } => {
-            let hub = hub_of(hub);
+            let hub = hub_of(hub)?;
             let p = publisher(p)?;
             let key = PublicKey::parse(public_key).map_err(|e| {
                 UserError::new(format!("invalid public key `{public_key}`: {e}"))
@@ -129,7 +130,7 @@ pub fn run(cmd: &TrustCommand, out: &mut Output) -> Result<ExitStatus> {
             key_id,
             hub,
         } => {
-            let hub = hub_of(hub);
+            let hub = hub_of(hub)?;
             let p = publisher(p)?;
             let id = key_id
                 .as_deref()
@@ -143,20 +144,21 @@ pub fn run(cmd: &TrustCommand, out: &mut Output) -> Result<ExitStatus> {
                 })
                 .transpose()?;
             let removed = TrustStore::update(&paths, |t| Ok(t.unpin(&hub, &p, id.as_ref())))?;
-            if out.json {
-                out.json_value(&json!({"publisher": p, "removed": removed}));
-            } else if removed == 0 {
+            if removed == 0 {
                 return Err(UserError::new(format!(
                     "no matching key is pinned for `{p}` on {hub}"
                 ))
                 .hint("`ofc trust list` shows the pinned keys")
                 .into());
+            }
+            if out.json {
+                out.json_value(&json!({"publisher": p, "removed": removed}));
             } else {
                 out.status(&format!("unpinned {removed} key(s) of `{p}`"));
             }
         }
         TrustCommand::Forget { agent, hub } => {
-            let hub = hub_of(hub);
+            let hub = hub_of(hub)?;
             let name = AgentName::parse(agent).map_err(|e| {
                 UserError::new(format!("invalid agent name `{agent}`: {e}"))
                     .hint("write `publisher/agent`")
