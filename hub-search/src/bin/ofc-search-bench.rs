@@ -106,7 +106,7 @@ fn report(name: &str, samples: &BTreeMap<QueryClass, ClassSamples>, slowest: usi
     if slowest > 0 {
         for (class, c) in samples {
             let mut q = c.per_query.clone();
-            q.sort_by(|a, b| b.1.cmp(&a.1));
+            q.sort_by_key(|x| std::cmp::Reverse(x.1));
             for (text, d) in q.iter().take(slowest) {
                 println!(
                     "  {:<18} {:>9.3} ms  {text}",
