@@ -80,6 +80,51 @@ impl Paths {
     }
 }
 
+/// Reads a TOML file of ofc's (credentials, trust store); a missing file is the default value.
+/// A file that does not parse is an error naming it as `what`, with `hint`.
+pub fn read_toml<T: serde::de::DeserializeOwned + Default>(
+    path: &Path,
+    what: &str,
+    hint: &str,
+) -> Result<T> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(T::default()),
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!("cannot read {}", path.display())));
+        }
+    };
+    toml::from_str(&text).map_err(|e| {
+        UserError::new(format!("{} is not a valid {what}: {e}", path.display()))
+            .hint(hint)
+            .into()
+    })
+}
+
+/// Replaces `path` with `bytes` atomically: a temp file in the same directory (created mode
+/// 0600 on Unix), synced, then renamed over it. A crash leaves the old file or the new one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}-"))
+        .tempfile_in(dir)
+        .map_err(|e| anyhow::Error::new(e).context(format!("cannot write in {}", dir.display())))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| {
+        anyhow::Error::new(e.error).context(format!("cannot write {}", path.display()))
+    })?;
+    Ok(())
+}
+
 /// The hub URL: `OFC_HUB`, else [`DEFAULT_HUB`], without a trailing slash.
 pub fn hub_url() -> String {
     let url = std::env::var(HUB_ENV)

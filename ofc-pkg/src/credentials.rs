@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -54,20 +53,11 @@ pub fn file(paths: &Paths) -> PathBuf {
 impl Credentials {
     /// Reads the file; a missing file is empty.
     pub fn load(paths: &Paths) -> Result<Self> {
-        let path = file(paths);
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
-        toml::from_str(&text).map_err(|e| {
-            UserError::new(format!(
-                "{} is not a valid credentials file: {e}",
-                path.display()
-            ))
-            .hint("fix it, or remove it and run `ofc login` again")
-            .into()
-        })
+        crate::config::read_toml(
+            &file(paths),
+            "credentials file",
+            "fix it, or remove it and run `ofc login` again",
+        )
     }
 
     /// Writes the file atomically with mode 0600 (created that way, never widened).
@@ -77,18 +67,9 @@ impl Credentials {
         create_private_dir(dir)?;
         let mut text = String::from("# Written by `ofc login`. Keep this file private.\n");
         text.push_str(&toml::to_string(self).context("cannot encode credentials")?);
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".credentials-")
-            .tempfile_in(dir)
-            .with_context(|| format!("cannot write in {}", dir.display()))?;
-        // tempfile creates files 0600 on Unix; say so explicitly anyway.
-        set_private(tmp.path())?;
-        tmp.write_all(text.as_bytes())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&path)
-            .map_err(|e| e.error)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(())
+        crate::config::write_atomic(&path, text.as_bytes())?;
+        // Created 0600 by the temp file; say so explicitly anyway.
+        set_private(&path)
     }
 
     /// The token stored for `hub`.

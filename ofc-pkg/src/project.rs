@@ -7,7 +7,6 @@
 //! entry, and a crash leaves the old or the new file, never half of one.
 
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -72,17 +71,7 @@ fn parent_of(p: &Path) -> PathBuf {
 
 /// Writes `lock` to `path` by temp file and rename.
 pub fn write(path: &Path, lock: &Lockfile) -> Result<()> {
-    let dir = parent_of(path);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ofc.lock-")
-        .tempfile_in(&dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
-    tmp.write_all(lock.to_toml_string().as_bytes())?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    crate::config::write_atomic(path, lock.to_toml_string().as_bytes())
 }
 
 #[cfg(test)]

@@ -22,7 +22,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -32,7 +31,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Paths;
 use crate::credentials::create_private_dir;
-use crate::output::UserError;
 
 /// The file name inside the config directory.
 pub const FILE_NAME: &str = "trust.toml";
@@ -101,20 +99,11 @@ fn now() -> i64 {
 impl TrustStore {
     /// Reads the store; a missing file is empty.
     pub fn load(paths: &Paths) -> Result<Self> {
-        let path = file(paths);
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
-        toml::from_str(&text).map_err(|e| {
-            UserError::new(format!(
-                "{} is not a valid trust store: {e}",
-                path.display()
-            ))
-            .hint("fix it with a text editor; removing it forgets every pinned key")
-            .into()
-        })
+        crate::config::read_toml(
+            &file(paths),
+            "trust store",
+            "fix it with a text editor; removing it forgets every pinned key",
+        )
     }
 
     /// Runs `f` on the store under an exclusive lock and writes the result if it changed.
@@ -140,19 +129,9 @@ impl TrustStore {
     }
 
     fn save(&self, paths: &Paths) -> Result<()> {
-        let path = file(paths);
         let mut text = String::from("# Written by ofc. `ofc trust` shows and edits it.\n");
         text.push_str(&toml::to_string(self).context("cannot encode the trust store")?);
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".trust-")
-            .tempfile_in(&paths.config)
-            .with_context(|| format!("cannot write in {}", paths.config.display()))?;
-        tmp.write_all(text.as_bytes())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&path)
-            .map_err(|e| e.error)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(())
+        crate::config::write_atomic(&file(paths), text.as_bytes())
     }
 
     /// The keys pinned for `publisher` on `hub` (empty when none).
