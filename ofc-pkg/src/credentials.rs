@@ -72,9 +72,14 @@ impl Credentials {
         set_private(&path)
     }
 
-    /// The token stored for `hub`.
+    /// The token stored for `hub` (URLs compared in their normal form).
     pub fn token_for(&self, hub: &str) -> Option<&HubCredentials> {
-        self.hubs.get(hub.trim_end_matches('/'))
+        self.hubs.get(hub.trim_end_matches('/')).or_else(|| {
+            self.hubs
+                .iter()
+                .find(|(k, _)| same_hub(k, hub))
+                .map(|(_, v)| v)
+        })
     }
 }
 
@@ -89,12 +94,23 @@ pub enum TokenSource {
 
 /// The token to use for `hub`: `OFC_TOKEN`, else the credentials file.
 pub fn token(paths: &Paths, hub: &str) -> Result<Option<(String, TokenSource)>> {
-    if let Some(t) = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()) {
+    // OFC_TOKEN belongs to the hub OFC_HUB names; another hub (a `--hub`, a host in a
+    // reference) only ever gets the token stored for it.
+    let configured = same_hub(hub, &crate::config::hub_url());
+    if configured && let Some(t) = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()) {
         return Ok(Some((t, TokenSource::Env)));
     }
     Ok(Credentials::load(paths)?
         .token_for(hub)
         .map(|c| (c.token.clone(), TokenSource::File)))
+}
+
+/// Whether two hub URLs name the same hub (compared in their normal form).
+pub fn same_hub(a: &str, b: &str) -> bool {
+    match (crate::hub::check_url(a), crate::hub::check_url(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a.trim_end_matches('/') == b.trim_end_matches('/'),
+    }
 }
 
 /// Creates `dir` (and parents) with mode 0700 for the last component.

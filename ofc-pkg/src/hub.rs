@@ -94,6 +94,11 @@ impl Hub {
     /// A client of `url` with an optional token. Refuses a URL that is not `http(s)://…`.
     pub fn new(url: String, token: Option<(String, TokenSource)>) -> Result<Self> {
         let url = check_url(&url)?;
+        if token.is_some() && !is_loopback_or_tls(&url) {
+            eprintln!(
+                "warning: sending an API token to {url} over plain HTTP; anyone on the path can read it (use https://)"
+            );
+        }
         let client = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(READ_TIMEOUT)
@@ -201,7 +206,13 @@ impl Hub {
         })
     }
 
-    async fn decode<T: DeserializeOwned>(&self, resp: reqwest::Response, path: &str) -> Result<T> {
+    /// A response body as JSON of type `T`, capped at [`MAX_JSON_BYTES`]; an answer that does
+    /// not parse says so (it is not an unreachable hub).
+    pub async fn decode<T: DeserializeOwned>(
+        &self,
+        resp: reqwest::Response,
+        path: &str,
+    ) -> Result<T> {
         let bytes = self.read_json_bytes(resp, path).await?;
         serde_json::from_slice(&bytes).map_err(|e| {
             anyhow!(e).context(format!(
@@ -289,6 +300,21 @@ impl Hub {
     }
 }
 
+/// HTTPS, or plain HTTP to this machine.
+fn is_loopback_or_tls(url: &str) -> bool {
+    let Ok(u) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let host = u.host_str().unwrap_or("");
+    u.scheme() == "https"
+        || host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// The hub error inside `e`, if the hub answered with one.
 pub fn hub_error(e: &anyhow::Error) -> Option<&HubError> {
     e.chain().find_map(|c| c.downcast_ref::<HubError>())
@@ -341,7 +367,9 @@ pub fn check_url(url: &str) -> Result<String> {
     if parsed.query().is_some() || parsed.fragment().is_some() {
         return Err(bad("it has a query or fragment".into()));
     }
-    Ok(trimmed.to_string())
+    // The URL's own normal form: lowercase scheme and host, no default port, no trailing
+    // slash — so `HTTP://Hub:80/` and `http://hub` store and find the same credentials.
+    Ok(parsed.as_str().trim_end_matches('/').to_string())
 }
 
 /// `GET /api/v1/me`: who a token belongs to.
@@ -426,6 +454,23 @@ impl Me {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hub_urls_have_one_form() {
+        assert_eq!(
+            check_url("HTTP://Hub.Example:80/").unwrap(),
+            "http://hub.example"
+        );
+        assert_eq!(check_url("https://h:443").unwrap(), "https://h");
+        assert_eq!(
+            check_url("http://127.0.0.1:8733/").unwrap(),
+            "http://127.0.0.1:8733"
+        );
+        assert!(is_loopback_or_tls("http://localhost:1"));
+        assert!(is_loopback_or_tls("http://[::1]:1"));
+        assert!(is_loopback_or_tls("https://hub.example"));
+        assert!(!is_loopback_or_tls("http://hub.example"));
+    }
 
     #[test]
     fn refusals_keep_the_hub_message_and_add_hints() {

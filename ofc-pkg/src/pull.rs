@@ -353,6 +353,14 @@ struct Verified {
 /// and host, so the forms a lockfile may hold compare equal to the client's hub URL.
 pub fn normalize_hub(s: &str) -> String {
     let s = s.trim().trim_end_matches('/');
+    let with_scheme = if s.contains("://") {
+        s.to_string()
+    } else {
+        format!("{}://{s}", default_scheme(s))
+    };
+    if let Ok(u) = crate::hub::check_url(&with_scheme) {
+        return u;
+    }
     let (scheme, rest) = match s.split_once("://") {
         Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
         None => (default_scheme(s).to_string(), s),

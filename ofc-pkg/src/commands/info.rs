@@ -106,6 +106,11 @@ pub fn run(args: &InfoArgs, out: &mut Output) -> Result<ExitStatus> {
         )
     })?;
     let version = pick(&name, &agent, reference.selector())?;
+    // The version comes from the hub's list for `@latest` and digests: it must be one before
+    // it goes into a URL path.
+    let version = Version::parse(&version)
+        .map_err(|e| anyhow::anyhow!("the hub lists an invalid version of {name}: {e}"))?
+        .to_string();
     let version_json: Value = rt
         .block_on(hub.get_json(&format!("{agent_path}/versions/{version}")))
         .map_err(|e| hub::refused(e, format!("cannot get {name}@{version}"), |_| Vec::new()))?;
@@ -120,7 +125,8 @@ pub fn run(args: &InfoArgs, out: &mut Output) -> Result<ExitStatus> {
         )
     })?;
     for line in render(&agent, &v) {
-        out.data(&line);
+        // Everything shown came from the hub: no control characters reach the terminal.
+        out.data(&output::clean_line(&line));
     }
     Ok(ExitStatus::Success)
 }
@@ -305,10 +311,14 @@ fn render(agent: &AgentInfo, v: &VersionInfo) -> Vec<String> {
 
     lines.push(String::new());
     lines.push("versions:".into());
-    let rows: Vec<Vec<String>> = agent
-        .versions
-        .iter()
-        .rev()
+    let mut sorted: Vec<&VersionSummary> = agent.versions.iter().collect();
+    // Newest first by semver (the hub lists them in publish order; backports come later).
+    sorted.sort_by(|a, b| {
+        let key = |x: &VersionSummary| Version::parse(&x.version).ok();
+        key(b).cmp(&key(a))
+    });
+    let rows: Vec<Vec<String>> = sorted
+        .into_iter()
         .map(|s| {
             let mut notes = Vec::new();
             if agent.latest.as_deref() == Some(s.version.as_str()) {

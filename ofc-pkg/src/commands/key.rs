@@ -71,7 +71,7 @@ async fn register(
         .request(Method::POST, &format!("/api/v1/namespaces/{ns}/keys"))
         .json(&json!({ "public_key": public.to_string() }));
     let row: KeyRow = match hub.send(rb).await {
-        Ok(resp) => resp.json().await.map_err(|e| hub.unreachable(e))?,
+        Ok(resp) => hub.decode(resp, "/api/v1/namespaces/…/keys").await?,
         Err(e) => {
             return Err(hub::refused(
                 e,

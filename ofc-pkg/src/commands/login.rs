@@ -49,6 +49,8 @@ pub fn run(args: &LoginArgs, out: &mut Output) -> Result<ExitStatus> {
                     .hint("or log in with `ofc login --username NAME --password-stdin`")
                     .into());
             }
+            // Say so: a pipe that never closes would otherwise look like a hang.
+            eprintln!("reading the API token from standard input…");
             read_stdin("the API token")?
         }
     };
@@ -140,10 +142,7 @@ async fn mint_token(hub: &Hub, user: &str, password: &str) -> Result<String> {
             },
         )
     })?;
-    let t: NewToken = resp
-        .json()
-        .await
-        .with_context(|| format!("the hub at {} sent an unexpected login answer", hub.url))?;
+    let t: NewToken = hub.decode(resp, "/api/v1/login").await?;
     Ok(t.token)
 }
 

@@ -49,7 +49,7 @@ pub fn run(args: &SearchArgs, out: &mut Output) -> Result<ExitStatus> {
                 .request(reqwest::Method::GET, "/api/v1/search")
                 .query(&params);
             let resp = hub.send(rb).await?;
-            resp.json::<Value>().await.map_err(|e| hub.unreachable(e))
+            hub.decode::<Value>(resp, "/api/v1/search").await
         })
         .map_err(|e| {
             hub::refused(
