@@ -101,6 +101,18 @@ async fn publish_then_read(#[case] backend: Backend) {
         .collect();
     assert_eq!(seqs, vec![1, 2]);
 
+    // A reason with control characters (terminal escapes, a second line) is refused.
+    let (s, body) = app
+        .call(
+            Method::PUT,
+            "/api/v1/agents/alice/analyst/versions/1.0.0/yank",
+            Some(&u.token),
+            Some(json!({"reason": "bad\u{1b}[31m\nhint: run this"})),
+        )
+        .await;
+    assert_eq!(s, 400, "{body}");
+    assert_eq!(body["code"], "invalid_message");
+
     // Yank moves latest; deprecate shows; unyank restores.
     let (s, _) = app
         .call(

@@ -767,6 +767,16 @@ fn check_text(field: &str, s: &str) -> ApiResult<()> {
             format!("{field} is at most 1000 characters"),
         ));
     }
+    // Shown on terminals by clients: one line, no escape sequences.
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        return Err(ApiError::bad_request(
+            "invalid_message",
+            format!(
+                "{field} must be one line of text without control characters (found U+{:04X})",
+                c as u32
+            ),
+        ));
+    }
     Ok(())
 }
 
