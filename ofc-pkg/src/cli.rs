@@ -69,7 +69,7 @@ pub enum Command {
 }
 
 /// Arguments of `ofc login`.
-#[derive(Debug, clap::Args)]
+#[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("secret").args(["token", "token_stdin", "username"])))]
 pub struct LoginArgs {
     /// The hub to log in to (default: `OFC_HUB`, else http://127.0.0.1:8733).
@@ -93,6 +93,19 @@ pub struct LoginArgs {
     /// Read the password from standard input (with --username).
     #[arg(long, requires = "username")]
     pub password_stdin: bool,
+}
+
+impl std::fmt::Debug for LoginArgs {
+    /// Never the token: a stray `{:?}` must not leak it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginArgs")
+            .field("hub", &self.hub)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("token_stdin", &self.token_stdin)
+            .field("username", &self.username)
+            .field("password_stdin", &self.password_stdin)
+            .finish()
+    }
 }
 
 /// Arguments of `ofc logout`.

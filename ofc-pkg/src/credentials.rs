@@ -26,7 +26,7 @@ pub const TOKEN_ENV: &str = "OFC_TOKEN";
 pub const FILE_NAME: &str = "credentials.toml";
 
 /// What is stored for one hub.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HubCredentials {
     /// The API token (`ofc_…`).
@@ -34,6 +34,16 @@ pub struct HubCredentials {
     /// Who the hub said the token belongs to, for display.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+}
+
+impl std::fmt::Debug for HubCredentials {
+    /// Never the token: a stray `{:?}` must not leak it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubCredentials")
+            .field("token", &"<redacted>")
+            .field("user", &self.user)
+            .finish()
+    }
 }
 
 /// The whole file.
@@ -70,6 +80,40 @@ impl Credentials {
         crate::config::write_atomic(&path, text.as_bytes())?;
         // Created 0600 by the temp file; say so explicitly anyway.
         set_private(&path)
+    }
+
+    /// Runs `f` on the stored credentials under an exclusive lock (`credentials.lock`) and
+    /// saves the result: two `ofc login`s at once never lose each other's entry.
+    pub fn update<T>(paths: &Paths, f: impl FnOnce(&mut Credentials) -> Result<T>) -> Result<T> {
+        create_private_dir(&paths.config)?;
+        let lock_path = paths.config.join("credentials.lock");
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("cannot open {}", lock_path.display()))?;
+        lock.lock()
+            .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+        let mut creds = Self::load(paths)?;
+        let out = f(&mut creds)?;
+        creds.save(paths)?;
+        drop(lock);
+        Ok(out)
+    }
+
+    /// Stores `entry` for `hub`, replacing whatever was stored under any form of its URL.
+    pub fn set(&mut self, hub: &str, entry: HubCredentials) {
+        self.remove(hub);
+        self.hubs
+            .insert(hub.trim_end_matches('/').to_string(), entry);
+    }
+
+    /// Forgets what is stored for `hub` (under any form of its URL); returns whether anything was.
+    pub fn remove(&mut self, hub: &str) -> bool {
+        let before = self.hubs.len();
+        self.hubs.retain(|k, _| !same_hub(k, hub));
+        self.hubs.len() != before
     }
 
     /// The token stored for `hub` (URLs compared in their normal form).

@@ -18,6 +18,9 @@ use crate::output::UserError;
 /// How long to wait for the hub to accept a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The whole of a JSON request (not uploads or downloads, which only have [`READ_TIMEOUT`]).
+const JSON_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// How long a read may stall (no byte arriving) before the request fails.
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -58,12 +61,25 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// A client of one hub.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Hub {
     /// The hub's base URL, no trailing slash.
     pub url: String,
     token: Option<(String, TokenSource)>,
     client: reqwest::Client,
+}
+
+impl std::fmt::Debug for Hub {
+    /// Never the token: a stray `{:?}` must not leak it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("url", &self.url)
+            .field(
+                "token",
+                &self.token.as_ref().map(|(_, src)| (("<redacted>"), src)),
+            )
+            .finish()
+    }
 }
 
 /// A refusal from the hub: status, its stable error code and message.
@@ -170,7 +186,9 @@ impl Hub {
 
     /// GET `path` as JSON.
     pub async fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
-        let resp = self.send(self.request(Method::GET, path)).await?;
+        let resp = self
+            .send(self.request(Method::GET, path).timeout(JSON_TIMEOUT))
+            .await?;
         self.decode(resp, path).await
     }
 

@@ -168,16 +168,37 @@ fn publish_uploads_a_signed_bundle_the_hub_verifies_and_serves() {
         "the bundle served is not the one packed"
     );
 
-    // Versions are immutable: the same publish again fails with a hint.
+    // Publishing the very same thing again is idempotent (a retry after a timeout succeeds).
     let again = ofc(home.path(), &hub)
         .arg("publish")
         .arg(&agent)
         .output()
         .unwrap();
-    assert_eq!(again.status.code(), Some(1));
     let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(0), "{err}");
+    assert!(err.contains("already on"), "{err}");
+
+    // Other content under the same version: versions are immutable, refused with a hint.
+    let changed = tempfile::tempdir().unwrap();
+    for e in walkdir::WalkDir::new(&agent).min_depth(1) {
+        let e = e.unwrap();
+        let to = changed.path().join(e.path().strip_prefix(&agent).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+    std::fs::write(changed.path().join("NOTES.txt"), "changed\n").unwrap();
+    let conflict = ofc(home.path(), &hub)
+        .arg("publish")
+        .arg(changed.path())
+        .output()
+        .unwrap();
+    assert_eq!(conflict.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&conflict.stderr);
     assert!(err.contains("409"), "{err}");
-    assert!(err.contains("hint:"), "{err}");
+    assert!(err.contains("bump `version`"), "{err}");
 }
 
 #[test]

@@ -73,15 +73,16 @@ pub fn run(args: &LoginArgs, out: &mut Output) -> Result<ExitStatus> {
             _ => e,
         })?;
 
-    let mut creds = Credentials::load(&paths)?;
-    creds.hubs.insert(
-        url.clone(),
-        HubCredentials {
-            token,
-            user: Some(me.user.clone()),
-        },
-    );
-    creds.save(&paths)?;
+    Credentials::update(&paths, |creds| {
+        creds.set(
+            &url,
+            HubCredentials {
+                token,
+                user: Some(me.user.clone()),
+            },
+        );
+        Ok(())
+    })?;
 
     if out.json {
         out.json_value(&json!({

@@ -16,7 +16,7 @@ use crate::output::{self, ExitStatus, Output, UserError};
 pub fn run(args: &LogoutArgs, out: &mut Output) -> Result<ExitStatus> {
     let paths = Paths::from_env()?;
     let url = hub::check_url(args.hub.as_deref().unwrap_or(&config::hub_url()))?;
-    let mut creds = Credentials::load(&paths)?;
+    let creds = Credentials::load(&paths)?;
     let Some(stored) = creds.token_for(&url).cloned() else {
         if args.revoke {
             return Err(UserError::new(format!("no token is stored for {url}"))
@@ -64,8 +64,7 @@ pub fn run(args: &LogoutArgs, out: &mut Output) -> Result<ExitStatus> {
         }
     }
 
-    creds.hubs.remove(&url);
-    creds.save(&paths)?;
+    Credentials::update(&paths, |c| Ok(c.remove(&url)))?;
     if out.json {
         out.json_value(&json!({ "hub": url, "removed": true, "revoked": revoked }));
     } else {

@@ -77,9 +77,10 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
     let manifest_digest = prepared.envelope.payload_digest();
     let key_id = key.key_id();
 
-    if let Some(hub) = &hub {
-        upload(hub, &prepared)?;
-    }
+    let fresh = match &hub {
+        Some(hub) => upload(hub, &prepared)?,
+        None => false,
+    };
 
     if out.json {
         out.json_value(&json!({
@@ -93,6 +94,7 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
             "bundleFiles": prepared.bundle.as_ref().map(|b| b.entries.len()),
             "keyId": key_id.to_string(),
             "dryRun": args.dry_run,
+            "alreadyPublished": hub.is_some() && !fresh,
             "hub": hub.as_ref().map(|h| h.url.clone()),
         }));
     } else {
@@ -110,8 +112,12 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
         out.data(&format!("key id    {key_id}"));
         match &hub {
             None => out.status("dry run: nothing was uploaded"),
-            Some(hub) => out.status(&format!(
+            Some(hub) if fresh => out.status(&format!(
                 "published {}@{} to {}",
+                m.name, m.version, hub.url
+            )),
+            Some(hub) => out.status(&format!(
+                "{}@{} is already on {} with this very manifest; nothing to do",
                 m.name, m.version, hub.url
             )),
         }
@@ -238,7 +244,8 @@ pub fn prepare(
 }
 
 /// Uploads to the hub's JSON publish endpoint.
-fn upload(hub: &Hub, p: &Prepared) -> Result<()> {
+/// Uploads; `Ok(false)` when the hub holds this very manifest already.
+fn upload(hub: &Hub, p: &Prepared) -> Result<bool> {
     let m = &p.manifest;
     let path = format!(
         "/api/v1/agents/{}/{}/versions/{}",
@@ -288,14 +295,26 @@ fn upload(hub: &Hub, p: &Prepared) -> Result<()> {
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    sent.map_err(|e| {
-        hub::refused(
+    match sent {
+        Ok(_) => Ok(true),
+        // Publishing is idempotent: the same signed manifest already there (a retry after a
+        // timeout, a re-run in CI) is success, not a conflict.
+        Err(e)
+            if hub::hub_error(&e).and_then(|h| h.code.as_deref()) == Some("version_exists")
+                && rt
+                    .block_on(hub.get_json::<serde_json::Value>(&path))
+                    .ok()
+                    .and_then(|v| v["manifest_digest"].as_str().map(str::to_string))
+                    == Some(p.envelope.payload_digest().to_string()) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(hub::refused(
             e,
             format!("the hub refused {}@{}", m.name, m.version),
             |he| publish_hints(he, m.name.publisher()),
-        )
-    })?;
-    Ok(())
+        )),
+    }
 }
 
 /// What to do about a refused publish, by the hub's error code.
