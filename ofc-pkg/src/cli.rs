@@ -16,6 +16,11 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// The hub to talk to (default: `OFC_HUB`, else http://127.0.0.1:8733). `OFC_TOKEN` is
+    /// only sent to the `OFC_HUB` hub; other hubs get the token `ofc login --hub` stored.
+    #[arg(long, global = true, value_name = "URL")]
+    pub hub: Option<String>,
+
     /// The verb to run.
     #[command(subcommand)]
     pub command: Command,
@@ -72,10 +77,6 @@ pub enum Command {
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("secret").args(["token", "token_stdin", "username"])))]
 pub struct LoginArgs {
-    /// The hub to log in to (default: `OFC_HUB`, else http://127.0.0.1:8733).
-    #[arg(long, value_name = "URL")]
-    pub hub: Option<String>,
-
     /// The API token. Prefer --token-stdin: arguments show in the process list and shell
     /// history. Without any of --token, --token-stdin and --username, a token piped on
     /// standard input is read.
@@ -99,7 +100,6 @@ impl std::fmt::Debug for LoginArgs {
     /// Never the token: a stray `{:?}` must not leak it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoginArgs")
-            .field("hub", &self.hub)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("token_stdin", &self.token_stdin)
             .field("username", &self.username)
@@ -111,10 +111,6 @@ impl std::fmt::Debug for LoginArgs {
 /// Arguments of `ofc logout`.
 #[derive(Debug, clap::Args)]
 pub struct LogoutArgs {
-    /// The hub to log out of (default: `OFC_HUB`, else http://127.0.0.1:8733).
-    #[arg(long, value_name = "URL")]
-    pub hub: Option<String>,
-
     /// Also revoke the token on the hub, so that no copy of it works any more.
     #[arg(long)]
     pub revoke: bool,
@@ -378,6 +374,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(e.exit_code() as u8);
         }
     };
+    if let Some(h) = &cli.hub {
+        crate::config::set_hub_override(h);
+    }
     let mut out = Output::new(cli.json);
     let status = match &cli.command {
         Command::Validate(args) => crate::commands::validate::run(args, &mut out),

@@ -138,9 +138,9 @@ pub enum TokenSource {
 
 /// The token to use for `hub`: `OFC_TOKEN`, else the credentials file.
 pub fn token(paths: &Paths, hub: &str) -> Result<Option<(String, TokenSource)>> {
-    // OFC_TOKEN belongs to the hub OFC_HUB names; another hub (a `--hub`, a host in a
+    // OFC_TOKEN belongs to the hub OFC_HUB names; another hub (`--hub`, a host in a
     // reference) only ever gets the token stored for it.
-    let configured = same_hub(hub, &crate::config::hub_url());
+    let configured = same_hub(hub, &crate::config::env_hub_url());
     if configured && let Some(t) = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()) {
         return Ok(Some((t, TokenSource::Env)));
     }

@@ -473,3 +473,44 @@ mod reqwest {
         })
     }
 }
+
+#[test]
+fn the_hub_flag_picks_the_hub_and_ofc_token_stays_with_ofc_hub() {
+    let hub = HubProc::start();
+    let _p = publish_tool(&hub, &["1.0.0"], 0);
+    let proxy = HostileHub::start(&hub.url);
+    let home = tempfile::tempdir().unwrap();
+    // OFC_HUB names a hub that is down; `--hub` names the live one (through the proxy, which
+    // records the Authorization headers it sees).
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:1");
+    let run = |args: &[&str]| Ofc::finish(ofc.cmd().env("OFC_TOKEN", "ofc_env_secret").args(args));
+    let r = run(&["--hub", &proxy.url, "--json", "search", "tool"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let proj = project();
+    let r = Ofc::finish(
+        ofc.cmd()
+            .current_dir(proj.path())
+            .env("OFC_TOKEN", "ofc_env_secret")
+            .args(["pull", "acme/tool", "--hub", &proxy.url]),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
+    assert!(lock.contains(&format!("hub = \"{}\"", proxy.url)), "{lock}");
+    assert!(
+        proxy.authorizations().is_empty(),
+        "OFC_TOKEN went to a hub other than OFC_HUB: {:?}",
+        proxy.authorizations()
+    );
+    // With OFC_HUB naming the proxy, OFC_TOKEN is its token.
+    let ofc2 = Ofc::new(home.path(), &proxy.url);
+    let r = Ofc::finish(
+        ofc2.cmd()
+            .env("OFC_TOKEN", "ofc_env_secret")
+            .args(["search", "tool"]),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        proxy.authorizations(),
+        vec!["Bearer ofc_env_secret".to_string()]
+    );
+}

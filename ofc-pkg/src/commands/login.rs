@@ -31,7 +31,7 @@ impl std::fmt::Debug for NewToken {
 /// Runs the verb.
 pub fn run(args: &LoginArgs, out: &mut Output) -> Result<ExitStatus> {
     let paths = Paths::from_env()?;
-    let url = hub::check_url(args.hub.as_deref().unwrap_or(&config::hub_url()))?;
+    let url = hub::check_url(&config::hub_url())?;
     let anonymous = Hub::new(url.clone(), None)?;
 
     let rt = hub::runtime()?;

@@ -15,7 +15,7 @@ use crate::output::{self, ExitStatus, Output, UserError};
 /// Runs the verb.
 pub fn run(args: &LogoutArgs, out: &mut Output) -> Result<ExitStatus> {
     let paths = Paths::from_env()?;
-    let url = hub::check_url(args.hub.as_deref().unwrap_or(&config::hub_url()))?;
+    let url = hub::check_url(&config::hub_url())?;
     let creds = Credentials::load(&paths)?;
     let Some(stored) = creds.token_for(&url).cloned() else {
         if args.revoke {

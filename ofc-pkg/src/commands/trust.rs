@@ -16,9 +16,6 @@ pub enum TrustCommand {
     List {
         /// Only this publisher.
         publisher: Option<String>,
-        /// The hub (default: OFC_HUB).
-        #[arg(long, value_name = "URL")]
-        hub: Option<String>,
     },
     /// Pin a publisher key (after a publisher rotated its key and you checked the new one).
     Add {
@@ -26,9 +23,6 @@ pub enum TrustCommand {
         publisher: String,
         /// The public key, `ed25519:<base64>`.
         public_key: String,
-        /// The hub (default: OFC_HUB).
-        #[arg(long, value_name = "URL")]
-        hub: Option<String>,
     },
     /// Unpin one key of a publisher, or all of them (the next pull pins again on first use).
     Remove {
@@ -36,25 +30,18 @@ pub enum TrustCommand {
         publisher: String,
         /// The key id; every key of the publisher when omitted.
         key_id: Option<String>,
-        /// The hub (default: OFC_HUB).
-        #[arg(long, value_name = "URL")]
-        hub: Option<String>,
     },
     /// Forget the highest version pulled of an agent (after its publisher deleted versions).
     Forget {
         /// `publisher/agent`.
         agent: String,
-        /// The hub (default: OFC_HUB).
-        #[arg(long, value_name = "URL")]
-        hub: Option<String>,
     },
 }
 
 /// The hub the pins are for: `--hub` (a URL, or a host as in `host/publisher/agent`
 /// references), else `OFC_HUB`; in the same normal form pulls use.
-fn hub_of(h: &Option<String>) -> Result<String> {
-    let url = crate::pull::normalize_hub(&h.clone().unwrap_or_else(config::hub_url));
-    crate::hub::check_url(&url)
+fn hub_of() -> Result<String> {
+    crate::hub::check_url(&crate::pull::normalize_hub(&config::hub_url()))
 }
 
 fn publisher(p: &str) -> Result<String> {
@@ -69,8 +56,8 @@ fn publisher(p: &str) -> Result<String> {
 pub fn run(cmd: &TrustCommand, out: &mut Output) -> Result<ExitStatus> {
     let paths = Paths::from_env()?;
     match cmd {
-        TrustCommand::List { publisher: p, hub } => {
-            let hub = hub_of(hub)?;
+        TrustCommand::List { publisher: p } => {
+            let hub = hub_of()?;
             let only = p.as_deref().map(publisher).transpose()?;
             let store = TrustStore::load(&paths)?;
             let pubs = store
@@ -103,9 +90,8 @@ pub fn run(cmd: &TrustCommand, out: &mut Output) -> Result<ExitStatus> {
         TrustCommand::Add {
             publisher: p,
             public_key,
-            hub,
         } => {
-            let hub = hub_of(hub)?;
+            let hub = hub_of()?;
             let p = publisher(p)?;
             let key = PublicKey::parse(public_key).map_err(|e| {
                 UserError::new(format!("invalid public key `{public_key}`: {e}"))
@@ -128,9 +114,8 @@ pub fn run(cmd: &TrustCommand, out: &mut Output) -> Result<ExitStatus> {
         TrustCommand::Remove {
             publisher: p,
             key_id,
-            hub,
         } => {
-            let hub = hub_of(hub)?;
+            let hub = hub_of()?;
             let p = publisher(p)?;
             let id = key_id
                 .as_deref()
@@ -157,8 +142,8 @@ pub fn run(cmd: &TrustCommand, out: &mut Output) -> Result<ExitStatus> {
                 out.status(&format!("unpinned {removed} key(s) of `{p}`"));
             }
         }
-        TrustCommand::Forget { agent, hub } => {
-            let hub = hub_of(hub)?;
+        TrustCommand::Forget { agent } => {
+            let hub = hub_of()?;
             let name = AgentName::parse(agent).map_err(|e| {
                 UserError::new(format!("invalid agent name `{agent}`: {e}"))
                     .hint("write `publisher/agent`")

@@ -51,6 +51,7 @@ pub struct HostileHub {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     mode: Arc<Mutex<Mode>>,
+    auth: Arc<Mutex<Vec<String>>>,
     _rt: tokio::runtime::Runtime,
 }
 
@@ -58,6 +59,7 @@ pub struct HostileHub {
 struct Proxy {
     upstream: String,
     mode: Arc<Mutex<Mode>>,
+    auth: Arc<Mutex<Vec<String>>>,
     http: reqwest::Client,
 }
 
@@ -70,9 +72,11 @@ impl HostileHub {
             .build()
             .unwrap();
         let mode = Arc::new(Mutex::new(Mode::Honest));
+        let auth = Arc::new(Mutex::new(Vec::new()));
         let proxy = Proxy {
             upstream: upstream.trim_end_matches('/').to_string(),
             mode: mode.clone(),
+            auth: auth.clone(),
             http: reqwest::Client::new(),
         };
         let listener = rt
@@ -86,8 +90,14 @@ impl HostileHub {
         HostileHub {
             url: format!("http://{addr}"),
             mode,
+            auth,
             _rt: rt,
         }
+    }
+
+    /// Every `Authorization` header received so far, in order.
+    pub fn authorizations(&self) -> Vec<String> {
+        self.auth.lock().unwrap().clone()
     }
 
     /// Changes what the proxy does from the next request on.
@@ -114,6 +124,12 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
     }
     let method = req.method().clone();
     let headers = req.headers().clone();
+    if let Some(a) = headers.get("authorization") {
+        p.auth
+            .lock()
+            .unwrap()
+            .push(String::from_utf8_lossy(a.as_bytes()).into_owned());
+    }
     let body = axum::body::to_bytes(req.into_body(), 64 * 1024 * 1024)
         .await
         .unwrap();
