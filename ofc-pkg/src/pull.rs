@@ -249,10 +249,9 @@ pub fn pull(
             if opts.locked {
                 bail!(
                     UserError::new(format!(
-                        "{} would change: {} {} is not what it locks",
+                        "{} would change: {}",
                         path.display(),
-                        p.name,
-                        p.version
+                        describe_change(current.get(&p.name), &entry)
                     ))
                     .hint("run without --locked to update the lockfile")
                 );
@@ -293,6 +292,39 @@ fn locked_entry(p: &Pulled, lockfile: &Path) -> LockedAgent {
         signed_by: p.key_id,
         source,
     }
+}
+
+/// What differs between a lock entry and what a pull found, in words.
+fn describe_change(old: Option<&LockedAgent>, new: &LockedAgent) -> String {
+    let Some(old) = old else {
+        return format!("{} {} is not in it", new.name, new.version);
+    };
+    let mut what = Vec::new();
+    if old.version != new.version {
+        what.push(format!("version {} → {}", old.version, new.version));
+    }
+    if old.manifest_digest != new.manifest_digest {
+        what.push("manifest digest".to_string());
+    }
+    if old.hub != new.hub {
+        what.push(format!(
+            "hub {} → {}",
+            old.hub.as_deref().unwrap_or("none"),
+            new.hub.as_deref().unwrap_or("none")
+        ));
+    }
+    if old.signed_by != new.signed_by {
+        what.push("signing key".to_string());
+    }
+    if old.source != new.source {
+        what.push(match (&old.source, &new.source) {
+            (LockedSource::Remote { .. }, LockedSource::Remote { .. }) => {
+                "the remote agent's /ofc/info document changed since it was locked".to_string()
+            }
+            _ => format!("source ({} → {})", old.source.kind(), new.source.kind()),
+        });
+    }
+    format!("{}: {}", new.name, what.join(", "))
 }
 
 /// `path` relative to `base` (both absolute and canonical), with `..` components as needed.
@@ -1283,6 +1315,29 @@ mod tests {
             normalize_hub("http://127.0.0.1:8733/Path/"),
             "http://127.0.0.1:8733/Path"
         );
+    }
+
+    #[test]
+    fn lock_changes_are_described() {
+        let d = |b: u8| Digest::from_bytes([b; 32]);
+        let entry = |v: &str, info: u8| LockedAgent {
+            name: AgentName::parse("acme/x").unwrap(),
+            version: Version::parse(v).unwrap(),
+            manifest_digest: Some(d(1)),
+            hub: Some("http://h".into()),
+            signed_by: None,
+            source: LockedSource::Remote {
+                endpoint: "http://a".into(),
+                info_digest: d(info),
+            },
+        };
+        assert_eq!(
+            describe_change(None, &entry("1.0.0", 2)),
+            "acme/x 1.0.0 is not in it"
+        );
+        let msg = describe_change(Some(&entry("1.0.0", 2)), &entry("1.1.0", 3));
+        assert!(msg.contains("version 1.0.0 → 1.1.0"), "{msg}");
+        assert!(msg.contains("/ofc/info document changed"), "{msg}");
     }
 
     #[test]
