@@ -12,7 +12,7 @@ use tantivy::columnar::{Column, StrColumn};
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::postings::Postings as _;
 use tantivy::query::{
-    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, FuzzyTermQuery, Occur, PhraseQuery, Query,
+    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, ConstScorer, Occur, PhraseQuery, Query,
     TermQuery,
 };
 use tantivy::query::{Bm25Weight, EnableScoring, Explanation, Scorer, Weight};
@@ -290,10 +290,8 @@ impl SearchIndex {
             let text = shaped.map(|(t, _)| t);
             let query = self.full_query(q, text.as_deref());
             let weight = query.weight(scoring)?;
-            let bounds = match collector.sort {
-                Sort::Relevance => Some(self.popularity_bounds(searcher, reader)?),
-                _ => None,
-            };
+            // Relevance uses the bounds; every sort uses the opened columns.
+            let bounds = Some(self.popularity_bounds(searcher, reader)?);
             fruits.push(collector.collect_segment_bounded(
                 weight.as_ref(),
                 ord as SegmentOrdinal,
@@ -441,11 +439,11 @@ impl SearchIndex {
                         >= KNOWN_WORD_DOC_FREQ;
             }
             if !known && i + 1 == words.len() && chars >= PREFIX_MIN_CHARS {
-                alts.push(loose(FuzzyTermQuery::new_prefix(exact.clone(), 0, true)));
+                alts.push(loose(LooseMatch::new_prefix(exact.clone())));
             }
             if !known && chars >= FUZZY_MIN_CHARS && doc_freq < FUZZY_MAX_DOC_FREQ {
                 let edits = if chars >= FUZZY_TWO_EDITS_CHARS { 2 } else { 1 };
-                alts.push(loose(FuzzyTermQuery::new(exact, edits, true)));
+                alts.push(loose(LooseMatch::new(exact, edits)));
             }
             term_clauses += terms.len();
             other_clauses += alts.len() - terms.len();
@@ -752,6 +750,8 @@ impl PhraseBonusWeight {
                 next: Vec::new(),
             });
         }
+        // Highest maximum first (the order of the bounds' refinement and of the additions).
+        phrases.sort_by(|a, b| b.max.total_cmp(&a.max));
         let exact_name = match &self.exact_name {
             Some(w) => Some(w.scorer(reader, boost)?),
             None => None,
@@ -789,26 +789,35 @@ impl Weight for PhraseBonusWeight {
     ) -> tantivy::Result<()> {
         let mut s = self.bonus_scorer(reader, 1.0)?;
         let max_phrases: Vec<Score> = s.phrases.iter().map(|p| p.max).collect();
+        // Per phrase, the largest it may add to the current document: its maximum, replaced by
+        // its bound in the document one phrase at a time (the phrases with the highest maximum
+        // first) until the sum cannot pass the threshold or every phrase is bounded.
+        let mut parts = max_phrases.clone();
         let mut threshold = threshold;
         let mut doc = s.required.doc();
         while doc != tantivy::TERMINATED {
             let base = s.required.score();
             let name = s.name_bonus(doc);
-            // Same additions, in the same order, as `BonusScorer::total`.
-            let mut bound = base;
-            for m in &max_phrases {
-                bound += m;
-            }
-            if bound + name > threshold {
-                let mut bound = base;
-                for p in &mut s.phrases {
-                    bound += p.bound(doc);
+            parts.copy_from_slice(&max_phrases);
+            let mut possible = true;
+            for i in 0..=parts.len() {
+                if i > 0 {
+                    parts[i - 1] = s.phrases[i - 1].bound(doc);
                 }
-                if bound + name > threshold {
-                    let score = s.total(doc, base, name);
-                    if score > threshold {
-                        threshold = callback(doc, score);
-                    }
+                // Same additions, in the same order, as `BonusScorer::total`.
+                let mut bound = base;
+                for p in &parts {
+                    bound += p;
+                }
+                if bound + name <= threshold {
+                    possible = false;
+                    break;
+                }
+            }
+            if possible {
+                let score = s.total(doc, base, name);
+                if score > threshold {
+                    threshold = callback(doc, score);
                 }
             }
             doc = s.required.advance();
@@ -937,11 +946,181 @@ impl Scorer for BonusScorer {
     }
 }
 
-fn loose(q: FuzzyTermQuery) -> (Occur, Box<dyn Query>) {
+fn loose(q: LooseMatch) -> (Occur, Box<dyn Query>) {
     (
         Occur::Should,
         Box::new(BoostQuery::new(Box::new(q), LOOSE_MATCH_BOOST)),
     )
+}
+
+/// The terms of a field within `distance` edits of a word (transpositions count one), or
+/// starting with such a string (`prefix`), as one constant-scored query: the matches and score
+/// of Tantivy's `FuzzyTermQuery`. Tantivy's puts the matches in a bitset of the segment's size
+/// (an allocation and a memset of `max_doc / 8` bytes per segment and query, most of a rare
+/// word's search); here, when the matched terms have few documents, they go in a sorted vector.
+#[derive(Debug, Clone)]
+struct LooseMatch {
+    term: Term,
+    distance: u8,
+    prefix: bool,
+}
+
+impl LooseMatch {
+    fn new(term: Term, distance: u8) -> Self {
+        Self {
+            term,
+            distance,
+            prefix: false,
+        }
+    }
+
+    fn new_prefix(term: Term) -> Self {
+        Self {
+            term,
+            distance: 0,
+            prefix: true,
+        }
+    }
+}
+
+/// Levenshtein automaton builders (expensive to build), by distance 0, 1, 2.
+static LEVENSHTEIN: [std::sync::OnceLock<levenshtein_automata::LevenshteinAutomatonBuilder>; 3] =
+    [const { std::sync::OnceLock::new() }; 3];
+
+/// A Levenshtein DFA over the term dictionary's bytes.
+struct Dfa(levenshtein_automata::DFA);
+
+impl tantivy_fst::Automaton for Dfa {
+    type State = u32;
+
+    fn start(&self) -> u32 {
+        self.0.initial_state()
+    }
+
+    fn is_match(&self, state: &u32) -> bool {
+        matches!(
+            self.0.distance(*state),
+            levenshtein_automata::Distance::Exact(_)
+        )
+    }
+
+    fn can_match(&self, state: &u32) -> bool {
+        *state != levenshtein_automata::SINK_STATE
+    }
+
+    fn accept(&self, state: &u32, byte: u8) -> u32 {
+        self.0.transition(*state, byte)
+    }
+}
+
+impl Query for LooseMatch {
+    fn weight(&self, _scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let distance = self.distance.min(2);
+        let builder = LEVENSHTEIN[usize::from(distance)]
+            .get_or_init(|| levenshtein_automata::LevenshteinAutomatonBuilder::new(distance, true));
+        let value = self.term.value();
+        let text = value.as_str().ok_or_else(|| {
+            tantivy::TantivyError::InvalidArgument("a loose match needs a text term".into())
+        })?;
+        let dfa = if self.prefix {
+            builder.build_prefix_dfa(text)
+        } else {
+            builder.build_dfa(text)
+        };
+        Ok(Box::new(LooseWeight {
+            field: self.term.field(),
+            dfa: Dfa(dfa),
+        }))
+    }
+}
+
+/// Document ids, sorted and distinct, as a [`DocSet`].
+struct SortedDocs {
+    docs: Vec<DocId>,
+    pos: usize,
+}
+
+impl DocSet for SortedDocs {
+    fn advance(&mut self) -> DocId {
+        self.pos = (self.pos + 1).min(self.docs.len());
+        self.doc()
+    }
+    fn seek(&mut self, target: DocId) -> DocId {
+        self.pos += self.docs[self.pos..].partition_point(|&d| d < target);
+        self.doc()
+    }
+    fn doc(&self) -> DocId {
+        self.docs
+            .get(self.pos)
+            .copied()
+            .unwrap_or(tantivy::TERMINATED)
+    }
+    fn size_hint(&self) -> u32 {
+        self.docs.len() as u32
+    }
+}
+
+struct LooseWeight {
+    field: tantivy::schema::Field,
+    dfa: Dfa,
+}
+
+impl Weight for LooseWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        let inverted = reader.inverted_index(self.field)?;
+        let mut stream = inverted.terms().search(&self.dfa).into_stream()?;
+        let mut terms = Vec::new();
+        let mut postings = 0usize;
+        while stream.advance() {
+            let info = stream.value().clone();
+            postings += info.doc_freq as usize;
+            terms.push(info);
+        }
+        let max_doc = reader.max_doc();
+        // A vector of 4-byte ids while it is smaller than the bitset.
+        if postings.saturating_mul(32) <= max_doc as usize {
+            let mut docs = Vec::with_capacity(postings);
+            for info in &terms {
+                let mut block =
+                    inverted.read_block_postings_from_terminfo(info, IndexRecordOption::Basic)?;
+                while !block.docs().is_empty() {
+                    docs.extend_from_slice(block.docs());
+                    block.advance();
+                }
+            }
+            docs.sort_unstable();
+            docs.dedup();
+            return Ok(Box::new(ConstScorer::new(
+                SortedDocs { docs, pos: 0 },
+                boost,
+            )));
+        }
+        let mut bits = tantivy_common::BitSet::with_max_value(max_doc);
+        for info in &terms {
+            let mut block =
+                inverted.read_block_postings_from_terminfo(info, IndexRecordOption::Basic)?;
+            while !block.docs().is_empty() {
+                for &doc in block.docs() {
+                    bits.insert(doc);
+                }
+                block.advance();
+            }
+        }
+        Ok(Box::new(ConstScorer::new(
+            tantivy::query::BitSetDocSet::from(bits),
+            boost,
+        )))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let mut s = self.scorer(reader, 1.0)?;
+        if s.seek(doc) != doc {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "document {doc} does not match"
+            )));
+        }
+        Ok(Explanation::new("loose match", s.score()))
+    }
 }
 
 /// The words of `q` that take part in matching: analysed without stemming, stop words dropped
@@ -1051,21 +1230,59 @@ struct RankCollector {
     names: bool,
 }
 
+/// The fast fields ranking reads. Opening a column decodes its header (the downloads column's
+/// block table is thousands of entries at a million documents), so the hub's path keeps them
+/// opened per segment in [`PopularityBounds`].
+#[derive(Clone)]
+struct RankColumns {
+    downloads: Column<u64>,
+    updated: Column<i64>,
+    deprecated: Column<bool>,
+    names: StrColumn,
+}
+
+impl RankColumns {
+    fn open(reader: &SegmentReader) -> tantivy::Result<Self> {
+        let ff = reader.fast_fields();
+        Ok(Self {
+            downloads: ff.u64(field::DOWNLOADS)?,
+            updated: ff.i64(field::UPDATED)?,
+            deprecated: ff.bool(field::DEPRECATED)?,
+            names: ff.str(field::NAME)?.ok_or_else(|| {
+                tantivy::TantivyError::SchemaError("`name` is not a fast field".into())
+            })?,
+        })
+    }
+}
+
 struct RankSegment {
     sort: Sort,
     k: usize,
     after: Option<(u64, String)>,
     segment: SegmentOrdinal,
-    downloads: Column<u64>,
-    updated: Column<i64>,
-    deprecated: Column<bool>,
-    names: StrColumn,
+    cols: RankColumns,
     /// Resolve the names of the harvested hits.
     resolve_names: bool,
     /// The segment's cached rank factors, when known.
     bounds: Option<std::sync::Arc<PopularityBounds>>,
     heap: BinaryHeap<Worst>,
     buf: String,
+}
+
+impl RankCollector {
+    fn segment_collector(&self, segment: SegmentOrdinal, cols: RankColumns) -> RankSegment {
+        RankSegment {
+            sort: self.sort,
+            k: self.k,
+            after: self.after.clone(),
+            segment,
+            cols,
+            resolve_names: true,
+            bounds: None,
+            heap: BinaryHeap::with_capacity(self.k + 1),
+            buf: String::new(),
+        }
+    }
 }
 
 impl Collector for RankCollector {
@@ -1077,23 +1294,7 @@ impl Collector for RankCollector {
         segment: SegmentOrdinal,
         reader: &SegmentReader,
     ) -> tantivy::Result<RankSegment> {
-        let ff = reader.fast_fields();
-        Ok(RankSegment {
-            sort: self.sort,
-            k: self.k,
-            after: self.after.clone(),
-            segment,
-            downloads: ff.u64(field::DOWNLOADS)?,
-            updated: ff.i64(field::UPDATED)?,
-            deprecated: ff.bool(field::DEPRECATED)?,
-            names: ff.str(field::NAME)?.ok_or_else(|| {
-                tantivy::TantivyError::SchemaError("`name` is not a fast field".into())
-            })?,
-            resolve_names: true,
-            bounds: None,
-            heap: BinaryHeap::with_capacity(self.k + 1),
-            buf: String::new(),
-        })
+        Ok(self.segment_collector(segment, RankColumns::open(reader)?))
     }
 
     fn requires_scoring(&self) -> bool {
@@ -1143,7 +1344,11 @@ impl RankCollector {
         rescore: bool,
         several_segments: bool,
     ) -> tantivy::Result<Vec<Ranked>> {
-        let mut seg = self.for_segment(segment, reader)?;
+        let cols = match bounds.as_deref() {
+            Some(b) => b.columns.clone(),
+            None => RankColumns::open(reader)?,
+        };
+        let mut seg = self.segment_collector(segment, cols);
         seg.resolve_names = self.names || several_segments;
         seg.bounds = bounds.clone();
         let bounds = bounds.as_deref();
@@ -1167,7 +1372,7 @@ impl RankCollector {
             })?;
             return Ok(seg.harvest());
         }
-        let max_factor = popularity_factor(seg.downloads.max_value());
+        let max_factor = popularity_factor(seg.cols.downloads.max_value());
         let mut exact = if rescore {
             Some(weight.scorer(reader, 1.0)?)
         } else {
@@ -1206,12 +1411,20 @@ const BOUND_BLOCK: usize = 64;
 /// this is computed once per segment and cached by [`SearchIndex`].
 ///
 /// It also keeps every document's rank factor (popularity factor, times the deprecation factor
-/// when deprecated): 4 bytes a document, read instead of two fast fields and a logarithm for
-/// every collected document.
-#[derive(Debug)]
+/// when deprecated; 4 bytes a document, read instead of two fast fields and a logarithm for
+/// every collected document), and the segment's opened [`RankColumns`].
 pub(crate) struct PopularityBounds {
     blocks: Vec<f32>,
     factors: Vec<f32>,
+    columns: RankColumns,
+}
+
+impl std::fmt::Debug for PopularityBounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PopularityBounds")
+            .field("blocks", &self.blocks.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl PopularityBounds {
@@ -1230,7 +1443,11 @@ impl PopularityBounds {
         for i in (0..blocks.len().saturating_sub(1)).rev() {
             blocks[i] = blocks[i].max(blocks[i + 1]);
         }
-        Ok(Self { blocks, factors })
+        Ok(Self {
+            blocks,
+            factors,
+            columns: RankColumns::open(reader)?,
+        })
     }
 
     /// The largest factor of `doc` and every later document.
@@ -1269,14 +1486,14 @@ impl RankSegment {
     /// ordinal order). Every document has a name; `u64::MAX` would only sort a nameless one
     /// last.
     fn ord(&self, doc: DocId) -> u64 {
-        self.names.term_ords(doc).next().unwrap_or(u64::MAX)
+        self.cols.names.term_ords(doc).next().unwrap_or(u64::MAX)
     }
 
     /// The name of an ordinal (reads the column's dictionary: a block decompression).
     fn name(&mut self, ord: u64) -> String {
         self.buf.clear();
         // An I/O error reading the dictionary leaves the name empty; it only affects ties.
-        let _ = self.names.ord_to_str(ord, &mut self.buf);
+        let _ = self.cols.names.ord_to_str(ord, &mut self.buf);
         self.buf.clone()
     }
 }
@@ -1290,15 +1507,15 @@ impl SegmentCollector for RankSegment {
                 let factor = match self.bounds.as_deref() {
                     Some(b) => b.factors[doc as usize],
                     None => rank_factor(
-                        popularity_factor(self.downloads.first(doc).unwrap_or(0)),
-                        self.deprecated.first(doc).unwrap_or(false),
+                        popularity_factor(self.cols.downloads.first(doc).unwrap_or(0)),
+                        self.cols.deprecated.first(doc).unwrap_or(false),
                     ),
                 };
                 let s = score * factor;
                 (f32_key(s), s)
             }
-            Sort::Downloads => (self.downloads.first(doc).unwrap_or(0), score),
-            Sort::Updated => (i64_key(self.updated.first(doc).unwrap_or(0)), score),
+            Sort::Downloads => (self.cols.downloads.first(doc).unwrap_or(0), score),
+            Sort::Updated => (i64_key(self.cols.updated.first(doc).unwrap_or(0)), score),
         };
         if let Some((ckey, _)) = &self.after {
             match key.cmp(ckey) {
@@ -1580,6 +1797,78 @@ mod tests {
         }
         assert!(compared >= 3, "too few queries with matches");
         assert!(with_phrases > 10, "too few phrase matches: {with_phrases}");
+    }
+
+    /// [`LooseMatch`] matches what Tantivy's `FuzzyTermQuery` matches, with the same constant
+    /// score, whether its documents go in a vector (few) or a bitset (many).
+    #[test]
+    fn loose_match_equals_fuzzy_term_query() {
+        use crate::corpus::synthetic_agent;
+        use crate::follow::{Change, OutboxEntry};
+        use crate::index::WriterConfig;
+        use tantivy::query::FuzzyTermQuery;
+
+        let index = SearchIndex::in_ram().unwrap();
+        let mut w = index.writer(WriterConfig::default()).unwrap();
+        for i in 0..2000u64 {
+            let doc = synthetic_agent(5, i).to_doc().unwrap();
+            w.apply(&OutboxEntry {
+                seq: i + 1,
+                change: Change::Upsert(Box::new(doc)),
+            })
+            .unwrap();
+        }
+        w.commit_and_refresh().unwrap();
+        let searcher = index.reader.searcher();
+        let max_doc = searcher.segment_reader(0).max_doc() as usize;
+        let typo = index.fields.get(field::TYPO);
+        let all = TopDocs::with_limit(10_000);
+        let (mut few, mut many) = (0, 0);
+        for (word, distance, prefix) in [
+            ("reveiw", 1, false),
+            ("scrapign", 2, false),
+            ("dat", 0, true),
+            ("analy", 0, true),
+            ("zzzzq", 1, false),
+            ("summarise", 2, false),
+            ("cod", 0, true),
+            // Publishers' numbered names: a few agents each.
+            ("tools31", 0, true),
+            ("labs315", 1, false),
+            ("hq3151", 2, false),
+        ] {
+            let term = Term::from_field_text(typo, word);
+            let (ours, theirs) = if prefix {
+                (
+                    LooseMatch::new_prefix(term.clone()),
+                    FuzzyTermQuery::new_prefix(term, distance, true),
+                )
+            } else {
+                (
+                    LooseMatch::new(term.clone(), distance),
+                    FuzzyTermQuery::new(term, distance, true),
+                )
+            };
+            // The query builder asks for prefixes without typos only.
+            assert!(prefix == (distance == 0));
+            let mut a = searcher
+                .search(&BoostQuery::new(Box::new(ours), LOOSE_MATCH_BOOST), &all)
+                .unwrap();
+            let mut b = searcher
+                .search(&BoostQuery::new(Box::new(theirs), LOOSE_MATCH_BOOST), &all)
+                .unwrap();
+            a.sort_by_key(|x| x.1);
+            b.sort_by_key(|x| x.1);
+            assert_eq!(a.len(), b.len(), "{word}");
+            assert!(a == b, "{word}");
+            if !a.is_empty() && a.len() * 32 <= max_doc {
+                few += 1;
+            }
+            if a.len() * 32 > max_doc {
+                many += 1;
+            }
+        }
+        assert!(few >= 1 && many >= 1, "few {few}, many {many}");
     }
 
     #[test]
