@@ -147,12 +147,7 @@ impl SearchIndex {
         let highlighters = match &text {
             Some(t) if !hits.is_empty() => [field::TAGLINE, field::DESCRIPTION]
                 .into_iter()
-                .map(|f| {
-                    let mut g =
-                        SnippetGenerator::create(&searcher, t.as_ref(), self.fields.get(f))?;
-                    g.set_max_num_chars(HIGHLIGHT_CHARS);
-                    Ok((f, g))
-                })
+                .map(|f| Ok((f, self.highlighter(&searcher, &freqs, t.as_ref(), f)?)))
                 .collect::<Result<Vec<_>>>()?,
             _ => Vec::new(),
         };
@@ -214,6 +209,46 @@ impl SearchIndex {
             hits: out,
             next_cursor,
         })
+    }
+
+    /// What `SnippetGenerator::create` builds (the query's terms of the field, weighted by
+    /// `1 / (1 + document frequency)`), with the field's analyzer memoising stems and the
+    /// search's document frequencies.
+    fn highlighter(
+        &self,
+        searcher: &Searcher,
+        freqs: &DocFreqs,
+        query: &dyn Query,
+        name: &str,
+    ) -> Result<SnippetGenerator> {
+        let f = self.fields.get(name);
+        let mut terms = std::collections::BTreeSet::new();
+        query.query_terms(&mut |t, _| {
+            if t.field() == f {
+                terms.insert(t.clone());
+            }
+        });
+        let mut weights = std::collections::BTreeMap::new();
+        for t in terms {
+            let Some(text) = t.value().as_str().map(str::to_owned) else {
+                continue;
+            };
+            let doc_freq = freqs.get(searcher, &t)?;
+            if doc_freq > 0 {
+                weights.insert(text, 1.0 / (1.0 + doc_freq as Score));
+            }
+        }
+        let analyzer_name = MAPPING
+            .iter()
+            .find_map(|spec| match spec.kind {
+                FieldKind::Text { analyzer: a, .. } if spec.name == name => Some(a),
+                _ => None,
+            })
+            .unwrap_or(analyzer::TEXT);
+        let analyzer = crate::mapping::highlight_analyzer(analyzer_name).ok_or_else(|| {
+            tantivy::TantivyError::SchemaError(format!("no analyzer {analyzer_name}"))
+        })?;
+        Ok(SnippetGenerator::new(weights, analyzer, f, HIGHLIGHT_CHARS))
     }
 
     /// The top `limit + 1` hits after the cursor. The query is built per segment, leaving out
