@@ -321,7 +321,13 @@ impl SearchIndex {
                 && q.keywords.is_empty()
                 && q.kind.is_none()
                 && q.publisher.is_none();
-            let rescore = unfiltered && shaped.as_ref().is_some_and(|(_, u)| *u);
+            let shape = match shaped.as_ref().map(|(_, s)| *s) {
+                // With filters the query is no longer a plain union.
+                Some(Shape::TermUnion) if !unfiltered => Shape::Other,
+                // Filters add 0 to the score: the text query's bound holds for the full query.
+                Some(s) => s,
+                None => Shape::Other,
+            };
             let text = shaped.map(|(t, _)| t);
             let query = self.full_query(q, text.as_deref());
             let weight = query.weight(scoring)?;
@@ -332,7 +338,7 @@ impl SearchIndex {
                 ord as SegmentOrdinal,
                 reader,
                 bounds,
-                rescore,
+                shape,
                 searcher.segment_readers().len() > 1,
             )?);
         }
@@ -400,8 +406,7 @@ impl SearchIndex {
             .map(|(q, _)| q))
     }
 
-    /// [`Self::text_query`] and whether the query is a union of two or more plain term
-    /// queries (which Tantivy runs as block-max WAND).
+    /// [`Self::text_query`] and its [`Shape`].
     fn text_query_shaped(
         &self,
         searcher: &Searcher,
@@ -410,7 +415,7 @@ impl SearchIndex {
         words: &[String],
         mode: Mode,
         segment: Option<&SegmentReader>,
-    ) -> Result<Option<(Box<dyn Query>, bool)>> {
+    ) -> Result<Option<(Box<dyn Query>, Shape)>> {
         if words.is_empty() {
             return Ok(None);
         }
@@ -473,12 +478,25 @@ impl SearchIndex {
                     || freqs.get(searcher, &Term::from_field_text(self.fields.get(f), &stem))?
                         >= KNOWN_WORD_DOC_FREQ;
             }
+            // Like absent terms, loose matches the segment has no term for are left out.
+            let useful = |m: &LooseMatch| -> Result<bool> {
+                match segment {
+                    None => Ok(true),
+                    Some(r) => m.matches_in(r),
+                }
+            };
             if !known && i + 1 == words.len() && chars >= PREFIX_MIN_CHARS {
-                alts.push(loose(LooseMatch::new_prefix(exact.clone())));
+                let m = LooseMatch::new_prefix(exact.clone());
+                if useful(&m)? {
+                    alts.push(loose(m));
+                }
             }
             if !known && chars >= FUZZY_MIN_CHARS && doc_freq < FUZZY_MAX_DOC_FREQ {
                 let edits = if chars >= FUZZY_TWO_EDITS_CHARS { 2 } else { 1 };
-                alts.push(loose(LooseMatch::new(exact, edits)));
+                let m = LooseMatch::new(exact, edits);
+                if useful(&m)? {
+                    alts.push(loose(m));
+                }
             }
             term_clauses += terms.len();
             other_clauses += alts.len() - terms.len();
@@ -534,9 +552,13 @@ impl SearchIndex {
                     phrases,
                     exact_name,
                 }),
-                false,
+                Shape::Other,
             )));
         }
+        // Only typo and prefix matches (every word misspelled or incomplete): each adds
+        // `LOOSE_MATCH_BOOST` at most (a constant score; sums of halves are exact).
+        let loose_only = (term_clauses == 0 && phrases.is_empty() && exact_name.is_none())
+            .then_some(other_clauses as Score * LOOSE_MATCH_BOOST);
         for (terms, boost) in phrases {
             per_word.push((
                 Occur::Should,
@@ -553,14 +575,34 @@ impl SearchIndex {
             // single term is pruned block by block as a `BoostedTerm` (a union of one clause,
             // or a `BoostQuery`, would score every document).
             if let Some((term, boost)) = lone_term {
-                return Ok(Some((Box::new(BoostedTerm { term, boost }), false)));
+                return Ok(Some((Box::new(BoostedTerm { term, boost }), Shape::Other)));
             }
             let (_, only) = per_word.pop().expect("one clause");
-            return Ok(Some((only, other_clauses == 0 && term_clauses > 1)));
+            let shape = match loose_only {
+                Some(max) => Shape::LooseOnly(max),
+                None if other_clauses == 0 && term_clauses > 1 => Shape::TermUnion,
+                None => Shape::Other,
+            };
+            return Ok(Some((only, shape)));
         }
-        let union = mode == Mode::Any && other_clauses == 0 && term_clauses > 1;
-        Ok(Some((Box::new(BooleanQuery::new(per_word)), union)))
+        let shape = match loose_only {
+            Some(max) => Shape::LooseOnly(max),
+            None if mode == Mode::Any && other_clauses == 0 && term_clauses > 1 => Shape::TermUnion,
+            None => Shape::Other,
+        };
+        Ok(Some((Box::new(BooleanQuery::new(per_word)), shape)))
     }
+}
+
+/// What the pruning loop may rely on in a text query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shape {
+    /// A union of two or more plain term queries (Tantivy runs it as block-max WAND).
+    TermUnion,
+    /// Only constant-scored typo and prefix matches: no document scores above this.
+    LooseOnly(Score),
+    /// Anything else.
+    Other,
 }
 
 /// Document frequencies looked up during one search (each term dictionary lookup decompresses
@@ -993,28 +1035,61 @@ fn loose(q: LooseMatch) -> (Occur, Box<dyn Query>) {
 /// of Tantivy's `FuzzyTermQuery`. Tantivy's puts the matches in a bitset of the segment's size
 /// (an allocation and a memset of `max_doc / 8` bytes per segment and query, most of a rare
 /// word's search); here, when the matched terms have few documents, they go in a sorted vector.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct LooseMatch {
     term: Term,
-    distance: u8,
-    prefix: bool,
+    /// Built once per search (the query is built per segment).
+    dfa: std::sync::Arc<Dfa>,
+}
+
+impl std::fmt::Debug for LooseMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LooseMatch")
+            .field("term", &self.term)
+            .finish_non_exhaustive()
+    }
 }
 
 impl LooseMatch {
+    /// Within `distance` edits of the term (at most 2).
     fn new(term: Term, distance: u8) -> Self {
+        Self::build(term, distance, false)
+    }
+
+    /// Starting with the term.
+    fn new_prefix(term: Term) -> Self {
+        Self::build(term, 0, true)
+    }
+
+    fn build(term: Term, distance: u8, prefix: bool) -> Self {
+        let distance = distance.min(2);
+        let builder = LEVENSHTEIN[usize::from(distance)]
+            .get_or_init(|| levenshtein_automata::LevenshteinAutomatonBuilder::new(distance, true));
+        let dfa = {
+            let value = term.value();
+            let text = value.as_str().unwrap_or_default();
+            if prefix {
+                builder.build_prefix_dfa(text)
+            } else {
+                builder.build_dfa(text)
+            }
+        };
         Self {
             term,
-            distance,
-            prefix: false,
+            dfa: std::sync::Arc::new(Dfa(dfa)),
         }
     }
 
-    fn new_prefix(term: Term) -> Self {
-        Self {
-            term,
-            distance: 0,
-            prefix: true,
-        }
+    /// Whether some term of the segment matches (the per-segment query leaves the match out
+    /// otherwise, like an absent term).
+    fn matches_in(&self, reader: &SegmentReader) -> Result<bool> {
+        let inverted = reader.inverted_index(self.term.field())?;
+        let mut stream = inverted
+            .terms()
+            .search(&*self.dfa)
+            .into_stream()
+            .map_err(|e| Error::Io("the term dictionary".into(), e))?;
+        Ok(stream.advance())
     }
 }
 
@@ -1050,21 +1125,9 @@ impl tantivy_fst::Automaton for Dfa {
 
 impl Query for LooseMatch {
     fn weight(&self, _scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        let distance = self.distance.min(2);
-        let builder = LEVENSHTEIN[usize::from(distance)]
-            .get_or_init(|| levenshtein_automata::LevenshteinAutomatonBuilder::new(distance, true));
-        let value = self.term.value();
-        let text = value.as_str().ok_or_else(|| {
-            tantivy::TantivyError::InvalidArgument("a loose match needs a text term".into())
-        })?;
-        let dfa = if self.prefix {
-            builder.build_prefix_dfa(text)
-        } else {
-            builder.build_dfa(text)
-        };
         Ok(Box::new(LooseWeight {
             field: self.term.field(),
-            dfa: Dfa(dfa),
+            dfa: self.dfa.clone(),
         }))
     }
 }
@@ -1097,13 +1160,13 @@ impl DocSet for SortedDocs {
 
 struct LooseWeight {
     field: tantivy::schema::Field,
-    dfa: Dfa,
+    dfa: std::sync::Arc<Dfa>,
 }
 
 impl Weight for LooseWeight {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         let inverted = reader.inverted_index(self.field)?;
-        let mut stream = inverted.terms().search(&self.dfa).into_stream()?;
+        let mut stream = inverted.terms().search(&*self.dfa).into_stream()?;
         let mut terms = Vec::new();
         let mut postings = 0usize;
         while stream.advance() {
@@ -1349,7 +1412,7 @@ impl Collector for RankCollector {
         segment: SegmentOrdinal,
         reader: &SegmentReader,
     ) -> tantivy::Result<Vec<Ranked>> {
-        self.collect_segment_bounded(weight, segment, reader, None, false, true)
+        self.collect_segment_bounded(weight, segment, reader, None, Shape::Other, true)
     }
 
     fn merge_fruits(&self, fruits: Vec<Vec<Ranked>>) -> tantivy::Result<Vec<Ranked>> {
@@ -1365,18 +1428,19 @@ impl RankCollector {
     /// bound on the factor then applies to the documents after the current one only, which
     /// is lower the more popular documents come first (a rebuild writes them in that order).
     ///
-    /// `rescore` when the query is a union of terms: block-max WAND adds the terms' scores in
-    /// an order that depends on where its cursors stand, so the same document's sum may differ
-    /// in the last bit from one query to the next (a different cursor or page). A document that
-    /// passes the threshold is then scored again by the query's own scorer, which always adds
-    /// in clause order: ranks and cursors compare equal scores on every page.
+    /// [`Shape::TermUnion`]: block-max WAND adds the terms' scores in an order that depends on
+    /// where its cursors stand, so the same document's sum may differ in the last bit from one
+    /// query to the next (a different cursor or page). A document that passes the threshold is
+    /// then scored again by the query's own scorer, which always adds in clause order: ranks and
+    /// cursors compare equal scores on every page. [`Shape::LooseOnly`]: the scan stops once no
+    /// later document can enter.
     fn collect_segment_bounded(
         &self,
         weight: &dyn Weight,
         segment: SegmentOrdinal,
         reader: &SegmentReader,
         bounds: Option<std::sync::Arc<PopularityBounds>>,
-        rescore: bool,
+        shape: Shape,
         several_segments: bool,
     ) -> tantivy::Result<Vec<Ranked>> {
         let cols = match bounds.as_deref() {
@@ -1408,7 +1472,25 @@ impl RankCollector {
             return Ok(seg.harvest());
         }
         let max_factor = popularity_factor(seg.cols.downloads.max_value());
-        let mut exact = if rescore {
+        if let Shape::LooseOnly(max_text) = shape {
+            // Tantivy's loop for such a query (score every match, pass those above the
+            // threshold), stopping once the threshold reaches the query's highest possible
+            // score: the threshold never falls (the heap's worst only rises, the popularity
+            // bound of later documents only falls), so no later document can enter.
+            let mut scorer = weight.scorer(reader, 1.0)?;
+            let mut threshold = Score::MIN;
+            let mut doc = scorer.doc();
+            while doc != tantivy::TERMINATED && threshold < max_text {
+                let score = scorer.score();
+                if score > threshold && is_alive(doc) {
+                    seg.collect(doc, score);
+                    threshold = seg.text_threshold(bounds.map_or(max_factor, |b| b.from(doc)));
+                }
+                doc = scorer.advance();
+            }
+            return Ok(seg.harvest());
+        }
+        let mut exact = if shape == Shape::TermUnion {
             Some(weight.scorer(reader, 1.0)?)
         } else {
             None
@@ -1722,6 +1804,7 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let mut compared = 0;
+        let mut misspelled = 0;
         for text in [
             "result",
             "floor",
@@ -1733,12 +1816,17 @@ mod tests {
             "web scraping",
             "code review",
             "analyze dataset",
+            // Misspelled: typo matches only (the loop that stops at the query's bound).
+            "reveiw",
+            "scrapign",
+            "reveiw scrapign",
         ] {
             let exhaustive = run(text, 60, None, false);
             if exhaustive.len() < 60 {
                 continue;
             }
             compared += 1;
+            misspelled += usize::from(text.contains("reveiw") || text.contains("scrapign"));
             assert_eq!(run(text, 60, None, true), exhaustive, "{text}");
             // Pages of 7 after a cursor give the same sequence.
             let mut paged = Vec::new();
@@ -1753,6 +1841,7 @@ mod tests {
             assert_eq!(paged, exhaustive, "{text}");
         }
         assert!(compared >= 3, "too few frequent words to compare");
+        assert!(misspelled >= 2, "too few misspelled queries to compare");
     }
 
     /// [`PhraseBonus`] matches the documents and gives the scores of the Tantivy query it
