@@ -10,7 +10,7 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{
     AsciiFoldingFilter, Language, LowerCaser, RawTokenizer, RemoveLongFilter, SimpleTokenizer,
-    Stemmer, TextAnalyzer, TokenizerManager,
+    Stemmer, TextAnalyzer, Token, TokenFilter, TokenStream, Tokenizer, TokenizerManager,
 };
 use tantivy::{Index, TantivyDocument};
 
@@ -93,6 +93,89 @@ pub fn text_analyzer(name: &str) -> Option<TextAnalyzer> {
             .build(),
         _ => return None,
     })
+}
+
+/// The analyzer `name` for highlighting: the same tokens, with stems memoised per thread (the
+/// English stemmer was most of a highlight's time; highlights analyse the same template-like
+/// prose again and again).
+pub(crate) fn highlight_analyzer(name: &str) -> Option<TextAnalyzer> {
+    Some(match name {
+        analyzer::TEXT => TextAnalyzer::builder(SimpleTokenizer::default())
+            .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+            .filter(LowerCaser)
+            .filter(AsciiFoldingFilter)
+            .filter(MemoStemmer)
+            .build(),
+        other => return text_analyzer(other),
+    })
+}
+
+/// Entries kept by [`MemoStemmer`] per thread before it starts over.
+const STEM_MEMO_ENTRIES: usize = 20_000;
+
+thread_local! {
+    static STEMS: std::cell::RefCell<(rust_stemmers::Stemmer, std::collections::HashMap<String, String>)> =
+        std::cell::RefCell::new((
+            rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English),
+            std::collections::HashMap::new(),
+        ));
+}
+
+/// Tantivy's English `Stemmer` filter with a per-thread memo (bounded: cleared when full). A
+/// stem depends only on the word, so the tokens are the same.
+#[derive(Clone, Copy)]
+struct MemoStemmer;
+
+impl TokenFilter for MemoStemmer {
+    type Tokenizer<T: Tokenizer> = MemoStemmerFilter<T>;
+
+    fn transform<T: Tokenizer>(self, tokenizer: T) -> MemoStemmerFilter<T> {
+        MemoStemmerFilter(tokenizer)
+    }
+}
+
+#[derive(Clone)]
+struct MemoStemmerFilter<T>(T);
+
+impl<T: Tokenizer> Tokenizer for MemoStemmerFilter<T> {
+    type TokenStream<'a> = MemoStemmerStream<T::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        MemoStemmerStream(self.0.token_stream(text))
+    }
+}
+
+struct MemoStemmerStream<T>(T);
+
+impl<T: TokenStream> TokenStream for MemoStemmerStream<T> {
+    fn advance(&mut self) -> bool {
+        if !self.0.advance() {
+            return false;
+        }
+        let token = self.0.token_mut();
+        STEMS.with(|memo| {
+            let (stemmer, stems) = &mut *memo.borrow_mut();
+            if let Some(stem) = stems.get(&token.text) {
+                token.text.clear();
+                token.text.push_str(stem);
+                return;
+            }
+            let stem = stemmer.stem(&token.text).into_owned();
+            if stems.len() >= STEM_MEMO_ENTRIES {
+                stems.clear();
+            }
+            stems.insert(std::mem::replace(&mut token.text, stem.clone()), stem);
+        });
+        true
+    }
+
+    fn token(&self) -> &Token {
+        self.0.token()
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.0.token_mut()
+    }
 }
 
 fn register_analyzers(tokenizers: &TokenizerManager) {
@@ -531,6 +614,36 @@ pub fn tokens(analyzer_name: &str, text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The highlight analyzer gives the tokens (text, offsets, positions) of the index's.
+    #[test]
+    fn highlight_analyzer_tokens_equal_the_index_analyzer_tokens() {
+        let all = |a: &mut TextAnalyzer, text: &str| {
+            let mut stream = a.token_stream(text);
+            let mut out = Vec::new();
+            while let Some(t) = stream.next() {
+                out.push(t.clone());
+            }
+            out
+        };
+        let mut texts: Vec<String> = (0..300)
+            .flat_map(|i| {
+                let a = crate::corpus::synthetic_agent(11, i);
+                [a.tagline, a.description, a.display_name]
+            })
+            .collect();
+        texts.push("Ünïcödé naïve café running libraries happily studies flies".into());
+        for name in [analyzer::TEXT, analyzer::WORD, analyzer::EXACT] {
+            let mut index = text_analyzer(name).unwrap();
+            let mut highlight = highlight_analyzer(name).unwrap();
+            // Twice: memo misses, then hits.
+            for _ in 0..2 {
+                for text in &texts {
+                    assert_eq!(all(&mut highlight, text), all(&mut index, text), "{text}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn every_mapped_field_is_in_the_schema_once() {

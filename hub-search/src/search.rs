@@ -9,11 +9,13 @@ use std::ops::Range;
 use serde::Serialize;
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::{Column, StrColumn};
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::postings::Postings as _;
 use tantivy::query::{
-    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, FuzzyTermQuery, Occur, PhraseQuery, Query,
+    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, ConstScorer, Occur, PhraseQuery, Query,
     TermQuery,
 };
-use tantivy::query::{EnableScoring, Explanation, Scorer, Weight};
+use tantivy::query::{Bm25Weight, EnableScoring, Explanation, Scorer, Weight};
 use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{
@@ -140,29 +142,17 @@ impl SearchIndex {
                 hits = self.collect(&searcher, &freqs, q, &words, mode)?;
             }
         }
-        let next_cursor = (hits.len() > q.limit).then(|| {
-            let last = &hits[q.limit - 1];
-            Cursor {
-                key: last.key,
-                name: last.name.clone(),
-                query: q.digest(),
-            }
-            .encode()
-        });
+        let more = hits.len() > q.limit;
         hits.truncate(q.limit);
         let highlighters = match &text {
             Some(t) if !hits.is_empty() => [field::TAGLINE, field::DESCRIPTION]
                 .into_iter()
-                .map(|f| {
-                    let mut g =
-                        SnippetGenerator::create(&searcher, t.as_ref(), self.fields.get(f))?;
-                    g.set_max_num_chars(HIGHLIGHT_CHARS);
-                    Ok((f, g))
-                })
+                .map(|f| Ok((f, self.highlighter(&searcher, &freqs, t.as_ref(), f)?)))
                 .collect::<Result<Vec<_>>>()?,
             _ => Vec::new(),
         };
         let mut out = Vec::with_capacity(hits.len());
+        let hits_keys: Vec<u64> = hits.iter().map(|h| h.key).collect();
         for h in hits {
             let doc: TantivyDocument = searcher.doc(h.addr)?;
             let s = |f: &str| {
@@ -183,7 +173,7 @@ impl SearchIndex {
                 })
                 .collect();
             out.push(Hit {
-                name: h.name,
+                name: s(field::NAME),
                 version: s(field::VERSION),
                 display_name: s(field::DISPLAY_NAME),
                 tagline: s(field::TAGLINE),
@@ -204,10 +194,61 @@ impl SearchIndex {
                 highlights,
             });
         }
+        let next_cursor = match (more, hits_keys.last(), out.last()) {
+            (true, Some(&key), Some(last)) => Some(
+                Cursor {
+                    key,
+                    name: last.name.clone(),
+                    query: q.digest(),
+                }
+                .encode(),
+            ),
+            _ => None,
+        };
         Ok(SearchResults {
             hits: out,
             next_cursor,
         })
+    }
+
+    /// What `SnippetGenerator::create` builds (the query's terms of the field, weighted by
+    /// `1 / (1 + document frequency)`), with the field's analyzer memoising stems and the
+    /// search's document frequencies.
+    fn highlighter(
+        &self,
+        searcher: &Searcher,
+        freqs: &DocFreqs,
+        query: &dyn Query,
+        name: &str,
+    ) -> Result<SnippetGenerator> {
+        let f = self.fields.get(name);
+        let mut terms = std::collections::BTreeSet::new();
+        query.query_terms(&mut |t, _| {
+            if t.field() == f {
+                terms.insert(t.clone());
+            }
+        });
+        let mut weights = std::collections::BTreeMap::new();
+        for t in terms {
+            let Some(text) = t.value().as_str().map(str::to_owned) else {
+                continue;
+            };
+            let doc_freq = freqs.get(searcher, &t)?;
+            if doc_freq > 0 {
+                weights.insert(text, 1.0 / (1.0 + doc_freq as Score));
+            }
+        }
+        let analyzer_name = MAPPING
+            .iter()
+            .find_map(|spec| match spec.kind {
+                FieldKind::Text { analyzer: a, .. } if spec.name == name => Some(a),
+                _ => None,
+            })
+            .unwrap_or(analyzer::TEXT);
+        let analyzer = crate::mapping::highlight_analyzer(analyzer_name).ok_or_else(|| {
+            tantivy::TantivyError::SchemaError(format!("no analyzer {analyzer_name}"))
+        })?;
+        Ok(SnippetGenerator::new(weights, analyzer, f, HIGHLIGHT_CHARS))
     }
 
     /// The top `limit + 1` hits after the cursor. The query is built per segment, leaving out
@@ -227,6 +268,7 @@ impl SearchIndex {
             k: q.limit + 1,
             after: q.cursor.as_ref().map(|c| (c.key, c.name.clone())),
             prune: true,
+            names: false,
         };
         self.collect_with(searcher, freqs, q, words, mode, &collector)
     }
@@ -279,20 +321,25 @@ impl SearchIndex {
                 && q.keywords.is_empty()
                 && q.kind.is_none()
                 && q.publisher.is_none();
-            let rescore = unfiltered && shaped.as_ref().is_some_and(|(_, u)| *u);
+            let shape = match shaped.as_ref().map(|(_, s)| *s) {
+                // With filters the query is no longer a plain union.
+                Some(Shape::TermUnion) if !unfiltered => Shape::Other,
+                // Filters add 0 to the score: the text query's bound holds for the full query.
+                Some(s) => s,
+                None => Shape::Other,
+            };
             let text = shaped.map(|(t, _)| t);
             let query = self.full_query(q, text.as_deref());
             let weight = query.weight(scoring)?;
-            let bounds = match collector.sort {
-                Sort::Relevance => Some(self.popularity_bounds(searcher, reader)?),
-                _ => None,
-            };
+            // Relevance uses the bounds; every sort uses the opened columns.
+            let bounds = Some(self.popularity_bounds(searcher, reader)?);
             fruits.push(collector.collect_segment_bounded(
                 weight.as_ref(),
                 ord as SegmentOrdinal,
                 reader,
-                bounds.as_deref(),
-                rescore,
+                bounds,
+                shape,
+                searcher.segment_readers().len() > 1,
             )?);
         }
         Ok(collector.merge_fruits(fruits)?)
@@ -359,8 +406,7 @@ impl SearchIndex {
             .map(|(q, _)| q))
     }
 
-    /// [`Self::text_query`] and whether the query is a union of two or more plain term
-    /// queries (which Tantivy runs as block-max WAND).
+    /// [`Self::text_query`] and its [`Shape`].
     fn text_query_shaped(
         &self,
         searcher: &Searcher,
@@ -369,7 +415,7 @@ impl SearchIndex {
         words: &[String],
         mode: Mode,
         segment: Option<&SegmentReader>,
-    ) -> Result<Option<(Box<dyn Query>, bool)>> {
+    ) -> Result<Option<(Box<dyn Query>, Shape)>> {
         if words.is_empty() {
             return Ok(None);
         }
@@ -432,12 +478,25 @@ impl SearchIndex {
                     || freqs.get(searcher, &Term::from_field_text(self.fields.get(f), &stem))?
                         >= KNOWN_WORD_DOC_FREQ;
             }
+            // Like absent terms, loose matches the segment has no term for are left out.
+            let useful = |m: &LooseMatch| -> Result<bool> {
+                match segment {
+                    None => Ok(true),
+                    Some(r) => m.matches_in(r),
+                }
+            };
             if !known && i + 1 == words.len() && chars >= PREFIX_MIN_CHARS {
-                alts.push(loose(FuzzyTermQuery::new_prefix(exact.clone(), 0, true)));
+                let m = LooseMatch::new_prefix(exact.clone());
+                if useful(&m)? {
+                    alts.push(loose(m));
+                }
             }
             if !known && chars >= FUZZY_MIN_CHARS && doc_freq < FUZZY_MAX_DOC_FREQ {
                 let edits = if chars >= FUZZY_TWO_EDITS_CHARS { 2 } else { 1 };
-                alts.push(loose(FuzzyTermQuery::new(exact, edits, true)));
+                let m = LooseMatch::new(exact, edits);
+                if useful(&m)? {
+                    alts.push(loose(m));
+                }
             }
             term_clauses += terms.len();
             other_clauses += alts.len() - terms.len();
@@ -453,6 +512,7 @@ impl SearchIndex {
             }
             stems.push(stem);
         }
+        let mut phrases: Vec<(Vec<Term>, Score)> = Vec::new();
         if stems.len() > 1 {
             for (f, boost) in [
                 (field::DISPLAY_NAME, 3.0),
@@ -471,24 +531,43 @@ impl SearchIndex {
                     continue;
                 }
                 other_clauses += 1;
-                per_word.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(Box::new(PhraseQuery::new(terms)), boost)),
-                ));
+                phrases.push((terms, boost));
             }
         }
-        if let Ok(name) = index_schema::name::AgentName::parse(text) {
-            other_clauses += 1;
+        let exact_name = index_schema::name::AgentName::parse(text).ok().map(|name| {
+            Box::new(BoostQuery::new(
+                Box::new(TermQuery::new(
+                    Term::from_field_text(self.fields.get(field::NAME), &name.to_string()),
+                    IndexRecordOption::Basic,
+                )),
+                EXACT_NAME_BOOST,
+            )) as Box<dyn Query>
+        });
+        if mode == Mode::All && !phrases.is_empty() {
+            // Every word required, phrases as a bonus: phrases are checked only for documents
+            // that could enter the top k with them (see `PhraseBonus`).
+            return Ok(Some((
+                Box::new(PhraseBonus {
+                    required: Box::new(BooleanQuery::new(per_word)),
+                    phrases,
+                    exact_name,
+                }),
+                Shape::Other,
+            )));
+        }
+        // Only typo and prefix matches (every word misspelled or incomplete): each adds
+        // `LOOSE_MATCH_BOOST` at most (a constant score; sums of halves are exact).
+        let loose_only = (term_clauses == 0 && phrases.is_empty() && exact_name.is_none())
+            .then_some(other_clauses as Score * LOOSE_MATCH_BOOST);
+        for (terms, boost) in phrases {
             per_word.push((
                 Occur::Should,
-                Box::new(BoostQuery::new(
-                    Box::new(TermQuery::new(
-                        Term::from_field_text(self.fields.get(field::NAME), &name.to_string()),
-                        IndexRecordOption::Basic,
-                    )),
-                    EXACT_NAME_BOOST,
-                )),
+                Box::new(BoostQuery::new(Box::new(PhraseQuery::new(terms)), boost)),
             ));
+        }
+        if let Some(q) = exact_name {
+            other_clauses += 1;
+            per_word.push((Occur::Should, q));
         }
         if let [(Occur::Must, _)] = per_word.as_slice() {
             // One required word and nothing else: the word's alternatives are the query. A
@@ -496,14 +575,34 @@ impl SearchIndex {
             // single term is pruned block by block as a `BoostedTerm` (a union of one clause,
             // or a `BoostQuery`, would score every document).
             if let Some((term, boost)) = lone_term {
-                return Ok(Some((Box::new(BoostedTerm { term, boost }), false)));
+                return Ok(Some((Box::new(BoostedTerm { term, boost }), Shape::Other)));
             }
             let (_, only) = per_word.pop().expect("one clause");
-            return Ok(Some((only, other_clauses == 0 && term_clauses > 1)));
+            let shape = match loose_only {
+                Some(max) => Shape::LooseOnly(max),
+                None if other_clauses == 0 && term_clauses > 1 => Shape::TermUnion,
+                None => Shape::Other,
+            };
+            return Ok(Some((only, shape)));
         }
-        let union = mode == Mode::Any && other_clauses == 0 && term_clauses > 1;
-        Ok(Some((Box::new(BooleanQuery::new(per_word)), union)))
+        let shape = match loose_only {
+            Some(max) => Shape::LooseOnly(max),
+            None if mode == Mode::Any && other_clauses == 0 && term_clauses > 1 => Shape::TermUnion,
+            None => Shape::Other,
+        };
+        Ok(Some((Box::new(BooleanQuery::new(per_word)), shape)))
     }
+}
+
+/// What the pruning loop may rely on in a text query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shape {
+    /// A union of two or more plain term queries (Tantivy runs it as block-max WAND).
+    TermUnion,
+    /// Only constant-scored typo and prefix matches: no document scores above this.
+    LooseOnly(Score),
+    /// Anything else.
+    Other,
 }
 
 /// Document frequencies looked up during one search (each term dictionary lookup decompresses
@@ -615,11 +714,511 @@ impl Scorer for ScaledScorer {
     }
 }
 
-fn loose(q: FuzzyTermQuery) -> (Occur, Box<dyn Query>) {
+/// Every word required (`required`), plus bonuses: each phrase of the words in a field, and the
+/// exact `publisher/agent` name. A document's score is the required part's, plus every phrase
+/// it contains (BM25 of the phrase count with the phrase's summed IDF, times the boost: what
+/// Tantivy's `PhraseQuery` gives), plus the exact-name clause, added in that order on every
+/// path, so pruned and exhaustive collection see equal scores.
+///
+/// Checking a phrase means reading positions, and Tantivy does it for every document that has
+/// the words: most of a two-word query's time. Here, while pruning, a document is dropped when
+/// its required score plus what the phrases could add cannot pass the threshold — first with
+/// each phrase's highest possible score, then with each phrase's score at `min(term
+/// frequencies)` of its words in the document's field (a phrase occurs at most as often as its
+/// rarest word, BM25 grows with the count, and float addition and rounding are monotonic, so
+/// neither bound is ever below the exact sum). Positions are read only for the rest.
+#[derive(Debug)]
+struct PhraseBonus {
+    required: Box<dyn Query>,
+    /// Terms of one field in phrase order, and the phrase's boost.
+    phrases: Vec<(Vec<Term>, Score)>,
+    exact_name: Option<Box<dyn Query>>,
+}
+
+impl Clone for PhraseBonus {
+    fn clone(&self) -> Self {
+        Self {
+            required: self.required.box_clone(),
+            phrases: self.phrases.clone(),
+            exact_name: self.exact_name.as_ref().map(|q| q.box_clone()),
+        }
+    }
+}
+
+impl Query for PhraseBonus {
+    fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let required = self.required.weight(scoring)?;
+        let EnableScoring::Enabled {
+            statistics_provider,
+            ..
+        } = scoring
+        else {
+            // Unscored, the bonuses change nothing: the matches are the required words'.
+            return Ok(required);
+        };
+        let phrases = self
+            .phrases
+            .iter()
+            .map(|(terms, boost)| {
+                Ok((
+                    terms.clone(),
+                    Bm25Weight::for_terms(statistics_provider, terms)?.boost_by(*boost),
+                ))
+            })
+            .collect::<tantivy::Result<Vec<_>>>()?;
+        let exact_name = self
+            .exact_name
+            .as_ref()
+            .map(|q| q.weight(scoring))
+            .transpose()?;
+        Ok(Box::new(PhraseBonusWeight {
+            required,
+            phrases,
+            exact_name,
+        }))
+    }
+
+    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        self.required.query_terms(visitor);
+        for (terms, _) in &self.phrases {
+            for t in terms {
+                visitor(t, true);
+            }
+        }
+        if let Some(q) = &self.exact_name {
+            q.query_terms(visitor);
+        }
+    }
+}
+
+struct PhraseBonusWeight {
+    required: Box<dyn Weight>,
+    phrases: Vec<(Vec<Term>, Bm25Weight)>,
+    exact_name: Option<Box<dyn Weight>>,
+}
+
+impl PhraseBonusWeight {
+    fn bonus_scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<BonusScorer> {
+        let mut phrases = Vec::with_capacity(self.phrases.len());
+        'phrase: for (terms, bm25) in &self.phrases {
+            let field = terms[0].field();
+            let inverted = reader.inverted_index(field)?;
+            let mut postings = Vec::with_capacity(terms.len());
+            for t in terms {
+                match inverted.read_postings(t, IndexRecordOption::WithFreqsAndPositions)? {
+                    Some(p) => postings.push(p),
+                    // A word the segment lacks: no phrase here.
+                    None => continue 'phrase,
+                }
+            }
+            let fieldnorms = reader
+                .fieldnorms_readers()
+                .get_field(field)?
+                .unwrap_or_else(|| FieldNormReader::constant(reader.max_doc(), 1));
+            let bm25 = bm25.boost_by(boost);
+            phrases.push(PhraseCounter {
+                postings,
+                fieldnorms,
+                // tf / (tf + K) rounds to at most 1, and to 1 at u32::MAX with the smallest K.
+                max: bm25.score(0, u32::MAX),
+                bm25,
+                bound: 0.0,
+                positions: Vec::new(),
+                next: Vec::new(),
+            });
+        }
+        // Highest maximum first (the order of the bounds' refinement and of the additions).
+        phrases.sort_by(|a, b| b.max.total_cmp(&a.max));
+        let exact_name = match &self.exact_name {
+            Some(w) => Some(w.scorer(reader, boost)?),
+            None => None,
+        };
+        Ok(BonusScorer {
+            required: self.required.scorer(reader, boost)?,
+            phrases,
+            exact_name,
+        })
+    }
+}
+
+impl Weight for PhraseBonusWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        Ok(Box::new(self.bonus_scorer(reader, boost)?))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let mut s = self.bonus_scorer(reader, 1.0)?;
+        if s.seek(doc) != doc {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "document {doc} does not match"
+            )));
+        }
+        let mut e = Explanation::new("words, then phrase and exact-name bonuses", s.score());
+        e.add_detail(self.required.explain(reader, doc)?);
+        Ok(e)
+    }
+
+    fn for_each_pruning(
+        &self,
+        threshold: Score,
+        reader: &SegmentReader,
+        callback: &mut dyn FnMut(DocId, Score) -> Score,
+    ) -> tantivy::Result<()> {
+        let mut s = self.bonus_scorer(reader, 1.0)?;
+        let max_phrases: Vec<Score> = s.phrases.iter().map(|p| p.max).collect();
+        // Per phrase, the largest it may add to the current document: its maximum, replaced by
+        // its bound in the document one phrase at a time (the phrases with the highest maximum
+        // first) until the sum cannot pass the threshold or every phrase is bounded.
+        let mut parts = max_phrases.clone();
+        let mut threshold = threshold;
+        let mut doc = s.required.doc();
+        while doc != tantivy::TERMINATED {
+            let base = s.required.score();
+            let name = s.name_bonus(doc);
+            parts.copy_from_slice(&max_phrases);
+            let mut possible = true;
+            for i in 0..=parts.len() {
+                if i > 0 {
+                    parts[i - 1] = s.phrases[i - 1].bound(doc);
+                }
+                // Same additions, in the same order, as `BonusScorer::total`.
+                let mut bound = base;
+                for p in &parts {
+                    bound += p;
+                }
+                if bound + name <= threshold {
+                    possible = false;
+                    break;
+                }
+            }
+            if possible {
+                let score = s.total(doc, base, name);
+                if score > threshold {
+                    threshold = callback(doc, score);
+                }
+            }
+            doc = s.required.advance();
+        }
+        Ok(())
+    }
+}
+
+/// One phrase in one segment: its words' postings (with positions) and its BM25 weight.
+struct PhraseCounter {
+    postings: Vec<tantivy::postings::SegmentPostings>,
+    fieldnorms: FieldNormReader,
+    bm25: Bm25Weight,
+    /// Above any score of the phrase.
+    max: Score,
+    /// The last [`Self::bound`] (0 when a word is missing from the document's field).
+    bound: Score,
+    positions: Vec<u32>,
+    next: Vec<u32>,
+}
+
+impl PhraseCounter {
+    /// Moves every word's postings to `doc`; the phrase's score if it occurred as often as its
+    /// rarest word there (0 when a word is missing).
+    fn bound(&mut self, doc: DocId) -> Score {
+        let mut tf = u32::MAX;
+        for p in &mut self.postings {
+            if p.doc() < doc {
+                p.seek(doc);
+            }
+            if p.doc() != doc {
+                self.bound = 0.0;
+                return 0.0;
+            }
+            tf = tf.min(p.term_freq());
+        }
+        self.bound = self.bm25.score(self.fieldnorms.fieldnorm_id(doc), tf);
+        self.bound
+    }
+
+    /// The phrase's score in `doc` (after [`Self::bound`] for `doc`), 0 without the phrase:
+    /// BM25 of the number of positions where the words follow each other.
+    fn score(&mut self, doc: DocId) -> Score {
+        if self.bound == 0.0 {
+            return 0.0;
+        }
+        let last = self.postings.len() as u32 - 1;
+        // Word i at position p + i is shifted to p + last: an occurrence is a shared value.
+        self.positions.clear();
+        self.postings[0].append_positions_with_offset(last, &mut self.positions);
+        for (i, p) in self.postings.iter_mut().enumerate().skip(1) {
+            self.next.clear();
+            p.append_positions_with_offset(last - i as u32, &mut self.next);
+            let next = &self.next;
+            let mut j = 0;
+            self.positions.retain(|&x| {
+                while j < next.len() && next[j] < x {
+                    j += 1;
+                }
+                j < next.len() && next[j] == x
+            });
+            if self.positions.is_empty() {
+                return 0.0;
+            }
+        }
+        self.bm25.score(
+            self.fieldnorms.fieldnorm_id(doc),
+            self.positions.len() as u32,
+        )
+    }
+}
+
+/// The scorer of [`PhraseBonus`]: the required words' documents, scored with the bonuses.
+struct BonusScorer {
+    required: Box<dyn Scorer>,
+    phrases: Vec<PhraseCounter>,
+    exact_name: Option<Box<dyn Scorer>>,
+}
+
+impl BonusScorer {
+    fn name_bonus(&mut self, doc: DocId) -> Score {
+        match self.exact_name.as_mut() {
+            Some(s) => {
+                if s.doc() < doc {
+                    s.seek(doc);
+                }
+                if s.doc() == doc { s.score() } else { 0.0 }
+            }
+            None => 0.0,
+        }
+    }
+
+    /// The score of `doc` (the current document) from its required score and name bonus.
+    fn total(&mut self, doc: DocId, base: Score, name: Score) -> Score {
+        let mut total = base;
+        for p in &mut self.phrases {
+            if p.bound(doc) > 0.0 {
+                total += p.score(doc);
+            }
+        }
+        total + name
+    }
+}
+
+impl DocSet for BonusScorer {
+    fn advance(&mut self) -> DocId {
+        self.required.advance()
+    }
+    fn seek(&mut self, target: DocId) -> DocId {
+        self.required.seek(target)
+    }
+    fn doc(&self) -> DocId {
+        self.required.doc()
+    }
+    fn size_hint(&self) -> u32 {
+        self.required.size_hint()
+    }
+}
+
+impl Scorer for BonusScorer {
+    fn score(&mut self) -> Score {
+        let doc = self.required.doc();
+        let base = self.required.score();
+        let name = self.name_bonus(doc);
+        self.total(doc, base, name)
+    }
+}
+
+fn loose(q: LooseMatch) -> (Occur, Box<dyn Query>) {
     (
         Occur::Should,
         Box::new(BoostQuery::new(Box::new(q), LOOSE_MATCH_BOOST)),
     )
+}
+
+/// The terms of a field within `distance` edits of a word (transpositions count one), or
+/// starting with such a string (`prefix`), as one constant-scored query: the matches and score
+/// of Tantivy's `FuzzyTermQuery`. Tantivy's puts the matches in a bitset of the segment's size
+/// (an allocation and a memset of `max_doc / 8` bytes per segment and query, most of a rare
+/// word's search); here, when the matched terms have few documents, they go in a sorted vector.
+#[derive(Clone)]
+struct LooseMatch {
+    term: Term,
+    /// Built once per search (the query is built per segment).
+    dfa: std::sync::Arc<Dfa>,
+}
+
+impl std::fmt::Debug for LooseMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LooseMatch")
+            .field("term", &self.term)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LooseMatch {
+    /// Within `distance` edits of the term (at most 2).
+    fn new(term: Term, distance: u8) -> Self {
+        Self::build(term, distance, false)
+    }
+
+    /// Starting with the term.
+    fn new_prefix(term: Term) -> Self {
+        Self::build(term, 0, true)
+    }
+
+    fn build(term: Term, distance: u8, prefix: bool) -> Self {
+        let distance = distance.min(2);
+        let builder = LEVENSHTEIN[usize::from(distance)]
+            .get_or_init(|| levenshtein_automata::LevenshteinAutomatonBuilder::new(distance, true));
+        let dfa = {
+            let value = term.value();
+            let text = value.as_str().unwrap_or_default();
+            if prefix {
+                builder.build_prefix_dfa(text)
+            } else {
+                builder.build_dfa(text)
+            }
+        };
+        Self {
+            term,
+            dfa: std::sync::Arc::new(Dfa(dfa)),
+        }
+    }
+
+    /// Whether some term of the segment matches (the per-segment query leaves the match out
+    /// otherwise, like an absent term).
+    fn matches_in(&self, reader: &SegmentReader) -> Result<bool> {
+        let inverted = reader.inverted_index(self.term.field())?;
+        let mut stream = inverted
+            .terms()
+            .search(&*self.dfa)
+            .into_stream()
+            .map_err(|e| Error::Io("the term dictionary".into(), e))?;
+        Ok(stream.advance())
+    }
+}
+
+/// Levenshtein automaton builders (expensive to build), by distance 0, 1, 2.
+static LEVENSHTEIN: [std::sync::OnceLock<levenshtein_automata::LevenshteinAutomatonBuilder>; 3] =
+    [const { std::sync::OnceLock::new() }; 3];
+
+/// A Levenshtein DFA over the term dictionary's bytes.
+struct Dfa(levenshtein_automata::DFA);
+
+impl tantivy_fst::Automaton for Dfa {
+    type State = u32;
+
+    fn start(&self) -> u32 {
+        self.0.initial_state()
+    }
+
+    fn is_match(&self, state: &u32) -> bool {
+        matches!(
+            self.0.distance(*state),
+            levenshtein_automata::Distance::Exact(_)
+        )
+    }
+
+    fn can_match(&self, state: &u32) -> bool {
+        *state != levenshtein_automata::SINK_STATE
+    }
+
+    fn accept(&self, state: &u32, byte: u8) -> u32 {
+        self.0.transition(*state, byte)
+    }
+}
+
+impl Query for LooseMatch {
+    fn weight(&self, _scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        Ok(Box::new(LooseWeight {
+            field: self.term.field(),
+            dfa: self.dfa.clone(),
+        }))
+    }
+}
+
+/// Document ids, sorted and distinct, as a [`DocSet`].
+struct SortedDocs {
+    docs: Vec<DocId>,
+    pos: usize,
+}
+
+impl DocSet for SortedDocs {
+    fn advance(&mut self) -> DocId {
+        self.pos = (self.pos + 1).min(self.docs.len());
+        self.doc()
+    }
+    fn seek(&mut self, target: DocId) -> DocId {
+        self.pos += self.docs[self.pos..].partition_point(|&d| d < target);
+        self.doc()
+    }
+    fn doc(&self) -> DocId {
+        self.docs
+            .get(self.pos)
+            .copied()
+            .unwrap_or(tantivy::TERMINATED)
+    }
+    fn size_hint(&self) -> u32 {
+        self.docs.len() as u32
+    }
+}
+
+struct LooseWeight {
+    field: tantivy::schema::Field,
+    dfa: std::sync::Arc<Dfa>,
+}
+
+impl Weight for LooseWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        let inverted = reader.inverted_index(self.field)?;
+        let mut stream = inverted.terms().search(&*self.dfa).into_stream()?;
+        let mut terms = Vec::new();
+        let mut postings = 0usize;
+        while stream.advance() {
+            let info = stream.value().clone();
+            postings += info.doc_freq as usize;
+            terms.push(info);
+        }
+        let max_doc = reader.max_doc();
+        // A vector of 4-byte ids while it is smaller than the bitset.
+        if postings.saturating_mul(32) <= max_doc as usize {
+            let mut docs = Vec::with_capacity(postings);
+            for info in &terms {
+                let mut block =
+                    inverted.read_block_postings_from_terminfo(info, IndexRecordOption::Basic)?;
+                while !block.docs().is_empty() {
+                    docs.extend_from_slice(block.docs());
+                    block.advance();
+                }
+            }
+            docs.sort_unstable();
+            docs.dedup();
+            return Ok(Box::new(ConstScorer::new(
+                SortedDocs { docs, pos: 0 },
+                boost,
+            )));
+        }
+        let mut bits = tantivy_common::BitSet::with_max_value(max_doc);
+        for info in &terms {
+            let mut block =
+                inverted.read_block_postings_from_terminfo(info, IndexRecordOption::Basic)?;
+            while !block.docs().is_empty() {
+                for &doc in block.docs() {
+                    bits.insert(doc);
+                }
+                block.advance();
+            }
+        }
+        Ok(Box::new(ConstScorer::new(
+            tantivy::query::BitSetDocSet::from(bits),
+            boost,
+        )))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let mut s = self.scorer(reader, 1.0)?;
+        if s.seek(doc) != doc {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "document {doc} does not match"
+            )));
+        }
+        Ok(Explanation::new("loose match", s.score()))
+    }
 }
 
 /// The words of `q` that take part in matching: analysed without stemming, stop words dropped
@@ -671,18 +1270,27 @@ fn i64_key(v: i64) -> u64 {
 #[derive(Debug, Clone)]
 struct Ranked {
     key: u64,
+    /// The name's ordinal in its segment's `name` column: within one segment, ordinals are in
+    /// the names' byte order, so ties compare them without reading the name.
+    ord: u64,
+    /// Empty until resolved: only when hits of several segments are merged (or for tests);
+    /// otherwise `search` takes it from the stored document.
     name: String,
     addr: DocAddress,
     score: f32,
 }
 
 impl Ranked {
-    /// `Less` when `self` comes first in the results.
+    /// `Less` when `self` comes first in the results. Hits of different segments must have
+    /// their names resolved.
     fn order(&self, other: &Self) -> Ordering {
-        other
-            .key
-            .cmp(&self.key)
-            .then_with(|| self.name.cmp(&other.name))
+        other.key.cmp(&self.key).then_with(|| {
+            if self.addr.segment_ord == other.addr.segment_ord {
+                self.ord.cmp(&other.ord)
+            } else {
+                self.name.cmp(&other.name)
+            }
+        })
     }
 }
 
@@ -706,8 +1314,9 @@ impl Ord for Worst {
     }
 }
 
-/// Top-k by (sort key desc, name asc), keeping only hits strictly after the cursor. Names are
-/// read from the `name` fast field only when the key alone cannot decide.
+/// Top-k by (sort key desc, name asc), keeping only hits strictly after the cursor. Within a
+/// segment, ties on the key compare the ordinals of the `name` column (in name order); names
+/// themselves are read only to merge several segments' hits or on a tie with the cursor.
 struct RankCollector {
     sort: Sort,
     k: usize,
@@ -715,6 +1324,33 @@ struct RankCollector {
     /// Skip documents that cannot enter the top k (always, except in the test that checks the
     /// pruned result against the exhaustive one).
     prune: bool,
+    /// Resolve every hit's name (otherwise only when hits of several segments are merged).
+    names: bool,
+}
+
+/// The fast fields ranking reads. Opening a column decodes its header (the downloads column's
+/// block table is thousands of entries at a million documents), so the hub's path keeps them
+/// opened per segment in [`PopularityBounds`].
+#[derive(Clone)]
+struct RankColumns {
+    downloads: Column<u64>,
+    updated: Column<i64>,
+    deprecated: Column<bool>,
+    names: StrColumn,
+}
+
+impl RankColumns {
+    fn open(reader: &SegmentReader) -> tantivy::Result<Self> {
+        let ff = reader.fast_fields();
+        Ok(Self {
+            downloads: ff.u64(field::DOWNLOADS)?,
+            updated: ff.i64(field::UPDATED)?,
+            deprecated: ff.bool(field::DEPRECATED)?,
+            names: ff.str(field::NAME)?.ok_or_else(|| {
+                tantivy::TantivyError::SchemaError("`name` is not a fast field".into())
+            })?,
+        })
+    }
 }
 
 struct RankSegment {
@@ -722,12 +1358,29 @@ struct RankSegment {
     k: usize,
     after: Option<(u64, String)>,
     segment: SegmentOrdinal,
-    downloads: Column<u64>,
-    updated: Column<i64>,
-    deprecated: Column<bool>,
-    names: StrColumn,
+    cols: RankColumns,
+    /// Resolve the names of the harvested hits.
+    resolve_names: bool,
+    /// The segment's cached rank factors, when known.
+    bounds: Option<std::sync::Arc<PopularityBounds>>,
     heap: BinaryHeap<Worst>,
     buf: String,
+}
+
+impl RankCollector {
+    fn segment_collector(&self, segment: SegmentOrdinal, cols: RankColumns) -> RankSegment {
+        RankSegment {
+            sort: self.sort,
+            k: self.k,
+            after: self.after.clone(),
+            segment,
+            cols,
+            resolve_names: true,
+            bounds: None,
+            heap: BinaryHeap::with_capacity(self.k + 1),
+            buf: String::new(),
+        }
+    }
 }
 
 impl Collector for RankCollector {
@@ -739,21 +1392,7 @@ impl Collector for RankCollector {
         segment: SegmentOrdinal,
         reader: &SegmentReader,
     ) -> tantivy::Result<RankSegment> {
-        let ff = reader.fast_fields();
-        Ok(RankSegment {
-            sort: self.sort,
-            k: self.k,
-            after: self.after.clone(),
-            segment,
-            downloads: ff.u64(field::DOWNLOADS)?,
-            updated: ff.i64(field::UPDATED)?,
-            deprecated: ff.bool(field::DEPRECATED)?,
-            names: ff.str(field::NAME)?.ok_or_else(|| {
-                tantivy::TantivyError::SchemaError("`name` is not a fast field".into())
-            })?,
-            heap: BinaryHeap::with_capacity(self.k + 1),
-            buf: String::new(),
-        })
+        Ok(self.segment_collector(segment, RankColumns::open(reader)?))
     }
 
     fn requires_scoring(&self) -> bool {
@@ -773,7 +1412,7 @@ impl Collector for RankCollector {
         segment: SegmentOrdinal,
         reader: &SegmentReader,
     ) -> tantivy::Result<Vec<Ranked>> {
-        self.collect_segment_bounded(weight, segment, reader, None, false)
+        self.collect_segment_bounded(weight, segment, reader, None, Shape::Other, true)
     }
 
     fn merge_fruits(&self, fruits: Vec<Vec<Ranked>>) -> tantivy::Result<Vec<Ranked>> {
@@ -789,20 +1428,29 @@ impl RankCollector {
     /// bound on the factor then applies to the documents after the current one only, which
     /// is lower the more popular documents come first (a rebuild writes them in that order).
     ///
-    /// `rescore` when the query is a union of terms: block-max WAND adds the terms' scores in
-    /// an order that depends on where its cursors stand, so the same document's sum may differ
-    /// in the last bit from one query to the next (a different cursor or page). A document that
-    /// passes the threshold is then scored again by the query's own scorer, which always adds
-    /// in clause order: ranks and cursors compare equal scores on every page.
+    /// [`Shape::TermUnion`]: block-max WAND adds the terms' scores in an order that depends on
+    /// where its cursors stand, so the same document's sum may differ in the last bit from one
+    /// query to the next (a different cursor or page). A document that passes the threshold is
+    /// then scored again by the query's own scorer, which always adds in clause order: ranks and
+    /// cursors compare equal scores on every page. [`Shape::LooseOnly`]: the scan stops once no
+    /// later document can enter.
     fn collect_segment_bounded(
         &self,
         weight: &dyn Weight,
         segment: SegmentOrdinal,
         reader: &SegmentReader,
-        bounds: Option<&PopularityBounds>,
-        rescore: bool,
+        bounds: Option<std::sync::Arc<PopularityBounds>>,
+        shape: Shape,
+        several_segments: bool,
     ) -> tantivy::Result<Vec<Ranked>> {
-        let mut seg = self.for_segment(segment, reader)?;
+        let cols = match bounds.as_deref() {
+            Some(b) => b.columns.clone(),
+            None => RankColumns::open(reader)?,
+        };
+        let mut seg = self.segment_collector(segment, cols);
+        seg.resolve_names = self.names || several_segments;
+        seg.bounds = bounds.clone();
+        let bounds = bounds.as_deref();
         let alive = reader.alive_bitset();
         let is_alive = |doc: DocId| alive.is_none_or(|a| a.is_alive(doc));
         if self.sort != Sort::Relevance {
@@ -823,8 +1471,26 @@ impl RankCollector {
             })?;
             return Ok(seg.harvest());
         }
-        let max_factor = popularity_factor(seg.downloads.max_value());
-        let mut exact = if rescore {
+        let max_factor = popularity_factor(seg.cols.downloads.max_value());
+        if let Shape::LooseOnly(max_text) = shape {
+            // Tantivy's loop for such a query (score every match, pass those above the
+            // threshold), stopping once the threshold reaches the query's highest possible
+            // score: the threshold never falls (the heap's worst only rises, the popularity
+            // bound of later documents only falls), so no later document can enter.
+            let mut scorer = weight.scorer(reader, 1.0)?;
+            let mut threshold = Score::MIN;
+            let mut doc = scorer.doc();
+            while doc != tantivy::TERMINATED && threshold < max_text {
+                let score = scorer.score();
+                if score > threshold && is_alive(doc) {
+                    seg.collect(doc, score);
+                    threshold = seg.text_threshold(bounds.map_or(max_factor, |b| b.from(doc)));
+                }
+                doc = scorer.advance();
+            }
+            return Ok(seg.harvest());
+        }
+        let mut exact = if shape == Shape::TermUnion {
             Some(weight.scorer(reader, 1.0)?)
         } else {
             None
@@ -860,30 +1526,63 @@ const BOUND_BLOCK: usize = 64;
 /// Per segment: for every block of [`BOUND_BLOCK`] documents, the largest popularity factor of
 /// that block and all later ones. A segment never changes (deletes only hide documents), so
 /// this is computed once per segment and cached by [`SearchIndex`].
-#[derive(Debug)]
-pub(crate) struct PopularityBounds(Vec<f32>);
+///
+/// It also keeps every document's rank factor (popularity factor, times the deprecation factor
+/// when deprecated; 4 bytes a document, read instead of two fast fields and a logarithm for
+/// every collected document), and the segment's opened [`RankColumns`].
+pub(crate) struct PopularityBounds {
+    blocks: Vec<f32>,
+    factors: Vec<f32>,
+    columns: RankColumns,
+}
+
+impl std::fmt::Debug for PopularityBounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PopularityBounds")
+            .field("blocks", &self.blocks.len())
+            .finish_non_exhaustive()
+    }
+}
 
 impl PopularityBounds {
     fn of(reader: &SegmentReader) -> tantivy::Result<Self> {
         let downloads = reader.fast_fields().u64(field::DOWNLOADS)?;
+        let deprecated = reader.fast_fields().bool(field::DEPRECATED)?;
         let max_doc = reader.max_doc() as usize;
         let mut blocks = vec![1.0f32; max_doc.div_ceil(BOUND_BLOCK)];
-        for (doc, d) in (0..max_doc as DocId).map(|doc| (doc, downloads.first(doc).unwrap_or(0))) {
+        let mut factors = Vec::with_capacity(max_doc);
+        for doc in 0..max_doc as DocId {
+            let f = popularity_factor(downloads.first(doc).unwrap_or(0));
             let b = &mut blocks[doc as usize / BOUND_BLOCK];
-            *b = b.max(popularity_factor(d));
+            *b = b.max(f);
+            factors.push(rank_factor(f, deprecated.first(doc).unwrap_or(false)));
         }
         for i in (0..blocks.len().saturating_sub(1)).rev() {
             blocks[i] = blocks[i].max(blocks[i + 1]);
         }
-        Ok(Self(blocks))
+        Ok(Self {
+            blocks,
+            factors,
+            columns: RankColumns::open(reader)?,
+        })
     }
 
     /// The largest factor of `doc` and every later document.
     fn from(&self, doc: DocId) -> f32 {
-        self.0
+        self.blocks
             .get(doc as usize / BOUND_BLOCK)
             .copied()
             .unwrap_or(1.0)
+    }
+}
+
+/// The factor a text score is multiplied by to rank. Multiplying by [`DEPRECATED_FACTOR`] (a
+/// power of two) is exact, so `score * rank_factor(..)` equals `score * popularity * 0.5`.
+fn rank_factor(popularity: f32, deprecated: bool) -> f32 {
+    if deprecated {
+        popularity * DEPRECATED_FACTOR
+    } else {
+        popularity
     }
 }
 
@@ -900,12 +1599,18 @@ impl RankSegment {
         }
     }
 
-    fn name(&mut self, doc: DocId) -> String {
+    /// The ordinal of the document's name in the segment's `name` column (names are in
+    /// ordinal order). Every document has a name; `u64::MAX` would only sort a nameless one
+    /// last.
+    fn ord(&self, doc: DocId) -> u64 {
+        self.cols.names.term_ords(doc).next().unwrap_or(u64::MAX)
+    }
+
+    /// The name of an ordinal (reads the column's dictionary: a block decompression).
+    fn name(&mut self, ord: u64) -> String {
         self.buf.clear();
-        if let Some(ord) = self.names.term_ords(doc).next() {
-            // An I/O error reading the dictionary leaves the name empty; it only affects ties.
-            let _ = self.names.ord_to_str(ord, &mut self.buf);
-        }
+        // An I/O error reading the dictionary leaves the name empty; it only affects ties.
+        let _ = self.cols.names.ord_to_str(ord, &mut self.buf);
         self.buf.clone()
     }
 }
@@ -916,48 +1621,47 @@ impl SegmentCollector for RankSegment {
     fn collect(&mut self, doc: DocId, score: Score) {
         let (key, score) = match self.sort {
             Sort::Relevance => {
-                let mut s = score * popularity_factor(self.downloads.first(doc).unwrap_or(0));
-                if self.deprecated.first(doc).unwrap_or(false) {
-                    s *= DEPRECATED_FACTOR;
-                }
+                let factor = match self.bounds.as_deref() {
+                    Some(b) => b.factors[doc as usize],
+                    None => rank_factor(
+                        popularity_factor(self.cols.downloads.first(doc).unwrap_or(0)),
+                        self.cols.deprecated.first(doc).unwrap_or(false),
+                    ),
+                };
+                let s = score * factor;
                 (f32_key(s), s)
             }
-            Sort::Downloads => (self.downloads.first(doc).unwrap_or(0), score),
-            Sort::Updated => (i64_key(self.updated.first(doc).unwrap_or(0)), score),
+            Sort::Downloads => (self.cols.downloads.first(doc).unwrap_or(0), score),
+            Sort::Updated => (i64_key(self.cols.updated.first(doc).unwrap_or(0)), score),
         };
-        let mut name = None;
         if let Some((ckey, _)) = &self.after {
             match key.cmp(ckey) {
                 Ordering::Greater => return,
                 Ordering::Less => {}
                 Ordering::Equal => {
-                    let n = self.name(doc);
+                    // Rare (an exact tie with the cursor's key): compare the name itself.
+                    let n = self.name(self.ord(doc));
                     if n.as_str() <= self.after.as_ref().map_or("", |a| a.1.as_str()) {
                         return;
                     }
-                    name = Some(n);
                 }
             }
         }
+        let ord = self.ord(doc);
         if self.heap.len() >= self.k {
             let worst = &self.heap.peek().expect("heap is full").0;
             match key.cmp(&worst.key) {
                 Ordering::Less => return,
                 Ordering::Greater => {}
-                Ordering::Equal => {
-                    let worst_name = worst.name.clone();
-                    let n = name.take().unwrap_or_else(|| self.name(doc));
-                    if n >= worst_name {
-                        return;
-                    }
-                    name = Some(n);
-                }
+                // Same segment: name order is ordinal order.
+                Ordering::Equal if ord >= worst.ord => return,
+                Ordering::Equal => {}
             }
         }
-        let name = name.unwrap_or_else(|| self.name(doc));
         self.heap.push(Worst(Ranked {
             key,
-            name,
+            ord,
+            name: String::new(),
             addr: DocAddress::new(self.segment, doc),
             score,
         }));
@@ -966,8 +1670,17 @@ impl SegmentCollector for RankSegment {
         }
     }
 
-    fn harvest(self) -> Vec<Ranked> {
-        self.heap.into_iter().map(|w| w.0).collect()
+    fn harvest(mut self) -> Vec<Ranked> {
+        let mut out: Vec<Ranked> = std::mem::take(&mut self.heap)
+            .into_iter()
+            .map(|w| w.0)
+            .collect();
+        if self.resolve_names {
+            for r in &mut out {
+                r.name = self.name(r.ord);
+            }
+        }
+        out
     }
 }
 
@@ -1044,11 +1757,32 @@ mod tests {
                 k,
                 after,
                 prune,
+                names: true,
             };
             let ranked = if prune {
-                index
+                let ranked = index
                     .collect_with(&searcher, &DocFreqs::default(), &q, &words, Mode::All, &c)
-                    .unwrap()
+                    .unwrap();
+                // The hub's path leaves names unresolved within a segment (ties compare the
+                // name column's ordinals): same hits in the same order.
+                let lazy = RankCollector {
+                    names: false,
+                    after: c.after.clone(),
+                    ..c
+                };
+                let unnamed = index
+                    .collect_with(
+                        &searcher,
+                        &DocFreqs::default(),
+                        &q,
+                        &words,
+                        Mode::All,
+                        &lazy,
+                    )
+                    .unwrap();
+                let addrs = |r: &[Ranked]| r.iter().map(|r| (r.key, r.addr)).collect::<Vec<_>>();
+                assert_eq!(addrs(&unnamed), addrs(&ranked), "{text}");
+                ranked
             } else {
                 let t = index
                     .text_query(
@@ -1070,6 +1804,7 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let mut compared = 0;
+        let mut misspelled = 0;
         for text in [
             "result",
             "floor",
@@ -1081,12 +1816,17 @@ mod tests {
             "web scraping",
             "code review",
             "analyze dataset",
+            // Misspelled: typo matches only (the loop that stops at the query's bound).
+            "reveiw",
+            "scrapign",
+            "reveiw scrapign",
         ] {
             let exhaustive = run(text, 60, None, false);
             if exhaustive.len() < 60 {
                 continue;
             }
             compared += 1;
+            misspelled += usize::from(text.contains("reveiw") || text.contains("scrapign"));
             assert_eq!(run(text, 60, None, true), exhaustive, "{text}");
             // Pages of 7 after a cursor give the same sequence.
             let mut paged = Vec::new();
@@ -1101,6 +1841,158 @@ mod tests {
             assert_eq!(paged, exhaustive, "{text}");
         }
         assert!(compared >= 3, "too few frequent words to compare");
+        assert!(misspelled >= 2, "too few misspelled queries to compare");
+    }
+
+    /// [`PhraseBonus`] matches the documents and gives the scores of the Tantivy query it
+    /// replaces (the words required, each phrase and the exact name as optional clauses).
+    #[test]
+    fn phrase_bonus_scores_like_optional_phrase_queries() {
+        use crate::corpus::synthetic_agent;
+        use crate::follow::{Change, OutboxEntry};
+        use crate::index::WriterConfig;
+
+        let index = SearchIndex::in_ram().unwrap();
+        let mut w = index.writer(WriterConfig::default()).unwrap();
+        for i in 0..2000u64 {
+            let doc = synthetic_agent(3, i).to_doc().unwrap();
+            w.apply(&OutboxEntry {
+                seq: i + 1,
+                change: Change::Upsert(Box::new(doc)),
+            })
+            .unwrap();
+        }
+        w.commit_and_refresh().unwrap();
+        let searcher = index.reader.searcher();
+        let mut with_phrases = 0;
+        let mut compared = 0;
+        for text in [
+            "web scraping",
+            "code review",
+            "data analysis report",
+            "customer support",
+            "analyze dataset",
+        ] {
+            let words = query_words(text);
+            let t = index
+                .text_query(
+                    &searcher,
+                    &DocFreqs::default(),
+                    text,
+                    &words,
+                    Mode::All,
+                    None,
+                )
+                .unwrap()
+                .unwrap();
+            let pb = t.downcast_ref::<PhraseBonus>().expect("a PhraseBonus");
+            let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+                vec![(Occur::Must, pb.required.box_clone())];
+            for (terms, boost) in &pb.phrases {
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(
+                        Box::new(PhraseQuery::new(terms.clone())),
+                        *boost,
+                    )),
+                ));
+            }
+            let classic = BooleanQuery::new(clauses);
+            let all = TopDocs::with_limit(10_000);
+            let mut ours = searcher.search(pb, &all).unwrap();
+            let mut theirs = searcher.search(&classic, &all).unwrap();
+            if theirs.is_empty() {
+                assert!(ours.is_empty(), "{text}");
+                continue;
+            }
+            compared += 1;
+            ours.sort_by_key(|x| x.1);
+            theirs.sort_by_key(|x| x.1);
+            assert_eq!(ours.len(), theirs.len(), "{text}");
+            for ((a, da), (b, db)) in ours.iter().zip(&theirs) {
+                assert_eq!(da, db, "{text}");
+                assert!((a - b).abs() <= 1e-5 * b.abs(), "{text}: {a} vs {b}");
+            }
+            // Some documents have a phrase (their score is above the required words' alone).
+            let required = searcher.search(pb.required.as_ref(), &all).unwrap();
+            let base: std::collections::HashMap<_, _> =
+                required.into_iter().map(|(s, d)| (d, s)).collect();
+            with_phrases += ours.iter().filter(|(s, d)| *s > base[d] * 1.001).count();
+        }
+        assert!(compared >= 3, "too few queries with matches");
+        assert!(with_phrases > 10, "too few phrase matches: {with_phrases}");
+    }
+
+    /// [`LooseMatch`] matches what Tantivy's `FuzzyTermQuery` matches, with the same constant
+    /// score, whether its documents go in a vector (few) or a bitset (many).
+    #[test]
+    fn loose_match_equals_fuzzy_term_query() {
+        use crate::corpus::synthetic_agent;
+        use crate::follow::{Change, OutboxEntry};
+        use crate::index::WriterConfig;
+        use tantivy::query::FuzzyTermQuery;
+
+        let index = SearchIndex::in_ram().unwrap();
+        let mut w = index.writer(WriterConfig::default()).unwrap();
+        for i in 0..2000u64 {
+            let doc = synthetic_agent(5, i).to_doc().unwrap();
+            w.apply(&OutboxEntry {
+                seq: i + 1,
+                change: Change::Upsert(Box::new(doc)),
+            })
+            .unwrap();
+        }
+        w.commit_and_refresh().unwrap();
+        let searcher = index.reader.searcher();
+        let max_doc = searcher.segment_reader(0).max_doc() as usize;
+        let typo = index.fields.get(field::TYPO);
+        let all = TopDocs::with_limit(10_000);
+        let (mut few, mut many) = (0, 0);
+        for (word, distance, prefix) in [
+            ("reveiw", 1, false),
+            ("scrapign", 2, false),
+            ("dat", 0, true),
+            ("analy", 0, true),
+            ("zzzzq", 1, false),
+            ("summarise", 2, false),
+            ("cod", 0, true),
+            // Publishers' numbered names: a few agents each.
+            ("tools31", 0, true),
+            ("labs315", 1, false),
+            ("hq3151", 2, false),
+        ] {
+            let term = Term::from_field_text(typo, word);
+            let (ours, theirs) = if prefix {
+                (
+                    LooseMatch::new_prefix(term.clone()),
+                    FuzzyTermQuery::new_prefix(term, distance, true),
+                )
+            } else {
+                (
+                    LooseMatch::new(term.clone(), distance),
+                    FuzzyTermQuery::new(term, distance, true),
+                )
+            };
+            // The query builder asks for prefixes without typos only.
+            assert!(prefix == (distance == 0));
+            let mut a = searcher
+                .search(&BoostQuery::new(Box::new(ours), LOOSE_MATCH_BOOST), &all)
+                .unwrap();
+            let mut b = searcher
+                .search(&BoostQuery::new(Box::new(theirs), LOOSE_MATCH_BOOST), &all)
+                .unwrap();
+            a.sort_by_key(|x| x.1);
+            b.sort_by_key(|x| x.1);
+            assert_eq!(a.len(), b.len(), "{word}");
+            assert!(a == b, "{word}");
+            if !a.is_empty() && a.len() * 32 <= max_doc {
+                few += 1;
+            }
+            if a.len() * 32 > max_doc {
+                many += 1;
+            }
+        }
+        assert!(few >= 1 && many >= 1, "few {few}, many {many}");
     }
 
     #[test]
