@@ -6,8 +6,11 @@
         pulls anonymously; prints the paths of the files written, one a line
 """
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 import oras.client
 
@@ -17,6 +20,12 @@ BUNDLE = "application/vnd.ofc.agent.bundle.v1.tar+gzip"
 
 def main() -> None:
     cmd, host, target = sys.argv[1], sys.argv[2], sys.argv[3]
+    # oras reads and `login` writes ~/.docker/config.json: concurrent test processes would
+    # read each other's half-written file (and leave test tokens in the user's config).
+    # Each run gets a home of its own.
+    home = tempfile.mkdtemp(prefix="oras-home-")
+    os.environ["HOME"] = home
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
     client = oras.client.OrasClient(hostname=host, insecure=True)
     ref = f"{host}/{target}"
     if cmd == "push":
