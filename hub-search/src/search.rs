@@ -1688,6 +1688,26 @@ impl SegmentCollector for RankSegment {
 mod tests {
     use super::*;
 
+    /// An in-RAM index of `n` synthetic agents (corpus seed `seed`), committed as one segment.
+    fn synthetic_index(seed: u64, n: u64) -> SearchIndex {
+        use crate::corpus::synthetic_agent;
+        use crate::follow::{Change, OutboxEntry};
+        use crate::index::WriterConfig;
+
+        let index = SearchIndex::in_ram().unwrap();
+        let mut w = index.writer(WriterConfig::default()).unwrap();
+        for i in 0..n {
+            let doc = synthetic_agent(seed, i).to_doc().unwrap();
+            w.apply(&OutboxEntry {
+                seq: i + 1,
+                change: Change::Upsert(Box::new(doc)),
+            })
+            .unwrap();
+        }
+        w.commit_and_refresh().unwrap();
+        index
+    }
+
     #[test]
     fn float_keys_keep_order() {
         let xs = [-3.5f32, -0.0, 0.0, 0.1, 1.0, 7.25, 1e9];
@@ -1848,21 +1868,7 @@ mod tests {
     /// replaces (the words required, each phrase and the exact name as optional clauses).
     #[test]
     fn phrase_bonus_scores_like_optional_phrase_queries() {
-        use crate::corpus::synthetic_agent;
-        use crate::follow::{Change, OutboxEntry};
-        use crate::index::WriterConfig;
-
-        let index = SearchIndex::in_ram().unwrap();
-        let mut w = index.writer(WriterConfig::default()).unwrap();
-        for i in 0..2000u64 {
-            let doc = synthetic_agent(3, i).to_doc().unwrap();
-            w.apply(&OutboxEntry {
-                seq: i + 1,
-                change: Change::Upsert(Box::new(doc)),
-            })
-            .unwrap();
-        }
-        w.commit_and_refresh().unwrap();
+        let index = synthetic_index(3, 2000);
         let searcher = index.reader.searcher();
         let mut with_phrases = 0;
         let mut compared = 0;
@@ -1927,22 +1933,9 @@ mod tests {
     /// score, whether its documents go in a vector (few) or a bitset (many).
     #[test]
     fn loose_match_equals_fuzzy_term_query() {
-        use crate::corpus::synthetic_agent;
-        use crate::follow::{Change, OutboxEntry};
-        use crate::index::WriterConfig;
         use tantivy::query::FuzzyTermQuery;
 
-        let index = SearchIndex::in_ram().unwrap();
-        let mut w = index.writer(WriterConfig::default()).unwrap();
-        for i in 0..2000u64 {
-            let doc = synthetic_agent(5, i).to_doc().unwrap();
-            w.apply(&OutboxEntry {
-                seq: i + 1,
-                change: Change::Upsert(Box::new(doc)),
-            })
-            .unwrap();
-        }
-        w.commit_and_refresh().unwrap();
+        let index = synthetic_index(5, 2000);
         let searcher = index.reader.searcher();
         let max_doc = searcher.segment_reader(0).max_doc() as usize;
         let typo = index.fields.get(field::TYPO);

@@ -101,6 +101,21 @@ pub fn read_toml<T: serde::de::DeserializeOwned + Default>(
     })
 }
 
+/// Opens (creating it) the lock file `dir/name` and holds it exclusively until the returned
+/// file is dropped; waits for other holders.
+pub fn lock_exclusive(dir: &Path, name: &str) -> Result<std::fs::File> {
+    let path = dir.join(name);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| anyhow::Error::new(e).context(format!("cannot open {}", path.display())))?;
+    lock.lock()
+        .map_err(|e| anyhow::Error::new(e).context(format!("cannot lock {}", path.display())))?;
+    Ok(lock)
+}
+
 /// Replaces `path` with `bytes` atomically: a temp file in the same directory (created mode
 /// 0600 on Unix), synced, then renamed over it. A crash leaves the old file or the new one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {

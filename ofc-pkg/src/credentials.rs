@@ -86,15 +86,7 @@ impl Credentials {
     /// saves the result: two `ofc login`s at once never lose each other's entry.
     pub fn update<T>(paths: &Paths, f: impl FnOnce(&mut Credentials) -> Result<T>) -> Result<T> {
         create_private_dir(&paths.config)?;
-        let lock_path = paths.config.join("credentials.lock");
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .with_context(|| format!("cannot open {}", lock_path.display()))?;
-        lock.lock()
-            .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+        let lock = crate::config::lock_exclusive(&paths.config, "credentials.lock")?;
         let mut creds = Self::load(paths)?;
         let out = f(&mut creds)?;
         creds.save(paths)?;

@@ -21,7 +21,6 @@
 //! change, write to a temp file and rename, so concurrent pulls never lose a pin.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -109,15 +108,7 @@ impl TrustStore {
     /// Runs `f` on the store under an exclusive lock and writes the result if it changed.
     pub fn update<T>(paths: &Paths, f: impl FnOnce(&mut TrustStore) -> Result<T>) -> Result<T> {
         create_private_dir(&paths.config)?;
-        let lock_path = paths.config.join("trust.lock");
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .with_context(|| format!("cannot open {}", lock_path.display()))?;
-        lock.lock()
-            .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+        let lock = crate::config::lock_exclusive(&paths.config, "trust.lock")?;
         let mut store = Self::load(paths)?;
         let before = store.clone();
         let out = f(&mut store)?;
