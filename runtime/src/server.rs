@@ -12,6 +12,11 @@
 //! | `GET /floors/{id}/events` | live events, server-sent (ofc) |
 //! | `POST /floors/{id}/cancel` | cancel the running turn (ofc) |
 //!
+//! Seed 000's floor-side MCP endpoints (`GET /floors/{id}/mcp/granted`,
+//! `POST /floors/{id}/mcp/request` and `/floors/{id}/mcp/<name>/execute`) are not served yet
+//! (a request to them is a 404): they belong to the later MCP-workstation work, and only their
+//! wire types exist so far, in `index_schema::wire::mcp`.
+//!
 //! Every route under `/floors/{id}` wants `Authorization: Bearer <join_token>`; a missing or
 //! wrong token is a 401. Errors are `{"code", "message"}`; a malformed body is a 400 (not
 //! JSON) or a 422 naming the field, never a 5xx.
