@@ -4,10 +4,12 @@
 //! The examples are the spec's ```` ```json ```` fences, numbered from 1 in the order they
 //! appear. [`TABLE`] lists every one of them with its normalization and the documents it yields;
 //! the normalized documents are committed under `tests/fixtures/wire/seed000/NN-name.json`, so
-//! the round-trip test runs without the seed. When the seed is present (`shared/seeds/` next to
-//! the workspace) the test re-extracts the fences and fails if a fence was added, removed or
-//! changed without the table and the fixtures following. `OFC_BLESS=1` rewrites the fixtures
-//! from the seed.
+//! the round-trip test reads only them. A byte-identical copy of the seed is committed as
+//! `tests/fixtures/seed000.txt`; the test always re-extracts its fences and fails if a fence was
+//! added, removed or changed without the table and the fixtures following. When the shared seed
+//! is present too (`shared/seeds/` next to the workspace), it must be byte-identical to that
+//! copy, so a revised seed cannot go unnoticed. `OFC_BLESS=1` rewrites the fixtures from the
+//! copy.
 //!
 //! Normalizations (only where the table says so, and the test checks each one is needed):
 //! - [`Norm::Http`]: the fence shows an HTTP exchange, not a body. The request line
@@ -31,7 +33,10 @@ mod wire {
     use serde::de::DeserializeOwned;
     use serde_json::Value;
 
-    const SEED: &str = "../../shared/seeds/000_c56f44dee1337881.txt";
+    /// The committed copy of seed 000 that the fences are extracted from.
+    const SEED: &str = "tests/fixtures/seed000.txt";
+    /// The shared seed it is a copy of, when the workspace sits next to `shared/`.
+    const SHARED_SEED: &str = "../../shared/seeds/000_c56f44dee1337881.txt";
     const FIXTURES: &str = "tests/fixtures/wire/seed000";
 
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -304,13 +309,25 @@ mod wire {
     #[test]
     fn seed_fences_match_the_table_and_the_fixtures() {
         let seed_path = manifest_dir().join(SEED);
-        let Ok(seed) = fs::read_to_string(&seed_path) else {
-            eprintln!(
-                "note: {} not found; checking the committed fixtures only",
-                seed_path.display()
-            );
-            return;
-        };
+        let seed = fs::read_to_string(&seed_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", seed_path.display()));
+        // Without `shared/` (a fresh clone) the committed copy is all there is; with it, the
+        // copy must not have fallen behind. Any error but absence fails the test.
+        let shared_path = manifest_dir().join(SHARED_SEED);
+        match fs::read(&shared_path) {
+            Ok(shared) => assert!(
+                shared == seed.as_bytes(),
+                "{} differs from its committed copy {}: refresh the copy with\n  \
+                 cp {} {}\nthen, if its ```json fences changed, update TABLE and rewrite the \
+                 fixtures with `OFC_BLESS=1 cargo nextest run -p index-schema --test wire_seed000`",
+                shared_path.display(),
+                seed_path.display(),
+                shared_path.display(),
+                seed_path.display(),
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => panic!("{}: {e}", shared_path.display()),
+        }
         let fences = json_fences(&seed);
         assert_eq!(
             fences.len(),
