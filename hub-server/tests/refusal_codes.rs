@@ -1,0 +1,963 @@
+//! Refusals of the account, namespace and key routes over HTTP, on SQLite and PostgreSQL, each
+//! with its exact status and `code` — `key_exists`, `invalid_key`, `key_not_found`,
+//! `last_owner`, `invalid_role`, `member_not_found`, `user_not_found`, `invalid_scope`,
+//! `invalid_expiry`, `invalid_namespace_pattern`, `invalid_token_name`, `token_not_found` — and
+//! the exact `code` of every 404 and 400 of the read and write routes. After each refusal the
+//! test checks that nothing changed.
+
+mod common;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use common::{Backend, TestApp, remote_manifest};
+use index_schema::envelope::SecretKey;
+use reqwest::Method;
+use rstest::rstest;
+use serde_json::{Value, json};
+
+fn code(v: &Value) -> &str {
+    v["code"].as_str().unwrap_or("")
+}
+
+/// `(what, method, path, body, status, code)`.
+type Case<'a> = (&'a str, Method, String, Option<Value>, u16, &'a str);
+
+/// Sends every case with `token`; returns the mismatches.
+async fn check_all(app: &TestApp, cases: &[Case<'_>], token: Option<&str>) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (what, method, path, body, status, c) in cases {
+        let (s, e) = app.call(method.clone(), path, token, body.clone()).await;
+        if (s, code(&e)) != (*status, *c) {
+            failures.push(format!(
+                "{what}: {method} {path}: expected {status} {c:?}, got {s} {e}"
+            ));
+        } else if *status >= 400 && e["message"].as_str().is_none_or(|m| m.is_empty()) {
+            failures.push(format!("{what}: no message: {e}"));
+        }
+    }
+    failures
+}
+
+fn assert_none(failures: Vec<String>, total: usize) {
+    assert!(
+        failures.is_empty(),
+        "{} of {total} cases wrong:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+async fn keys(app: &TestApp, ns: &str) -> Vec<Value> {
+    let (s, k) = app
+        .call(
+            Method::GET,
+            &format!("/api/v1/namespaces/{ns}/keys"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{k}");
+    k["keys"].as_array().unwrap().clone()
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn key_refusals(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let alice = app.user.clone();
+    let bob = app.new_user("bob", false).await;
+    let a = alice.token.as_str();
+    let alice_pub = alice.key.public_key().to_string();
+    let alice_kid = alice.key.key_id().to_string();
+
+    // A second key, added then revoked through the API.
+    let k2 = SecretKey::from_seed(&[42; 32]);
+    let (s, row) = app
+        .call(
+            Method::POST,
+            "/api/v1/namespaces/alice/keys",
+            Some(a),
+            Some(json!({"public_key": k2.public_key().to_string()})),
+        )
+        .await;
+    assert_eq!(s, 201, "{row}");
+    assert_eq!(row["key_id"], k2.key_id().to_string());
+    assert_eq!(row["public_key"], k2.public_key().to_string());
+    assert_eq!(row["added_by"], "alice");
+    assert_eq!(row["revoked_at"], Value::Null);
+    let k2_path = format!("/api/v1/namespaces/alice/keys/{}", k2.key_id());
+    let (s, _) = app.call(Method::DELETE, &k2_path, Some(a), None).await;
+    assert_eq!(s, 204);
+    let before = keys(&app, "alice").await;
+    assert_eq!(before.len(), 2);
+    let revoked_at = before[1]["revoked_at"].as_i64().expect("revoked");
+
+    let b64 = |bytes: &[u8]| STANDARD.encode(bytes);
+    // The identity point (y = 1) is a small-order, weak key.
+    let mut identity = [0u8; 32];
+    identity[0] = 1;
+    let add = |what, key: String, status, c| {
+        (
+            what,
+            Method::POST,
+            "/api/v1/namespaces/alice/keys".to_string(),
+            Some(json!({ "public_key": key })),
+            status,
+            c,
+        )
+    };
+    let cases = vec![
+        add("the same key again", alice_pub.clone(), 409, "key_exists"),
+        add(
+            "the same key with blanks around it",
+            format!("  {alice_pub}\n"),
+            409,
+            "key_exists",
+        ),
+        add(
+            "a revoked key again (it stays revoked)",
+            k2.public_key().to_string(),
+            409,
+            "key_exists",
+        ),
+        add("an empty key", String::new(), 400, "invalid_key"),
+        add(
+            "an ssh key",
+            format!("ssh-ed25519 {}", b64(&[7; 32])),
+            400,
+            "invalid_key",
+        ),
+        add("no bytes", "ed25519:".into(), 400, "invalid_key"),
+        add("not base64", "ed25519:!!!!".into(), 400, "invalid_key"),
+        add(
+            "31 bytes",
+            format!("ed25519:{}", b64(&[7; 31])),
+            400,
+            "invalid_key",
+        ),
+        add(
+            "33 bytes",
+            format!("ed25519:{}", b64(&[7; 33])),
+            400,
+            "invalid_key",
+        ),
+        add(
+            "a weak (small-order) key",
+            format!("ed25519:{}", b64(&identity)),
+            400,
+            "invalid_key",
+        ),
+        (
+            "an unknown body field",
+            Method::POST,
+            "/api/v1/namespaces/alice/keys".to_string(),
+            Some(json!({"public_key": alice_pub, "trust": "full"})),
+            422,
+            "invalid_body",
+        ),
+        (
+            "add to an unknown namespace",
+            Method::POST,
+            "/api/v1/namespaces/nobody/keys".to_string(),
+            Some(json!({"public_key": SecretKey::from_seed(&[5; 32]).public_key().to_string()})),
+            404,
+            "namespace_not_found",
+        ),
+        (
+            "list keys of an unknown namespace",
+            Method::GET,
+            "/api/v1/namespaces/nobody/keys".to_string(),
+            None,
+            404,
+            "namespace_not_found",
+        ),
+        (
+            "revoke an unknown key id",
+            Method::DELETE,
+            "/api/v1/namespaces/alice/keys/00112233445566778899aabbccddeeff".to_string(),
+            None,
+            404,
+            "key_not_found",
+        ),
+        (
+            "revoke bob's key through alice's namespace",
+            Method::DELETE,
+            format!("/api/v1/namespaces/alice/keys/{}", bob.key.key_id()),
+            None,
+            404,
+            "key_not_found",
+        ),
+        (
+            "revoke a key of an unknown namespace",
+            Method::DELETE,
+            format!("/api/v1/namespaces/nobody/keys/{alice_kid}"),
+            None,
+            404,
+            "namespace_not_found",
+        ),
+    ];
+    let n = cases.len();
+    assert_none(check_all(&app, &cases, Some(a)).await, n);
+
+    // Nothing changed: the same two keys, the revoked one still revoked at the same time.
+    let after = keys(&app, "alice").await;
+    assert_eq!(after, before);
+    assert_eq!(keys(&app, "bob").await.len(), 1);
+    assert!(
+        keys(&app, "bob").await[0]["revoked_at"].is_null(),
+        "bob's key was not revoked through alice's namespace"
+    );
+    // Revoking again succeeds and keeps the first revocation time.
+    let (s, _) = app.call(Method::DELETE, &k2_path, Some(a), None).await;
+    assert_eq!(s, 204);
+    assert_eq!(
+        keys(&app, "alice").await[1]["revoked_at"].as_i64(),
+        Some(revoked_at)
+    );
+    // The same key in another namespace is another registration.
+    let (s, row) = app
+        .call(
+            Method::POST,
+            "/api/v1/namespaces/bob/keys",
+            Some(&bob.token),
+            Some(json!({"public_key": alice_pub})),
+        )
+        .await;
+    assert_eq!(s, 201, "{row}");
+    assert_eq!(row["key_id"], alice_kid);
+    app.stop().await;
+}
+
+async fn members(app: &TestApp, ns: &str) -> Vec<(String, String)> {
+    let (s, n) = app
+        .call(Method::GET, &format!("/api/v1/namespaces/{ns}"), None, None)
+        .await;
+    assert_eq!(s, 200, "{n}");
+    let mut m: Vec<(String, String)> = n["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["user"].as_str().unwrap().to_string(),
+                m["role"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    m.sort();
+    m
+}
+
+fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn member_refusals(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let alice = app.user.clone();
+    let bob = app.new_user("bob", false).await;
+    let _carol = app.new_user("carol", false).await;
+    let a = alice.token.as_str();
+    let put = |what, path: &str, role: &str, status, c| {
+        (
+            what,
+            Method::PUT,
+            path.to_string(),
+            Some(json!({ "role": role })),
+            status,
+            c,
+        )
+    };
+    let del =
+        |what, path: &str, status, c| (what, Method::DELETE, path.to_string(), None, status, c);
+    let cases = vec![
+        put(
+            "demote the last owner",
+            "/api/v1/namespaces/alice/members/alice",
+            "maintainer",
+            409,
+            "last_owner",
+        ),
+        put(
+            "demote the last owner, name in another case",
+            "/api/v1/namespaces/alice/members/ALICE",
+            "publisher",
+            409,
+            "last_owner",
+        ),
+        del(
+            "remove the last owner",
+            "/api/v1/namespaces/alice/members/alice",
+            409,
+            "last_owner",
+        ),
+        put(
+            "unknown role",
+            "/api/v1/namespaces/alice/members/bob",
+            "admin",
+            400,
+            "invalid_role",
+        ),
+        put(
+            "role in another case",
+            "/api/v1/namespaces/alice/members/bob",
+            "Owner",
+            400,
+            "invalid_role",
+        ),
+        put(
+            "empty role",
+            "/api/v1/namespaces/alice/members/bob",
+            "",
+            400,
+            "invalid_role",
+        ),
+        put(
+            "a user that does not exist",
+            "/api/v1/namespaces/alice/members/ghost",
+            "maintainer",
+            404,
+            "user_not_found",
+        ),
+        put(
+            "a namespace that does not exist",
+            "/api/v1/namespaces/nobody/members/bob",
+            "maintainer",
+            404,
+            "namespace_not_found",
+        ),
+        del(
+            "remove a user who is not a member",
+            "/api/v1/namespaces/alice/members/bob",
+            404,
+            "member_not_found",
+        ),
+        del(
+            "remove a user that does not exist",
+            "/api/v1/namespaces/alice/members/ghost",
+            404,
+            "member_not_found",
+        ),
+        del(
+            "remove from a namespace that does not exist",
+            "/api/v1/namespaces/nobody/members/bob",
+            404,
+            "namespace_not_found",
+        ),
+        (
+            "a body without a role",
+            Method::PUT,
+            "/api/v1/namespaces/alice/members/bob".to_string(),
+            Some(json!({})),
+            422,
+            "invalid_body",
+        ),
+    ];
+    let n = cases.len();
+    assert_none(check_all(&app, &cases, Some(a)).await, n);
+    assert_eq!(members(&app, "alice").await, owned(&[("alice", "owner")]));
+
+    // With a second owner, the first may step down and leave; then the second is the last.
+    let (s, ns) = app
+        .call(
+            Method::PUT,
+            "/api/v1/namespaces/alice/members/Bob",
+            Some(a),
+            Some(json!({"role": "owner"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{ns}");
+    let (s, ns) = app
+        .call(
+            Method::PUT,
+            "/api/v1/namespaces/alice/members/alice",
+            Some(a),
+            Some(json!({"role": "maintainer"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{ns}");
+    assert_eq!(
+        members(&app, "alice").await,
+        owned(&[("alice", "maintainer"), ("bob", "owner")])
+    );
+    // Alice is a maintainer now: managing members is not hers any more.
+    let (s, e) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/namespaces/alice/members/bob",
+            Some(a),
+            None,
+        )
+        .await;
+    assert_eq!((s, code(&e)), (403, "forbidden_role"), "{e}");
+    let (s, e) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/namespaces/alice/members/alice",
+            Some(&bob.token),
+            None,
+        )
+        .await;
+    assert_eq!((s, &e), (204, &Value::Null));
+    let cases = vec![
+        del(
+            "remove the new last owner",
+            "/api/v1/namespaces/alice/members/bob",
+            409,
+            "last_owner",
+        ),
+        put(
+            "demote the new last owner",
+            "/api/v1/namespaces/alice/members/bob",
+            "maintainer",
+            409,
+            "last_owner",
+        ),
+        del(
+            "remove the removed member again",
+            "/api/v1/namespaces/alice/members/alice",
+            404,
+            "member_not_found",
+        ),
+    ];
+    let n = cases.len();
+    assert_none(check_all(&app, &cases, Some(&bob.token)).await, n);
+    assert_eq!(members(&app, "alice").await, owned(&[("bob", "owner")]));
+    app.stop().await;
+}
+
+/// `base` with `f` applied.
+fn patched(base: &Value, f: impl FnOnce(&mut Value)) -> Value {
+    let mut b = base.clone();
+    f(&mut b);
+    b
+}
+
+async fn token_ids(app: &TestApp, token: &str) -> Vec<i64> {
+    let (s, l) = app
+        .call(Method::GET, "/api/v1/tokens", Some(token), None)
+        .await;
+    assert_eq!(s, 200, "{l}");
+    l["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_i64().unwrap())
+        .collect()
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn token_refusals(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let alice = app.user.clone();
+    let a = alice.token.as_str();
+    let before = token_ids(&app, a).await;
+    assert_eq!(before.len(), 1);
+
+    let mk = |what, body: Value, status, c| {
+        (
+            what,
+            Method::POST,
+            "/api/v1/tokens".to_string(),
+            Some(body),
+            status,
+            c,
+        )
+    };
+    let ok = json!({"name": "ci", "scopes": ["yank"], "namespaces": ["alice"]});
+    let many: Vec<String> = (0..51).map(|i| format!("ns{i}")).collect();
+    let login = |what, extra: Value, status, c| {
+        let mut body = json!({"username": "alice", "password": "correct horse"});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        (
+            what,
+            Method::POST,
+            "/api/v1/login".to_string(),
+            Some(body),
+            status,
+            c,
+        )
+    };
+    let cases = vec![
+        mk(
+            "unknown scope",
+            patched(&ok, |b| b["scopes"] = json!(["yank", "root"])),
+            400,
+            "invalid_scope",
+        ),
+        mk(
+            "scope spelled with an underscore",
+            patched(&ok, |b| b["scopes"] = json!(["publish_new"])),
+            400,
+            "invalid_scope",
+        ),
+        mk(
+            "no scope",
+            patched(&ok, |b| b["scopes"] = json!([])),
+            400,
+            "invalid_scope",
+        ),
+        mk(
+            "no namespace pattern",
+            patched(&ok, |b| b["namespaces"] = json!([])),
+            400,
+            "invalid_namespace_pattern",
+        ),
+        mk(
+            "empty pattern",
+            patched(&ok, |b| b["namespaces"] = json!([""])),
+            400,
+            "invalid_namespace_pattern",
+        ),
+        mk(
+            "pattern with a bad character",
+            patched(&ok, |b| b["namespaces"] = json!(["ali!ce"])),
+            400,
+            "invalid_namespace_pattern",
+        ),
+        mk(
+            "star inside a pattern",
+            patched(&ok, |b| b["namespaces"] = json!(["a*b"])),
+            400,
+            "invalid_namespace_pattern",
+        ),
+        mk(
+            "star first",
+            patched(&ok, |b| b["namespaces"] = json!(["*alice"])),
+            400,
+            "invalid_namespace_pattern",
+        ),
+        mk(
+            "pattern over 65 characters",
+            patched(&ok, |b| {
+                b["namespaces"] = json!([format!("{}*", "a".repeat(65))])
+            }),
+            400,
+            "invalid_namespace_pattern",
+        ),
+        mk(
+            "51 patterns",
+            patched(&ok, |b| b["namespaces"] = json!(many)),
+            400,
+            "invalid_namespace_pattern",
+        ),
+        mk(
+            "expiry of 0 days",
+            patched(&ok, |b| b["expires_in_days"] = json!(0)),
+            400,
+            "invalid_expiry",
+        ),
+        mk(
+            "expiry over ten years",
+            patched(&ok, |b| b["expires_in_days"] = json!(3651)),
+            400,
+            "invalid_expiry",
+        ),
+        mk(
+            "negative expiry",
+            patched(&ok, |b| b["expires_in_days"] = json!(-1)),
+            422,
+            "invalid_body",
+        ),
+        mk(
+            "empty name",
+            patched(&ok, |b| b["name"] = json!("  ")),
+            400,
+            "invalid_token_name",
+        ),
+        mk(
+            "name over 100 characters",
+            patched(&ok, |b| b["name"] = json!("n".repeat(101))),
+            400,
+            "invalid_token_name",
+        ),
+        mk(
+            "name with a control character",
+            patched(&ok, |b| b["name"] = json!("ci\u{1b}[2J")),
+            400,
+            "invalid_token_name",
+        ),
+        login(
+            "login asking for an unknown scope",
+            json!({"scopes": ["everything"]}),
+            400,
+            "invalid_scope",
+        ),
+        login(
+            "login asking for a bad pattern",
+            json!({"namespaces": ["Bad Pattern"]}),
+            400,
+            "invalid_namespace_pattern",
+        ),
+        login(
+            "login asking for a zero expiry",
+            json!({"expires_in_days": 0}),
+            400,
+            "invalid_expiry",
+        ),
+        login(
+            "login asking for the admin scope as a non-admin",
+            json!({"scopes": ["admin"]}),
+            403,
+            "admin_only",
+        ),
+        (
+            "revoke a token id that does not exist",
+            Method::DELETE,
+            "/api/v1/tokens/987654321".to_string(),
+            None,
+            404,
+            "token_not_found",
+        ),
+    ];
+    let n = cases.len();
+    assert_none(check_all(&app, &cases, Some(a)).await, n);
+    assert_eq!(
+        token_ids(&app, a).await,
+        before,
+        "no refused request created a token"
+    );
+
+    // The limits themselves are allowed: one day, ten years, 50 patterns, a 100-character name.
+    let fifty: Vec<String> = (0..50).map(|i| format!("ns{i}")).collect();
+    for (days, namespaces, name) in [
+        (1u32, json!(["alice"]), "n".repeat(100)),
+        (3650, json!(fifty), "ten years".to_string()),
+    ] {
+        let (s, t) = app
+            .call(
+                Method::POST,
+                "/api/v1/tokens",
+                Some(a),
+                Some(
+                    json!({"name": name, "scopes": ["yank"], "namespaces": namespaces,
+                            "expires_in_days": days}),
+                ),
+            )
+            .await;
+        assert_eq!(s, 201, "{days}: {t}");
+        let lifetime = t["expires_at"].as_i64().unwrap() - t["created_at"].as_i64().unwrap();
+        let want = i64::from(days) * 86_400_000;
+        assert!(
+            (lifetime - want).abs() < 60_000,
+            "{days} days: lifetime {lifetime} ms, want {want} ms"
+        );
+        assert_eq!(t["namespaces"], namespaces);
+        assert_eq!(t["name"], json!(name));
+    }
+    app.stop().await;
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let u = app.user.clone();
+    let admin = app.new_user("root-admin", true).await;
+    assert_eq!(
+        app.publish(
+            &u.token,
+            &u.key,
+            &remote_manifest("alice/code", "1.0.0"),
+            None
+        )
+        .await
+        .0,
+        201
+    );
+    let get = |what, path: &str, status, c| (what, Method::GET, path.to_string(), None, status, c);
+    let reads = vec![
+        get(
+            "unknown agent",
+            "/api/v1/agents/alice/nope",
+            404,
+            "agent_not_found",
+        ),
+        get(
+            "agent of an unknown namespace",
+            "/api/v1/agents/nobody/code",
+            404,
+            "agent_not_found",
+        ),
+        get(
+            "version of an unknown agent",
+            "/api/v1/agents/alice/nope/versions/1.0.0",
+            404,
+            "agent_not_found",
+        ),
+        get(
+            "unknown version",
+            "/api/v1/agents/alice/code/versions/9.9.9",
+            404,
+            "version_not_found",
+        ),
+        get(
+            "unknown pre-release of a known version",
+            "/api/v1/agents/alice/code/versions/1.0.0-rc.1",
+            404,
+            "version_not_found",
+        ),
+        get(
+            "bundle of an unknown version",
+            "/api/v1/agents/alice/code/versions/9.9.9/bundle",
+            404,
+            "version_not_found",
+        ),
+        get(
+            "bundle of a remote agent",
+            "/api/v1/agents/alice/code/versions/1.0.0/bundle",
+            404,
+            "no_bundle",
+        ),
+        get(
+            "unknown namespace",
+            "/api/v1/namespaces/nobody",
+            404,
+            "namespace_not_found",
+        ),
+        get(
+            "keys of an unknown namespace",
+            "/api/v1/namespaces/nobody/keys",
+            404,
+            "namespace_not_found",
+        ),
+        get(
+            "unknown registry handle",
+            "/registry/agents/@nope",
+            404,
+            "agent_not_found",
+        ),
+        get("unknown route", "/api/v1/nope", 404, "not_found"),
+        get(
+            "invalid version",
+            "/api/v1/agents/alice/code/versions/x",
+            400,
+            "invalid_version",
+        ),
+        get(
+            "version with build metadata",
+            "/api/v1/agents/alice/code/versions/1.0.0+b1",
+            400,
+            "invalid_version",
+        ),
+        get(
+            "invalid agent name",
+            "/api/v1/agents/alice/co..de",
+            400,
+            "invalid_name",
+        ),
+        get(
+            "invalid publisher name",
+            "/api/v1/agents/-alice/code",
+            400,
+            "invalid_name",
+        ),
+        get("limit 0", "/api/v1/agents?limit=0", 400, "invalid_limit"),
+        get(
+            "limit over 1000",
+            "/api/v1/agents?limit=1001",
+            400,
+            "invalid_limit",
+        ),
+        get(
+            "outbox limit 0",
+            "/api/v1/outbox?limit=0",
+            400,
+            "invalid_limit",
+        ),
+        get(
+            "cursor without a dot",
+            "/api/v1/agents?cursor=zz",
+            400,
+            "invalid_cursor",
+        ),
+        get(
+            "cursor with a bad id",
+            "/api/v1/agents?cursor=1.x",
+            400,
+            "invalid_cursor",
+        ),
+    ];
+    let n = reads.len();
+    assert_none(check_all(&app, &reads, None).await, n);
+
+    // Writes by an owner: the agent, version, namespace, key, token or member is missing.
+    let w = |what, method: Method, path: &str, body: Option<Value>, status, c| {
+        (what, method, path.to_string(), body, status, c)
+    };
+    let reason = Some(json!({"reason": "x"}));
+    let message = Some(json!({"message": "use 2.x"}));
+    let writes = vec![
+        w(
+            "yank an unknown version",
+            Method::PUT,
+            "/api/v1/agents/alice/code/versions/9.9.9/yank",
+            reason.clone(),
+            404,
+            "version_not_found",
+        ),
+        w(
+            "yank a version of an unknown agent",
+            Method::PUT,
+            "/api/v1/agents/alice/nope/versions/1.0.0/yank",
+            reason.clone(),
+            404,
+            "agent_not_found",
+        ),
+        w(
+            "yank in an unknown namespace",
+            Method::PUT,
+            "/api/v1/agents/nobody/code/versions/1.0.0/yank",
+            reason.clone(),
+            404,
+            "namespace_not_found",
+        ),
+        w(
+            "unyank an unknown version",
+            Method::DELETE,
+            "/api/v1/agents/alice/code/versions/9.9.9/yank",
+            None,
+            404,
+            "version_not_found",
+        ),
+        w(
+            "deprecate an unknown version",
+            Method::PUT,
+            "/api/v1/agents/alice/code/versions/9.9.9/deprecation",
+            message.clone(),
+            404,
+            "version_not_found",
+        ),
+        w(
+            "deprecate an unknown agent",
+            Method::PUT,
+            "/api/v1/agents/alice/nope/versions/1.0.0/deprecation",
+            message.clone(),
+            404,
+            "agent_not_found",
+        ),
+        w(
+            "undeprecate an unknown version",
+            Method::DELETE,
+            "/api/v1/agents/alice/code/versions/9.9.9/deprecation",
+            None,
+            404,
+            "version_not_found",
+        ),
+        w(
+            "yank an invalid version",
+            Method::PUT,
+            "/api/v1/agents/alice/code/versions/latest/yank",
+            reason.clone(),
+            400,
+            "invalid_version",
+        ),
+        w(
+            "publish into an unknown namespace",
+            Method::PUT,
+            "/api/v1/agents/nobody/code/versions/1.0.0",
+            Some(json!({"envelope": {}})),
+            404,
+            "namespace_not_found",
+        ),
+        w(
+            "set a member of an unknown namespace",
+            Method::PUT,
+            "/api/v1/namespaces/nobody/members/alice",
+            Some(json!({"role": "owner"})),
+            404,
+            "namespace_not_found",
+        ),
+        w(
+            "revoke an unknown key",
+            Method::DELETE,
+            "/api/v1/namespaces/alice/keys/ffff",
+            None,
+            404,
+            "key_not_found",
+        ),
+        w(
+            "revoke an unknown token",
+            Method::DELETE,
+            "/api/v1/tokens/424242",
+            None,
+            404,
+            "token_not_found",
+        ),
+        w(
+            "remove a non-member",
+            Method::DELETE,
+            "/api/v1/namespaces/alice/members/root-admin",
+            None,
+            404,
+            "member_not_found",
+        ),
+    ];
+    let n = writes.len();
+    assert_none(check_all(&app, &writes, Some(&u.token)).await, n);
+
+    // Administrator deletes of things that are not there.
+    let admin_writes = vec![
+        w(
+            "delete an unknown agent",
+            Method::DELETE,
+            "/api/v1/agents/alice/nope",
+            None,
+            404,
+            "agent_not_found",
+        ),
+        w(
+            "delete an unknown version",
+            Method::DELETE,
+            "/api/v1/agents/alice/code/versions/9.9.9",
+            None,
+            404,
+            "version_not_found",
+        ),
+        w(
+            "delete a version of an unknown agent",
+            Method::DELETE,
+            "/api/v1/agents/alice/nope/versions/1.0.0",
+            None,
+            404,
+            "agent_not_found",
+        ),
+        w(
+            "delete an invalid version",
+            Method::DELETE,
+            "/api/v1/agents/alice/code/versions/x",
+            None,
+            400,
+            "invalid_version",
+        ),
+    ];
+    let n = admin_writes.len();
+    assert_none(check_all(&app, &admin_writes, Some(&admin.token)).await, n);
+
+    // None of it changed the one published version.
+    let (s, a) = app
+        .call(Method::GET, "/api/v1/agents/alice/code", None, None)
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(a["latest"], "1.0.0");
+    assert_eq!(a["versions"].as_array().unwrap().len(), 1);
+    assert_eq!(a["versions"][0]["yanked"], false);
+    assert_eq!(a["versions"][0]["deprecated"], Value::Null);
+    app.stop().await;
+}
