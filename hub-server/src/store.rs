@@ -1252,14 +1252,25 @@ impl Store {
         })
     }
 
-    /// Agents with this handle, registry registrations first, then most recently updated.
+    /// Agents with this handle (compared in lowercase), the one the registry API shows first.
+    ///
+    /// A handle belongs to one namespace, its *holder*: the namespace of the handle's
+    /// registration if there is one (a registration is only made while no agent uses the
+    /// handle, and at most one exists per handle), else of the oldest published agent using it.
+    /// The holder's agents come first (its registration, then its most recently updated
+    /// agent), then every other namespace's, so an agent another namespace publishes later
+    /// under the same handle never shadows the holder's.
     pub async fn agents_by_handle(&self, handle: &str) -> Result<Vec<AgentRow>> {
+        let handle = handle.to_ascii_lowercase();
         on_read!(&self.db, |pool| {
             let rows = sqlx::query(
-                "SELECT * FROM agents WHERE handle = $1 \
-                 ORDER BY (registry_endpoint IS NULL), updated_at DESC LIMIT 50",
+                "SELECT a.* FROM agents a WHERE lower(a.handle) = $1 \
+                 ORDER BY (a.namespace_id <> ( \
+                     SELECT h.namespace_id FROM agents h WHERE lower(h.handle) = $1 \
+                     ORDER BY (h.registry_endpoint IS NULL), h.created_at, h.id LIMIT 1)), \
+                 (a.registry_endpoint IS NULL), a.updated_at DESC, a.id DESC LIMIT 50",
             )
-            .bind(handle)
+            .bind(&handle)
             .fetch_all(pool)
             .await?;
             let mut out = Vec::new();
@@ -1525,10 +1536,40 @@ impl Store {
     // ---- registry API view ----
 
     /// Registers an unsigned registry entry (an agent with an endpoint and no versions).
+    ///
+    /// A registration holds its handle alone, hub-wide and in any letter case: it is refused
+    /// ([`StoreError::Conflict`]) when its name exists or when any agent, registered or published,
+    /// of any namespace, already uses the handle. The unique index `agents_registry_handle`
+    /// (on `lower(handle)` of registrations) settles concurrent registrations: the loser's
+    /// insert fails and is refused the same way.
     pub async fn register_agent(&self, actor: &Actor, a: &NewRegistryAgent) -> Result<()> {
         let now = now_ms();
+        let handle = a.handle.to_ascii_lowercase();
         on_db!(&self.db, |pool| {
             let mut tx = pool.begin().await?;
+            let holder: Option<String> = sqlx::query_scalar(
+                "SELECT name FROM agents WHERE lower(handle) = $1 \
+                 ORDER BY (registry_endpoint IS NULL), created_at, id LIMIT 1",
+            )
+            .bind(&handle)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(holder) = holder {
+                return Err(StoreError::Conflict(format!(
+                    "the handle `@{handle}` is taken by `{holder}`; a handle belongs to one agent \
+                     on this hub"
+                )));
+            }
+            let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM agents WHERE name = $1")
+                .bind(&a.agent)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if exists.is_some() {
+                return Err(StoreError::Conflict(format!(
+                    "agent `{}` exists already",
+                    a.agent
+                )));
+            }
             sqlx::query(
                 "INSERT INTO agents (namespace_id, name, handle, registry_endpoint, \
                  registry_metadata, registry_key, registry_token_hash, created_at, updated_at) \
@@ -1536,7 +1577,7 @@ impl Store {
             )
             .bind(a.namespace_id)
             .bind(&a.agent)
-            .bind(&a.handle)
+            .bind(&handle)
             .bind(&a.endpoint)
             .bind(&a.metadata)
             .bind(&a.public_key)
@@ -1546,7 +1587,10 @@ impl Store {
             .await
             .map_err(|e| {
                 if unique_violation(&e) {
-                    StoreError::Conflict(format!("agent `{}` exists already", a.agent))
+                    StoreError::Conflict(format!(
+                        "`{}` or the handle `@{handle}` was taken by a concurrent request",
+                        a.agent
+                    ))
                 } else {
                     e.into()
                 }

@@ -3,12 +3,30 @@
 //! A registration is an unsigned entry `owner/<handle>` with an endpoint, a public key and
 //! metadata; it can be patched and removed by its namespace. Published (signed) agents are shown
 //! through the same `GET` (metadata from the latest manifest, `endpoint` from a `remote` source)
-//! but can only change by publishing. `{agent_id}` is the handle (`@code` or `code`); when several
-//! agents share a handle, registrations come first, then the most recently updated agent.
+//! but can only change by publishing. `{agent_id}` is the handle (`@code` or `code`, any case).
+//!
+//! # Who a handle belongs to
+//!
+//! Floors look agents up by handle (seed 000), so a handle must name one namespace's agent and no
+//! namespace may shadow another's. The rule:
+//!
+//! - A **registration holds its handle alone.** `POST /registry/agents` is refused with 409
+//!   `agent_exists` when any agent on the hub already uses the handle, in any letter case: another
+//!   registration, or a published agent, of any namespace (the caller's own included, so that a
+//!   namespace's registration never hides its own published agent either). A unique index on the
+//!   lowercase handle of registrations (migration 0011) backs this, so concurrent registrations of
+//!   one handle give exactly one 201 and 409s.
+//! - **First come, first served otherwise.** Publishing is not refused over a handle (the hub's
+//!   own names, `publisher/agent`, identify published agents), so several published agents, or a
+//!   registration and agents published after it, may share a handle. The handle then belongs to
+//!   its *holder* namespace: the registration's, else that of the oldest published agent using
+//!   it. `GET`, `PATCH` and `DELETE` act on the holder's agent (its registration, else its most
+//!   recently updated one), never on an agent another namespace added later; see
+//!   [`crate::store::Store::agents_by_handle`].
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, Uri};
 use index_schema::envelope::Envelope;
 use index_schema::manifest::{Manifest, Source};
 use index_schema::name::{AgentHandle, AgentName, check_publisher};
@@ -91,19 +109,49 @@ fn handle_of(agent_id: &str) -> ApiResult<AgentHandle> {
 }
 
 fn check_endpoint(e: &str) -> ApiResult<()> {
-    let ok = e.len() <= 2048
-        && (e.starts_with("https://")
-            || e.starts_with("http://localhost")
-            || e.starts_with("http://127.0.0.1"))
-        && !e.chars().any(|c| c.is_whitespace() || c.is_control());
-    if ok {
+    if endpoint_ok(e) {
         Ok(())
     } else {
         Err(ApiError::bad_request(
             "invalid_endpoint",
-            "the endpoint is an https:// URL (http:// only for localhost), at most 2048 characters",
+            "the endpoint is an https:// URL with a host and no credentials (http:// only for \
+             localhost, 127.0.0.1 or [::1]), at most 2048 characters",
         ))
     }
+}
+
+/// An `https://` URL with a non-empty host, or an `http://` one whose host is exactly
+/// `localhost`, `127.0.0.1` or `[::1]` (any port): the host is parsed, never matched as a prefix
+/// (`http://localhost.attacker.example` is not local). No credentials (`user@`), a port (if any)
+/// in 1–65535, no whitespace or control characters, at most 2048 bytes.
+fn endpoint_ok(e: &str) -> bool {
+    if e.len() > 2048 || e.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return false;
+    }
+    let https = e.starts_with("https://");
+    if !https && !e.starts_with("http://") {
+        return false;
+    }
+    let Ok(uri) = e.parse::<Uri>() else {
+        return false;
+    };
+    let Some(authority) = uri.authority() else {
+        return false;
+    };
+    let (text, host) = (authority.as_str(), authority.host());
+    // `http::Uri` takes what follows the host on trust (`localhost:abc`, `[::1]x`) and strips
+    // credentials: the authority must be exactly the host and an optional `:port`.
+    let Some(rest) = text.strip_prefix(host) else {
+        return false;
+    };
+    let port_ok = match rest.strip_prefix(':') {
+        None => rest.is_empty(),
+        Some(p) => p.bytes().all(|b| b.is_ascii_digit()) && matches!(p.parse::<u16>(), Ok(1..)),
+    };
+    if host.is_empty() || !port_ok {
+        return false;
+    }
+    https || host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "[::1]"
 }
 
 fn check_metadata(m: &AgentMetadata) -> ApiResult<String> {
