@@ -22,24 +22,19 @@ pub mod field {
     pub const NAME: &str = "name";
     /// The publisher, exact.
     pub const PUBLISHER: &str = "publisher";
-    /// The name's words (`acme/data-analyst` → `acme`, `data`, `analyst`), not stemmed.
-    pub const NAME_TEXT: &str = "name_text";
+    /// All the free text, each part repeated by its weight (see [`super::TEXT_SOURCES`]):
+    /// what a search's words are matched against and scored on (BM25F).
+    pub const TEXT: &str = "text";
     /// The version the document shows (the agent's latest non-yanked version).
     pub const VERSION: &str = "version";
-    /// Display name, stemmed.
+    /// Display name (stored: shown in hits).
     pub const DISPLAY_NAME: &str = "display_name";
-    /// Tagline, stemmed.
+    /// Tagline (stored: shown and highlighted).
     pub const TAGLINE: &str = "tagline";
-    /// Description, stemmed.
+    /// Description (stored: highlighted).
     pub const DESCRIPTION: &str = "description";
-    /// Keywords, stemmed.
-    pub const KEYWORDS: &str = "keywords";
     /// Keywords, exact (lowercase): the `keyword=` filter.
     pub const KEYWORD_EXACT: &str = "keyword_exact";
-    /// Capability names split into words, stemmed.
-    pub const CAPABILITY_NAMES: &str = "capability_names";
-    /// Capability descriptions and keywords, stemmed.
-    pub const CAPABILITY_TEXT: &str = "capability_text";
     /// Capability names, exact (lowercase): the `capability=` filter.
     pub const CAPABILITY_EXACT: &str = "capability_exact";
     /// Unstemmed words of the short fields (name, display name, tagline, keywords, capability
@@ -194,6 +189,9 @@ pub enum FieldKind {
         /// Index positions (phrase matching).
         positions: bool,
     },
+    /// Text kept for display and highlights only (its words are searched through
+    /// [`field::TEXT`]).
+    Stored,
     /// One untokenized value, matched exactly; a fast field when `fast` (sorting, tie-breaks).
     Exact,
     /// Unsigned integer, fast (sort key).
@@ -238,9 +236,82 @@ fn text<'a>(out: &mut Vec<Value<'a>>, s: &'a str) {
     out.push(Value::Text(s.into()));
 }
 
-/// The mapping from a manifest (and its hub statistics) to the index. Boosts were chosen on the
-/// relevance set (`hub-search/relevance/`): a word in the name or display name says more about
-/// what an agent is than the same word in its description.
+/// One part of an agent's free text and its weight in [`field::TEXT`].
+#[derive(Debug, Clone, Copy)]
+pub struct TextSource {
+    /// What the part is (documentation, explanations).
+    pub name: &'static str,
+    /// How many times the part is indexed in [`field::TEXT`].
+    pub weight: u32,
+    /// Where the values come from.
+    pub extract: for<'a> fn(&'a SearchDoc, &mut Vec<Value<'a>>),
+}
+
+/// The parts of the free text and their weights, chosen on the relevance set
+/// (`hub-search/relevance/`): a word in the name or display name says more about what an agent
+/// is than the same word in its description.
+///
+/// Every part goes into the one field [`field::TEXT`], repeated `weight` times: a word's
+/// frequency there is the weighted sum of its frequencies in the parts, and the document's
+/// length the weighted sum of their lengths. BM25 on that field is BM25F (Robertson, Zaragoza
+/// and Taylor, "Simple BM25 extension to multiple weighted fields", 2004), which they show
+/// ranks better than adding up one BM25 score per field (each field saturating on its own
+/// overstates a word found in several fields). It is also what makes multi-word queries fast:
+/// one posting list per word instead of one per word and field. Repeated values are separate
+/// values of the field, so a phrase never spans two parts (Tantivy leaves a position gap
+/// between values) and a phrase in a part weighs what the part weighs.
+pub const TEXT_SOURCES: &[TextSource] = &[
+    TextSource {
+        name: "name (publisher and agent)",
+        weight: 4,
+        extract: |d, o| {
+            text(o, d.manifest.name.publisher());
+            text(o, d.manifest.name.agent());
+        },
+    },
+    TextSource {
+        name: "display name",
+        weight: 4,
+        extract: |d, o| text(o, &d.manifest.display_name),
+    },
+    TextSource {
+        name: "tagline",
+        weight: 2,
+        extract: |d, o| text(o, &d.manifest.tagline),
+    },
+    TextSource {
+        name: "description",
+        weight: 1,
+        extract: |d, o| text(o, &d.manifest.description),
+    },
+    TextSource {
+        name: "keywords",
+        weight: 3,
+        extract: |d, o| d.manifest.keywords.iter().for_each(|k| text(o, k)),
+    },
+    TextSource {
+        name: "capability names",
+        weight: 2,
+        extract: |d, o| {
+            d.manifest
+                .capabilities
+                .iter()
+                .for_each(|c| text(o, &c.name))
+        },
+    },
+    TextSource {
+        name: "capability descriptions and keywords",
+        weight: 1,
+        extract: |d, o| {
+            for c in &d.manifest.capabilities {
+                text(o, &c.description);
+                c.keywords.iter().for_each(|k| text(o, k));
+            }
+        },
+    },
+];
+
+/// The mapping from a manifest (and its hub statistics) to the index.
 pub const MAPPING: &[FieldSpec] = &[
     FieldSpec {
         name: field::NAME,
@@ -259,17 +330,23 @@ pub const MAPPING: &[FieldSpec] = &[
         extract: |d, o| text(o, d.manifest.name.publisher()),
     },
     FieldSpec {
-        name: field::NAME_TEXT,
+        name: field::TEXT,
         kind: FieldKind::Text {
-            analyzer: analyzer::WORD,
-            positions: false,
+            analyzer: analyzer::TEXT,
+            positions: true,
         },
         stored: false,
         fast: false,
-        boost: Some(4.0),
+        boost: Some(1.0),
         extract: |d, o| {
-            text(o, d.manifest.name.publisher());
-            text(o, d.manifest.name.agent());
+            let mut part = Vec::new();
+            for source in TEXT_SOURCES {
+                part.clear();
+                (source.extract)(d, &mut part);
+                for _ in 0..source.weight {
+                    o.extend(part.iter().cloned());
+                }
+            }
         },
     },
     FieldSpec {
@@ -282,47 +359,27 @@ pub const MAPPING: &[FieldSpec] = &[
     },
     FieldSpec {
         name: field::DISPLAY_NAME,
-        kind: FieldKind::Text {
-            analyzer: analyzer::TEXT,
-            positions: true,
-        },
+        kind: FieldKind::Stored,
         stored: true,
         fast: false,
-        boost: Some(4.0),
+        boost: None,
         extract: |d, o| text(o, &d.manifest.display_name),
     },
     FieldSpec {
         name: field::TAGLINE,
-        kind: FieldKind::Text {
-            analyzer: analyzer::TEXT,
-            positions: true,
-        },
+        kind: FieldKind::Stored,
         stored: true,
         fast: false,
-        boost: Some(2.5),
+        boost: None,
         extract: |d, o| text(o, &d.manifest.tagline),
     },
     FieldSpec {
         name: field::DESCRIPTION,
-        kind: FieldKind::Text {
-            analyzer: analyzer::TEXT,
-            positions: true,
-        },
+        kind: FieldKind::Stored,
         stored: true,
         fast: false,
-        boost: Some(1.0),
+        boost: None,
         extract: |d, o| text(o, &d.manifest.description),
-    },
-    FieldSpec {
-        name: field::KEYWORDS,
-        kind: FieldKind::Text {
-            analyzer: analyzer::TEXT,
-            positions: false,
-        },
-        stored: false,
-        fast: false,
-        boost: Some(3.0),
-        extract: |d, o| d.manifest.keywords.iter().for_each(|k| text(o, k)),
     },
     FieldSpec {
         name: field::KEYWORD_EXACT,
@@ -335,38 +392,6 @@ pub const MAPPING: &[FieldSpec] = &[
                 .keywords
                 .iter()
                 .for_each(|k| o.push(Value::Text(k.to_lowercase().into())))
-        },
-    },
-    FieldSpec {
-        name: field::CAPABILITY_NAMES,
-        kind: FieldKind::Text {
-            analyzer: analyzer::TEXT,
-            positions: false,
-        },
-        stored: false,
-        fast: false,
-        boost: Some(2.0),
-        extract: |d, o| {
-            d.manifest
-                .capabilities
-                .iter()
-                .for_each(|c| text(o, &c.name))
-        },
-    },
-    FieldSpec {
-        name: field::CAPABILITY_TEXT,
-        kind: FieldKind::Text {
-            analyzer: analyzer::TEXT,
-            positions: false,
-        },
-        stored: false,
-        fast: false,
-        boost: Some(1.0),
-        extract: |d, o| {
-            for c in &d.manifest.capabilities {
-                text(o, &c.description);
-                c.keywords.iter().for_each(|k| text(o, k));
-            }
         },
     },
     FieldSpec {
@@ -498,6 +523,9 @@ pub fn schema() -> Schema {
                     opts = opts.set_stored();
                 }
                 b.add_text_field(spec.name, opts);
+            }
+            FieldKind::Stored => {
+                b.add_text_field(spec.name, STORED);
             }
             FieldKind::Exact => {
                 let mut opts = TextOptions::default().set_indexing_options(

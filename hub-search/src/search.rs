@@ -46,6 +46,13 @@ const PREFIX_MIN_CHARS: usize = 3;
 const KNOWN_WORD_DOC_FREQ: u64 = 500;
 /// Weight of a typo or prefix match (constant-scored) next to exact matches.
 const LOOSE_MATCH_BOOST: Score = 0.5;
+/// Weight of the words found together, in order, in one part of the text (on top of each
+/// word's own score); `None`: no phrase bonus. Off since the text became one BM25F field: on
+/// the relevance set nDCG@10 is 0.936 with and without it (boosts 0.5, 1 and 2 tried), while
+/// at 1M agents it made common two-word queries 5-10x slower ("web scraping": thousands of
+/// near-equal documents each need their positions read). [`PhraseBonus`] still handles
+/// phrases, tested against Tantivy's phrase queries, for when a corpus shows a need.
+const PHRASE_BOOST: Option<Score> = None;
 /// Weight of an exact `publisher/agent` match: it must come first.
 const EXACT_NAME_BOOST: Score = 20.0;
 /// How much downloads lift the text score: `score * (1 + POPULARITY * ln(1 + downloads))`.
@@ -211,8 +218,9 @@ impl SearchIndex {
         })
     }
 
-    /// What `SnippetGenerator::create` builds (the query's terms of the field, weighted by
-    /// `1 / (1 + document frequency)`), with the field's analyzer memoising stems and the
+    /// What `SnippetGenerator::create` builds for a stored field (the query's words, weighted
+    /// by `1 / (1 + document frequency)`): the words are the query's terms of [`field::TEXT`],
+    /// whose analyzer the stored fields' text goes through, with stems memoised and the
     /// search's document frequencies.
     fn highlighter(
         &self,
@@ -221,34 +229,32 @@ impl SearchIndex {
         query: &dyn Query,
         name: &str,
     ) -> Result<SnippetGenerator> {
-        let f = self.fields.get(name);
+        let text = self.fields.get(field::TEXT);
         let mut terms = std::collections::BTreeSet::new();
         query.query_terms(&mut |t, _| {
-            if t.field() == f {
+            if t.field() == text {
                 terms.insert(t.clone());
             }
         });
         let mut weights = std::collections::BTreeMap::new();
         for t in terms {
-            let Some(text) = t.value().as_str().map(str::to_owned) else {
+            let Some(word) = t.value().as_str().map(str::to_owned) else {
                 continue;
             };
             let doc_freq = freqs.get(searcher, &t)?;
             if doc_freq > 0 {
-                weights.insert(text, 1.0 / (1.0 + doc_freq as Score));
+                weights.insert(word, 1.0 / (1.0 + doc_freq as Score));
             }
         }
-        let analyzer_name = MAPPING
-            .iter()
-            .find_map(|spec| match spec.kind {
-                FieldKind::Text { analyzer: a, .. } if spec.name == name => Some(a),
-                _ => None,
-            })
-            .unwrap_or(analyzer::TEXT);
-        let analyzer = crate::mapping::highlight_analyzer(analyzer_name).ok_or_else(|| {
-            tantivy::TantivyError::SchemaError(format!("no analyzer {analyzer_name}"))
+        let analyzer = crate::mapping::highlight_analyzer(analyzer::TEXT).ok_or_else(|| {
+            tantivy::TantivyError::SchemaError(format!("no analyzer {}", analyzer::TEXT))
         })?;
-        Ok(SnippetGenerator::new(weights, analyzer, f, HIGHLIGHT_CHARS))
+        Ok(SnippetGenerator::new(
+            weights,
+            analyzer,
+            self.fields.get(name),
+            HIGHLIGHT_CHARS,
+        ))
     }
 
     /// The top `limit + 1` hits after the cursor. The query is built per segment, leaving out
@@ -328,11 +334,15 @@ impl SearchIndex {
                 Some(s) => s,
                 None => Shape::Other,
             };
-            let text = shaped.map(|(t, _)| t);
-            let query = self.full_query(q, text.as_deref());
-            let weight = query.weight(scoring)?;
             // Relevance uses the bounds; every sort uses the opened columns.
             let bounds = Some(self.popularity_bounds(searcher, reader)?);
+            let mut text = shaped.map(|(t, _)| t);
+            if let Some(p) = text.as_mut().and_then(|t| t.downcast_mut::<PhraseBonus>()) {
+                // The collector below bounds thresholds with these (see `Visit::blocks`).
+                p.popularity.clone_from(&bounds);
+            }
+            let query = self.full_query(q, text.as_deref());
+            let weight = query.weight(scoring)?;
             fruits.push(collector.collect_segment_bounded(
                 weight.as_ref(),
                 ord as SegmentOrdinal,
@@ -441,6 +451,8 @@ impl SearchIndex {
         let mut stems = Vec::new();
         // The last word's alternatives when they are one plain term (see the end).
         let mut lone_term = None;
+        // Every word's alternatives when each is one plain term (a [`TermConjunction`]).
+        let mut plain_terms = Some(Vec::with_capacity(words.len()));
         for (i, word) in words.iter().enumerate() {
             let stem = tokens(analyzer::TEXT, word)
                 .into_iter()
@@ -472,12 +484,11 @@ impl SearchIndex {
             let doc_freq = freqs.get(searcher, &exact)?;
             // A word this many agents use anywhere (short fields or prose) is a complete,
             // correctly spelled word: no prefix, no typo expansion.
-            let mut known = doc_freq >= KNOWN_WORD_DOC_FREQ;
-            for f in [field::DESCRIPTION, field::CAPABILITY_TEXT] {
-                known = known
-                    || freqs.get(searcher, &Term::from_field_text(self.fields.get(f), &stem))?
-                        >= KNOWN_WORD_DOC_FREQ;
-            }
+            let known = doc_freq >= KNOWN_WORD_DOC_FREQ
+                || freqs.get(
+                    searcher,
+                    &Term::from_field_text(self.fields.get(field::TEXT), &stem),
+                )? >= KNOWN_WORD_DOC_FREQ;
             // Like absent terms, loose matches the segment has no term for are left out.
             let useful = |m: &LooseMatch| -> Result<bool> {
                 match segment {
@@ -504,6 +515,13 @@ impl SearchIndex {
                 (1, Some(t)) => Some(t),
                 _ => None,
             };
+            plain_terms = match (plain_terms, &lone_term) {
+                (Some(mut v), Some(t)) => {
+                    v.push(t.clone());
+                    Some(v)
+                }
+                _ => None,
+            };
             match mode {
                 Mode::All => per_word.push((Occur::Must, Box::new(BooleanQuery::new(alts)))),
                 // Any word: the union of every word's alternatives, flat (same matches, same
@@ -513,12 +531,8 @@ impl SearchIndex {
             stems.push(stem);
         }
         let mut phrases: Vec<(Vec<Term>, Score)> = Vec::new();
-        if stems.len() > 1 {
-            for (f, boost) in [
-                (field::DISPLAY_NAME, 3.0),
-                (field::TAGLINE, 2.0),
-                (field::DESCRIPTION, 2.0),
-            ] {
+        if let (true, Some(boost)) = (stems.len() > 1, PHRASE_BOOST) {
+            for (f, boost) in [(field::TEXT, boost)] {
                 let terms: Vec<Term> = stems
                     .iter()
                     .map(|s| Term::from_field_text(self.fields.get(f), s))
@@ -543,14 +557,20 @@ impl SearchIndex {
                 EXACT_NAME_BOOST,
             )) as Box<dyn Query>
         });
-        if mode == Mode::All && !phrases.is_empty() {
+        let conjunction = plain_terms.as_ref().is_some_and(|t| t.len() > 1);
+        if mode == Mode::All && (!phrases.is_empty() || conjunction) {
             // Every word required, phrases as a bonus: phrases are checked only for documents
             // that could enter the top k with them (see `PhraseBonus`).
             return Ok(Some((
                 Box::new(PhraseBonus {
-                    required: Box::new(BooleanQuery::new(per_word)),
+                    required: match plain_terms {
+                        // Each word one term: the conjunction PhraseBonus prunes block by block.
+                        Some(terms) => Box::new(TermConjunction { terms }),
+                        None => Box::new(BooleanQuery::new(per_word)),
+                    },
                     phrases,
                     exact_name,
+                    popularity: None,
                 }),
                 Shape::Other,
             )));
@@ -714,6 +734,239 @@ impl Scorer for ScaledScorer {
     }
 }
 
+/// Every word required, each word one term of one field: a document's score is the sum of its
+/// terms' BM25 scores, added in word order on every path. Used as [`PhraseBonus`]'s required
+/// part, which prunes it block by block (see [`PhraseBonusWeight::for_each_pruning`]).
+#[derive(Debug, Clone)]
+struct TermConjunction {
+    /// The words' terms (one field) and their boosts, in word order.
+    terms: Vec<(Term, Score)>,
+}
+
+impl TermConjunction {
+    fn conjunction_weight(
+        &self,
+        statistics: &dyn tantivy::query::Bm25StatisticsProvider,
+    ) -> tantivy::Result<ConjunctionWeight> {
+        let bm25 = self
+            .terms
+            .iter()
+            .map(|(t, boost)| {
+                Ok(Bm25Weight::for_terms(statistics, std::slice::from_ref(t))?.boost_by(*boost))
+            })
+            .collect::<tantivy::Result<Vec<_>>>()?;
+        Ok(ConjunctionWeight {
+            terms: self.terms.iter().map(|(t, _)| t.clone()).collect(),
+            bm25,
+        })
+    }
+}
+
+impl Query for TermConjunction {
+    fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        match scoring {
+            EnableScoring::Enabled {
+                statistics_provider,
+                ..
+            } => Ok(Box::new(self.conjunction_weight(statistics_provider)?)),
+            // Unscored, Tantivy's intersection gives the same documents.
+            EnableScoring::Disabled { .. } => BooleanQuery::new(
+                self.terms
+                    .iter()
+                    .map(|(t, _)| {
+                        (
+                            Occur::Must,
+                            Box::new(TermQuery::new(t.clone(), IndexRecordOption::Basic))
+                                as Box<dyn Query>,
+                        )
+                    })
+                    .collect(),
+            )
+            .weight(scoring),
+        }
+    }
+
+    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        for (t, _) in &self.terms {
+            visitor(t, false);
+        }
+    }
+}
+
+#[derive(Clone)]
+struct ConjunctionWeight {
+    terms: Vec<Term>,
+    bm25: Vec<Bm25Weight>,
+}
+
+impl ConjunctionWeight {
+    fn fieldnorms(&self, reader: &SegmentReader) -> tantivy::Result<FieldNormReader> {
+        Ok(reader
+            .fieldnorms_readers()
+            .get_field(self.terms[0].field())?
+            .unwrap_or_else(|| FieldNormReader::constant(reader.max_doc(), 1)))
+    }
+
+    /// The scorer, `None` when the segment lacks a word.
+    fn conjunction_scorer(
+        &self,
+        reader: &SegmentReader,
+        boost: Score,
+    ) -> tantivy::Result<Option<ConjunctionScorer>> {
+        let inverted = reader.inverted_index(self.terms[0].field())?;
+        let mut postings = Vec::with_capacity(self.terms.len());
+        for t in &self.terms {
+            match inverted.read_postings(t, IndexRecordOption::WithFreqs)? {
+                Some(p) => postings.push(p),
+                None => return Ok(None),
+            }
+        }
+        // Rarest word first: it leads the intersection.
+        let mut lead: Vec<usize> = (0..postings.len()).collect();
+        lead.sort_by_key(|&i| postings[i].doc_freq());
+        let mut scorer = ConjunctionScorer {
+            postings,
+            lead,
+            bm25: self.bm25.iter().map(|w| w.boost_by(boost)).collect(),
+            fieldnorms: self.fieldnorms(reader)?,
+            doc: 0,
+        };
+        let first = scorer.postings[scorer.lead[0]].doc();
+        scorer.align(first);
+        Ok(Some(scorer))
+    }
+
+    /// Per word, its posting list's blocks as (last document, highest score in the block),
+    /// and the highest score of each block and every later one. `None` when the segment lacks
+    /// a word. Decoding every block is cheaper than scoring the documents it lets skip.
+    fn block_maxima(&self, reader: &SegmentReader) -> tantivy::Result<Option<Vec<WordBlocks>>> {
+        let inverted = reader.inverted_index(self.terms[0].field())?;
+        let fieldnorms = self.fieldnorms(reader)?;
+        let mut out = Vec::with_capacity(self.terms.len());
+        for (t, bm25) in self.terms.iter().zip(&self.bm25) {
+            let Some(mut block) = inverted.read_block_postings(t, IndexRecordOption::WithFreqs)?
+            else {
+                return Ok(None);
+            };
+            let mut w = WordBlocks::default();
+            while let Some(&last) = block.docs().last() {
+                w.last.push(last);
+                w.max.push(block.block_max_score(&fieldnorms, bm25));
+                block.advance();
+            }
+            w.rest = w.max.clone();
+            for i in (0..w.rest.len().saturating_sub(1)).rev() {
+                w.rest[i] = w.rest[i].max(w.rest[i + 1]);
+            }
+            out.push(w);
+        }
+        Ok(Some(out))
+    }
+}
+
+/// One word's blocks (see [`ConjunctionWeight::block_maxima`]).
+#[derive(Default)]
+struct WordBlocks {
+    last: Vec<DocId>,
+    max: Vec<Score>,
+    rest: Vec<Score>,
+}
+
+impl Weight for ConjunctionWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        Ok(match self.conjunction_scorer(reader, boost)? {
+            Some(s) => Box::new(s),
+            None => Box::new(tantivy::query::EmptyScorer),
+        })
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let Some(mut s) = self.conjunction_scorer(reader, 1.0)? else {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "document {doc} does not match"
+            )));
+        };
+        if s.seek(doc) != doc {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "document {doc} does not match"
+            )));
+        }
+        let mut e = Explanation::new("every word (BM25, summed)", s.score());
+        let id = s.fieldnorms.fieldnorm_id(doc);
+        for (p, w) in s.postings.iter().zip(&s.bm25) {
+            e.add_detail(w.explain(id, p.term_freq()));
+        }
+        Ok(e)
+    }
+}
+
+/// The documents with every word (a leapfrog intersection led by the rarest word).
+struct ConjunctionScorer {
+    /// In word order (the order scores are added in).
+    postings: Vec<tantivy::postings::SegmentPostings>,
+    /// Indexes of `postings`, rarest first.
+    lead: Vec<usize>,
+    bm25: Vec<Bm25Weight>,
+    fieldnorms: FieldNormReader,
+    doc: DocId,
+}
+
+impl ConjunctionScorer {
+    /// Moves to the first document at or after `target` that has every word.
+    fn align(&mut self, mut target: DocId) -> DocId {
+        'candidate: while target != tantivy::TERMINATED {
+            for &i in &self.lead {
+                let p = &mut self.postings[i];
+                let d = if p.doc() < target {
+                    p.seek(target)
+                } else {
+                    p.doc()
+                };
+                if d > target {
+                    target = d;
+                    continue 'candidate;
+                }
+            }
+            break;
+        }
+        self.doc = target;
+        target
+    }
+}
+
+impl DocSet for ConjunctionScorer {
+    fn advance(&mut self) -> DocId {
+        if self.doc == tantivy::TERMINATED {
+            return self.doc;
+        }
+        let next = self.postings[self.lead[0]].advance();
+        self.align(next)
+    }
+    fn seek(&mut self, target: DocId) -> DocId {
+        if target <= self.doc {
+            return self.doc;
+        }
+        self.align(target)
+    }
+    fn doc(&self) -> DocId {
+        self.doc
+    }
+    fn size_hint(&self) -> u32 {
+        self.postings[self.lead[0]].size_hint()
+    }
+}
+
+impl Scorer for ConjunctionScorer {
+    fn score(&mut self) -> Score {
+        let id = self.fieldnorms.fieldnorm_id(self.doc);
+        let mut total = 0.0;
+        for (p, w) in self.postings.iter().zip(&self.bm25) {
+            total += w.score(id, p.term_freq());
+        }
+        total
+    }
+}
+
 /// Every word required (`required`), plus bonuses: each phrase of the words in a field, and the
 /// exact `publisher/agent` name. A document's score is the required part's, plus every phrase
 /// it contains (BM25 of the phrase count with the phrase's summed IDF, times the boost: what
@@ -733,6 +986,10 @@ struct PhraseBonus {
     /// Terms of one field in phrase order, and the phrase's boost.
     phrases: Vec<(Vec<Term>, Score)>,
     exact_name: Option<Box<dyn Query>>,
+    /// The segment's popularity bounds, when the query is built for one segment and collected
+    /// by relevance: a [`TermConjunction`] then raises the threshold as the bound of later
+    /// documents falls (see [`Visit::blocks`]).
+    popularity: Option<std::sync::Arc<PopularityBounds>>,
 }
 
 impl Clone for PhraseBonus {
@@ -741,20 +998,28 @@ impl Clone for PhraseBonus {
             required: self.required.box_clone(),
             phrases: self.phrases.clone(),
             exact_name: self.exact_name.as_ref().map(|q| q.box_clone()),
+            popularity: self.popularity.clone(),
         }
     }
 }
 
 impl Query for PhraseBonus {
     fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        let required = self.required.weight(scoring)?;
         let EnableScoring::Enabled {
             statistics_provider,
             ..
         } = scoring
         else {
             // Unscored, the bonuses change nothing: the matches are the required words'.
-            return Ok(required);
+            return self.required.weight(scoring);
+        };
+        let conjunction = match self.required.downcast_ref::<TermConjunction>() {
+            Some(c) => Some(c.conjunction_weight(statistics_provider)?),
+            None => None,
+        };
+        let required = match &conjunction {
+            Some(c) => Box::new(c.clone()),
+            None => self.required.weight(scoring)?,
         };
         let phrases = self
             .phrases
@@ -773,8 +1038,10 @@ impl Query for PhraseBonus {
             .transpose()?;
         Ok(Box::new(PhraseBonusWeight {
             required,
+            conjunction,
             phrases,
             exact_name,
+            popularity: self.popularity.clone(),
         }))
     }
 
@@ -793,6 +1060,9 @@ impl Query for PhraseBonus {
 
 struct PhraseBonusWeight {
     required: Box<dyn Weight>,
+    /// The required part when it is a [`TermConjunction`] (then also `required`).
+    conjunction: Option<ConjunctionWeight>,
+    popularity: Option<std::sync::Arc<PopularityBounds>>,
     phrases: Vec<(Vec<Term>, Bm25Weight)>,
     exact_name: Option<Box<dyn Weight>>,
 }
@@ -817,6 +1087,7 @@ impl PhraseBonusWeight {
                 .unwrap_or_else(|| FieldNormReader::constant(reader.max_doc(), 1));
             let bm25 = bm25.boost_by(boost);
             phrases.push(PhraseCounter {
+                terms: terms.clone(),
                 postings,
                 fieldnorms,
                 // tf / (tf + K) rounds to at most 1, and to 1 at u32::MAX with the smallest K.
@@ -865,46 +1136,220 @@ impl Weight for PhraseBonusWeight {
         callback: &mut dyn FnMut(DocId, Score) -> Score,
     ) -> tantivy::Result<()> {
         let mut s = self.bonus_scorer(reader, 1.0)?;
-        let max_phrases: Vec<Score> = s.phrases.iter().map(|p| p.max).collect();
-        // Per phrase, the largest it may add to the current document: its maximum, replaced by
-        // its bound in the document one phrase at a time (the phrases with the highest maximum
-        // first) until the sum cannot pass the threshold or every phrase is bounded.
-        let mut parts = max_phrases.clone();
-        let mut threshold = threshold;
+        let mut visit = Visit::new(&s, threshold);
+        if let (Some(c), None) = (&self.conjunction, &self.exact_name) {
+            return visit.blocks(c, self.popularity.as_deref(), &mut s, reader, callback);
+        }
         let mut doc = s.required.doc();
         while doc != tantivy::TERMINATED {
-            let base = s.required.score();
-            let name = s.name_bonus(doc);
-            parts.copy_from_slice(&max_phrases);
-            let mut possible = true;
-            for i in 0..=parts.len() {
-                if i > 0 {
-                    parts[i - 1] = s.phrases[i - 1].bound(doc);
-                }
-                // Same additions, in the same order, as `BonusScorer::total`.
-                let mut bound = base;
-                for p in &parts {
-                    bound += p;
-                }
-                if bound + name <= threshold {
-                    possible = false;
-                    break;
-                }
-            }
-            if possible {
-                let score = s.total(doc, base, name);
-                if score > threshold {
-                    threshold = callback(doc, score);
-                }
-            }
+            visit.doc(&mut s, doc, callback);
             doc = s.required.advance();
         }
         Ok(())
     }
 }
 
+/// [`PhraseBonusWeight::for_each_pruning`]'s state: the threshold, and per phrase the largest
+/// it may add to a document.
+struct Visit {
+    threshold: Score,
+    max_phrases: Vec<Score>,
+    parts: Vec<Score>,
+}
+
+impl Visit {
+    fn new(s: &BonusScorer, threshold: Score) -> Self {
+        let max_phrases: Vec<Score> = s.phrases.iter().map(|p| p.max).collect();
+        Self {
+            threshold,
+            parts: max_phrases.clone(),
+            max_phrases,
+        }
+    }
+
+    /// Scores `doc` (the required part's current document) and passes it on if it may pass the
+    /// threshold. Per phrase, the largest it may add is its maximum, replaced by its bound in
+    /// the document one phrase at a time (the phrases with the highest maximum first) until
+    /// the sum cannot pass the threshold or every phrase is bounded.
+    fn doc(
+        &mut self,
+        s: &mut BonusScorer,
+        doc: DocId,
+        callback: &mut dyn FnMut(DocId, Score) -> Score,
+    ) {
+        let base = s.required.score();
+        let name = s.name_bonus(doc);
+        self.parts.copy_from_slice(&self.max_phrases);
+        for i in 0..=self.parts.len() {
+            if i > 0 {
+                self.parts[i - 1] = s.phrases[i - 1].bound(doc);
+            }
+            // Same additions, in the same order, as `BonusScorer::total`.
+            let mut bound = base;
+            for p in &self.parts {
+                bound += p;
+            }
+            if bound + name <= self.threshold {
+                return;
+            }
+        }
+        let score = s.total(doc, base, name);
+        if score > self.threshold {
+            self.threshold = callback(doc, score);
+        }
+    }
+
+    /// [`Self::doc`] for a [`TermConjunction`] whose phrases are made of its words: a
+    /// phrase's bound is computed from the words' frequencies the conjunction already read,
+    /// and positions are read only when the bounds let the document through.
+    fn doc_from_tfs(
+        &mut self,
+        s: &mut BonusScorer,
+        doc: DocId,
+        phrase_words: &[Vec<usize>],
+        callback: &mut dyn FnMut(DocId, Score) -> Score,
+    ) {
+        let Some(conj) = s.required.downcast_mut::<ConjunctionScorer>() else {
+            return self.doc(s, doc, callback);
+        };
+        let base = conj.score();
+        let id = conj.fieldnorms.fieldnorm_id(doc);
+        let mut bound = base;
+        for (p, words) in s.phrases.iter_mut().zip(phrase_words) {
+            let tf = words
+                .iter()
+                .map(|&i| conj.postings[i].term_freq())
+                .min()
+                .unwrap_or(0);
+            bound += p.bound_from_tf(id, tf);
+        }
+        // No exact-name clause on this path: the name bonus is 0.
+        if bound <= self.threshold {
+            return;
+        }
+        let mut total = base;
+        for p in &mut s.phrases {
+            if p.bound > 0.0 {
+                total += p.score(doc);
+            }
+        }
+        let score = total + 0.0;
+        if score > self.threshold {
+            self.threshold = callback(doc, score);
+        }
+    }
+
+    /// The loop over a [`TermConjunction`] (no exact-name clause), block by block: where every
+    /// word's block holds, the highest score a document could get is the sum of the words'
+    /// block maxima plus, per phrase, a bound from those maxima; a stretch whose bound cannot
+    /// pass the threshold is skipped without reading its documents, and the loop ends once the
+    /// same bound over all later blocks cannot.
+    ///
+    /// The phrase bound: a phrase's BM25 and a word's BM25 in the same field are `weight *
+    /// tf / (tf + K(field length))` with the same `K`, and a phrase occurs at most as often as
+    /// each of its words, so the phrase adds at most `phrase weight / word weight` times the
+    /// word's score there (times a margin of 1e-3 for rounding). Bounds are added in the order
+    /// scores are (words in order, then phrases), and float addition is monotonic, so a bound
+    /// is never below the score.
+    fn blocks(
+        &mut self,
+        c: &ConjunctionWeight,
+        popularity: Option<&PopularityBounds>,
+        s: &mut BonusScorer,
+        reader: &SegmentReader,
+        callback: &mut dyn FnMut(DocId, Score) -> Score,
+    ) -> tantivy::Result<()> {
+        let Some(words) = c.block_maxima(reader)? else {
+            return Ok(());
+        };
+        // Per phrase, (word index, ratio) for each of its words.
+        let ratios: Vec<Vec<(usize, Score)>> = s
+            .phrases
+            .iter()
+            .map(|p| {
+                c.terms
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| p.terms.contains(t))
+                    .map(|(i, _)| (i, p.max / c.bm25[i].max_score() * 1.001))
+                    .collect()
+            })
+            .collect();
+        let bound = |at: &dyn Fn(usize) -> Score, phrase_max: &[Score]| -> Score {
+            let mut b = 0.0;
+            for i in 0..words.len() {
+                b += at(i);
+            }
+            for (r, max) in ratios.iter().zip(phrase_max) {
+                b += r
+                    .iter()
+                    .map(|&(i, ratio)| ratio * at(i))
+                    .fold(*max, Score::min);
+            }
+            b
+        };
+        // Per phrase, the indexes of its words in the conjunction (every phrase word is one).
+        let phrase_words: Vec<Vec<usize>> = ratios
+            .iter()
+            .map(|r| r.iter().map(|&(i, _)| i).collect())
+            .collect();
+        let tf_bounds = phrase_words
+            .iter()
+            .zip(&s.phrases)
+            .all(|(w, p)| w.len() == p.terms.len());
+        let mut at = vec![0usize; words.len()];
+        let mut from: DocId = 0;
+        // The threshold was computed for the document the collector last saw; the bound on the
+        // popularity factor of later documents only falls.
+        let mut seen: Option<DocId> = None;
+        loop {
+            if let (Some(p), Some(last)) = (popularity, seen)
+                && self.threshold > 0.0
+            {
+                // `threshold * factor(last)` is the heap's worst rank key (less its margin);
+                // the 1e-6 keeps rounding on the safe side.
+                self.threshold = self.threshold * p.from(last) / p.from(from) * (1.0 - 1e-6);
+                seen = Some(from);
+            }
+            // Every word's block that holds `from` (or comes after it).
+            let mut end = tantivy::TERMINATED;
+            for (w, k) in words.iter().zip(at.iter_mut()) {
+                while *k < w.last.len() && w.last[*k] < from {
+                    *k += 1;
+                }
+                let Some(&last) = w.last.get(*k) else {
+                    return Ok(());
+                };
+                end = end.min(last);
+            }
+            if bound(&|i| words[i].rest[at[i]], &self.max_phrases) <= self.threshold {
+                return Ok(());
+            }
+            if bound(&|i| words[i].max[at[i]], &self.max_phrases) <= self.threshold {
+                from = end + 1;
+                continue;
+            }
+            let mut doc = s.required.seek(from);
+            while doc <= end {
+                if tf_bounds {
+                    self.doc_from_tfs(s, doc, &phrase_words, callback);
+                } else {
+                    self.doc(s, doc, callback);
+                }
+                seen = Some(doc);
+                doc = s.required.advance();
+            }
+            if doc == tantivy::TERMINATED {
+                return Ok(());
+            }
+            from = doc;
+        }
+    }
+}
+
 /// One phrase in one segment: its words' postings (with positions) and its BM25 weight.
 struct PhraseCounter {
+    terms: Vec<Term>,
     postings: Vec<tantivy::postings::SegmentPostings>,
     fieldnorms: FieldNormReader,
     bm25: Bm25Weight,
@@ -917,6 +1362,17 @@ struct PhraseCounter {
 }
 
 impl PhraseCounter {
+    /// [`Self::bound`] from the smallest frequency of the phrase's words in the document and
+    /// the document's field-length id, read elsewhere (the postings are not moved).
+    fn bound_from_tf(&mut self, fieldnorm_id: u8, tf: u32) -> Score {
+        self.bound = if tf == 0 {
+            0.0
+        } else {
+            self.bm25.score(fieldnorm_id, tf)
+        };
+        self.bound
+    }
+
     /// Moves every word's postings to `doc`; the phrase's score if it occurred as often as its
     /// rarest word there (0 when a word is missing).
     fn bound(&mut self, doc: DocId) -> Score {
@@ -940,6 +1396,15 @@ impl PhraseCounter {
     fn score(&mut self, doc: DocId) -> Score {
         if self.bound == 0.0 {
             return 0.0;
+        }
+        // After `bound_from_tf`, the postings are not at `doc` yet.
+        for p in &mut self.postings {
+            if p.doc() < doc {
+                p.seek(doc);
+            }
+            if p.doc() != doc {
+                return 0.0;
+            }
         }
         let last = self.postings.len() as u32 - 1;
         // Word i at position p + i is shifted to p + last: an occurrence is a shared value.
@@ -1040,6 +1505,45 @@ struct LooseMatch {
     term: Term,
     /// Built once per search (the query is built per segment).
     dfa: std::sync::Arc<Dfa>,
+    /// The matched terms of each segment, found once per search (walking the dictionary with
+    /// the automaton is most of a typo match's cost).
+    matched: MatchedTerms,
+}
+
+/// Per segment, the dictionary entries a [`LooseMatch`] matches.
+type MatchedTerms = std::sync::Arc<
+    std::sync::Mutex<
+        Vec<(
+            tantivy::index::SegmentId,
+            std::sync::Arc<Vec<tantivy::postings::TermInfo>>,
+        )>,
+    >,
+>;
+
+/// The dictionary entries of `field` in `reader` that `dfa` accepts, from `matched` when
+/// already found.
+fn matched_terms(
+    matched: &MatchedTerms,
+    dfa: &Dfa,
+    field: tantivy::schema::Field,
+    reader: &SegmentReader,
+) -> tantivy::Result<std::sync::Arc<Vec<tantivy::postings::TermInfo>>> {
+    let id = reader.segment_id();
+    let mut cache = matched
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, terms)) = cache.iter().find(|(s, _)| *s == id) {
+        return Ok(terms.clone());
+    }
+    let inverted = reader.inverted_index(field)?;
+    let mut stream = inverted.terms().search(dfa).into_stream()?;
+    let mut terms = Vec::new();
+    while stream.advance() {
+        terms.push(stream.value().clone());
+    }
+    let terms = std::sync::Arc::new(terms);
+    cache.push((id, terms.clone()));
+    Ok(terms)
 }
 
 impl std::fmt::Debug for LooseMatch {
@@ -1077,19 +1581,14 @@ impl LooseMatch {
         Self {
             term,
             dfa: std::sync::Arc::new(Dfa(dfa)),
+            matched: MatchedTerms::default(),
         }
     }
 
     /// Whether some term of the segment matches (the per-segment query leaves the match out
     /// otherwise, like an absent term).
     fn matches_in(&self, reader: &SegmentReader) -> Result<bool> {
-        let inverted = reader.inverted_index(self.term.field())?;
-        let mut stream = inverted
-            .terms()
-            .search(&*self.dfa)
-            .into_stream()
-            .map_err(|e| Error::Io("the term dictionary".into(), e))?;
-        Ok(stream.advance())
+        Ok(!matched_terms(&self.matched, &self.dfa, self.term.field(), reader)?.is_empty())
     }
 }
 
@@ -1128,6 +1627,7 @@ impl Query for LooseMatch {
         Ok(Box::new(LooseWeight {
             field: self.term.field(),
             dfa: self.dfa.clone(),
+            matched: self.matched.clone(),
         }))
     }
 }
@@ -1161,24 +1661,93 @@ impl DocSet for SortedDocs {
 struct LooseWeight {
     field: tantivy::schema::Field,
     dfa: std::sync::Arc<Dfa>,
+    matched: MatchedTerms,
 }
+
+/// The union of a few posting lists, read as it goes (a typo match that stops after the first
+/// documents reads only their blocks).
+struct FewPostings {
+    postings: Vec<tantivy::postings::SegmentPostings>,
+    doc: DocId,
+}
+
+impl FewPostings {
+    fn new(postings: Vec<tantivy::postings::SegmentPostings>) -> Self {
+        let doc = postings
+            .iter()
+            .map(DocSet::doc)
+            .min()
+            .unwrap_or(tantivy::TERMINATED);
+        Self { postings, doc }
+    }
+}
+
+impl DocSet for FewPostings {
+    fn advance(&mut self) -> DocId {
+        if self.doc == tantivy::TERMINATED {
+            return self.doc;
+        }
+        let current = self.doc;
+        let mut next = tantivy::TERMINATED;
+        for p in &mut self.postings {
+            let d = if p.doc() == current {
+                p.advance()
+            } else {
+                p.doc()
+            };
+            next = next.min(d);
+        }
+        self.doc = next;
+        next
+    }
+    fn seek(&mut self, target: DocId) -> DocId {
+        if target <= self.doc {
+            return self.doc;
+        }
+        let mut next = tantivy::TERMINATED;
+        for p in &mut self.postings {
+            let d = if p.doc() < target {
+                p.seek(target)
+            } else {
+                p.doc()
+            };
+            next = next.min(d);
+        }
+        self.doc = next;
+        next
+    }
+    fn doc(&self) -> DocId {
+        self.doc
+    }
+    fn size_hint(&self) -> u32 {
+        self.postings.iter().map(|p| p.size_hint()).sum()
+    }
+}
+
+/// Up to this many matched terms are merged as they are read ([`FewPostings`]); more are
+/// gathered first.
+const FEW_TERMS: usize = 8;
 
 impl Weight for LooseWeight {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         let inverted = reader.inverted_index(self.field)?;
-        let mut stream = inverted.terms().search(&*self.dfa).into_stream()?;
-        let mut terms = Vec::new();
-        let mut postings = 0usize;
-        while stream.advance() {
-            let info = stream.value().clone();
-            postings += info.doc_freq as usize;
-            terms.push(info);
+        let terms = matched_terms(&self.matched, &self.dfa, self.field, reader)?;
+        if terms.len() <= FEW_TERMS {
+            let postings = terms
+                .iter()
+                .map(|info| inverted.read_postings_from_terminfo(info, IndexRecordOption::Basic))
+                .collect::<std::io::Result<Vec<_>>>()?;
+            return Ok(Box::new(ConstScorer::new(
+                FewPostings::new(postings),
+                boost,
+            )));
         }
+        let postings: usize = terms.iter().map(|t| t.doc_freq as usize).sum();
         let max_doc = reader.max_doc();
         // A vector of 4-byte ids while it is smaller than the bitset.
         if postings.saturating_mul(32) <= max_doc as usize {
             let mut docs = Vec::with_capacity(postings);
-            for info in &terms {
+            for info in terms.iter() {
                 let mut block =
                     inverted.read_block_postings_from_terminfo(info, IndexRecordOption::Basic)?;
                 while !block.docs().is_empty() {
@@ -1194,7 +1763,7 @@ impl Weight for LooseWeight {
             )));
         }
         let mut bits = tantivy_common::BitSet::with_max_value(max_doc);
-        for info in &terms {
+        for info in terms.iter() {
             let mut block =
                 inverted.read_block_postings_from_terminfo(info, IndexRecordOption::Basic)?;
             while !block.docs().is_empty() {
@@ -1825,6 +2394,7 @@ mod tests {
         };
         let mut compared = 0;
         let mut misspelled = 0;
+        let mut conjunctions = 0;
         for text in [
             "result",
             "floor",
@@ -1836,6 +2406,10 @@ mod tests {
             "web scraping",
             "code review",
             "analyze dataset",
+            // Last words every agent has (no prefix alternative): a `TermConjunction`.
+            "web result",
+            "data request",
+            "code review request",
             // Misspelled: typo matches only (the loop that stops at the query's bound).
             "reveiw",
             "scrapign",
@@ -1847,6 +2421,22 @@ mod tests {
             }
             compared += 1;
             misspelled += usize::from(text.contains("reveiw") || text.contains("scrapign"));
+            let shaped = index
+                .text_query(
+                    &searcher,
+                    &DocFreqs::default(),
+                    text,
+                    &query_words(text),
+                    Mode::All,
+                    None,
+                )
+                .unwrap()
+                .unwrap();
+            conjunctions += usize::from(
+                shaped
+                    .downcast_ref::<PhraseBonus>()
+                    .is_some_and(|p| p.required.downcast_ref::<TermConjunction>().is_some()),
+            );
             assert_eq!(run(text, 60, None, true), exhaustive, "{text}");
             // Pages of 7 after a cursor give the same sequence.
             let mut paged = Vec::new();
@@ -1862,6 +2452,9 @@ mod tests {
         }
         assert!(compared >= 3, "too few frequent words to compare");
         assert!(misspelled >= 2, "too few misspelled queries to compare");
+        // Plain multi-word queries: `TermConjunction`'s block loop with popularity-raised
+        // thresholds.
+        assert!(conjunctions >= 2, "too few multi-word queries to compare");
     }
 
     /// [`PhraseBonus`] matches the documents and gives the scores of the Tantivy query it
@@ -1872,6 +2465,7 @@ mod tests {
         let searcher = index.reader.searcher();
         let mut with_phrases = 0;
         let mut compared = 0;
+        let mut conjunctions = 0;
         for text in [
             "web scraping",
             "code review",
@@ -1891,7 +2485,33 @@ mod tests {
                 )
                 .unwrap()
                 .unwrap();
-            let pb = t.downcast_ref::<PhraseBonus>().expect("a PhraseBonus");
+            // Words every agent of this small index may not have get prefix and typo
+            // alternatives: the query is then not a conjunction of plain terms.
+            let required = match t.downcast_ref::<PhraseBonus>() {
+                Some(found) => {
+                    conjunctions +=
+                        usize::from(found.required.downcast_ref::<TermConjunction>().is_some());
+                    found.required.box_clone()
+                }
+                None => t.box_clone(),
+            };
+            // Phrases are off in the hub's queries (`PHRASE_BOOST`); the machinery is tested
+            // with one phrase of the words, boosted 2.
+            let phrase: Vec<Term> = words
+                .iter()
+                .map(|w| {
+                    Term::from_field_text(
+                        index.fields.get(field::TEXT),
+                        &tokens(analyzer::TEXT, w)[0],
+                    )
+                })
+                .collect();
+            let pb = &PhraseBonus {
+                required,
+                phrases: vec![(phrase, 2.0)],
+                exact_name: None,
+                popularity: None,
+            };
             let mut clauses: Vec<(Occur, Box<dyn Query>)> =
                 vec![(Occur::Must, pb.required.box_clone())];
             for (terms, boost) in &pb.phrases {
@@ -1927,6 +2547,10 @@ mod tests {
         }
         assert!(compared >= 3, "too few queries with matches");
         assert!(with_phrases > 10, "too few phrase matches: {with_phrases}");
+        assert!(
+            conjunctions >= 1,
+            "no TermConjunction among the required parts"
+        );
     }
 
     /// [`LooseMatch`] matches what Tantivy's `FuzzyTermQuery` matches, with the same constant
@@ -1940,7 +2564,7 @@ mod tests {
         let max_doc = searcher.segment_reader(0).max_doc() as usize;
         let typo = index.fields.get(field::TYPO);
         let all = TopDocs::with_limit(10_000);
-        let (mut few, mut many) = (0, 0);
+        let (mut lazy, mut few, mut many) = (0, 0, 0);
         for (word, distance, prefix) in [
             ("reveiw", 1, false),
             ("scrapign", 2, false),
@@ -1949,6 +2573,9 @@ mod tests {
             ("zzzzq", 1, false),
             ("summarise", 2, false),
             ("cod", 0, true),
+            // Many words, many agents.
+            ("re", 0, true),
+            ("co", 0, true),
             // Publishers' numbered names: a few agents each.
             ("tools31", 0, true),
             ("labs315", 1, false),
@@ -1978,14 +2605,27 @@ mod tests {
             b.sort_by_key(|x| x.1);
             assert_eq!(a.len(), b.len(), "{word}");
             assert!(a == b, "{word}");
-            if !a.is_empty() && a.len() * 32 <= max_doc {
+            // Which of `LooseWeight::scorer`'s three ways this match took.
+            let m = if prefix {
+                LooseMatch::new_prefix(Term::from_field_text(typo, word))
+            } else {
+                LooseMatch::new(Term::from_field_text(typo, word), distance)
+            };
+            let terms = matched_terms(&m.matched, &m.dfa, typo, searcher.segment_reader(0))
+                .unwrap()
+                .len();
+            if terms <= FEW_TERMS {
+                lazy += usize::from(!a.is_empty());
+            } else if a.len() * 32 <= max_doc {
                 few += 1;
-            }
-            if a.len() * 32 > max_doc {
+            } else {
                 many += 1;
             }
         }
-        assert!(few >= 1 && many >= 1, "few {few}, many {many}");
+        assert!(
+            lazy >= 1 && few >= 1 && many >= 1,
+            "lazy {lazy}, few {few}, many {many}"
+        );
     }
 
     #[test]
