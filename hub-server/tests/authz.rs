@@ -146,26 +146,12 @@ async fn authorization_matrix_has_no_escalation() {
         201
     );
 
-    let all: Vec<Scope> = Scope::ALL
-        .into_iter()
-        .filter(|s| *s != Scope::Admin)
-        .collect();
-    let without = |s: Scope| all.iter().copied().filter(|x| *x != s).collect::<Vec<_>>();
-    let t_no_new = app
-        .token("alice", &without(Scope::PublishNew), &["*"], None)
-        .await;
-    let t_no_update = app
-        .token("alice", &without(Scope::PublishUpdate), &["*"], None)
-        .await;
-    let t_no_yank = app
-        .token("alice", &without(Scope::Yank), &["*"], None)
-        .await;
-    let t_no_keys = app
-        .token("alice", &without(Scope::ManageKeys), &["*"], None)
-        .await;
-    let t_no_members = app
-        .token("alice", &without(Scope::ManageMembers), &["*"], None)
-        .await;
+    let all = common::user_scopes();
+    let t_no_new = app.token_without("alice", Scope::PublishNew).await;
+    let t_no_update = app.token_without("alice", Scope::PublishUpdate).await;
+    let t_no_yank = app.token_without("alice", Scope::Yank).await;
+    let t_no_keys = app.token_without("alice", Scope::ManageKeys).await;
+    let t_no_members = app.token_without("alice", Scope::ManageMembers).await;
     let t_bob_only = app.token("alice", &all, &["bob"], None).await;
     let t_prefix = app.token("alice", &all, &["alice-*"], None).await;
     let t_alice_only = app.token("alice", &all, &["alice"], None).await;
@@ -557,13 +543,7 @@ async fn authorization_matrix_has_no_escalation() {
             failures.push(format!("{what}: expected {status} {code:?}, got {s} {c:?}"));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases wrong:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    common::assert_no_failures(&failures, cases.len());
     // Nobody who was refused changed membership.
     let members = m.app.store().members(ns.id).await.unwrap();
     let owners: Vec<&str> = members

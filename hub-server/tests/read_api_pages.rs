@@ -11,9 +11,10 @@ use std::path::Path;
 use std::process::Output;
 
 use common::hub_process::{HubProcess, hub_command};
-use common::{Backend, PgDatabase, TestApp, remote_manifest};
+use common::{
+    Backend, TestApp, assert_refused, assert_status, database_for, remote_manifest, strings,
+};
 use hub_server::db::Db;
-use reqwest::Method;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -47,7 +48,7 @@ async fn walk_from(
         if let Some(c) = &cursor {
             path.push_str(&format!("&cursor={c}"));
         }
-        let (s, page) = app.call(Method::GET, &path, None, None).await;
+        let (s, page) = app.get(&path).await;
         assert_eq!(s, 200, "{path}: {page}");
         let agents = page["agents"].as_array().unwrap();
         assert!(agents.len() <= limit, "{path}: {page}");
@@ -107,9 +108,7 @@ async fn publish_many(app: &TestApp, n: usize) -> Vec<String> {
         } else {
             (&alice, format!("alice/agent-{i:02}"))
         };
-        let (s, e) = app
-            .publish(&u.token, &u.key, &remote_manifest(&name, "1.0.0"), None)
-            .await;
+        let (s, e) = app.publish_as(u, &remote_manifest(&name, "1.0.0")).await;
         assert_eq!(s, 201, "{name}: {e}");
         out.push(name);
     }
@@ -157,20 +156,11 @@ async fn cursor_pages_cover_every_agent_once_in_one_order(#[case] backend: Backe
     assert_eq!(all, by_key, "ordered by (updated_at, id)");
     for a in &all {
         assert_eq!(a.latest.as_deref(), Some("1.0.0"));
-        let (s, one) = app
-            .call(
-                Method::GET,
-                &format!("/api/v1/agents/{}", a.name),
-                None,
-                None,
-            )
-            .await;
-        assert_eq!(s, 200);
+        let one = assert_status(app.get(&format!("/api/v1/agents/{}", a.name)).await, 200);
         assert_eq!(one["updated_at"], a.updated_at, "{}", a.name);
     }
     // The default page size (100) holds them all.
-    let (s, page) = app.call(Method::GET, "/api/v1/agents", None, None).await;
-    assert_eq!(s, 200);
+    let page = assert_status(app.get("/api/v1/agents").await, 200);
     assert_eq!(page["agents"].as_array().unwrap().len(), N);
     assert_eq!(page["next_cursor"], Value::Null);
 
@@ -241,41 +231,20 @@ async fn ties_across_pages_and_updated_since(#[case] backend: Backend) {
 
     // A real change moves an agent past everything older: a mirror asking for changes since
     // the newest time it saw gets exactly that agent.
-    let (s, e) = app
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{}/versions/1.0.0/deprecation", published[2]),
-            Some(&app.user.token),
-            Some(json!({"message": "use agent-01"})),
-        )
-        .await;
-    assert_eq!(s, 204, "{e}");
+    let u = &app.user;
+    let deprecated = app.deprecate(&u.token, &published[2], "1.0.0", "use agent-01");
+    assert_status(deprecated.await, 204);
     let (got, _) = walk(&app, "updated_since=9001&limit=10", 10).await;
     assert_eq!(names(&got), vec![published[2].clone()]);
-    let (_, one) = app
-        .call(
-            Method::GET,
-            &format!("/api/v1/agents/{}", published[2]),
-            None,
-            None,
-        )
-        .await;
+    let (_, one) = app.get(&format!("/api/v1/agents/{}", published[2])).await;
     assert_eq!(one["updated_at"], got[0].updated_at);
     assert_eq!(one["versions"][0]["deprecated"], "use agent-01");
 
     // updated_since must be a number.
-    let (s, e) = app
-        .call(
-            Method::GET,
-            "/api/v1/agents?updated_since=yesterday",
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(
-        (s, e["code"].as_str().unwrap()),
-        (400, "bad_request"),
-        "{e}"
+    assert_refused(
+        app.get("/api/v1/agents?updated_since=yesterday").await,
+        400,
+        "bad_request",
     );
     app.stop().await;
 }
@@ -292,16 +261,8 @@ async fn changes_during_a_walk_come_after_the_cursor(#[case] backend: Backend) {
     for (i, name) in published.iter().enumerate() {
         set_updated_at(&app, name, 1000 + i as i64).await;
     }
-    let (s, page) = app
-        .call(Method::GET, "/api/v1/agents?limit=4", None, None)
-        .await;
-    assert_eq!(s, 200);
-    let first: Vec<&str> = page["agents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["name"].as_str().unwrap())
-        .collect();
+    let page = assert_status(app.get("/api/v1/agents?limit=4").await, 200);
+    let first = strings(&page["agents"], "name");
     assert_eq!(
         first,
         published[..4]
@@ -313,33 +274,15 @@ async fn changes_during_a_walk_come_after_the_cursor(#[case] backend: Backend) {
 
     // While the mirror is between pages: an agent it has seen gets a new version, one it has
     // not seen yet is yanked to nothing, and a new agent appears.
-    let (s, e) = app
-        .publish(
-            &u.token,
-            &u.key,
-            &remote_manifest(&published[1], "1.1.0"),
-            None,
-        )
-        .await;
-    assert_eq!(s, 201, "{e}");
-    let (s, e) = app
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{}/versions/1.0.0/yank", published[5]),
-            Some(&u.token),
-            Some(json!({"reason": "broken"})),
-        )
-        .await;
-    assert_eq!(s, 204, "{e}");
-    let (s, e) = app
-        .publish(
-            &u.token,
-            &u.key,
-            &remote_manifest("alice/late-comer", "0.1.0"),
-            None,
-        )
-        .await;
-    assert_eq!(s, 201, "{e}");
+    let m = remote_manifest(&published[1], "1.1.0");
+    assert_status(app.publish_as(&u, &m).await, 201);
+    let reason = json!({"reason": "broken"});
+    assert_status(
+        app.yank(&u.token, &published[5], "1.0.0", reason).await,
+        204,
+    );
+    let m = remote_manifest("alice/late-comer", "0.1.0");
+    assert_status(app.publish_as(&u, &m).await, 201);
 
     let (rest, _) = walk_from(&app, "limit=4", 4, Some(cursor)).await;
     let rest_names = names(&rest);
@@ -373,12 +316,7 @@ async fn outbox_pages_by_sequence(#[case] backend: Backend) {
     let app = TestApp::start(backend).await;
     let published = publish_many(&app, 9).await;
     let (s, _) = app
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{}/versions/1.0.0/yank", published[0]),
-            Some(&app.user.token),
-            Some(json!({})),
-        )
+        .yank(&app.user.token, &published[0], "1.0.0", json!({}))
         .await;
     assert_eq!(s, 204);
     const TOTAL: i64 = 10;
@@ -389,15 +327,8 @@ async fn outbox_pages_by_sequence(#[case] backend: Backend) {
         loop {
             pages += 1;
             assert!(pages <= 20, "the outbox walk does not end");
-            let (s, o) = app
-                .call(
-                    Method::GET,
-                    &format!("/api/v1/outbox?after={after}&limit={limit}"),
-                    None,
-                    None,
-                )
-                .await;
-            assert_eq!(s, 200, "{o}");
+            let path = format!("/api/v1/outbox?after={after}&limit={limit}");
+            let o = assert_status(app.get(&path).await, 200);
             let entries = o["entries"].as_array().unwrap();
             assert!(entries.len() as i64 <= limit);
             if entries.is_empty() {
@@ -410,9 +341,7 @@ async fn outbox_pages_by_sequence(#[case] backend: Backend) {
         }
         assert_eq!(seqs, (1..=TOTAL).collect::<Vec<_>>(), "limit={limit}");
     }
-    let (_, o) = app
-        .call(Method::GET, "/api/v1/outbox?after=9&limit=5", None, None)
-        .await;
+    let (_, o) = app.get("/api/v1/outbox?after=9&limit=5").await;
     assert_eq!(o["entries"][0]["kind"], "yank", "{o}");
     assert_eq!(o["entries"][0]["agent"], published[0]);
     assert_eq!(o["entries"].as_array().unwrap().len(), 1);
@@ -487,10 +416,7 @@ async fn migrate_a_fresh_data_dir_twice_then_serve(#[case] backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     // A data dir that does not exist yet, two levels down.
     let data = dir.path().join("fresh/hub");
-    let pg = match backend {
-        Backend::Sqlite => None,
-        Backend::Postgres => Some(PgDatabase::create().await),
-    };
+    let pg = database_for(backend).await;
     let db_url = pg.as_ref().map(|p| p.url.clone());
     let (url, kind) = match &db_url {
         Some(u) => (u.clone(), "postgres"),

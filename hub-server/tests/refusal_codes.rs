@@ -9,55 +9,25 @@ mod common;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use common::{Backend, TestApp, remote_manifest};
+use common::{
+    Backend, Case, TestApp, assert_cases, assert_refused, assert_status, remote_manifest,
+    string_pairs,
+};
 use index_schema::envelope::SecretKey;
 use reqwest::Method;
 use rstest::rstest;
 use serde_json::{Value, json};
 
-fn code(v: &Value) -> &str {
-    v["code"].as_str().unwrap_or("")
-}
-
-/// `(what, method, path, body, status, code)`.
-type Case<'a> = (&'a str, Method, String, Option<Value>, u16, &'a str);
-
-/// Sends every case with `token`; returns the mismatches.
-async fn check_all(app: &TestApp, cases: &[Case<'_>], token: Option<&str>) -> Vec<String> {
-    let mut failures = Vec::new();
-    for (what, method, path, body, status, c) in cases {
-        let (s, e) = app.call(method.clone(), path, token, body.clone()).await;
-        if (s, code(&e)) != (*status, *c) {
-            failures.push(format!(
-                "{what}: {method} {path}: expected {status} {c:?}, got {s} {e}"
-            ));
-        } else if *status >= 400 && e["message"].as_str().is_none_or(|m| m.is_empty()) {
-            failures.push(format!("{what}: no message: {e}"));
-        }
-    }
-    failures
-}
-
-fn assert_none(failures: Vec<String>, total: usize) {
-    assert!(
-        failures.is_empty(),
-        "{} of {total} cases wrong:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-}
-
 async fn keys(app: &TestApp, ns: &str) -> Vec<Value> {
-    let (s, k) = app
-        .call(
-            Method::GET,
-            &format!("/api/v1/namespaces/{ns}/keys"),
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(s, 200, "{k}");
+    let k = assert_status(app.get(&format!("/api/v1/namespaces/{ns}/keys")).await, 200);
     k["keys"].as_array().unwrap().clone()
+}
+
+/// `POST /api/v1/namespaces/{ns}/keys` with `token` and `public_key`.
+async fn add_key(app: &TestApp, token: &str, ns: &str, public_key: &str) -> (u16, Value) {
+    let path = format!("/api/v1/namespaces/{ns}/keys");
+    let body = json!({ "public_key": public_key });
+    app.call(Method::POST, &path, Some(token), Some(body)).await
 }
 
 #[rstest]
@@ -74,15 +44,8 @@ async fn key_refusals(#[case] backend: Backend) {
 
     // A second key, added then revoked through the API.
     let k2 = SecretKey::from_seed(&[42; 32]);
-    let (s, row) = app
-        .call(
-            Method::POST,
-            "/api/v1/namespaces/alice/keys",
-            Some(a),
-            Some(json!({"public_key": k2.public_key().to_string()})),
-        )
-        .await;
-    assert_eq!(s, 201, "{row}");
+    let k2_pub = k2.public_key().to_string();
+    let row = assert_status(add_key(&app, a, "alice", &k2_pub).await, 201);
     assert_eq!(row["key_id"], k2.key_id().to_string());
     assert_eq!(row["public_key"], k2.public_key().to_string());
     assert_eq!(row["added_by"], "alice");
@@ -99,11 +62,12 @@ async fn key_refusals(#[case] backend: Backend) {
     let mut identity = [0u8; 32];
     identity[0] = 1;
     let add = |what, key: String, status, c| {
-        (
+        let body = Some(json!({ "public_key": key }));
+        Case::new(
             what,
             Method::POST,
-            "/api/v1/namespaces/alice/keys".to_string(),
-            Some(json!({ "public_key": key })),
+            "/api/v1/namespaces/alice/keys",
+            body,
             status,
             c,
         )
@@ -149,39 +113,39 @@ async fn key_refusals(#[case] backend: Backend) {
             400,
             "invalid_key",
         ),
-        (
+        Case::new(
             "an unknown body field",
             Method::POST,
-            "/api/v1/namespaces/alice/keys".to_string(),
+            "/api/v1/namespaces/alice/keys",
             Some(json!({"public_key": alice_pub, "trust": "full"})),
             422,
             "invalid_body",
         ),
-        (
+        Case::new(
             "add to an unknown namespace",
             Method::POST,
-            "/api/v1/namespaces/nobody/keys".to_string(),
+            "/api/v1/namespaces/nobody/keys",
             Some(json!({"public_key": SecretKey::from_seed(&[5; 32]).public_key().to_string()})),
             404,
             "namespace_not_found",
         ),
-        (
+        Case::new(
             "list keys of an unknown namespace",
             Method::GET,
-            "/api/v1/namespaces/nobody/keys".to_string(),
+            "/api/v1/namespaces/nobody/keys",
             None,
             404,
             "namespace_not_found",
         ),
-        (
+        Case::new(
             "revoke an unknown key id",
             Method::DELETE,
-            "/api/v1/namespaces/alice/keys/00112233445566778899aabbccddeeff".to_string(),
+            "/api/v1/namespaces/alice/keys/00112233445566778899aabbccddeeff",
             None,
             404,
             "key_not_found",
         ),
-        (
+        Case::new(
             "revoke bob's key through alice's namespace",
             Method::DELETE,
             format!("/api/v1/namespaces/alice/keys/{}", bob.key.key_id()),
@@ -189,7 +153,7 @@ async fn key_refusals(#[case] backend: Backend) {
             404,
             "key_not_found",
         ),
-        (
+        Case::new(
             "revoke a key of an unknown namespace",
             Method::DELETE,
             format!("/api/v1/namespaces/nobody/keys/{alice_kid}"),
@@ -198,8 +162,7 @@ async fn key_refusals(#[case] backend: Backend) {
             "namespace_not_found",
         ),
     ];
-    let n = cases.len();
-    assert_none(check_all(&app, &cases, Some(a)).await, n);
+    assert_cases(&app, Some(a), &cases).await;
 
     // Nothing changed: the same two keys, the revoked one still revoked at the same time.
     let after = keys(&app, "alice").await;
@@ -217,37 +180,29 @@ async fn key_refusals(#[case] backend: Backend) {
         Some(revoked_at)
     );
     // The same key in another namespace is another registration.
-    let (s, row) = app
-        .call(
-            Method::POST,
-            "/api/v1/namespaces/bob/keys",
-            Some(&bob.token),
-            Some(json!({"public_key": alice_pub})),
-        )
-        .await;
-    assert_eq!(s, 201, "{row}");
+    let row = assert_status(add_key(&app, &bob.token, "bob", &alice_pub).await, 201);
     assert_eq!(row["key_id"], alice_kid);
     app.stop().await;
 }
 
 async fn members(app: &TestApp, ns: &str) -> Vec<(String, String)> {
-    let (s, n) = app
-        .call(Method::GET, &format!("/api/v1/namespaces/{ns}"), None, None)
-        .await;
-    assert_eq!(s, 200, "{n}");
-    let mut m: Vec<(String, String)> = n["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["user"].as_str().unwrap().to_string(),
-                m["role"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let n = assert_status(app.get(&format!("/api/v1/namespaces/{ns}")).await, 200);
+    let mut m = string_pairs(&n["members"], "user", "role");
     m.sort();
     m
+}
+
+/// `PUT /api/v1/namespaces/alice/members/{user}` with `token` and `role`.
+async fn set_role(app: &TestApp, token: &str, user: &str, role: &str) -> (u16, Value) {
+    let path = format!("/api/v1/namespaces/alice/members/{user}");
+    let body = json!({ "role": role });
+    app.call(Method::PUT, &path, Some(token), Some(body)).await
+}
+
+/// `DELETE /api/v1/namespaces/alice/members/{user}` with `token`.
+async fn remove_member(app: &TestApp, token: &str, user: &str) -> (u16, Value) {
+    let path = format!("/api/v1/namespaces/alice/members/{user}");
+    app.call(Method::DELETE, &path, Some(token), None).await
 }
 
 fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -268,17 +223,16 @@ async fn member_refusals(#[case] backend: Backend) {
     let _carol = app.new_user("carol", false).await;
     let a = alice.token.as_str();
     let put = |what, path: &str, role: &str, status, c| {
-        (
+        Case::new(
             what,
             Method::PUT,
-            path.to_string(),
+            path,
             Some(json!({ "role": role })),
             status,
             c,
         )
     };
-    let del =
-        |what, path: &str, status, c| (what, Method::DELETE, path.to_string(), None, status, c);
+    let del = |what, path: &str, status, c| Case::new(what, Method::DELETE, path, None, status, c);
     let cases = vec![
         put(
             "demote the last owner",
@@ -353,61 +307,31 @@ async fn member_refusals(#[case] backend: Backend) {
             404,
             "namespace_not_found",
         ),
-        (
+        Case::new(
             "a body without a role",
             Method::PUT,
-            "/api/v1/namespaces/alice/members/bob".to_string(),
+            "/api/v1/namespaces/alice/members/bob",
             Some(json!({})),
             422,
             "invalid_body",
         ),
     ];
-    let n = cases.len();
-    assert_none(check_all(&app, &cases, Some(a)).await, n);
+    assert_cases(&app, Some(a), &cases).await;
     assert_eq!(members(&app, "alice").await, owned(&[("alice", "owner")]));
 
     // With a second owner, the first may step down and leave; then the second is the last.
-    let (s, ns) = app
-        .call(
-            Method::PUT,
-            "/api/v1/namespaces/alice/members/Bob",
-            Some(a),
-            Some(json!({"role": "owner"})),
-        )
-        .await;
-    assert_eq!(s, 200, "{ns}");
-    let (s, ns) = app
-        .call(
-            Method::PUT,
-            "/api/v1/namespaces/alice/members/alice",
-            Some(a),
-            Some(json!({"role": "maintainer"})),
-        )
-        .await;
-    assert_eq!(s, 200, "{ns}");
+    assert_status(set_role(&app, a, "Bob", "owner").await, 200);
+    assert_status(set_role(&app, a, "alice", "maintainer").await, 200);
     assert_eq!(
         members(&app, "alice").await,
         owned(&[("alice", "maintainer"), ("bob", "owner")])
     );
     // Alice is a maintainer now: managing members is not hers any more.
-    let (s, e) = app
-        .call(
-            Method::DELETE,
-            "/api/v1/namespaces/alice/members/bob",
-            Some(a),
-            None,
-        )
-        .await;
-    assert_eq!((s, code(&e)), (403, "forbidden_role"), "{e}");
-    let (s, e) = app
-        .call(
-            Method::DELETE,
-            "/api/v1/namespaces/alice/members/alice",
-            Some(&bob.token),
-            None,
-        )
-        .await;
-    assert_eq!((s, &e), (204, &Value::Null));
+    assert_refused(remove_member(&app, a, "bob").await, 403, "forbidden_role");
+    assert_eq!(
+        remove_member(&app, &bob.token, "alice").await,
+        (204, Value::Null)
+    );
     let cases = vec![
         del(
             "remove the new last owner",
@@ -429,8 +353,7 @@ async fn member_refusals(#[case] backend: Backend) {
             "member_not_found",
         ),
     ];
-    let n = cases.len();
-    assert_none(check_all(&app, &cases, Some(&bob.token)).await, n);
+    assert_cases(&app, Some(&bob.token), &cases).await;
     assert_eq!(members(&app, "alice").await, owned(&[("bob", "owner")]));
     app.stop().await;
 }
@@ -467,14 +390,7 @@ async fn token_refusals(#[case] backend: Backend) {
     assert_eq!(before.len(), 1);
 
     let mk = |what, body: Value, status, c| {
-        (
-            what,
-            Method::POST,
-            "/api/v1/tokens".to_string(),
-            Some(body),
-            status,
-            c,
-        )
+        Case::new(what, Method::POST, "/api/v1/tokens", Some(body), status, c)
     };
     let ok = json!({"name": "ci", "scopes": ["yank"], "namespaces": ["alice"]});
     let many: Vec<String> = (0..51).map(|i| format!("ns{i}")).collect();
@@ -483,14 +399,7 @@ async fn token_refusals(#[case] backend: Backend) {
         for (k, v) in extra.as_object().unwrap() {
             body[k] = v.clone();
         }
-        (
-            what,
-            Method::POST,
-            "/api/v1/login".to_string(),
-            Some(body),
-            status,
-            c,
-        )
+        Case::new(what, Method::POST, "/api/v1/login", Some(body), status, c)
     };
     let cases = vec![
         mk(
@@ -615,17 +524,16 @@ async fn token_refusals(#[case] backend: Backend) {
             403,
             "admin_only",
         ),
-        (
+        Case::new(
             "revoke a token id that does not exist",
             Method::DELETE,
-            "/api/v1/tokens/987654321".to_string(),
+            "/api/v1/tokens/987654321",
             None,
             404,
             "token_not_found",
         ),
     ];
-    let n = cases.len();
-    assert_none(check_all(&app, &cases, Some(a)).await, n);
+    assert_cases(&app, Some(a), &cases).await;
     assert_eq!(
         token_ids(&app, a).await,
         before,
@@ -670,18 +578,9 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
     let app = TestApp::start(backend).await;
     let u = app.user.clone();
     let admin = app.new_user("root-admin", true).await;
-    assert_eq!(
-        app.publish(
-            &u.token,
-            &u.key,
-            &remote_manifest("alice/code", "1.0.0"),
-            None
-        )
-        .await
-        .0,
-        201
-    );
-    let get = |what, path: &str, status, c| (what, Method::GET, path.to_string(), None, status, c);
+    let m = remote_manifest("alice/code", "1.0.0");
+    assert_eq!(app.publish_as(&u, &m).await.0, 201);
+    let get = |what, path: &str, status, c| Case::new(what, Method::GET, path, None, status, c);
     let reads = vec![
         get(
             "unknown agent",
@@ -794,17 +693,13 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             "invalid_cursor",
         ),
     ];
-    let n = reads.len();
-    assert_none(check_all(&app, &reads, None).await, n);
+    assert_cases(&app, None, &reads).await;
 
     // Writes by an owner: the agent, version, namespace, key, token or member is missing.
-    let w = |what, method: Method, path: &str, body: Option<Value>, status, c| {
-        (what, method, path.to_string(), body, status, c)
-    };
     let reason = Some(json!({"reason": "x"}));
     let message = Some(json!({"message": "use 2.x"}));
     let writes = vec![
-        w(
+        Case::new(
             "yank an unknown version",
             Method::PUT,
             "/api/v1/agents/alice/code/versions/9.9.9/yank",
@@ -812,7 +707,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "version_not_found",
         ),
-        w(
+        Case::new(
             "yank a version of an unknown agent",
             Method::PUT,
             "/api/v1/agents/alice/nope/versions/1.0.0/yank",
@@ -820,7 +715,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "agent_not_found",
         ),
-        w(
+        Case::new(
             "yank in an unknown namespace",
             Method::PUT,
             "/api/v1/agents/nobody/code/versions/1.0.0/yank",
@@ -828,7 +723,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "namespace_not_found",
         ),
-        w(
+        Case::new(
             "unyank an unknown version",
             Method::DELETE,
             "/api/v1/agents/alice/code/versions/9.9.9/yank",
@@ -836,7 +731,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "version_not_found",
         ),
-        w(
+        Case::new(
             "deprecate an unknown version",
             Method::PUT,
             "/api/v1/agents/alice/code/versions/9.9.9/deprecation",
@@ -844,7 +739,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "version_not_found",
         ),
-        w(
+        Case::new(
             "deprecate an unknown agent",
             Method::PUT,
             "/api/v1/agents/alice/nope/versions/1.0.0/deprecation",
@@ -852,7 +747,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "agent_not_found",
         ),
-        w(
+        Case::new(
             "undeprecate an unknown version",
             Method::DELETE,
             "/api/v1/agents/alice/code/versions/9.9.9/deprecation",
@@ -860,7 +755,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "version_not_found",
         ),
-        w(
+        Case::new(
             "yank an invalid version",
             Method::PUT,
             "/api/v1/agents/alice/code/versions/latest/yank",
@@ -868,7 +763,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             400,
             "invalid_version",
         ),
-        w(
+        Case::new(
             "publish into an unknown namespace",
             Method::PUT,
             "/api/v1/agents/nobody/code/versions/1.0.0",
@@ -876,7 +771,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "namespace_not_found",
         ),
-        w(
+        Case::new(
             "set a member of an unknown namespace",
             Method::PUT,
             "/api/v1/namespaces/nobody/members/alice",
@@ -884,7 +779,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "namespace_not_found",
         ),
-        w(
+        Case::new(
             "revoke an unknown key",
             Method::DELETE,
             "/api/v1/namespaces/alice/keys/ffff",
@@ -892,7 +787,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "key_not_found",
         ),
-        w(
+        Case::new(
             "revoke an unknown token",
             Method::DELETE,
             "/api/v1/tokens/424242",
@@ -900,7 +795,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "token_not_found",
         ),
-        w(
+        Case::new(
             "remove a non-member",
             Method::DELETE,
             "/api/v1/namespaces/alice/members/root-admin",
@@ -909,12 +804,11 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             "member_not_found",
         ),
     ];
-    let n = writes.len();
-    assert_none(check_all(&app, &writes, Some(&u.token)).await, n);
+    assert_cases(&app, Some(&u.token), &writes).await;
 
     // Administrator deletes of things that are not there.
     let admin_writes = vec![
-        w(
+        Case::new(
             "delete an unknown agent",
             Method::DELETE,
             "/api/v1/agents/alice/nope",
@@ -922,7 +816,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "agent_not_found",
         ),
-        w(
+        Case::new(
             "delete an unknown version",
             Method::DELETE,
             "/api/v1/agents/alice/code/versions/9.9.9",
@@ -930,7 +824,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "version_not_found",
         ),
-        w(
+        Case::new(
             "delete a version of an unknown agent",
             Method::DELETE,
             "/api/v1/agents/alice/nope/versions/1.0.0",
@@ -938,7 +832,7 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             404,
             "agent_not_found",
         ),
-        w(
+        Case::new(
             "delete an invalid version",
             Method::DELETE,
             "/api/v1/agents/alice/code/versions/x",
@@ -947,14 +841,10 @@ async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
             "invalid_version",
         ),
     ];
-    let n = admin_writes.len();
-    assert_none(check_all(&app, &admin_writes, Some(&admin.token)).await, n);
+    assert_cases(&app, Some(&admin.token), &admin_writes).await;
 
     // None of it changed the one published version.
-    let (s, a) = app
-        .call(Method::GET, "/api/v1/agents/alice/code", None, None)
-        .await;
-    assert_eq!(s, 200);
+    let a = assert_status(app.get("/api/v1/agents/alice/code").await, 200);
     assert_eq!(a["latest"], "1.0.0");
     assert_eq!(a["versions"].as_array().unwrap().len(), 1);
     assert_eq!(a["versions"][0]["yanked"], false);

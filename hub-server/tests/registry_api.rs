@@ -5,7 +5,10 @@
 
 mod common;
 
-use common::{Backend, TestApp, bundle_manifest, remote_manifest};
+use common::{
+    Backend, Case, TestApp, assert_cases, assert_refused, assert_status, bundle_manifest, code,
+    remote_manifest, string_pairs, strings,
+};
 use hub_server::auth::Scope;
 use index_schema::manifest::Manifest;
 use reqwest::Method;
@@ -16,10 +19,6 @@ const REGISTRY_HOST: &str = "registry.test.example";
 
 async fn start(backend: Backend) -> TestApp {
     TestApp::start_with(backend, |c| c.registry_host = REGISTRY_HOST.into()).await
-}
-
-fn code(v: &Value) -> &str {
-    v["code"].as_str().unwrap_or("")
 }
 
 /// The body of the seed's registration example.
@@ -39,48 +38,69 @@ fn registration(id: &str) -> Value {
     })
 }
 
+/// [`registration`] of `id` with another `endpoint`.
+fn registration_at(id: &str, endpoint: &str) -> Value {
+    let mut b = registration(id);
+    b["endpoint"] = json!(endpoint);
+    b
+}
+
+/// `POST /registry/agents` with `token`.
+async fn register(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
+    app.call(Method::POST, "/registry/agents", Some(token), Some(body))
+        .await
+}
+
+/// `GET /registry/agents/{id}` (public).
+async fn entry(app: &TestApp, id: &str) -> (u16, Value) {
+    app.get(&format!("/registry/agents/{id}")).await
+}
+
+/// `PATCH /registry/agents/{id}` with `token`.
+async fn patch_entry(app: &TestApp, token: &str, id: &str, body: Value) -> (u16, Value) {
+    let path = format!("/registry/agents/{id}");
+    app.call(Method::PATCH, &path, Some(token), Some(body))
+        .await
+}
+
+/// `DELETE /registry/agents/{id}` with `token`.
+async fn delete_entry(app: &TestApp, token: &str, id: &str) -> (u16, Value) {
+    let path = format!("/registry/agents/{id}");
+    app.call(Method::DELETE, &path, Some(token), None).await
+}
+
+/// Asserts that the error body `e` has a `message` containing `text`.
+#[track_caller]
+fn assert_message_has(e: &Value, text: &str) {
+    assert!(e["message"].as_str().unwrap().contains(text), "{e}");
+}
+
+/// Asserts that `GET /api/v1/agents/{name}` is a 404 `agent_not_found`.
+async fn assert_no_agent(app: &TestApp, name: &str) {
+    let (s, e) = app.get(&format!("/api/v1/agents/{name}")).await;
+    assert_eq!((s, code(&e)), (404, "agent_not_found"), "{name}: {e}");
+}
+
+/// The audit log for `target` (an agent, or a prefix such as `alice/`), newest first.
+async fn audit_log(app: &TestApp, admin_token: &str, target: &str) -> Value {
+    let path = format!("/api/v1/audit?target={target}&limit=1000");
+    assert_status(
+        app.call(Method::GET, &path, Some(admin_token), None).await,
+        200,
+    )
+}
+
 /// The actions of the audit log for `target`, oldest first.
 async fn audit_actions(app: &TestApp, admin_token: &str, target: &str) -> Vec<(String, String)> {
-    let (s, log) = app
-        .call(
-            Method::GET,
-            &format!("/api/v1/audit?target={target}&limit=1000"),
-            Some(admin_token),
-            None,
-        )
-        .await;
-    assert_eq!(s, 200, "{log}");
-    let mut out: Vec<(String, String)> = log["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["action"].as_str().unwrap().to_string(),
-                e["user_name"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect();
+    let log = audit_log(app, admin_token, target).await;
+    let mut out = string_pairs(&log["entries"], "action", "user_name");
     out.reverse();
     out
 }
 
 async fn outbox_kinds(app: &TestApp) -> Vec<(String, String)> {
-    let (s, o) = app
-        .call(Method::GET, "/api/v1/outbox?limit=1000", None, None)
-        .await;
-    assert_eq!(s, 200, "{o}");
-    o["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["kind"].as_str().unwrap().to_string(),
-                e["agent"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
+    let o = assert_status(app.get("/api/v1/outbox?limit=1000").await, 200);
+    string_pairs(&o["entries"], "kind", "agent")
 }
 
 #[rstest]
@@ -93,15 +113,10 @@ async fn register_get_patch_delete(#[case] backend: Backend) {
     let admin = app.new_user("root-admin", true).await;
 
     // Register (seed 000 `POST /registry/agents`).
-    let (s, r) = app
-        .call(
-            Method::POST,
-            "/registry/agents",
-            Some(&alice.token),
-            Some(registration("@code")),
-        )
-        .await;
-    assert_eq!(s, 201, "{r}");
+    let r = assert_status(
+        register(&app, &alice.token, registration("@code")).await,
+        201,
+    );
     assert_eq!(r["agent_id"], "@code");
     assert_eq!(r["status"], "active");
     assert_eq!(r["registry"], REGISTRY_HOST);
@@ -115,10 +130,12 @@ async fn register_get_patch_delete(#[case] backend: Backend) {
     );
 
     // The agent token proves the agent's identity to floors; it is no hub API token.
-    let (s, e) = app
-        .call(Method::GET, "/api/v1/me", Some(&agent_token), None)
-        .await;
-    assert_eq!((s, code(&e)), (401, "invalid_token"), "{e}");
+    assert_refused(
+        app.call(Method::GET, "/api/v1/me", Some(&agent_token), None)
+            .await,
+        401,
+        "invalid_token",
+    );
 
     // Get (public), by `@code`, `code` and any ASCII case.
     let expected = json!({
@@ -136,49 +153,30 @@ async fn register_get_patch_delete(#[case] backend: Backend) {
         }
     });
     for id in ["@code", "code", "@Code", "CODE"] {
-        let (s, a) = app
-            .call(Method::GET, &format!("/registry/agents/{id}"), None, None)
-            .await;
+        let (s, a) = entry(&app, id).await;
         assert_eq!(s, 200, "{id}: {a}");
         assert_eq!(a, expected, "{id}");
     }
 
     // Register the same handle again, in any case: refused, the first one untouched.
     for id in ["@code", "@CODE", "code"] {
-        let mut body = registration(id);
-        body["endpoint"] = json!("https://other.example.com/ofc");
-        let (s, e) = app
-            .call(
-                Method::POST,
-                "/registry/agents",
-                Some(&alice.token),
-                Some(body),
-            )
-            .await;
+        let body = registration_at(id, "https://other.example.com/ofc");
+        let (s, e) = register(&app, &alice.token, body).await;
         assert_eq!((s, code(&e)), (409, "agent_exists"), "{id}: {e}");
-        assert!(e["message"].as_str().unwrap().contains("alice/code"), "{e}");
+        assert_message_has(&e, "alice/code");
     }
-    let (_, a) = app
-        .call(Method::GET, "/registry/agents/@code", None, None)
-        .await;
+    let (_, a) = entry(&app, "@code").await;
     assert_eq!(a, expected);
 
     // Patch (seed 000 `PATCH`): only the fields sent change; an unknown field set to null goes,
     // one set to a value is kept verbatim.
-    let (s, a) = app
-        .call(
-            Method::PATCH,
-            "/registry/agents/@code",
-            Some(&alice.token),
-            Some(json!({"metadata": {
-                "tagline": "Updated tagline!",
-                "examples": [],
-                "pricing": null,
-                "homepage": "https://code.example.com"
-            }})),
-        )
-        .await;
-    assert_eq!(s, 200, "{a}");
+    let body = json!({"metadata": {
+        "tagline": "Updated tagline!",
+        "examples": [],
+        "pricing": null,
+        "homepage": "https://code.example.com"
+    }});
+    let a = assert_status(patch_entry(&app, &alice.token, "@code", body).await, 200);
     let mut patched = expected.clone();
     patched["metadata"]["tagline"] = json!("Updated tagline!");
     patched["metadata"]["examples"] = json!([]);
@@ -188,69 +186,38 @@ async fn register_get_patch_delete(#[case] backend: Backend) {
         .remove("pricing");
     patched["metadata"]["homepage"] = json!("https://code.example.com");
     assert_eq!(a, patched, "the PATCH answer is the agent now");
-    let (s, a) = app
-        .call(Method::GET, "/registry/agents/code", None, None)
-        .await;
-    assert_eq!(s, 200);
+    let a = assert_status(entry(&app, "code").await, 200);
     assert_eq!(a, patched, "the patch was stored");
     // An empty patch changes nothing.
-    let (s, a) = app
-        .call(
-            Method::PATCH,
-            "/registry/agents/code",
-            Some(&alice.token),
-            Some(json!({})),
-        )
-        .await;
-    assert_eq!((s, &a), (200, &patched));
+    assert_eq!(
+        patch_entry(&app, &alice.token, "code", json!({})).await,
+        (200, patched.clone())
+    );
 
     // Delete (seed 000 `DELETE`), then it is gone for every verb.
-    let (s, e) = app
-        .call(
-            Method::DELETE,
-            "/registry/agents/@code",
-            Some(&alice.token),
-            None,
-        )
-        .await;
-    assert_eq!((s, &e), (204, &Value::Null));
-    let (s, e) = app
-        .call(Method::GET, "/registry/agents/@code", None, None)
-        .await;
-    assert_eq!((s, code(&e)), (404, "agent_not_found"), "{e}");
-    let (s, e) = app
-        .call(
-            Method::PATCH,
-            "/registry/agents/@code",
-            Some(&alice.token),
-            Some(json!({"metadata": {"tagline": "x"}})),
-        )
-        .await;
-    assert_eq!((s, code(&e)), (404, "agent_not_found"), "{e}");
-    let (s, e) = app
-        .call(
-            Method::DELETE,
-            "/registry/agents/@code",
-            Some(&alice.token),
-            None,
-        )
-        .await;
-    assert_eq!((s, code(&e)), (404, "agent_not_found"), "{e}");
-    let (s, e) = app
-        .call(Method::GET, "/api/v1/agents/alice/code", None, None)
-        .await;
-    assert_eq!((s, code(&e)), (404, "agent_not_found"), "{e}");
+    assert_eq!(
+        delete_entry(&app, &alice.token, "@code").await,
+        (204, Value::Null)
+    );
+    assert_refused(entry(&app, "@code").await, 404, "agent_not_found");
+    let tagline = json!({"metadata": {"tagline": "x"}});
+    assert_refused(
+        patch_entry(&app, &alice.token, "@code", tagline).await,
+        404,
+        "agent_not_found",
+    );
+    assert_refused(
+        delete_entry(&app, &alice.token, "@code").await,
+        404,
+        "agent_not_found",
+    );
+    assert_no_agent(&app, "alice/code").await;
 
     // The handle is free again; a new registration gets a new agent token.
-    let (s, r) = app
-        .call(
-            Method::POST,
-            "/registry/agents",
-            Some(&alice.token),
-            Some(registration("code")),
-        )
-        .await;
-    assert_eq!(s, 201, "{r}");
+    let r = assert_status(
+        register(&app, &alice.token, registration("code")).await,
+        201,
+    );
     assert_eq!(r["agent_id"], "@code");
     assert_ne!(r["agent_token"], agent_token);
 
@@ -295,47 +262,18 @@ async fn owner_registers_for_another_namespace_and_members_manage_it(#[case] bac
     // (seed 000's `owner`), in any case.
     let mut body = registration("@helper");
     body["owner"] = json!("Alice");
-    let (s, r) = app
-        .call(
-            Method::POST,
-            "/registry/agents",
-            Some(&bob.token),
-            Some(body),
-        )
-        .await;
-    assert_eq!(s, 201, "{r}");
-    let (s, a) = app
-        .call(Method::GET, "/registry/agents/@helper", None, None)
-        .await;
-    assert_eq!(s, 200, "{a}");
+    assert_status(register(&app, &bob.token, body).await, 201);
+    let a = assert_status(entry(&app, "@helper").await, 200);
     assert_eq!(a["owner"], "alice");
-    let (s, a) = app
-        .call(Method::GET, "/api/v1/agents/alice/helper", None, None)
-        .await;
-    assert_eq!(s, 200, "{a}");
+    let a = assert_status(app.get("/api/v1/agents/alice/helper").await, 200);
     assert_eq!(a["handle"], "@helper");
     assert_eq!(a["latest"], Value::Null);
     assert_eq!(a["versions"], json!([]));
     // Alice (owner) patches it, bob (maintainer, has `yank`) deletes it.
-    let (s, a) = app
-        .call(
-            Method::PATCH,
-            "/registry/agents/helper",
-            Some(&alice.token),
-            Some(json!({"metadata": {"name": "Helper"}})),
-        )
-        .await;
-    assert_eq!(s, 200, "{a}");
+    let name = json!({"metadata": {"name": "Helper"}});
+    let a = assert_status(patch_entry(&app, &alice.token, "helper", name).await, 200);
     assert_eq!(a["metadata"]["name"], "Helper");
-    let (s, e) = app
-        .call(
-            Method::DELETE,
-            "/registry/agents/helper",
-            Some(&bob.token),
-            None,
-        )
-        .await;
-    assert_eq!(s, 204, "{e}");
+    assert_status(delete_entry(&app, &bob.token, "helper").await, 204);
     app.stop().await;
 }
 
@@ -363,15 +301,12 @@ async fn published_agents_show_through_the_registry_and_change_only_by_publishin
     let u = app.user.clone();
     let admin = app.new_user("root-admin", true).await;
     let m = published("alice/code", "1.0.0", "@code");
-    assert_eq!(app.publish(&u.token, &u.key, &m, None).await.0, 201);
+    assert_status(app.publish_as(&u, &m).await, 201);
     let m2 = published("alice/code", "1.1.0", "@code");
-    assert_eq!(app.publish(&u.token, &u.key, &m2, None).await.0, 201);
+    assert_status(app.publish_as(&u, &m2).await, 201);
 
     // GET shows the latest manifest: endpoint of the remote source, metadata from it.
-    let (s, a) = app
-        .call(Method::GET, "/registry/agents/@code", None, None)
-        .await;
-    assert_eq!(s, 200, "{a}");
+    let a = assert_status(entry(&app, "@code").await, 200);
     assert_eq!(
         a,
         json!({
@@ -390,39 +325,26 @@ async fn published_agents_show_through_the_registry_and_change_only_by_publishin
     );
 
     // A signed agent changes only by publishing.
-    let (s, e) = app
-        .call(
-            Method::PATCH,
-            "/registry/agents/@code",
-            Some(&u.token),
-            Some(json!({"metadata": {"tagline": "hijacked"}})),
-        )
-        .await;
-    assert_eq!((s, code(&e)), (409, "signed_agent"), "{e}");
-    assert!(e["message"].as_str().unwrap().contains("alice/code"), "{e}");
+    let hijack = json!({"metadata": {"tagline": "hijacked"}});
+    let e = assert_refused(
+        patch_entry(&app, &u.token, "@code", hijack).await,
+        409,
+        "signed_agent",
+    );
+    assert_message_has(&e, "alice/code");
     // Its name is taken: a registration of the same handle in the same namespace is refused.
-    let (s, e) = app
-        .call(
-            Method::POST,
-            "/registry/agents",
-            Some(&u.token),
-            Some(registration("@code")),
-        )
-        .await;
-    assert_eq!((s, code(&e)), (409, "agent_exists"), "{e}");
+    assert_refused(
+        register(&app, &u.token, registration("@code")).await,
+        409,
+        "agent_exists",
+    );
     // Removing a published agent is for hub administrators only.
-    let (s, e) = app
-        .call(
-            Method::DELETE,
-            "/registry/agents/@code",
-            Some(&u.token),
-            None,
-        )
-        .await;
-    assert_eq!((s, code(&e)), (403, "admin_only"), "{e}");
-    let (_, a) = app
-        .call(Method::GET, "/registry/agents/@code", None, None)
-        .await;
+    assert_refused(
+        delete_entry(&app, &u.token, "@code").await,
+        403,
+        "admin_only",
+    );
+    let (_, a) = entry(&app, "@code").await;
     assert_eq!(
         a["metadata"]["tagline"],
         "Send me anything that needs code!"
@@ -435,127 +357,49 @@ async fn published_agents_show_through_the_registry_and_change_only_by_publishin
         app.publish(&u.token, &u.key, &bm, Some(&bytes)).await.0,
         201
     );
-    let (s, a) = app
-        .call(Method::GET, "/registry/agents/@data", None, None)
-        .await;
-    assert_eq!(s, 200, "{a}");
+    let a = assert_status(entry(&app, "@data").await, 200);
     assert_eq!(a["endpoint"], "");
     assert_eq!(a["metadata"]["name"], "Data Analyst");
     // With every version yanked, nothing is installable: the registry does not show it.
-    let (s, _) = app
-        .call(
-            Method::PUT,
-            "/api/v1/agents/alice/analyst/versions/1.0.0/yank",
-            Some(&u.token),
-            Some(json!({"reason": "broken"})),
-        )
-        .await;
+    let reason = json!({"reason": "broken"});
+    let (s, _) = app.yank(&u.token, "alice/analyst", "1.0.0", reason).await;
     assert_eq!(s, 204);
-    let (s, e) = app
-        .call(Method::GET, "/registry/agents/@data", None, None)
-        .await;
-    assert_eq!((s, code(&e)), (404, "agent_not_found"), "{e}");
-    assert!(
-        e["message"].as_str().unwrap().contains("alice/analyst"),
-        "{e}"
-    );
+    let e = assert_refused(entry(&app, "@data").await, 404, "agent_not_found");
+    assert_message_has(&e, "alice/analyst");
 
     // A registration is not a published agent: publishing onto its name is refused.
-    let (s, r) = app
-        .call(
-            Method::POST,
-            "/registry/agents",
-            Some(&u.token),
-            Some(registration("@helper")),
-        )
-        .await;
-    assert_eq!(s, 201, "{r}");
-    let (s, e) = app
-        .publish(
-            &u.token,
-            &u.key,
-            &published("alice/helper", "1.0.0", "@helper"),
-            None,
-        )
-        .await;
-    assert_eq!((s, code(&e)), (409, "registry_entry"), "{e}");
+    assert_status(register(&app, &u.token, registration("@helper")).await, 201);
+    let onto = published("alice/helper", "1.0.0", "@helper");
+    assert_refused(app.publish_as(&u, &onto).await, 409, "registry_entry");
 
     // A handle a published agent uses cannot be registered, not even by its own namespace: a
     // registration would shadow the published agent in the registry.
-    let (s, _) = app
-        .publish(
-            &u.token,
-            &u.key,
-            &published("alice/writer", "1.0.0", "@scribe"),
-            None,
-        )
-        .await;
-    assert_eq!(s, 201);
+    let writer = published("alice/writer", "1.0.0", "@scribe");
+    assert_status(app.publish_as(&u, &writer).await, 201);
     for id in ["@scribe", "@Scribe", "SCRIBE"] {
-        let mut body = registration(id);
-        body["endpoint"] = json!("https://scribe.example.com/ofc");
-        let (s, e) = app
-            .call(Method::POST, "/registry/agents", Some(&u.token), Some(body))
-            .await;
+        let body = registration_at(id, "https://scribe.example.com/ofc");
+        let (s, e) = register(&app, &u.token, body).await;
         assert_eq!((s, code(&e)), (409, "agent_exists"), "{id}: {e}");
-        assert!(
-            e["message"].as_str().unwrap().contains("alice/writer"),
-            "{e}"
-        );
+        assert_message_has(&e, "alice/writer");
     }
-    let (s, a) = app
-        .call(Method::GET, "/registry/agents/@scribe", None, None)
-        .await;
-    assert_eq!(s, 200, "{a}");
+    let a = assert_status(entry(&app, "@scribe").await, 200);
     assert_eq!(a["metadata"]["capabilities"], json!(["run_python"]), "{a}");
-    let (s, e) = app
-        .call(Method::GET, "/api/v1/agents/alice/scribe", None, None)
-        .await;
-    assert_eq!((s, code(&e)), (404, "agent_not_found"), "{e}");
+    assert_no_agent(&app, "alice/scribe").await;
 
     // An agent published under a registration's handle later does not shadow it: the
     // registration is shown and is what PATCH changes.
-    let (s, _) = app
-        .publish(
-            &u.token,
-            &u.key,
-            &published("alice/helper-two", "1.0.0", "@helper"),
-            None,
-        )
-        .await;
-    assert_eq!(s, 201);
-    let (s, a) = app
-        .call(
-            Method::PATCH,
-            "/registry/agents/@helper",
-            Some(&u.token),
-            Some(json!({"metadata": {"tagline": "registered"}})),
-        )
-        .await;
-    assert_eq!(s, 200, "{a}");
+    let later = published("alice/helper-two", "1.0.0", "@helper");
+    assert_status(app.publish_as(&u, &later).await, 201);
+    let tagline = json!({"metadata": {"tagline": "registered"}});
+    let a = assert_status(patch_entry(&app, &u.token, "@helper", tagline).await, 200);
     assert_eq!(a["metadata"]["tagline"], "registered");
     assert_eq!(a["metadata"]["pricing"], json!({"model": "free"}), "{a}");
 
     // An administrator removes a published agent: gone from both APIs, versions tombstoned.
-    let (s, e) = app
-        .call(
-            Method::DELETE,
-            "/registry/agents/@code",
-            Some(&admin.token),
-            None,
-        )
-        .await;
-    assert_eq!(s, 204, "{e}");
-    let (s, e) = app
-        .call(Method::GET, "/registry/agents/@code", None, None)
-        .await;
-    assert_eq!((s, code(&e)), (404, "agent_not_found"), "{e}");
-    let (s, e) = app
-        .call(Method::GET, "/api/v1/agents/alice/code", None, None)
-        .await;
-    assert_eq!((s, code(&e)), (404, "agent_not_found"), "{e}");
-    let (s, e) = app.publish(&u.token, &u.key, &m, None).await;
-    assert_eq!((s, code(&e)), (409, "version_deleted"), "{e}");
+    assert_status(delete_entry(&app, &admin.token, "@code").await, 204);
+    assert_refused(entry(&app, "@code").await, 404, "agent_not_found");
+    assert_no_agent(&app, "alice/code").await;
+    assert_refused(app.publish_as(&u, &m).await, 409, "version_deleted");
     assert_eq!(
         audit_actions(&app, &admin.token, "alice/code").await,
         vec![
@@ -574,15 +418,40 @@ fn with(f: impl FnOnce(&mut Value)) -> Value {
     b
 }
 
-/// One request of the refusal table.
-struct Case {
+/// A case of the refusal table: `POST /registry/agents` with `token` and `body`.
+fn post(
     what: &'static str,
-    method: Method,
-    path: String,
     token: Option<String>,
-    body: Option<Value>,
+    body: Value,
     status: u16,
     code: &'static str,
+) -> Case {
+    Case {
+        what,
+        method: Method::POST,
+        path: "/registry/agents".into(),
+        token,
+        body: Some(body),
+        status,
+        code,
+    }
+}
+
+/// A case of the refusal table for each `(what, value)` of `rows`: the registration of `@new`
+/// with `field` set to the value, sent with `token`, refused with `status` and `code`.
+fn each_value(
+    token: &str,
+    field: &str,
+    status: u16,
+    code: &'static str,
+    rows: &[(&'static str, &str)],
+) -> Vec<Case> {
+    rows.iter()
+        .map(|(what, v)| {
+            let body = with(|b| b[field] = json!(v));
+            post(what, Some(token.to_string()), body, status, code)
+        })
+        .collect()
 }
 
 #[rstest]
@@ -599,39 +468,17 @@ async fn every_registry_refusal_has_its_status_and_code(#[case] backend: Backend
         .unwrap();
     let admin = app.new_user("root-admin", true).await;
     // What the refusals may not touch: one registration and one published agent of alice.
-    let (s, r) = app
-        .call(
-            Method::POST,
-            "/registry/agents",
-            Some(&alice.token),
-            Some(registration("@code")),
-        )
-        .await;
-    assert_eq!(s, 201, "{r}");
-    let (s, _) = app
-        .publish(
-            &alice.token,
-            &alice.key,
-            &published("alice/signed", "1.0.0", "@signed"),
-            None,
-        )
-        .await;
-    assert_eq!(s, 201);
+    let r = assert_status(
+        register(&app, &alice.token, registration("@code")).await,
+        201,
+    );
+    let signed = published("alice/signed", "1.0.0", "@signed");
+    assert_eq!(app.publish_as(&alice, &signed).await.0, 201);
 
-    let all: Vec<Scope> = Scope::ALL
-        .into_iter()
-        .filter(|s| *s != Scope::Admin)
-        .collect();
-    let without = |s: Scope| all.iter().copied().filter(|x| *x != s).collect::<Vec<_>>();
-    let t_no_new = app
-        .token("alice", &without(Scope::PublishNew), &["*"], None)
-        .await;
-    let t_no_update = app
-        .token("alice", &without(Scope::PublishUpdate), &["*"], None)
-        .await;
-    let t_no_yank = app
-        .token("alice", &without(Scope::Yank), &["*"], None)
-        .await;
+    let all = common::user_scopes();
+    let t_no_new = app.token_without("alice", Scope::PublishNew).await;
+    let t_no_update = app.token_without("alice", Scope::PublishUpdate).await;
+    let t_no_yank = app.token_without("alice", Scope::Yank).await;
     let t_bob_only = app.token("alice", &all, &["bob"], None).await;
     let revoked = app.token("alice", &all, &["*"], None).await;
     let (s, me) = app
@@ -649,18 +496,11 @@ async fn every_registry_refusal_has_its_status_and_code(#[case] backend: Backend
     assert_eq!(s, 204);
 
     let long_handle = format!("@{}", "h".repeat(200));
+    let long_endpoint = format!("https://e.example/{}", "p".repeat(2049 - 18));
+    let long_key = "k".repeat(8193);
     let big_text = "x".repeat(64 * 1024);
     let t = |s: &str| Some(s.to_string());
     let a = alice.token.as_str();
-    let post = |what, token: Option<String>, body: Value, status, code| Case {
-        what,
-        method: Method::POST,
-        path: "/registry/agents".into(),
-        token,
-        body: Some(body),
-        status,
-        code,
-    };
     let on = |what, method: Method, path: &str, token: Option<String>, status, code| {
         let body = (method == Method::PATCH).then(|| json!({"metadata": {"tagline": "changed"}}));
         Case {
@@ -673,7 +513,7 @@ async fn every_registry_refusal_has_its_status_and_code(#[case] backend: Backend
             code,
         }
     };
-    let cases = vec![
+    let mut cases = vec![
         // --- authentication ---
         post(
             "register without a token",
@@ -829,63 +669,25 @@ async fn every_registry_refusal_has_its_status_and_code(#[case] backend: Backend
             409,
             "signed_agent",
         ),
-        // --- handles ---
-        post(
-            "register an empty handle",
-            t(a),
-            with(|b| b["id"] = json!("@")),
-            400,
-            "invalid_handle",
-        ),
-        post(
-            "register a handle with a space",
-            t(a),
-            with(|b| b["id"] = json!("@my agent")),
-            400,
-            "invalid_handle",
-        ),
-        post(
-            "register a handle with a slash",
-            t(a),
-            with(|b| b["id"] = json!("@alice/code")),
-            400,
-            "invalid_handle",
-        ),
-        post(
-            "register a handle with a bad first character",
-            t(a),
-            with(|b| b["id"] = json!("@-code")),
-            400,
-            "invalid_handle",
-        ),
-        post(
-            "register a handle with a bad character",
-            t(a),
-            with(|b| b["id"] = json!("@co.de")),
-            400,
-            "invalid_handle",
-        ),
-        post(
-            "register a too long handle",
-            t(a),
-            with(|b| b["id"] = json!(long_handle)),
-            400,
-            "invalid_handle",
-        ),
-        post(
-            "register @user (reserved)",
-            t(a),
-            with(|b| b["id"] = json!("@user")),
-            400,
-            "invalid_handle",
-        ),
-        post(
-            "register @floor-manager (reserved)",
-            t(a),
-            with(|b| b["id"] = json!("@Floor-Manager")),
-            400,
-            "invalid_handle",
-        ),
+    ];
+    // --- handles ---
+    cases.extend(each_value(
+        a,
+        "id",
+        400,
+        "invalid_handle",
+        &[
+            ("register an empty handle", "@"),
+            ("register a handle with a space", "@my agent"),
+            ("register a handle with a slash", "@alice/code"),
+            ("register a handle with a bad first character", "@-code"),
+            ("register a handle with a bad character", "@co.de"),
+            ("register a too long handle", &long_handle),
+            ("register @user (reserved)", "@user"),
+            ("register @floor-manager (reserved)", "@Floor-Manager"),
+        ],
+    ));
+    cases.extend([
         on(
             "get an invalid handle",
             Method::GET,
@@ -950,162 +752,78 @@ async fn every_registry_refusal_has_its_status_and_code(#[case] backend: Backend
             404,
             "agent_not_found",
         ),
-        // --- endpoint ---
-        post(
-            "plain http to a public host",
-            t(a),
-            with(|b| b["endpoint"] = json!("http://code-agent.example.com/ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "not a URL",
-            t(a),
-            with(|b| b["endpoint"] = json!("code-agent.example.com/ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "another scheme",
-            t(a),
-            with(|b| b["endpoint"] = json!("ftp://code-agent.example.com/ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "empty endpoint",
-            t(a),
-            with(|b| b["endpoint"] = json!("")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "endpoint with a space",
-            t(a),
-            with(|b| b["endpoint"] = json!("https://code-agent.example.com/o fc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "endpoint with a newline",
-            t(a),
-            with(|b| b["endpoint"] = json!("https://code-agent.example.com/ofc\nX: y")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "http to a host that only starts with localhost",
-            t(a),
-            with(|b| b["endpoint"] = json!("http://localhost.attacker.example/ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "http to a host whose name starts with localhost",
-            t(a),
-            with(|b| b["endpoint"] = json!("http://localhostevil.com")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "http to a host that only starts with 127.0.0.1",
-            t(a),
-            with(|b| b["endpoint"] = json!("http://127.0.0.1.nip.io.attacker.example/ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "http to localhost as credentials before a public host",
-            t(a),
-            with(|b| b["endpoint"] = json!("http://localhost@attacker.example/ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "http to another loopback address",
-            t(a),
-            with(|b| b["endpoint"] = json!("http://127.0.0.2/ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "http to localhost with a port that is not a number",
-            t(a),
-            with(|b| b["endpoint"] = json!("http://localhost:abc/ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "http to localhost with a port over 65535",
-            t(a),
-            with(|b| b["endpoint"] = json!("http://localhost:65536/ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "http to [::1] followed by text",
-            t(a),
-            with(|b| b["endpoint"] = json!("http://[::1]x/ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "https without anything after it",
-            t(a),
-            with(|b| b["endpoint"] = json!("https://")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "https without a host",
-            t(a),
-            with(|b| b["endpoint"] = json!("https:///ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "https with a port and no host",
-            t(a),
-            with(|b| b["endpoint"] = json!("https://:443/ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "https with credentials",
-            t(a),
-            with(|b| b["endpoint"] = json!("https://user:secret@code-agent.example.com/ofc")),
-            400,
-            "invalid_endpoint",
-        ),
-        post(
-            "endpoint of 2049 characters",
-            t(a),
-            with(|b| b["endpoint"] = json!(format!("https://e.example/{}", "p".repeat(2049 - 18)))),
-            400,
-            "invalid_endpoint",
-        ),
-        // --- public key ---
-        post(
-            "empty public key",
-            t(a),
-            with(|b| b["public_key"] = json!("")),
-            400,
-            "invalid_key",
-        ),
-        post(
-            "blank public key",
-            t(a),
-            with(|b| b["public_key"] = json!(" \n\t ")),
-            400,
-            "invalid_key",
-        ),
-        post(
-            "public key of 8193 characters",
-            t(a),
-            with(|b| b["public_key"] = json!("k".repeat(8193))),
-            400,
-            "invalid_key",
-        ),
+    ]);
+    // --- endpoint ---
+    cases.extend(each_value(
+        a,
+        "endpoint",
+        400,
+        "invalid_endpoint",
+        &[
+            (
+                "plain http to a public host",
+                "http://code-agent.example.com/ofc",
+            ),
+            ("not a URL", "code-agent.example.com/ofc"),
+            ("another scheme", "ftp://code-agent.example.com/ofc"),
+            ("empty endpoint", ""),
+            (
+                "endpoint with a space",
+                "https://code-agent.example.com/o fc",
+            ),
+            (
+                "endpoint with a newline",
+                "https://code-agent.example.com/ofc\nX: y",
+            ),
+            (
+                "http to a host that only starts with localhost",
+                "http://localhost.attacker.example/ofc",
+            ),
+            (
+                "http to a host whose name starts with localhost",
+                "http://localhostevil.com",
+            ),
+            (
+                "http to a host that only starts with 127.0.0.1",
+                "http://127.0.0.1.nip.io.attacker.example/ofc",
+            ),
+            (
+                "http to localhost as credentials before a public host",
+                "http://localhost@attacker.example/ofc",
+            ),
+            ("http to another loopback address", "http://127.0.0.2/ofc"),
+            (
+                "http to localhost with a port that is not a number",
+                "http://localhost:abc/ofc",
+            ),
+            (
+                "http to localhost with a port over 65535",
+                "http://localhost:65536/ofc",
+            ),
+            ("http to [::1] followed by text", "http://[::1]x/ofc"),
+            ("https without anything after it", "https://"),
+            ("https without a host", "https:///ofc"),
+            ("https with a port and no host", "https://:443/ofc"),
+            (
+                "https with credentials",
+                "https://user:secret@code-agent.example.com/ofc",
+            ),
+            ("endpoint of 2049 characters", &long_endpoint),
+        ],
+    ));
+    // --- public key ---
+    cases.extend(each_value(
+        a,
+        "public_key",
+        400,
+        "invalid_key",
+        &[
+            ("empty public key", ""),
+            ("blank public key", " \n\t "),
+            ("public key of 8193 characters", &long_key),
+        ],
+    ));
+    cases.extend([
         // --- owner / name ---
         post(
             "owner that does not exist",
@@ -1193,34 +911,9 @@ async fn every_registry_refusal_has_its_status_and_code(#[case] backend: Backend
             status: 422,
             code: "invalid_body",
         },
-    ];
+    ]);
     assert!(cases.len() >= 50, "{}", cases.len());
-    let mut failures = Vec::new();
-    for c in &cases {
-        let (s, e) = app
-            .call(
-                c.method.clone(),
-                &c.path,
-                c.token.as_deref(),
-                c.body.clone(),
-            )
-            .await;
-        if (s, code(&e)) != (c.status, c.code) {
-            failures.push(format!(
-                "{}: expected {} {:?}, got {s} {e}",
-                c.what, c.status, c.code
-            ));
-        } else if e["message"].as_str().is_none_or(|m| m.is_empty()) {
-            failures.push(format!("{}: no message: {e}", c.what));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases wrong:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert_cases(&app, None, &cases).await;
 
     // A JSON syntax error is a 400 with a JSON body too.
     let resp = app
@@ -1238,43 +931,21 @@ async fn every_registry_refusal_has_its_status_and_code(#[case] backend: Backend
 
     // Nothing refused was stored or changed: the registration is as registered, the signed
     // agent as published, no other agent exists, and the only writes are the two set-ups.
-    let (_, c) = app
-        .call(Method::GET, "/registry/agents/@code", None, None)
-        .await;
+    let (_, c) = entry(&app, "@code").await;
     assert_eq!(c["metadata"], registration("@code")["metadata"]);
     assert_eq!(c["endpoint"], "https://code-agent.example.com/ofc");
-    let (_, sgn) = app
-        .call(Method::GET, "/registry/agents/@signed", None, None)
-        .await;
+    let (_, sgn) = entry(&app, "@signed").await;
     assert_eq!(
         sgn["metadata"]["tagline"],
         "Send me anything that needs code!"
     );
-    let (_, l) = app.call(Method::GET, "/api/v1/agents", None, None).await;
-    let mut names: Vec<&str> = l["agents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["name"].as_str().unwrap())
-        .collect();
+    let (_, l) = app.get("/api/v1/agents").await;
+    let mut names = strings(&l["agents"], "name");
     names.sort();
     assert_eq!(names, vec!["alice/code", "alice/signed"], "{l}");
-    let (_, log) = app
-        .call(
-            Method::GET,
-            "/api/v1/audit?target=alice/&limit=1000",
-            Some(&admin.token),
-            None,
-        )
-        .await;
-    let actions: Vec<&str> = log["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["action"].as_str().unwrap())
-        .collect();
+    let log = audit_log(&app, &admin.token, "alice/").await;
     assert_eq!(
-        actions,
+        strings(&log["entries"], "action"),
         vec!["version.publish", "registry.register"],
         "{log}"
     );
@@ -1298,29 +969,18 @@ async fn registry_limits_are_inclusive(#[case] backend: Backend) {
     let endpoint = format!("https://e.example/{}", "p".repeat(2048 - 18));
     assert_eq!(endpoint.len(), 2048);
     body["endpoint"] = json!(endpoint);
-    let (s, r) = app
-        .call(Method::POST, "/registry/agents", Some(&a), Some(body))
-        .await;
-    assert_eq!(s, 201, "{r}");
-    let (s, g) = app
-        .call(Method::GET, "/registry/agents/@full", None, None)
-        .await;
-    assert_eq!(s, 200);
+    assert_status(register(&app, &a, body).await, 201);
+    let g = assert_status(entry(&app, "@full").await, 200);
     assert_eq!(g["metadata"], exact);
     assert_eq!(g["endpoint"], endpoint);
     // One more byte through PATCH is refused and leaves the stored metadata alone.
-    let (s, e) = app
-        .call(
-            Method::PATCH,
-            "/registry/agents/@full",
-            Some(&a),
-            Some(json!({"metadata": {"description": "d".repeat(64 * 1024 - 17)}})),
-        )
-        .await;
-    assert_eq!((s, code(&e)), (413, "metadata_too_large"), "{e}");
-    let (_, g) = app
-        .call(Method::GET, "/registry/agents/@full", None, None)
-        .await;
+    let over = json!({"metadata": {"description": "d".repeat(64 * 1024 - 17)}});
+    assert_refused(
+        patch_entry(&app, &a, "@full", over).await,
+        413,
+        "metadata_too_large",
+    );
+    let (_, g) = entry(&app, "@full").await;
     assert_eq!(g["metadata"], exact);
     // http:// is allowed for local development endpoints only: host exactly `localhost`,
     // `127.0.0.1` or `[::1]`, any port.
@@ -1334,15 +994,9 @@ async fn registry_limits_are_inclusive(#[case] backend: Backend) {
         ("@loop-six-no-port", "http://[::1]/x"),
         ("@secure-port", "https://code-agent.example.com:8443/ofc"),
     ] {
-        let mut body = registration(id);
-        body["endpoint"] = json!(endpoint);
-        let (s, r) = app
-            .call(Method::POST, "/registry/agents", Some(&a), Some(body))
-            .await;
+        let (s, r) = register(&app, &a, registration_at(id, endpoint)).await;
         assert_eq!(s, 201, "{endpoint}: {r}");
-        let (_, g) = app
-            .call(Method::GET, &format!("/registry/agents/{id}"), None, None)
-            .await;
+        let (_, g) = entry(&app, id).await;
         assert_eq!(g["endpoint"], endpoint);
     }
     app.stop().await;
@@ -1351,9 +1005,7 @@ async fn registry_limits_are_inclusive(#[case] backend: Backend) {
 /// The registry entry `@handle` shows: its owner and whether it is a registration (a published
 /// agent's metadata has no `pricing`, the registration body's has).
 async fn shown(app: &TestApp, id: &str) -> (String, bool) {
-    let (s, a) = app
-        .call(Method::GET, &format!("/registry/agents/{id}"), None, None)
-        .await;
+    let (s, a) = entry(app, id).await;
     assert_eq!(s, 200, "{id}: {a}");
     (
         a["owner"].as_str().unwrap().to_string(),
@@ -1370,42 +1022,26 @@ async fn a_handle_belongs_to_one_namespace(#[case] backend: Backend) {
     let alice = app.user.clone();
     let bob = app.new_user("bob", false).await;
     let admin = app.new_user("root-admin", true).await;
-    let (s, r) = app
-        .call(
-            Method::POST,
-            "/registry/agents",
-            Some(&alice.token),
-            Some(registration("@code")),
-        )
-        .await;
-    assert_eq!(s, 201, "{r}");
+    assert_status(
+        register(&app, &alice.token, registration("@code")).await,
+        201,
+    );
 
     // Bob cannot register alice's handle, in any letter case, in his namespace or another he
     // manages.
-    let mut bobs = Vec::new();
-    for id in ["@code", "code", "@CODE", "@Code", "cOdE"] {
-        let mut b = registration(id);
-        b["endpoint"] = json!("https://bob.example.com/ofc");
-        bobs.push(b);
-    }
+    let mut bobs: Vec<Value> = ["@code", "code", "@CODE", "@Code", "cOdE"]
+        .into_iter()
+        .map(|id| registration_at(id, "https://bob.example.com/ofc"))
+        .collect();
     let mut explicit = registration("@code");
     explicit["owner"] = json!("Bob");
     bobs.push(explicit);
     for body in bobs {
-        let (s, e) = app
-            .call(
-                Method::POST,
-                "/registry/agents",
-                Some(&bob.token),
-                Some(body.clone()),
-            )
-            .await;
+        let (s, e) = register(&app, &bob.token, body.clone()).await;
         assert_eq!((s, code(&e)), (409, "agent_exists"), "{body}: {e}");
-        assert!(e["message"].as_str().unwrap().contains("alice/code"), "{e}");
+        assert_message_has(&e, "alice/code");
     }
-    let (s, e) = app
-        .call(Method::GET, "/api/v1/agents/bob/code", None, None)
-        .await;
+    let (s, e) = app.get("/api/v1/agents/bob/code").await;
     assert_eq!(
         (s, code(&e)),
         (404, "agent_not_found"),
@@ -1429,103 +1065,48 @@ async fn a_handle_belongs_to_one_namespace(#[case] backend: Backend) {
     // An agent bob publishes later under the handle does not take it over, however recently
     // it was updated.
     for v in ["1.0.0", "1.1.0"] {
-        let (s, e) = app
-            .publish(
-                &bob.token,
-                &bob.key,
-                &published("bob/coder", v, "@code"),
-                None,
-            )
-            .await;
-        assert_eq!(s, 201, "{e}");
+        let m = published("bob/coder", v, "@code");
+        assert_status(app.publish_as(&bob, &m).await, 201);
     }
     assert_eq!(shown(&app, "@code").await, ("alice".into(), true));
-    let (s, a) = app
-        .call(
-            Method::PATCH,
-            "/registry/agents/@code",
-            Some(&alice.token),
-            Some(json!({"metadata": {"tagline": "still mine"}})),
-        )
-        .await;
+    let tagline = json!({"metadata": {"tagline": "still mine"}});
+    let (s, a) = patch_entry(&app, &alice.token, "@code", tagline).await;
     assert_eq!((s, &a["metadata"]["tagline"]), (200, &json!("still mine")));
-    let (s, e) = app
-        .call(
-            Method::DELETE,
-            "/registry/agents/@code",
-            Some(&bob.token),
-            None,
-        )
-        .await;
-    assert_eq!((s, code(&e)), (403, "not_member"), "{e}");
+    assert_refused(
+        delete_entry(&app, &bob.token, "@code").await,
+        403,
+        "not_member",
+    );
 
     // When alice removes her registration, the handle passes to the agent using it now; a
     // registration of it is then refused, alice's included.
-    let (s, e) = app
-        .call(
-            Method::DELETE,
-            "/registry/agents/@code",
-            Some(&alice.token),
-            None,
-        )
-        .await;
-    assert_eq!(s, 204, "{e}");
+    assert_status(delete_entry(&app, &alice.token, "@code").await, 204);
     assert_eq!(shown(&app, "@code").await, ("bob".into(), false));
-    let (s, e) = app
-        .call(
-            Method::POST,
-            "/registry/agents",
-            Some(&alice.token),
-            Some(registration("@Code")),
-        )
-        .await;
-    assert_eq!((s, code(&e)), (409, "agent_exists"), "{e}");
-    assert!(e["message"].as_str().unwrap().contains("bob/coder"), "{e}");
+    let e = assert_refused(
+        register(&app, &alice.token, registration("@Code")).await,
+        409,
+        "agent_exists",
+    );
+    assert_message_has(&e, "bob/coder");
 
     // Between published agents, the one that used the handle first keeps it.
-    let (s, e) = app
-        .publish(
-            &alice.token,
-            &alice.key,
-            &published("alice/sql", "1.0.0", "@sql"),
-            None,
-        )
-        .await;
-    assert_eq!(s, 201, "{e}");
+    let m = published("alice/sql", "1.0.0", "@sql");
+    assert_status(app.publish_as(&alice, &m).await, 201);
     for v in ["1.0.0", "2.0.0"] {
-        let (s, e) = app
-            .publish(&bob.token, &bob.key, &published("bob/sql", v, "@sql"), None)
-            .await;
-        assert_eq!(s, 201, "{e}");
+        let m = published("bob/sql", v, "@sql");
+        assert_status(app.publish_as(&bob, &m).await, 201);
     }
     assert_eq!(shown(&app, "@sql").await, ("alice".into(), false));
-    let (s, e) = app
-        .call(
-            Method::POST,
-            "/registry/agents",
-            Some(&bob.token),
-            Some(registration("@sql")),
-        )
-        .await;
-    assert_eq!((s, code(&e)), (409, "agent_exists"), "{e}");
-    assert!(e["message"].as_str().unwrap().contains("alice/sql"), "{e}");
+    let e = assert_refused(
+        register(&app, &bob.token, registration("@sql")).await,
+        409,
+        "agent_exists",
+    );
+    assert_message_has(&e, "alice/sql");
 
     // None of bob's refused registrations was written.
-    let (s, log) = app
-        .call(
-            Method::GET,
-            "/api/v1/audit?target=bob/&limit=1000",
-            Some(&admin.token),
-            None,
-        )
-        .await;
-    assert_eq!(s, 200, "{log}");
-    let actions: Vec<&str> = log["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["action"].as_str().unwrap())
-        .collect();
+    let log = audit_log(&app, &admin.token, "bob/").await;
+    let actions = strings(&log["entries"], "action");
     assert!(!actions.contains(&"registry.register"), "{log}");
     app.stop().await;
 }
@@ -1553,13 +1134,10 @@ async fn concurrent_registrations_of_one_handle_give_exactly_one_201(#[case] bac
             } else {
                 id.to_ascii_lowercase()
             };
-            let mut body = registration(&id);
-            body["endpoint"] = json!(format!("https://{}.example.com/ofc", u.name));
+            let body = registration_at(&id, &format!("https://{}.example.com/ofc", u.name));
             let app = &app;
             async move {
-                let (s, e) = app
-                    .call(Method::POST, "/registry/agents", Some(&u.token), Some(body))
-                    .await;
+                let (s, e) = register(app, &u.token, body).await;
                 (u.name.clone(), s, e)
             }
         });
@@ -1575,10 +1153,7 @@ async fn concurrent_registrations_of_one_handle_give_exactly_one_201(#[case] bac
                 assert_eq!((*s, code(e)), (409, "agent_exists"), "{id} by {n}: {e}");
             }
         }
-        let (s, a) = app
-            .call(Method::GET, &format!("/registry/agents/{id}"), None, None)
-            .await;
-        assert_eq!(s, 200, "{a}");
+        let a = assert_status(entry(&app, &id).await, 200);
         assert_eq!(a["owner"], json!(winners[0]), "{id}");
         assert_eq!(
             a["endpoint"],
@@ -1637,15 +1212,10 @@ async fn execute(store: &hub_server::store::Store, sql: &str) {
 async fn the_database_refuses_a_second_registration_of_a_handle(#[case] backend: Backend) {
     let app = start(backend).await;
     app.new_user("bob", false).await;
-    let (s, r) = app
-        .call(
-            Method::POST,
-            "/registry/agents",
-            Some(&app.user.token),
-            Some(registration("@code")),
-        )
-        .await;
-    assert_eq!(s, 201, "{r}");
+    assert_status(
+        register(&app, &app.user.token, registration("@code")).await,
+        201,
+    );
     let store = app.store();
     // Past the handler's check, the unique index still refuses a second registration of the
     // handle, in any letter case.
@@ -1782,12 +1352,8 @@ async fn a_registration_that_loses_the_race_at_the_index_is_a_409_on_postgres() 
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(!post.is_finished(), "{:?}", post.await);
     tx.commit().await.unwrap();
-    let (s, e) = post.await.unwrap();
-    assert_eq!((s, code(&e)), (409, "agent_exists"), "{e}");
-    assert!(e["message"].as_str().unwrap().contains("concurrent"), "{e}");
-    let (s, e) = app
-        .call(Method::GET, "/api/v1/agents/alice/held", None, None)
-        .await;
-    assert_eq!((s, code(&e)), (404, "agent_not_found"), "{e}");
+    let e = assert_refused(post.await.unwrap(), 409, "agent_exists");
+    assert_message_has(&e, "concurrent");
+    assert_no_agent(&app, "alice/held").await;
     app.stop().await;
 }
