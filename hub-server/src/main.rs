@@ -51,7 +51,7 @@ enum Command {
     },
     /// Compare the search index with the database; exits non-zero when they differ.
     SearchCheck,
-    /// Operator commands.
+    /// Operator commands (safe while the hub serves the same data dir and database).
     #[command(subcommand)]
     Admin(AdminCommand),
     /// Remove blobs no manifest or version references and expired upload sessions. Safe while
@@ -230,7 +230,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Gc { grace_secs, json } => {
             let cfg = config(&cli.global, None)?;
-            let state = hub_server::build_state(cfg).await?;
+            // No search follower: it would take the index lock a serving hub holds.
+            let state = hub_server::build_state_for(cfg, hub_server::Role::Command).await?;
             let r = hub_server::oci::gc::collect(
                 &state,
                 std::time::Duration::from_secs(grace_secs),

@@ -297,19 +297,26 @@ pub async fn check(store: &Store, data_dir: &Path) -> anyhow::Result<CheckReport
 }
 
 /// Rebuilds the index in `data_dir` from the database (the hub must not be running: the index
-/// has one writer). Returns the sequence the index now carries and the document count.
+/// has one writer, which a serving hub's follower holds). Takes the writer lock before reading
+/// the database, so it fails at once while a hub serves. Returns the sequence the index now
+/// carries and the document count.
 pub async fn reindex(store: &Store, data_dir: &Path) -> anyhow::Result<(u64, usize)> {
     let dir = index_dir(data_dir);
     let index = SearchIndex::open_or_create(&dir)
         .with_context(|| format!("cannot open the search index {}", dir.display()))?;
+    let mut w = index.writer(WriterConfig::default()).with_context(|| {
+        format!(
+            "cannot take the search index's writer lock in {} (the index has one writer: is a \
+             hub serving this data dir? stop it, run `ofc-hub reindex`, then start the hub \
+             again)",
+            dir.display()
+        )
+    })?;
     let (seq, mut docs) = snapshot(store).await?;
     // Most downloaded first: relevance pruning skips more of an index in that order.
     hub_search::index::by_popularity(&mut docs);
     let n = docs.len();
     let seq = tokio::task::spawn_blocking(move || -> anyhow::Result<u64> {
-        let mut w = index
-            .writer(WriterConfig::default())
-            .context("cannot lock the search index (stop the hub first)")?;
         let seq = w.rebuild(seq, docs)?;
         w.close()?;
         Ok(seq)
