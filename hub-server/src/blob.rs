@@ -30,7 +30,10 @@ pub enum BlobError {
 
 /// Storage of immutable blobs by digest.
 pub trait BlobStore: Send + Sync + std::fmt::Debug + 'static {
-    /// Stores `bytes` under `digest` after checking that they hash to it. Idempotent.
+    /// Stores `bytes` under `digest` after checking that they hash to it. Idempotent: when the
+    /// blob is there already, refreshes its time as [`touch`] does.
+    ///
+    /// [`touch`]: BlobStore::touch
     fn put(&self, digest: &Digest, bytes: &[u8]) -> Result<(), BlobError>;
     /// The blob's bytes, if present.
     fn get(&self, digest: &Digest) -> Result<Option<Vec<u8>>, BlobError>;
@@ -100,7 +103,9 @@ impl BlobStore for FsBlobStore {
             });
         }
         let dest = self.path(digest);
-        if dest.exists() {
+        // Present already: storing it again is a use, which refreshes its time (garbage
+        // collection's grace period counts from it).
+        if self.touch(digest)? {
             return Ok(());
         }
         let dir = dest.parent().expect("blob path has a parent");

@@ -30,6 +30,17 @@ pub enum StoreError {
     /// The signing key was revoked while the publish was under way.
     #[error("key revoked")]
     KeyRevoked,
+    /// A blob the write references is not stored, or garbage collection is removing it.
+    #[error("blob {digest} {why}")]
+    BlobUnavailable {
+        /// `sha256:…`.
+        digest: String,
+        /// Why.
+        why: String,
+    },
+    /// The blob store failed while a write checked its blobs.
+    #[error("blob store: {0}")]
+    Blob(String),
 }
 
 /// Store result.
@@ -1142,9 +1153,25 @@ impl Store {
     /// version, the agent's latest version, an outbox row and an audit row. Returns the outbox
     /// sequence and the publish time.
     pub async fn publish(&self, actor: &Actor, v: &NewVersion) -> Result<(i64, i64)> {
+        self.publish_claiming(actor, v, None).await
+    }
+
+    /// [`Store::publish`], claiming the blobs the version references (its bundle, and for a
+    /// pushed OCI artifact its config) first inside the same transaction, so a concurrent
+    /// garbage collection cannot remove them (see [`crate::oci::gc`]):
+    /// [`StoreError::BlobUnavailable`] when one is gone or being collected.
+    pub async fn publish_claiming(
+        &self,
+        actor: &Actor,
+        v: &NewVersion,
+        claim: Option<&crate::oci::db::BlobClaim>,
+    ) -> Result<(i64, i64)> {
         let now = now_ms();
         on_db!(&self.db, |pool| {
             let mut tx = pool.begin().await?;
+            if let Some(claim) = claim {
+                crate::oci::db::claim_blobs!(tx, claim, now);
+            }
             // A key revoked between the handler's check and this transaction signs nothing.
             let revoked: Option<Option<i64>> = sqlx::query_scalar(
                 "SELECT revoked_at FROM publisher_keys WHERE namespace_id = $1 AND key_id = $2",

@@ -361,6 +361,68 @@ async fn push_and_pull_an_image(#[case] backend: Backend) {
     app.stop().await;
 }
 
+/// A second manifest pushed into a repository that has one already (the push checks whether
+/// the repository exists to pick the scope it needs), then both pull and the tags list.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn second_manifest_in_a_repository(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let auth = basic(&app.user.token);
+    let config = br#"{"os":"linux"}"#.to_vec();
+    let c = push_blob(&app, "alice/two", &auth, &config).await;
+    let mut digests = Vec::new();
+    for (tag, layer) in [
+        ("a", b"first layer".to_vec()),
+        ("b", b"second layer".to_vec()),
+    ] {
+        let l = push_blob(&app, "alice/two", &auth, &layer).await;
+        let m = image_manifest((&c, config.len()), &[(l, layer.len())]);
+        let r = put_manifest(&app, "alice/two", tag, &auth, &m).await;
+        assert_eq!(r.status, 201, "{tag}: {}", String::from_utf8_lossy(&r.body));
+        digests.push((tag, Digest::of(&m), m));
+    }
+    for (tag, d, m) in &digests {
+        for reference in [tag.to_string(), d.to_string()] {
+            let r = req(
+                &app,
+                Method::GET,
+                &format!("/v2/alice/two/manifests/{reference}"),
+                None,
+                &[],
+                None,
+            )
+            .await;
+            assert_eq!(r.status, 200, "{reference}");
+            assert_eq!(&r.body, m);
+        }
+    }
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/two/tags/list",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["tags"], json!(["a", "b"]));
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/none/tags/list",
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.code(), "NAME_UNKNOWN");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn bearer_token_flow() {
     let app = TestApp::start(Backend::Sqlite).await;

@@ -420,6 +420,8 @@ pub(crate) async fn publish_inner(
         ));
     }
 
+    let mut sent_bundle: Option<(Digest, Vec<u8>)> = None;
+    let mut claimed: Vec<(Digest, Option<u64>)> = Vec::new();
     let (bundle_digest, bundle_size) = match &manifest.source {
         Source::Bundle(b) => {
             if b.size > state.config.max_bundle_bytes {
@@ -469,11 +471,13 @@ pub(crate) async fn publish_inner(
                             ),
                         ));
                     }
-                    let blobs = state.blobs.clone();
-                    let d = b.digest;
-                    tokio::task::spawn_blocking(move || blobs.put(&d, &bytes))
+                    // Stored (or, when there already, its time refreshed) and registered;
+                    // the version's transaction claims it below, and stores it again from
+                    // these bytes if a garbage collection took it in between.
+                    crate::oci::gc::store_bytes(state, &b.digest, &bytes)
                         .await
-                        .map_err(ApiError::internal)??;
+                        .map_err(|e| ApiError::internal(e.message))?;
+                    sent_bundle = Some((b.digest, bytes));
                 }
                 None => match state.blobs.size(&b.digest)? {
                     Some(size) if size == b.size => {}
@@ -494,6 +498,7 @@ pub(crate) async fn publish_inner(
                     }
                 },
             }
+            claimed.push((b.digest, Some(b.size)));
             (Some(b.digest.to_string()), Some(b.size as i64))
         }
         _ => {
@@ -522,32 +527,51 @@ pub(crate) async fn publish_inner(
         bundle_digest: bundle_digest.clone(),
         bundle_size,
     };
-    let (seq, at) = state
-        .store
-        .publish(&auth.actor(), &new)
-        .await
-        .map_err(|e| match e {
-            StoreError::VersionExists => ApiError::conflict(
-                "version_exists",
-                format!(
-                    "`{name}` version {version} exists already; published versions are immutable, \
-                     publish a new version instead"
-                ),
+    // The transaction claims the bundle first, so a concurrent garbage collection cannot take
+    // it from an acknowledged version (see `oci::gc`).
+    let claim = crate::oci::db::BlobClaim::new(state.blobs.clone(), claimed);
+    let mut attempts = 0;
+    let committed = loop {
+        let r = state
+            .store
+            .publish_claiming(&auth.actor(), &new, Some(&claim))
+            .await;
+        match (r, &sent_bundle) {
+            (Err(StoreError::BlobUnavailable { .. }), Some((d, bytes))) if attempts < 5 => {
+                attempts += 1;
+                crate::oci::gc::store_bytes(state, d, bytes)
+                    .await
+                    .map_err(|e| ApiError::internal(e.message))?;
+            }
+            (r, _) => break r,
+        }
+    };
+    let (seq, at) = committed.map_err(|e| match e {
+        StoreError::VersionExists => ApiError::conflict(
+            "version_exists",
+            format!(
+                "`{name}` version {version} exists already; published versions are immutable, \
+                 publish a new version instead"
             ),
-            StoreError::VersionDeleted => ApiError::conflict(
-                "version_deleted",
-                format!(
-                    "`{name}` version {version} was deleted by an administrator and cannot be \
-                     published again; publish a new version instead"
-                ),
+        ),
+        StoreError::VersionDeleted => ApiError::conflict(
+            "version_deleted",
+            format!(
+                "`{name}` version {version} was deleted by an administrator and cannot be \
+                 published again; publish a new version instead"
             ),
-            StoreError::KeyRevoked => ApiError::forbidden(
-                "key_revoked",
-                format!("key {key_id} was revoked and signs nothing new"),
-            ),
-            StoreError::Conflict(m) => ApiError::conflict("conflict", m),
-            other => other.into(),
-        })?;
+        ),
+        StoreError::KeyRevoked => ApiError::forbidden(
+            "key_revoked",
+            format!("key {key_id} was revoked and signs nothing new"),
+        ),
+        StoreError::Conflict(m) => ApiError::conflict("conflict", m),
+        StoreError::BlobUnavailable { digest, why } => ApiError::bad_request(
+            "bundle_missing",
+            format!("send the bundle: the hub's blob {digest} {why}"),
+        ),
+        other => other.into(),
+    })?;
     tracing::info!(agent.name = %name, agent.version = %version, seq, "published");
     Ok(PublishResponse {
         name: name.to_string(),

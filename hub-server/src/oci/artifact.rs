@@ -103,25 +103,54 @@ pub async fn publish_pushed(
             return Err(e.into());
         }
     }
-    db::put_manifest(
-        app.store.db(),
-        &db::NewManifest {
-            repository,
-            digest: &digest.to_string(),
-            media_type: &parsed.media_type,
-            artifact_type: parsed.artifact_type.as_deref(),
-            subject: parsed
-                .subject
-                .as_ref()
-                .map(|s| s.digest.to_string())
-                .as_deref(),
-            content: bytes,
-            tag: Some(version),
-        },
-    )
-    .await?;
+    // The version committed; its envelope blob is referenced only once the manifest is, so a
+    // collection may take it in between: then it is stored again (its bytes are at hand).
+    let claim = db::BlobClaim::new(
+        app.blobs.clone(),
+        parsed
+            .config
+            .iter()
+            .chain(parsed.layers.iter())
+            .map(|d| (d.digest, Some(d.size)))
+            .collect(),
+    );
+    let subject = parsed.subject.as_ref().map(|s| s.digest.to_string());
+    let m = db::NewManifest {
+        repository,
+        digest: &digest.to_string(),
+        media_type: &parsed.media_type,
+        artifact_type: parsed.artifact_type.as_deref(),
+        subject: subject.as_deref(),
+        content: bytes,
+        tag: Some(version),
+    };
+    let restorable = [(cd, text.as_slice())];
+    put_manifest_restoring(app, &m, &claim, &restorable).await?;
     mirror_logged(app, repository, version, parsed, bytes).await;
     Ok(())
+}
+
+/// Records a manifest ([`db::put_manifest`]); when a blob of `restorable` (digest and bytes)
+/// was collected before the transaction claimed it, stores it again and retries.
+async fn put_manifest_restoring(
+    app: &AppState,
+    m: &db::NewManifest<'_>,
+    claim: &db::BlobClaim,
+    restorable: &[(Digest, &[u8])],
+) -> OciResult<()> {
+    let mut attempts = 0;
+    loop {
+        match db::put_manifest(app.store.db(), m, claim).await {
+            Err(crate::store::StoreError::BlobUnavailable { digest, why }) if attempts < 5 => {
+                let Some((d, b)) = restorable.iter().find(|(d, _)| d.to_string() == digest) else {
+                    return Err(crate::store::StoreError::BlobUnavailable { digest, why }.into());
+                };
+                attempts += 1;
+                super::gc::store_bytes(app, d, b).await?;
+            }
+            r => return Ok(r?),
+        }
+    }
 }
 
 /// Mirrors an agent's manifest upstream after its publish committed; a failure is logged (the
@@ -177,18 +206,11 @@ pub async fn record_version(
     let env_bytes = envelope_json.as_bytes().to_vec();
     let env_digest = Digest::of(&env_bytes);
     let empty = Digest::of(OCI_EMPTY_CONTENT);
-    let blobs = app.blobs.clone();
-    let needs_empty = bundle.is_none();
     let env_len = env_bytes.len();
-    tokio::task::spawn_blocking(move || {
-        blobs.put(&env_digest, &env_bytes)?;
-        if needs_empty {
-            blobs.put(&empty, OCI_EMPTY_CONTENT)?;
-        }
-        Ok::<_, crate::blob::BlobError>(())
-    })
-    .await
-    .map_err(OciError::internal)??;
+    super::gc::store_bytes(app, &env_digest, &env_bytes).await?;
+    if bundle.is_none() {
+        super::gc::store_bytes(app, &empty, OCI_EMPTY_CONTENT).await?;
+    }
     let agent = repository.rsplit('/').next().unwrap_or(repository);
     let layer = match bundle {
         Some((d, size)) => json!({
@@ -217,8 +239,22 @@ pub async fn record_version(
     });
     let bytes = serde_json::to_vec(&manifest).map_err(OciError::internal)?;
     let digest = Digest::of(&bytes).to_string();
-    db::put_manifest(
-        app.store.db(),
+    let claim = db::BlobClaim::new(
+        app.blobs.clone(),
+        vec![
+            (env_digest, Some(env_len as u64)),
+            match bundle {
+                Some((d, size)) => (d, Some(size)),
+                None => (empty, Some(OCI_EMPTY_CONTENT.len() as u64)),
+            },
+        ],
+    );
+    let restorable = [
+        (env_digest, env_bytes.as_slice()),
+        (empty, OCI_EMPTY_CONTENT),
+    ];
+    put_manifest_restoring(
+        app,
         &db::NewManifest {
             repository,
             digest: &digest,
@@ -228,6 +264,8 @@ pub async fn record_version(
             content: &bytes,
             tag: Some(version),
         },
+        &claim,
+        &restorable,
     )
     .await?;
     let parsed = super::parse_manifest(Some(OCI_IMAGE_MANIFEST), &bytes)?;

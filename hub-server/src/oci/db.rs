@@ -1,10 +1,93 @@
 //! The SQL of the OCI API, written once for both backends (see [`crate::db`]).
 
+use std::sync::Arc;
+
+use index_schema::name::Digest;
 use sqlx::Row;
 
+use crate::blob::BlobStore;
 use crate::db::Db;
-use crate::store::{Result, now_ms};
+use crate::store::{Result, StoreError, now_ms};
 use crate::{on_db, on_read};
+
+/// Blobs a committing transaction (a manifest, a version) references, claimed inside it: see
+/// [`claim_blobs!`] and the argument in [`crate::oci::gc`].
+#[derive(Debug, Clone)]
+pub struct BlobClaim {
+    /// Where the blobs are.
+    pub blobs: Arc<dyn BlobStore>,
+    /// Digests (sorted, so transactions lock rows in one order) and the size each reference
+    /// declares, when it declares one.
+    pub needed: Vec<(Digest, Option<u64>)>,
+}
+
+impl BlobClaim {
+    /// A claim of `needed` in `blobs`.
+    pub fn new(blobs: Arc<dyn BlobStore>, mut needed: Vec<(Digest, Option<u64>)>) -> Self {
+        needed.sort_by_key(|(d, _)| d.to_string());
+        needed.dedup_by_key(|(d, _)| *d);
+        BlobClaim { blobs, needed }
+    }
+
+    /// The first blob that is not stored (or not of the declared size), and why. Also marks
+    /// each as used now on the filesystem.
+    pub async fn check_present(&self) -> Result<Option<(String, String)>> {
+        let (blobs, needed) = (self.blobs.clone(), self.needed.clone());
+        tokio::task::spawn_blocking(move || -> std::result::Result<_, crate::blob::BlobError> {
+            for (d, want) in &needed {
+                let size = if blobs.touch(d)? {
+                    blobs.size(d)?
+                } else {
+                    None
+                };
+                match (size, want) {
+                    (None, _) => return Ok(Some((d.to_string(), "is not in the registry".into()))),
+                    (Some(s), Some(w)) if s != *w => {
+                        return Ok(Some((
+                            d.to_string(),
+                            format!("is {s} bytes; the descriptor says {w}"),
+                        )));
+                    }
+                    _ => {}
+                }
+            }
+            Ok(None)
+        })
+        .await
+        .map_err(|e| StoreError::Blob(e.to_string()))?
+        .map_err(|e| StoreError::Blob(e.to_string()))
+    }
+}
+
+/// Claims a blob inside a committing transaction: records the use and takes the row's lock,
+/// unless garbage collection has marked it (then no row changes).
+pub(crate) const CLAIM_SQL: &str = "INSERT INTO oci_blobs (digest, used_at) VALUES ($1, $2) \
+     ON CONFLICT (digest) DO UPDATE SET used_at = $2 WHERE oci_blobs.deleting_by IS NULL";
+
+/// Inside a transaction `$tx` (of either backend): claims every blob of `$claim` (a
+/// [`BlobClaim`]) and checks that it is stored; returns [`StoreError::BlobUnavailable`] from the
+/// enclosing function (rolling the transaction back) when one is marked for deletion or absent.
+macro_rules! claim_blobs {
+    ($tx:expr, $claim:expr, $now:expr) => {{
+        for (d, _) in &$claim.needed {
+            let r = sqlx::query($crate::oci::db::CLAIM_SQL)
+                .bind(d.to_string())
+                .bind($now)
+                .execute(&mut *$tx)
+                .await?;
+            if r.rows_affected() == 0 {
+                return Err($crate::store::StoreError::BlobUnavailable {
+                    digest: d.to_string(),
+                    why: "is being removed by garbage collection".into(),
+                });
+            }
+        }
+        if let Some((digest, why)) = $claim.check_present().await? {
+            return Err($crate::store::StoreError::BlobUnavailable { digest, why });
+        }
+    }};
+}
+pub(crate) use claim_blobs;
 
 /// A stored manifest.
 #[derive(Debug, Clone)]
@@ -63,11 +146,14 @@ macro_rules! impl_rowlike {
 impl_rowlike!(sqlx::sqlite::SqliteRow);
 impl_rowlike!(sqlx::postgres::PgRow);
 
-/// Stores a manifest (idempotent by digest) and moves `tag` to it, in one transaction.
-pub async fn put_manifest(db: &Db, m: &NewManifest<'_>) -> Result<()> {
+/// Stores a manifest (idempotent by digest) and moves `tag` to it, in one transaction that
+/// first claims every blob it references ([`StoreError::BlobUnavailable`] when one is gone or
+/// being collected).
+pub async fn put_manifest(db: &Db, m: &NewManifest<'_>, claim: &BlobClaim) -> Result<()> {
     let now = now_ms();
     on_db!(db, |pool| {
         let mut tx = pool.begin().await?;
+        claim_blobs!(tx, claim, now);
         sqlx::query(
             "INSERT INTO oci_manifests (repository, digest, media_type, artifact_type, subject, \
              content, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
@@ -133,12 +219,13 @@ pub async fn manifest_by_tag(db: &Db, repository: &str, tag: &str) -> Result<Opt
 /// Whether the repository has any manifest.
 pub async fn repository_exists(db: &Db, repository: &str) -> Result<bool> {
     on_read!(db, |pool| {
-        let n: Option<i64> =
-            sqlx::query_scalar("SELECT 1 FROM oci_manifests WHERE repository = $1 LIMIT 1")
+        // EXISTS is a boolean on both backends (a bare `SELECT 1` is INT4 on PostgreSQL).
+        let found: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM oci_manifests WHERE repository = $1)")
                 .bind(repository)
-                .fetch_optional(pool)
+                .fetch_one(pool)
                 .await?;
-        Ok(n.is_some())
+        Ok(found)
     })
 }
 
@@ -242,6 +329,125 @@ pub async fn version_bundles(db: &Db) -> Result<Vec<String>> {
         .fetch_all(pool)
         .await?;
         Ok(v)
+    })
+}
+
+/// What registering a blob found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Registered {
+    /// The row is there and not marked.
+    Live,
+    /// A garbage collection (`by`) marked it for deletion at `at` (Unix ms).
+    Marked {
+        /// The collection's token.
+        by: String,
+        /// When it marked the blob.
+        at: i64,
+    },
+}
+
+/// Records that a blob is stored (`used` false: a new row counts as never used, so its file's
+/// time decides its age; an existing row's use is refreshed) or used (`used` true: mounted),
+/// unless garbage collection has marked it.
+pub async fn register_blob(db: &Db, digest: &str, used: bool) -> Result<Registered> {
+    let now = now_ms();
+    let insert_used = if used { now } else { 0 };
+    on_db!(db, |pool| {
+        let r = sqlx::query(
+            "INSERT INTO oci_blobs (digest, used_at) VALUES ($1, $2) \
+             ON CONFLICT (digest) DO UPDATE SET used_at = $3 WHERE oci_blobs.deleting_by IS NULL",
+        )
+        .bind(digest)
+        .bind(insert_used)
+        .bind(now)
+        .execute(pool)
+        .await?;
+        if r.rows_affected() > 0 {
+            return Ok(Registered::Live);
+        }
+        let row: Option<(Option<String>, Option<i64>)> =
+            sqlx::query_as("SELECT deleting_by, deleting_at FROM oci_blobs WHERE digest = $1")
+                .bind(digest)
+                .fetch_optional(pool)
+                .await?;
+        Ok(match row {
+            Some((Some(by), at)) => Registered::Marked {
+                by,
+                at: at.unwrap_or(0),
+            },
+            // Removed or unmarked in between: the caller asks again.
+            _ => Registered::Marked {
+                by: String::new(),
+                at: now,
+            },
+        })
+    })
+}
+
+/// Clears the mark `by` left on a blob (a collection that died half-way). Whether it was there.
+pub async fn unmark_blob(db: &Db, digest: &str, by: &str) -> Result<bool> {
+    on_db!(db, |pool| {
+        let r = sqlx::query(
+            "UPDATE oci_blobs SET deleting_by = NULL, deleting_at = NULL \
+             WHERE digest = $1 AND deleting_by = $2",
+        )
+        .bind(digest)
+        .bind(by)
+        .execute(pool)
+        .await?;
+        Ok(r.rows_affected() > 0)
+    })
+}
+
+/// Marks a blob for deletion by collection `by`, in one statement that requires that nothing
+/// claimed or used it at or after `cutoff` (Unix ms) and that no collection marked it already;
+/// a blob without a row gets one, marked. Whether this call marked it.
+pub async fn mark_blob(db: &Db, digest: &str, by: &str, cutoff: i64) -> Result<bool> {
+    let now = now_ms();
+    on_db!(db, |pool| {
+        let r = sqlx::query(
+            "INSERT INTO oci_blobs (digest, used_at, deleting_by, deleting_at) \
+             VALUES ($1, 0, $2, $3) \
+             ON CONFLICT (digest) DO UPDATE SET deleting_by = $2, deleting_at = $3 \
+             WHERE oci_blobs.deleting_by IS NULL AND oci_blobs.used_at < $4",
+        )
+        .bind(digest)
+        .bind(by)
+        .bind(now)
+        .bind(cutoff)
+        .execute(pool)
+        .await?;
+        Ok(r.rows_affected() > 0)
+    })
+}
+
+/// Hands the marks other collections left before `before` (Unix ms) to collection `by`;
+/// returns the blobs it took over.
+pub async fn take_over_stale_marks(db: &Db, by: &str, before: i64) -> Result<Vec<String>> {
+    let now = now_ms();
+    on_db!(db, |pool| {
+        let d: Vec<String> = sqlx::query_scalar(
+            "UPDATE oci_blobs SET deleting_by = $1, deleting_at = $2 \
+             WHERE deleting_by IS NOT NULL AND deleting_at < $3 RETURNING digest",
+        )
+        .bind(by)
+        .bind(now)
+        .bind(before)
+        .fetch_all(pool)
+        .await?;
+        Ok(d)
+    })
+}
+
+/// Removes the row of a blob collection `by` deleted.
+pub async fn forget_blob(db: &Db, digest: &str, by: &str) -> Result<()> {
+    on_db!(db, |pool| {
+        sqlx::query("DELETE FROM oci_blobs WHERE digest = $1 AND deleting_by = $2")
+            .bind(digest)
+            .bind(by)
+            .execute(pool)
+            .await?;
+        Ok(())
     })
 }
 

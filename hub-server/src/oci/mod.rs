@@ -176,7 +176,16 @@ impl IntoResponse for OciError {
 
 impl From<crate::store::StoreError> for OciError {
     fn from(e: crate::store::StoreError) -> Self {
-        OciError::internal(e)
+        match e {
+            // A commit found a blob it references gone, or being collected (see `gc`).
+            crate::store::StoreError::BlobUnavailable { digest, why } => OciError::new(
+                StatusCode::BAD_REQUEST,
+                "MANIFEST_BLOB_UNKNOWN",
+                format!("blob {digest} {why}"),
+            )
+            .detail(json!({ "digest": digest })),
+            e => OciError::internal(e),
+        }
     }
 }
 
@@ -198,6 +207,7 @@ impl From<ApiError> for OciError {
             StatusCode::TOO_MANY_REQUESTS => "TOOMANYREQUESTS",
             s if s.is_server_error() => "UNKNOWN",
             StatusCode::CONFLICT => "DENIED",
+            _ if e.code == "bundle_missing" => "MANIFEST_BLOB_UNKNOWN",
             _ => "MANIFEST_INVALID",
         };
         OciError::new(e.status, code, format!("{}: {}", e.code, e.message))
@@ -952,38 +962,19 @@ async fn put_manifest(
         .and_then(|v| v.to_str().ok());
     let parsed = parse_manifest(ct, &bytes)?;
 
-    // Everything referenced must be here already.
-    let blobs = st.app.blobs.clone();
-    let mut needed: Vec<Descriptor> = parsed.config.iter().cloned().collect();
-    needed.extend(parsed.layers.iter().cloned());
-    let missing = tokio::task::spawn_blocking(move || -> OciResult<Option<(Digest, String)>> {
-        for d in &needed {
-            // Touching keeps the blob through a concurrent garbage collection's grace period.
-            if !blobs.touch(&d.digest)? {
-                return Ok(Some((d.digest, "is not in the registry".into())));
-            }
-            match blobs.size(&d.digest)? {
-                Some(s) if s == d.size => {}
-                Some(s) => {
-                    return Ok(Some((
-                        d.digest,
-                        format!("is {s} bytes; the descriptor says {}", d.size),
-                    )));
-                }
-                None => return Ok(Some((d.digest, "is not in the registry".into()))),
-            }
-        }
-        Ok(None)
-    })
-    .await
-    .map_err(OciError::internal)??;
-    if let Some((d, why)) = missing {
-        return Err(OciError::new(
-            StatusCode::BAD_REQUEST,
-            "MANIFEST_BLOB_UNKNOWN",
-            format!("blob {d} {why}"),
-        )
-        .detail(json!({"digest": d.to_string()})));
+    // Everything referenced must be here already: checked now for a prompt answer, and again
+    // inside the transaction that records the manifest, after claiming the blobs (see `gc`).
+    let claim = db::BlobClaim::new(
+        st.app.blobs.clone(),
+        parsed
+            .config
+            .iter()
+            .chain(parsed.layers.iter())
+            .map(|d| (d.digest, Some(d.size)))
+            .collect(),
+    );
+    if let Some((d, why)) = claim.check_present().await? {
+        return Err(crate::store::StoreError::BlobUnavailable { digest: d, why }.into());
     }
     for m in &parsed.manifests {
         if db::manifest(st.app.store.db(), repository, &m.digest.to_string())
@@ -1044,6 +1035,7 @@ async fn put_manifest(
                 content: &bytes,
                 tag,
             },
+            &claim,
         )
         .await?;
     }

@@ -95,16 +95,15 @@ async fn append(file: &mut tokio::fs::File, body: Body, hasher: &mut Sha256) -> 
     Ok(n)
 }
 
-/// Moves a fully written, verified staged file into the blob store.
+/// Moves a fully written, verified staged file into the blob store (registered, and present
+/// whatever garbage collections run meanwhile: see [`super::gc`]).
 async fn commit(st: &OciState, digest: Digest, path: PathBuf) -> OciResult<()> {
-    let blobs = st.app.blobs.clone();
-    tokio::task::spawn_blocking(move || {
-        std::fs::File::open(&path)?.sync_all()?;
-        blobs.put_file(&digest, &path)
-    })
-    .await
-    .map_err(OciError::internal)??;
-    Ok(())
+    let p = path.clone();
+    tokio::task::spawn_blocking(move || std::fs::File::open(&p)?.sync_all())
+        .await
+        .map_err(OciError::internal)?
+        .map_err(OciError::internal)?;
+    super::gc::store_file(&st.app, &digest, path).await
 }
 
 fn mismatch(expected: &Digest, actual: &Digest) -> OciError {
@@ -129,11 +128,9 @@ pub(super) async fn start(
         if let Some(from) = q.get("from") {
             super::check_repository(from)?;
         }
-        let blobs = st.app.blobs.clone();
-        let present = tokio::task::spawn_blocking(move || blobs.touch(&d))
-            .await
-            .map_err(OciError::internal)??;
-        if present {
+        // A use of the stored blob, recorded so that garbage collection keeps it; a blob
+        // being collected is not mountable.
+        if super::gc::use_existing(&st.app, &d).await? {
             return Ok(created(repository, &d));
         }
         // Not mountable: fall through to a new session, as the spec asks.
