@@ -707,26 +707,33 @@ impl Weight for BoostedTermWeight {
     }
 }
 
+/// `DocSet` for a scorer that walks the documents of one of its fields.
+macro_rules! delegate_doc_set {
+    ($t:ty, $field:ident) => {
+        impl DocSet for $t {
+            fn advance(&mut self) -> DocId {
+                self.$field.advance()
+            }
+            fn seek(&mut self, target: DocId) -> DocId {
+                self.$field.seek(target)
+            }
+            fn doc(&self) -> DocId {
+                self.$field.doc()
+            }
+            fn size_hint(&self) -> u32 {
+                self.$field.size_hint()
+            }
+        }
+    };
+}
+
 /// A scorer whose scores are multiplied by `factor`.
 struct ScaledScorer {
     inner: Box<dyn Scorer>,
     factor: Score,
 }
 
-impl DocSet for ScaledScorer {
-    fn advance(&mut self) -> DocId {
-        self.inner.advance()
-    }
-    fn seek(&mut self, target: DocId) -> DocId {
-        self.inner.seek(target)
-    }
-    fn doc(&self) -> DocId {
-        self.inner.doc()
-    }
-    fn size_hint(&self) -> u32 {
-        self.inner.size_hint()
-    }
-}
+delegate_doc_set!(ScaledScorer, inner);
 
 impl Scorer for ScaledScorer {
     fn score(&mut self) -> Score {
@@ -1464,20 +1471,7 @@ impl BonusScorer {
     }
 }
 
-impl DocSet for BonusScorer {
-    fn advance(&mut self) -> DocId {
-        self.required.advance()
-    }
-    fn seek(&mut self, target: DocId) -> DocId {
-        self.required.seek(target)
-    }
-    fn doc(&self) -> DocId {
-        self.required.doc()
-    }
-    fn size_hint(&self) -> u32 {
-        self.required.size_hint()
-    }
-}
+delegate_doc_set!(BonusScorer, required);
 
 impl Scorer for BonusScorer {
     fn score(&mut self) -> Score {
