@@ -16,5 +16,6 @@ pub mod output;
 pub mod pack;
 pub mod project;
 pub mod pull;
+pub mod start;
 pub mod trust;
 pub mod unpack;

@@ -41,6 +41,7 @@ use crate::credentials::{Credentials, TokenSource};
 use crate::hub::Hub;
 use crate::output::{UserError, truncate};
 use crate::project;
+use crate::start::Start;
 use crate::trust::TrustStore;
 use crate::unpack::UnpackLimits;
 
@@ -156,6 +157,8 @@ pub struct Pulled {
     pub extracted: bool,
     /// The hub it came from.
     pub hub: Option<String>,
+    /// How `ofc run` starts it.
+    pub start: Start,
 }
 
 /// The outcome of a pull.
@@ -726,6 +729,7 @@ impl Ctx {
             }
             other => bail!(unsupported(other)),
         };
+        let start = start_of(&manifest.source, path.as_deref())?;
         Ok(Lookup::Hit(Box::new(Pulled {
             name: name.clone(),
             version: manifest.version.clone(),
@@ -738,6 +742,7 @@ impl Ctx {
             downloaded: 0,
             extracted: false,
             hub: Some(hub.url.clone()),
+            start,
         })))
     }
 
@@ -888,6 +893,7 @@ impl Ctx {
             .map_err(|e| anyhow!("{e}"))??;
         drop(hold);
         let pinned_now = self.commit_trust(hub, name, &manifest.version, pin.as_ref())?;
+        let start = start_of(&manifest.source, path.as_deref())?;
         Ok(Pulled {
             name: name.clone(),
             version: manifest.version.clone(),
@@ -900,6 +906,7 @@ impl Ctx {
             downloaded,
             extracted,
             hub: Some(hub.url.clone()),
+            start,
         })
     }
 
@@ -1227,12 +1234,30 @@ fn pull_local(path: &Path) -> Result<Pulled> {
             path: shown,
             digest: Some(Digest::of(&bytes)),
         },
+        start: Start::AgentFile {
+            file: file.clone(),
+            dir: dir.clone(),
+        },
         path: Some(dir),
         origin: Origin::Local,
         downloaded: 0,
         extracted: false,
         hub: None,
     })
+}
+
+/// How the agent of a verified manifest starts, given where its files were installed.
+fn start_of(source: &Source, files: Option<&Path>) -> Result<Start> {
+    match (source, files) {
+        (Source::Bundle(b), Some(dir)) => Ok(Start::AgentFile {
+            file: dir.join(&b.entrypoint),
+            dir: dir.to_path_buf(),
+        }),
+        (Source::Remote(r), _) => Ok(Start::Remote {
+            endpoint: r.endpoint.clone(),
+        }),
+        (other, _) => Err(unsupported(other)),
+    }
 }
 
 /// Progress bars on stderr, or nothing.
