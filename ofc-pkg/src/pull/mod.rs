@@ -20,18 +20,15 @@
 //!    gets the exact version, manifest digest, key and source.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use index_schema::envelope::{Envelope, EnvelopeError, KeyId, PublicKey, verify_manifest};
 use index_schema::lockfile::{LockedAgent, LockedSource, Lockfile};
-use index_schema::manifest::{Manifest, Source};
+use index_schema::manifest::Manifest;
 use index_schema::name::{AgentName, Digest, Reference, VersionSelector};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use reqwest::Method;
 use semver::Version;
 use serde::Deserialize;
 
@@ -45,11 +42,9 @@ use crate::start::Start;
 use crate::trust::TrustStore;
 use crate::unpack::UnpackLimits;
 
-/// How long a `remote` agent may take to answer `/ofc/info`.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+mod source;
 
-/// Largest `/ofc/info` document accepted.
-const MAX_INFO_BYTES: usize = 1024 * 1024;
+use source::{Installed, Job};
 
 /// Environment variable capping the entries a bundle may unpack to.
 pub const MAX_ENTRIES_ENV: &str = "OFC_MAX_BUNDLE_ENTRIES";
@@ -422,7 +417,7 @@ impl Ctx {
         match req {
             Request::Local(path) => {
                 let path = path.clone();
-                tokio::task::spawn_blocking(move || pull_local(&path))
+                tokio::task::spawn_blocking(move || source::local::pull_local(&path))
                     .await
                     .map_err(|e| anyhow!("local pull failed: {e}"))?
             }
@@ -696,40 +691,23 @@ impl Ctx {
                 manifest.name, manifest.version
             )));
         }
-        let (source, path) = match &manifest.source {
-            Source::Bundle(b) => match self.cache.bundle(&b.digest) {
-                Ok(Some(cb)) => (LockedSource::Bundle { digest: b.digest }, Some(cb.files)),
-                Ok(None) => {
-                    return Ok(Lookup::Miss(format!(
-                        "its bundle {} is not in the cache",
-                        b.digest
-                    )));
-                }
-                Err(e) => return Ok(Lookup::Miss(format!("its cached bundle is damaged ({e})"))),
-            },
-            Source::Remote(rs) => {
-                let info_digest = match locked.map(|l| &l.source) {
-                    Some(LockedSource::Remote { info_digest, .. }) => *info_digest,
-                    _ => match read_info(&self.cache, digest) {
-                        Some(d) => d,
-                        None => {
-                            return Ok(Lookup::Miss(
-                                "its /ofc/info document is not in the cache".into(),
-                            ));
-                        }
-                    },
-                };
-                (
-                    LockedSource::Remote {
-                        endpoint: rs.endpoint.clone(),
-                        info_digest,
-                    },
-                    None,
-                )
-            }
-            other => bail!(unsupported(other)),
+        let job = Job {
+            hub,
+            name,
+            manifest: &manifest,
+            digest,
+            locked: locked.map(|l| &l.source),
+            base: "",
         };
-        let start = start_of(&manifest.source, path.as_deref())?;
+        let Installed {
+            source,
+            path,
+            start,
+            ..
+        } = match source::of(&manifest.source).cached(self, &job)? {
+            Ok(i) => i,
+            Err(why) => return Ok(Lookup::Miss(why)),
+        };
         Ok(Lookup::Hit(Box::new(Pulled {
             name: name.clone(),
             version: manifest.version.clone(),
@@ -860,30 +838,21 @@ impl Ctx {
         // From here to the manifest's write the cache is held: `gc` cannot take the bundle
         // away between its install and the manifest that refers to it.
         let hold = self.cache.hold()?;
-        let (source, path, downloaded, extracted) = match &manifest.source {
-            Source::Bundle(b) => {
-                let (files, n, extracted) = self.fetch_bundle(hub, name, &manifest, &base).await?;
-                (
-                    LockedSource::Bundle { digest: b.digest },
-                    Some(files),
-                    n,
-                    extracted,
-                )
-            }
-            Source::Remote(rs) => {
-                let info_digest = self.probe(hub, &rs.endpoint, &digest).await?;
-                (
-                    LockedSource::Remote {
-                        endpoint: rs.endpoint.clone(),
-                        info_digest,
-                    },
-                    None,
-                    0,
-                    false,
-                )
-            }
-            other => bail!(unsupported(other)),
+        let job = Job {
+            hub,
+            name,
+            manifest: &manifest,
+            digest: &digest,
+            locked: self.lock.get(name).map(|l| &l.source),
+            base: &base,
         };
+        let Installed {
+            source,
+            path,
+            downloaded,
+            extracted,
+            start,
+        } = source::of(&manifest.source).install(self, &job).await?;
         // Only now, with everything verified and installed, does the manifest enter the cache,
         // and only then is a first-use key pinned.
         let cache = self.cache.clone();
@@ -893,7 +862,6 @@ impl Ctx {
             .map_err(|e| anyhow!("{e}"))??;
         drop(hold);
         let pinned_now = self.commit_trust(hub, name, &manifest.version, pin.as_ref())?;
-        let start = start_of(&manifest.source, path.as_deref())?;
         Ok(Pulled {
             name: name.clone(),
             version: manifest.version.clone(),
@@ -961,142 +929,6 @@ impl Ctx {
             pin: None,
         })
     }
-
-    async fn fetch_bundle(
-        &self,
-        hub: &Hub,
-        name: &AgentName,
-        manifest: &Manifest,
-        base: &str,
-    ) -> Result<(PathBuf, u64, bool)> {
-        let Source::Bundle(b) = &manifest.source else {
-            unreachable!("fetch_bundle is called for bundle sources");
-        };
-        match self.cache.bundle(&b.digest) {
-            Ok(Some(cb)) => return Ok((cb.files, 0, false)),
-            Ok(None) => {}
-            Err(e) => {
-                // A damaged entry is set aside and fetched again, as a package manager would.
-                eprintln!(
-                    "warning: the cached bundle {} is damaged ({e}); fetching it again",
-                    b.digest
-                );
-                self.cache.quarantine_bundle(&b.digest)?;
-            }
-        }
-        // A bundle bigger than what it may unpack to cannot be installed: refuse before
-        // downloading it (gzip adds a little to incompressible data, hence the margin).
-        let l = &self.opts.limits;
-        let max = l
-            .max_total_bytes
-            .saturating_add(l.max_total_bytes / 64)
-            .saturating_add(l.max_entries.saturating_mul(1024));
-        if b.size > max {
-            bail!(
-                UserError::new(format!(
-                    "the bundle of {name} {} is {} bytes, more than this client unpacks ({} bytes of files)",
-                    manifest.version, b.size, l.max_total_bytes
-                ))
-                .hint(format!("raise the limit with {MAX_BYTES_ENV} if you trust this agent"))
-            );
-        }
-        let resp = hub
-            .send(hub.request(Method::GET, &format!("{base}/bundle")))
-            .await?;
-        let bar = self
-            .progress
-            .bar(b.size, format!("{name} {}", manifest.version));
-        let mut bytes = Vec::with_capacity(b.size.min(64 * 1024 * 1024) as usize);
-        let mut resp = resp;
-        // SHA-256 runs on its own thread while the download goes on.
-        let (tx, rx) = std::sync::mpsc::channel::<bytes::Bytes>();
-        let hasher = tokio::task::spawn_blocking(move || {
-            use sha2::Digest as _;
-            let mut h = sha2::Sha256::new();
-            for c in rx {
-                h.update(&c);
-            }
-            Digest::from_bytes(h.finalize().into())
-        });
-        while let Some(chunk) = resp.chunk().await.map_err(|e| hub.unreachable(e))? {
-            if bytes.len() as u64 + chunk.len() as u64 > b.size {
-                bar.abandon();
-                bail!(
-                    UserError::new(format!(
-                        "the hub sent more than the {} bytes the signed manifest of {name} {} declares for its bundle; nothing was installed",
-                        b.size, manifest.version
-                    ))
-                    .hint("the hub or a proxy altered the bundle; report it to the hub's operator")
-                );
-            }
-            bytes.extend_from_slice(&chunk);
-            let _ = tx.send(chunk);
-            bar.set_position(bytes.len() as u64);
-        }
-        drop(tx);
-        let actual = hasher
-            .await
-            .map_err(|e| anyhow!("the hashing task failed: {e}"))?;
-        bar.finish_and_clear();
-        let n = bytes.len() as u64;
-        let digest = b.digest;
-        let cache = self.cache.clone();
-        let limits = self.opts.limits;
-        let version = manifest.version.clone();
-        let name2 = name.clone();
-        let cb = tokio::task::spawn_blocking(move || {
-            // `install_bundle` hashes the bytes and refuses a mismatch before unpacking anything.
-            cache.install_hashed_bundle(&digest, &actual, &bytes, &limits).map_err(|e| match e {
-                crate::cache::CacheError::DigestMismatch { expected, actual } => anyhow!(
-                    UserError::new(format!(
-                        "the bundle of {name2} {version} hashes to {actual}, but the signed manifest says {expected}; nothing was installed"
-                    ))
-                    .hint("the hub or a proxy altered the bundle; report it to the hub's operator")
-                ),
-                other => anyhow!(other)
-                    .context(format!("cannot install the bundle of {name2} {version}")),
-            })
-        })
-        .await
-        .map_err(|e| anyhow!("{e}"))??;
-        Ok((cb.files, n, cb.extracted))
-    }
-
-    /// `GET {endpoint}/ofc/info`: the agent must answer with a JSON object. Returns the digest
-    /// of the document and keeps it in the cache for offline pulls.
-    async fn probe(&self, hub: &Hub, endpoint: &str, manifest: &Digest) -> Result<Digest> {
-        let url = format!("{}/ofc/info", endpoint.trim_end_matches('/'));
-        let resp = hub
-            .http()
-            .get(&url)
-            .timeout(PROBE_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| {
-                anyhow!(e).context(
-                    UserError::new(format!("the remote agent at {endpoint} does not answer"))
-                        .hint("it must be running and serve the OFC agent API (`GET /ofc/info`)"),
-                )
-            })?;
-        let status = resp.status();
-        if !status.is_success() {
-            bail!(
-                UserError::new(format!("{url} answered {status}"))
-                    .hint("the remote agent must serve the OFC agent API (`GET /ofc/info`)")
-            );
-        }
-        let body = crate::hub::read_capped(resp, MAX_INFO_BYTES, &url)
-            .await
-            .map_err(|e| e.context(format!("reading {url}")))?;
-        let doc: serde_json::Value =
-            serde_json::from_slice(&body).map_err(|e| anyhow!("{url} did not send JSON: {e}"))?;
-        if !doc.is_object() {
-            bail!("{url} did not send a JSON object");
-        }
-        let digest = Digest::of(&body);
-        write_info(&self.cache, manifest, &body)?;
-        Ok(digest)
-    }
 }
 
 fn signature_error(
@@ -1146,118 +978,6 @@ fn check_identity(m: &Manifest, name: &AgentName, version: Option<&Version>) -> 
         .hint("the hub served another version's manifest (a downgrade?); report it to the hub's operator"));
     }
     Ok(())
-}
-
-fn unsupported(s: &Source) -> anyhow::Error {
-    anyhow!(
-        UserError::new(format!(
-            "`{}` sources cannot be pulled by this version of ofc",
-            s.kind()
-        ))
-        .hint("bundle, remote and local agents are supported; pip, npm and docker come next")
-    )
-}
-
-fn info_file(cache: &Cache, manifest: &Digest) -> PathBuf {
-    cache
-        .root()
-        .join("remote-info-v1")
-        .join(format!("{}.json", manifest.hex()))
-}
-
-fn write_info(cache: &Cache, manifest: &Digest, body: &[u8]) -> Result<()> {
-    let file = info_file(cache, manifest);
-    let dir = file.parent().expect("has a parent");
-    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(body)?;
-    tmp.persist(&file).map_err(|e| e.error)?;
-    Ok(())
-}
-
-fn read_info(cache: &Cache, manifest: &Digest) -> Option<Digest> {
-    fs::read(info_file(cache, manifest))
-        .ok()
-        .map(|b| Digest::of(&b))
-}
-
-/// A local folder (or agent file) used in place: validated, and recorded with the digest of its
-/// agent file.
-fn pull_local(path: &Path) -> Result<Pulled> {
-    let (dir, file) = if path.is_dir() {
-        let (f, _) = crate::commands::publish::find_entrypoint(path)?;
-        (path.to_path_buf(), f)
-    } else if path.is_file() {
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_path_buf();
-        // The manifest is built from the folder's entrypoint: it must be this file.
-        let (entry, _) = crate::commands::publish::find_entrypoint(&dir)?;
-        let same = match (entry.canonicalize(), path.canonicalize()) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => false,
-        };
-        if !same {
-            bail!(
-                UserError::new(format!(
-                    "{} is not the agent file of its folder ({} is)",
-                    path.display(),
-                    entry.display()
-                ))
-                .hint("give the folder, or move the agent into a folder of its own")
-            );
-        }
-        (dir, path.to_path_buf())
-    } else {
-        bail!(
-            UserError::new(format!("{} does not exist", path.display()))
-                .hint("give a folder holding an agent.yaml or AgentCard")
-        );
-    };
-    // Build the manifest as publish would (the signature is thrown away; nothing is uploaded).
-    let throwaway = index_schema::envelope::SecretKey::from_seed(&[7; 32]);
-    let prepared = crate::commands::publish::prepare(&dir, None, None, |m| {
-        index_schema::envelope::sign_manifest(m, &throwaway)
-    })
-    .with_context(|| format!("{} is not a usable local agent", path.display()))?;
-    let bytes = fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-    let shown = file.to_string_lossy().into_owned();
-    Ok(Pulled {
-        name: prepared.manifest.name.clone(),
-        version: prepared.manifest.version.clone(),
-        manifest_digest: None,
-        key_id: None,
-        pinned_now: false,
-        source: LockedSource::Local {
-            path: shown,
-            digest: Some(Digest::of(&bytes)),
-        },
-        start: Start::AgentFile {
-            file: file.clone(),
-            dir: dir.clone(),
-        },
-        path: Some(dir),
-        origin: Origin::Local,
-        downloaded: 0,
-        extracted: false,
-        hub: None,
-    })
-}
-
-/// How the agent of a verified manifest starts, given where its files were installed.
-fn start_of(source: &Source, files: Option<&Path>) -> Result<Start> {
-    match (source, files) {
-        (Source::Bundle(b), Some(dir)) => Ok(Start::AgentFile {
-            file: dir.join(&b.entrypoint),
-            dir: dir.to_path_buf(),
-        }),
-        (Source::Remote(r), _) => Ok(Start::Remote {
-            endpoint: r.endpoint.clone(),
-        }),
-        (other, _) => Err(unsupported(other)),
-    }
 }
 
 /// Progress bars on stderr, or nothing.

@@ -1,0 +1,98 @@
+//! One file per kind of agent source. Each kind says, behind [`Source`], how a verified
+//! manifest's source is found in the cache (no network), how it is fetched, verified and
+//! installed, what the lockfile records of it and how the agent starts.
+//!
+//! `local` agents have no signed manifest: they are read in place by [`local::pull_local`].
+
+use std::path::PathBuf;
+
+use anyhow::{Result, anyhow};
+use async_trait::async_trait;
+use index_schema::lockfile::LockedSource;
+use index_schema::manifest::{Manifest, Source as ManifestSource};
+use index_schema::name::{AgentName, Digest};
+
+use super::Ctx;
+use crate::hub::Hub;
+use crate::output::UserError;
+use crate::start::Start;
+
+mod bundle;
+pub(super) mod local;
+mod remote;
+
+/// The verified manifest being pulled, and where it comes from.
+pub(super) struct Job<'a> {
+    /// The hub the manifest came from.
+    pub hub: &'a Hub,
+    /// The agent.
+    pub name: &'a AgentName,
+    /// The verified manifest.
+    pub manifest: &'a Manifest,
+    /// Its digest.
+    pub digest: &'a Digest,
+    /// What the lockfile recorded for this agent's source, if anything.
+    pub locked: Option<&'a LockedSource>,
+    /// The hub API path of this version (`/api/v1/agents/p/a/versions/v`); empty for lookups.
+    pub base: &'a str,
+}
+
+/// What a source installed.
+pub(super) struct Installed {
+    /// What the lockfile records.
+    pub source: LockedSource,
+    /// The installed files, when the kind has any.
+    pub path: Option<PathBuf>,
+    /// Bytes downloaded.
+    pub downloaded: u64,
+    /// This pull installed the files (false when they were there already).
+    pub extracted: bool,
+    /// How `ofc run` starts it.
+    pub start: Start,
+}
+
+/// One kind of source: resolve → fetch → verify → install → lock entry → how to start it.
+#[async_trait]
+pub(super) trait Source: Send + Sync {
+    /// What the cache holds for `job`, without the network: `Ok(Err(why))` when something is
+    /// missing or does not verify (the reason shows in `--offline` errors).
+    fn cached(&self, cx: &Ctx, job: &Job<'_>) -> Result<Result<Installed, String>>;
+
+    /// Fetches, verifies and installs `job`'s source. Nothing half-installed stays visible.
+    async fn install(&self, cx: &Ctx, job: &Job<'_>) -> Result<Installed>;
+}
+
+/// The implementation for a manifest's source.
+pub(super) fn of(s: &ManifestSource) -> Box<dyn Source> {
+    match s {
+        ManifestSource::Bundle(_) => Box::new(bundle::Bundle),
+        ManifestSource::Remote(_) => Box::new(remote::Remote),
+        other => Box::new(Unsupported(other.kind())),
+    }
+}
+
+/// A kind this client cannot install yet.
+struct Unsupported(&'static str);
+
+impl Unsupported {
+    fn error(&self) -> anyhow::Error {
+        anyhow!(
+            UserError::new(format!(
+                "`{}` sources cannot be pulled by this version of ofc",
+                self.0
+            ))
+            .hint("bundle, remote and local agents are supported; pip, npm and docker come next")
+        )
+    }
+}
+
+#[async_trait]
+impl Source for Unsupported {
+    fn cached(&self, _: &Ctx, _: &Job<'_>) -> Result<Result<Installed, String>> {
+        Err(self.error())
+    }
+
+    async fn install(&self, _: &Ctx, _: &Job<'_>) -> Result<Installed> {
+        Err(self.error())
+    }
+}
