@@ -87,6 +87,7 @@ impl AgentSpec {
                 version: self.version.clone(),
                 index: None,
                 entry_point: format!("{}.server:main", agent.replace('-', "_")),
+                sha256: None,
             }),
             "npm" => Source::Npm(NpmSource {
                 package: format!("@{publisher}/{agent}"),

@@ -150,6 +150,9 @@ pub enum AgentSource {
         index: Option<String>,
         /// Console script (or `module:function`) that serves the OFC agent API.
         entry_point: String,
+        /// sha256 of the package's wheel: the publisher's pin.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<name::Digest>,
     },
     /// An npm package.
     Npm {
@@ -188,11 +191,13 @@ impl AgentSource {
                 version,
                 index,
                 entry_point,
+                sha256,
             } => Source::Pip(PipSource {
                 package: package.clone(),
                 version: version.clone(),
                 index: index.clone(),
                 entry_point: entry_point.clone(),
+                sha256: *sha256,
             }),
             AgentSource::Npm {
                 package,
@@ -680,6 +685,7 @@ fn check_source(src: &AgentSource, p: &FieldPath, d: &mut Diagnostics) {
             version,
             index,
             entry_point,
+            ..
         } => {
             word("package", package, d);
             word("version", version, d);

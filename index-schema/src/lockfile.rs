@@ -108,6 +108,10 @@ pub enum LockedSource {
         index: Option<String>,
         /// sha256 of every wheel installed, the package's and its dependencies'.
         hashes: Vec<Digest>,
+        /// The Python version the set was resolved for (`3.11.7`): compiled wheels differ
+        /// between interpreters, so another one may resolve other files.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        python: Option<String>,
     },
     /// An npm package.
     Npm {
@@ -339,11 +343,15 @@ impl Lockfile {
                     version,
                     index,
                     hashes,
+                    python,
                 } => {
                     kv(&mut out, "package", package);
                     kv(&mut out, "version", version);
                     if let Some(i) = index {
                         kv(&mut out, "index", i);
+                    }
+                    if let Some(py) = python {
+                        kv(&mut out, "python", py);
                     }
                     let mut hashes: Vec<String> = hashes.iter().map(Digest::to_string).collect();
                     hashes.sort();
@@ -478,7 +486,13 @@ fn check_source(s: &LockedSource, p: &FieldPath, d: &mut Diagnostics) {
             version,
             index,
             hashes,
+            python,
         } => {
+            if let Some(py) = python
+                && !word(py)
+            {
+                d.push(p.key("python"), "must be a Python version such as `3.11.7`");
+            }
             if !word(package) {
                 d.push(p.key("package"), "must be a package name");
             }
@@ -875,7 +889,8 @@ source = {{ kind = "bundle", digest = "{D1}" }}
                     package,
                     version,
                     index,
-                    hashes
+                    hashes,
+                    python: None,
                 }),
             (
                 "(@[a-z]{1,5}/)?[a-z][a-z0-9-]{0,10}",

@@ -268,6 +268,10 @@ pub struct PipSource {
     pub index: Option<String>,
     /// The console script to run, or `module:function`.
     pub entry_point: String,
+    /// The publisher's pin: sha256 of the package's own wheel. When present, a client refuses
+    /// to install any other file for `package==version`, whatever the index serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<Digest>,
 }
 
 /// An npm package installed into its own prefix.
@@ -1285,67 +1289,13 @@ fn pep440_problem(v: &str) -> Option<String> {
     }
 }
 
+/// A version PEP 440 accepts (uv's `pep440_rs`), written in its normal form: `1.0-RC1` and
+/// `v1.0` mean `1.0rc1` and `1.0` to pip, but a signed pin should say exactly what it pins.
 fn is_pep440_exact(v: &str) -> bool {
-    fn digits(s: &str) -> (&str, &str) {
-        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-        s.split_at(end)
+    match v.parse::<pep440_rs::Version>() {
+        Ok(parsed) => parsed.to_string() == v,
+        Err(_) => false,
     }
-    let (public, local) = match v.split_once('+') {
-        Some((p, l)) => (p, Some(l)),
-        None => (v, None),
-    };
-    if let Some(l) = local
-        && l.split('.').any(|seg| {
-            seg.is_empty()
-                || !seg
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        })
-    {
-        return false;
-    }
-    let mut rest = public;
-    // Epoch.
-    let (n, after) = digits(rest);
-    if !n.is_empty()
-        && let Some(a) = after.strip_prefix('!')
-    {
-        rest = a;
-    }
-    // Release: N(.N)*
-    let (n, after) = digits(rest);
-    if n.is_empty() {
-        return false;
-    }
-    rest = after;
-    while let Some(a) = rest.strip_prefix('.') {
-        let (n, after) = digits(a);
-        if n.is_empty() {
-            break;
-        }
-        rest = after;
-    }
-    // Pre-release.
-    for pre in ["rc", "a", "b"] {
-        if let Some(a) = rest.strip_prefix(pre) {
-            let (n, after) = digits(a);
-            if n.is_empty() {
-                return false;
-            }
-            rest = after;
-            break;
-        }
-    }
-    for suffix in [".post", ".dev"] {
-        if let Some(a) = rest.strip_prefix(suffix) {
-            let (n, after) = digits(a);
-            if n.is_empty() {
-                return false;
-            }
-            rest = after;
-        }
-    }
-    rest.is_empty()
 }
 
 /// A console script name or `module.path:function`.
@@ -1820,6 +1770,7 @@ mod tests {
     #[case("1.0rc", false)]
     #[case("1.0+", false)]
     #[case("!1.0", false)]
+    #[case("1.0-RC1", false)]
     #[case("", false)]
     fn pep440(#[case] v: &str, #[case] ok: bool) {
         assert_eq!(is_pep440_exact(v), ok, "{v}");

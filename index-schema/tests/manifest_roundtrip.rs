@@ -167,6 +167,7 @@ fn source() -> impl Strategy<Value = Source> {
                     version,
                     index,
                     entry_point,
+                    sha256: None,
                 })
             ),
         (

@@ -128,6 +128,8 @@ pub struct GcReport {
     pub bundles: Vec<Digest>,
     /// Leftover temporary entries.
     pub temporaries: usize,
+    /// Installed environments (pip) and downloaded distribution files no cached manifest uses.
+    pub environments: usize,
     /// Bytes freed.
     pub bytes: u64,
 }
@@ -144,6 +146,10 @@ pub struct Listing {
 /// A held advisory lock; released on drop.
 #[derive(Debug)]
 struct Lock(#[allow(dead_code)] fs::File);
+
+/// One install entry held exclusively (see [`Cache::lock_install`]).
+#[derive(Debug)]
+pub struct EntryLock(#[allow(dead_code)] Lock);
 
 /// The cache held shared (see [`Cache::hold`]).
 #[derive(Debug)]
@@ -230,6 +236,18 @@ impl Cache {
             .prefix("entry-")
             .tempdir_in(&tmp)
             .map_err(io_at(&tmp))
+    }
+
+    /// Holds the install entry `kind`/`key` exclusively until the guard is dropped, so that
+    /// concurrent pulls of the same environment install it once (the others wait, then find it).
+    pub fn lock_install(&self, kind: &str, key: &Digest) -> Result<EntryLock> {
+        self.lock_entry(kind, key).map(EntryLock)
+    }
+
+    /// A fresh directory under `tmp-v1/` to stage an install in, renamed into place when it is
+    /// complete. A pull killed meanwhile leaves it there, where `gc` removes it.
+    pub fn staging_dir(&self) -> Result<tempfile::TempDir> {
+        self.temp_dir()
     }
 
     /// Holds the cache shared until the guard is dropped: `rm` and `gc` (which need it
@@ -549,6 +567,53 @@ impl Cache {
         Ok(true)
     }
 
+    /// pip: `pip-v1/by-manifest/<m>.json` records whose manifest is no longer cached go, then
+    /// every environment (`envs/<key>`) and downloaded file (`files/<sha256>`) that no remaining
+    /// record names. Entries are moved out through `tmp-v1/` like bundles.
+    fn gc_pip(&self, report: &mut GcReport) -> Result<()> {
+        let pip = self.root.join("pip-v1");
+        let records = pip.join("by-manifest");
+        let mut keys = std::collections::HashSet::new();
+        let mut files = std::collections::HashSet::new();
+        for (name, d) in self.digests_in(&records, ".json")? {
+            let path = records.join(&name);
+            let kept = d.is_some_and(|d| self.manifest_file(&d).is_file());
+            let rec: Option<serde_json::Value> = fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            match rec {
+                Some(rec) if kept => {
+                    if let Some(k) = rec["key"].as_str().and_then(|k| Digest::parse(k).ok()) {
+                        keys.insert(k.hex());
+                    }
+                    for dist in rec["resolution"]["dists"].as_array().into_iter().flatten() {
+                        if let Some(h) = dist["sha256"].as_str().and_then(|h| Digest::parse(h).ok())
+                        {
+                            files.insert(h.hex());
+                        }
+                    }
+                }
+                _ => {
+                    fs::remove_file(&path).map_err(io_at(&path))?;
+                }
+            }
+        }
+        for (dir, used) in [(pip.join("envs"), &keys), (pip.join("files"), &files)] {
+            let Ok(rd) = fs::read_dir(&dir) else { continue };
+            for entry in rd.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if used.contains(&name) {
+                    continue;
+                }
+                let p = entry.path();
+                report.bytes += dir_size(&p);
+                remove_entry_dir(&self.root, &p)?;
+                report.environments += 1;
+            }
+        }
+        Ok(())
+    }
+
     fn referenced_bundles(&self) -> Result<Vec<Digest>> {
         let mut out = Vec::new();
         for (_, d) in self.digests_in(&self.root.join(MANIFESTS).join("sha256"), ".json")? {
@@ -577,6 +642,7 @@ impl Cache {
             remove_entry_dir(&self.root, &dir)?;
             report.bundles.push(d);
         }
+        self.gc_pip(&mut report)?;
         // With the cache held exclusively, nothing in tmp-v1 is in progress.
         let tmp = self.root.join(TMP);
         if let Ok(rd) = fs::read_dir(&tmp) {

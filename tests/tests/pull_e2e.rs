@@ -111,9 +111,16 @@ fn publish_search_pull_verify_the_examples() {
         std::fs::read(common::examples_agents().join("data-analyst/agent.yaml")).unwrap()
     );
 
-    // A pip agent: a clear refusal, not a half install.
-    let r = ofc.fails(1, &["pull", "ofc-examples/web-scraper"]);
-    insta::assert_snapshot!("pull_pip_error", shown(&r.stderr));
+    // The pip example names a package on the public index; offline, a clear refusal and no
+    // half install (pip agents themselves: tests/tests/sources_pip_e2e.rs, against pypiserver).
+    let r = ofc.fails(1, &["pull", "--offline", "ofc-examples/web-scraper"]);
+    assert!(
+        r.stderr.contains("cannot pull ofc-examples/web-scraper")
+            && r.stderr.contains("--offline forbids fetching it"),
+        "{}",
+        r.stderr
+    );
+    assert!(!ofc.home().join("cache/pip-v1/envs").exists());
 
     // Unknown agents and versions.
     let r = ofc.fails(1, &["pull", "ofc-examples/nope"]);

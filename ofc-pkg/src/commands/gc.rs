@@ -17,6 +17,7 @@ pub fn run(out: &mut Output) -> Result<ExitStatus> {
         out.json_value(&json!({
             "removedBundles": report.bundles.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
             "removedTemporaries": report.temporaries,
+            "removedEnvironments": report.environments,
             "freedBytes": report.bytes,
         }));
     } else {
@@ -24,9 +25,11 @@ pub fn run(out: &mut Output) -> Result<ExitStatus> {
             out.data(&format!("removed bundle {d}"));
         }
         out.status(&format!(
-            "removed {} unused bundle{} and {} temporary entr{}, freed {}",
+            "removed {} unused bundle{}, {} unused environment entr{} and {} temporary entr{}, freed {}",
             report.bundles.len(),
             if report.bundles.len() == 1 { "" } else { "s" },
+            report.environments,
+            if report.environments == 1 { "y" } else { "ies" },
             report.temporaries,
             if report.temporaries == 1 { "y" } else { "ies" },
             human_size(report.bytes)

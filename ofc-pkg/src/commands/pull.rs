@@ -33,6 +33,11 @@ pub struct PullArgs {
     /// working directory up next to an `ofc.lock` or `blueprint.yaml`).
     #[arg(long, value_name = "PATH")]
     pub lockfile: Option<PathBuf>,
+
+    /// pip agents: allow source distributions. Building one runs code from the package at
+    /// install time, so by default only wheels are installed.
+    #[arg(long)]
+    pub allow_sdist: bool,
 }
 
 /// Runs the verb.
@@ -68,6 +73,7 @@ pub fn run(args: &PullArgs, out: &mut Output) -> Result<ExitStatus> {
         lockfile: lockfile.clone(),
         progress: !out.json,
         limits: pull::limits_from_env()?,
+        allow_sdist: args.allow_sdist,
     };
     let report = pull::pull(&paths, &hub, &requests, &opts)?;
 

@@ -113,6 +113,8 @@ pub struct PullOptions {
     pub limits: UnpackLimits,
     /// Draw progress bars (stderr is a terminal and output is not JSON).
     pub progress: bool,
+    /// pip: allow building source distributions (runs code from the package at install time).
+    pub allow_sdist: bool,
 }
 
 /// Where a pulled agent came from.
@@ -1043,6 +1045,7 @@ pub fn summary(p: &Pulled) -> serde_json::Value {
     m.insert("downloadedBytes", serde_json::json!(p.downloaded));
     m.insert("extracted", serde_json::json!(p.extracted));
     m.insert("hub", serde_json::json!(p.hub));
+    m.insert("start", serde_json::to_value(&p.start).unwrap_or_default());
     serde_json::to_value(m).unwrap_or_default()
 }
 

@@ -19,6 +19,7 @@ use crate::start::Start;
 
 mod bundle;
 pub(super) mod local;
+mod pip;
 mod remote;
 
 /// The verified manifest being pulled, and where it comes from.
@@ -67,6 +68,7 @@ pub(super) fn of(s: &ManifestSource) -> Box<dyn Source> {
     match s {
         ManifestSource::Bundle(_) => Box::new(bundle::Bundle),
         ManifestSource::Remote(_) => Box::new(remote::Remote),
+        ManifestSource::Pip(_) => Box::new(pip::Pip),
         other => Box::new(Unsupported(other.kind())),
     }
 }
@@ -81,7 +83,7 @@ impl Unsupported {
                 "`{}` sources cannot be pulled by this version of ofc",
                 self.0
             ))
-            .hint("bundle, remote and local agents are supported; pip, npm and docker come next")
+            .hint("bundle, remote, local and pip agents are supported; npm and docker come next")
         )
     }
 }

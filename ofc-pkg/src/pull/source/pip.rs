@@ -1,0 +1,845 @@
+//! `pip`: a Python package and its dependencies, installed into an isolated environment in the
+//! cache.
+//!
+//! 1. **Resolve once.** pip resolves `package==version` against the manifest's index
+//!    (`pip install --dry-run --report`), wheels only unless the user passed `--allow-sdist`
+//!    (building an sdist runs the package's code). The report names every distribution, the
+//!    file chosen and its sha256.
+//! 2. **Verify.** The package's own file must hash to the publisher's signed pin, when the
+//!    manifest has one; under `--locked` the set of hashes must be the lock's.
+//! 3. **Fetch.** Each file is downloaded by ofc into `pip-v1/files/<sha256>/`, hashed while it
+//!    streams and refused unless it matches the resolution.
+//! 4. **Install.** The environment is keyed by what was resolved (interpreter version and every
+//!    file's hash), so agents with the same resolution share it. It is built in `tmp-v1/`
+//!    (`python3 -m venv --without-pip`, then `uv pip install` when uv is on PATH, else
+//!    `pip --python`), from the verified files only (`--no-index --no-deps --require-hashes`),
+//!    and renamed into `pip-v1/envs/<key>` when complete, under a per-key file lock.
+//! 5. **Start.** The environment's interpreter, isolated (`-I`), calls the entry point.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use async_trait::async_trait;
+use index_schema::lockfile::LockedSource;
+use index_schema::manifest::{PipSource, Source as ManifestSource};
+use index_schema::name::Digest;
+use serde::{Deserialize, Serialize};
+
+use super::{Installed, Job, Source};
+use crate::output::{UserError, truncate};
+use crate::pull::Ctx;
+use crate::start::Start;
+
+/// Root of everything pip in the cache.
+const PIP_DIR: &str = "pip-v1";
+
+/// The index used when the manifest names none.
+const PYPI: &str = "https://pypi.org/simple";
+
+/// Environment variable naming the interpreter (default `python3`).
+pub const PYTHON_ENV: &str = "OFC_PYTHON";
+
+/// Environment variable forcing the installer: `uv` or `pip` (default: uv when on PATH).
+pub const INSTALLER_ENV: &str = "OFC_PIP_INSTALLER";
+
+/// Most distributions one agent may resolve to.
+const MAX_DISTS: usize = 500;
+
+/// Largest pip report read.
+const MAX_REPORT_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Largest single distribution file downloaded.
+const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
+
+/// How long resolving or installing may take.
+const STEP_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Most bytes of a failing tool's stderr shown.
+const MAX_STDERR_SHOWN: usize = 2000;
+
+/// The `pip` kind.
+pub(super) struct Pip;
+
+/// What pip resolved: the interpreter and every distribution, sorted by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Resolution {
+    /// `3.11.7`.
+    python: String,
+    dists: Vec<Dist>,
+}
+
+/// One resolved distribution file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Dist {
+    /// Normalized name (PEP 503).
+    name: String,
+    version: String,
+    sha256: Digest,
+    url: String,
+    filename: String,
+}
+
+impl Resolution {
+    /// What the environment is keyed by: the interpreter and every file's hash, not where the
+    /// files came from.
+    fn key(&self) -> Digest {
+        let mut text = format!("ofc-pip-env-v1\npython {}\n", self.python);
+        for d in &self.dists {
+            text.push_str(&format!("{}=={} {}\n", d.name, d.version, d.sha256));
+        }
+        Digest::of(text.as_bytes())
+    }
+
+    fn hashes(&self) -> BTreeSet<Digest> {
+        self.dists.iter().map(|d| d.sha256).collect()
+    }
+}
+
+/// `pip-v1/by-manifest/<hex>.json`: which environment a signed manifest installed.
+#[derive(Debug, Serialize, Deserialize)]
+struct Record {
+    key: Digest,
+    resolution: Resolution,
+}
+
+fn pip_source<'a>(job: &Job<'a>) -> &'a PipSource {
+    match &job.manifest.source {
+        ManifestSource::Pip(p) => p,
+        _ => unreachable!("the pip kind is only chosen for pip sources"),
+    }
+}
+
+fn root(cx: &Ctx) -> PathBuf {
+    cx.cache.root().join(PIP_DIR)
+}
+
+fn env_dir(cx: &Ctx, key: &Digest) -> PathBuf {
+    root(cx).join("envs").join(key.hex())
+}
+
+fn record_file(cx: &Ctx, manifest: &Digest) -> PathBuf {
+    root(cx)
+        .join("by-manifest")
+        .join(format!("{}.json", manifest.hex()))
+}
+
+/// The marker written inside a complete environment, last, before it is renamed into place.
+const MARKER: &str = "ofc-resolution.json";
+
+fn read_record(cx: &Ctx, manifest: &Digest) -> Option<Record> {
+    let bytes = fs::read(record_file(cx, manifest)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The environment for `key` is complete (its marker names the same resolution) and its
+/// interpreter is still there.
+fn env_complete(dir: &Path, r: &Resolution) -> bool {
+    let Ok(bytes) = fs::read(dir.join(MARKER)) else {
+        return false;
+    };
+    serde_json::from_slice::<Resolution>(&bytes).is_ok_and(|m| &m == r)
+        && dir.join("bin").join("python").exists()
+}
+
+fn locked_source(p: &PipSource, r: &Resolution) -> LockedSource {
+    LockedSource::Pip {
+        package: p.package.clone(),
+        version: p.version.clone(),
+        index: p.index.clone(),
+        hashes: r.hashes().into_iter().collect(),
+        python: Some(r.python.clone()),
+    }
+}
+
+/// The lock's hashes, when it has a pip entry.
+fn locked_hashes(job: &Job<'_>) -> Option<BTreeSet<Digest>> {
+    match job.locked {
+        Some(LockedSource::Pip { hashes, .. }) => Some(hashes.iter().copied().collect()),
+        _ => None,
+    }
+}
+
+#[async_trait]
+impl Source for Pip {
+    fn cached(&self, cx: &Ctx, job: &Job<'_>) -> Result<Result<Installed, String>> {
+        let p = pip_source(job);
+        let Some(rec) = read_record(cx, job.digest) else {
+            return Ok(Err("its Python environment is not in the cache".into()));
+        };
+        if let Some(locked) = locked_hashes(job)
+            && locked != rec.resolution.hashes()
+        {
+            return Ok(Err(
+                "the cached Python environment is not the one ofc.lock records".into(),
+            ));
+        }
+        let dir = env_dir(cx, &rec.key);
+        if !env_complete(&dir, &rec.resolution) {
+            return Ok(Err(format!(
+                "its Python environment {} is missing or incomplete",
+                dir.display()
+            )));
+        }
+        let start = match start_of(&dir, &p.entry_point) {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(format!("{e:#}"))),
+        };
+        Ok(Ok(Installed {
+            source: locked_source(p, &rec.resolution),
+            path: Some(dir),
+            downloaded: 0,
+            extracted: false,
+            start,
+        }))
+    }
+
+    async fn install(&self, cx: &Ctx, job: &Job<'_>) -> Result<Installed> {
+        let p = pip_source(job);
+        let what = format!("{}=={}", p.package, p.version);
+        let python = Python::find().await?;
+        let index = p.index.clone().unwrap_or_else(|| PYPI.to_string());
+        let resolution = resolve(&python, &index, p, cx.opts.allow_sdist).await?;
+
+        // The publisher's pin: the package's own file, whatever the index serves.
+        let own = own_dist(&resolution, p)?;
+        if let Some(pin) = p.sha256
+            && own.sha256 != pin
+        {
+            bail!(
+                UserError::new(format!(
+                    "the index {} serves {} ({}) with sha256 {}, but the signed manifest of {} pins {pin}; nothing was installed",
+                    truncate(&index, 120),
+                    what,
+                    truncate(&own.filename, 120),
+                    own.sha256,
+                    job.name
+                ))
+                .hint("the index holds another file than the one the publisher signed: it was replaced or the index is compromised; report it to the publisher")
+            );
+        }
+        if cx.opts.locked
+            && let Some(locked) = locked_hashes(job)
+        {
+            let now = resolution.hashes();
+            if locked != now {
+                let added = now.difference(&locked).count();
+                let gone = locked.difference(&now).count();
+                bail!(
+                    UserError::new(format!(
+                        "ofc.lock no longer matches what {} resolves for {}: {added} file(s) not in the lock, {gone} locked file(s) no longer chosen; nothing was installed",
+                        truncate(&index, 120),
+                        what
+                    ))
+                    .hint("run without --locked to resolve again and update the lockfile")
+                );
+            }
+        }
+
+        let mut downloaded = 0;
+        let mut files = Vec::new();
+        for d in &resolution.dists {
+            let (path, n) = fetch_file(cx, job, d).await?;
+            downloaded += n;
+            files.push((path, d.sha256));
+        }
+
+        let key = resolution.key();
+        let dir = env_dir(cx, &key);
+        let extracted = {
+            let cache = cx.cache.clone();
+            let _lock = tokio::task::spawn_blocking(move || cache.lock_install("pip-env", &key))
+                .await
+                .map_err(|e| anyhow!("{e}"))??;
+            if env_complete(&dir, &resolution) {
+                false
+            } else {
+                build_env(cx, &python, &files, &resolution, &dir, cx.opts.allow_sdist).await?;
+                true
+            }
+        };
+        write_record(
+            cx,
+            job.digest,
+            &Record {
+                key,
+                resolution: resolution.clone(),
+            },
+        )?;
+        let start = start_of(&dir, &p.entry_point)?;
+        Ok(Installed {
+            source: locked_source(p, &resolution),
+            path: Some(dir),
+            downloaded,
+            extracted,
+            start,
+        })
+    }
+}
+
+/// The interpreter: its real path (not a version manager's shim) and version.
+struct Python {
+    exe: PathBuf,
+    version: String,
+}
+
+impl Python {
+    async fn find() -> Result<Python> {
+        let name = std::env::var(PYTHON_ENV)
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "python3".into());
+        let out = run(
+            tokio::process::Command::new(&name).args([
+                "-I",
+                "-c",
+                "import platform, sys; print(platform.python_version()); print(sys.executable)",
+            ]),
+            &format!("{name} (to find the Python interpreter)"),
+        )
+        .await
+        .map_err(|e| {
+            e.context(
+                UserError::new(format!("cannot run `{name}`: pip agents need Python 3"))
+                    .hint(format!("install python3, or name an interpreter in {PYTHON_ENV}")),
+            )
+        })?;
+        let text = String::from_utf8_lossy(&out);
+        let mut lines = text.lines();
+        let version = lines.next().unwrap_or_default().trim().to_string();
+        let exe = PathBuf::from(lines.next().unwrap_or_default().trim());
+        if version.is_empty() || !exe.is_absolute() {
+            bail!("`{name}` did not say its version and path");
+        }
+        Ok(Python { exe, version })
+    }
+}
+
+/// Runs a command to completion within [`STEP_TIMEOUT`]; its stdout, or an error with the end
+/// of its stderr.
+async fn run(cmd: &mut tokio::process::Command, what: &str) -> Result<Vec<u8>> {
+    // Nothing from the user's environment may add indexes or options behind ofc's back.
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if k.starts_with("PIP_") || k.starts_with("UV_") {
+            cmd.env_remove(k.as_ref());
+        }
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        // The user's pip configuration must not add indexes or options behind ofc's back.
+        .env("PIP_CONFIG_FILE", "/dev/null")
+        .env("PIP_NO_INPUT", "1")
+        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+        .env("PYTHONNOUSERSITE", "1")
+        .env("UV_NO_CONFIG", "1");
+    let child = cmd.spawn().with_context(|| format!("cannot start {what}"))?;
+    let out = tokio::time::timeout(STEP_TIMEOUT, child.wait_with_output())
+        .await
+        .map_err(|_| anyhow!("{what} took longer than {}s", STEP_TIMEOUT.as_secs()))?
+        .with_context(|| format!("{what} failed"))?;
+    if !out.status.success() {
+        bail!(ToolFailed {
+            what: what.to_string(),
+            status: out.status.to_string(),
+            stderr: tail(&out.stderr),
+        });
+    }
+    Ok(out.stdout)
+}
+
+/// A tool exited with an error.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} failed ({status}): {stderr}")]
+struct ToolFailed {
+    what: String,
+    status: String,
+    stderr: String,
+}
+
+/// The end of a tool's stderr, printable.
+fn tail(b: &[u8]) -> String {
+    let s = String::from_utf8_lossy(b);
+    let s = s.trim();
+    let mut start = s.len().saturating_sub(MAX_STDERR_SHOWN);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    s[start..]
+        .chars()
+        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
+        .collect()
+}
+
+/// PEP 503 name normalization.
+fn normalize(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut sep = false;
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            sep = true;
+        } else {
+            if sep && !out.is_empty() {
+                out.push('-');
+            }
+            sep = false;
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+#[derive(Deserialize)]
+struct Report {
+    #[serde(default)]
+    install: Vec<ReportItem>,
+}
+
+#[derive(Deserialize)]
+struct ReportItem {
+    download_info: DownloadInfo,
+    metadata: ReportMetadata,
+}
+
+#[derive(Deserialize)]
+struct DownloadInfo {
+    url: String,
+    #[serde(default)]
+    archive_info: Option<ArchiveInfo>,
+}
+
+#[derive(Deserialize)]
+struct ArchiveInfo {
+    #[serde(default)]
+    hashes: Option<std::collections::HashMap<String, String>>,
+}
+
+#[derive(Deserialize)]
+struct ReportMetadata {
+    name: String,
+    version: String,
+}
+
+/// Resolves the whole dependency set once, with pip's resolver, without installing anything.
+async fn resolve(
+    python: &Python,
+    index: &str,
+    p: &PipSource,
+    allow_sdist: bool,
+) -> Result<Resolution> {
+    let tmp = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let report_path = tmp.path().join("report.json");
+    let requirement = format!("{}=={}", p.package, p.version);
+    let mut cmd = tokio::process::Command::new(&python.exe);
+    cmd.args(["-I", "-m", "pip", "install", "--dry-run", "--ignore-installed"])
+        .args(["--quiet", "--no-input", "--index-url", index, "--report"])
+        .arg(&report_path);
+    if !allow_sdist {
+        cmd.args(["--only-binary", ":all:"]);
+    }
+    cmd.arg("--").arg(&requirement);
+    if let Err(e) = run(&mut cmd, "pip (resolving)").await {
+        let failed = e.downcast_ref::<ToolFailed>();
+        let no_wheel = failed.is_some_and(|f| {
+            f.stderr.contains("No matching distribution")
+                || f.stderr.contains("from versions: none")
+        });
+        let mut u = UserError::new(format!(
+            "cannot resolve {requirement} from {}",
+            truncate(index, 120)
+        ));
+        if no_wheel && !allow_sdist {
+            u = u
+                .hint(format!(
+                    "ofc installs wheels only: {requirement} or one of its dependencies may have only a source distribution, and building one runs code from the package"
+                ))
+                .hint("if you trust it, pass --allow-sdist");
+        }
+        return Err(crate::output::explain(e, u));
+    }
+    let meta = fs::metadata(&report_path).context("pip wrote no report")?;
+    if meta.len() > MAX_REPORT_BYTES {
+        bail!("pip's report is {} bytes, more than {MAX_REPORT_BYTES}", meta.len());
+    }
+    let report: Report = serde_json::from_slice(&fs::read(&report_path)?)
+        .context("cannot read pip's installation report")?;
+    if report.install.len() > MAX_DISTS {
+        bail!(
+            "{requirement} resolves to {} distributions, more than the {MAX_DISTS} accepted",
+            report.install.len()
+        );
+    }
+    let mut dists = Vec::new();
+    for item in report.install {
+        let name = normalize(&item.metadata.name);
+        let url = item.download_info.url;
+        let sha = item
+            .download_info
+            .archive_info
+            .and_then(|a| a.hashes)
+            .and_then(|h| h.get("sha256").cloned())
+            .ok_or_else(|| {
+                anyhow!(
+                    UserError::new(format!(
+                        "the index gave no sha256 for {name} {}; refusing to install a file that cannot be checked",
+                        truncate(&item.metadata.version, 40)
+                    ))
+                    .hint("use an index that publishes file hashes (PEP 503 `#sha256=` links)")
+                )
+            })?;
+        let sha256 = Digest::parse(&format!("sha256:{sha}"))
+            .map_err(|e| anyhow!("pip reported an invalid sha256 for {name}: {e}"))?;
+        let filename = file_name(&url)?;
+        let wheel = filename.ends_with(".whl");
+        if !wheel && !allow_sdist {
+            bail!(
+                UserError::new(format!(
+                    "{name} {} is only available as a source distribution ({}); building it runs code from the package, so it was refused",
+                    truncate(&item.metadata.version, 40),
+                    truncate(&filename, 120)
+                ))
+                .hint("if you trust it, pass --allow-sdist")
+            );
+        }
+        dists.push(Dist {
+            name,
+            version: item.metadata.version,
+            sha256,
+            url,
+            filename,
+        });
+    }
+    dists.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Resolution {
+        python: python.version.clone(),
+        dists,
+    })
+}
+
+/// The file name at the end of a distribution URL; refused unless it is a plain archive name.
+fn file_name(url: &str) -> Result<String> {
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("https://") || lower.starts_with("http://")) {
+        bail!(
+            "pip resolved a distribution at `{}`, not an http(s) URL; refusing it",
+            truncate(url, 120)
+        );
+    }
+    let path = url.split(['#', '?']).next().unwrap_or_default();
+    let name = path.rsplit('/').next().unwrap_or_default();
+    let ok = !name.is_empty()
+        && name.len() <= 255
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+' | '!'))
+        && [".whl", ".tar.gz", ".zip"].iter().any(|e| name.ends_with(e));
+    if !ok {
+        bail!(
+            "pip resolved a distribution file named `{}`, which is not a wheel or source archive name; refusing it",
+            truncate(name, 120)
+        );
+    }
+    Ok(name.to_string())
+}
+
+fn own_dist<'a>(r: &'a Resolution, p: &PipSource) -> Result<&'a Dist> {
+    let want = normalize(&p.package);
+    let version: Option<pep440_rs::Version> = p.version.parse().ok();
+    r.dists
+        .iter()
+        .find(|d| d.name == want && d.version.parse::<pep440_rs::Version>().ok() == version)
+        .ok_or_else(|| {
+            anyhow!(
+                "pip's resolution does not contain {}=={} itself",
+                p.package,
+                p.version
+            )
+        })
+}
+
+/// Downloads one distribution file into `pip-v1/files/<sha256>/<name>`, refusing any byte
+/// stream that does not hash to the resolution's sha256. Returns the path and bytes fetched.
+async fn fetch_file(cx: &Ctx, job: &Job<'_>, d: &Dist) -> Result<(PathBuf, u64)> {
+    let dir = root(cx).join("files").join(d.sha256.hex());
+    let path = dir.join(&d.filename);
+    if let Ok(bytes) = fs::read(&path) {
+        if Digest::of(&bytes) == d.sha256 {
+            return Ok((path, 0));
+        }
+        // Damaged: fetched again below, replacing it.
+    }
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut resp = job
+        .hub
+        .http()
+        .get(&d.url)
+        .timeout(STEP_TIMEOUT)
+        .send()
+        .await
+        .with_context(|| format!("cannot download {}", truncate(&d.url, 160)))?;
+    if !resp.status().is_success() {
+        bail!(
+            "{} answered {}",
+            truncate(&d.url, 160),
+            resp.status()
+        );
+    }
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
+    let mut h = <sha2::Sha256 as sha2::Digest>::new();
+    let mut n: u64 = 0;
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .with_context(|| format!("downloading {}", truncate(&d.url, 160)))?
+    {
+        n += chunk.len() as u64;
+        if n > MAX_FILE_BYTES {
+            bail!(
+                "{} is more than {MAX_FILE_BYTES} bytes; refusing it",
+                truncate(&d.url, 160)
+            );
+        }
+        sha2::Digest::update(&mut h, &chunk);
+        tmp.write_all(&chunk)?;
+    }
+    let actual = Digest::from_bytes(sha2::Digest::finalize(h).into());
+    if actual != d.sha256 {
+        bail!(
+            UserError::new(format!(
+                "{} hashes to {actual}, but the resolution said {}; nothing was installed",
+                truncate(&d.url, 160),
+                d.sha256
+            ))
+            .hint("the index changed the file while it was being installed, or something altered it in transit")
+        );
+    }
+    tmp.persist(&path).map_err(|e| e.error)?;
+    Ok((path, n))
+}
+
+/// Builds the environment in `tmp-v1/` from the verified files and renames it to `dir`.
+async fn build_env(
+    cx: &Ctx,
+    python: &Python,
+    files: &[(PathBuf, Digest)],
+    resolution: &Resolution,
+    dir: &Path,
+    allow_sdist: bool,
+) -> Result<()> {
+    let stage = cx.cache.staging_dir()?;
+    let env = stage.path().join("env");
+    run(
+        tokio::process::Command::new(&python.exe)
+            .args(["-I", "-m", "venv", "--without-pip"])
+            .arg(&env),
+        "python3 -m venv",
+    )
+    .await?;
+    let mut req = String::new();
+    for (path, sha) in files {
+        req.push_str(&format!("{} --hash=sha256:{}\n", path.display(), sha.hex()));
+    }
+    let req_file = stage.path().join("requirements.txt");
+    fs::write(&req_file, req)?;
+    let env_python = env.join("bin").join("python");
+    let mut cmd;
+    let what;
+    if use_uv() {
+        cmd = tokio::process::Command::new("uv");
+        cmd.args(["pip", "install", "--quiet", "--offline", "--python"])
+            .arg(&env_python);
+        what = "uv pip install";
+    } else {
+        cmd = tokio::process::Command::new(&python.exe);
+        cmd.args(["-I", "-m", "pip", "--python"])
+            .arg(&env_python)
+            .args(["install", "--quiet", "--no-input"]);
+        what = "pip install";
+    }
+    cmd.args(["--no-index", "--no-deps", "--require-hashes"]);
+    if !allow_sdist {
+        cmd.args(["--only-binary", ":all:"]);
+    }
+    cmd.arg("-r").arg(&req_file);
+    run(&mut cmd, what).await?;
+    fs::write(env.join(MARKER), serde_json::to_vec_pretty(resolution)?)?;
+    let parent = dir.parent().expect("envs/<key> has a parent");
+    fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    if dir.exists() {
+        // An incomplete or stale environment (its marker did not match): set it aside.
+        let aside = cx.cache.staging_dir()?.keep();
+        fs::rename(dir, aside.join("stale"))
+            .with_context(|| format!("cannot move {} aside", dir.display()))?;
+    }
+    fs::rename(&env, dir).with_context(|| format!("cannot install {}", dir.display()))?;
+    Ok(())
+}
+
+/// uv when forced by [`INSTALLER_ENV`] or found on PATH.
+fn use_uv() -> bool {
+    match std::env::var(INSTALLER_ENV).as_deref() {
+        Ok("uv") => true,
+        Ok("pip") => false,
+        _ => std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|p| p.join("uv").is_file())
+        }),
+    }
+}
+
+fn write_record(cx: &Ctx, manifest: &Digest, rec: &Record) -> Result<()> {
+    let file = record_file(cx, manifest);
+    let dir = file.parent().expect("has a parent");
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(&serde_json::to_vec(rec)?)?;
+    tmp.persist(&file).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// How the environment's interpreter runs `entry` (`module:attr` or a console script name).
+fn start_of(env: &Path, entry: &str) -> Result<Start> {
+    let target = if entry.contains(':') {
+        entry.to_string()
+    } else {
+        console_script(env, entry)?
+    };
+    let target = target.split('[').next().unwrap_or_default().trim();
+    let (module, attr) = target
+        .split_once(':')
+        .ok_or_else(|| anyhow!("entry point `{}` is not `module:function`", truncate(target, 80)))?;
+    let (module, attr) = (module.trim(), attr.trim());
+    let dotted = |s: &str| {
+        !s.is_empty()
+            && s.split('.').all(|part| {
+                let mut c = part.chars();
+                c.next()
+                    .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+                    && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+            })
+    };
+    if !dotted(module) || !dotted(attr) {
+        bail!(
+            "entry point `{}` is not `module:function` made of Python identifiers",
+            truncate(target, 80)
+        );
+    }
+    let first = attr.split('.').next().unwrap_or(attr);
+    Ok(Start::Process {
+        program: env.join("bin").join("python"),
+        // Isolated: no PYTHONPATH, no user site-packages, nothing from the working directory.
+        args: vec![
+            "-I".into(),
+            "-c".into(),
+            format!("import sys; from {module} import {first}; sys.exit({attr}())"),
+        ],
+        env: Vec::new(),
+        cwd: env.to_path_buf(),
+    })
+}
+
+/// The `module:function` of a console script, from the installed `entry_points.txt` files.
+fn console_script(env: &Path, name: &str) -> Result<String> {
+    let lib = env.join("lib");
+    for py in fs::read_dir(&lib).with_context(|| format!("cannot read {}", lib.display()))? {
+        let site = py?.path().join("site-packages");
+        let Ok(entries) = fs::read_dir(&site) else {
+            continue;
+        };
+        for e in entries {
+            let p = e?.path();
+            if !p.extension().is_some_and(|x| x == "dist-info") {
+                continue;
+            }
+            let Ok(text) = fs::read_to_string(p.join("entry_points.txt")) else {
+                continue;
+            };
+            let mut in_scripts = false;
+            for line in text.lines() {
+                let line = line.trim();
+                if line.starts_with('[') {
+                    in_scripts = line == "[console_scripts]";
+                } else if in_scripts
+                    && let Some((k, v)) = line.split_once('=')
+                    && k.trim() == name
+                {
+                    return Ok(v.trim().to_string());
+                }
+            }
+        }
+    }
+    bail!(
+        UserError::new(format!(
+            "no installed distribution declares the console script `{}`",
+            truncate(name, 80)
+        ))
+        .hint("the manifest's entryPoint must name a console script of the package, or be `module:function`")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_normalize_as_pep_503_says() {
+        assert_eq!(normalize("Ofc_Echo.Agent"), "ofc-echo-agent");
+        assert_eq!(normalize("a--b__c"), "a-b-c");
+    }
+
+    #[test]
+    fn file_names_are_plain_archives_over_http() {
+        assert_eq!(
+            file_name("http://127.0.0.1:1/packages/x-1.0-py3-none-any.whl#sha256=00").unwrap(),
+            "x-1.0-py3-none-any.whl"
+        );
+        for bad in [
+            "file:///etc/passwd.whl",
+            "http://h/../x",
+            "http://h/x.exe",
+            "http://h/.whl",
+            "http://h/a%2f..whl",
+        ] {
+            assert!(file_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn entry_points_must_be_identifiers() {
+        let env = tempfile::tempdir().unwrap();
+        let s = start_of(env.path(), "pkg.server:main").unwrap();
+        let Start::Process { args, .. } = s else {
+            panic!("not a process")
+        };
+        assert_eq!(
+            args[2],
+            "import sys; from pkg.server import main; sys.exit(main())"
+        );
+        for bad in ["os:system('x')", "a;b:c", "m:", ":f", "m:f()"] {
+            assert!(start_of(env.path(), bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_key_ignores_urls_but_not_hashes() {
+        let d = |url: &str, b: u8| Dist {
+            name: "x".into(),
+            version: "1.0".into(),
+            sha256: Digest::from_bytes([b; 32]),
+            url: url.into(),
+            filename: "x-1.0-py3-none-any.whl".into(),
+        };
+        let r = |dists| Resolution {
+            python: "3.11.7".into(),
+            dists,
+        };
+        assert_eq!(r(vec![d("http://a", 1)]).key(), r(vec![d("http://b", 1)]).key());
+        assert_ne!(r(vec![d("http://a", 1)]).key(), r(vec![d("http://a", 2)]).key());
+    }
+}
