@@ -94,6 +94,7 @@ impl AgentSpec {
                 version: version.clone(),
                 registry: None,
                 bin: agent.clone(),
+                integrity: None,
             }),
             "docker" => Source::Docker(DockerSource {
                 image: format!(

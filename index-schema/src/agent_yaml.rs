@@ -165,6 +165,9 @@ pub enum AgentSource {
         registry: Option<String>,
         /// The `bin` that serves the OFC agent API.
         bin: String,
+        /// Integrity (`sha512-…`) of the package's tarball: the publisher's pin.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        integrity: Option<String>,
     },
     /// A container image.
     Docker {
@@ -204,12 +207,14 @@ impl AgentSource {
                 version,
                 registry,
                 bin,
+                integrity,
             } => Source::Npm(NpmSource {
                 package: package.clone(),
                 version: manifest::parse_exact_version(version)
                     .map_err(|e| Diagnostics::one(p.key("version"), e))?,
                 registry: registry.clone(),
                 bin: bin.clone(),
+                integrity: integrity.clone(),
             }),
             AgentSource::Docker { image, port } => Source::Docker(DockerSource {
                 image: image.clone(),
@@ -699,6 +704,7 @@ fn check_source(src: &AgentSource, p: &FieldPath, d: &mut Diagnostics) {
             version,
             registry,
             bin,
+            ..
         } => {
             word("package", package, d);
             if let Err(e) = manifest::parse_exact_version(version) {

@@ -288,6 +288,10 @@ pub struct NpmSource {
     pub registry: Option<String>,
     /// The package's bin to run.
     pub bin: String,
+    /// The publisher's pin: the subresource integrity (`sha512-<base64>`) of the package's own
+    /// tarball. When present, a client refuses any other tarball for `package@version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<String>,
 }
 
 /// A container image, pinned by digest, that serves the OFC agent API on `port`.
@@ -1165,6 +1169,18 @@ fn check_source(d: &mut Diagnostics, path: &FieldPath, source: &Source) {
         Source::Npm(n) => {
             if let Some(problem) = npm_package_problem(&n.package) {
                 d.push(path.key("package"), problem);
+            }
+            if let Some(i) = &n.integrity
+                && (!i.starts_with("sha512-")
+                    || i.len() > 200
+                    || !i[7..]
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=')))
+            {
+                d.push(
+                    path.key("integrity"),
+                    "must be the tarball's subresource integrity, `sha512-<base64>`",
+                );
             }
             if !n.version.build.is_empty() {
                 d.push(

@@ -186,6 +186,7 @@ fn source() -> impl Strategy<Value = Source> {
                     version,
                     registry,
                     bin,
+                    integrity: None,
                 })
             ),
         (

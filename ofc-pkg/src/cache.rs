@@ -526,7 +526,72 @@ impl Cache {
                 });
             }
         }
+        self.verify_environments(&mut checked, &mut problems);
         Ok((checked, problems))
+    }
+
+    /// pip and npm environments: each must carry the marker written when it was complete; each
+    /// downloaded pip file must still hash to the sha256 it is filed under.
+    fn verify_environments(&self, checked: &mut usize, problems: &mut Vec<Problem>) {
+        for kind in ["pip-v1", "npm-v1"] {
+            let Ok(rd) = fs::read_dir(self.root.join(kind).join("envs")) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                *checked += 1;
+                let marker = e.path().join("ofc-resolution.json");
+                let ok = fs::read(&marker)
+                    .ok()
+                    .is_some_and(|b| serde_json::from_slice::<serde_json::Value>(&b).is_ok());
+                if !ok {
+                    problems.push(Problem {
+                        kind: "environment",
+                        entry: e.path().display().to_string(),
+                        reason: "its completion marker is missing or unreadable".into(),
+                    });
+                }
+            }
+        }
+        let Ok(rd) = fs::read_dir(self.root.join("pip-v1").join("files")) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let expected = Digest::parse(&format!("sha256:{name}")).ok();
+            for f in fs::read_dir(e.path()).into_iter().flatten().flatten() {
+                if f.file_name().to_string_lossy().starts_with(".tmp") {
+                    continue; // a download in progress
+                }
+                *checked += 1;
+                let actual = fs::read(f.path()).ok().map(|b| Digest::of(&b));
+                if expected.is_none() || actual != expected {
+                    problems.push(Problem {
+                        kind: "pip file",
+                        entry: f.path().display().to_string(),
+                        reason: format!("does not hash to the sha256 it is filed under ({name})"),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The installed environment (pip or npm) of a cached manifest: its kind, directory and
+    /// whether it is complete.
+    pub fn environment(&self, manifest: &Digest) -> Option<(&'static str, PathBuf, bool)> {
+        for (kind, dir) in [("pip", "pip-v1"), ("npm", "npm-v1")] {
+            let rec = self
+                .root
+                .join(dir)
+                .join("by-manifest")
+                .join(format!("{}.json", manifest.hex()));
+            let Ok(bytes) = fs::read(&rec) else { continue };
+            let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+            let key = Digest::parse(v["key"].as_str()?).ok()?;
+            let env = self.root.join(dir).join("envs").join(key.hex());
+            let complete = env.join("ofc-resolution.json").is_file();
+            return Some((kind, env, complete));
+        }
+        None
     }
 
     /// Removes a manifest, and its bundle when no other cached manifest uses it. Returns the

@@ -102,7 +102,9 @@ fn publish(p: &Publisher, agent: &str, package: &str, index: &str, pin: Option<&
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join(agent);
     std::fs::create_dir_all(&dir).unwrap();
-    let pin = pin.map(|s| format!(", sha256: \"{s}\"")).unwrap_or_default();
+    let pin = pin
+        .map(|s| format!(", sha256: \"{s}\""))
+        .unwrap_or_default();
     std::fs::write(
         dir.join("agent.yaml"),
         format!(
@@ -225,7 +227,10 @@ fn pip_agent_publish_pull_start_and_warm_pull_without_the_index() {
     assert!(hashes.iter().any(|h| h == pin.as_str()), "{out}");
     assert!(p["source"]["python"].as_str().unwrap().starts_with('3'));
     let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
-    assert!(lock.contains("kind = \"pip\"") && lock.contains(&pin), "{lock}");
+    assert!(
+        lock.contains("kind = \"pip\"") && lock.contains(&pin),
+        "{lock}"
+    );
     start_and_call(&p["start"]);
 
     let out2 = pull_json(&ofc, proj.path(), &["acme/pyecho2"]);
@@ -238,8 +243,49 @@ fn pip_agent_publish_pull_start_and_warm_pull_without_the_index() {
     let warm = pull_json(&ofc, proj.path(), &["--locked", "acme/pyecho"]);
     assert_eq!(warm["pulled"][0]["origin"], "cache", "{warm}");
     start_and_call(&warm["pulled"][0]["start"]);
-    let offline = pull_json(&ofc, proj.path(), &["--offline", "--locked", "acme/pyecho2"]);
+    let offline = pull_json(
+        &ofc,
+        proj.path(),
+        &["--offline", "--locked", "acme/pyecho2"],
+    );
     assert_eq!(offline["pulled"][0]["origin"], "cache", "{offline}");
+
+    // list, verify, rm and gc know the environment.
+    let list = ofc.json(&["list"]);
+    let agents = list["agents"].as_array().unwrap();
+    assert!(
+        agents
+            .iter()
+            .all(|a| a["environment"]["complete"] == true && a["environment"]["path"] == p["path"]),
+        "{list}"
+    );
+    ofc.ok(&["verify"]);
+    let file = std::fs::read_dir(home.path().join("cache/pip-v1/files"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let wheel = std::fs::read_dir(&file)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let good = std::fs::read(&wheel).unwrap();
+    std::fs::write(&wheel, b"tampered").unwrap();
+    let r = ofc.run(&["verify"]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("pip file"), "{}", r.stderr);
+    std::fs::write(&wheel, good).unwrap();
+    ofc.ok(&["rm", "acme/pyecho"]);
+    ofc.ok(&["gc"]);
+    let env = PathBuf::from(p["path"].as_str().unwrap());
+    assert!(env.is_dir(), "still used by acme/pyecho2");
+    ofc.ok(&["rm", "acme/pyecho2"]);
+    let gc = ofc.json(&["gc"]);
+    assert!(gc["removedEnvironments"].as_u64().unwrap() >= 3, "{gc}");
+    assert!(!env.exists());
 }
 
 #[test]
@@ -252,7 +298,13 @@ fn an_index_serving_another_wheel_than_the_signed_pin_is_refused() {
     let served = agent_wheels(pkgs.path(), Some("swapped"));
     assert_ne!(signed, served);
     let index = Index::start(pkgs.path());
-    publish(&publisher, "pyecho", "ofc-py-echo", &index.url, Some(&signed));
+    publish(
+        &publisher,
+        "pyecho",
+        "ofc-py-echo",
+        &index.url,
+        Some(&signed),
+    );
     let home = tempfile::tempdir().unwrap();
     let ofc = Ofc::new(home.path(), &hub.url);
     let r = ofc.run(&["pull", "acme/pyecho"]);

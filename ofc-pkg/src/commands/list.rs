@@ -40,6 +40,10 @@ pub fn run(out: &mut Output) -> Result<ExitStatus> {
                     "source": m.manifest.source.kind(),
                     "bundleDigest": bundle.map(|d| d.to_string()),
                     "bundleCached": bundle.map(|d| listing.bundles.iter().any(|b| b.digest == d)),
+                    "environment": cache.environment(&m.digest).map(|(_, p, ok)| json!({
+                        "path": p.display().to_string(),
+                        "complete": ok,
+                    })),
                 })
             })
             .collect();
@@ -73,7 +77,17 @@ pub fn run(out: &mut Output) -> Result<ExitStatus> {
                         None => format!("bundle {} (not cached)", short(&d)),
                     }
                 }
-                None => m.manifest.source.kind().to_string(),
+                None => match cache.environment(&m.digest) {
+                    Some((kind, p, true)) => {
+                        let key = p
+                            .file_name()
+                            .map(|n| n.to_string_lossy().chars().take(12).collect::<String>())
+                            .unwrap_or_default();
+                        format!("{kind} env {key}")
+                    }
+                    Some((kind, _, false)) => format!("{kind} (env incomplete)"),
+                    None => m.manifest.source.kind().to_string(),
+                },
             };
             [
                 m.manifest.name.to_string(),

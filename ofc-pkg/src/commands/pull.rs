@@ -38,6 +38,11 @@ pub struct PullArgs {
     /// install time, so by default only wheels are installed.
     #[arg(long)]
     pub allow_sdist: bool,
+
+    /// npm agents: run the packages' install scripts. They run code from the package at
+    /// install time, so by default a package that has them is refused.
+    #[arg(long)]
+    pub allow_install_scripts: bool,
 }
 
 /// Runs the verb.
@@ -74,6 +79,7 @@ pub fn run(args: &PullArgs, out: &mut Output) -> Result<ExitStatus> {
         progress: !out.json,
         limits: pull::limits_from_env()?,
         allow_sdist: args.allow_sdist,
+        allow_install_scripts: args.allow_install_scripts,
     };
     let report = pull::pull(&paths, &hub, &requests, &opts)?;
 

@@ -115,6 +115,8 @@ pub struct PullOptions {
     pub progress: bool,
     /// pip: allow building source distributions (runs code from the package at install time).
     pub allow_sdist: bool,
+    /// npm: run the packages' install scripts (off by default: they run code at install time).
+    pub allow_install_scripts: bool,
 }
 
 /// Where a pulled agent came from.

@@ -19,6 +19,7 @@ use crate::start::Start;
 
 mod bundle;
 pub(super) mod local;
+mod npm;
 mod pip;
 mod remote;
 
@@ -69,6 +70,7 @@ pub(super) fn of(s: &ManifestSource) -> Box<dyn Source> {
         ManifestSource::Bundle(_) => Box::new(bundle::Bundle),
         ManifestSource::Remote(_) => Box::new(remote::Remote),
         ManifestSource::Pip(_) => Box::new(pip::Pip),
+        ManifestSource::Npm(_) => Box::new(npm::Npm),
         other => Box::new(Unsupported(other.kind())),
     }
 }
@@ -83,7 +85,7 @@ impl Unsupported {
                 "`{}` sources cannot be pulled by this version of ofc",
                 self.0
             ))
-            .hint("bundle, remote, local and pip agents are supported; npm and docker come next")
+            .hint("bundle, remote, local, pip and npm agents are supported; docker comes next")
         )
     }
 }

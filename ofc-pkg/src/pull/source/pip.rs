@@ -304,8 +304,9 @@ impl Python {
         .await
         .map_err(|e| {
             e.context(
-                UserError::new(format!("cannot run `{name}`: pip agents need Python 3"))
-                    .hint(format!("install python3, or name an interpreter in {PYTHON_ENV}")),
+                UserError::new(format!("cannot run `{name}`: pip agents need Python 3")).hint(
+                    format!("install python3, or name an interpreter in {PYTHON_ENV}"),
+                ),
             )
         })?;
         let text = String::from_utf8_lossy(&out);
@@ -339,7 +340,9 @@ async fn run(cmd: &mut tokio::process::Command, what: &str) -> Result<Vec<u8>> {
         .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
         .env("PYTHONNOUSERSITE", "1")
         .env("UV_NO_CONFIG", "1");
-    let child = cmd.spawn().with_context(|| format!("cannot start {what}"))?;
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {what}"))?;
     let out = tokio::time::timeout(STEP_TIMEOUT, child.wait_with_output())
         .await
         .map_err(|_| anyhow!("{what} took longer than {}s", STEP_TIMEOUT.as_secs()))?
@@ -437,9 +440,16 @@ async fn resolve(
     let report_path = tmp.path().join("report.json");
     let requirement = format!("{}=={}", p.package, p.version);
     let mut cmd = tokio::process::Command::new(&python.exe);
-    cmd.args(["-I", "-m", "pip", "install", "--dry-run", "--ignore-installed"])
-        .args(["--quiet", "--no-input", "--index-url", index, "--report"])
-        .arg(&report_path);
+    cmd.args([
+        "-I",
+        "-m",
+        "pip",
+        "install",
+        "--dry-run",
+        "--ignore-installed",
+    ])
+    .args(["--quiet", "--no-input", "--index-url", index, "--report"])
+    .arg(&report_path);
     if !allow_sdist {
         cmd.args(["--only-binary", ":all:"]);
     }
@@ -465,7 +475,10 @@ async fn resolve(
     }
     let meta = fs::metadata(&report_path).context("pip wrote no report")?;
     if meta.len() > MAX_REPORT_BYTES {
-        bail!("pip's report is {} bytes, more than {MAX_REPORT_BYTES}", meta.len());
+        bail!(
+            "pip's report is {} bytes, more than {MAX_REPORT_BYTES}",
+            meta.len()
+        );
     }
     let report: Report = serde_json::from_slice(&fs::read(&report_path)?)
         .context("cannot read pip's installation report")?;
@@ -539,7 +552,9 @@ fn file_name(url: &str) -> Result<String> {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+' | '!'))
-        && [".whl", ".tar.gz", ".zip"].iter().any(|e| name.ends_with(e));
+        && [".whl", ".tar.gz", ".zip"]
+            .iter()
+            .any(|e| name.ends_with(e));
     if !ok {
         bail!(
             "pip resolved a distribution file named `{}`, which is not a wheel or source archive name; refusing it",
@@ -585,11 +600,7 @@ async fn fetch_file(cx: &Ctx, job: &Job<'_>, d: &Dist) -> Result<(PathBuf, u64)>
         .await
         .with_context(|| format!("cannot download {}", truncate(&d.url, 160)))?;
     if !resp.status().is_success() {
-        bail!(
-            "{} answered {}",
-            truncate(&d.url, 160),
-            resp.status()
-        );
+        bail!("{} answered {}", truncate(&d.url, 160), resp.status());
     }
     let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
     let mut h = <sha2::Sha256 as sha2::Digest>::new();
@@ -687,9 +698,8 @@ fn use_uv() -> bool {
     match std::env::var(INSTALLER_ENV).as_deref() {
         Ok("uv") => true,
         Ok("pip") => false,
-        _ => std::env::var_os("PATH").is_some_and(|paths| {
-            std::env::split_paths(&paths).any(|p| p.join("uv").is_file())
-        }),
+        _ => std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|p| p.join("uv").is_file())),
     }
 }
 
@@ -711,9 +721,12 @@ fn start_of(env: &Path, entry: &str) -> Result<Start> {
         console_script(env, entry)?
     };
     let target = target.split('[').next().unwrap_or_default().trim();
-    let (module, attr) = target
-        .split_once(':')
-        .ok_or_else(|| anyhow!("entry point `{}` is not `module:function`", truncate(target, 80)))?;
+    let (module, attr) = target.split_once(':').ok_or_else(|| {
+        anyhow!(
+            "entry point `{}` is not `module:function`",
+            truncate(target, 80)
+        )
+    })?;
     let (module, attr) = (module.trim(), attr.trim());
     let dotted = |s: &str| {
         !s.is_empty()
@@ -839,7 +852,13 @@ mod tests {
             python: "3.11.7".into(),
             dists,
         };
-        assert_eq!(r(vec![d("http://a", 1)]).key(), r(vec![d("http://b", 1)]).key());
-        assert_ne!(r(vec![d("http://a", 1)]).key(), r(vec![d("http://a", 2)]).key());
+        assert_eq!(
+            r(vec![d("http://a", 1)]).key(),
+            r(vec![d("http://b", 1)]).key()
+        );
+        assert_ne!(
+            r(vec![d("http://a", 1)]).key(),
+            r(vec![d("http://a", 2)]).key()
+        );
     }
 }

@@ -1,0 +1,2 @@
+// Proves that dependencies are resolved and installed.
+module.exports = (text) => text.toUpperCase() + "!";

@@ -1,0 +1,309 @@
+//! npm agents end to end, against the real `ofc-hub` and `ofc` binaries and a real npm registry
+//! (verdaccio 4, started by `scripts/peers/verdaccio`): a Node OFC agent package with a
+//! dependency, published here, is pulled → started → answers `/ofc/info` and a respond call; a
+//! warm pull with the lock and the registry stopped needs no network; install scripts are refused
+//! without the opt-in (and do not run); a tarball other than the signed pin and a lock that no
+//! longer matches are refused.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{HubProc, Ofc, Publisher};
+use serde_json::{Value, json};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A verdaccio with the test packages published, stopped on drop.
+struct Registry {
+    url: String,
+    pid: u32,
+    _storage: tempfile::TempDir,
+}
+
+impl Registry {
+    fn start() -> Registry {
+        let storage = tempfile::tempdir().unwrap();
+        let out = Command::new(repo().join("scripts/peers/verdaccio"))
+            .arg(storage.path())
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("scripts/peers/verdaccio runs");
+        assert!(
+            out.status.success(),
+            "scripts/peers/verdaccio failed: a real registry is required"
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let parts: Vec<&str> = text.split_whitespace().collect();
+        let (url, pid, token) = (parts[0], parts[1], parts[2]);
+        let host = url.trim_start_matches("http:").trim_end_matches('/');
+        let npmrc = storage.path().join("npmrc");
+        std::fs::write(&npmrc, format!("{host}/:_authToken={token}\n")).unwrap();
+        for p in ["ofc-node-shout", "ofc-node-echo", "ofc-node-scripted"] {
+            let o = Command::new("npm")
+                .args([
+                    "publish",
+                    "--loglevel=error",
+                    "--registry",
+                    url,
+                    "--userconfig",
+                ])
+                .arg(&npmrc)
+                .current_dir(repo().join("tests/npm-agent").join(p))
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "npm publish {p}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        Registry {
+            url: url.to_string(),
+            pid: pid.parse().unwrap(),
+            _storage: storage,
+        }
+    }
+
+    fn integrity(&self, package: &str) -> String {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let doc: Value = rt.block_on(async {
+            reqwest::get(format!("{}{package}", self.url))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap()
+        });
+        doc["versions"]["1.0.0"]["dist"]["integrity"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    fn stop(&mut self) {
+        if self.pid != 0 {
+            let _ = Command::new("kill").arg(self.pid.to_string()).status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Path::new(&format!("/proc/{}", self.pid)).exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            self.pid = 0;
+        }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Publishes `acme/<agent>` with an npm source for `package@1.0.0` on `registry`.
+fn publish(p: &Publisher, agent: &str, package: &str, registry: &str, pin: Option<&str>) {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join(agent);
+    std::fs::create_dir_all(&dir).unwrap();
+    let pin = pin
+        .map(|s| format!(", integrity: \"{s}\""))
+        .unwrap_or_default();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        format!(
+            "id: \"@{agent}\"\nname: Node Echo\npackage: acme/{agent}\nversion: 1.0.0\n\
+             tagline: Shouts back\ndescription: A Node agent.\nactivation: mention\n\
+             source: {{type: npm, package: {package}, version: \"1.0.0\", registry: \"{registry}\", \
+             bin: {package}{pin}}}\n"
+        ),
+    )
+    .unwrap();
+    p.ofc.ok(&["publish", dir.to_str().unwrap()]);
+}
+
+fn project() -> tempfile::TempDir {
+    let p = tempfile::tempdir().unwrap();
+    std::fs::write(p.path().join("ofc.lock"), "").unwrap();
+    p
+}
+
+fn run_in(ofc: &Ofc, dir: &Path, args: &[&str]) -> common::Run {
+    Ofc::finish(ofc.cmd().current_dir(dir).args(args))
+}
+
+fn pull_json(ofc: &Ofc, dir: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json", "pull"];
+    all.extend(args);
+    let r = run_in(ofc, dir, &all);
+    assert_eq!(r.code, Some(0), "ofc {all:?}\n{}\n{}", r.stdout, r.stderr);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts a pulled agent as `ofc run` does with a `process` start (OFC_PORT set), and checks
+/// that it answers `/ofc/info` and a respond call.
+fn start_and_call(start: &Value, id: &str) {
+    assert_eq!(start["kind"], "process", "{start}");
+    let port = free_port();
+    let mut cmd = Command::new(start["program"].as_str().unwrap());
+    for a in start["args"].as_array().unwrap() {
+        cmd.arg(a.as_str().unwrap());
+    }
+    for kv in start["env"].as_array().unwrap() {
+        cmd.env(kv[0].as_str().unwrap(), kv[1].as_str().unwrap());
+    }
+    let mut child = cmd
+        .current_dir(start["cwd"].as_str().unwrap())
+        .env("OFC_PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}/ofc");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let result = rt.block_on(async {
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let info: Value = loop {
+            match client.get(format!("{base}/info")).send().await {
+                Ok(r) if r.status().is_success() => break r.json().await.unwrap(),
+                _ if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await
+                }
+                other => panic!("the agent did not answer /ofc/info: {other:?}"),
+            }
+        };
+        let reply: Value = client
+            .post(format!("{base}/respond"))
+            .header("OFC-Floor-Id", "floor-1")
+            .json(&json!({
+                "floor_id": "floor-1",
+                "messages": [{"id": "m1", "from": "@user", "content": "hello agent",
+                              "timestamp": "2026-01-01T00:00:00Z"}]
+            }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        (info, reply)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let (info, reply) = result;
+    assert_eq!(info["id"], id, "{info}");
+    // The dependency did its part.
+    assert_eq!(reply["content"], "HELLO AGENT!", "{reply}");
+}
+
+#[test]
+fn npm_agent_publish_pull_start_and_warm_pull_without_the_registry() {
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let mut registry = Registry::start();
+    let pin = registry.integrity("ofc-node-echo");
+    publish(
+        &publisher,
+        "nodeecho",
+        "ofc-node-echo",
+        &registry.url,
+        Some(&pin),
+    );
+
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let proj = project();
+    let out = pull_json(&ofc, proj.path(), &["acme/nodeecho"]);
+    let p = &out["pulled"][0];
+    assert_eq!(p["source"]["kind"], "npm", "{out}");
+    assert_eq!(p["source"]["integrity"], pin.as_str(), "{out}");
+    let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
+    assert!(
+        lock.contains("kind = \"npm\"") && lock.contains(&pin),
+        "{lock}"
+    );
+    start_and_call(&p["start"], "@nodeecho");
+
+    // The lock edited to another integrity no longer matches what the registry serves.
+    let edited = lock.replace(&pin, &format!("sha512-{}==", "A".repeat(86)));
+    std::fs::write(proj.path().join("ofc.lock"), edited).unwrap();
+    let r = run_in(&ofc, proj.path(), &["pull", "--locked", "acme/nodeecho"]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("no longer matches"), "{}", r.stderr);
+    std::fs::write(proj.path().join("ofc.lock"), &lock).unwrap();
+
+    registry.stop();
+    let warm = pull_json(&ofc, proj.path(), &["--locked", "acme/nodeecho"]);
+    assert_eq!(warm["pulled"][0]["origin"], "cache", "{warm}");
+    start_and_call(&warm["pulled"][0]["start"], "@nodeecho");
+    ofc.ok(&["verify"]);
+}
+
+#[test]
+fn install_scripts_need_the_opt_in_and_a_swapped_tarball_is_refused() {
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let registry = Registry::start();
+    publish(
+        &publisher,
+        "scripted",
+        "ofc-node-scripted",
+        &registry.url,
+        None,
+    );
+    // Signed with the integrity of another tarball than the registry serves.
+    let other = registry.integrity("ofc-node-shout");
+    publish(
+        &publisher,
+        "swapped",
+        "ofc-node-echo",
+        &registry.url,
+        Some(&other),
+    );
+
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let mark = home.path().join("mark");
+    let r = Ofc::finish(
+        ofc.cmd()
+            .env("OFC_TEST_MARK", &mark)
+            .args(["pull", "acme/scripted"]),
+    );
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("install scripts"), "{}", r.stderr);
+    assert!(r.stderr.contains("--allow-install-scripts"), "{}", r.stderr);
+    assert!(!mark.exists(), "the install script ran");
+    assert!(!home.path().join("cache/npm-v1/envs").exists());
+    let r = Ofc::finish(ofc.cmd().env("OFC_TEST_MARK", &mark).args([
+        "pull",
+        "--allow-install-scripts",
+        "acme/scripted",
+    ]));
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(mark.exists(), "with the opt-in, the install script ran");
+
+    let r = ofc.run(&["pull", "acme/swapped"]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("pins") && r.stderr.contains(&other),
+        "{}",
+        r.stderr
+    );
+}
