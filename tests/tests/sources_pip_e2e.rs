@@ -124,14 +124,20 @@ fn project() -> tempfile::TempDir {
     p
 }
 
-fn run_in(ofc: &Ofc, dir: &Path, args: &[&str]) -> common::Run {
-    Ofc::finish(ofc.cmd().current_dir(dir).args(args))
+/// `ofc ARGS` in `dir`, installing with `installer` (`uv` or `pip`: both are tested).
+fn run_in(ofc: &Ofc, dir: &Path, installer: &str, args: &[&str]) -> common::Run {
+    Ofc::finish(
+        ofc.cmd()
+            .current_dir(dir)
+            .env("OFC_PIP_INSTALLER", installer)
+            .args(args),
+    )
 }
 
-fn pull_json(ofc: &Ofc, dir: &Path, args: &[&str]) -> Value {
+fn pull_json(ofc: &Ofc, dir: &Path, installer: &str, args: &[&str]) -> Value {
     let mut all = vec!["--json", "pull"];
     all.extend(args);
-    let r = run_in(ofc, dir, &all);
+    let r = run_in(ofc, dir, installer, &all);
     assert_eq!(r.code, Some(0), "ofc {all:?}\n{}\n{}", r.stdout, r.stderr);
     serde_json::from_str(&r.stdout).unwrap()
 }
@@ -218,7 +224,7 @@ fn pip_agent_publish_pull_start_and_warm_pull_without_the_index() {
     let home = tempfile::tempdir().unwrap();
     let ofc = Ofc::new(home.path(), &hub.url);
     let proj = project();
-    let out = pull_json(&ofc, proj.path(), &["acme/pyecho"]);
+    let out = pull_json(&ofc, proj.path(), "uv", &["acme/pyecho"]);
     let p = &out["pulled"][0];
     assert_eq!(p["source"]["kind"], "pip", "{out}");
     assert_eq!(p["extracted"], true, "{out}");
@@ -233,19 +239,20 @@ fn pip_agent_publish_pull_start_and_warm_pull_without_the_index() {
     );
     start_and_call(&p["start"]);
 
-    let out2 = pull_json(&ofc, proj.path(), &["acme/pyecho2"]);
+    let out2 = pull_json(&ofc, proj.path(), "uv", &["acme/pyecho2"]);
     let p2 = &out2["pulled"][0];
     assert_eq!(p2["path"], p["path"], "same resolution, same environment");
     assert_eq!(p2["extracted"], false, "{out2}");
 
     // The index stopped: the locked, warm pull needs it not.
     index.stop();
-    let warm = pull_json(&ofc, proj.path(), &["--locked", "acme/pyecho"]);
+    let warm = pull_json(&ofc, proj.path(), "uv", &["--locked", "acme/pyecho"]);
     assert_eq!(warm["pulled"][0]["origin"], "cache", "{warm}");
     start_and_call(&warm["pulled"][0]["start"]);
     let offline = pull_json(
         &ofc,
         proj.path(),
+        "uv",
         &["--offline", "--locked", "acme/pyecho2"],
     );
     assert_eq!(offline["pulled"][0]["origin"], "cache", "{offline}");
@@ -379,6 +386,7 @@ fn a_lock_that_no_longer_matches_is_refused_and_a_killed_install_leaves_nothing(
             .env("OFC_HOME", ofc.home())
             .env("OFC_HUB", &hub.url)
             .env_remove("OFC_TOKEN")
+            .env("OFC_PIP_INSTALLER", "pip")
             .current_dir(proj.path())
             .args(["pull", "acme/pyecho"])
             .stdout(Stdio::null())
@@ -399,7 +407,7 @@ fn a_lock_that_no_longer_matches_is_refused_and_a_killed_install_leaves_nothing(
     // Four concurrent pulls: all succeed, one environment is built.
     let outs: Vec<Value> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..4)
-            .map(|_| s.spawn(|| pull_json(&ofc, proj.path(), &["acme/pyecho"])))
+            .map(|_| s.spawn(|| pull_json(&ofc, proj.path(), "pip", &["acme/pyecho"])))
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
@@ -424,11 +432,16 @@ fn a_lock_that_no_longer_matches_is_refused_and_a_killed_install_leaves_nothing(
     // The index changes under the lock: a new release of the dependency.
     wheel(pkgs.path(), "ofc-py-shout", "1.0.1", "ofc_py_shout", &[]);
     // This machine's environment still matches the lock: no network needed, no change.
-    pull_json(&ofc, proj.path(), &["--locked", "acme/pyecho"]);
+    pull_json(&ofc, proj.path(), "pip", &["--locked", "acme/pyecho"]);
     // Another machine resolves again, gets other files, and --locked refuses.
     let home2 = tempfile::tempdir().unwrap();
     let ofc2 = Ofc::new(home2.path(), &hub.url);
-    let r = run_in(&ofc2, proj.path(), &["pull", "--locked", "acme/pyecho"]);
+    let r = run_in(
+        &ofc2,
+        proj.path(),
+        "pip",
+        &["pull", "--locked", "acme/pyecho"],
+    );
     assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("no longer matches"), "{}", r.stderr);
     assert!(!home2.path().join("cache/pip-v1/envs").exists());

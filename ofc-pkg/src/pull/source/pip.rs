@@ -584,11 +584,11 @@ fn own_dist<'a>(r: &'a Resolution, p: &PipSource) -> Result<&'a Dist> {
 async fn fetch_file(cx: &Ctx, job: &Job<'_>, d: &Dist) -> Result<(PathBuf, u64)> {
     let dir = root(cx).join("files").join(d.sha256.hex());
     let path = dir.join(&d.filename);
-    if let Ok(bytes) = fs::read(&path) {
-        if Digest::of(&bytes) == d.sha256 {
-            return Ok((path, 0));
-        }
-        // Damaged: fetched again below, replacing it.
+    // A damaged file is fetched again below, replacing it.
+    if let Ok(bytes) = fs::read(&path)
+        && Digest::of(&bytes) == d.sha256
+    {
+        return Ok((path, 0));
     }
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut resp = job
@@ -767,7 +767,7 @@ fn console_script(env: &Path, name: &str) -> Result<String> {
         };
         for e in entries {
             let p = e?.path();
-            if !p.extension().is_some_and(|x| x == "dist-info") {
+            if p.extension().is_none_or(|x| x != "dist-info") {
                 continue;
             }
             let Ok(text) = fs::read_to_string(p.join("entry_points.txt")) else {
