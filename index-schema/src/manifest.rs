@@ -1297,6 +1297,11 @@ fn pep440_problem(v: &str) -> Option<String> {
     }
     if is_pep440_exact(v) {
         None
+    } else if let Ok(normal) = v.parse::<pep440_rs::Version>() {
+        Some(format!(
+            "`{}` is a PEP 440 version, but write it in its normal form `{normal}` so that the pin says exactly what pip installs",
+            shown(v)
+        ))
     } else {
         Some(format!(
             "`{}` is not an exact PEP 440 version such as `1.2.0`, `1.2.0rc1` or `1.2.0.post1`",
@@ -1720,7 +1725,7 @@ mod tests {
     #[case(json!({"type": "pip", "package": "x", "version": ">=1.0", "entryPoint": "x"}), "source.version", "version range")]
     #[case(json!({"type": "pip", "package": "x", "version": "~=1.0", "entryPoint": "x"}), "source.version", "version range")]
     #[case(json!({"type": "pip", "package": "x", "version": "*", "entryPoint": "x"}), "source.version", "version range")]
-    #[case(json!({"type": "pip", "package": "x", "version": "1.0-beta", "entryPoint": "x"}), "source.version", "not an exact PEP 440 version")]
+    #[case(json!({"type": "pip", "package": "x", "version": "1.0-beta", "entryPoint": "x"}), "source.version", "normal form `1.0b0`")]
     #[case(json!({"type": "pip", "package": "-x", "version": "1.0", "entryPoint": "x"}), "source.package", "not a Python package name")]
     #[case(json!({"type": "pip", "package": "x", "version": "1.0", "entryPoint": "-x"}), "source.entryPoint", "console script")]
     #[case(json!({"type": "pip", "package": "x", "version": "1.0", "entryPoint": "x", "index": "http://pypi.example.com/simple"}), "source.index", "use `https://`")]
