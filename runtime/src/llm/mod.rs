@@ -151,6 +151,9 @@ pub struct RosterEntry {
     pub about: Option<String>,
 }
 
+/// Advertised tool name (`board__add`) → its toolbox and its name there.
+type Routes = HashMap<String, (Arc<Granted>, String)>;
+
 struct Granted {
     name: String,
     toolbox: Arc<dyn Toolbox>,
@@ -365,7 +368,7 @@ impl LlmAgent {
         }]
     }
 
-    fn advertised_tools(&self) -> (Vec<Value>, HashMap<String, (Arc<Granted>, String)>) {
+    fn advertised_tools(&self) -> (Vec<Value>, Routes) {
         let mut tools = Vec::new();
         let mut routes = HashMap::new();
         if !self.config.can_use_tools {
@@ -388,7 +391,7 @@ impl LlmAgent {
     /// Runs one tool call; every failure is a result text the model sees.
     async fn run_tool(
         &self,
-        routes: &HashMap<String, (Arc<Granted>, String)>,
+        routes: &Routes,
         call: &client::ChatToolCall,
     ) -> (Map<String, Value>, Value) {
         let raw = call.function.arguments.trim();
