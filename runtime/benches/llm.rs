@@ -89,13 +89,21 @@ async fn main() {
     .unwrap();
     let inline = bp.agents[0].as_inline().unwrap();
     let config = LlmConfig::from_blueprint(inline, bp.defaults.as_ref(), |_| None).unwrap();
-    let http = reqwest::Client::builder().tcp_nodelay(true).build().unwrap();
+    let http = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .unwrap();
     let agent = Arc::new(LlmAgent::new(config, LlmSettings::default(), http.clone()));
     let ts = Timestamp::parse("2024-01-15T10:30:00Z").unwrap();
     let history: Vec<Message> = (0..20)
         .map(|i| {
             let from = if i % 2 == 0 { "@user" } else { "@bench" };
-            Message::new(format!("m{i}"), from, format!("message number {i} of the history"), ts.clone())
+            Message::new(
+                format!("m{i}"),
+                from,
+                format!("message number {i} of the history"),
+                ts.clone(),
+            )
         })
         .collect();
     let request = RespondRequest {
@@ -142,7 +150,10 @@ async fn main() {
     let floor = Floor::open(
         "bench",
         None,
-        vec![FloorAgent::new(Handle::new("bench").unwrap(), agent.clone())],
+        vec![FloorAgent::new(
+            Handle::new("bench").unwrap(),
+            agent.clone(),
+        )],
         FloorSettings {
             history_limit: 20,
             ..FloorSettings::default()
@@ -152,7 +163,10 @@ async fn main() {
     let mut floored = Vec::with_capacity(turns);
     for i in 0..turns {
         let t = Instant::now();
-        let summary = floor.post_and_wait(format!("@bench? turn {i}")).await.unwrap();
+        let summary = floor
+            .post_and_wait(format!("@bench? turn {i}"))
+            .await
+            .unwrap();
         floored.push(t.elapsed());
         assert_eq!(summary.messages.len(), 2);
     }
