@@ -46,7 +46,9 @@
 //! `@user`/`@floor-manager`; the same hub agent or local file not listed twice; `type` `llm`
 //! (default) needs a `model` (its own or `defaults.model`), `acp` needs a `command`; `args`
 //! needs `command`; `temperature` within 0..=2; `activation` `mention`|`always`; `tool_context`
-//! `full`|`summary`|`none`; furniture named by an agent exists; workstation and furniture names
+//! `full`|`summary`|`none`; LLM agents' `memory` 1..=10000 messages, `context_window`
+//! 256..=10000000 tokens, `api_key_env` a variable name (never the key), all three refused on
+//! `acp` agents; furniture named by an agent exists; workstation and furniture names
 //! unique (a workstation without a `name` is named by its type); endpoints are http(s) URLs.
 //!
 //! Workstation types are `sandbox` (a container: `image` or `dockerfile`, optional `mount`
@@ -189,6 +191,18 @@ pub struct InlineAgent {
     /// Names of furniture this agent uses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub furniture: Vec<String>,
+    /// LLM agents: how many of the latest floor messages the model sees (1 to 10000; all
+    /// that the floor sends when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<u32>,
+    /// LLM agents: the model's context window in tokens (256 to 10000000); the oldest messages
+    /// are left out of a prompt that would not fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u32>,
+    /// LLM agents: the environment variable holding the endpoint's API key (sent as a bearer
+    /// token; the key itself never appears in a blueprint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
 }
 
 impl InlineAgent {
@@ -784,6 +798,40 @@ fn check_inline(
     if let Some(t) = a.temperature {
         check_temperature(t, &p.key("temperature"), d);
     }
+    if a.memory.is_some_and(|m| !(1..=10_000).contains(&m)) {
+        d.push(p.key("memory"), "must be between 1 and 10000 messages");
+    }
+    if a.context_window
+        .is_some_and(|c| !(256..=10_000_000).contains(&c))
+    {
+        d.push(
+            p.key("context_window"),
+            "must be between 256 and 10000000 tokens",
+        );
+    }
+    if let Some(name) = &a.api_key_env {
+        let ok = !name.is_empty()
+            && name.len() <= 128
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok {
+            d.push(
+                p.key("api_key_env"),
+                "must name an environment variable (letters, digits and `_`), not hold the key",
+            );
+        }
+    }
+    if a.agent_type() == InlineAgentType::Acp {
+        for (field, set) in [
+            ("memory", a.memory.is_some()),
+            ("context_window", a.context_window.is_some()),
+            ("api_key_env", a.api_key_env.is_some()),
+        ] {
+            if set {
+                d.push(p.key(field), "applies only to `llm` agents");
+            }
+        }
+    }
     check_env(&a.env, &p.key("env"), d);
     for (k, f) in a.furniture.iter().enumerate() {
         if !furniture.contains_key(f.as_str()) {
@@ -1182,6 +1230,26 @@ floor_manager:
         "unknown field"
     )]
     #[case("agentz: []\n", "agentz", "unknown field")]
+    #[case(
+        "agents:\n  - id: \"@a\"\n    model: m\n    memory: 0\n",
+        "agents[0].memory",
+        "between"
+    )]
+    #[case(
+        "agents:\n  - id: \"@a\"\n    model: m\n    context_window: 10\n",
+        "agents[0].context_window",
+        "between"
+    )]
+    #[case(
+        "agents:\n  - id: \"@a\"\n    model: m\n    api_key_env: sk-abc123\n",
+        "agents[0].api_key_env",
+        "environment variable"
+    )]
+    #[case(
+        "agents:\n  - id: \"@a\"\n    type: acp\n    command: c\n    memory: 5\n",
+        "agents[0].memory",
+        "only to `llm`"
+    )]
     #[case("", "(document)", "empty")]
     #[case("- a\n", "(document)", "")]
     fn rules(#[case] text: &str, #[case] path: &str, #[case] message: &str) {
@@ -1309,6 +1377,13 @@ floor_manager:
                         temperature,
                         tool_context,
                         furniture,
+                        memory: if acp { None } else { Some(20) },
+                        context_window: if acp { None } else { Some(8192) },
+                        api_key_env: if acp {
+                            None
+                        } else {
+                            Some("OPENAI_API_KEY".into())
+                        },
                     }
                 },
             )

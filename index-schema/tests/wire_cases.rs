@@ -439,6 +439,28 @@ mod wire {
         assert_eq!(q.limit, Some(50));
     }
 
+    #[test]
+    fn messages_keep_tool_activity_and_older_messages_still_parse() {
+        // The draft's message (no tool fields) parses and is written back unchanged.
+        let plain = message("2024-01-15T10:30:05Z");
+        let m: Message = parse(plain.clone());
+        assert!(m.tool_calls.is_empty() && m.tool_results.is_empty());
+        assert_eq!(to_json(&m), plain);
+        // A message with tool activity keeps it, in order, results of any JSON type.
+        let v = json!({"id": "msg-2", "from": "@data", "content": "done",
+            "timestamp": "2024-01-15T10:30:06Z",
+            "tool_calls": [{"name": "bash", "arguments": {"cmd": "ls"}},
+                           {"name": "board__add", "arguments": {"title": "t"}}],
+            "tool_results": ["a.csv\n", {"id": 1}]});
+        let m: Message = parse(v.clone());
+        assert_eq!(m.tool_calls[1].name, "board__add");
+        assert_eq!(m.tool_results[1], json!({"id": 1}));
+        assert_eq!(to_json(&m), v);
+        let (path, _) = error::<Message>(json!({"id": "m", "from": "@a", "content": "",
+            "timestamp": "2024-01-15T10:30:06Z", "tool_calls": [{"arguments": {}}]}));
+        assert!(path.starts_with("tool_calls[0]"), "{path}");
+    }
+
     proptest! {
         #[test]
         fn any_reply_content_round_trips(content in ".*", reason in proptest::option::of(".*")) {

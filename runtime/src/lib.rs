@@ -17,6 +17,7 @@ pub mod controller;
 pub mod error;
 pub mod floor;
 pub mod handle;
+pub mod llm;
 pub mod mention;
 pub mod server;
 pub mod transcript;

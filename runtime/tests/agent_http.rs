@@ -15,12 +15,12 @@ use index_schema::wire::{
 use runtime::agent::{Agent, AgentError, Deltas, FnAgent, HttpAgent, serve};
 
 fn message(content: &str) -> Message {
-    Message {
-        id: "msg-1".into(),
-        from: "@user".into(),
-        content: content.into(),
-        timestamp: Timestamp::parse("2024-01-15T10:30:00Z").unwrap(),
-    }
+    Message::new(
+        "msg-1",
+        "@user",
+        content,
+        Timestamp::parse("2024-01-15T10:30:00Z").unwrap(),
+    )
 }
 
 fn respond_request(content: &str) -> RespondRequest {

@@ -10,7 +10,6 @@ use index_schema::wire::{
     ShouldWakeRequest, ShouldWakeResponse,
 };
 use reqwest::StatusCode;
-use runtime::agent::sse::SseParser;
 use runtime::agent::{Agent, AgentError, AgentServer, Deltas, serve};
 use runtime::server::{FloorServer, ServerSettings};
 use serde_json::{Value, json};
@@ -131,22 +130,19 @@ fn error_code(body: &Value) -> &str {
 
 /// Reads server-sent events until one named `stop` (at most 200 events, 10 s).
 async fn sse_until(response: reqwest::Response, stop: &str) -> Vec<(String, Value)> {
-    let mut parser = SseParser::new(1 << 20);
-    let mut body = response.bytes_stream();
+    let mut events = runtime::agent::sse::events(response.bytes_stream(), 1 << 20);
     let mut seen = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while seen.len() < 200 {
-        let chunk = tokio::time::timeout_at(deadline, body.next())
+        let event = tokio::time::timeout_at(deadline, events.next())
             .await
             .expect("events stopped")
             .expect("stream ended")
             .unwrap();
-        for event in parser.push(&chunk).unwrap() {
-            let done = event.event == stop;
-            seen.push((event.event, serde_json::from_str(&event.data).unwrap()));
-            if done {
-                return seen;
-            }
+        let done = event.event == stop;
+        seen.push((event.event, serde_json::from_str(&event.data).unwrap()));
+        if done {
+            return seen;
         }
     }
     panic!("no {stop} event in {seen:?}");

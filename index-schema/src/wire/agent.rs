@@ -208,7 +208,7 @@ pub struct AgentReply {
 }
 
 /// One tool call reported in a reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The tool (`bash`, or `workstation__tool` for floor workstations).
     pub name: String,

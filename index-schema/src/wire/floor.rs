@@ -3,11 +3,19 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::agent::AgentInfo;
+use serde_json::Value;
+
+use super::agent::{AgentInfo, ToolCall};
 use super::mcp::McpServer;
 use super::{Timestamp, Token};
 
 /// One message of a floor's conversation.
+///
+/// `tool_calls` and `tool_results` are ofc's addition (the draft's message has only `id`,
+/// `from`, `content`, `timestamp`): the tool activity behind an agent's reply, as its
+/// `/ofc/respond` answer reported it, so that other agents' prompts can show it (an LLM
+/// agent's `tool_context`). Both are left out when empty, so a message without tool activity
+/// is exactly the draft's, and a message from an older peer without them still parses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
     /// Its id on the floor (`msg-456`).
@@ -18,6 +26,31 @@ pub struct Message {
     pub content: String,
     /// When the floor stored it.
     pub timestamp: Timestamp,
+    /// Tools the speaker called while writing it, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Their results, in the same order (strings, or structured MCP results).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_results: Vec<Value>,
+}
+
+impl Message {
+    /// A message without tool activity.
+    pub fn new(
+        id: impl Into<String>,
+        from: impl Into<String>,
+        content: impl Into<String>,
+        timestamp: Timestamp,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            from: from.into(),
+            content: content.into(),
+            timestamp,
+            tool_calls: Vec::new(),
+            tool_results: Vec::new(),
+        }
+    }
 }
 
 /// `POST /floors` request.

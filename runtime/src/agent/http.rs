@@ -10,7 +10,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::sse::{self, DeltaData, ErrorData, SseParser};
+use super::sse::{self, DeltaData, ErrorData, SseError};
 use super::{Agent, AgentError, Deltas};
 
 /// The largest body or streamed event accepted from an agent.
@@ -138,27 +138,24 @@ async fn read_stream(
     response: reqwest::Response,
     deltas: &Deltas,
 ) -> Result<RespondResponse, AgentError> {
-    let mut parser = SseParser::new(MAX_BODY);
-    let mut body = response.bytes_stream();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| AgentError::Transport(error_chain(&e)))?;
-        for event in parser
-            .push(&chunk)
-            .map_err(|e| AgentError::InvalidBody(e.to_string()))?
-        {
-            match event.event.as_str() {
-                sse::DELTA => {
-                    let delta: DeltaData = parse_json(&event.data, "delta event")?;
-                    deltas.send(delta.content);
-                }
-                sse::DONE => return parse_json(&event.data, "done event"),
-                sse::ERROR => {
-                    let error: ErrorData = parse_json(&event.data, "error event")?;
-                    return Err(AgentError::Reported(error.message));
-                }
-                // Unknown events are someone else's extension: ignore them.
-                _ => {}
+    let mut events = sse::events(response.bytes_stream(), MAX_BODY);
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|e| match e {
+            SseError::Transport(e) => AgentError::Transport(e),
+            other => AgentError::InvalidBody(other.to_string()),
+        })?;
+        match event.event.as_str() {
+            sse::DELTA => {
+                let delta: DeltaData = parse_json(&event.data, "delta event")?;
+                deltas.send(delta.content);
             }
+            sse::DONE => return parse_json(&event.data, "done event"),
+            sse::ERROR => {
+                let error: ErrorData = parse_json(&event.data, "error event")?;
+                return Err(AgentError::Reported(error.message));
+            }
+            // Unknown events are someone else's extension: ignore them.
+            _ => {}
         }
     }
     Err(AgentError::StreamTruncated)

@@ -28,6 +28,7 @@ use tokio::sync::mpsc;
 
 pub use func::FnAgent;
 pub use http::HttpAgent;
+pub(crate) use http::error_chain;
 pub use process::{ProcessAgent, ProcessCommand};
 pub use serve::{AgentServer, router, serve};
 

@@ -1,4 +1,5 @@
-//! Server-sent events for streamed `/ofc/respond` answers.
+//! Server-sent events: ofc's streamed `/ofc/respond` format, and the one bounded reader of
+//! `text/event-stream` bodies that both [`super::HttpAgent`] and the LLM client use.
 //!
 //! The draft says an agent "can stream response back (SSE or chunked HTTP)" without a format;
 //! ofc's is three events:
@@ -8,7 +9,20 @@
 //! - `event: error`, `data: {"message": "…"}` — instead of `done` when the agent failed.
 //!
 //! A stream that ends without `done` or `error` is a failed call.
+//!
+//! Parsing is the `eventsource-stream` crate's (the HTML living standard's algorithm: `\n`,
+//! `\r\n` and `\r` line ends, so a blank line written as `\n\r\n` ends an event too). What it
+//! does not do is bound an event: [`events`] counts the bytes read since the last complete
+//! event and fails once they pass the limit, so a peer that never ends an event cannot grow the
+//! buffer without end. The bound is exact to within one read of the body (the bytes of the
+//! read that completed the previous event are not counted again).
 
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 /// The event carrying a piece of content.
@@ -43,121 +57,155 @@ pub struct SseEvent {
     pub data: String,
 }
 
-/// Cuts a byte stream into events. Bounded: an event larger than the limit is an error.
-#[derive(Debug)]
-pub struct SseParser {
-    buffer: Vec<u8>,
-    limit: usize,
+/// Why an event stream could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SseError {
+    /// An event grew past the limit.
+    #[error("a server-sent event is larger than {0} bytes")]
+    TooLarge(usize),
+    /// The body is not UTF-8 or not an event stream.
+    #[error("the event stream is not valid: {0}")]
+    Invalid(String),
+    /// Reading the body failed (connection reset, timeout).
+    #[error("{0}")]
+    Transport(String),
 }
 
-/// An event grew past the parser's limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("a server-sent event is larger than {0} bytes")]
-pub struct TooLarge(pub usize);
+/// A stream of events.
+pub type SseStream<'a> = Pin<Box<dyn Stream<Item = Result<SseEvent, SseError>> + Send + 'a>>;
 
-impl SseParser {
-    /// A parser refusing events larger than `limit` bytes.
-    pub fn new(limit: usize) -> Self {
-        Self {
-            buffer: Vec::new(),
-            limit,
-        }
-    }
-
-    /// Adds bytes and returns the events they complete.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, TooLarge> {
-        self.buffer.extend_from_slice(bytes);
-        let mut events = Vec::new();
-        while let Some((end, skip)) = block_end(&self.buffer) {
-            let block: Vec<u8> = self.buffer.drain(..end + skip).take(end).collect();
-            if let Some(event) = parse_block(&String::from_utf8_lossy(&block)) {
-                events.push(event);
-            }
-        }
-        if self.buffer.len() > self.limit {
-            return Err(TooLarge(self.limit));
-        }
-        Ok(events)
-    }
-}
-
-/// Where the first blank line is: the end of the block and the length of the separator.
-fn block_end(buffer: &[u8]) -> Option<(usize, usize)> {
-    let mut i = 0;
-    while i < buffer.len() {
-        for sep in [&b"\r\n\r\n"[..], b"\n\n", b"\r\r"] {
-            if buffer[i..].starts_with(sep) {
-                return Some((i, sep.len()));
-            }
-        }
-        i += 1;
-    }
-    None
-}
-
-fn parse_block(block: &str) -> Option<SseEvent> {
-    let mut event = None;
-    let mut data: Option<String> = None;
-    for line in block.lines() {
-        if line.starts_with(':') {
-            continue;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-            None => (line, ""),
-        };
-        match field {
-            "event" => event = Some(value.to_owned()),
-            "data" => match &mut data {
-                Some(data) => {
-                    data.push('\n');
-                    data.push_str(value);
+/// The events of a `text/event-stream` body, refusing any event larger than `limit` bytes.
+/// After an error the stream ends.
+pub fn events<'a, S, B, E>(body: S, limit: usize) -> SseStream<'a>
+where
+    S: Stream<Item = Result<B, E>> + Send + 'a,
+    B: AsRef<[u8]> + Send + 'a,
+    E: std::error::Error + Send + 'a,
+{
+    // Bytes handed to the parser since it last completed an event. The parser pulls from the
+    // body only when its buffer holds no complete event, so a count past the limit means an
+    // event (or a run of blank-less lines) at least that large.
+    let pending = Arc::new(AtomicUsize::new(0));
+    let counted = {
+        let pending = pending.clone();
+        body.map(move |chunk| match chunk {
+            Ok(bytes) => {
+                let total = pending.fetch_add(bytes.as_ref().len(), Ordering::Relaxed)
+                    + bytes.as_ref().len();
+                if total > limit {
+                    Err(SseError::TooLarge(limit))
+                } else {
+                    Ok(bytes)
                 }
-                None => data = Some(value.to_owned()),
-            },
-            _ => {}
-        }
-    }
-    data.map(|data| SseEvent {
-        event: event.unwrap_or_else(|| "message".to_owned()),
-        data,
-    })
+            }
+            Err(e) => Err(SseError::Transport(super::http::error_chain(&e))),
+        })
+    };
+    let mut failed = false;
+    counted
+        .eventsource()
+        .map(move |item| match item {
+            Ok(event) => {
+                pending.store(0, Ordering::Relaxed);
+                Ok(SseEvent {
+                    event: event.event,
+                    data: event.data,
+                })
+            }
+            Err(EventStreamError::Transport(e)) => Err(e),
+            Err(EventStreamError::Utf8(e)) => Err(SseError::Invalid(e.to_string())),
+            Err(EventStreamError::Parser(e)) => Err(SseError::Invalid(e.to_string())),
+        })
+        // One error ends the stream: the parser's state after it is not worth reading on.
+        .take_while(move |item| {
+            let keep = !failed;
+            failed |= item.is_err();
+            futures::future::ready(keep)
+        })
+        .boxed()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn splits_events_across_chunks_and_line_endings() {
-        let mut parser = SseParser::new(1024);
-        assert!(
-            parser
-                .push(b"event: delta\ndata: {\"con")
-                .unwrap()
-                .is_empty()
-        );
-        let events = parser
-            .push(b"tent\":\"a\"}\n\n: comment\r\n\r\nevent: done\r\ndata: x\r\ndata: y\r\n\r\n")
-            .unwrap();
+    fn chunks(
+        parts: &[&'static [u8]],
+    ) -> impl Stream<Item = Result<&'static [u8], std::io::Error>> {
+        futures::stream::iter(parts.iter().map(|p| Ok(*p)).collect::<Vec<_>>())
+    }
+
+    async fn all(parts: &[&'static [u8]], limit: usize) -> Vec<Result<SseEvent, SseError>> {
+        events(chunks(parts), limit).collect().await
+    }
+
+    fn ev(event: &str, data: &str) -> Result<SseEvent, SseError> {
+        Ok(SseEvent {
+            event: event.into(),
+            data: data.into(),
+        })
+    }
+
+    #[tokio::test]
+    async fn splits_events_across_chunks_and_line_endings() {
+        let got = all(
+            &[
+                b"event: delta\ndata: {\"con",
+                b"tent\":\"a\"}\n\n: comment\r\n\r\nevent: done\r\ndata: x\r\ndata: y\r\n\r\n",
+            ],
+            1024,
+        )
+        .await;
         assert_eq!(
-            events,
-            vec![
-                SseEvent {
-                    event: "delta".into(),
-                    data: "{\"content\":\"a\"}".into()
-                },
-                SseEvent {
-                    event: "done".into(),
-                    data: "x\ny".into()
-                },
-            ]
+            got,
+            vec![ev("delta", "{\"content\":\"a\"}"), ev("done", "x\ny")]
         );
     }
 
-    #[test]
-    fn refuses_an_endless_event() {
-        let mut parser = SseParser::new(16);
-        assert_eq!(parser.push(&[b'a'; 17]), Err(TooLarge(16)));
+    #[tokio::test]
+    async fn a_blank_line_written_as_lf_cr_lf_ends_an_event() {
+        // `data: a\n` then `\r\n`: the second line is empty, so the event is complete. The old
+        // hand-written parser looked only for `\n\n`, `\r\n\r\n` and `\r\r` and missed it.
+        let got = all(&[b"data: a\n\r\ndata: b\n", b"\r\n"], 1024).await;
+        assert_eq!(got, vec![ev("message", "a"), ev("message", "b")]);
+    }
+
+    #[tokio::test]
+    async fn bare_cr_line_ends_are_lines() {
+        // A `\r` at the very end of the body could be the start of `\r\n`, so the parser waits
+        // for the next byte; here the next event follows.
+        let got = all(&[b"event: e\rdata: 1\r\rdata: 2\n\n"], 1024).await;
+        assert_eq!(got, vec![ev("e", "1"), ev("message", "2")]);
+    }
+
+    #[tokio::test]
+    async fn refuses_an_endless_event_and_stops() {
+        let got = all(&[b"data: ", &[b'a'; 20], &[b'a'; 20], b"\n\n"], 32).await;
+        assert_eq!(got, vec![Err(SseError::TooLarge(32))]);
+    }
+
+    #[tokio::test]
+    async fn the_limit_is_per_event_not_per_stream() {
+        // Many small events add up to far more than the limit.
+        let parts: Vec<&'static [u8]> = vec![b"data: 0123456789\n\n"; 50];
+        let got = all(&parts, 32).await;
+        assert_eq!(got.len(), 50);
+        assert!(got.iter().all(Result::is_ok));
+    }
+
+    #[tokio::test]
+    async fn transport_errors_are_reported() {
+        let body = futures::stream::iter(vec![
+            Ok::<&'static [u8], std::io::Error>(b"data: a\n\n"),
+            Err(std::io::Error::other("connection reset")),
+        ]);
+        let got: Vec<_> = events(body, 1024).collect().await;
+        assert_eq!(
+            got,
+            vec![
+                ev("message", "a"),
+                Err(SseError::Transport("connection reset".into()))
+            ]
+        );
     }
 }

@@ -635,13 +635,27 @@ impl FloorTask {
 
     /// Stores a message and tells observers.
     fn store(&mut self, from: Speaker, content: String) -> Message {
+        self.store_with_tools(from, content, Vec::new(), Vec::new())
+    }
+
+    /// Stores a message with the tool activity behind it (kept so that other agents' prompts
+    /// can show it) and tells observers.
+    fn store_with_tools(
+        &mut self,
+        from: Speaker,
+        content: String,
+        tool_calls: Vec<wire::ToolCall>,
+        tool_results: Vec<serde_json::Value>,
+    ) -> Message {
         self.next_message += 1;
-        let message = Message {
-            id: format!("msg-{}", self.next_message),
-            from: from.to_string(),
+        let mut message = Message::new(
+            format!("msg-{}", self.next_message),
+            from.to_string(),
             content,
-            timestamp: now(),
-        };
+            now(),
+        );
+        message.tool_calls = tool_calls;
+        message.tool_results = tool_results;
         self.message_ids
             .insert(message.id.clone(), self.messages.len());
         if let Speaker::Agent(handle) = &from {
@@ -856,12 +870,9 @@ impl FloorTask {
             round,
             candidates: candidates.clone(),
         });
-        let last_message = self.last_turn_message().unwrap_or_else(|| Message {
-            id: String::new(),
-            from: Speaker::User.to_string(),
-            content: String::new(),
-            timestamp: now(),
-        });
+        let last_message = self
+            .last_turn_message()
+            .unwrap_or_else(|| Message::new("", Speaker::User.to_string(), "", now()));
         let recent_speakers = self.recent_speakers();
         let deadline = self.settings.should_wake_deadline;
         let calls: Vec<_> = candidates
@@ -1042,7 +1053,16 @@ impl FloorTask {
                     }
                     Ok(response) => {
                         let content = response.content().unwrap_or_default().to_owned();
-                        let message = self.store(Speaker::Agent(agent.clone()), content.clone());
+                        let (tool_calls, tool_results) = match response {
+                            RespondResponse::Reply(reply) => (reply.tool_calls, reply.tool_results),
+                            RespondResponse::Pass { .. } => (Vec::new(), Vec::new()),
+                        };
+                        let message = self.store_with_tools(
+                            Speaker::Agent(agent.clone()),
+                            content.clone(),
+                            tool_calls,
+                            tool_results,
+                        );
                         if let Some(current) = self.current.as_mut() {
                             current.messages.push(message.clone());
                         }
