@@ -51,7 +51,8 @@
 //! `acp` agents; furniture named by an agent exists; workstation and furniture names
 //! unique (a workstation without a `name` is named by its type); endpoints are http(s) URLs.
 //!
-//! Workstation types are `sandbox` (a container: `image` or `dockerfile`, optional `mount`
+//! Workstation types are `sandbox` (a container: `image`, default [`DEFAULT_SANDBOX_IMAGE`];
+//! with a `dockerfile` the image is built from it and tagged with `image`; optional `mount`
 //! `host:container[:ro|rw]`) and `filesystem` (a directory: `path`). Other types are refused,
 //! because the runtime could not provide them; any other MCP server goes in `furniture` with
 //! `type: mcp`.
@@ -256,7 +257,16 @@ pub struct Workstation {
     pub path: Option<String>,
 }
 
+/// The image of a sandbox that names none (the reference CLI's default).
+pub const DEFAULT_SANDBOX_IMAGE: &str = "python:3.11-slim";
+
 impl Workstation {
+    /// A sandbox's image: `image`, else [`DEFAULT_SANDBOX_IMAGE`]. With a `dockerfile`, the
+    /// tag the built image gets.
+    pub fn sandbox_image(&self) -> &str {
+        self.image.as_deref().unwrap_or(DEFAULT_SANDBOX_IMAGE)
+    }
+
     /// `name`, or the type when unnamed.
     pub fn effective_name(&self) -> &str {
         self.name
@@ -873,17 +883,8 @@ fn check_workstation(w: &Workstation, p: &FieldPath, d: &mut Diagnostics) {
     };
     match w.workstation_type {
         WorkstationType::Sandbox => {
-            match (&w.image, &w.dockerfile) {
-                (None, None) => d.push(
-                    p.key("image"),
-                    "a sandbox needs an `image` or a `dockerfile`",
-                ),
-                (Some(_), Some(_)) => d.push(
-                    p.key("dockerfile"),
-                    "give an `image` or a `dockerfile`, not both",
-                ),
-                _ => {}
-            }
+            // As in the reference: no `image` means DEFAULT_SANDBOX_IMAGE; `image` with a
+            // `dockerfile` names the image the Dockerfile is built into.
             for (field, v) in [("image", &w.image), ("dockerfile", &w.dockerfile)] {
                 if v.as_deref()
                     .is_some_and(|s| s.trim().is_empty() || s.contains(char::is_whitespace))
@@ -1122,11 +1123,10 @@ floor_manager:
         "workstations[0].type",
         "unknown variant"
     )]
-    #[case("workstations:\n  - type: sandbox\n", "workstations[0].image", "image")]
     #[case(
-        "workstations:\n  - type: sandbox\n    image: a\n    dockerfile: b\n",
-        "workstations[0].dockerfile",
-        "not both"
+        "workstations:\n  - type: sandbox\n    image: \" \"\n",
+        "workstations[0].image",
+        "non-empty"
     )]
     #[case(
         "workstations:\n  - type: sandbox\n    image: a\n    mount: ./w\n",
@@ -1265,6 +1265,52 @@ floor_manager:
         assert_eq!((p.as_str(), line), ("agents[0].temperature", Some(5)));
         let (_, line, _) = err("name: x\nagents:\n  - ok/fine\n  - not a reference\n");
         assert_eq!(line, Some(4));
+    }
+
+    /// Every field of the reference CLI's BLUEPRINT.md, in a floor written for this test.
+    #[test]
+    fn reference_format_with_every_field_loads() {
+        let text = r#"
+name: ledger-review
+description: Two reviewers and a shell
+defaults:
+  endpoint: http://127.0.0.1:8080/v1
+  model: small-model
+agents:
+  - id: "@auditor"
+    name: Auditor
+    type: llm
+    prompt: |
+      You check the ledger. Say [PASS] when you have nothing to add.
+    activation: always
+    can_use_tools: true
+    tool_context: summary
+    temperature: 0.3
+    model: bigger-model
+    endpoint: http://127.0.0.1:8081/v1
+  - id: "@shell"
+    type: acp
+    command: my-acp-agent
+    args: ["--quiet"]
+    env:
+      TOKEN: ${MY_TOKEN}
+workstations:
+  - type: sandbox
+    name: built
+    image: ledger-tools:dev
+    dockerfile: ./sandbox/Dockerfile
+    mount: ./workspace:/workspace
+  - type: sandbox
+    name: plain
+"#;
+        let bp = Blueprint::from_yaml(text).unwrap();
+        assert_eq!(bp.workstations[0].sandbox_image(), "ledger-tools:dev");
+        assert_eq!(
+            bp.workstations[0].dockerfile.as_deref(),
+            Some("./sandbox/Dockerfile")
+        );
+        assert_eq!(bp.workstations[1].sandbox_image(), DEFAULT_SANDBOX_IMAGE);
+        assert_eq!(bp.workstations[1].image, None);
     }
 
     #[test]

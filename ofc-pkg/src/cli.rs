@@ -32,6 +32,11 @@ pub enum Command {
     /// Check documents: agent manifests, signed envelopes, agent.yaml, AgentCards, blueprints,
     /// lockfiles, or whole directories of them.
     Validate(ValidateArgs),
+    /// Run a blueprint's agents on a floor: one turn with MESSAGE, else an interactive session.
+    Run(crate::commands::run::RunArgs),
+    /// Internal: stops `ofc run`'s agents when `ofc` ends (reads process groups on stdin).
+    #[command(name = "__supervise", hide = true)]
+    Supervise,
     /// Run floors: agents taking turns on a conversation.
     #[command(subcommand)]
     Floor(FloorCommand),
@@ -378,7 +383,14 @@ pub fn main() -> ExitCode {
         crate::config::set_hub_override(h);
     }
     let mut out = Output::new(cli.json);
+    // These two choose their own exit codes.
+    match &cli.command {
+        Command::Run(args) => return crate::commands::run::run(args, &mut out),
+        Command::Supervise => return crate::run::supervisor::main(),
+        _ => {}
+    }
     let status = match &cli.command {
+        Command::Run(_) | Command::Supervise => unreachable!("dispatched above"),
         Command::Validate(args) => crate::commands::validate::run(args, &mut out),
         Command::Floor(FloorCommand::Serve(args)) => crate::commands::floor::serve(args, &mut out),
         Command::Floor(FloorCommand::Replay(args)) => {

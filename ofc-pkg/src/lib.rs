@@ -16,6 +16,7 @@ pub mod output;
 pub mod pack;
 pub mod project;
 pub mod pull;
+pub mod run;
 pub mod start;
 pub mod trust;
 pub mod unpack;

@@ -464,3 +464,82 @@ async fn a_process_that_exits_during_startup_is_reported() {
             .unwrap_err();
     assert!(error.to_string().contains("could not start"), "{error}");
 }
+
+#[tokio::test]
+async fn clear_forgets_the_conversation_between_turns_only() {
+    let floor = Floor::open(
+        "clear",
+        None,
+        vec![
+            agent("echo", &[]).await,
+            agent("mute", &["--behaviour", "never-answer"]).await,
+        ],
+        settings(),
+    )
+    .unwrap();
+    let summary = floor.post_and_wait("@echo? one").await.unwrap();
+    assert_eq!(summary.messages.len(), 2);
+    let mut events = floor.subscribe();
+    assert_eq!(floor.clear().await.unwrap(), Some(2));
+    let seen = events_until(&mut events, 10, |e| matches!(e, FloorEvent::Cleared { .. })).await;
+    assert_eq!(seen.last(), Some(&FloorEvent::Cleared { forgotten: 2 }));
+    assert!(floor.messages(None, 100).await.unwrap().is_empty());
+    // The next respond call carries only what follows; ids keep counting.
+    let summary = floor.post_and_wait("@echo? two").await.unwrap();
+    assert_eq!(summary.messages[0].id, "msg-3");
+    assert_eq!(floor.messages(None, 100).await.unwrap().len(), 2);
+    // Refused while a turn runs.
+    floor.post("@mute? three").await.unwrap();
+    assert_eq!(floor.clear().await.unwrap(), None);
+    assert_eq!(floor.messages(None, 100).await.unwrap().len(), 3);
+    floor.close().await.unwrap();
+}
+
+/// Stopping a process agent stops its whole process group: here a shell that started a
+/// background `sleep` before it became the agent.
+#[cfg(unix)]
+#[tokio::test]
+async fn stopping_a_process_agent_stops_its_process_group() {
+    use std::sync::{Arc, Mutex};
+    let marker = format!("{}", 7_000_000 + std::process::id());
+    let mut command = runtime::agent::ProcessCommand::new("/bin/sh").args([
+        "-c".to_owned(),
+        format!(
+            "sleep {marker} & exec '{}' --name grouped",
+            env!("CARGO_BIN_EXE_ofc-test-agent")
+        ),
+    ]);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let hook_seen = Arc::clone(&seen);
+    command.on_spawn = Some(runtime::agent::SpawnHook(Arc::new(move |pgid| {
+        hook_seen.lock().unwrap().push(pgid)
+    })));
+    let agent =
+        runtime::agent::ProcessAgent::spawn(&command, runtime::agent::HttpAgent::default_client())
+            .await
+            .unwrap();
+    let pid = agent.pid().await.unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![pid], "the hook saw the group");
+    assert!(runtime::agent::group_alive(pid));
+    let sleeping = || {
+        let out = std::process::Command::new("ps")
+            .args(["-e", "-o", "stat=,args="])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.contains(&format!("sleep {marker}")) && !l.trim_start().starts_with('Z'))
+    };
+    assert!(sleeping(), "the background child runs");
+    agent.stop().await;
+    let start = Instant::now();
+    while sleeping() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the group's child outlived the agent"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // `group_alive` is not asserted false: the killed `sleep` may stay a zombie of a pid 1 that
+    // does not reap (containers), and a zombie still counts as a group member to kill(2).
+}

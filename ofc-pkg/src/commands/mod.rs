@@ -13,6 +13,7 @@ pub mod logout;
 pub mod publish;
 pub mod pull;
 pub mod rm;
+pub mod run;
 pub mod search;
 pub mod trust;
 pub mod validate;

@@ -29,7 +29,9 @@ use tokio::sync::mpsc;
 pub use func::FnAgent;
 pub use http::HttpAgent;
 pub(crate) use http::error_chain;
-pub use process::{ProcessAgent, ProcessCommand};
+pub use process::{ProcessAgent, ProcessCommand, STOP_GRACE, SpawnHook};
+#[cfg(unix)]
+pub use process::{group_alive, signal_group};
 pub use serve::{AgentServer, router, serve};
 
 /// An agent of a floor. Every method is one call of the OFC agent API.

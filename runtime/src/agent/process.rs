@@ -1,7 +1,15 @@
 //! Agents that are local processes speaking the OFC HTTP API on a port the floor assigns.
+//!
+//! On Unix each agent runs in its own process group (its pid is the group id), so that
+//! stopping it stops everything it started too (a shell wrapper, a Python interpreter's
+//! children), and so that the terminal's Ctrl-C, which goes to the foreground group, reaches
+//! `ofc` and not the agents. [`ProcessCommand::on_spawn`] tells the caller each group as
+//! soon as it exists; `ofc run` hands it to a supervisor that kills the groups if `ofc` dies
+//! without stopping them (SIGKILL), since a killed process runs no cleanup of its own.
 
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -25,6 +33,22 @@ pub struct ProcessCommand {
     pub env: Vec<(String, String)>,
     /// How long it may take until `/ofc/info` answers.
     pub startup_deadline: Duration,
+    /// The working directory (default: the caller's).
+    pub cwd: Option<PathBuf>,
+    /// Where its stdout and stderr go (appended); inherited when `None`.
+    pub output: Option<PathBuf>,
+    /// Called with the process (and process group) id right after the spawn.
+    pub on_spawn: Option<SpawnHook>,
+}
+
+/// A callback receiving the process group id of each spawned agent.
+#[derive(Clone)]
+pub struct SpawnHook(pub Arc<dyn Fn(u32) + Send + Sync>);
+
+impl std::fmt::Debug for SpawnHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SpawnHook")
+    }
 }
 
 impl ProcessCommand {
@@ -35,6 +59,9 @@ impl ProcessCommand {
             args: Vec::new(),
             env: Vec::new(),
             startup_deadline: Duration::from_secs(10),
+            cwd: None,
+            output: None,
+            on_spawn: None,
         }
     }
 
@@ -68,19 +95,39 @@ impl ProcessAgent {
         client: reqwest::Client,
     ) -> Result<Self, AgentError> {
         let port = free_port().map_err(|e| AgentError::NotRunning(format!("no free port: {e}")))?;
-        let mut child = Command::new(&command.program)
-            .args(&command.args)
+        let mut cmd = Command::new(&command.program);
+        cmd.args(&command.args)
             .envs(command.env.iter().map(|(k, v)| (k, v)))
             .env("OFC_PORT", port.to_string())
             .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| {
-                AgentError::NotRunning(format!(
-                    "could not start {}: {e}",
-                    command.program.display()
-                ))
+            .kill_on_drop(true);
+        if let Some(dir) = &command.cwd {
+            cmd.current_dir(dir);
+        }
+        if let Some(path) = &command.output {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| {
+                    AgentError::NotRunning(format!("cannot open {}: {e}", path.display()))
+                })?;
+            let copy = file.try_clone().map_err(|e| {
+                AgentError::NotRunning(format!("cannot open {}: {e}", path.display()))
             })?;
+            cmd.stdout(copy).stderr(file);
+        }
+        #[cfg(unix)]
+        cmd.process_group(0);
+        let mut child = cmd.spawn().map_err(|e| {
+            AgentError::NotRunning(format!(
+                "could not start {}: {e}",
+                command.program.display()
+            ))
+        })?;
+        if let (Some(hook), Some(pid)) = (&command.on_spawn, child.id()) {
+            (hook.0)(pid);
+        }
         let http = HttpAgent::new(format!("http://127.0.0.1:{port}"), client);
         let started = Instant::now();
         let mut last_error = None;
@@ -104,7 +151,7 @@ impl ProcessAgent {
             }
             tokio::time::sleep(STARTUP_PROBE_INTERVAL).await;
         }
-        let _ = child.kill().await;
+        stop_child(&mut child).await;
         Err(AgentError::NotRunning(format!(
             "{} did not answer /ofc/info within {:?} ({})",
             command.program.display(),
@@ -128,12 +175,50 @@ impl ProcessAgent {
         self.child.lock().await.as_ref().and_then(Child::id)
     }
 
-    /// Stops the process and waits for it to exit.
+    /// Stops the process and everything in its process group, and waits for it to exit:
+    /// SIGTERM first, SIGKILL after [`STOP_GRACE`].
     pub async fn stop(&self) {
         if let Some(mut child) = self.child.lock().await.take() {
-            let _ = child.kill().await;
+            stop_child(&mut child).await;
         }
     }
+}
+
+/// How long a stopping agent has between SIGTERM and SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_millis(500);
+
+async fn stop_child(child: &mut Child) {
+    #[cfg(unix)]
+    if let Some(pid) = child.id() {
+        signal_group(pid, false);
+        if tokio::time::timeout(STOP_GRACE, child.wait()).await.is_ok() {
+            // The leader is gone; whatever it left in its group goes too.
+            signal_group(pid, true);
+            return;
+        }
+        signal_group(pid, true);
+    }
+    let _ = child.kill().await;
+}
+
+/// Sends SIGTERM (or SIGKILL) to process group `pgid`. Errors (the group is gone) are ignored.
+#[cfg(unix)]
+pub fn signal_group(pgid: u32, kill: bool) {
+    use rustix::process::{Pid, Signal, kill_process_group};
+    let Some(pid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) else {
+        return;
+    };
+    let _ = kill_process_group(pid, if kill { Signal::KILL } else { Signal::TERM });
+}
+
+/// Whether process group `pgid` still has a member.
+#[cfg(unix)]
+pub fn group_alive(pgid: u32) -> bool {
+    use rustix::process::{Pid, test_kill_process_group};
+    i32::try_from(pgid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .is_some_and(|pid| test_kill_process_group(pid).is_ok())
 }
 
 /// A port the OS considers free right now. Another process may take it before the agent

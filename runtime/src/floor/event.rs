@@ -101,6 +101,11 @@ pub enum FloorEvent {
         /// The agents, in blueprint order.
         agents: Vec<Handle>,
     },
+    /// The conversation was cleared (`/clear`); later calls see only what follows.
+    Cleared {
+        /// How many messages were forgotten.
+        forgotten: usize,
+    },
     /// The floor closed; nothing follows.
     Closed,
 }
@@ -153,6 +158,7 @@ impl FloorEvent {
             Self::TurnEnded { .. } => "turn_ended",
             Self::Queued { .. } => "queued",
             Self::Roster { .. } => "roster",
+            Self::Cleared { .. } => "cleared",
             Self::Closed => "closed",
         }
     }

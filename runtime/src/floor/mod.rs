@@ -325,6 +325,14 @@ impl Floor {
         self.ask(|reply| Command::Snapshot { reply }).await
     }
 
+    /// Forgets the conversation (the interactive `/clear`): later respond calls carry only
+    /// what is said from now on. Refused during a turn, so no running call loses its context
+    /// half-way. The transcript keeps everything. Answers how many messages were forgotten,
+    /// or `None` when a turn runs (nothing is cleared then).
+    pub async fn clear(&self) -> Result<Option<usize>, FloorError> {
+        self.ask(|reply| Command::Clear { reply }).await
+    }
+
     /// Cancels the running turn; `false` if none was running.
     pub async fn cancel_turn(&self) -> Result<bool, FloorError> {
         self.ask(|reply| Command::Cancel { reply }).await
@@ -360,6 +368,9 @@ enum Command {
     },
     Cancel {
         reply: oneshot::Sender<bool>,
+    },
+    Clear {
+        reply: oneshot::Sender<Option<usize>>,
     },
     Close {
         reply: oneshot::Sender<()>,
@@ -534,6 +545,20 @@ impl FloorTask {
             }
             Command::Snapshot { reply } => {
                 let _ = reply.send(self.snapshot());
+            }
+            Command::Clear { reply } => {
+                let result = if self.controller.is_idle() && self.posts.is_empty() {
+                    let forgotten = self.messages.len();
+                    // Ids stay unique: `next_message` keeps counting.
+                    self.messages.clear();
+                    self.message_ids.clear();
+                    self.last_message_of.clear();
+                    self.emit(FloorEvent::Cleared { forgotten });
+                    Some(forgotten)
+                } else {
+                    None
+                };
+                let _ = reply.send(result);
             }
             Command::Cancel { .. } | Command::Close { .. } => {}
         }

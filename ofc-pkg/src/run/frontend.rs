@@ -1,0 +1,505 @@
+//! The terminal side of `ofc run`.
+//!
+//! - **Line mode** (default): agents' tokens are streamed on stdout as they arrive, each agent
+//!   in its own colour (none when `NO_COLOR` is set or stdout is not a terminal); who is
+//!   polled, who passes or fails and why a turn ended go to stderr. Everything an agent sends
+//!   is cleaned of control characters (escape sequences) before it reaches the terminal.
+//!   Interactive commands are answered here and never posted: `/agents`, `/clear`, `/quit`,
+//!   `/help`; any other `/word` is answered "unknown command".
+//! - **`--json`**: every floor event as one JSON line on stdout (the floor's own event
+//!   format, `type` tagged), plus `{"type":"ready",…}` first and `{"type":"exit","code":N}`
+//!   last.
+//!
+//! Ctrl-C cancels the running turn; a second Ctrl-C (or one when no turn runs) ends the
+//! session. End of input ends it too, after the running turn.
+
+use std::collections::HashSet;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::Mutex;
+
+use runtime::TurnEndReason;
+use runtime::floor::{CallOutcome, Floor, FloorEvent};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::broadcast;
+
+use super::exit;
+
+/// The most bytes of one input line that are posted.
+const MAX_INPUT: usize = 64 * 1024;
+
+const COLOURS: [&str; 6] = ["36", "33", "35", "32", "34", "31"];
+
+pub struct Frontend {
+    json: bool,
+    colour: bool,
+    handles: Vec<String>,
+    /// Calls whose tokens were streamed (their final message is not printed again).
+    streamed: Mutex<HashSet<String>>,
+    /// The agent whose tokens are being printed, to start a new line when it changes.
+    speaking: Mutex<Option<String>>,
+}
+
+/// Text from an agent, safe for a terminal: control characters other than newline and tab
+/// are dropped, so an agent cannot move the cursor, set the title or fake ofc's own lines.
+pub fn clean(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .collect()
+}
+
+/// Why an agent was woken, in words: `mentioned with question`, `should wake: <reason>`.
+fn describe_wake(reason: &runtime::WakeReason) -> String {
+    let v = serde_json::to_value(reason).unwrap_or_default();
+    let kind = v
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or("woken")
+        .replace('_', " ");
+    let detail = ["reason", "from", "by"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(|x| x.as_str()).map(str::to_owned));
+    clean(&match detail {
+        Some(d) => format!("{kind}: {d}"),
+        None => kind,
+    })
+}
+
+fn colour_wanted() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+}
+
+/// The exit code for how a turn ended.
+///
+/// A turn that went quiet after agents responded ("no one woke" for the next hop) is an
+/// answered turn; only a turn in which no agent responded at all is `NO_ONE_WOKE`.
+pub fn code_of(reason: &TurnEndReason, cancelled: bool, hops: u32) -> u8 {
+    if cancelled {
+        return exit::CANCELLED;
+    }
+    match reason {
+        TurnEndReason::ReturnedToUser { .. } | TurnEndReason::WaitingForUser { .. } => {
+            exit::ANSWERED
+        }
+        TurnEndReason::NoOneWoke if hops > 0 => exit::ANSWERED,
+        TurnEndReason::NoOneWoke => exit::NO_ONE_WOKE,
+        TurnEndReason::AgentError { .. } => exit::AGENT_ERROR,
+        _ => exit::GUARD,
+    }
+}
+
+impl Frontend {
+    pub fn new(json: bool, handles: &[String]) -> Self {
+        Self {
+            json,
+            colour: !json && colour_wanted(),
+            handles: handles.to_vec(),
+            streamed: Mutex::new(HashSet::new()),
+            speaking: Mutex::new(None),
+        }
+    }
+
+    fn paint(&self, who: &str, text: &str) -> String {
+        if !self.colour {
+            return text.to_owned();
+        }
+        let i = self.handles.iter().position(|h| h == who).unwrap_or(0);
+        format!("\x1b[{}m{text}\x1b[0m", COLOURS[i % COLOURS.len()])
+    }
+
+    fn dim(&self, text: &str) -> String {
+        if self.colour {
+            format!("\x1b[2m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    fn json_line(&self, value: &serde_json::Value) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{value}");
+        let _ = out.flush();
+    }
+
+    fn info(&self, line: &str) {
+        self.end_speech();
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{}", self.dim(line));
+    }
+
+    fn end_speech(&self) {
+        if let Ok(mut s) = self.speaking.lock()
+            && s.take().is_some()
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out);
+            let _ = out.flush();
+        }
+    }
+
+    fn speak(&self, who: &str, text: &str) {
+        let mut out = std::io::stdout().lock();
+        if let Ok(mut s) = self.speaking.lock()
+            && s.as_deref() != Some(who)
+        {
+            if s.is_some() {
+                let _ = writeln!(out);
+            }
+            let _ = write!(out, "{} ", self.paint(who, &format!("{who}:")));
+            *s = Some(who.to_owned());
+        }
+        let _ = write!(out, "{}", clean(text));
+        let _ = out.flush();
+    }
+
+    pub fn ready(&self, run: &str, handles: &[String], transcript: &Path, ms: f64) {
+        if self.json {
+            self.json_line(&serde_json::json!({
+                "type": "ready",
+                "run": run,
+                "agents": handles,
+                "transcript": transcript.display().to_string(),
+                "elapsed_ms": ms,
+            }));
+        } else {
+            self.info(&format!(
+                "floor ready in {ms:.0} ms: {} (transcript {})",
+                handles.join(", "),
+                transcript.display()
+            ));
+        }
+    }
+
+    pub fn closed(&self, code: u8) {
+        if self.json {
+            self.json_line(&serde_json::json!({"type": "exit", "code": code}));
+        }
+    }
+
+    /// Shows one floor event.
+    fn show(&self, event: &FloorEvent) {
+        if self.json {
+            if let Ok(v) = serde_json::to_value(event) {
+                self.json_line(&v);
+            }
+            return;
+        }
+        match event {
+            FloorEvent::Polling { candidates, .. } => {
+                let names: Vec<String> = candidates.iter().map(ToString::to_string).collect();
+                self.info(&format!("· asking {} whether to respond", names.join(", ")));
+            }
+            FloorEvent::Responding {
+                call,
+                agent,
+                wake_reason,
+                ..
+            } => {
+                let _ = call;
+                self.info(&format!(
+                    "· {agent} responds ({})",
+                    describe_wake(wake_reason)
+                ));
+            }
+            FloorEvent::Delta {
+                call,
+                agent,
+                content,
+            } => {
+                if let Ok(mut s) = self.streamed.lock() {
+                    s.insert(format!("{call:?}"));
+                }
+                self.speak(&agent.to_string(), content);
+            }
+            FloorEvent::CallFinished {
+                call,
+                agent,
+                outcome,
+                ..
+            } => {
+                let streamed = self
+                    .streamed
+                    .lock()
+                    .map(|mut s| s.remove(&format!("{call:?}")))
+                    .unwrap_or(false);
+                match outcome {
+                    CallOutcome::Responded { .. } if streamed => self.end_speech(),
+                    CallOutcome::Responded { .. } => {}
+                    CallOutcome::Passed { reason } => self.info(&format!(
+                        "· {agent} passed{}",
+                        reason
+                            .as_deref()
+                            .map(|r| format!(": {}", clean(r)))
+                            .unwrap_or_default()
+                    )),
+                    CallOutcome::Failed { error } => {
+                        self.info(&format!("· {agent} failed: {}", clean(error)))
+                    }
+                }
+            }
+            // Agents that did not stream: their message is shown whole.
+            FloorEvent::Message { message }
+                if message.from != "@user"
+                    && self
+                        .speaking
+                        .lock()
+                        .map(|s| s.as_deref() != Some(message.from.as_str()))
+                        .unwrap_or(true) =>
+            {
+                self.speak(&message.from, &message.content);
+                self.end_speech();
+            }
+            FloorEvent::TurnEnded {
+                reason,
+                hops,
+                cancelled,
+                elapsed_ms,
+                ..
+            } => {
+                self.info(&format!(
+                    "— turn ended{}: {} ({hops} responses, {elapsed_ms:.0} ms)",
+                    if *cancelled { " (cancelled)" } else { "" },
+                    clean(&reason.to_string())
+                ));
+            }
+            FloorEvent::Queued { position, .. } => {
+                self.info(&format!("· queued behind the running turn (#{position})"))
+            }
+            FloorEvent::Cleared { forgotten } => {
+                self.info(&format!("· conversation cleared ({forgotten} messages)"))
+            }
+            FloorEvent::Note { note } => self.info(&format!(
+                "· {}",
+                clean(&serde_json::to_string(note).unwrap_or_default())
+            )),
+            _ => {}
+        }
+    }
+
+    /// `ofc run MESSAGE`: one turn, then the exit code of how it ended.
+    pub async fn one_turn(&self, floor: &Floor, message: &str) -> u8 {
+        let mut events = floor.subscribe();
+        let mut interrupts = Interrupts::new();
+        let post = floor.post_and_wait(message.to_owned());
+        tokio::pin!(post);
+        let mut cancelled_by_user = false;
+        loop {
+            tokio::select! {
+                ev = events.recv() => match ev {
+                    Ok(ev) => self.show(&ev),
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return exit::FAILURE,
+                },
+                summary = &mut post => {
+                    // Show what is left of the turn's events before the verdict.
+                    while let Ok(ev) = events.try_recv() {
+                        self.show(&ev);
+                    }
+                    self.end_speech();
+                    return match summary {
+                        Ok(s) => code_of(&s.reason, s.cancelled || cancelled_by_user, s.hops),
+                        Err(e) => {
+                            self.info(&format!("error: {e}"));
+                            exit::FAILURE
+                        }
+                    };
+                }
+                () = interrupts.next() => {
+                    if cancelled_by_user {
+                        return exit::CANCELLED;
+                    }
+                    cancelled_by_user = true;
+                    self.info("· cancelling the turn (Ctrl-C again to quit)");
+                    let _ = floor.cancel_turn().await;
+                }
+            }
+        }
+    }
+
+    /// The interactive session; the exit code is 0 unless the floor failed.
+    pub async fn interactive(&self, floor: &Floor) -> u8 {
+        let mut events = floor.subscribe();
+        let mut interrupts = Interrupts::new();
+        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        let mut running = false;
+        let mut input_open = true;
+        let mut last_interrupt: Option<std::time::Instant> = None;
+        if !self.json {
+            self.info("type a message, /help for commands, Ctrl-C to cancel a turn");
+        }
+        loop {
+            tokio::select! {
+                ev = events.recv() => match ev {
+                    Ok(ev) => {
+                        match &ev {
+                            FloorEvent::TurnStarted { .. } => running = true,
+                            FloorEvent::TurnEnded { .. } => {
+                                running = false;
+                                last_interrupt = None;
+                            }
+                            _ => {}
+                        }
+                        self.show(&ev);
+                        if !running && !input_open {
+                            return exit::ANSWERED;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return exit::FAILURE,
+                },
+                line = lines.next_line(), if input_open => match line {
+                    Ok(Some(line)) => {
+                        if let Some(done) = self.command(floor, &line).await {
+                            return done;
+                        }
+                    }
+                    Ok(None) | Err(_) => {
+                        input_open = false;
+                        if !running {
+                            return exit::ANSWERED;
+                        }
+                    }
+                },
+                () = interrupts.next() => {
+                    let again = last_interrupt.is_some_and(|t| t.elapsed().as_secs() < 3);
+                    if !running || again {
+                        self.info("· bye");
+                        return exit::ANSWERED;
+                    }
+                    last_interrupt = Some(std::time::Instant::now());
+                    self.info("· cancelling the turn (Ctrl-C again to quit)");
+                    let _ = floor.cancel_turn().await;
+                }
+            }
+        }
+    }
+
+    /// Handles one input line; `Some(code)` ends the session.
+    async fn command(&self, floor: &Floor, line: &str) -> Option<u8> {
+        let text = line.trim();
+        if text.is_empty() {
+            return None;
+        }
+        if text.len() > MAX_INPUT {
+            self.info(&format!(
+                "· not sent: a message may have at most {MAX_INPUT} bytes"
+            ));
+            return None;
+        }
+        if let Some(cmd) = text.strip_prefix('/') {
+            let word = cmd.split_whitespace().next().unwrap_or("");
+            match word {
+                "quit" | "exit" => return Some(exit::ANSWERED),
+                "agents" => match floor.snapshot().await {
+                    Ok(s) => {
+                        for (h, act, endpoint, _) in s.agents {
+                            self.info(&format!(
+                                "  {h}  {act:?}{}",
+                                endpoint.map(|e| format!("  {}", clean(&e))).unwrap_or_default()
+                            ));
+                        }
+                    }
+                    Err(e) => self.info(&format!("· {e}")),
+                },
+                "clear" => match floor.clear().await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => self.info("· a turn is running; /clear when it has ended"),
+                    Err(e) => self.info(&format!("· {e}")),
+                },
+                "help" => self.info(
+                    "  /agents  list the agents\n  /clear   forget the conversation\n  /quit    end the session\n  Ctrl-C   cancel the running turn (twice: quit)",
+                ),
+                other => self.info(&format!(
+                    "· unknown command /{} (try /help); nothing was sent",
+                    clean(other)
+                )),
+            }
+            return None;
+        }
+        // Posted from a task: the post answers only after the should-wake round, and the
+        // session keeps showing events and reading Ctrl-C meanwhile.
+        let floor = floor.clone();
+        let text = text.to_owned();
+        tokio::spawn(async move {
+            if let Err(e) = floor.post(text).await {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "· not sent: {e}");
+            }
+        });
+        None
+    }
+}
+
+/// Ctrl-C (SIGINT) as a stream. Once registered, SIGINT no longer ends the process.
+struct Interrupts {
+    #[cfg(unix)]
+    signal: Option<tokio::signal::unix::Signal>,
+}
+
+impl Interrupts {
+    fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Self {
+                signal: signal(SignalKind::interrupt()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        Self {}
+    }
+
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        match self.signal.as_mut() {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runtime::Handle;
+
+    #[test]
+    fn agent_text_cannot_drive_the_terminal() {
+        let hostile = "ok\x1b]0;owned\x07 \x1b[2J\rerror: fake\u{9b}31m\nnext\tline";
+        let shown = clean(hostile);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t')
+        );
+        assert_eq!(shown, "ok]0;owned [2Jerror: fake31m\nnext\tline");
+    }
+
+    #[test]
+    fn exit_codes_follow_the_turn() {
+        let a = Handle::new("@a").unwrap();
+        let answered = TurnEndReason::ReturnedToUser { from: a.clone() };
+        assert_eq!(code_of(&answered, false, 1), exit::ANSWERED);
+        assert_eq!(code_of(&answered, true, 1), exit::CANCELLED);
+        assert_eq!(
+            code_of(&TurnEndReason::NoOneWoke, false, 0),
+            exit::NO_ONE_WOKE
+        );
+        assert_eq!(code_of(&TurnEndReason::NoOneWoke, false, 2), exit::ANSWERED);
+        assert_eq!(
+            code_of(&TurnEndReason::HopLimit { limit: 16 }, false, 16),
+            exit::GUARD
+        );
+        let failed = TurnEndReason::AgentError {
+            agent: a,
+            error: "boom".into(),
+        };
+        assert_eq!(code_of(&failed, false, 1), exit::AGENT_ERROR);
+    }
+}

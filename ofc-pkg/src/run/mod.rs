@@ -1,0 +1,461 @@
+//! `ofc run [MESSAGE] [-f blueprint.yaml]`: a blueprint becomes a live floor.
+//!
+//! 1. **Load and check, start nothing**: the blueprint is parsed and validated; features
+//!    this build cannot provide (workstations, furniture, ACP, LLM agents until they are wired
+//!    in, containers) are refused with the blueprint's `file:line:col: field`; hub agents are
+//!    pulled (through the cache and `ofc.lock`; with a lock and a warm cache there is no
+//!    network request), local agent files read, commands looked up, remote endpoints asked for
+//!    `/ofc/info`. Every problem is reported at once.
+//! 2. **Start**: the project lock `.ofc/run.lock` is taken (a second run in the same project
+//!    fails at once), a supervisor is started (see [`supervisor`]) and every process agent is
+//!    started concurrently, each under its own startup deadline.
+//! 3. **Run**: the floor opens with its transcript in `.ofc/logs/<run>.jsonl`; one turn
+//!    (MESSAGE) or an interactive session follows ([`frontend`]).
+//! 4. **Stop**: the floor closes, which stops every agent; the supervisor stops anything left.
+
+pub mod agents;
+mod frontend;
+pub mod plan;
+mod project_dir;
+pub mod supervisor;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+use index_schema::blueprint::{AgentEntry, InlineAgentType};
+use index_schema::name::AgentHandle;
+use index_schema::{Diagnostics, FieldPath};
+use runtime::agent::{Agent, HttpAgent, ProcessAgent, SpawnHook};
+use runtime::floor::{Floor, FloorAgent, FloorSettings};
+use runtime::llm::RosterEntry;
+use runtime::{Activation, Handle};
+
+use crate::config::Paths;
+use crate::hub::Hub;
+use crate::output::{Output, UserError};
+use crate::pull::{self, PullOptions, Request};
+use plan::{Kind, Planned};
+use project_dir::ProjectDir;
+
+/// Exit codes of `ofc run MESSAGE`: how the turn ended.
+pub mod exit {
+    /// The turn ended with an answer to the user (or an agent asking the user).
+    pub const ANSWERED: u8 = 0;
+    /// `ofc run` itself failed (bad blueprint, an agent did not start…).
+    pub const FAILURE: u8 = 1;
+    /// Usage error.
+    pub const USAGE: u8 = 2;
+    /// No agent wanted to respond.
+    pub const NO_ONE_WOKE: u8 = 3;
+    /// A guard ended the turn (hop limit, pair limit, refused cycle).
+    pub const GUARD: u8 = 4;
+    /// An agent failed (error, deadline) and the turn ended.
+    pub const AGENT_ERROR: u8 = 5;
+    /// The turn was cancelled (Ctrl-C).
+    pub const CANCELLED: u8 = 130;
+}
+
+/// Arguments of `ofc run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Post this message, run its turn to the end and exit (the exit code says how the turn
+    /// ended: 0 answered, 3 no agent responded, 4 a guard stopped it, 5 an agent failed,
+    /// 130 cancelled). Without it, an interactive session.
+    #[arg(value_name = "MESSAGE")]
+    pub message: Option<String>,
+
+    /// The blueprint.
+    #[arg(
+        short = 'f',
+        long = "file",
+        value_name = "PATH",
+        default_value = "blueprint.yaml"
+    )]
+    pub file: PathBuf,
+
+    /// Use the cache and the lock only; never the hub.
+    #[arg(long)]
+    pub offline: bool,
+
+    /// Refuse to change ofc.lock.
+    #[arg(long)]
+    pub locked: bool,
+
+    /// pip agents: allow source distributions (building one runs the package's code).
+    #[arg(long)]
+    pub allow_sdist: bool,
+
+    /// npm agents: run the packages' install scripts (they run the package's code).
+    #[arg(long)]
+    pub allow_install_scripts: bool,
+
+    /// The deadline of each should-wake call, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 5_000)]
+    pub should_wake_deadline_ms: u64,
+
+    /// The deadline of each respond call, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 300_000)]
+    pub respond_deadline_ms: u64,
+}
+
+/// Runs `ofc run` and maps its outcome to the process exit code.
+pub fn main(args: &RunArgs, out: &mut Output) -> ExitCode {
+    match run(args, out) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            out.error(&e);
+            ExitCode::from(exit::FAILURE)
+        }
+    }
+}
+
+fn blueprint_error(text: String) -> anyhow::Error {
+    UserError::new(format!("the blueprint cannot run:\n{text}"))
+        .hint("fix the fields named above; nothing was started")
+        .into()
+}
+
+fn run(args: &RunArgs, out: &mut Output) -> Result<u8> {
+    let started = Instant::now();
+    if args.should_wake_deadline_ms == 0 || args.respond_deadline_ms == 0 {
+        return Err(UserError::new("deadlines must be at least 1 ms").into());
+    }
+    if !args.file.exists() {
+        return Err(
+            UserError::new(format!("{} does not exist", args.file.display()))
+                .hint("write a blueprint.yaml (`ofc init --blueprint`) or name one with `-f PATH`")
+                .into(),
+        );
+    }
+    let loaded = plan::load(&args.file).map_err(blueprint_error)?;
+    let problems = plan::unsupported(&loaded.blueprint);
+    if !problems.is_empty() {
+        return Err(blueprint_error(plan::report(
+            &loaded.path,
+            &loaded.doc,
+            problems,
+        )));
+    }
+    // The project lock comes before the pulls: they write the project's ofc.lock.
+    let project = ProjectDir::open(&loaded.dir)?;
+    let planned = resolve(&loaded, args)?;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let code = rt.block_on(run_floor(args, out, &loaded, &project, planned, started));
+    // The stdin reader is a blocking thread that cannot be interrupted; waiting for it
+    // would keep `ofc` alive until the next line of input.
+    rt.shutdown_background();
+    code
+}
+
+/// Resolves every agent entry. Every problem is collected and reported with its field.
+fn resolve(loaded: &plan::Loaded, args: &RunArgs) -> Result<Vec<Planned>> {
+    let bp = &loaded.blueprint;
+    let root = FieldPath::root();
+    let mut diags = Diagnostics::default();
+    let mut planned = Vec::new();
+    let lockfile = loaded.dir.join(index_schema::lockfile::LOCKFILE_NAME);
+    let mut hub_ctx: Option<(Paths, Hub)> = None;
+    for (i, entry) in bp.agents.iter().enumerate() {
+        let field = root.key("agents").index(i);
+        let name = format!("agents[{i}]");
+        let resolved: Result<(Handle, Activation, Kind), (FieldPath, String)> = match entry {
+            AgentEntry::Inline(a) => {
+                let handle = Handle::new(&format!("@{}", a.id.name()))
+                    .map_err(|e| (field.key("id"), e.to_string()));
+                handle.and_then(|h| match a.agent_type() {
+                    InlineAgentType::Llm => agents::llm_agent(a, bp.defaults.as_ref())
+                        .map(|agent| {
+                            // `defaults.activation` applies to LLM agents too.
+                            let act = match agent.activation() {
+                                index_schema::wire::Activation::Always => Activation::Always,
+                                _ => Activation::Mention,
+                            };
+                            (h, act, Kind::Llm(agent))
+                        })
+                        .map_err(|e| (field.key("type"), e)),
+                    InlineAgentType::Acp => Err((
+                        field.key("type"),
+                        "ACP agents: not in this build (`type: acp` cannot run yet)".to_owned(),
+                    )),
+                })
+            }
+            AgentEntry::Local(path) => {
+                let file = loaded.dir.join(path);
+                let dir = file
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| loaded.dir.clone());
+                plan::from_agent_yaml(&file, &dir).map_err(|e| (field.clone(), e))
+            }
+            AgentEntry::Hub(reference) => {
+                let ctx = match &hub_ctx {
+                    Some(c) => Ok(c.clone()),
+                    None => Paths::from_env()
+                        .and_then(|p| Hub::from_env(&p).map(|h| (p, h)))
+                        .map_err(|e| (field.clone(), format!("{e:#}"))),
+                };
+                ctx.and_then(|(paths, hub)| {
+                    hub_ctx = Some((paths.clone(), hub.clone()));
+                    let opts = PullOptions {
+                        offline: args.offline,
+                        locked: args.locked,
+                        lockfile: Some(lockfile.clone()),
+                        limits: pull::limits_from_env()
+                            .map_err(|e| (field.clone(), e.to_string()))?,
+                        progress: false,
+                        allow_sdist: args.allow_sdist,
+                        allow_install_scripts: args.allow_install_scripts,
+                    };
+                    let report =
+                        pull::pull(&paths, &hub, &[Request::Hub(reference.clone())], &opts)
+                            .map_err(|e| {
+                                (field.clone(), format!("cannot pull `{reference}`: {e:#}"))
+                            })?;
+                    let pulled =
+                        report.pulled.into_iter().next().ok_or_else(|| {
+                            (field.clone(), "the pull returned nothing".to_owned())
+                        })?;
+                    let (named, kind) = plan::from_start(&pulled.start, &pulled.name.to_string())
+                        .map_err(|e| (field.clone(), e))?;
+                    let (handle, act) = match named {
+                        Some(x) => x,
+                        None => (
+                            Handle::new(&format!("@{}", pulled.name.agent()))
+                                .map_err(|e| (field.clone(), e.to_string()))?,
+                            Activation::Mention,
+                        ),
+                    };
+                    Ok((handle, act, kind))
+                })
+            }
+        };
+        match resolved {
+            Ok((handle, activation, kind)) => planned.push(Planned {
+                handle,
+                activation,
+                kind,
+                field: name,
+            }),
+            Err((path, message)) => diags.push(path, message),
+        }
+    }
+    if diags.is_empty() {
+        let ids: Vec<AgentHandle> = planned
+            .iter()
+            .filter_map(|p| {
+                let name = p.handle.as_str();
+                AgentHandle::new(name.strip_prefix('@').unwrap_or(name)).ok()
+            })
+            .collect();
+        if let Err(d) = bp.check_resolved(&ids) {
+            diags.extend(d);
+        }
+    }
+    if planned.is_empty() && diags.is_empty() {
+        diags.push(root.key("agents"), "the blueprint has no agents");
+    }
+    if !diags.is_empty() {
+        return Err(blueprint_error(plan::report(
+            &loaded.path,
+            &loaded.doc,
+            diags,
+        )));
+    }
+    Ok(planned)
+}
+
+/// How long a remote agent may take to answer `/ofc/info` when checked before the start.
+const REMOTE_CHECK: Duration = Duration::from_secs(5);
+
+async fn run_floor(
+    args: &RunArgs,
+    out: &mut Output,
+    loaded: &plan::Loaded,
+    project: &ProjectDir,
+    planned: Vec<Planned>,
+    started: Instant,
+) -> Result<u8> {
+    let client = HttpAgent::default_client();
+    // Remote agents answer before anything starts.
+    let checks = planned.iter().filter_map(|p| match &p.kind {
+        Kind::Remote(endpoint) => {
+            let agent = HttpAgent::new(endpoint.clone(), client.clone());
+            let field = p.field.clone();
+            let endpoint = endpoint.clone();
+            Some(async move {
+                match tokio::time::timeout(REMOTE_CHECK, agent.info()).await {
+                    Ok(Ok(_)) => None,
+                    Ok(Err(e)) => Some(format!("{field}: the remote agent at {endpoint} does not answer: {e}")),
+                    Err(_) => Some(format!(
+                        "{field}: the remote agent at {endpoint} did not answer /ofc/info within {REMOTE_CHECK:?}"
+                    )),
+                }
+            })
+        }
+        _ => None,
+    });
+    let failures: Vec<String> = futures::future::join_all(checks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    if !failures.is_empty() {
+        return Err(UserError::new(format!(
+            "{}: cannot reach every agent:\n{}",
+            loaded.path.display(),
+            failures.join("\n")
+        ))
+        .hint("start the remote agents, or remove them from the blueprint; nothing was started")
+        .into());
+    }
+
+    let run_id = run_id();
+    let agent_log = project.logs.join(format!("{run_id}.agents.log"));
+    let supervisor = if planned.iter().any(|p| matches!(p.kind, Kind::Process(_))) {
+        Some(supervisor::Supervisor::start()?)
+    } else {
+        None
+    };
+    // Every LLM agent's prompt introduces the others (its own handle left out).
+    let roster: Vec<RosterEntry> = planned
+        .iter()
+        .map(|p| RosterEntry {
+            handle: p.handle.to_string(),
+            about: None,
+        })
+        .collect();
+    for p in &planned {
+        if let Kind::Llm(agent) = &p.kind {
+            let me = p.handle.to_string();
+            agent.set_roster(roster.iter().filter(|r| r.handle != me).cloned().collect());
+        }
+    }
+    let starts = planned.into_iter().map(|p| {
+        let client = client.clone();
+        let supervisor = supervisor.clone();
+        let agent_log = agent_log.clone();
+        async move {
+            let agent: Result<(Arc<dyn Agent>, Option<String>), String> = match p.kind {
+                Kind::Ready(agent) => Ok((agent, None)),
+                Kind::Llm(agent) => Ok((agent as Arc<dyn Agent>, None)),
+                Kind::Remote(endpoint) => Ok((
+                    Arc::new(HttpAgent::new(endpoint.clone(), client)) as Arc<dyn Agent>,
+                    Some(endpoint),
+                )),
+                Kind::Process(mut command) => {
+                    if let Some(s) = supervisor {
+                        command.on_spawn = Some(SpawnHook(Arc::new(move |pgid| s.watch(pgid))));
+                    }
+                    command.output = Some(agent_log);
+                    match ProcessAgent::spawn(&command, client).await {
+                        Ok(agent) => {
+                            let endpoint = agent.endpoint().to_owned();
+                            Ok((Arc::new(agent) as Arc<dyn Agent>, Some(endpoint)))
+                        }
+                        Err(e) => Err(format!("{} ({}): {e}", p.field, p.handle)),
+                    }
+                }
+            };
+            (p.handle, p.activation, agent)
+        }
+    });
+    let results = futures::future::join_all(starts).await;
+    project_dir::make_private(&agent_log);
+    let mut agents = Vec::new();
+    let mut failures = Vec::new();
+    for (handle, activation, result) in results {
+        match result {
+            Ok((agent, endpoint)) => agents.push(FloorAgent {
+                handle,
+                activation,
+                agent,
+                endpoint,
+                info: None,
+            }),
+            Err(e) => failures.push(e),
+        }
+    }
+    if !failures.is_empty() {
+        futures::future::join_all(agents.iter().map(|a| a.agent.shutdown())).await;
+        if let Some(s) = &supervisor {
+            s.finish();
+        }
+        return Err(UserError::new(format!(
+            "{}: agents did not start:\n{}",
+            loaded.path.display(),
+            failures.join("\n")
+        ))
+        .hint(format!(
+            "what they printed is in {}; every agent that had started was stopped",
+            agent_log.display()
+        ))
+        .into());
+    }
+
+    let settings = FloorSettings {
+        should_wake_deadline: Duration::from_millis(args.should_wake_deadline_ms),
+        respond_deadline: Duration::from_millis(args.respond_deadline_ms),
+        transcript_dir: Some(project.logs.clone()),
+        ..FloorSettings::default()
+    };
+    let handles: Vec<String> = agents.iter().map(|a| a.handle.to_string()).collect();
+    let floor = Floor::open(
+        run_id.clone(),
+        loaded.blueprint.name.clone(),
+        agents,
+        settings,
+    )
+    .map_err(|e| anyhow!("cannot open the floor: {e}"))?;
+    let transcript = project.logs.join(format!("{run_id}.jsonl"));
+    project_dir::make_private(&transcript);
+    let ready_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let mut state = serde_json::json!({
+        "pid": std::process::id(),
+        "run": run_id,
+        "blueprint": loaded.dir.join(loaded.path.file_name().unwrap_or_default()).display().to_string(),
+        "transcript": transcript.display().to_string(),
+        "agents": handles,
+        "state": "running",
+    });
+    project.write_state(&state)?;
+
+    let ui = frontend::Frontend::new(out.json, &handles);
+    ui.ready(&run_id, &handles, &transcript, ready_ms);
+    let code = match &args.message {
+        Some(message) => ui.one_turn(&floor, message).await,
+        None => ui.interactive(&floor).await,
+    };
+    let _ = floor.close().await;
+    if let Some(s) = &supervisor {
+        s.finish();
+    }
+    state["state"] = serde_json::json!("ended");
+    state["exit_code"] = serde_json::json!(code);
+    project.write_state(&state)?;
+    ui.closed(code);
+    Ok(code)
+}
+
+/// A run id: UTC time, then random hex (sortable, unique, safe as a file name).
+fn run_id() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let mut bytes = [0u8; 4];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut bytes);
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z-{}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        hex::encode(bytes)
+    )
+}

@@ -1,0 +1,312 @@
+//! From a blueprint to a plan: every agent resolved and checked, nothing started yet.
+//!
+//! Every problem is collected with the blueprint field it comes from and reported at once,
+//! `file:line:col: agents[2].type: …`, before any process starts or any floor opens.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use index_schema::agent_yaml::{AgentSource, AgentYaml};
+use index_schema::blueprint::{AgentEntry, Blueprint, InlineAgentType};
+use index_schema::manifest::Activation as YamlActivation;
+use index_schema::source::{self, SourceDoc};
+use index_schema::{Diagnostics, FieldPath};
+use runtime::agent::{Agent, ProcessCommand};
+use runtime::llm::LlmAgent;
+use runtime::{Activation, Handle};
+
+use super::agents;
+use crate::start::Start;
+
+/// The most bytes a blueprint or agent file may have.
+const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// How long a process agent may take to answer `/ofc/info` after it starts.
+pub const STARTUP_DEADLINE: Duration = Duration::from_secs(15);
+
+/// One agent, ready to be started.
+#[derive(Debug)]
+pub struct Planned {
+    /// Its handle.
+    pub handle: Handle,
+    /// How it is woken.
+    pub activation: Activation,
+    /// How it runs.
+    pub kind: Kind,
+    /// The blueprint field it comes from (`agents[2]`), for messages.
+    pub field: String,
+}
+
+/// How a planned agent runs.
+#[derive(Debug)]
+pub enum Kind {
+    /// A local process serving the OFC agent API on `OFC_PORT`.
+    Process(ProcessCommand),
+    /// An agent already running at an OFC endpoint.
+    Remote(String),
+    /// An agent built in-process.
+    Ready(Arc<dyn Agent>),
+    /// The built-in LLM agent (it is told who else is on the floor before the floor opens).
+    Llm(Arc<LlmAgent>),
+}
+
+/// A loaded blueprint: the parsed document (for positions) and its directory.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The file.
+    pub path: PathBuf,
+    /// Its directory (the project).
+    pub dir: PathBuf,
+    /// The blueprint.
+    pub blueprint: Blueprint,
+    /// The parsed text, for line numbers.
+    pub doc: SourceDoc,
+}
+
+/// Problems with the blueprint, positioned: `file:line:col: field: message`, one per line.
+pub fn report(path: &Path, doc: &SourceDoc, diags: Diagnostics) -> String {
+    let diags = doc.locate(diags);
+    let mut out = String::new();
+    for (i, d) in diags.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        match d.position {
+            Some(p) => out.push_str(&format!(
+                "{}:{}: {}: {}",
+                path.display(),
+                p,
+                d.path,
+                d.message
+            )),
+            None => out.push_str(&format!("{}: {}: {}", path.display(), d.path, d.message)),
+        }
+    }
+    out
+}
+
+/// Reads and validates the blueprint.
+pub fn load(path: &Path) -> Result<Loaded, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "{} is {} bytes; a blueprint may have at most {MAX_FILE_BYTES}",
+            path.display(),
+            meta.len()
+        ));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let doc = source::parse_yaml(&text).map_err(|d| {
+        let empty = SourceDoc::from_value(serde_json::Value::Null);
+        report(path, &empty, d)
+    })?;
+    let blueprint = Blueprint::from_doc(&doc).map_err(|d| report(path, &doc, d))?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let dir = dir.canonicalize().unwrap_or(dir);
+    Ok(Loaded {
+        path: path.to_path_buf(),
+        dir,
+        blueprint,
+        doc,
+    })
+}
+
+/// What the blueprint has that this build cannot run yet, as diagnostics on its fields.
+pub fn unsupported(bp: &Blueprint) -> Diagnostics {
+    let mut d = Diagnostics::default();
+    let root = FieldPath::root();
+    for (i, w) in bp.workstations.iter().enumerate() {
+        d.push(
+            root.key("workstations").index(i),
+            format!(
+                "workstations are not available yet in `ofc run` (the {} workstation `{}` \
+                 cannot be provided); remove it to run this floor",
+                w.workstation_type.as_str(),
+                w.effective_name()
+            ),
+        );
+    }
+    for (i, f) in bp.furniture.iter().enumerate() {
+        d.push(
+            root.key("furniture").index(i),
+            format!(
+                "furniture is not available yet in `ofc run` (`{}` cannot be provided); \
+                 remove it to run this floor",
+                f.name
+            ),
+        );
+    }
+    for (i, a) in bp.agents.iter().enumerate() {
+        if let AgentEntry::Inline(a) = a
+            && !a.furniture.is_empty()
+        {
+            d.push(
+                root.key("agents").index(i).key("furniture"),
+                "furniture is not available yet in `ofc run`",
+            );
+        }
+    }
+    if let Some(fm) = &bp.floor_manager
+        && !fm.policies.is_empty()
+    {
+        d.push(
+            root.key("floor_manager").key("policies"),
+            "access policies need workstations, which are not available yet in `ofc run`",
+        );
+    }
+    d
+}
+
+fn activation(a: Option<&YamlActivation>) -> Activation {
+    match a {
+        Some(YamlActivation::Always) => Activation::Always,
+        _ => Activation::Mention,
+    }
+}
+
+fn handle_of(h: &index_schema::name::AgentHandle) -> Result<Handle, String> {
+    Handle::new(&format!("@{}", h.name())).map_err(|e| e.to_string())
+}
+
+/// The program of a `command`: a path with a `/` is taken relative to `dir`; a bare name is
+/// looked up in `PATH` now, so that a typo is reported before anything starts.
+fn resolve_program(command: &str, dir: &Path) -> Result<PathBuf, String> {
+    if command.contains('/') {
+        let p = dir.join(command);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "`{command}` does not exist (looked for {})",
+                p.display()
+            ))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for d in std::env::split_paths(&path) {
+        let p = d.join(command);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    Err(format!("`{command}` is not found in PATH"))
+}
+
+/// An agent described by an `agent.yaml` in `dir`.
+pub fn from_agent_yaml(file: &Path, dir: &Path) -> Result<(Handle, Activation, Kind), String> {
+    let meta =
+        std::fs::metadata(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "{} is larger than {MAX_FILE_BYTES} bytes",
+            file.display()
+        ));
+    }
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let lower = file.to_string_lossy().to_ascii_lowercase();
+    if lower.ends_with(".md") || lower.ends_with(".json") {
+        return Err(format!(
+            "{}: AgentCards are not runnable by `ofc run` in this build; use an agent.yaml",
+            file.display()
+        ));
+    }
+    let doc = source::parse_yaml(&text)
+        .map_err(|d| report(file, &SourceDoc::from_value(serde_json::Value::Null), d))?;
+    let y: AgentYaml = doc
+        .deserialize()
+        .and_then(|y: AgentYaml| y.validate().map(|()| y))
+        .map_err(|d| report(file, &doc, d))?;
+    let handle = handle_of(&y.id)?;
+    let act = activation(y.activation.as_ref());
+    if let Some(command) = &y.command {
+        let program = resolve_program(command, dir)
+            .map_err(|e| format!("{}: command: {e}", file.display()))?;
+        let mut cmd = ProcessCommand::new(program).args(y.args.iter().cloned());
+        cmd.env = y.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        cmd.cwd = Some(dir.to_path_buf());
+        cmd.startup_deadline = STARTUP_DEADLINE;
+        return Ok((handle, act, Kind::Process(cmd)));
+    }
+    match &y.source {
+        Some(AgentSource::Remote { endpoint }) => {
+            return Ok((handle, act, Kind::Remote(endpoint.clone())));
+        }
+        Some(AgentSource::Docker { image, port }) => {
+            agents::container_agent(image, *port)
+                .map_err(|e| format!("{}: source: {e}", file.display()))?;
+        }
+        Some(other) => {
+            return Err(format!(
+                "{}: source: a {} agent must be pulled first (`ofc pull`), or list it in the \
+                 blueprint by its hub name",
+                file.display(),
+                match other {
+                    AgentSource::Pip { .. } => "pip",
+                    AgentSource::Npm { .. } => "npm",
+                    _ => "packaged",
+                }
+            ));
+        }
+        None => {}
+    }
+    // No command and no source: a built-in LLM agent.
+    let inline = index_schema::blueprint::InlineAgent {
+        id: y.id.clone(),
+        name: y.name.clone(),
+        agent_type: Some(InlineAgentType::Llm),
+        model: y.model.clone(),
+        endpoint: y.endpoint.clone(),
+        command: None,
+        args: Vec::new(),
+        env: y.env.clone(),
+        prompt: y.prompt.clone(),
+        activation: y.activation,
+        can_use_tools: y.can_use_tools,
+        temperature: y.temperature,
+        tool_context: None,
+        furniture: Vec::new(),
+        memory: None,
+        context_window: y.context_window,
+        api_key_env: None,
+    };
+    let agent = agents::llm_agent(&inline, None).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok((handle, act, Kind::Llm(agent)))
+}
+
+/// A pulled agent, by how it starts.
+pub fn from_start(
+    start: &Start,
+    name: &str,
+) -> Result<(Option<(Handle, Activation)>, Kind), String> {
+    match start {
+        Start::AgentFile { file, dir } => {
+            let (h, a, k) = from_agent_yaml(file, dir)?;
+            Ok((Some((h, a)), k))
+        }
+        Start::Process {
+            program,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = ProcessCommand::new(program.clone()).args(args.iter().cloned());
+            cmd.env = env.clone();
+            cmd.cwd = Some(cwd.clone());
+            cmd.startup_deadline = STARTUP_DEADLINE;
+            Ok((None, Kind::Process(cmd)))
+        }
+        Start::Container { image, port } => agents::container_agent(image, *port)
+            .map(|a| (None, Kind::Ready(a)))
+            .map_err(|e| format!("{name}: {e}")),
+        Start::Remote { endpoint } => Ok((None, Kind::Remote(endpoint.clone()))),
+    }
+}

@@ -1,0 +1,171 @@
+//! No orphans: a small watchdog process that stops every agent `ofc run` started when `ofc`
+//! ends, however it ends.
+//!
+//! A process killed with SIGKILL runs no code, and ofc forbids `unsafe` (so no
+//! `prctl(PR_SET_PDEATHSIG)`, which is Linux-only anyway). Instead `ofc run` starts
+//! `ofc __supervise` (itself, re-executed) with a pipe on its standard input and writes
+//! `+PGID` for every agent process group it starts, `-PGID` for one it stopped itself. The
+//! kernel closes the pipe when `ofc` exits for any reason; the supervisor then reads end of
+//! file, sends SIGTERM to every group still listed, SIGKILL to those alive after a grace
+//! period, and exits. It runs in a process group of its own, so the terminal's Ctrl-C (sent
+//! to `ofc`'s group) does not reach it. This works the same on Linux and macOS.
+
+use std::io::{BufRead, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+/// The hidden subcommand.
+pub const SUBCOMMAND: &str = "__supervise";
+
+/// The most groups one supervisor tracks (a floor has at most 64 agents).
+const MAX_GROUPS: usize = 1024;
+
+/// `ofc run`'s side: where agent process groups are registered.
+#[derive(Debug, Clone)]
+pub struct Supervisor {
+    pipe: Arc<Mutex<Option<ChildStdin>>>,
+    _child: Arc<Mutex<Child>>,
+}
+
+impl Supervisor {
+    /// Starts `ofc __supervise`.
+    pub fn start() -> Result<Self> {
+        let exe = std::env::current_exe().context("cannot find the ofc executable")?;
+        let mut cmd = Command::new(exe);
+        cmd.arg(SUBCOMMAND)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
+        let mut child = cmd.spawn().context("cannot start the process supervisor")?;
+        let pipe = child.stdin.take();
+        Ok(Self {
+            pipe: Arc::new(Mutex::new(pipe)),
+            _child: Arc::new(Mutex::new(child)),
+        })
+    }
+
+    /// Registers a process group to stop if `ofc` dies.
+    pub fn watch(&self, pgid: u32) {
+        self.send(&format!("+{pgid}\n"));
+    }
+
+    /// Forgets a group `ofc` stopped itself (its id may be reused).
+    pub fn forget(&self, pgid: u32) {
+        self.send(&format!("-{pgid}\n"));
+    }
+
+    fn send(&self, line: &str) {
+        if let Ok(mut pipe) = self.pipe.lock()
+            && let Some(p) = pipe.as_mut()
+            && (p.write_all(line.as_bytes()).is_err() || p.flush().is_err())
+        {
+            // The supervisor is gone; nothing more can be done from here.
+            *pipe = None;
+        }
+    }
+
+    /// Ends supervision cleanly: closing the pipe makes the supervisor stop what is left
+    /// and exit.
+    pub fn finish(&self) {
+        if let Ok(mut pipe) = self.pipe.lock() {
+            pipe.take();
+        }
+    }
+}
+
+/// `ofc __supervise`: reads `+PGID`/`-PGID` lines until end of file, then stops every group
+/// still registered.
+pub fn main() -> std::process::ExitCode {
+    let mut groups: Vec<u32> = Vec::new();
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        apply(&mut groups, &line);
+    }
+    stop_groups(&groups, runtime::agent::STOP_GRACE * 2);
+    std::process::ExitCode::SUCCESS
+}
+
+/// Applies one `+PGID` / `-PGID` line; anything else is ignored.
+fn apply(groups: &mut Vec<u32>, line: &str) {
+    let line = line.trim();
+    let Some(sign) = line.chars().next() else {
+        return;
+    };
+    let Ok(pgid) = line[sign.len_utf8()..].parse::<u32>() else {
+        return;
+    };
+    // 0 and 1 would signal our own group or init's, and ids above i32::MAX are negative
+    // pids to kill(2): never valid agent groups.
+    if pgid <= 1 || i32::try_from(pgid).is_err() {
+        return;
+    }
+    match sign {
+        '+' if groups.len() < MAX_GROUPS && !groups.contains(&pgid) => groups.push(pgid),
+        '-' => groups.retain(|g| *g != pgid),
+        _ => {}
+    }
+}
+
+/// SIGTERM to every group, then SIGKILL to those still alive after `grace`.
+#[cfg(unix)]
+pub fn stop_groups(groups: &[u32], grace: Duration) {
+    use runtime::agent::{group_alive, signal_group};
+    for g in groups {
+        signal_group(*g, false);
+    }
+    let started = Instant::now();
+    while started.elapsed() < grace && groups.iter().any(|g| group_alive(*g)) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for g in groups {
+        signal_group(*g, true);
+    }
+}
+
+#[cfg(not(unix))]
+pub fn stop_groups(_groups: &[u32], _grace: Duration) {
+    let _ = Instant::now();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_well_formed_lines_change_the_groups() {
+        let mut g = Vec::new();
+        for line in [
+            "+100",
+            "+100",
+            " +200 ",
+            "+0",
+            "+1",
+            "-",
+            "",
+            "+",
+            "+-5",
+            "+4294967295",
+            "+abc",
+            "*300",
+            "é12",
+            "+12345678901234567890",
+            "-100",
+        ] {
+            apply(&mut g, line);
+        }
+        assert_eq!(g, vec![200]);
+        for i in 0..(MAX_GROUPS as u32 + 10) {
+            apply(&mut g, &format!("+{}", 1000 + i));
+        }
+        assert_eq!(g.len(), MAX_GROUPS, "bounded");
+    }
+}

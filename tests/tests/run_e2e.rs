@@ -1,0 +1,602 @@
+//! `ofc run` end to end: the real `ofc` binary runs blueprints whose agents are real
+//! processes (`ofc-test-agent`, an OFC agent server), agents pulled from a real `ofc-hub`, and
+//! a real terminal (tmux) for the interactive line mode.
+//!
+//! Needs the binaries: `cargo build -p ofc-pkg -p runtime -p hub-server --bins`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{HubProc, Ofc, bin};
+use serde_json::Value;
+
+/// A unique tag for the agents of one test, so that process checks see only them.
+fn tag(test: &str) -> String {
+    format!("{test}{}", std::process::id())
+}
+
+/// Writes `<dir>/<name>.agent.yaml`: an `ofc-test-agent` process agent.
+fn process_agent(dir: &Path, name: &str, extra: &[&str]) {
+    let mut args = vec!["--name".to_owned(), name.to_owned()];
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    std::fs::write(
+        dir.join(format!("{name}.agent.yaml")),
+        format!(
+            "id: \"@{name}\"\ncommand: {:?}\nargs: [{}]\n",
+            bin("ofc-test-agent").display().to_string(),
+            args.join(", ")
+        ),
+    )
+    .unwrap();
+}
+
+fn blueprint(dir: &Path, text: &str) {
+    std::fs::write(dir.join("blueprint.yaml"), text).unwrap();
+}
+
+fn run_in(ofc: &Ofc, dir: &Path, args: &[&str]) -> common::Run {
+    Ofc::finish(ofc.cmd().current_dir(dir).args(args))
+}
+
+/// Pids of live processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    let out = Command::new("ps")
+        .args(["-e", "-o", "pid=,stat=,args="])
+        .output()
+        .expect("ps");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(needle) && !l.contains("ps -e"))
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace();
+            let pid = parts.next()?.parse().ok()?;
+            // Zombies are dead; they only wait for their parent to read their status.
+            let stat = parts.next()?;
+            (!stat.starts_with('Z')).then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn process_agents_delegate_and_the_transcript_replays() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let t = tag("deleg");
+    let (a, b, c) = (format!("{t}a"), format!("{t}b"), format!("{t}c"));
+    process_agent(
+        proj.path(),
+        &a,
+        &["--behaviour", "delegate", "--target", &b, "--wake"],
+    );
+    process_agent(
+        proj.path(),
+        &b,
+        &["--behaviour", "delegate", "--target", &c],
+    );
+    process_agent(proj.path(), &c, &["--behaviour", "echo"]);
+    blueprint(
+        proj.path(),
+        &format!(
+            "name: chain\nagents:\n  - ./{a}.agent.yaml\n  - ./{b}.agent.yaml\n  - ./{c}.agent.yaml\n"
+        ),
+    );
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+
+    // Line mode: every agent's answer on stdout, the floor's narration on stderr.
+    let r = run_in(&ofc, proj.path(), &["run", "count the rows"]);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains(&format!("@{c}: {c} heard")),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(&format!("@{b}: {b} reports")),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(&format!("@{a}: {a} reports")),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stderr.contains("floor ready"), "{}", r.stderr);
+    assert!(r.stderr.contains("turn ended"), "{}", r.stderr);
+    assert!(!r.stdout.contains('\x1b'), "NO_COLOR: no escape sequences");
+
+    // --json: one event per line, ready first, exit last.
+    let r = run_in(&ofc, proj.path(), &["--json", "run", "again"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let events: Vec<Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(events[0]["type"], "ready");
+    assert_eq!(events.last().unwrap()["type"], "exit");
+    assert_eq!(events.last().unwrap()["code"], 0);
+    let responders: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "responding")
+        .map(|e| e["agent"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        responders,
+        [
+            format!("@{a}"),
+            format!("@{b}"),
+            format!("@{c}"),
+            format!("@{b}"),
+            format!("@{a}")
+        ]
+    );
+
+    // The project directory: private, with replayable transcripts and the run state.
+    let dot = proj.path().join(".ofc");
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(dot.join("run.json")).unwrap()).unwrap();
+    assert_eq!(state["state"], "ended");
+    let transcript = PathBuf::from(state["transcript"].as_str().unwrap());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dot), 0o700);
+        assert_eq!(mode(&dot.join("logs")), 0o700);
+        assert_eq!(mode(&transcript), 0o600);
+        assert_eq!(mode(&dot.join("run.json")), 0o600);
+    }
+    let replay = ofc.ok(&["floor", "replay", transcript.to_str().unwrap()]);
+    assert!(replay.contains("replayed identically"), "{replay}");
+    assert!(processes_with(&t).is_empty(), "every agent stopped");
+}
+
+#[test]
+fn exit_codes_say_how_the_turn_ended() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let t = tag("codes");
+    let (q, f) = (format!("{t}q"), format!("{t}f"));
+    process_agent(proj.path(), &q, &["--behaviour", "echo"]);
+    process_agent(proj.path(), &f, &["--behaviour", "crash-mid-respond"]);
+    blueprint(
+        proj.path(),
+        &format!("agents:\n  - ./{q}.agent.yaml\n  - ./{f}.agent.yaml\n"),
+    );
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    // Nobody wakes for a message that names nobody: 3.
+    let r = run_in(&ofc, proj.path(), &["run", "anyone?"]);
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    // An explicit request answered: 0.
+    let r = run_in(&ofc, proj.path(), &["run", &format!("@{q}? hello")]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // An agent that dies mid-answer: 5, and the failure is shown.
+    let r = run_in(&ofc, proj.path(), &["run", &format!("@{f}? hello")]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(r.stderr.contains("failed"), "{}", r.stderr);
+    assert!(processes_with(&t).is_empty(), "every agent stopped");
+}
+
+#[test]
+fn what_cannot_run_is_refused_with_its_line_before_anything_starts() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let t = tag("refuse");
+    let ok = format!("{t}ok");
+    process_agent(proj.path(), &ok, &[]);
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    let cases: Vec<(String, &str)> = vec![
+        (
+            format!(
+                "agents:\n  - ./{ok}.agent.yaml\nworkstations:\n  - type: sandbox\n    image: python:3.11\n"
+            ),
+            "blueprint.yaml:4:9: workstations[0]: workstations are not available yet",
+        ),
+        (
+            format!("agents:\n  - ./{ok}.agent.yaml\n  - id: \"@coder\"\n    model: m\n"),
+            "blueprint.yaml:3:7: agents[1].type: LLM agents: not in this build",
+        ),
+        (
+            format!(
+                "agents:\n  - ./{ok}.agent.yaml\n  - id: \"@claude\"\n    type: acp\n    command: claude\n"
+            ),
+            "blueprint.yaml:4:11: agents[1].type: ACP agents: not in this build",
+        ),
+        (
+            format!("agents:\n  - ./{ok}.agent.yaml\n  - ./missing.agent.yaml\n"),
+            "blueprint.yaml:3:5: agents[1]: cannot read",
+        ),
+        (
+            "agents:\n  - id: \"@x\"\n    type: llm\n    model: m\n    colour: red\n".to_owned(),
+            "blueprint.yaml:5:13: agents[0].colour: unknown field",
+        ),
+        (
+            format!("agents:\n  - ./{ok}.agent.yaml\n  - ./{ok}.agent.yaml\n"),
+            "agents[1]",
+        ),
+    ];
+    for (text, expected) in cases {
+        blueprint(proj.path(), &text);
+        let r = run_in(&ofc, proj.path(), &["run", "hello"]);
+        assert_eq!(r.code, Some(1), "{text}\n{}", r.stderr);
+        assert!(r.stderr.starts_with("error: "), "{}", r.stderr);
+        assert!(
+            r.stderr.contains(expected),
+            "{text}\nwanted {expected}\ngot {}",
+            r.stderr
+        );
+        assert!(processes_with(&t).is_empty(), "nothing started for\n{text}");
+    }
+    // A command that does not exist, and a remote agent that does not answer.
+    std::fs::write(
+        proj.path().join("bad.agent.yaml"),
+        "id: \"@bad\"\ncommand: no-such-program-xyz\n",
+    )
+    .unwrap();
+    std::fs::write(
+        proj.path().join("far.agent.yaml"),
+        "id: \"@far\"\nsource:\n  type: remote\n  endpoint: http://127.0.0.1:9/ofc\n",
+    )
+    .unwrap();
+    blueprint(proj.path(), "agents:\n  - ./bad.agent.yaml\n");
+    let r = run_in(&ofc, proj.path(), &["run", "hello"]);
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr
+            .contains("`no-such-program-xyz` is not found in PATH"),
+        "{}",
+        r.stderr
+    );
+    blueprint(
+        proj.path(),
+        &format!("agents:\n  - ./{ok}.agent.yaml\n  - ./far.agent.yaml\n"),
+    );
+    let r = run_in(&ofc, proj.path(), &["run", "hello"]);
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr
+            .contains("agents[1]: the remote agent at http://127.0.0.1:9/ofc"),
+        "{}",
+        r.stderr
+    );
+    assert!(processes_with(&t).is_empty(), "nothing started");
+    // No blueprint at all.
+    let empty = tempfile::tempdir().unwrap();
+    let r = run_in(&ofc, empty.path(), &["run", "hello"]);
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("blueprint.yaml does not exist"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Starts `ofc run` (interactive, stdin held open) in `dir`; returns the child once the floor
+/// is ready.
+fn start_interactive(dir: &Path, home: &Path) -> std::process::Child {
+    let mut child = Command::new(bin("ofc"))
+        .args(["--json", "run"])
+        .current_dir(dir)
+        .env("OFC_HOME", home)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line.contains("\"type\":\"ready\"") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("the floor became ready");
+    child
+}
+
+#[test]
+fn sigkill_of_ofc_run_leaves_no_agent_alive() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let t = tag("orphan");
+    let mut text = String::from("agents:\n");
+    for i in 0..5 {
+        let name = format!("{t}n{i}");
+        process_agent(proj.path(), &name, &[]);
+        text.push_str(&format!("  - ./{name}.agent.yaml\n"));
+    }
+    blueprint(proj.path(), &text);
+    let mut child = start_interactive(proj.path(), home.path());
+    assert_eq!(processes_with(&t).len(), 5, "five agents run");
+
+    // A second run in the same project is refused at once.
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    let r = run_in(&ofc, proj.path(), &["run", "hello"]);
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("another `ofc run` is using this project"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        processes_with(&t).len(),
+        5,
+        "the refused run started nothing"
+    );
+
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(processes_with(&t), Vec::<u32>::new(), "agents outlived ofc");
+}
+
+#[test]
+fn hub_agents_are_pulled_locked_and_run_without_the_hub() {
+    let mut hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let work = tempfile::tempdir().unwrap();
+    let t = tag("hub");
+    for (agent, extra) in [("teller", "--wake"), ("helper", "")] {
+        let dir = work.path().join(agent);
+        std::fs::create_dir_all(&dir).unwrap();
+        let args = if extra.is_empty() {
+            format!("[\"--name\", \"{agent}\", \"--activation\", \"mention\"]")
+        } else {
+            format!(
+                "[\"--name\", \"{agent}\", \"--behaviour\", \"delegate\", \"--target\", \"helper\", \"{extra}\"]"
+            )
+        };
+        std::fs::write(
+            dir.join("agent.yaml"),
+            format!(
+                "id: \"@{agent}\"\nname: {agent}\npackage: acme/{agent}\nversion: 1.0.0\ntagline: A test agent\n\
+                 description: Run tests ({t}).\ncommand: {:?}\nargs: {args}\n",
+                bin("ofc-test-agent").display().to_string()
+            ),
+        )
+        .unwrap();
+        publisher.ofc.ok(&["publish", dir.to_str().unwrap()]);
+    }
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    blueprint(
+        proj.path(),
+        "agents:\n  - acme/teller@^1\n  - acme/helper\n",
+    );
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let r = run_in(&ofc, proj.path(), &["run", "what is new?"]);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(r.stdout.contains("@helper: helper heard"), "{}", r.stdout);
+    assert!(r.stdout.contains("@teller: teller reports"), "{}", r.stdout);
+    let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
+    assert!(
+        lock.contains("acme/teller") && lock.contains("acme/helper"),
+        "{lock}"
+    );
+
+    // The hub is gone: the lock and the cache are enough.
+    hub.stop();
+    let r = run_in(&ofc, proj.path(), &["run", "--locked", "and now?"]);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(r.stdout.contains("@teller: teller reports"), "{}", r.stdout);
+    assert_eq!(
+        std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap(),
+        lock
+    );
+
+    // An unknown agent is refused with its line, before anything starts.
+    blueprint(proj.path(), "agents:\n  - acme/teller\n  - acme/nobody\n");
+    let r = run_in(&ofc, proj.path(), &["run", "--offline", "hello"]);
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr
+            .contains("blueprint.yaml:3:5: agents[1]: cannot pull `acme/nobody`"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A tmux server of its own (a private socket) running one session; killed on drop.
+struct Tmux {
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Tmux {
+    /// Starts `command` in a new 120x40 session named `t`. tmux comes from the project's own
+    /// peer script, which installs it if needed and fails when it cannot.
+    fn start(command: &str) -> Tmux {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/tmux");
+        let out = Command::new(&script).output().expect("scripts/peers/tmux");
+        assert!(
+            out.status.success(),
+            "tmux is required: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let tmux = Tmux {
+            socket: dir.path().join("sock"),
+            _dir: dir,
+        };
+        tmux.ok(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            command,
+        ]);
+        tmux
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn alive(&self) -> bool {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["has-session", "-t", "t"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    /// Types a line and presses Enter.
+    fn type_line(&self, text: &str) {
+        self.ok(&["send-keys", "-t", "t", "-l", text]);
+        self.ok(&["send-keys", "-t", "t", "Enter"]);
+    }
+
+    fn screen(&self) -> String {
+        self.ok(&["capture-pane", "-p", "-t", "t", "-S", "-200"])
+    }
+
+    /// Waits (bounded) until the screen shows `needle` `count` times.
+    fn wait_for(&self, needle: &str, count: usize) -> String {
+        let start = std::time::Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.matches(needle).count() >= count {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the terminal never showed {needle:?} ({count}×):\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn line_mode_in_a_real_terminal_commands_streaming_and_ctrl_c() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let t = tag("tty");
+    let (echo, slow) = (format!("{t}e"), format!("{t}s"));
+    process_agent(proj.path(), &echo, &[]);
+    process_agent(
+        proj.path(),
+        &slow,
+        &["--behaviour", "stream", "--delay-ms", "20000"],
+    );
+    blueprint(
+        proj.path(),
+        &format!("agents:\n  - ./{echo}.agent.yaml\n  - ./{slow}.agent.yaml\n"),
+    );
+    let command = format!(
+        "cd '{}' && OFC_HOME='{}' '{}' run; echo \"ofc exited $?\"; sleep 60",
+        proj.path().display(),
+        home.path().display(),
+        bin("ofc").display()
+    );
+    let tmux = Tmux::start(&command);
+    tmux.wait_for("type a message", 1);
+
+    // Interactive commands are answered locally, never posted.
+    tmux.type_line("/agents");
+    tmux.wait_for(&format!("@{slow}  Mention"), 1);
+    tmux.type_line("/frobnicate now");
+    tmux.wait_for("unknown command /frobnicate", 1);
+
+    // A question, answered.
+    tmux.type_line(&format!("@{echo}? first question"));
+    tmux.wait_for(
+        &format!("@{echo}: {echo} heard: (at){echo}? first question"),
+        1,
+    );
+    tmux.wait_for("turn ended", 1);
+
+    // A streamed answer, cut by Ctrl-C after its first piece; the session goes on.
+    tmux.type_line(&format!("@{slow}? talk slowly"));
+    tmux.wait_for(&format!("@{slow}: one"), 1);
+    tmux.ok(&["send-keys", "-t", "t", "C-c"]);
+    let screen = tmux.wait_for("turn ended (cancelled)", 1);
+    assert!(!screen.contains("two"), "the stream went on:\n{screen}");
+    assert!(
+        !screen.contains("ofc exited"),
+        "one Ctrl-C ended ofc:\n{screen}"
+    );
+    tmux.type_line(&format!("@{echo}? still there"));
+    tmux.wait_for(&format!("{echo} heard: (at){echo}? still there"), 1);
+    tmux.wait_for("turn ended", 3);
+
+    // /clear, then a Ctrl-C during a stream followed by a second one: ofc exits.
+    tmux.type_line("/clear");
+    tmux.wait_for("conversation cleared", 1);
+    tmux.type_line(&format!("@{slow}? once more"));
+    tmux.wait_for(&format!("@{slow}: one"), 2);
+    tmux.ok(&["send-keys", "-t", "t", "C-c"]);
+    tmux.ok(&["send-keys", "-t", "t", "C-c"]);
+    tmux.wait_for("ofc exited 0", 1);
+    let start = std::time::Instant::now();
+    while !processes_with(&t).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "agents outlived ofc"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // /quit ends a fresh session.
+    let tmux2 = Tmux::start(&command);
+    tmux2.wait_for("type a message", 1);
+    tmux2.type_line("/quit");
+    tmux2.wait_for("ofc exited 0", 1);
+    assert!(tmux.alive() && tmux2.alive());
+}
