@@ -46,7 +46,8 @@
 //! `@user`/`@floor-manager`; the same hub agent or local file not listed twice; `type` `llm`
 //! (default) needs a `model` (its own or `defaults.model`), `acp` needs a `command`; `args`
 //! needs `command`; `temperature` within 0..=2; `activation` `mention`|`always`; `tool_context`
-//! `full`|`summary`|`none`; LLM agents' `memory` 1..=10000 messages, `context_window`
+//! `full`|`summary`|`none`; LLM agents' `memory` 1..=10000 messages (a number, or
+//! `{window, summary}`), `context_window`
 //! 256..=10000000 tokens, `api_key_env` a variable name (never the key), all three refused on
 //! `acp` agents; furniture named by an agent exists; workstation and furniture names
 //! unique (a workstation without a `name` is named by its type); endpoints are http(s) URLs.
@@ -192,10 +193,11 @@ pub struct InlineAgent {
     /// Names of furniture this agent uses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub furniture: Vec<String>,
-    /// LLM agents: how many of the latest floor messages the model sees (1 to 10000; all
-    /// that the floor sends when absent).
+    /// LLM agents: how much of the conversation the model sees — `memory: 20` (the latest 20
+    /// floor messages) or `memory: {window: 20, summary: true}` (the latest 20, and a running
+    /// summary of the older ones); all that the floor sends when absent. See [`Memory`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<u32>,
+    pub memory: Option<Memory>,
     /// LLM agents: the model's context window in tokens (256 to 10000000); the oldest messages
     /// are left out of a prompt that would not fit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -204,6 +206,81 @@ pub struct InlineAgent {
     /// token; the key itself never appears in a blueprint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+}
+
+/// An LLM agent's memory: the latest `window` floor messages (1 to 10000) in full and, with
+/// `summary`, a running summary of the messages before them, written by the agent's own model.
+///
+/// Written as a number (`memory: 20`, the window alone) or a mapping
+/// (`memory: {window: 20, summary: true}`); it is written back in the shorter form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memory {
+    /// How many of the latest floor messages are sent in full.
+    pub window: u32,
+    /// Whether older messages are kept as a running summary.
+    pub summary: bool,
+}
+
+impl Memory {
+    /// The latest `window` messages, no summary.
+    pub fn window(window: u32) -> Self {
+        Self {
+            window,
+            summary: false,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemoryMap {
+    window: u32,
+    #[serde(default)]
+    summary: bool,
+}
+
+impl Serialize for Memory {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.summary {
+            MemoryMap {
+                window: self.window,
+                summary: true,
+            }
+            .serialize(s)
+        } else {
+            s.serialize_u32(self.window)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Memory {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Memory;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number of messages, or a mapping with `window` and `summary`")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Memory, E> {
+                u32::try_from(v)
+                    .map(Memory::window)
+                    .map_err(|_| E::custom("must be between 1 and 10000 messages"))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Memory, E> {
+                u64::try_from(v)
+                    .map_err(|_| E::custom("must be between 1 and 10000 messages"))
+                    .and_then(|v| self.visit_u64(v))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Memory, A::Error> {
+                let m = MemoryMap::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(Memory {
+                    window: m.window,
+                    summary: m.summary,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl InlineAgent {
@@ -808,7 +885,7 @@ fn check_inline(
     if let Some(t) = a.temperature {
         check_temperature(t, &p.key("temperature"), d);
     }
-    if a.memory.is_some_and(|m| !(1..=10_000).contains(&m)) {
+    if a.memory.is_some_and(|m| !(1..=10_000).contains(&m.window)) {
         d.push(p.key("memory"), "must be between 1 and 10000 messages");
     }
     if a.context_window
@@ -1236,6 +1313,26 @@ floor_manager:
         "between"
     )]
     #[case(
+        "agents:\n  - id: \"@a\"\n    model: m\n    memory: {window: 0, summary: true}\n",
+        "agents[0].memory",
+        "between"
+    )]
+    #[case(
+        "agents:\n  - id: \"@a\"\n    model: m\n    memory: -3\n",
+        "agents[0].memory",
+        "between"
+    )]
+    #[case(
+        "agents:\n  - id: \"@a\"\n    model: m\n    memory: {windw: 3}\n",
+        "agents[0].memory.windw",
+        "unknown field `windw`"
+    )]
+    #[case(
+        "agents:\n  - id: \"@a\"\n    model: m\n    memory: lots\n",
+        "agents[0].memory",
+        "a number of messages, or a mapping"
+    )]
+    #[case(
         "agents:\n  - id: \"@a\"\n    model: m\n    context_window: 10\n",
         "agents[0].context_window",
         "between"
@@ -1423,7 +1520,7 @@ workstations:
                         temperature,
                         tool_context,
                         furniture,
-                        memory: if acp { None } else { Some(20) },
+                        memory: if acp { None } else { Some(Memory::window(20)) },
                         context_window: if acp { None } else { Some(8192) },
                         api_key_env: if acp {
                             None
@@ -1566,5 +1663,34 @@ workstations:
         fn parsing_never_panics(text in "(name|agents|workstations|furniture|floor_manager|  - |id|type|: |\"@a\"|acme/x|\\./a\\.md|\n|[\\PC]){0,40}") {
             let _ = Blueprint::from_yaml(&text);
         }
+    }
+
+    #[test]
+    fn memory_is_a_window_or_a_window_with_a_summary() {
+        let bp = Blueprint::from_yaml(
+            "agents:\n  - id: \"@a\"\n    model: m\n    memory: 12\n  - id: \"@b\"\n    model: m\n    memory: {window: 8, summary: true}\n  - id: \"@c\"\n    model: m\n    memory: {window: 5}\n",
+        )
+        .unwrap();
+        let mem: Vec<Option<Memory>> = bp
+            .agents
+            .iter()
+            .map(|a| a.as_inline().unwrap().memory)
+            .collect();
+        assert_eq!(
+            mem,
+            [
+                Some(Memory::window(12)),
+                Some(Memory {
+                    window: 8,
+                    summary: true
+                }),
+                Some(Memory::window(5)),
+            ]
+        );
+        // Written back in the shorter form, and read again the same.
+        let json = serde_json::to_value(&bp.agents).unwrap();
+        assert_eq!(json[0]["memory"], 12);
+        assert_eq!(json[1]["memory"], serde_json::json!({"window": 8, "summary": true}));
+        assert_eq!(json[2]["memory"], 5);
     }
 }

@@ -660,3 +660,114 @@ fn memory_and_context_window_trim_the_oldest_messages() {
     let tiny = build("    context_window: 256\n    memory: 1\n");
     assert_eq!(tiny.len(), 2);
 }
+
+fn floor_of(n: usize) -> Vec<Message> {
+    (0..n)
+        .map(|i| Message::new(format!("m{i}"), "@user", format!("fact number {i}"), ts()))
+        .collect()
+}
+
+fn respond_to(messages: Vec<Message>) -> RespondRequest {
+    RespondRequest {
+        messages,
+        ..request("")
+    }
+}
+
+fn chat_texts(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn memory_summary_folds_older_messages_into_a_running_summary() {
+    let server = Server::start(vec![
+        answer(&["Facts 0 to 2 were given."]),
+        answer(&["first"]),
+        answer(&["second"]),
+        answer(&["Facts 0 to 4 were given."]),
+        answer(&["third"]),
+    ])
+    .await;
+    let agent = agent_for(&server, "    memory: {window: 2, summary: true}\n");
+
+    // 5 messages, window 2 (+1 slack): the 3 oldest are summarised first.
+    let r = reply(agent.respond(&respond_to(floor_of(5)), None).await.unwrap());
+    assert_eq!(r.content, "first");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let summary_call = chat_texts(&requests[0].1);
+    assert!(summary_call[0].contains("memory of @data"), "{summary_call:?}");
+    let input = &summary_call[1];
+    for i in 0..3 {
+        assert!(input.contains(&format!("@user: fact number {i}")), "{input}");
+    }
+    assert!(!input.contains("fact number 3"), "{input}");
+    assert!(!input.contains("Summary so far"), "{input}");
+    let prompt = chat_texts(&requests[1].1);
+    assert_eq!(prompt.len(), 4, "system, summary, 2 messages: {prompt:?}");
+    assert!(prompt[1].contains("Facts 0 to 2 were given."), "{prompt:?}");
+    assert_eq!(prompt[2], "fact number 3");
+    assert_eq!(prompt[3], "fact number 4");
+
+    // One more message: within the slack, no summary call; the summary stays.
+    let r = reply(agent.respond(&respond_to(floor_of(6)), None).await.unwrap());
+    assert_eq!(r.content, "second");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let prompt = chat_texts(&requests[2].1);
+    assert_eq!(prompt.len(), 5, "{prompt:?}");
+    assert!(prompt[1].contains("Facts 0 to 2"), "{prompt:?}");
+    assert_eq!(prompt[2], "fact number 3");
+
+    // Past the slack: the old summary and messages 3 and 4 make the new one.
+    let r = reply(agent.respond(&respond_to(floor_of(7)), None).await.unwrap());
+    assert_eq!(r.content, "third");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    let input = &chat_texts(&requests[3].1)[1];
+    assert!(input.contains("Summary so far:\nFacts 0 to 2 were given."), "{input}");
+    assert!(input.contains("@user: fact number 3\n@user: fact number 4"), "{input}");
+    assert!(!input.contains("fact number 2"), "{input}");
+    assert!(!input.contains("fact number 5"), "{input}");
+    let prompt = chat_texts(&requests[4].1);
+    assert!(prompt[1].contains("Facts 0 to 4 were given."), "{prompt:?}");
+    assert_eq!(&prompt[2..], ["fact number 5", "fact number 6"]);
+}
+
+#[tokio::test]
+async fn a_failed_summary_call_keeps_the_old_summary_and_a_cleared_floor_drops_it() {
+    let server = Server::start(vec![
+        answer(&["S1: facts 0 to 2."]),
+        answer(&["a"]),
+        Reply::Status(400, None),
+        answer(&["windowed"]),
+        answer(&["fresh"]),
+    ])
+    .await;
+    let agent = agent_for(&server, "    memory: {window: 2, summary: true}\n");
+    let r = reply(agent.respond(&respond_to(floor_of(5)), None).await.unwrap());
+    assert_eq!(r.content, "a");
+
+    // The next summary call fails: the answer still comes, from the window and the old
+    // summary.
+    let r = reply(agent.respond(&respond_to(floor_of(7)), None).await.unwrap());
+    assert_eq!(r.content, "windowed");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let prompt = chat_texts(&requests[3].1);
+    assert!(prompt[1].contains("S1: facts 0 to 2."), "{prompt:?}");
+    assert_eq!(&prompt[2..], ["fact number 5", "fact number 6"]);
+
+    // After /clear the floor starts again: the message the summary ended at is gone, and so
+    // is the summary.
+    let fresh = vec![Message::new("n0", "@user", "new start", ts())];
+    let r = reply(agent.respond(&respond_to(fresh), None).await.unwrap());
+    assert_eq!(r.content, "fresh");
+    let prompt = chat_texts(&server.requests()[4].1);
+    assert_eq!(&prompt[1..], ["new start"]);
+}

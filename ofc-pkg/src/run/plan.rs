@@ -259,6 +259,8 @@ pub fn from_agent_yaml(file: &Path, dir: &Path) -> Result<(Handle, Activation, K
         None => {}
     }
     // No command and no source: a built-in LLM agent.
+    use index_schema::agent_yaml::Memory as YamlMemory;
+    use index_schema::blueprint::Memory;
     let inline = index_schema::blueprint::InlineAgent {
         id: y.id.clone(),
         name: y.name.clone(),
@@ -274,13 +276,32 @@ pub fn from_agent_yaml(file: &Path, dir: &Path) -> Result<(Handle, Activation, K
         temperature: y.temperature,
         tool_context: None,
         furniture: Vec::new(),
-        memory: None,
-        context_window: y.context_window,
+        // agent.yaml's `context_window` counts messages (seed 001), the blueprint's tokens.
+        memory: match (y.memory, y.context_window) {
+            (Some(YamlMemory::Buffer), _) | (None, None) => None,
+            (Some(YamlMemory::Rag), _) => {
+                return Err(format!(
+                    "{}: memory: `rag` is not available in this build (use `window` or `summary`)",
+                    file.display()
+                ));
+            }
+            (memory, window) => Some(Memory {
+                window: window
+                    .unwrap_or(AGENT_YAML_MEMORY_WINDOW)
+                    .clamp(1, 10_000),
+                summary: memory == Some(YamlMemory::Summary),
+            }),
+        },
+        context_window: None,
         api_key_env: None,
     };
     let agent = agents::llm_agent(&inline, None).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok((handle, act, Kind::Llm(agent)))
 }
+
+/// How many of the latest messages an `agent.yaml` LLM agent with `memory: window` or
+/// `memory: summary` and no `context_window` sees in full.
+pub const AGENT_YAML_MEMORY_WINDOW: u32 = 20;
 
 /// A pulled agent, by how it starts.
 pub fn from_start(

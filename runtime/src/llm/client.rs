@@ -198,6 +198,26 @@ impl ChatClient {
         &self.settings
     }
 
+    /// Whether the endpoint answers at all, within `timeout`: `GET {endpoint}/models` (the
+    /// listing OpenAI-compatible servers serve). Any HTTP answer counts, even 401 or 404 —
+    /// only a server that cannot be reached (refused, unknown host, TLS failure, silence) is
+    /// an error, which names the cause.
+    pub async fn probe(&self, timeout: Duration) -> Result<(), String> {
+        let url = format!(
+            "{}/models",
+            self.url.trim_end_matches("/chat/completions")
+        );
+        let mut builder = self.http.get(&url).timeout(timeout);
+        if let Some(key) = &self.api_key {
+            builder = builder.header(AUTHORIZATION, format!("Bearer {}", key.expose_secret()));
+        }
+        match builder.send().await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_timeout() => Err(format!("no answer within {timeout:?}")),
+            Err(e) => Err(chain(&e)),
+        }
+    }
+
     /// One streamed call; `on_delta` gets each piece of text as it arrives. Dropping the
     /// future closes the connection, which stops the server's generation.
     pub async fn chat(
@@ -415,8 +435,19 @@ fn error_text(error: &Value) -> String {
 
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
     let value = response.headers().get(RETRY_AFTER)?.to_str().ok()?;
-    // Seconds only: the HTTP-date form is rare from model servers and needs a clock.
-    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+    parse_retry_after(value, std::time::SystemTime::now())
+}
+
+/// `Retry-After` in either form (RFC 9110 §10.2.3): delay-seconds (`120`) or an HTTP-date
+/// (`Wed, 21 Oct 2015 07:28:00 GMT`), the wait until then measured against `now` (a date in
+/// the past means no wait).
+pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 async fn body_start(response: reqwest::Response) -> String {
@@ -438,4 +469,37 @@ async fn body_start(response: reqwest::Response) -> String {
 
 fn chain(error: &reqwest::Error) -> String {
     crate::agent::error_chain(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    #[test]
+    fn retry_after_in_seconds_or_as_a_date() {
+        // 2015-10-21T07:28:00Z
+        let date = UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+        let now = date - Duration::from_secs(90);
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(
+            parse_retry_after(" 7 ", now),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now),
+            Some(Duration::from_secs(90))
+        );
+        // A date already passed: retry at once.
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", date + Duration::from_secs(5)),
+            Some(Duration::ZERO)
+        );
+        for bad in ["soon", "-1", "", "Wed, 32 Oct 2015 07:28:00 GMT"] {
+            assert_eq!(parse_retry_after(bad, SystemTime::now()), None, "{bad:?}");
+        }
+    }
 }

@@ -6,9 +6,12 @@
 //!   messages follow as the reference builds them: the agent's own messages as `assistant`
 //!   (with their tool calls and results as `tool` messages), everyone else's as `user` with a
 //!   `name`, their tool activity shown per `tool_context` ([`format_tool_activity`]).
-//! - **Memory and context window**: only the last `memory` floor messages are used; then, if
-//!   the prompt's estimated size passes `context_window`, the oldest messages are left out until
-//!   it fits (the system prompt and the newest message always stay). The estimate is
+//! - **Memory and context window**: only the last `memory` floor messages are used; with
+//!   `memory: {window, summary: true}` the messages before them are kept as a running summary
+//!   the agent's own model writes (see [`LlmAgent::respond`]'s memory step: one summary call
+//!   per `window / 2` messages, not per turn). Then, if the prompt's estimated size passes
+//!   `context_window`, the oldest messages are left out until it fits (the system prompt, the
+//!   summary and the newest message always stay). The estimate is
 //!   [`estimate_tokens`]: one token per 4 bytes of text plus 4 per message — conservative for
 //!   English with BPE tokenizers, no tokenizer needed.
 //! - **Passing**: [`pass_reason`] — see ARCHITECTURE.md for the rule.
@@ -136,6 +139,8 @@ pub struct LlmConfig {
     pub tool_context: ToolContext,
     /// How many of the latest messages it sees.
     pub memory: Option<usize>,
+    /// Whether the messages before `memory` are kept as a running summary.
+    pub memory_summary: bool,
     /// Its context window in tokens.
     pub context_window: Option<usize>,
     /// The API key (from the environment).
@@ -168,7 +173,26 @@ pub struct LlmAgent {
     roster: Mutex<Vec<RosterEntry>>,
     toolboxes: Mutex<Vec<Arc<Granted>>>,
     connector: Option<Arc<dyn ToolConnector>>,
+    /// The running summary (`memory: {summary: true}`); held across the summary call so
+    /// that two responses never write it at once.
+    summary: tokio::sync::Mutex<Option<Summary>>,
 }
+
+/// The running summary of the floor messages before the memory window.
+#[derive(Debug, Clone)]
+struct Summary {
+    /// The id of the last floor message it covers.
+    through: String,
+    /// The summary.
+    text: String,
+}
+
+/// The most bytes of older messages one summary call reads (the newest are kept).
+const MAX_SUMMARY_INPUT: usize = 32 * 1024;
+/// The most bytes of one message in a summary call.
+const MAX_SUMMARY_MESSAGE: usize = 2 * 1024;
+/// The most bytes of a summary kept.
+const MAX_SUMMARY: usize = 4 * 1024;
 
 impl fmt::Debug for LlmAgent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -211,6 +235,7 @@ impl LlmAgent {
             roster: Mutex::new(Vec::new()),
             toolboxes: Mutex::new(Vec::new()),
             connector: None,
+            summary: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -290,27 +315,139 @@ impl LlmAgent {
     }
 
     /// The chat messages for a respond request: system prompt, then the floor messages
-    /// within `memory` and `context_window`.
+    /// within `memory` and `context_window` (without the running summary, which
+    /// [`Agent::respond`] adds).
     pub fn build_messages(&self, floor: &[Message]) -> Vec<ChatMessage> {
         let from = self
             .config
             .memory
             .map_or(0, |m| floor.len().saturating_sub(m));
+        self.compose(floor, from, None)
+    }
+
+    /// Whether the endpoint can be reached at all (see [`ChatClient::probe`]).
+    pub async fn probe(&self, timeout: Duration) -> Result<(), String> {
+        self.client.probe(timeout).await
+    }
+
+    /// The memory step of a response: where the floor messages sent in full start, and the
+    /// running summary of those before.
+    ///
+    /// Without `summary`, the latest `memory` messages. With it, the messages after the
+    /// summary are sent in full while there are at most `window + window / 2` of them; past
+    /// that, all but the latest `window` are folded into the summary by one call to the
+    /// agent's model (so one summary call per `window / 2` new messages, not one per turn).
+    /// A summary whose last message is no longer on the floor (`/clear`) is dropped. If the
+    /// summary call fails, the response goes on with the window and the old summary, and the
+    /// next response tries again.
+    async fn memory_step(&self, floor: &[Message]) -> (usize, Option<String>) {
+        let Some(window) = self.config.memory else {
+            return (0, None);
+        };
+        let windowed = floor.len().saturating_sub(window);
+        if !self.config.memory_summary {
+            return (windowed, None);
+        }
+        let mut summary = self.summary.lock().await;
+        let (start, old) = match summary
+            .as_ref()
+            .and_then(|s| floor.iter().position(|m| m.id == s.through).map(|i| (i + 1, s.text.clone())))
+        {
+            Some((i, text)) => (i, Some(text)),
+            None => {
+                *summary = None;
+                (0, None)
+            }
+        };
+        if floor.len() - start.min(floor.len()) <= window + (window / 2).max(1) {
+            return (start.min(floor.len()), old);
+        }
+        let older = &floor[start..windowed];
+        match self.summarize(old.as_deref(), older).await {
+            Ok(text) => {
+                *summary = Some(Summary {
+                    through: floor[windowed - 1].id.clone(),
+                    text: text.clone(),
+                });
+                (windowed, Some(text))
+            }
+            Err(e) => {
+                tracing::warn!(agent = %self.config.handle, error = %e, "memory summary failed; using the window alone");
+                (windowed, old)
+            }
+        }
+    }
+
+    /// One summary call: the old summary and the messages after it, newest kept when long.
+    async fn summarize(&self, old: Option<&str>, older: &[Message]) -> Result<String, LlmError> {
+        let mut lines: Vec<String> = Vec::new();
+        let mut size = 0;
+        for m in older.iter().rev() {
+            let mut line = format!("{}: {}", m.from, m.content);
+            truncate(&mut line, MAX_SUMMARY_MESSAGE);
+            size += line.len() + 1;
+            if size > MAX_SUMMARY_INPUT && !lines.is_empty() {
+                break;
+            }
+            lines.push(line);
+        }
+        lines.reverse();
+        let mut input = String::new();
+        if let Some(old) = old {
+            let _ = write!(input, "Summary so far:\n{old}\n\n");
+        }
+        let _ = write!(input, "Messages since:\n{}", lines.join("\n"));
+        let messages = [
+            ChatMessage::text(
+                "system",
+                format!(
+                    "You keep the memory of {} on a floor where several participants talk. \
+                     Update the summary with the messages since: who asked for what, what was \
+                     found or decided, what is still open. At most 200 words. Answer with the \
+                     summary only.",
+                    self.config.handle
+                ),
+            ),
+            ChatMessage::text("user", input),
+        ];
+        let chat = ChatRequest {
+            model: &self.config.model,
+            messages: &messages,
+            temperature: self.config.temperature,
+            stream: true,
+            tools: &[],
+        };
+        let mut text = self.client.chat(&chat, &mut |_| {}).await?.content.trim().to_owned();
+        truncate(&mut text, MAX_SUMMARY);
+        Ok(text)
+    }
+
+    /// The chat messages from floor message `from` on, after the system prompt and the
+    /// summary, within `context_window`.
+    fn compose(&self, floor: &[Message], from: usize, summary: Option<&str>) -> Vec<ChatMessage> {
         let mut groups: Vec<Vec<ChatMessage>> = floor[from..]
             .iter()
             .enumerate()
             .map(|(i, m)| self.chat_messages_of(from + i, m))
             .collect();
-        let system = ChatMessage::text("system", self.system_prompt());
+        let mut head = vec![ChatMessage::text("system", self.system_prompt())];
+        if let Some(summary) = summary.filter(|s| !s.is_empty()) {
+            head.push(ChatMessage::text(
+                "system",
+                format!(
+                    "Summary of the earlier conversation (those messages are not shown):\n{summary}"
+                ),
+            ));
+        }
         if let Some(window) = self.config.context_window {
-            let mut total = estimate_tokens(std::slice::from_ref(&system))
+            let mut total = estimate_tokens(&head)
                 + groups.iter().map(|g| estimate_tokens(g)).sum::<usize>();
             // Whole floor messages go, oldest first, so a tool call never loses its result.
             while total > window && groups.len() > 1 {
                 total -= estimate_tokens(&groups.remove(0));
             }
         }
-        std::iter::once(system)
+        head.into_iter()
             .chain(groups.into_iter().flatten())
             .collect()
     }
@@ -493,7 +630,8 @@ impl LlmConfig {
             },
             can_use_tools: agent.can_use_tools.unwrap_or(false),
             tool_context: agent.tool_context.unwrap_or(ToolContext::Full),
-            memory: agent.memory.map(|m| m as usize),
+            memory: agent.memory.map(|m| m.window as usize),
+            memory_summary: agent.memory.is_some_and(|m| m.summary),
             context_window: agent.context_window.map(|c| c as usize),
             api_key,
             handle,
@@ -540,7 +678,8 @@ impl Agent for LlmAgent {
         request: &RespondRequest,
         deltas: Option<Deltas>,
     ) -> Result<RespondResponse, AgentError> {
-        let mut messages = self.build_messages(&request.messages);
+        let (from, summary) = self.memory_step(&request.messages).await;
+        let mut messages = self.compose(&request.messages, from, summary.as_deref());
         let (tools, routes) = self.advertised_tools();
         let mut content = String::new();
         let mut tool_calls = Vec::new();
