@@ -1690,7 +1690,10 @@ workstations:
         // Written back in the shorter form, and read again the same.
         let json = serde_json::to_value(&bp.agents).unwrap();
         assert_eq!(json[0]["memory"], 12);
-        assert_eq!(json[1]["memory"], serde_json::json!({"window": 8, "summary": true}));
+        assert_eq!(
+            json[1]["memory"],
+            serde_json::json!({"window": 8, "summary": true})
+        );
         assert_eq!(json[2]["memory"], 5);
     }
 }

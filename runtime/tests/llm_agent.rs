@@ -701,10 +701,16 @@ async fn memory_summary_folds_older_messages_into_a_running_summary() {
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     let summary_call = chat_texts(&requests[0].1);
-    assert!(summary_call[0].contains("memory of @data"), "{summary_call:?}");
+    assert!(
+        summary_call[0].contains("memory of @data"),
+        "{summary_call:?}"
+    );
     let input = &summary_call[1];
     for i in 0..3 {
-        assert!(input.contains(&format!("@user: fact number {i}")), "{input}");
+        assert!(
+            input.contains(&format!("@user: fact number {i}")),
+            "{input}"
+        );
     }
     assert!(!input.contains("fact number 3"), "{input}");
     assert!(!input.contains("Summary so far"), "{input}");
@@ -730,8 +736,14 @@ async fn memory_summary_folds_older_messages_into_a_running_summary() {
     let requests = server.requests();
     assert_eq!(requests.len(), 5);
     let input = &chat_texts(&requests[3].1)[1];
-    assert!(input.contains("Summary so far:\nFacts 0 to 2 were given."), "{input}");
-    assert!(input.contains("@user: fact number 3\n@user: fact number 4"), "{input}");
+    assert!(
+        input.contains("Summary so far:\nFacts 0 to 2 were given."),
+        "{input}"
+    );
+    assert!(
+        input.contains("@user: fact number 3\n@user: fact number 4"),
+        "{input}"
+    );
     assert!(!input.contains("fact number 2"), "{input}");
     assert!(!input.contains("fact number 5"), "{input}");
     let prompt = chat_texts(&requests[4].1);

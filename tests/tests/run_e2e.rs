@@ -203,8 +203,22 @@ fn what_cannot_run_is_refused_with_its_line_before_anything_starts() {
             "blueprint.yaml:4:9: workstations[0]: workstations are not available yet",
         ),
         (
-            format!("agents:\n  - ./{ok}.agent.yaml\n  - id: \"@coder\"\n    model: m\n"),
-            "blueprint.yaml:3:7: agents[1].type: LLM agents: not in this build",
+            format!(
+                "agents:\n  - ./{ok}.agent.yaml\n  - id: \"@coder\"\n    model: m\n    endpoint: http://127.0.0.1:9/v1\n"
+            ),
+            "blueprint.yaml:5:15: agents[1].endpoint: the model endpoint http://127.0.0.1:9/v1 of @coder cannot be reached",
+        ),
+        (
+            format!(
+                "defaults:\n  endpoint: http://127.0.0.1:9/v1\nagents:\n  - ./{ok}.agent.yaml\n  - id: \"@coder\"\n    model: m\n"
+            ),
+            "blueprint.yaml:2:13: defaults.endpoint: the model endpoint http://127.0.0.1:9/v1 of @coder cannot be reached",
+        ),
+        (
+            format!(
+                "agents:\n  - ./{ok}.agent.yaml\n  - id: \"@coder\"\n    model: m\n    endpoint: http://127.0.0.1:9/v1\n    api_key_env: OFC_TEST_NO_SUCH_KEY\n"
+            ),
+            "blueprint.yaml:6:18: agents[1].api_key_env: agent @coder: `api_key_env` names the environment variable OFC_TEST_NO_SUCH_KEY, which is not set",
         ),
         (
             format!(
@@ -599,4 +613,328 @@ fn line_mode_in_a_real_terminal_commands_streaming_and_ctrl_c() {
     tmux2.type_line("/quit");
     tmux2.wait_for("ofc exited 0", 1);
     assert!(tmux.alive() && tmux2.alive());
+}
+
+/// A scripted OpenAI-compatible model server on loopback (the model is not what is under
+/// test: `ofc run`'s LLM agents, the floor and the frontends are). Each model name has a list
+/// of answers, given in turn (cycling, so a second run gets the same ones), each streamed as
+/// chat-completion chunks a few milliseconds apart. Every request is recorded.
+struct ModelServer {
+    endpoint: String,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<(Option<String>, Value)>>>,
+    _rt: tokio::runtime::Runtime,
+}
+
+type Script = std::collections::HashMap<String, (usize, Vec<Vec<String>>)>;
+
+impl ModelServer {
+    fn start(script: &[(&str, Vec<Vec<String>>)]) -> ModelServer {
+        use axum::body::Body;
+        use axum::extract::State;
+        use axum::http::HeaderMap;
+        use std::sync::{Arc, Mutex};
+
+        type Shared = (Arc<Mutex<Script>>, Arc<Mutex<Vec<(Option<String>, Value)>>>);
+        async fn chat(
+            State((script, requests)): State<Shared>,
+            headers: HeaderMap,
+            body: String,
+        ) -> axum::response::Response {
+            let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            let auth = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            requests.lock().unwrap().push((auth, body.clone()));
+            let model = body["model"].as_str().unwrap_or_default().to_owned();
+            let pieces = {
+                let mut script = script.lock().unwrap();
+                script.get_mut(&model).map(|(next, answers)| {
+                    let a = answers[*next % answers.len()].clone();
+                    *next += 1;
+                    a
+                })
+            };
+            let Some(pieces) = pieces else {
+                return axum::response::Response::builder()
+                    .status(404)
+                    .body(Body::from(format!(
+                        "{{\"error\":{{\"message\":\"no model {model}\"}}}}"
+                    )))
+                    .unwrap();
+            };
+            let mut chunks: Vec<String> = pieces
+                .iter()
+                .map(|p| {
+                    format!(
+                        "data: {}\n\n",
+                        serde_json::json!({"choices": [{"index": 0, "delta": {"content": p}}]})
+                    )
+                })
+                .collect();
+            chunks.push(format!(
+                "data: {}\n\ndata: [DONE]\n\n",
+                serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            ));
+            let stream = futures::stream::unfold(chunks.into_iter(), |mut it| async move {
+                let chunk = it.next()?;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                Some((Ok::<_, std::io::Error>(chunk), it))
+            });
+            axum::response::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(stream))
+                .unwrap()
+        }
+
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let script: Script = script
+            .iter()
+            .map(|(m, answers)| ((*m).to_owned(), (0, answers.clone())))
+            .collect();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let state: Shared = (Arc::new(Mutex::new(script)), requests.clone());
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", axum::routing::post(chat))
+            .with_state(state);
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        rt.spawn(async move { axum::serve(listener, app).await });
+        ModelServer {
+            endpoint: format!("http://{addr}/v1"),
+            requests,
+            _rt: rt,
+        }
+    }
+
+    fn requests(&self) -> Vec<(Option<String>, Value)> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+fn pieces(p: &[&str]) -> Vec<String> {
+    p.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// The chat messages of a recorded request, as (role, name, content).
+fn chat_of(body: &Value) -> Vec<(String, String, String)> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let s = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
+            (s("role"), s("name"), s("content"))
+        })
+        .collect()
+}
+
+#[test]
+fn llm_agents_and_a_process_agent_delegate_to_each_other() {
+    const KEY: &str = "sk-test-4711-do-not-log";
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let t = tag("llm");
+    let calc = format!("{t}calc");
+    process_agent(proj.path(), &calc, &["--behaviour", "echo"]);
+    let model = ModelServer::start(&[
+        (
+            "plan-model",
+            vec![
+                pieces(&[
+                    "Counting ",
+                    "first: ",
+                    &format!("@{calc}? "),
+                    "how many rows?",
+                ]),
+                pieces(&["Now ", "@writer? ", "write it up."]),
+                pieces(&["Done: ", "the report is ready, ", "@user."]),
+            ],
+        ),
+        ("write-model", vec![pieces(&["Sales report: ", "42 rows."])]),
+    ]);
+    blueprint(
+        proj.path(),
+        &format!(
+            "name: sales\ndefaults:\n  endpoint: {}\nagents:\n  - id: \"@planner\"\n    model: plan-model\n    activation: always\n    prompt: You plan the analysis.\n    api_key_env: OFC_TEST_LLM_KEY\n  - id: \"@writer\"\n    model: write-model\n    temperature: 0.2\n    prompt: You write reports.\n    memory: {{window: 10, summary: true}}\n    context_window: 8000\n  - ./{calc}.agent.yaml\n",
+            model.endpoint
+        ),
+    );
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    let run = |args: &[&str]| {
+        Ofc::finish(
+            ofc.cmd()
+                .current_dir(proj.path())
+                .env("OFC_TEST_LLM_KEY", KEY)
+                .args(args),
+        )
+    };
+
+    // --json: the order of the responses and the streamed tokens.
+    let r = run(&["--json", "run", "Analyze the sales data"]);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let events: Vec<Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(events[0]["type"], "ready");
+    let responders: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "responding")
+        .map(|e| e["agent"].as_str().unwrap())
+        .collect();
+    let c = format!("@{calc}");
+    assert_eq!(
+        responders,
+        ["@planner", c.as_str(), "@planner", "@writer", "@planner"],
+        "{}",
+        r.stdout
+    );
+    let deltas: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "delta" && e["agent"] == "@writer")
+        .map(|e| e["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        deltas,
+        ["Sales report: ", "42 rows."],
+        "streamed as it came"
+    );
+    let said: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["type"] == "message")
+        .map(|e| {
+            (
+                e["message"]["from"].as_str().unwrap().to_owned(),
+                e["message"]["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("@user".to_owned(), "Analyze the sales data".to_owned()),
+            (
+                "@planner".to_owned(),
+                format!("Counting first: @{calc}? how many rows?")
+            ),
+            // The test agent quotes mentions as `(at)name`, so its echo delegates to no one.
+            (
+                c.clone(),
+                format!("{calc} heard: Counting first: (at){calc}? how many rows?")
+            ),
+            (
+                "@planner".to_owned(),
+                "Now @writer? write it up.".to_owned()
+            ),
+            ("@writer".to_owned(), "Sales report: 42 rows.".to_owned()),
+            (
+                "@planner".to_owned(),
+                "Done: the report is ready, @user.".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(events.last().unwrap()["code"], 0);
+
+    // What the model server saw: per-agent model, temperature, key and prompt.
+    let requests = model.requests();
+    let models: Vec<&str> = requests
+        .iter()
+        .map(|(_, b)| b["model"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        models,
+        ["plan-model", "plan-model", "write-model", "plan-model"]
+    );
+    for (auth, body) in &requests {
+        assert_eq!(body["stream"], true);
+        if body["model"] == "plan-model" {
+            assert_eq!(auth.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+            assert_eq!(body["temperature"], 0.7);
+        } else {
+            assert_eq!(auth, &None, "only the agent naming api_key_env sends a key");
+            assert_eq!(body["temperature"], 0.2);
+        }
+    }
+    let first = chat_of(&requests[0].1);
+    assert_eq!(first[0].0, "system");
+    for part in [
+        "You plan the analysis.",
+        "You are @planner",
+        "@writer",
+        c.as_str(),
+        "[PASS]",
+    ] {
+        assert!(first[0].2.contains(part), "{part} in {}", first[0].2);
+    }
+    assert_eq!(
+        first[1..],
+        [(
+            "user".to_owned(),
+            "user".to_owned(),
+            "Analyze the sales data".to_owned()
+        )]
+    );
+    // The planner's second call sees the process agent's answer; the writer sees everything
+    // before it, its own prompt first.
+    let second = chat_of(&requests[1].1);
+    assert_eq!(second[2].0, "assistant");
+    assert!(second[3].2.contains(&format!("{calc} heard")), "{second:?}");
+    let writer = chat_of(&requests[2].1);
+    assert!(
+        writer[0].2.starts_with("You write reports."),
+        "{}",
+        writer[0].2
+    );
+    assert!(writer[0].2.contains("You are @writer"));
+    assert_eq!(writer.last().unwrap().2, "Now @writer? write it up.");
+    assert_eq!(writer.len(), 5, "system + 4 floor messages: {writer:?}");
+
+    // Line mode: the same conversation, streamed in order on stdout.
+    let r = run(&["run", "Analyze the sales data"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let at = |needle: &str| {
+        r.stdout
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} in\n{}", r.stdout))
+    };
+    assert!(at("@planner: Counting first") < at(&format!("@{calc}: {calc} heard")));
+    assert!(at(&format!("@{calc}: {calc} heard")) < at("@writer: Sales report: 42 rows."));
+    assert!(at("@writer: Sales report: 42 rows.") < at("@planner: Done: the report is ready"));
+    assert!(r.stderr.contains("turn ended"), "{}", r.stderr);
+
+    // The transcript replays (the floor's decisions, without the model).
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(proj.path().join(".ofc/run.json")).unwrap())
+            .unwrap();
+    let replay = ofc.ok(&["floor", "replay", state["transcript"].as_str().unwrap()]);
+    assert!(replay.contains("replayed identically"), "{replay}");
+
+    // The key is in no output, transcript, log or state file.
+    assert!(!r.stdout.contains(KEY) && !r.stderr.contains(KEY));
+    for entry in walkdir::WalkDir::new(proj.path().join(".ofc")) {
+        let entry = entry.unwrap();
+        if entry.file_type().is_file() {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            assert!(
+                !text.contains(KEY),
+                "the key leaked into {}",
+                entry.path().display()
+            );
+        }
+    }
+    assert!(processes_with(&t).is_empty(), "every agent stopped");
 }

@@ -5,15 +5,27 @@ use std::sync::Arc;
 
 use index_schema::blueprint::{Defaults, InlineAgent};
 use runtime::agent::Agent;
-use runtime::llm::LlmAgent;
+use runtime::llm::{LlmAgent, LlmConfigError};
 
 /// The built-in LLM agent for an inline `type: llm` agent (or an `agent.yaml` with a `model`
 /// and no `command`). The API key is read from the environment variable the agent names
 /// (`api_key_env`), never from the blueprint.
-pub fn llm_agent(agent: &InlineAgent, defaults: Option<&Defaults>) -> Result<Arc<LlmAgent>, String> {
-    LlmAgent::from_blueprint(agent, defaults, |var| std::env::var(var).ok())
-        .map(Arc::new)
-        .map_err(|e| e.to_string())
+pub fn llm_agent(
+    agent: &InlineAgent,
+    defaults: Option<&Defaults>,
+) -> Result<Arc<LlmAgent>, LlmConfigError> {
+    LlmAgent::from_blueprint(agent, defaults, |var| std::env::var(var).ok()).map(Arc::new)
+}
+
+/// The field of an inline agent a configuration error is about (`api_key_env` for a key that
+/// is not set), relative to the agent's entry.
+pub fn llm_error_field(e: &LlmConfigError) -> &'static str {
+    match e {
+        LlmConfigError::NotLlm { .. } => "type",
+        LlmConfigError::NoModel { .. } => "model",
+        LlmConfigError::NoEndpoint { .. } | LlmConfigError::BadEndpoint { .. } => "endpoint",
+        LlmConfigError::MissingApiKey { .. } => "api_key_env",
+    }
 }
 
 /// An agent started from a container image (`Start::Container`).

@@ -179,7 +179,7 @@ fn resolve(loaded: &plan::Loaded, args: &RunArgs) -> Result<Vec<Planned>> {
                             };
                             (h, act, Kind::Llm(agent))
                         })
-                        .map_err(|e| (field.key("type"), e)),
+                        .map_err(|e| (field.key(agents::llm_error_field(&e)), e.to_string())),
                     InlineAgentType::Acp => Err((
                         field.key("type"),
                         "ACP agents: not in this build (`type: acp` cannot run yet)".to_owned(),
@@ -237,12 +237,25 @@ fn resolve(loaded: &plan::Loaded, args: &RunArgs) -> Result<Vec<Planned>> {
             }
         };
         match resolved {
-            Ok((handle, activation, kind)) => planned.push(Planned {
-                handle,
-                activation,
-                kind,
-                field: name,
-            }),
+            Ok((handle, activation, kind)) => {
+                // An unreachable model endpoint is blamed on the field that names it.
+                let blame = match entry {
+                    AgentEntry::Inline(a) if a.endpoint.is_some() => field.key("endpoint"),
+                    AgentEntry::Inline(_)
+                        if bp.defaults.as_ref().is_some_and(|d| d.endpoint.is_some()) =>
+                    {
+                        root.key("defaults").key("endpoint")
+                    }
+                    _ => field.clone(),
+                };
+                planned.push(Planned {
+                    handle,
+                    activation,
+                    kind,
+                    field: name,
+                    blame,
+                })
+            }
             Err((path, message)) => diags.push(path, message),
         }
     }
@@ -283,36 +296,62 @@ async fn run_floor(
     started: Instant,
 ) -> Result<u8> {
     let client = HttpAgent::default_client();
-    // Remote agents answer before anything starts.
-    let checks = planned.iter().filter_map(|p| match &p.kind {
-        Kind::Remote(endpoint) => {
-            let agent = HttpAgent::new(endpoint.clone(), client.clone());
-            let field = p.field.clone();
-            let endpoint = endpoint.clone();
-            Some(async move {
-                match tokio::time::timeout(REMOTE_CHECK, agent.info()).await {
-                    Ok(Ok(_)) => None,
-                    Ok(Err(e)) => Some(format!("{field}: the remote agent at {endpoint} does not answer: {e}")),
-                    Err(_) => Some(format!(
-                        "{field}: the remote agent at {endpoint} did not answer /ofc/info within {REMOTE_CHECK:?}"
-                    )),
-                }
-            })
+    // Remote agents and model endpoints answer before anything starts.
+    let checks = planned.iter().filter_map(|p| {
+        let blame = p.blame.clone();
+        match &p.kind {
+            Kind::Remote(endpoint) => {
+                let agent = HttpAgent::new(endpoint.clone(), client.clone());
+                let endpoint = endpoint.clone();
+                Some(futures::FutureExt::boxed(async move {
+                    match tokio::time::timeout(REMOTE_CHECK, agent.info()).await {
+                        Ok(Ok(_)) => None,
+                        Ok(Err(e)) => Some((
+                            blame,
+                            format!("the remote agent at {endpoint} does not answer: {e}"),
+                        )),
+                        Err(_) => Some((
+                            blame,
+                            format!(
+                                "the remote agent at {endpoint} did not answer /ofc/info within {REMOTE_CHECK:?}"
+                            ),
+                        )),
+                    }
+                }))
+            }
+            Kind::Llm(agent) => {
+                let agent = agent.clone();
+                Some(futures::FutureExt::boxed(async move {
+                    agent.probe(REMOTE_CHECK).await.err().map(|e| {
+                        (
+                            blame,
+                            format!(
+                                "the model endpoint {} of {} cannot be reached: {e}",
+                                agent.config().endpoint,
+                                agent.config().handle
+                            ),
+                        )
+                    })
+                }))
+            }
+            _ => None,
         }
-        _ => None,
     });
-    let failures: Vec<String> = futures::future::join_all(checks)
+    let failures: Vec<(FieldPath, String)> = futures::future::join_all(checks)
         .await
         .into_iter()
         .flatten()
         .collect();
     if !failures.is_empty() {
+        let mut diags = Diagnostics::default();
+        for (path, message) in failures {
+            diags.push(path, message);
+        }
         return Err(UserError::new(format!(
-            "{}: cannot reach every agent:\n{}",
-            loaded.path.display(),
-            failures.join("\n")
+            "cannot reach every agent:\n{}",
+            plan::report(&loaded.path, &loaded.doc, diags)
         ))
-        .hint("start the remote agents, or remove them from the blueprint; nothing was started")
+        .hint("start the remote agents and model servers (or fix their endpoints), or remove them from the blueprint; nothing was started")
         .into());
     }
 

@@ -37,6 +37,9 @@ pub struct Planned {
     pub kind: Kind,
     /// The blueprint field it comes from (`agents[2]`), for messages.
     pub field: String,
+    /// The blueprint field a problem found when it starts is reported at (its entry; for an
+    /// inline LLM agent the `endpoint` it uses).
+    pub blame: FieldPath,
 }
 
 /// How a planned agent runs.
@@ -286,9 +289,7 @@ pub fn from_agent_yaml(file: &Path, dir: &Path) -> Result<(Handle, Activation, K
                 ));
             }
             (memory, window) => Some(Memory {
-                window: window
-                    .unwrap_or(AGENT_YAML_MEMORY_WINDOW)
-                    .clamp(1, 10_000),
+                window: window.unwrap_or(AGENT_YAML_MEMORY_WINDOW).clamp(1, 10_000),
                 summary: memory == Some(YamlMemory::Summary),
             }),
         },

@@ -203,10 +203,7 @@ impl ChatClient {
     /// only a server that cannot be reached (refused, unknown host, TLS failure, silence) is
     /// an error, which names the cause.
     pub async fn probe(&self, timeout: Duration) -> Result<(), String> {
-        let url = format!(
-            "{}/models",
-            self.url.trim_end_matches("/chat/completions")
-        );
+        let url = format!("{}/models", self.url.trim_end_matches("/chat/completions"));
         let mut builder = self.http.get(&url).timeout(timeout);
         if let Some(key) = &self.api_key {
             builder = builder.header(AUTHORIZATION, format!("Bearer {}", key.expose_secret()));
@@ -485,17 +482,17 @@ mod tests {
             parse_retry_after("120", now),
             Some(Duration::from_secs(120))
         );
-        assert_eq!(
-            parse_retry_after(" 7 ", now),
-            Some(Duration::from_secs(7))
-        );
+        assert_eq!(parse_retry_after(" 7 ", now), Some(Duration::from_secs(7)));
         assert_eq!(
             parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now),
             Some(Duration::from_secs(90))
         );
         // A date already passed: retry at once.
         assert_eq!(
-            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", date + Duration::from_secs(5)),
+            parse_retry_after(
+                "Wed, 21 Oct 2015 07:28:00 GMT",
+                date + Duration::from_secs(5)
+            ),
             Some(Duration::ZERO)
         );
         for bad in ["soon", "-1", "", "Wed, 32 Oct 2015 07:28:00 GMT"] {

@@ -349,10 +349,12 @@ impl LlmAgent {
             return (windowed, None);
         }
         let mut summary = self.summary.lock().await;
-        let (start, old) = match summary
-            .as_ref()
-            .and_then(|s| floor.iter().position(|m| m.id == s.through).map(|i| (i + 1, s.text.clone())))
-        {
+        let (start, old) = match summary.as_ref().and_then(|s| {
+            floor
+                .iter()
+                .position(|m| m.id == s.through)
+                .map(|i| (i + 1, s.text.clone()))
+        }) {
             Some((i, text)) => (i, Some(text)),
             None => {
                 *summary = None;
@@ -417,7 +419,13 @@ impl LlmAgent {
             stream: true,
             tools: &[],
         };
-        let mut text = self.client.chat(&chat, &mut |_| {}).await?.content.trim().to_owned();
+        let mut text = self
+            .client
+            .chat(&chat, &mut |_| {})
+            .await?
+            .content
+            .trim()
+            .to_owned();
         truncate(&mut text, MAX_SUMMARY);
         Ok(text)
     }
@@ -440,8 +448,8 @@ impl LlmAgent {
             ));
         }
         if let Some(window) = self.config.context_window {
-            let mut total = estimate_tokens(&head)
-                + groups.iter().map(|g| estimate_tokens(g)).sum::<usize>();
+            let mut total =
+                estimate_tokens(&head) + groups.iter().map(|g| estimate_tokens(g)).sum::<usize>();
             // Whole floor messages go, oldest first, so a tool call never loses its result.
             while total > window && groups.len() > 1 {
                 total -= estimate_tokens(&groups.remove(0));
