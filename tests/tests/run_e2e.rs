@@ -621,9 +621,12 @@ fn line_mode_in_a_real_terminal_commands_streaming_and_ctrl_c() {
 /// chat-completion chunks a few milliseconds apart. Every request is recorded.
 struct ModelServer {
     endpoint: String,
-    requests: std::sync::Arc<std::sync::Mutex<Vec<(Option<String>, Value)>>>,
+    requests: Recorded,
     _rt: tokio::runtime::Runtime,
 }
+
+/// The requests a model server got: the `Authorization` header and the body.
+type Recorded = std::sync::Arc<std::sync::Mutex<Vec<(Option<String>, Value)>>>;
 
 type Script = std::collections::HashMap<String, (usize, Vec<Vec<String>>)>;
 
