@@ -1362,14 +1362,10 @@ async fn a_registration_that_loses_the_race_at_the_index_is_a_409_on_postgres() 
 }
 
 /// A `remote` manifest of `name` answering to `handle`.
-fn manifest_with_handle(
-    name: &str,
-    version: &str,
-    handle: &str,
-) -> index_schema::manifest::Manifest {
+fn manifest_with_handle(name: &str, version: &str, handle: &str) -> Manifest {
     let mut v = serde_json::to_value(remote_manifest(name, version)).unwrap();
     v["id"] = json!(handle);
-    index_schema::manifest::Manifest::from_value(&v).unwrap()
+    Manifest::from_value(&v).unwrap()
 }
 
 #[rstest]
