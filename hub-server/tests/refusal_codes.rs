@@ -606,7 +606,7 @@ async fn token_refusals(#[case] backend: Backend) {
         Case::new(
             "a narrow token revokes another token",
             Method::DELETE,
-            &format!("/api/v1/tokens/{alices_own}"),
+            format!("/api/v1/tokens/{alices_own}"),
             None,
             403,
             "forbidden_scope",
