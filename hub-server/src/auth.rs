@@ -57,18 +57,21 @@ pub enum Scope {
     ManageKeys,
     /// Add, change and remove namespace members.
     ManageMembers,
+    /// List, create and revoke the user's API tokens (a token may always revoke itself).
+    ManageTokens,
     /// Site administration (only effective for administrators).
     Admin,
 }
 
 impl Scope {
     /// Every scope.
-    pub const ALL: [Scope; 6] = [
+    pub const ALL: [Scope; 7] = [
         Scope::PublishNew,
         Scope::PublishUpdate,
         Scope::Yank,
         Scope::ManageKeys,
         Scope::ManageMembers,
+        Scope::ManageTokens,
         Scope::Admin,
     ];
 
@@ -80,6 +83,7 @@ impl Scope {
             Scope::Yank => "yank",
             Scope::ManageKeys => "manage-keys",
             Scope::ManageMembers => "manage-members",
+            Scope::ManageTokens => "manage-tokens",
             Scope::Admin => "admin",
         }
     }

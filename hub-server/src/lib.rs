@@ -25,12 +25,39 @@ use tokio::net::{TcpListener, TcpStream};
 pub use api::AppState;
 pub use config::Config;
 
+/// Makes every file and directory this process creates private to its user (umask 077): the
+/// hub's data holds password hashes, token hashes and unpublished uploads.
+pub fn private_files() {
+    #[cfg(unix)]
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+}
+
+/// Creates the data directory, or narrows an existing one, to 0700.
+pub fn private_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create data dir {}", dir.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir)
+            .with_context(|| format!("cannot read data dir {}", dir.display()))?
+            .permissions()
+            .mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).with_context(
+                || format!("cannot make data dir {} private (0700)", dir.display()),
+            )?;
+            tracing::warn!(dir = %dir.display(), "the data dir was readable by others; it is now 0700");
+        }
+    }
+    Ok(())
+}
+
 /// Connects to the configured database (creating the data dir for SQLite) and migrates it.
 pub async fn open_store(config: &Config) -> anyhow::Result<store::Store> {
     let url = config.effective_database_url();
     if config.database_url.is_none() {
-        std::fs::create_dir_all(&config.data_dir)
-            .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
+        private_dir(&config.data_dir)?;
     }
     let db = db::Db::connect(&url, config.db_max_connections)
         .await
@@ -60,8 +87,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
 /// for [`Role::Serve`].
 pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppState> {
     let store = open_store(&config).await?;
-    std::fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
+    private_dir(&config.data_dir)?;
     let blobs: Arc<dyn blob::BlobStore> = match &config.upstream_registry {
         Some(url) => Arc::new(
             oci::upstream::UpstreamBlobStore::open(
@@ -137,5 +163,24 @@ mod tests {
         let (server, _) = listener.accept().await;
         assert!(server.nodelay().unwrap(), "TCP_NODELAY is not set");
         drop(client);
+    }
+}
+
+#[cfg(all(test, unix))]
+mod file_mode_tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn an_open_data_dir_is_narrowed_and_a_new_one_is_private() {
+        let root = tempfile::tempdir().unwrap();
+        let open = root.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        super::private_dir(&open).unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&open), 0o700);
+        let fresh = root.path().join("a/b");
+        super::private_dir(&fresh).unwrap();
+        assert_eq!(mode(&fresh), 0o700);
     }
 }

@@ -111,7 +111,7 @@ enum AdminCommand {
         /// Comma-separated scopes.
         #[arg(
             long,
-            default_value = "publish-new,publish-update,yank,manage-keys,manage-members"
+            default_value = "publish-new,publish-update,yank,manage-keys,manage-members,manage-tokens"
         )]
         scopes: String,
         /// Comma-separated namespace patterns.
@@ -473,6 +473,9 @@ async fn admin_cmd(store: &hub_server::store::Store, cmd: AdminCommand) -> anyho
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Everything the hub writes (the SQLite database with password hashes, blobs, staged
+    // uploads, the search index) is for the hub alone: 0700 directories, 0600 files.
+    hub_server::private_files();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("OFC_HUB_LOG")

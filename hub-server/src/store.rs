@@ -1200,8 +1200,8 @@ impl Store {
             let agent_id = match agent_id {
                 Some(id) => id,
                 None => sqlx::query_scalar(
-                    "INSERT INTO agents (namespace_id, name, handle, created_at, updated_at) \
-                     VALUES ($1, $2, $3, $4, $4) RETURNING id",
+                    "INSERT INTO agents (namespace_id, name, handle, created_at, updated_at, \
+                     handle_since) VALUES ($1, $2, $3, $4, $4, $4) RETURNING id",
                 )
                 .bind(v.namespace_id)
                 .bind(&v.agent)
@@ -1245,11 +1245,18 @@ impl Store {
                     e.into()
                 }
             })?;
-            sqlx::query("UPDATE agents SET handle = $1 WHERE id = $2")
-                .bind(&v.handle)
-                .bind(agent_id)
-                .execute(&mut *tx)
-                .await?;
+            // A new handle counts from now: an old agent cannot take over a handle in use by
+            // changing its id (see `agents_by_handle`).
+            sqlx::query(
+                "UPDATE agents SET handle_since = CASE \
+                   WHEN handle IS NOT NULL AND lower(handle) = lower($1) THEN handle_since \
+                   ELSE $3 END, handle = $1 WHERE id = $2",
+            )
+            .bind(&v.handle)
+            .bind(agent_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
             refresh_agent!(tx, agent_id, now);
             audit!(
                 tx,
@@ -1283,7 +1290,7 @@ impl Store {
     ///
     /// A handle belongs to one namespace, its *holder*: the namespace of the handle's
     /// registration if there is one (a registration is only made while no agent uses the
-    /// handle, and at most one exists per handle), else of the oldest published agent using it.
+    /// handle, and at most one exists per handle), else of the published agent that took it first (by `handle_since`, set when an agent gets a handle it did not have).
     /// The holder's agents come first (its registration, then its most recently updated
     /// agent), then every other namespace's, so an agent another namespace publishes later
     /// under the same handle never shadows the holder's.
@@ -1294,7 +1301,8 @@ impl Store {
                 "SELECT a.* FROM agents a WHERE lower(a.handle) = $1 \
                  ORDER BY (a.namespace_id <> ( \
                      SELECT h.namespace_id FROM agents h WHERE lower(h.handle) = $1 \
-                     ORDER BY (h.registry_endpoint IS NULL), h.created_at, h.id LIMIT 1)), \
+                     ORDER BY (h.registry_endpoint IS NULL), \
+                     COALESCE(h.handle_since, h.created_at), h.id LIMIT 1)), \
                  (a.registry_endpoint IS NULL), a.updated_at DESC, a.id DESC LIMIT 50",
             )
             .bind(&handle)
@@ -1599,8 +1607,8 @@ impl Store {
             }
             sqlx::query(
                 "INSERT INTO agents (namespace_id, name, handle, registry_endpoint, \
-                 registry_metadata, registry_key, registry_token_hash, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+                 registry_metadata, registry_key, registry_token_hash, created_at, updated_at, \
+                 handle_since) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $8)",
             )
             .bind(a.namespace_id)
             .bind(&a.agent)

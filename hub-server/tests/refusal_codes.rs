@@ -567,6 +567,68 @@ async fn token_refusals(#[case] backend: Backend) {
         assert_eq!(t["namespaces"], namespaces);
         assert_eq!(t["name"], json!(name));
     }
+
+    // Token management has its own scope: a narrow token cannot list, mint or revoke the
+    // user's other tokens; it can revoke itself.
+    let (s, narrow) = app
+        .call(
+            Method::POST,
+            "/api/v1/tokens",
+            Some(a),
+            Some(json!({"name": "narrow", "scopes": ["yank"], "namespaces": ["zzz"]})),
+        )
+        .await;
+    assert_eq!(s, 201, "{narrow}");
+    let n = narrow["token"].as_str().unwrap().to_owned();
+    let narrow_id = narrow["id"].as_i64().unwrap();
+    let all_before = token_ids(&app, a).await;
+    let (s, me) = app.call(Method::GET, "/api/v1/me", Some(a), None).await;
+    assert_eq!(s, 200, "{me}");
+    let alices_own = me["token"]["id"].as_i64().unwrap();
+    assert_ne!(alices_own, narrow_id);
+    let refused = vec![
+        Case::new(
+            "a narrow token lists the tokens",
+            Method::GET,
+            "/api/v1/tokens",
+            None,
+            403,
+            "forbidden_scope",
+        ),
+        Case::new(
+            "a narrow token mints a token",
+            Method::POST,
+            "/api/v1/tokens",
+            Some(json!({"name": "x", "scopes": ["yank"], "namespaces": ["zzz"]})),
+            403,
+            "forbidden_scope",
+        ),
+        Case::new(
+            "a narrow token revokes another token",
+            Method::DELETE,
+            format!("/api/v1/tokens/{alices_own}"),
+            None,
+            403,
+            "forbidden_scope",
+        ),
+    ];
+    assert_cases(&app, Some(&n), &refused).await;
+    assert_eq!(
+        token_ids(&app, a).await,
+        all_before,
+        "nothing revoked or created"
+    );
+    let (s, body) = app
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/tokens/{narrow_id}"),
+            Some(&n),
+            None,
+        )
+        .await;
+    assert_eq!(s, 204, "a token may revoke itself: {body}");
+    let (s, _) = app.call(Method::GET, "/api/v1/me", Some(&n), None).await;
+    assert_eq!(s, 401, "the revoked token no longer works");
     app.stop().await;
 }
 

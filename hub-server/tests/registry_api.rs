@@ -685,6 +685,9 @@ async fn every_registry_refusal_has_its_status_and_code(#[case] backend: Backend
             ("register a too long handle", &long_handle),
             ("register @user (reserved)", "@user"),
             ("register @floor-manager (reserved)", "@Floor-Manager"),
+            ("register @here (reserved)", "@here"),
+            ("register @admin (reserved)", "@ADMIN"),
+            ("register @tool-shell (reserved prefix)", "@tool-shell"),
         ],
     ));
     cases.extend([
@@ -1355,5 +1358,73 @@ async fn a_registration_that_loses_the_race_at_the_index_is_a_409_on_postgres() 
     let e = assert_refused(post.await.unwrap(), 409, "agent_exists");
     assert_message_has(&e, "concurrent");
     assert_no_agent(&app, "alice/held").await;
+    app.stop().await;
+}
+
+/// A `remote` manifest of `name` answering to `handle`.
+fn manifest_with_handle(name: &str, version: &str, handle: &str) -> Manifest {
+    let mut v = serde_json::to_value(remote_manifest(name, version)).unwrap();
+    v["id"] = json!(handle);
+    Manifest::from_value(&v).unwrap()
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn an_older_agent_cannot_take_over_a_handle_by_changing_its_id(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let alice = app.user.clone();
+    let bob = app.new_user("bob", false).await;
+    // alice's agent is the oldest, under another handle.
+    let (s, b) = app
+        .publish_as(
+            &alice,
+            &manifest_with_handle("alice/old", "1.0.0", "@old-timer"),
+        )
+        .await;
+    assert_eq!(s, 201, "{b}");
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let (s, b) = app
+        .publish_as(
+            &bob,
+            &manifest_with_handle("bob/helper", "1.0.0", "@helper"),
+        )
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let owner = |v: &Value| v["owner"].as_str().map(str::to_owned);
+    let (s, got) = app
+        .call(Method::GET, "/registry/agents/@helper", None, None)
+        .await;
+    assert_eq!((s, owner(&got).as_deref()), (200, Some("bob")), "{got}");
+
+    // alice's old agent changes its id to @helper: published (ids are not unique), but the
+    // handle stays bob's.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let (s, b) = app
+        .publish_as(
+            &alice,
+            &manifest_with_handle("alice/old", "1.1.0", "@helper"),
+        )
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let (s, got) = app
+        .call(Method::GET, "/registry/agents/@helper", None, None)
+        .await;
+    assert_eq!((s, owner(&got).as_deref()), (200, Some("bob")), "{got}");
+
+    // Keeping the handle keeps its age: a new version of bob's agent does not lose it.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let (s, b) = app
+        .publish_as(
+            &bob,
+            &manifest_with_handle("bob/helper", "1.1.0", "@helper"),
+        )
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let (s, got) = app
+        .call(Method::GET, "/registry/agents/@helper", None, None)
+        .await;
+    assert_eq!((s, owner(&got).as_deref()), (200, Some("bob")), "{got}");
     app.stop().await;
 }

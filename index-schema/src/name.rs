@@ -14,9 +14,10 @@
 //!   exact version (`1.2.3` or `=1.2.3`) or a digest (`sha256:<64 hex>`). Note that a bare `1.2.3`
 //!   pins that exact version here, while semver alone would read it as `^1.2.3`.
 //! - [`Digest`]: `sha256:<64 lowercase hex>`, the content address of blobs and manifests.
-//! - [`AgentHandle`]: `@name`, the handle an agent answers to on a floor. `@user` and
-//!   `@floor-manager` are reserved ([`AgentHandle::is_reserved`]); they parse (wire messages use
-//!   them) but no published agent may take them.
+//! - [`AgentHandle`]: `@name`, the handle an agent answers to on a floor. `@user`,
+//!   `@floor-manager`, `@all`, `@here`, `@admin`, `@ofc`, `@tool-…` and a few more are reserved
+//!   ([`AgentHandle::is_reserved`]); they parse (wire messages use them) but no published or
+//!   registered agent may take them.
 //!
 //! Every type here serializes as its text form and refuses invalid text on deserialization with
 //! a message that says what is wrong.
@@ -92,8 +93,26 @@ pub const RESERVED_PATH_NAMES: &[&str] = &[
     "com9", "lpt1", "lpt2", "lpt3", "lpt4", "lpt5", "lpt6", "lpt7", "lpt8", "lpt9",
 ];
 
-/// Floor handles (without `@`) that belong to the floor itself, never to a published agent.
-pub const RESERVED_HANDLES: &[&str] = &["user", "floor-manager"];
+/// Floor handles (without `@`) that belong to the floor itself, never to a published agent:
+/// the floor's own participants, and names people read as addressing everyone or the system
+/// (`@all`, `@here`, `@admin`…), which an agent must not be able to take.
+pub const RESERVED_HANDLES: &[&str] = &[
+    "user",
+    "floor-manager",
+    "ofc",
+    "admin",
+    "administrator",
+    "all",
+    "everyone",
+    "here",
+    "channel",
+    "system",
+    "root",
+    "moderator",
+];
+
+/// Handle prefixes reserved for the floor (`@tool-…` names tool activity).
+pub const RESERVED_HANDLE_PREFIXES: &[&str] = &["tool-"];
 
 /// Which kind of name an error is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -783,9 +802,13 @@ impl AgentHandle {
         &self.0
     }
 
-    /// True for handles that belong to the floor ([`RESERVED_HANDLES`]).
+    /// True for handles that belong to the floor ([`RESERVED_HANDLES`],
+    /// [`RESERVED_HANDLE_PREFIXES`]).
     pub fn is_reserved(&self) -> bool {
         RESERVED_HANDLES.contains(&self.0.as_str())
+            || RESERVED_HANDLE_PREFIXES
+                .iter()
+                .any(|p| self.0.starts_with(p))
     }
 }
 
@@ -1053,6 +1076,22 @@ mod tests {
         assert!(!h.is_reserved());
         assert!(AgentHandle::parse("@user").unwrap().is_reserved());
         assert!(AgentHandle::parse("@floor-manager").unwrap().is_reserved());
+        for reserved in [
+            "@ofc",
+            "@Admin",
+            "@all",
+            "@here",
+            "@everyone",
+            "@tool-x",
+            "@tool-",
+        ] {
+            if let Ok(h) = AgentHandle::parse(reserved) {
+                assert!(h.is_reserved(), "{reserved}");
+            }
+        }
+        for free in ["@tools", "@toolbox", "@allison", "@hereford", "@ofc-helper"] {
+            assert!(!AgentHandle::parse(free).unwrap().is_reserved(), "{free}");
+        }
         assert_eq!(AgentHandle::user().to_string(), "@user");
         assert_eq!(AgentHandle::floor_manager().to_string(), "@floor-manager");
         assert_eq!(

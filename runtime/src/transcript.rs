@@ -115,11 +115,20 @@ pub struct TranscriptWriter {
 }
 
 impl TranscriptWriter {
-    /// Creates `<dir>/<floor_id>.jsonl` (and `dir`).
+    /// Creates `<dir>/<floor_id>.jsonl` (and `dir`). A transcript holds the whole
+    /// conversation: the file is 0600 and a directory created for it 0700.
     pub fn create(dir: &Path, floor_id: &str) -> std::io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(dir)?;
         let path = dir.join(format!("{floor_id}.jsonl"));
-        let out = BufWriter::new(File::create(&path)?);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let out = BufWriter::new(options.open(&path)?);
         Ok(Self { path, out })
     }
 
@@ -290,4 +299,21 @@ pub fn replay(lines: &[Line]) -> Result<ReplayReport, ReplayError> {
         });
     }
     Ok(report)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn transcripts_are_private_whatever_the_umask() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("logs").join("floors");
+        let w = TranscriptWriter::create(&dir, "f-1").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(w.path()), 0o600);
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&root.path().join("logs")), 0o700);
+    }
 }

@@ -321,12 +321,27 @@ pub async fn me(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<Me>
     responses(
         (status = 200, description = "tokens", body = TokenList),
         (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "the token lacks `manage-tokens`", body = ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn list_tokens(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<TokenList>> {
+    require_token_scope(&auth.0, "list the tokens")?;
     let tokens = state.store.list_tokens(auth.0.user_id).await?;
     Ok(Json(TokenList {
         tokens: tokens.into_iter().map(TokenInfo::from).collect(),
     }))
+}
+
+/// Token management needs its own scope: a narrow token (say `yank` in one namespace) must
+/// not see or revoke the user's other tokens.
+fn require_token_scope(p: &crate::auth::Principal, what: &str) -> ApiResult<()> {
+    if p.scopes.contains(&Scope::ManageTokens) || p.acts_as_admin() {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            "forbidden_scope",
+            format!("the calling token lacks the `manage-tokens` scope, which it needs to {what}"),
+        ))
+    }
 }
 
 /// Creates a token with at most the scopes and namespaces of the calling token.
@@ -343,6 +358,7 @@ pub async fn create_token(
     Json(req): Json<CreateTokenRequest>,
 ) -> ApiResult<(StatusCode, Json<NewToken>)> {
     let p = &auth.0;
+    require_token_scope(p, "create tokens")?;
     // No escalation: a token can only mint tokens narrower than itself.
     if !p.acts_as_admin() {
         for s in parse_scopes(&req.scopes).map_err(|m| ApiError::bad_request("invalid_scope", m))? {
@@ -386,6 +402,7 @@ pub async fn create_token(
     responses(
         (status = 204, description = "revoked"),
         (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "another token, and the calling one lacks `manage-tokens`", body = ErrorBody),
         (status = 404, description = "no such token of yours", body = ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn revoke_token(
@@ -393,6 +410,10 @@ pub async fn revoke_token(
     auth: Auth,
     Path(id): Path<i64>,
 ) -> ApiResult<StatusCode> {
+    // A token may always revoke itself (`ofc logout --revoke`); others need the scope.
+    if id != auth.0.token_id {
+        require_token_scope(&auth.0, "revoke other tokens")?;
+    }
     let owner = if auth.0.acts_as_admin() {
         None
     } else {
