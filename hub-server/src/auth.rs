@@ -315,6 +315,23 @@ impl FailureLimiter {
             .unwrap_or_else(|| "unknown".into())
     }
 
+    /// Key for invalid API tokens sent from a client address. Separate from logins: token
+    /// guesses do not block a password login, and a valid token is never blocked.
+    pub fn token_key(ip_key: &str) -> String {
+        format!("token:{ip_key}")
+    }
+
+    /// Key for failed logins from a client address, whatever the user.
+    pub fn login_ip_key(ip_key: &str) -> String {
+        format!("login:{ip_key}")
+    }
+
+    /// Key for failed logins of one user from one client address. There is no key for a user
+    /// alone: failures from an attacker's address must not lock the user out of theirs.
+    pub fn login_user_key(user: &str, ip_key: &str) -> String {
+        format!("login:{user}@{ip_key}")
+    }
+
     /// Whether `key` is blocked now; the remaining seconds if so.
     pub fn blocked(&self, key: &str) -> Option<u64> {
         let mut m = self.entries.lock().expect("limiter lock");

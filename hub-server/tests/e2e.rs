@@ -8,7 +8,7 @@ use index_schema::envelope::{Envelope, SecretKey, sign_manifest};
 use index_schema::media_types::AGENT_MANIFEST_V1;
 use reqwest::Method;
 use rstest::rstest;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[rstest]
 #[case::sqlite(Backend::Sqlite)]
@@ -566,44 +566,86 @@ async fn login_me_tokens_and_brute_force_limit() {
         .call(Method::GET, "/api/v1/me", Some(&token), None)
         .await;
     assert_eq!((s, e["code"].as_str().unwrap()), (401, "token_revoked"));
-    for _ in 0..3 {
-        let (s, e) = app
-            .call(
-                Method::POST,
-                "/api/v1/login",
-                None,
-                Some(json!({"username": "alice", "password": "wrong"})),
-            )
-            .await;
-        assert_eq!(
-            (s, e["code"].as_str().unwrap()),
-            (401, "invalid_credentials")
-        );
-    }
-    // 1 revoked-token failure + 3 wrong passwords = 4; one more reaches the limit of 5.
-    let (s, _) = app
-        .call(Method::GET, "/api/v1/me", Some("ofc_guess"), None)
-        .await;
-    assert_eq!(s, 401);
-    let (s, e) = app
-        .call(
+    // The limiter (limit 5 here). Clients send from different loopback addresses, as
+    // different machines would.
+    let from = |ip: [u8; 4]| {
+        reqwest::Client::builder()
+            .local_address(std::net::IpAddr::from(ip))
+            .build()
+            .unwrap()
+    };
+    let send = |client: reqwest::Client,
+                method: Method,
+                path: &str,
+                token: Option<String>,
+                body: Option<Value>| {
+        let url = app.url(path);
+        async move {
+            let mut r = client.request(method, url);
+            if let Some(t) = token {
+                r = r.bearer_auth(t);
+            }
+            if let Some(b) = body {
+                r = r.json(&b);
+            }
+            let r = r.send().await.unwrap();
+            let status = r.status().as_u16();
+            let v: Value = r.json().await.unwrap_or(Value::Null);
+            (status, v["code"].as_str().unwrap_or_default().to_owned())
+        }
+    };
+    let login = |client: reqwest::Client, password: &str| {
+        send(
+            client,
             Method::POST,
             "/api/v1/login",
             None,
-            Some(json!({"username": "alice", "password": "correct horse"})),
+            Some(json!({"username": "alice", "password": password})),
         )
-        .await;
+    };
+    let attacker = from([127, 0, 0, 2]);
+    let victim = from([127, 0, 0, 3]);
+    for _ in 0..5 {
+        assert_eq!(
+            login(attacker.clone(), "wrong").await,
+            (401, "invalid_credentials".to_owned())
+        );
+    }
+    // The attacker's address is blocked, even with the right password…
     assert_eq!(
-        (s, e["code"].as_str().unwrap()),
-        (429, "too_many_auth_failures")
+        login(attacker.clone(), "correct horse").await,
+        (429, "too_many_auth_failures".to_owned())
     );
-    let (s, e) = app
-        .call(Method::GET, "/api/v1/me", Some(&app.user.token), None)
-        .await;
+    // …but alice is not locked out: her own address logs in, and her token works from
+    // anywhere, the attacker's address included.
+    let (s, _) = login(victim.clone(), "correct horse").await;
+    assert_eq!(s, 201);
+    let me = |client: reqwest::Client, token: &str| {
+        send(
+            client,
+            Method::GET,
+            "/api/v1/me",
+            Some(token.to_owned()),
+            None,
+        )
+    };
+    assert_eq!(me(attacker.clone(), &app.user.token).await.0, 200);
+
+    // Invalid tokens are limited per address, apart from logins: a valid token from that
+    // address still works, and so does a password login.
+    let guesser = from([127, 0, 0, 4]);
+    for _ in 0..5 {
+        assert_eq!(
+            me(guesser.clone(), "ofc_guess").await,
+            (401, "invalid_token".to_owned())
+        );
+    }
     assert_eq!(
-        (s, e["code"].as_str().unwrap()),
-        (429, "too_many_auth_failures")
+        me(guesser.clone(), "ofc_guess").await,
+        (429, "too_many_auth_failures".to_owned())
     );
+    assert_eq!(me(guesser.clone(), &app.user.token).await.0, 200);
+    assert_eq!(login(guesser.clone(), "correct horse").await.0, 201);
     app.stop().await;
 }
 

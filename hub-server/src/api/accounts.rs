@@ -10,8 +10,8 @@ use utoipa::ToSchema;
 
 use super::{AppState, Auth, ip_of, too_many};
 use crate::auth::{
-    Scope, TOKEN_PREFIX, check_pattern, generate_token, hash_token, parse_scopes, pattern_covers,
-    verify_password,
+    FailureLimiter, Scope, TOKEN_PREFIX, check_pattern, generate_token, hash_token, parse_scopes,
+    pattern_covers, verify_password,
 };
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::store::{Actor, TokenRow, now_ms};
@@ -230,9 +230,10 @@ pub async fn login(
     ci: ConnectInfo<SocketAddr>,
     Json(req): Json<LoginRequest>,
 ) -> ApiResult<(StatusCode, Json<NewToken>)> {
-    let ip_key = ip_of(Some(ci));
+    let ip = ip_of(Some(ci));
     let user_name = req.username.trim().to_ascii_lowercase();
-    let user_key = format!("login:{user_name}");
+    let ip_key = FailureLimiter::login_ip_key(&ip);
+    let user_key = FailureLimiter::login_user_key(&user_name, &ip);
     for k in [&ip_key, &user_key] {
         if let Some(secs) = state.limiter.blocked(k) {
             return Err(too_many(secs));

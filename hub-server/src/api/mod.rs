@@ -143,10 +143,9 @@ impl FromRequestParts<AppState> for Auth {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let ip_key = FailureLimiter::ip_key(client_ip(parts));
-        if let Some(secs) = state.limiter.blocked(&ip_key) {
-            return Err(too_many(secs));
-        }
+        // Invalid tokens from an address are limited; a valid token is never refused by the
+        // limiter (it proves itself), so failures from a shared address cannot lock it out.
+        let ip_key = FailureLimiter::token_key(&FailureLimiter::ip_key(client_ip(parts)));
         let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
             return Err(ApiError::unauthorized(
                 "unauthenticated",
@@ -163,8 +162,11 @@ impl FromRequestParts<AppState> for Auth {
             .map(str::trim)
             .unwrap_or("");
         let fail = |code: &'static str, msg: &str| {
-            state.limiter.fail(&ip_key);
             state.metrics.auth_failure();
+            if let Some(secs) = state.limiter.blocked(&ip_key) {
+                return too_many(secs);
+            }
+            state.limiter.fail(&ip_key);
             ApiError::unauthorized(code, msg.to_string())
         };
         if token.is_empty() || token.len() > 200 {
