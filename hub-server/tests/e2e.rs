@@ -412,7 +412,7 @@ async fn publish_refusals_have_exact_status_and_code() {
     let env = sign_manifest(&good, &u.key);
     let (s, e) = app
         .call(Method::PUT, "/api/v1/agents/alice/code/versions/1.0.0", Some(&u.token),
-              Some(json!({"envelope": serde_json::from_str::<serde_json::Value>(&env.to_json()).unwrap(), "bundle": "%%%"})))
+              Some(json!({"envelope": serde_json::from_str::<Value>(&env.to_json()).unwrap(), "bundle": "%%%"})))
         .await;
     assert_eq!(
         (s, e["code"].as_str().unwrap()),
@@ -421,7 +421,7 @@ async fn publish_refusals_have_exact_status_and_code() {
     );
     let (s, e) = app
         .call(Method::PUT, "/api/v1/agents/alice/bundled/versions/1.0.0", Some(&u.token),
-              Some(json!({"envelope": serde_json::from_str::<serde_json::Value>(&sign_manifest(&bm, &u.key).to_json()).unwrap(), "bundle": "%%%"})))
+              Some(json!({"envelope": serde_json::from_str::<Value>(&sign_manifest(&bm, &u.key).to_json()).unwrap(), "bundle": "%%%"})))
         .await;
     assert_eq!(
         (s, e["code"].as_str().unwrap()),
@@ -678,7 +678,7 @@ async fn every_error_is_json_and_ops_endpoints_answer() {
         .await
         .unwrap();
     assert_eq!(r.status(), 400);
-    let e: serde_json::Value = r.json().await.unwrap();
+    let e: Value = r.json().await.unwrap();
     assert_eq!(e["code"], "bad_request");
     assert_eq!(app.call(Method::GET, "/healthz", None, None).await.0, 200);
     assert_eq!(app.call(Method::GET, "/readyz", None, None).await.0, 200);
