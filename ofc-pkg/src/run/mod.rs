@@ -70,8 +70,8 @@ pub struct RunArgs {
     pub message: Option<String>,
 
     /// A full-screen interactive session (scrollback, agent list, input line) instead of the
-    /// line mode. Needs a terminal on stdin and stdout.
-    #[arg(long, conflicts_with_all = ["message", "json"])]
+    /// line mode. Needs a terminal on stdin and stdout; not with MESSAGE or --json.
+    #[arg(long, conflicts_with = "message")]
     pub tui: bool,
 
     /// The blueprint.
@@ -110,6 +110,15 @@ pub struct RunArgs {
 
 /// Runs `ofc run` and maps its outcome to the process exit code.
 pub fn main(args: &RunArgs, out: &mut Output) -> ExitCode {
+    // `--json` is global: clap cannot see the conflict from here.
+    if args.tui && out.json {
+        out.error(
+            &UserError::new("the argument '--tui' cannot be used with '--json'")
+                .hint("--tui is for a person at a terminal; --json is for programs")
+                .into(),
+        );
+        return ExitCode::from(exit::USAGE);
+    }
     if args.tui && !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         out.error(
             &UserError::new("--tui needs a terminal: stdin and stdout must both be one")
