@@ -651,16 +651,23 @@ fn tui_in_a_real_terminal_streaming_ctrl_c_commands_and_restore() {
     let home = tempfile::tempdir().unwrap();
     let proj = tempfile::tempdir().unwrap();
     let t = tag("tui");
-    let (echo, slow) = (format!("{t}e"), format!("{t}s"));
+    let (echo, slow, fast) = (format!("{t}e"), format!("{t}s"), format!("{t}f"));
     process_agent(proj.path(), &echo, &[]);
     process_agent(
         proj.path(),
         &slow,
         &["--behaviour", "stream", "--delay-ms", "20000"],
     );
+    process_agent(
+        proj.path(),
+        &fast,
+        &["--behaviour", "stream", "--delay-ms", "100"],
+    );
     blueprint(
         proj.path(),
-        &format!("agents:\n  - ./{echo}.agent.yaml\n  - ./{slow}.agent.yaml\n"),
+        &format!(
+            "agents:\n  - ./{echo}.agent.yaml\n  - ./{slow}.agent.yaml\n  - ./{fast}.agent.yaml\n"
+        ),
     );
     // After ofc: its exit code, and whether the terminal is back in canonical (cooked) mode.
     let command = |env: &str| {
@@ -706,6 +713,14 @@ fn tui_in_a_real_terminal_streaming_ctrl_c_commands_and_restore() {
         screen.matches("@user: /nosuch").count(),
         0,
         "a command was posted:\n{screen}"
+    );
+    // A streamed answer that completes is shown once (its stored message replaces the pieces).
+    tmux.type_line(&format!("@{fast}? go"));
+    let screen = tmux.wait_for("turn ended", 3);
+    assert_eq!(
+        screen.matches(&format!("@{fast}: one two three")).count(),
+        1,
+        "{screen}"
     );
     // NO_COLOR: no colours, no dim text.
     let raw = tmux.screen_with_escapes();

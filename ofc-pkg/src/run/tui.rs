@@ -78,8 +78,9 @@ pub(super) struct View {
     pub running: bool,
     /// Streamed calls still open: the entry their deltas go to.
     open: HashMap<CallId, usize>,
-    /// Responses whose words were streamed, by message id: the entry the stored message
-    /// replaces (so a streamed answer is not shown twice).
+    /// Responses whose words were streamed and whose call finished before their message
+    /// arrived, by message id: the entry the stored message replaces (so a streamed answer is
+    /// not shown twice).
     streamed: HashMap<String, usize>,
 }
 
@@ -165,8 +166,25 @@ impl View {
                     who: clean(&message.from),
                     text: clean(&message.content),
                 };
-                match self.streamed.remove(&message.id) {
-                    // The stored message is the authority on what was said.
+                // The stored message is the authority on what was said: it takes the place
+                // of its streamed words. The floor stores it before the call's
+                // `CallFinished`, so the call is usually still open.
+                let speaker_open = self
+                    .open
+                    .iter()
+                    .filter(|(_, i)| {
+                        matches!(self.entries.get(**i), Some(Entry::Said { who, .. }) if *who == message.from)
+                    })
+                    .map(|(call, i)| (*call, *i))
+                    .min_by_key(|(_, i)| *i);
+                let place = match self.streamed.remove(&message.id) {
+                    Some(i) => Some(i),
+                    None => speaker_open.map(|(call, i)| {
+                        self.open.remove(&call);
+                        i
+                    }),
+                };
+                match place {
                     Some(i) if i < self.entries.len() => self.entries[i] = said,
                     _ => self.push(said),
                 }
@@ -617,6 +635,9 @@ mod tests {
                 said("@b", "x[2J"),
             ]
         );
+        // The floor stores the message, then finishes the call: the stored message takes the
+        // streamed entry's place, it is not shown twice.
+        v.apply(&message("m2", "@a", "one two!"));
         v.apply(&FloorEvent::CallFinished {
             call: CallId(1),
             agent: Handle::new("@a").unwrap(),
@@ -626,12 +647,22 @@ mod tests {
             elapsed_ms: 1.0,
         });
         assert!(!v.agents[0].responding);
-        // The stored message takes the streamed entry's place: not shown twice.
-        v.apply(&message("m2", "@a", "one two!"));
         assert_eq!(v.entries[2], said("@a", "one two!"));
         assert_eq!(v.entries.len(), 4);
+        // The other order works too.
+        v.apply(&FloorEvent::CallFinished {
+            call: CallId(2),
+            agent: Handle::new("@b").unwrap(),
+            outcome: CallOutcome::Responded {
+                message_id: "m3".into(),
+            },
+            elapsed_ms: 1.0,
+        });
+        v.apply(&message("m3", "@b", "x."));
+        assert_eq!(v.entries[3], said("@b", "x."));
+        assert_eq!(v.entries.len(), 4);
         // A message that was not streamed is added whole.
-        v.apply(&message("m3", "@b", "whole"));
+        v.apply(&message("m4", "@b", "whole"));
         assert_eq!(v.entries[4], said("@b", "whole"));
     }
 
