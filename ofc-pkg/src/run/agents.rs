@@ -10,10 +10,7 @@ use runtime::llm::LlmAgent;
 /// The built-in LLM agent for an inline `type: llm` agent (or an `agent.yaml` with a `model`
 /// and no `command`). The API key is read from the environment variable the agent names
 /// (`api_key_env`), never from the blueprint.
-pub fn llm_agent(
-    agent: &InlineAgent,
-    defaults: Option<&Defaults>,
-) -> Result<Arc<LlmAgent>, String> {
+pub fn llm_agent(agent: &InlineAgent, defaults: Option<&Defaults>) -> Result<Arc<LlmAgent>, String> {
     LlmAgent::from_blueprint(agent, defaults, |var| std::env::var(var).ok())
         .map(Arc::new)
         .map_err(|e| e.to_string())
