@@ -124,6 +124,35 @@ fn tui_in_a_real_terminal_streaming_ctrl_c_commands_and_restore() {
     let raw = tmux.screen_with_escapes();
     assert!(!has_colour(&raw) && !raw.contains("\x1b[2m"), "{raw:?}");
 
+    // Scrolling: once the conversation is longer than the pane, its start scrolls out of
+    // view; PageUp brings it back, PageDown returns to the end.
+    for _ in 0..10 {
+        tmux.type_line("/help");
+    }
+    let start = std::time::Instant::now();
+    while tmux.screen().contains("floor ready") {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the start never scrolled out:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    tmux.ok(&["send-keys", "-t", "t", "PPage"]);
+    let screen = tmux.wait_for("floor ready", 1);
+    assert!(screen.contains("scrolled up"), "{screen}");
+    tmux.ok(&["send-keys", "-t", "t", "NPage"]);
+    let start = std::time::Instant::now();
+    while tmux.screen().contains("scrolled up") {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "PageDown did not return to the end:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!tmux.screen().contains("floor ready"));
+
     // /quit: ofc exits 0, the terminal is restored (main screen, canonical mode), the agents
     // are gone.
     tmux.type_line("/quit");
