@@ -101,7 +101,29 @@ fn tui_in_a_real_terminal_streaming_ctrl_c_commands_and_restore() {
     // Commands are answered locally, never posted; messages still get answered.
     tmux.type_line("/nosuch thing");
     tmux.wait_for("unknown command /nosuch", 1);
-    tmux.type_line(&format!("@{echo}? still there"));
+    // Typed with a letter missing, mended with the arrow keys before Enter.
+    tmux.ok(&[
+        "send-keys",
+        "-t",
+        "t",
+        "-l",
+        &format!("@{echo}? stll there"),
+    ]);
+    tmux.ok(&[
+        "send-keys",
+        "-t",
+        "t",
+        "Left",
+        "Left",
+        "Left",
+        "Left",
+        "Left",
+        "Left",
+        "Left",
+        "Left",
+    ]);
+    tmux.ok(&["send-keys", "-t", "t", "-l", "i"]);
+    tmux.ok(&["send-keys", "-t", "t", "Enter"]);
     tmux.wait_for(
         &format!("@{echo}: {echo} heard: (at){echo}? still there"),
         1,

@@ -4,7 +4,7 @@
 //! colour, and the same narration lines as the line mode), the agent list (handle, activation,
 //! and a `*` on whoever is responding) and an input line. Enter posts the line or runs a
 //! command (the line mode's: [`super::frontend::interpret`]); PageUp/PageDown and Up/Down
-//! scroll; Ctrl-C cancels the running turn, and a second Ctrl-C within 3 s (or one when no turn
+//! scroll; Left/Right/Home/End/Backspace/Delete edit the line; Ctrl-C cancels the running turn, and a second Ctrl-C within 3 s (or one when no turn
 //! runs) ends the session, as does `/quit` or Ctrl-D on an empty line.
 //!
 //! The terminal is in raw mode on the alternate screen while the session runs (Ctrl-C arrives
@@ -292,7 +292,7 @@ fn text_of(line: &Line<'_>) -> String {
 #[derive(Debug)]
 struct Screen {
     colour: bool,
-    input: String,
+    input: InputLine,
     /// Rows scrolled up from the bottom (0: following the conversation).
     scroll: usize,
     /// Rows the scrollback had at the last draw (to keep a scrolled view still).
@@ -356,19 +356,9 @@ impl Screen {
             side,
         );
 
-        // The input line; its end stays in view.
+        // The input line, scrolled sideways so that the cursor stays in view.
         let room = usize::from(input_area.width.saturating_sub(3));
-        let mut shown: Vec<char> = Vec::new();
-        let mut used = 0;
-        for c in self.input.chars().rev() {
-            let w = c.width().unwrap_or(0);
-            if used + w > room {
-                break;
-            }
-            used += w;
-            shown.push(c);
-        }
-        let shown: String = shown.into_iter().rev().collect();
+        let (shown, cursor_x) = self.input.window(room);
         let title = if view.running {
             " message (a turn is running: Ctrl-C cancels it) "
         } else {
@@ -378,7 +368,7 @@ impl Screen {
             Paragraph::new(shown).block(Block::bordered().title(title)),
             input_area,
         );
-        let x = input_area.x + 1 + u16::try_from(used).unwrap_or(0);
+        let x = input_area.x + 1 + u16::try_from(cursor_x).unwrap_or(0);
         frame.set_cursor_position((x, input_area.y + 1));
     }
 }
@@ -434,22 +424,83 @@ impl Screen {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {
             KeyCode::Char('c') if ctrl => return Key::Interrupt,
-            KeyCode::Char('d') if ctrl && self.input.is_empty() => return Key::Quit,
-            KeyCode::Char('u') if ctrl => self.input.clear(),
-            KeyCode::Enter => return Key::Submit(std::mem::take(&mut self.input)),
-            KeyCode::Backspace => {
-                self.input.pop();
-            }
-            KeyCode::Esc => self.input.clear(),
-            KeyCode::Char(c) if !ctrl => self.input.push(c),
+            KeyCode::Char('d') if ctrl && self.input.chars.is_empty() => return Key::Quit,
+            KeyCode::Enter => return Key::Submit(self.input.take()),
             KeyCode::Up => self.scroll += 1,
             KeyCode::Down => self.scroll = self.scroll.saturating_sub(1),
             KeyCode::PageUp => self.scroll += self.page,
             KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(self.page),
-            KeyCode::End => self.scroll = 0,
-            _ => {}
+            _ => self.input.edit(key),
         }
         Key::Nothing
+    }
+}
+
+/// The line being typed, with a cursor (an index in `chars`).
+#[derive(Debug, Default)]
+struct InputLine {
+    chars: Vec<char>,
+    cursor: usize,
+}
+
+impl InputLine {
+    /// Applies an editing key: characters, Backspace, Delete, Left, Right, Home, End, Esc and
+    /// Ctrl-U (clear), Ctrl-A and Ctrl-E (start, end). Other keys do nothing.
+    fn edit(&mut self, key: KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('u') if ctrl => *self = Self::default(),
+            KeyCode::Char('a') if ctrl => self.cursor = 0,
+            KeyCode::Char('e') if ctrl => self.cursor = self.chars.len(),
+            KeyCode::Char(c) if !ctrl => {
+                self.chars.insert(self.cursor, c);
+                self.cursor += 1;
+            }
+            KeyCode::Backspace if self.cursor > 0 => {
+                self.cursor -= 1;
+                self.chars.remove(self.cursor);
+            }
+            KeyCode::Delete if self.cursor < self.chars.len() => {
+                self.chars.remove(self.cursor);
+            }
+            KeyCode::Left => self.cursor = self.cursor.saturating_sub(1),
+            KeyCode::Right => self.cursor = (self.cursor + 1).min(self.chars.len()),
+            KeyCode::Home => self.cursor = 0,
+            KeyCode::End => self.cursor = self.chars.len(),
+            KeyCode::Esc => *self = Self::default(),
+            _ => {}
+        }
+    }
+
+    /// The line, leaving it empty.
+    fn take(&mut self) -> String {
+        let line = self.chars.iter().collect();
+        *self = Self::default();
+        line
+    }
+
+    /// What fits in `room` columns with the cursor in view, and the cursor's column in it.
+    fn window(&self, room: usize) -> (String, usize) {
+        let width = |c: &char| c.width().unwrap_or(0);
+        // The first character shown: as far left as keeps the cursor (and one column for it)
+        // within `room`.
+        let mut start = self.cursor;
+        let mut used = 1;
+        while start > 0 && used + width(&self.chars[start - 1]) <= room.max(1) {
+            start -= 1;
+            used += width(&self.chars[start]);
+        }
+        let cursor_x: usize = self.chars[start..self.cursor].iter().map(width).sum();
+        let mut shown = String::new();
+        let mut used = 0;
+        for c in &self.chars[start..] {
+            if used + width(c) > room {
+                break;
+            }
+            used += width(c);
+            shown.push(*c);
+        }
+        (shown, cursor_x)
     }
 }
 
@@ -493,7 +544,7 @@ pub(super) async fn session(floor: &Floor, handles: &[String], greeting: &str) -
         Terminal::new(CrosstermBackend::new(std::io::stdout())).context("cannot draw")?;
     let mut screen = Screen {
         colour: colour_wanted(),
-        input: String::new(),
+        input: InputLine::default(),
         scroll: 0,
         last_rows: 0,
         page: 1,
@@ -732,6 +783,47 @@ mod tests {
                 .flat_map(|l| l.spans.iter())
                 .all(|s| s.style == Style::default())
         );
+    }
+
+    fn keys(line: &mut InputLine, keys: &[KeyCode]) {
+        for k in keys {
+            line.edit(KeyEvent::new(*k, KeyModifiers::NONE));
+        }
+    }
+
+    #[test]
+    fn the_input_line_edits_at_its_cursor_and_keeps_it_in_view() {
+        let mut line = InputLine::default();
+        let typed: Vec<KeyCode> = "helo".chars().map(KeyCode::Char).collect();
+        keys(&mut line, &typed);
+        keys(
+            &mut line,
+            &[
+                KeyCode::Left,
+                KeyCode::Char('l'),
+                KeyCode::End,
+                KeyCode::Char('!'),
+            ],
+        );
+        keys(
+            &mut line,
+            &[KeyCode::Home, KeyCode::Delete, KeyCode::Char('H')],
+        );
+        assert_eq!(line.window(80), ("Hello!".to_owned(), 1));
+        keys(
+            &mut line,
+            &[KeyCode::Right, KeyCode::Backspace, KeyCode::Backspace],
+        );
+        assert_eq!(line.window(80), ("llo!".to_owned(), 0));
+        // Narrow: the part around the cursor is shown; wide characters count double.
+        let mut line = InputLine::default();
+        let typed: Vec<KeyCode> = "abcdef漢字".chars().map(KeyCode::Char).collect();
+        keys(&mut line, &typed);
+        assert_eq!(line.window(6), ("f漢字".to_owned(), 5));
+        keys(&mut line, &[KeyCode::Home]);
+        assert_eq!(line.window(6), ("abcdef".to_owned(), 0));
+        line.edit(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        assert_eq!(line.take(), "");
     }
 
     #[test]
