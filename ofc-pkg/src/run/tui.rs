@@ -373,8 +373,16 @@ impl Screen {
     }
 }
 
-/// Leaves raw mode and the alternate screen; safe to call more than once.
+/// Whether the terminal is in raw mode on the alternate screen (set by [`TerminalGuard`]).
+static ACTIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Leaves raw mode and the alternate screen, once: a second "leave alternate screen" would
+/// move the cursor back to where it was when the session started (after a panic, the panic
+/// hook restores first and the guard's drop follows).
 fn restore_terminal() {
+    if !ACTIVE.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
     let _ = crossterm::terminal::disable_raw_mode();
     let _ = crossterm::execute!(
         std::io::stdout(),
@@ -398,6 +406,7 @@ impl TerminalGuard {
             }));
         });
         crossterm::terminal::enable_raw_mode().context("cannot put the terminal in raw mode")?;
+        ACTIVE.store(true, std::sync::atomic::Ordering::SeqCst);
         let guard = Self;
         crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen)
             .context("cannot switch to the alternate screen")?;
