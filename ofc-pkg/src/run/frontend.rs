@@ -12,6 +12,9 @@
 //!
 //! Ctrl-C cancels the running turn; a second Ctrl-C (or one when no turn runs) ends the
 //! session. End of input ends it too, after the running turn.
+//!
+//! The `/commands` ([`interpret`]) and the narration of floor events ([`narration`]) are shared
+//! with the full-screen frontend (`--tui`, [`super::tui`]).
 
 use std::collections::HashSet;
 use std::io::{IsTerminal, Write};

@@ -10,7 +10,8 @@
 //!    fails at once), a supervisor is started (see [`supervisor`]) and every process agent is
 //!    started concurrently, each under its own startup deadline.
 //! 3. **Run**: the floor opens with its transcript in `.ofc/logs/<run>.jsonl`; one turn
-//!    (MESSAGE) or an interactive session follows ([`frontend`]).
+//!    (MESSAGE) or an interactive session follows ([`frontend`]; full-screen with `--tui`:
+//!    [`tui`]).
 //! 4. **Stop**: the floor closes, which stops every agent; the supervisor stops anything left.
 
 pub mod agents;
