@@ -12,6 +12,9 @@
 //!
 //! Ctrl-C cancels the running turn; a second Ctrl-C (or one when no turn runs) ends the
 //! session. End of input ends it too, after the running turn.
+//!
+//! The `/commands` ([`interpret`]) and the narration of floor events ([`narration`]) are shared
+//! with the full-screen frontend (`--tui`, [`super::tui`]).
 
 use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
@@ -67,6 +70,15 @@ fn describe_wake(reason: &runtime::WakeReason) -> String {
 
 fn colour_wanted() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+}
+
+/// The line that says the floor is ready.
+pub(super) fn ready_line(handles: &[String], transcript: &Path, ms: f64) -> String {
+    format!(
+        "floor ready in {ms:.0} ms: {} (transcript {})",
+        handles.join(", "),
+        transcript.display()
+    )
 }
 
 /// The exit code for how a turn ended.
@@ -162,11 +174,7 @@ impl Frontend {
                 "elapsed_ms": ms,
             }));
         } else {
-            self.info(&format!(
-                "floor ready in {ms:.0} ms: {} (transcript {})",
-                handles.join(", "),
-                transcript.display()
-            ));
+            self.info(&ready_line(handles, transcript, ms));
         }
     }
 
@@ -185,22 +193,6 @@ impl Frontend {
             return;
         }
         match event {
-            FloorEvent::Polling { candidates, .. } => {
-                let names: Vec<String> = candidates.iter().map(ToString::to_string).collect();
-                self.info(&format!("· asking {} whether to respond", names.join(", ")));
-            }
-            FloorEvent::Responding {
-                call,
-                agent,
-                wake_reason,
-                ..
-            } => {
-                let _ = call;
-                self.info(&format!(
-                    "· {agent} responds ({})",
-                    describe_wake(wake_reason)
-                ));
-            }
             FloorEvent::Delta {
                 call,
                 agent,
@@ -213,8 +205,7 @@ impl Frontend {
             }
             FloorEvent::CallFinished {
                 call,
-                agent,
-                outcome,
+                outcome: CallOutcome::Responded { .. },
                 ..
             } => {
                 let streamed = self
@@ -222,19 +213,8 @@ impl Frontend {
                     .lock()
                     .map(|mut s| s.remove(&format!("{call:?}")))
                     .unwrap_or(false);
-                match outcome {
-                    CallOutcome::Responded { .. } if streamed => self.end_speech(),
-                    CallOutcome::Responded { .. } => {}
-                    CallOutcome::Passed { reason } => self.info(&format!(
-                        "· {agent} passed{}",
-                        reason
-                            .as_deref()
-                            .map(|r| format!(": {}", clean(r)))
-                            .unwrap_or_default()
-                    )),
-                    CallOutcome::Failed { error } => {
-                        self.info(&format!("· {agent} failed: {}", clean(error)))
-                    }
+                if streamed {
+                    self.end_speech();
                 }
             }
             // Agents that did not stream: their message is shown whole.
@@ -249,30 +229,11 @@ impl Frontend {
                 self.speak(&message.from, &message.content);
                 self.end_speech();
             }
-            FloorEvent::TurnEnded {
-                reason,
-                hops,
-                cancelled,
-                elapsed_ms,
-                ..
-            } => {
-                self.info(&format!(
-                    "— turn ended{}: {} ({hops} responses, {elapsed_ms:.0} ms)",
-                    if *cancelled { " (cancelled)" } else { "" },
-                    clean(&reason.to_string())
-                ));
+            other => {
+                if let Some(line) = narration(other) {
+                    self.info(&line);
+                }
             }
-            FloorEvent::Queued { position, .. } => {
-                self.info(&format!("· queued behind the running turn (#{position})"))
-            }
-            FloorEvent::Cleared { forgotten } => {
-                self.info(&format!("· conversation cleared ({forgotten} messages)"))
-            }
-            FloorEvent::Note { note } => self.info(&format!(
-                "· {}",
-                clean(&serde_json::to_string(note).unwrap_or_default())
-            )),
-            _ => {}
         }
     }
 
@@ -376,58 +337,148 @@ impl Frontend {
 
     /// Handles one input line; `Some(code)` ends the session.
     async fn command(&self, floor: &Floor, line: &str) -> Option<u8> {
-        let text = line.trim();
-        if text.is_empty() {
-            return None;
-        }
-        if text.len() > MAX_INPUT {
-            self.info(&format!(
-                "· not sent: a message may have at most {MAX_INPUT} bytes"
-            ));
-            return None;
-        }
-        if let Some(cmd) = text.strip_prefix('/') {
-            let word = cmd.split_whitespace().next().unwrap_or("");
-            match word {
-                "quit" | "exit" => return Some(exit::ANSWERED),
-                "agents" => match floor.snapshot().await {
-                    Ok(s) => {
-                        for (h, act, endpoint, _) in s.agents {
-                            self.info(&format!(
-                                "  {h}  {act:?}{}",
-                                endpoint.map(|e| format!("  {}", clean(&e))).unwrap_or_default()
-                            ));
-                        }
+        match interpret(floor, line).await {
+            Input::Nothing => {}
+            Input::Quit => return Some(exit::ANSWERED),
+            Input::Say(lines) => {
+                for line in lines {
+                    self.info(&line);
+                }
+            }
+            // Posted from a task: the post answers only after the should-wake round, and the
+            // session keeps showing events and reading Ctrl-C meanwhile.
+            Input::Post(text) => {
+                let floor = floor.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = floor.post(text).await {
+                        let mut err = std::io::stderr().lock();
+                        let _ = writeln!(err, "· not sent: {e}");
                     }
-                    Err(e) => self.info(&format!("· {e}")),
-                },
-                "clear" => match floor.clear().await {
-                    Ok(Some(_)) => {}
-                    Ok(None) => self.info("· a turn is running; /clear when it has ended"),
-                    Err(e) => self.info(&format!("· {e}")),
-                },
-                "help" => self.info(
-                    "  /agents  list the agents\n  /clear   forget the conversation\n  /quit    end the session\n  Ctrl-C   cancel the running turn (twice: quit)",
-                ),
-                other => self.info(&format!(
-                    "· unknown command /{} (try /help); nothing was sent",
-                    clean(other)
-                )),
+                });
             }
-            return None;
         }
-        // Posted from a task: the post answers only after the should-wake round, and the
-        // session keeps showing events and reading Ctrl-C meanwhile.
-        let floor = floor.clone();
-        let text = text.to_owned();
-        tokio::spawn(async move {
-            if let Err(e) = floor.post(text).await {
-                let mut err = std::io::stderr().lock();
-                let _ = writeln!(err, "· not sent: {e}");
-            }
-        });
         None
     }
+}
+
+/// The narration line of a floor event, shared by the line mode and the TUI: who is polled,
+/// who responds, passes or fails, how a turn ended… `None` for agents' words (deltas and
+/// messages) and for events that are not narrated.
+pub(super) fn narration(event: &FloorEvent) -> Option<String> {
+    Some(match event {
+        FloorEvent::Polling { candidates, .. } => {
+            let names: Vec<String> = candidates.iter().map(ToString::to_string).collect();
+            format!("· asking {} whether to respond", names.join(", "))
+        }
+        FloorEvent::Responding {
+            agent, wake_reason, ..
+        } => format!("· {agent} responds ({})", describe_wake(wake_reason)),
+        FloorEvent::CallFinished {
+            agent,
+            outcome: CallOutcome::Passed { reason },
+            ..
+        } => format!(
+            "· {agent} passed{}",
+            reason
+                .as_deref()
+                .map(|r| format!(": {}", clean(r)))
+                .unwrap_or_default()
+        ),
+        FloorEvent::CallFinished {
+            agent,
+            outcome: CallOutcome::Failed { error },
+            ..
+        } => format!("· {agent} failed: {}", clean(error)),
+        FloorEvent::TurnEnded {
+            reason,
+            hops,
+            cancelled,
+            elapsed_ms,
+            ..
+        } => format!(
+            "— turn ended{}: {} ({hops} responses, {elapsed_ms:.0} ms)",
+            if *cancelled { " (cancelled)" } else { "" },
+            clean(&reason.to_string())
+        ),
+        FloorEvent::Queued { position, .. } => {
+            format!("· queued behind the running turn (#{position})")
+        }
+        FloorEvent::Cleared { forgotten } => {
+            format!("· conversation cleared ({forgotten} messages)")
+        }
+        FloorEvent::Note { note } => format!(
+            "· {}",
+            clean(&serde_json::to_string(note).unwrap_or_default())
+        ),
+        _ => return None,
+    })
+}
+
+/// What an input line asks for, shared by the line mode and the TUI.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Input {
+    /// Nothing (a blank line).
+    Nothing,
+    /// End the session (`/quit`, `/exit`).
+    Quit,
+    /// Lines to show; nothing is posted (commands, and refused input).
+    Say(Vec<String>),
+    /// Post this message to the floor.
+    Post(String),
+}
+
+/// The interactive commands, for `/help`.
+pub(super) const HELP: [&str; 4] = [
+    "  /agents  list the agents",
+    "  /clear   forget the conversation",
+    "  /quit    end the session",
+    "  Ctrl-C   cancel the running turn (twice: quit)",
+];
+
+/// Interprets one input line: commands are answered here and never posted; anything else
+/// (up to [`MAX_INPUT`] bytes) is to be posted.
+pub(super) async fn interpret(floor: &Floor, line: &str) -> Input {
+    let text = line.trim();
+    if text.is_empty() {
+        return Input::Nothing;
+    }
+    if text.len() > MAX_INPUT {
+        return Input::Say(vec![format!(
+            "· not sent: a message may have at most {MAX_INPUT} bytes"
+        )]);
+    }
+    let Some(cmd) = text.strip_prefix('/') else {
+        return Input::Post(text.to_owned());
+    };
+    let word = cmd.split_whitespace().next().unwrap_or("");
+    Input::Say(match word {
+        "quit" | "exit" => return Input::Quit,
+        "agents" => match floor.snapshot().await {
+            Ok(s) => s
+                .agents
+                .into_iter()
+                .map(|(h, act, endpoint, _)| {
+                    format!(
+                        "  {h}  {act:?}{}",
+                        endpoint
+                            .map(|e| format!("  {}", clean(&e)))
+                            .unwrap_or_default()
+                    )
+                })
+                .collect(),
+            Err(e) => vec![format!("· {e}")],
+        },
+        "clear" => match floor.clear().await {
+            Ok(Some(_)) => Vec::new(),
+            Ok(None) => vec!["· a turn is running; /clear when it has ended".to_owned()],
+            Err(e) => vec![format!("· {e}")],
+        },
+        "help" => HELP.iter().map(|l| (*l).to_owned()).collect(),
+        other => vec![format!(
+            "· unknown command /{} (try /help); nothing was sent",
+            clean(other)
+        )],
+    })
 }
 
 /// Ctrl-C (SIGINT) as a stream. Once registered, SIGINT no longer ends the process.

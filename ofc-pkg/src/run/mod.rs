@@ -10,7 +10,8 @@
 //!    fails at once), a supervisor is started (see [`supervisor`]) and every process agent is
 //!    started concurrently, each under its own startup deadline.
 //! 3. **Run**: the floor opens with its transcript in `.ofc/logs/<run>.jsonl`; one turn
-//!    (MESSAGE) or an interactive session follows ([`frontend`]).
+//!    (MESSAGE) or an interactive session follows ([`frontend`]; full-screen with `--tui`:
+//!    [`tui`]).
 //! 4. **Stop**: the floor closes, which stops every agent; the supervisor stops anything left.
 
 pub mod agents;
@@ -18,7 +19,9 @@ mod frontend;
 pub mod plan;
 mod project_dir;
 pub mod supervisor;
+mod tui;
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -67,6 +70,11 @@ pub struct RunArgs {
     #[arg(value_name = "MESSAGE")]
     pub message: Option<String>,
 
+    /// A full-screen interactive session (scrollback, agent list, input line) instead of the
+    /// line mode. Needs a terminal on stdin and stdout; not with MESSAGE or --json.
+    #[arg(long, conflicts_with = "message")]
+    pub tui: bool,
+
     /// The blueprint.
     #[arg(
         short = 'f',
@@ -103,6 +111,23 @@ pub struct RunArgs {
 
 /// Runs `ofc run` and maps its outcome to the process exit code.
 pub fn main(args: &RunArgs, out: &mut Output) -> ExitCode {
+    // `--json` is global: clap cannot see the conflict from here.
+    if args.tui && out.json {
+        out.error(
+            &UserError::new("the argument '--tui' cannot be used with '--json'")
+                .hint("--tui is for a person at a terminal; --json is for programs")
+                .into(),
+        );
+        return ExitCode::from(exit::USAGE);
+    }
+    if args.tui && !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        out.error(
+            &UserError::new("--tui needs a terminal: stdin and stdout must both be one")
+                .hint("run it in a terminal; without one, use the line mode (drop --tui) or --json")
+                .into(),
+        );
+        return ExitCode::from(exit::USAGE);
+    }
     match run(args, out) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -466,10 +491,21 @@ async fn run_floor(
     project.write_state(&state)?;
 
     let ui = frontend::Frontend::new(out.json, &handles);
-    ui.ready(&run_id, &handles, &transcript, ready_ms);
-    let code = match &args.message {
-        Some(message) => ui.one_turn(&floor, message).await,
-        None => ui.interactive(&floor).await,
+    let code = if args.tui {
+        let greeting = frontend::ready_line(&handles, &transcript, ready_ms);
+        match tui::session(&floor, &handles, &greeting).await {
+            Ok(code) => code,
+            Err(e) => {
+                out.error(&e);
+                exit::FAILURE
+            }
+        }
+    } else {
+        ui.ready(&run_id, &handles, &transcript, ready_ms);
+        match &args.message {
+            Some(message) => ui.one_turn(&floor, message).await,
+            None => ui.interactive(&floor).await,
+        }
     };
     let _ = floor.close().await;
     if let Some(s) = &supervisor {

@@ -18,6 +18,8 @@
 //! - [`Ofc`] runs `ofc` with `OFC_HOME`, `OFC_HUB`, `NO_COLOR=1`, `COLUMNS=100`, without
 //!   `OFC_TOKEN`, and with a time limit, so nothing of the machine's own setup leaks in.
 //! - [`redact`] makes output stable for snapshots (hub URL, digests, key ids, times, sizes).
+//! - [`run`]: for the `ofc run` tests, process agents in blueprints, process checks and a real
+//!   terminal ([`run::Tmux`]).
 //!
 //! Every wait is bounded; a timeout panics with what the hub logged.
 
@@ -31,6 +33,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+pub mod run;
 
 /// How long `ofc-hub serve` may take to listen (a loaded CI machine is slow to start tantivy).
 pub const START_BOUND: Duration = Duration::from_secs(120);
