@@ -44,6 +44,10 @@ pub enum Mode {
     HostileBundle(Arc<Vec<u8>>, Arc<SecretKey>),
     /// Sends the bundle in small chunks with a pause between them.
     SlowBundle(Duration),
+    /// Flips one byte of every OCI manifest fetched by digest (`/v2/…/manifests/sha256:…`).
+    CorruptOciManifest,
+    /// Flips one byte of every OCI blob (`/v2/…/blobs/…`).
+    CorruptOciBlob,
 }
 
 /// The running proxy.
@@ -153,14 +157,18 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
     };
     let status = resp.status();
     let mut out_headers = HeaderMap::new();
-    if let Some(ct) = resp.headers().get("content-type") {
-        out_headers.insert("content-type", ct.clone());
+    for h in ["content-type", "www-authenticate"] {
+        if let Some(v) = resp.headers().get(h) {
+            out_headers.insert(h, v.clone());
+        }
     }
     let mut bytes = resp.bytes().await.unwrap().to_vec();
     let is_bundle = path.ends_with("/bundle");
     let is_version =
         path.contains("/versions/") && !is_bundle && path.starts_with("/api/v1/agents/");
     let is_agent = path.starts_with("/api/v1/agents/") && !path.contains("/versions/");
+    let is_oci_manifest = path.starts_with("/v2/") && path.contains("/manifests/sha256:");
+    let is_oci_blob = path.starts_with("/v2/") && path.contains("/blobs/sha256:");
 
     if status.is_success() {
         match &mode {
@@ -169,6 +177,15 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
                 bytes[mid] ^= 0x55;
             }
             Mode::OversizeBundle if is_bundle => bytes.extend_from_slice(&[0u8; 4096]),
+            Mode::CorruptOciManifest if is_oci_manifest && !bytes.is_empty() => {
+                // A space where the JSON has one stays JSON; only the digest can tell.
+                let i = bytes.iter().rposition(|b| *b == b'}').unwrap_or(0);
+                bytes.insert(i, b' ');
+            }
+            Mode::CorruptOciBlob if is_oci_blob && !bytes.is_empty() => {
+                let mid = bytes.len() / 2;
+                bytes[mid] ^= 0x55;
+            }
             Mode::BadSignature if is_version => {
                 bytes = edit_json(&bytes, |v| {
                     let sig = v["envelope"]["signatures"][0]["sig"].as_str().unwrap();

@@ -1,0 +1,402 @@
+//! docker agents end to end, against the real `ofc-hub` and `ofc` binaries and real podman
+//! (installed by `scripts/peers/oci-clients`; missing, the tests fail): an OFC agent image built
+//! `FROM scratch` around a static C binary (`tests/docker-agent/agent.c`) is pushed to the hub's
+//! own `/v2/`, published pinned by digest, pulled (verified into the cache), run by `ofc run` in
+//! a container that answers `/ofc/info` and a respond call, and removed when the floor closes; a
+//! warm pull and run with the lock and the hub stopped need no network. A tag-only image is
+//! refused at publish; a registry that alters the manifest or a layer is refused at pull, with
+//! nothing installed.
+//!
+//! Every test has a podman store of its own (`CONTAINERS_STORAGE_CONF`, vfs driver) for the
+//! image build and for `ofc`.
+
+mod common;
+mod hostile;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::{HubProc, Ofc, Publisher};
+use hostile::{HostileHub, Mode};
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `podman` and `cc`, installed (once) by the project's peer script.
+fn tools() -> &'static HashMap<String, String> {
+    static TOOLS: OnceLock<HashMap<String, String>> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let script = repo().join("scripts/peers/oci-clients");
+        let out = Command::new(&script)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        assert!(
+            out.status.success(),
+            "podman is required ({} failed): {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    })
+}
+
+fn tool(name: &str) -> String {
+    tools()
+        .get(name)
+        .unwrap_or_else(|| panic!("scripts/peers/oci-clients did not report `{name}`"))
+        .clone()
+}
+
+/// podman with a store of its own.
+struct Podman {
+    program: String,
+    conf: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Podman {
+    fn new() -> Podman {
+        let program = tool("podman");
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("storage.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "[storage]\ndriver = \"vfs\"\ngraphroot = \"{}\"\nrunroot = \"{}\"\n",
+                dir.path().join("root").display(),
+                dir.path().join("run").display()
+            ),
+        )
+        .unwrap();
+        Podman { program, conf, dir }
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        Command::new(&self.program)
+            .env("CONTAINERS_STORAGE_CONF", &self.conf)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run podman: {e}"))
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "podman {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Names of the containers ofc started in this store, running or not.
+    fn ofc_containers(&self) -> Vec<String> {
+        self.ok(&[
+            "ps",
+            "-a",
+            "--filter",
+            "label=ofc.agent",
+            "--format",
+            "{{.Names}}",
+        ])
+        .lines()
+        .map(str::to_string)
+        .filter(|l| !l.is_empty())
+        .collect()
+    }
+
+    /// Builds the FROM-scratch agent image, pushes it to `registry` (`HOST:PORT`) as
+    /// `acme/dockecho-image:TAG` with `token`, and removes it from the store. Returns the
+    /// pushed manifest's digest.
+    fn build_and_push(&self, registry: &str, tag: &str, token: &str) -> String {
+        let ctx = self.dir.path().join(format!("ctx-{tag}"));
+        std::fs::create_dir_all(&ctx).unwrap();
+        let out = Command::new(tool("cc"))
+            .args(["-static", "-O2", "-o"])
+            .arg(ctx.join("agent"))
+            .arg(repo().join("tests/docker-agent/agent.c"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "cc: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(
+            ctx.join("Containerfile"),
+            format!(
+                "FROM scratch\nCOPY agent /agent\nLABEL ofc.test={tag}\nEXPOSE 8080\nCMD [\"/agent\"]\n"
+            ),
+        )
+        .unwrap();
+        let image = format!("{registry}/acme/dockecho-image:{tag}");
+        self.ok(&["build", "-q", "-t", &image, ctx.to_str().unwrap()]);
+        let digest_file = ctx.join("digest");
+        self.ok(&[
+            "push",
+            "-q",
+            "--tls-verify=false",
+            "--creds",
+            &format!("acme:{token}"),
+            "--digestfile",
+            digest_file.to_str().unwrap(),
+            &image,
+        ]);
+        self.ok(&["rmi", "-a", "-f"]);
+        std::fs::read_to_string(digest_file)
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+}
+
+impl Drop for Podman {
+    fn drop(&mut self) {
+        let _ = self.run(&["rm", "-a", "-f"]);
+        let _ = self.run(&["rmi", "-a", "-f"]);
+    }
+}
+
+fn host(url: &str) -> &str {
+    url.trim_start_matches("http://")
+}
+
+/// Publishes `acme/<agent>` 1.0.0 with a docker source for `image`.
+fn publish(p: &Publisher, agent: &str, image: &str) -> common::Run {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join(agent);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        format!(
+            "id: \"@dockecho\"\nname: Docker Echo\npackage: acme/{agent}\nversion: 1.0.0\n\
+             tagline: Echoes from a container\ndescription: An agent in a container.\n\
+             activation: mention\nsource: {{type: docker, image: \"{image}\", port: 8080}}\n"
+        ),
+    )
+    .unwrap();
+    p.ofc.run(&["publish", dir.to_str().unwrap()])
+}
+
+fn ofc_in(ofc: &Ofc, podman: &Podman, dir: &Path, args: &[&str]) -> common::Run {
+    Ofc::finish(
+        ofc.cmd()
+            .env("CONTAINERS_STORAGE_CONF", &podman.conf)
+            .current_dir(dir)
+            .args(args),
+    )
+}
+
+fn ok_in(ofc: &Ofc, podman: &Podman, dir: &Path, args: &[&str]) -> String {
+    let r = ofc_in(ofc, podman, dir, args);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "ofc {args:?}\nstdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    r.stdout
+}
+
+fn project(blueprint: &str) -> tempfile::TempDir {
+    let p = tempfile::tempdir().unwrap();
+    std::fs::write(p.path().join("ofc.lock"), "").unwrap();
+    std::fs::write(p.path().join("blueprint.yaml"), blueprint).unwrap();
+    p
+}
+
+#[test]
+fn docker_agent_publish_pull_run_and_warm_run_without_the_hub() {
+    let podman = Podman::new();
+    let mut hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let digest = podman.build_and_push(host(&hub.url), "1", &publisher.token);
+    let image = format!("{}/acme/dockecho-image@{digest}", host(&hub.url));
+    let r = publish(&publisher, "dockecho", &image);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let proj = project("agents:\n  - acme/dockecho\n");
+    let out: Value = serde_json::from_str(&ok_in(
+        &ofc,
+        &podman,
+        proj.path(),
+        &["--json", "pull", "acme/dockecho"],
+    ))
+    .unwrap();
+    let p = &out["pulled"][0];
+    assert_eq!(p["source"]["kind"], "docker", "{out}");
+    assert_eq!(p["source"]["digest"], digest.as_str(), "{out}");
+    assert_eq!(p["start"]["kind"], "container", "{out}");
+    let hex = digest.trim_start_matches("sha256:");
+    let layout = home.path().join("cache/docker-v1/images").join(hex);
+    assert_eq!(p["start"]["layout"], layout.display().to_string(), "{out}");
+    assert!(layout.join("ofc-image.json").is_file());
+    assert!(layout.join("blobs/sha256").join(hex).is_file());
+    let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
+    assert!(
+        lock.contains("kind = \"docker\"") && lock.contains(&digest),
+        "{lock}"
+    );
+    // The image is not in podman's store: the run loads it from ofc's cache.
+    assert!(podman.ok(&["images", "-q"]).trim().is_empty());
+
+    let r = ofc_in(&ofc, &podman, proj.path(), &["run", "hello container"]);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    // PID 1: the agent is the first process of its own container.
+    assert!(
+        r.stdout
+            .contains("@dockecho: container heard: hello container (pid 1)"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        podman.ofc_containers(),
+        Vec::<String>::new(),
+        "a container was left behind"
+    );
+
+    // The hub (which is also the registry) is gone, and so is podman's copy of the image: the
+    // lock and the cache are enough.
+    hub.stop();
+    podman.ok(&["rmi", "-a", "-f"]);
+    let warm: Value = serde_json::from_str(&ok_in(
+        &ofc,
+        &podman,
+        proj.path(),
+        &["--json", "pull", "--locked", "acme/dockecho"],
+    ))
+    .unwrap();
+    assert_eq!(warm["pulled"][0]["origin"], "cache", "{warm}");
+    let r = ofc_in(
+        &ofc,
+        &podman,
+        proj.path(),
+        &["run", "--locked", "and again"],
+    );
+    assert_eq!(
+        r.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("container heard: and again (pid 1)"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(podman.ofc_containers(), Vec::<String>::new());
+
+    // The cache verbs know the image.
+    let list = ok_in(&ofc, &podman, proj.path(), &["list"]);
+    assert!(
+        list.contains(&format!("docker image {}", &hex[..12])),
+        "{list}"
+    );
+    ok_in(&ofc, &podman, proj.path(), &["verify"]);
+    let gc: Value =
+        serde_json::from_str(&ok_in(&ofc, &podman, proj.path(), &["--json", "gc"])).unwrap();
+    assert_eq!(gc["removedImages"], serde_json::json!([]), "{gc}");
+    assert!(layout.is_dir(), "gc removed an image in use");
+    // A damaged layer is reported by verify.
+    let rec: Value =
+        serde_json::from_slice(&std::fs::read(layout.join("ofc-image.json")).unwrap()).unwrap();
+    let layer = rec["blobs"].as_array().unwrap().last().unwrap()[0]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:")
+        .to_string();
+    let blob = layout.join("blobs/sha256").join(&layer);
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&blob, bytes).unwrap();
+    let r = ofc_in(&ofc, &podman, proj.path(), &["verify"]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(&format!("corrupt image {digest}")),
+        "{}",
+        r.stderr
+    );
+    // rm takes the image with the last agent that uses it.
+    let rm = ok_in(&ofc, &podman, proj.path(), &["rm", "acme/dockecho"]);
+    assert!(rm.contains(&format!("removed image {digest}")), "{rm}");
+    assert!(!layout.exists());
+}
+
+#[test]
+fn a_tag_only_image_and_an_altered_image_are_refused() {
+    let podman = Podman::new();
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let digest = podman.build_and_push(host(&hub.url), "1", &publisher.token);
+
+    // A tag alone is refused at publish.
+    let r = publish(
+        &publisher,
+        "tagged",
+        &format!("{}/acme/dockecho-image:1", host(&hub.url)),
+    );
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("must be pinned by digest"),
+        "{}",
+        r.stderr
+    );
+
+    // The image is published as served by a proxy that alters what the registry sends.
+    let proxy = HostileHub::start(&hub.url);
+    let image = format!("{}/acme/dockecho-image@{digest}", host(&proxy.url));
+    let r = publish(&publisher, "altered", &image);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let proj = project("agents:\n  - acme/altered\n");
+    let images = home.path().join("cache/docker-v1/images");
+
+    proxy.set(Mode::CorruptOciManifest);
+    let r = ofc_in(&ofc, &podman, proj.path(), &["pull", "acme/altered"]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(&format!("does not hash to {digest}"))
+            && r.stderr.contains("nothing was installed"),
+        "{}",
+        r.stderr
+    );
+    assert!(!images.exists() || std::fs::read_dir(&images).unwrap().next().is_none());
+
+    proxy.set(Mode::CorruptOciBlob);
+    let r = ofc_in(&ofc, &podman, proj.path(), &["pull", "acme/altered"]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("does not hash to") && r.stderr.contains("nothing was installed"),
+        "{}",
+        r.stderr
+    );
+    assert!(!images.exists() || std::fs::read_dir(&images).unwrap().next().is_none());
+    let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
+    assert!(!lock.contains("altered"), "{lock}");
+
+    // Honest again, the same pull installs it.
+    proxy.set(Mode::Honest);
+    ok_in(&ofc, &podman, proj.path(), &["pull", "acme/altered"]);
+    assert!(images.join(digest.trim_start_matches("sha256:")).is_dir());
+}
