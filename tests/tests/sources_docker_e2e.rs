@@ -15,10 +15,11 @@ mod hostile;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
-use common::{HubProc, Ofc, Publisher};
+use common::{HubProc, Ofc, Publisher, bin};
 use hostile::{HostileHub, Mode};
 use serde_json::Value;
 
@@ -400,3 +401,170 @@ fn a_tag_only_image_and_an_altered_image_are_refused() {
     ok_in(&ofc, &podman, proj.path(), &["pull", "acme/altered"]);
     assert!(images.join(digest.trim_start_matches("sha256:")).is_dir());
 }
+
+/// `ofc` as a child process (for the tests that kill it).
+fn spawn_ofc(ofc: &Ofc, podman: &Podman, dir: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(bin("ofc"))
+        .args(args)
+        .current_dir(dir)
+        .env("OFC_HOME", ofc.home())
+        .env("OFC_HUB", ofc.hub_url())
+        .env("NO_COLOR", "1")
+        .env("CONTAINERS_STORAGE_CONF", &podman.conf)
+        .env_remove("OFC_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < until, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Files under `dir`, recursively.
+fn files_under(dir: &Path) -> usize {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .count()
+}
+
+#[test]
+fn killed_pulls_leave_nothing_concurrent_pulls_install_once_and_killed_runs_leave_no_container() {
+    let podman = Podman::new();
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let digest = podman.build_and_push(host(&hub.url), "1", &publisher.token);
+    let proxy = HostileHub::start(&hub.url);
+    let image = format!("{}/acme/dockecho-image@{digest}", host(&proxy.url));
+    let r = publish(&publisher, "dockecho", &image);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let proj = project("agents:\n  - acme/dockecho\n");
+    let cache = home.path().join("cache");
+    let images = cache.join("docker-v1/images");
+
+    // A pull killed (SIGKILL) while the layers download leaves no image, and no agent.
+    proxy.set(Mode::SlowOciBlob(Duration::from_millis(100)));
+    let mut child = spawn_ofc(&ofc, &podman, proj.path(), &["pull", "acme/dockecho"]);
+    wait_until("a layer is downloading", Duration::from_secs(60), || {
+        files_under(&cache.join("tmp-v1")) >= 2
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!images.exists() || std::fs::read_dir(&images).unwrap().next().is_none());
+    let list = ok_in(&ofc, &podman, proj.path(), &["list"]);
+    assert!(!list.contains("acme/dockecho"), "{list}");
+    let gc: Value =
+        serde_json::from_str(&ok_in(&ofc, &podman, proj.path(), &["--json", "gc"])).unwrap();
+    assert!(gc["removedTemporaries"].as_u64().unwrap() >= 1, "{gc}");
+
+    // Two pulls at once: one downloads and installs, the other waits and finds it.
+    proxy.set(Mode::SlowOciBlob(Duration::from_millis(5)));
+    let pulls: Vec<_> = (0..2)
+        .map(|_| {
+            spawn_ofc(
+                &ofc,
+                &podman,
+                proj.path(),
+                &["--json", "pull", "acme/dockecho"],
+            )
+        })
+        .collect();
+    let mut extracted = Vec::new();
+    for p in pulls {
+        let out = p.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let p = &v["pulled"][0];
+        extracted.push((
+            p["extracted"].as_bool(),
+            p["downloadedBytes"].as_u64().unwrap() > 0,
+        ));
+    }
+    extracted.sort();
+    assert_eq!(
+        extracted,
+        vec![(Some(false), false), (Some(true), true)],
+        "exactly one pull installed the image"
+    );
+    assert_eq!(std::fs::read_dir(&images).unwrap().count(), 1);
+
+    // `ofc run` killed (SIGKILL) with its container running: the supervisor removes it.
+    let mut run = spawn_ofc(&ofc, &podman, proj.path(), &["--json", "run"]);
+    let stdout = run.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line.contains("\"type\":\"ready\"") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    if rx.recv_timeout(Duration::from_secs(90)).is_err() {
+        let _ = run.kill();
+        let out = run.wait_with_output().unwrap();
+        panic!(
+            "the floor did not become ready: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(
+        podman.ofc_containers().len(),
+        1,
+        "the agent's container runs"
+    );
+    run.kill().unwrap();
+    run.wait().unwrap();
+    wait_until(
+        "the supervisor removed the container",
+        Duration::from_secs(30),
+        || podman.ofc_containers().is_empty(),
+    );
+}
+
+#[test]
+fn without_podman_or_docker_a_container_agent_is_refused_before_anything_starts() {
+    let podman = Podman::new();
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let digest = podman.build_and_push(host(&hub.url), "1", &publisher.token);
+    let image = format!("{}/acme/dockecho-image@{digest}", host(&hub.url));
+    let r = publish(&publisher, "dockecho", &image);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let proj = project("agents:\n  - acme/dockecho\n");
+    ok_in(&ofc, &podman, proj.path(), &["pull", "acme/dockecho"]);
+    let empty = tempfile::tempdir().unwrap();
+    let r = Ofc::finish(
+        ofc.cmd()
+            .env("PATH", empty.path())
+            .env_remove(ENGINE_ENV)
+            .current_dir(proj.path())
+            .args(["run", "--offline", "hello"]),
+    );
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("container agents need podman or docker")
+            && r.stderr.contains("hint: install podman"),
+        "{}",
+        r.stderr
+    );
+}
+
+const ENGINE_ENV: &str = "OFC_CONTAINER_ENGINE";

@@ -48,6 +48,8 @@ pub enum Mode {
     CorruptOciManifest,
     /// Flips one byte of every OCI blob (`/v2/…/blobs/…`).
     CorruptOciBlob,
+    /// Sends every OCI blob in small chunks with a pause between them.
+    SlowOciBlob(Duration),
 }
 
 /// The running proxy.
@@ -281,7 +283,10 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
                 bytes = serde_json::to_vec(&list).unwrap();
             }
             Mode::HostileBundle(evil, _) if is_bundle => bytes = evil.as_ref().clone(),
-            Mode::SlowBundle(pause) if is_bundle => {
+            Mode::SlowBundle(pause) | Mode::SlowOciBlob(pause)
+                if (is_bundle && matches!(mode, Mode::SlowBundle(_)))
+                    || (is_oci_blob && matches!(mode, Mode::SlowOciBlob(_))) =>
+            {
                 let pause = *pause;
                 let chunks: Vec<Vec<u8>> = bytes.chunks(16 * 1024).map(<[u8]>::to_vec).collect();
                 let stream = futures_stream(chunks, pause);
