@@ -279,6 +279,8 @@ impl ContainerAgent {
             "run",
             "-d",
             "--rm",
+            // The image was loaded from the cache: never ask a registry.
+            "--pull=never",
             "--name",
             &name,
             "--label",
