@@ -4,8 +4,10 @@
 //! own `/v2/`, published pinned by digest, pulled (verified into the cache), run by `ofc run` in
 //! a container that answers `/ofc/info` and a respond call, and removed when the floor closes; a
 //! warm pull and run with the lock and the hub stopped need no network. A tag-only image is
-//! refused at publish; a registry that alters the manifest or a layer is refused at pull, with
-//! nothing installed.
+//! refused at publish, and at pull when a hub serves one signed with the publisher's key; a
+//! registry that alters the manifest or a layer is refused at pull, with nothing installed. A
+//! pull killed mid-download leaves no image, concurrent pulls install once, a killed `ofc run`
+//! leaves no container, and without podman or docker a run is refused before anything starts.
 //!
 //! Every test has a podman store of its own (`CONTAINERS_STORAGE_CONF`, vfs driver) for the
 //! image build and for `ofc`.
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use common::{HubProc, Ofc, Publisher, bin};
 use hostile::{HostileHub, Mode};
+use index_schema::envelope::SecretKey;
 use serde_json::Value;
 
 fn repo() -> PathBuf {
@@ -362,6 +365,31 @@ fn a_tag_only_image_and_an_altered_image_are_refused() {
         "{}",
         r.stderr
     );
+
+    // A hub that serves the same agent with a tag-only image, signed with the publisher's own
+    // key (as an older client could have published it): refused at pull, nothing installed.
+    let ok = publish(
+        &publisher,
+        "tagless",
+        &format!("{}/acme/dockecho-image@{digest}", host(&hub.url)),
+    );
+    assert_eq!(ok.code, Some(0), "{}\n{}", ok.stdout, ok.stderr);
+    let key =
+        std::fs::read_to_string(publisher.ofc.home().join("config/keys/default.key")).unwrap();
+    let key = std::sync::Arc::new(SecretKey::from_secret_text(key.trim()).unwrap());
+    let lying = HostileHub::start(&hub.url);
+    lying.set(Mode::SetImage(
+        format!("{}/acme/dockecho-image:1", host(&hub.url)),
+        key,
+    ));
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &lying.url);
+    let proj = project("agents:\n  - acme/tagless\n");
+    let r = ofc_in(&ofc, &podman, proj.path(), &["pull", "acme/tagless"]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("pinned by digest"), "{}", r.stderr);
+    assert!(!home.path().join("cache/docker-v1").exists());
+    drop(lying);
 
     // The image is published as served by a proxy that alters what the registry sends.
     let proxy = HostileHub::start(&hub.url);

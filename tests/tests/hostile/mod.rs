@@ -50,6 +50,9 @@ pub enum Mode {
     CorruptOciBlob,
     /// Sends every OCI blob in small chunks with a pause between them.
     SlowOciBlob(Duration),
+    /// Rewrites the image of every docker source to this one, re-signed with the publisher's
+    /// own key (as if the publisher had signed it) and the version list updated to match.
+    SetImage(String, Arc<SecretKey>),
 }
 
 /// The running proxy.
@@ -282,6 +285,39 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
                 }
                 bytes = serde_json::to_vec(&list).unwrap();
             }
+            Mode::SetImage(image, key) if is_version => {
+                bytes = edit_json(&bytes, |v| {
+                    let mut m = manifest_of(v);
+                    set_image(&mut m, image);
+                    replace_envelope(v, &m, key);
+                });
+            }
+            Mode::SetImage(image, key) if is_agent => {
+                let mut list: Value = serde_json::from_slice(&bytes).unwrap();
+                let versions = list["versions"].as_array().cloned().unwrap_or_default();
+                for (i, ver) in versions.iter().enumerate() {
+                    let vpath = format!(
+                        "{}{path}/versions/{}",
+                        p.upstream,
+                        ver["version"].as_str().unwrap()
+                    );
+                    let doc: Value = p
+                        .http
+                        .get(vpath)
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
+                    let mut m = manifest_of(&doc);
+                    set_image(&mut m, image);
+                    let env = sign_manifest(&m, key);
+                    list["versions"][i]["manifest_digest"] =
+                        Value::String(env.payload_digest().to_string());
+                }
+                bytes = serde_json::to_vec(&list).unwrap();
+            }
             Mode::HostileBundle(evil, _) if is_bundle => bytes = evil.as_ref().clone(),
             Mode::SlowBundle(pause) | Mode::SlowOciBlob(pause)
                 if (is_bundle && matches!(mode, Mode::SlowBundle(_)))
@@ -335,6 +371,12 @@ fn replace_envelope(version_doc: &mut Value, m: &Manifest, key: &SecretKey) {
     version_doc["manifest_digest"] = Value::String(env.payload_digest().to_string());
     version_doc["key"]["key_id"] = Value::String(key.key_id().to_string());
     version_doc["key"]["public_key"] = Value::String(key.public_key().to_string());
+}
+
+fn set_image(m: &mut Manifest, image: &str) {
+    if let Source::Docker(d) = &mut m.source {
+        d.image = image.to_string();
+    }
 }
 
 fn set_bundle(m: &mut Manifest, evil: &[u8]) {
