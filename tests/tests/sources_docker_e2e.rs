@@ -253,6 +253,33 @@ fn docker_agent_publish_pull_run_and_warm_run_without_the_hub() {
         lock.contains("kind = \"docker\"") && lock.contains(&digest),
         "{lock}"
     );
+    // The lock edited to another image digest no longer matches the signed pin.
+    let other = format!("sha256:{}", "0".repeat(64));
+    std::fs::write(proj.path().join("ofc.lock"), lock.replace(&digest, &other)).unwrap();
+    let r = ofc_in(
+        &ofc,
+        &podman,
+        proj.path(),
+        &["pull", "--locked", "acme/dockecho"],
+    );
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("ofc.lock no longer matches"),
+        "{}",
+        r.stderr
+    );
+    std::fs::write(proj.path().join("ofc.lock"), &lock).unwrap();
+    let human = ok_in(
+        &ofc,
+        &podman,
+        proj.path(),
+        &["pull", "--locked", "acme/dockecho"],
+    );
+    assert!(
+        human.contains(&format!("docker image {}", &digest[..19])) && human.contains("cached"),
+        "{human}"
+    );
+
     // The image is not in podman's store: the run loads it from ofc's cache.
     assert!(podman.ok(&["images", "-q"]).trim().is_empty());
 
