@@ -241,16 +241,21 @@ pub struct ContainerAgent {
     engine: Engine,
     name: String,
     stopped: AtomicBool,
+    /// `<engine> logs -f`, copying what the container prints to the agents' log; it ends when
+    /// the container is removed.
+    follower: std::sync::Mutex<Option<std::process::Child>>,
 }
 
 impl ContainerAgent {
     /// Starts `spec` for the agent `handle` and waits (up to `deadline`) until it answers
-    /// `/ofc/info`. On failure, nothing is left running.
+    /// `/ofc/info`; what the container prints is appended to `output`. On failure, nothing is
+    /// left running.
     pub async fn start(
         spec: &ContainerSpec,
         handle: &str,
         client: reqwest::Client,
         deadline: Duration,
+        output: Option<&Path>,
     ) -> Result<Self, String> {
         let engine = find_engine()?;
         ensure_image(&engine, spec)
@@ -302,7 +307,11 @@ impl ContainerAgent {
             engine,
             name,
             stopped: AtomicBool::new(false),
+            follower: std::sync::Mutex::new(None),
         };
+        if let Some(path) = output {
+            agent.follow_logs(path);
+        }
         let host_port = agent.published_port(spec.port).await?;
         agent.http = HttpAgent::new(format!("http://127.0.0.1:{host_port}/ofc"), client);
         let until = Instant::now() + deadline;
@@ -334,6 +343,33 @@ impl ContainerAgent {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Starts copying the container's output to `path` (best effort: a log that cannot be
+    /// opened leaves the agent running without one).
+    fn follow_logs(&self, path: &Path) {
+        let Ok(file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        else {
+            return;
+        };
+        let Ok(copy) = file.try_clone() else { return };
+        let child = std::process::Command::new(&self.engine.program)
+            .args(["logs", "-f", &self.name])
+            .stdin(Stdio::null())
+            .stdout(copy)
+            .stderr(file)
+            .spawn();
+        if let (Ok(child), Ok(mut slot)) = (child, self.follower.lock()) {
+            *slot = Some(child);
+        }
+    }
+
+    /// The log copy, taken out to be ended.
+    fn take_follower(&self) -> Option<std::process::Child> {
+        self.follower.lock().ok().and_then(|mut slot| slot.take())
     }
 
     /// The engine running it.
@@ -385,6 +421,9 @@ impl ContainerAgent {
         let _ = engine_run(&self.engine, &["stop", "-t", &t, &self.name], STEP_TIMEOUT).await;
         // `--rm` removes it once stopped; this covers an engine that did not.
         let _ = engine_run(&self.engine, &["rm", "-f", &self.name], STEP_TIMEOUT).await;
+        if let Some(child) = self.take_follower() {
+            let _ = tokio::task::spawn_blocking(move || end_follower(child)).await;
+        }
     }
 }
 
@@ -398,7 +437,22 @@ impl Drop for ContainerAgent {
                 .stderr(Stdio::null())
                 .status();
         }
+        if let Some(child) = self.take_follower() {
+            end_follower(child);
+        }
     }
+}
+
+/// Ends a log copy: it ends by itself once the container is removed; it is not waited for long.
+fn end_follower(mut child: std::process::Child) {
+    for _ in 0..50 {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 #[async_trait]

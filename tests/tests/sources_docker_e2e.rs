@@ -303,6 +303,17 @@ fn docker_agent_publish_pull_run_and_warm_run_without_the_hub() {
         Vec::<String>::new(),
         "a container was left behind"
     );
+    // What the container printed is in the run's agents log.
+    let logs: String = std::fs::read_dir(proj.path().join(".ofc/logs"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".agents.log"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert!(
+        logs.contains("ofc docker agent listening on 8080"),
+        "{logs:?}"
+    );
 
     // The hub (which is also the registry) is gone, and so is podman's copy of the image: the
     // lock and the cache are enough.

@@ -398,6 +398,7 @@ async fn run_floor(
                         &p.handle.to_string(),
                         client,
                         plan::CONTAINER_STARTUP_DEADLINE,
+                        Some(&agent_log),
                     )
                     .await
                     {
