@@ -161,6 +161,60 @@ impl Podman {
             .trim()
             .to_string()
     }
+
+    /// Builds the agent image and pushes it inside an image index (a one-platform manifest
+    /// list) as `acme/dockecho-index:1`. Returns the index's digest.
+    fn build_and_push_index(&self, registry: &str, token: &str) -> String {
+        let ctx = self.dir.path().join("ctx-index");
+        std::fs::create_dir_all(&ctx).unwrap();
+        let out = Command::new(tool("cc"))
+            .args(["-static", "-O2", "-o"])
+            .arg(ctx.join("agent"))
+            .arg(repo().join("tests/docker-agent/agent.c"))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        std::fs::write(
+            ctx.join("Containerfile"),
+            "FROM scratch\nCOPY agent /agent\nCMD [\"/agent\"]\n",
+        )
+        .unwrap();
+        self.ok(&[
+            "build",
+            "-q",
+            "-t",
+            "localhost/dockecho:index",
+            ctx.to_str().unwrap(),
+        ]);
+        let list = format!("{registry}/acme/dockecho-index:1");
+        self.ok(&["manifest", "create", &list]);
+        self.ok(&[
+            "manifest",
+            "add",
+            &list,
+            "containers-storage:localhost/dockecho:index",
+        ]);
+        let digest_file = ctx.join("digest");
+        self.ok(&[
+            "manifest",
+            "push",
+            "-q",
+            "--all",
+            "--tls-verify=false",
+            "--creds",
+            &format!("acme:{token}"),
+            "--digestfile",
+            digest_file.to_str().unwrap(),
+            &list,
+            &format!("docker://{list}"),
+        ]);
+        let _ = self.run(&["manifest", "rm", &list]);
+        self.ok(&["rmi", "-a", "-f"]);
+        std::fs::read_to_string(digest_file)
+            .unwrap()
+            .trim()
+            .to_string()
+    }
 }
 
 impl Drop for Podman {
@@ -634,3 +688,50 @@ fn without_podman_or_docker_a_container_agent_is_refused_before_anything_starts(
 }
 
 const ENGINE_ENV: &str = "OFC_CONTAINER_ENGINE";
+
+#[test]
+fn an_image_index_is_resolved_to_this_platform_and_runs() {
+    let podman = Podman::new();
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let index = podman.build_and_push_index(host(&hub.url), &publisher.token);
+    let image = format!("{}/acme/dockecho-index@{index}", host(&hub.url));
+    let r = publish(&publisher, "indexed", &image);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let proj = project("agents:\n  - acme/indexed\n");
+    ok_in(&ofc, &podman, proj.path(), &["pull", "acme/indexed"]);
+    let layout = home
+        .path()
+        .join("cache/docker-v1/images")
+        .join(index.trim_start_matches("sha256:"));
+    let rec: Value =
+        serde_json::from_slice(&std::fs::read(layout.join("ofc-image.json")).unwrap()).unwrap();
+    assert_eq!(rec["digest"], index.as_str(), "{rec}");
+    assert_ne!(
+        rec["manifest"],
+        index.as_str(),
+        "the index was resolved: {rec}"
+    );
+    let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
+    assert!(
+        lock.contains(&index),
+        "the lock records the pinned index: {lock}"
+    );
+    let r = ofc_in(&ofc, &podman, proj.path(), &["run", "from an index"]);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("container heard: from an index (pid 1)"),
+        "{}",
+        r.stdout
+    );
+    ok_in(&ofc, &podman, proj.path(), &["verify"]);
+    assert_eq!(podman.ofc_containers(), Vec::<String>::new());
+}
