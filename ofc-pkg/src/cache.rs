@@ -6,6 +6,8 @@
 //!                           files/          its unpacked tree
 //!                           tree.blake3     digest of the unpacked tree (see `tree_digest`)
 //!   manifests-v1/sha256/<hex>.json          signed envelopes, by manifest digest
+//!   docker-v1/images/<hex>/                 an OCI image layout, by pinned image digest, with
+//!                           ofc-image.json  its marker: every blob, written when complete
 //!   tmp-v1/                                 work in progress, renamed into place when done
 //!   locks-v1/                               one lock file per entry
 //!   .lock                                   shared by writers, exclusive for rm and gc
@@ -34,6 +36,8 @@ const LOCKS: &str = "locks-v1";
 const BUNDLE_FILE: &str = "bundle.tar.gz";
 const FILES_DIR: &str = "files";
 const TREE_FILE: &str = "tree.blake3";
+const IMAGES: &str = "docker-v1/images";
+const IMAGE_MARKER: &str = "ofc-image.json";
 
 /// Why a cache operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +134,8 @@ pub struct GcReport {
     pub temporaries: usize,
     /// Installed environments (pip) and downloaded distribution files no cached manifest uses.
     pub environments: usize,
+    /// Container images (OCI layouts) no cached manifest uses.
+    pub images: Vec<Digest>,
     /// Bytes freed.
     pub bytes: u64,
 }
@@ -527,6 +533,20 @@ impl Cache {
             }
         }
         self.verify_environments(&mut checked, &mut problems);
+        if let Ok(rd) = fs::read_dir(self.root.join(IMAGES)) {
+            for e in rd.flatten() {
+                checked += 1;
+                if let Err(reason) = self.verify_image(&e.path()) {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    problems.push(Problem {
+                        kind: "image",
+                        entry: Digest::parse(&format!("sha256:{name}"))
+                            .map_or_else(|_| e.path().display().to_string(), |d| d.to_string()),
+                        reason,
+                    });
+                }
+            }
+        }
         Ok((checked, problems))
     }
 
@@ -575,9 +595,16 @@ impl Cache {
         }
     }
 
-    /// The installed environment (pip or npm) of a cached manifest: its kind, directory and
-    /// whether it is complete.
+    /// The installed environment (pip or npm) or container image (docker) of a cached
+    /// manifest: its kind, directory and whether it is complete.
     pub fn environment(&self, manifest: &Digest) -> Option<(&'static str, PathBuf, bool)> {
+        if let Ok(m) = self.manifest(manifest)
+            && let Source::Docker(d) = &m.manifest.source
+        {
+            let dir = self.image_dir(&d.digest()?);
+            let complete = dir.join(IMAGE_MARKER).is_file();
+            return Some(("docker", dir, complete));
+        }
         for (kind, dir) in [("pip", "pip-v1"), ("npm", "npm-v1")] {
             let rec = self
                 .root
@@ -594,31 +621,131 @@ impl Cache {
         None
     }
 
-    /// Removes a manifest, and its bundle when no other cached manifest uses it. Returns the
-    /// bundle removed, if any.
-    pub fn remove_manifest(&self, digest: &Digest) -> Result<Option<Digest>> {
+    /// Removes a manifest, and its bundle or container image when no other cached manifest
+    /// uses it. Returns the bundle and the image removed, if any.
+    pub fn remove_manifest(&self, digest: &Digest) -> Result<(Option<Digest>, Option<Digest>)> {
         let _cache = self.lock_exclusive()?;
-        let bundle = self
-            .manifest(digest)
-            .ok()
-            .and_then(|m| match m.manifest.source {
-                Source::Bundle(b) => Some(b.digest),
-                _ => None,
-            });
+        let source = self.manifest(digest).ok().map(|m| m.manifest.source);
+        let bundle = match &source {
+            Some(Source::Bundle(b)) => Some(b.digest),
+            _ => None,
+        };
+        let image = match &source {
+            Some(Source::Docker(d)) => d.digest(),
+            _ => None,
+        };
         let file = self.manifest_file(digest);
         fs::remove_file(&file).map_err(io_at(&file))?;
+        if let Some(image) = image {
+            let dir = self.image_dir(&image);
+            if !self.referenced_images()?.contains(&image) && dir.exists() {
+                remove_entry_dir(&self.root, &dir)?;
+                return Ok((None, Some(image)));
+            }
+            return Ok((None, None));
+        }
         let Some(bundle) = bundle else {
-            return Ok(None);
+            return Ok((None, None));
         };
         if self.referenced_bundles()?.contains(&bundle) {
-            return Ok(None);
+            return Ok((None, None));
         }
         let dir = self.bundle_dir(&bundle);
         if !dir.exists() {
-            return Ok(None);
+            return Ok((None, None));
         }
         remove_entry_dir(&self.root, &dir)?;
-        Ok(Some(bundle))
+        Ok((Some(bundle), None))
+    }
+
+    fn image_dir(&self, digest: &Digest) -> PathBuf {
+        self.root.join(IMAGES).join(digest.hex())
+    }
+
+    /// Removes a container image entry (damaged or not).
+    pub fn remove_image(&self, digest: &Digest) -> Result<bool> {
+        let _cache = self.lock_exclusive()?;
+        let dir = self.image_dir(digest);
+        if !dir.exists() {
+            return Ok(false);
+        }
+        remove_entry_dir(&self.root, &dir)?;
+        Ok(true)
+    }
+
+    /// The image digests the cached manifests pin.
+    fn referenced_images(&self) -> Result<Vec<Digest>> {
+        let mut out = Vec::new();
+        for (_, d) in self.digests_in(&self.root.join(MANIFESTS).join("sha256"), ".json")? {
+            if let Some(m) = d.and_then(|d| self.manifest(&d).ok())
+                && let Source::Docker(dk) = m.manifest.source
+                && let Some(img) = dk.digest()
+            {
+                out.push(img);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Checks one image layout: its marker names it, and every blob the marker lists is there
+    /// with its size and hashes to its name.
+    fn verify_image(&self, dir: &Path) -> std::result::Result<(), String> {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let bytes = fs::read(dir.join(IMAGE_MARKER))
+            .map_err(|_| "its completion marker is missing".to_string())?;
+        let v: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|_| "its completion marker is unreadable".to_string())?;
+        let digest = v["digest"]
+            .as_str()
+            .and_then(|d| Digest::parse(d).ok())
+            .ok_or("its completion marker names no digest")?;
+        if digest.hex() != name {
+            return Err(format!("its marker names another image ({digest})"));
+        }
+        for b in v["blobs"].as_array().into_iter().flatten() {
+            let Some(d) = b[0].as_str().and_then(|d| Digest::parse(d).ok()) else {
+                return Err("its marker lists an invalid blob".into());
+            };
+            let path = dir.join("blobs/sha256").join(d.hex());
+            match hash_file(&path) {
+                Ok((actual, size)) if actual == d && Some(size) == b[1].as_u64() => {}
+                Ok((actual, _)) => return Err(format!("blob {d} hashes to {actual}")),
+                Err(_) => return Err(format!("blob {d} is missing")),
+            }
+        }
+        for f in ["index.json", "oci-layout"] {
+            if !dir.join(f).is_file() {
+                return Err(format!("its {f} is missing"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Images no cached manifest pins go (through `tmp-v1/`, like bundles).
+    fn gc_images(&self, report: &mut GcReport) -> Result<()> {
+        let used = self.referenced_images()?;
+        let Ok(rd) = fs::read_dir(self.root.join(IMAGES)) else {
+            return Ok(());
+        };
+        for entry in rd.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let d = Digest::parse(&format!("sha256:{name}")).ok();
+            if d.is_some_and(|d| used.contains(&d)) {
+                continue;
+            }
+            let p = entry.path();
+            report.bytes += dir_size(&p);
+            remove_entry_dir(&self.root, &p)?;
+            if let Some(d) = d {
+                report.images.push(d);
+            } else {
+                report.temporaries += 1;
+            }
+        }
+        Ok(())
     }
 
     /// Removes a bundle entry (damaged or not).
@@ -708,6 +835,7 @@ impl Cache {
             report.bundles.push(d);
         }
         self.gc_pip(&mut report)?;
+        self.gc_images(&mut report)?;
         // With the cache held exclusively, nothing in tmp-v1 is in progress.
         let tmp = self.root.join(TMP);
         if let Ok(rd) = fs::read_dir(&tmp) {

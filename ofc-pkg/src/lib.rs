@@ -8,6 +8,7 @@ pub mod cache;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod container;
 pub mod credentials;
 pub mod detect;
 pub mod hub;

@@ -28,12 +28,17 @@ pub enum Start {
         /// Its working directory.
         cwd: PathBuf,
     },
-    /// A container image that serves the OFC agent API on `port` inside the container.
+    /// A container image that serves the OFC agent API on `port` inside the container, run
+    /// with podman or docker from the verified OCI image layout in the cache.
     Container {
-        /// The image, pinned by digest (`repository@sha256:…`) or a local image id.
+        /// The image as the signed manifest names it, pinned by digest (`repository@sha256:…`).
         image: String,
         /// The container port serving the OFC agent API.
         port: u16,
+        /// The OCI image layout directory in the cache.
+        layout: PathBuf,
+        /// The digest of the image's config: the image id podman and docker give it.
+        config: String,
     },
     /// An agent that already runs at an OFC endpoint.
     Remote {

@@ -1,4 +1,5 @@
-//! `ofc gc`: removes cached bundles no cached agent uses and leftover temporary entries.
+//! `ofc gc`: removes cached bundles, environments and container images no cached agent uses,
+//! and leftover temporary entries.
 
 use anyhow::Result;
 use serde_json::json;
@@ -18,16 +19,22 @@ pub fn run(out: &mut Output) -> Result<ExitStatus> {
             "removedBundles": report.bundles.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
             "removedTemporaries": report.temporaries,
             "removedEnvironments": report.environments,
+            "removedImages": report.images.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
             "freedBytes": report.bytes,
         }));
     } else {
         for d in &report.bundles {
             out.data(&format!("removed bundle {d}"));
         }
+        for d in &report.images {
+            out.data(&format!("removed image {d}"));
+        }
         out.status(&format!(
-            "removed {} unused bundle{}, {} unused environment entr{} and {} temporary entr{}, freed {}",
+            "removed {} unused bundle{}, {} unused image{}, {} unused environment entr{} and {} temporary entr{}, freed {}",
             report.bundles.len(),
             if report.bundles.len() == 1 { "" } else { "s" },
+            report.images.len(),
+            if report.images.len() == 1 { "" } else { "s" },
             report.environments,
             if report.environments == 1 { "y" } else { "ies" },
             report.temporaries,

@@ -83,8 +83,10 @@ pub fn run(out: &mut Output) -> Result<ExitStatus> {
                             .file_name()
                             .map(|n| n.to_string_lossy().chars().take(12).collect::<String>())
                             .unwrap_or_default();
-                        format!("{kind} env {key}")
+                        let what = if kind == "docker" { "image" } else { "env" };
+                        format!("{kind} {what} {key}")
                     }
+                    Some(("docker", _, false)) => "docker (image not cached)".to_string(),
                     Some((kind, _, false)) => format!("{kind} (env incomplete)"),
                     None => m.manifest.source.kind().to_string(),
                 },

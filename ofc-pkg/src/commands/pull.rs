@@ -105,6 +105,9 @@ pub fn run(args: &PullArgs, out: &mut Output) -> Result<ExitStatus> {
             LockedSource::Bundle { digest } => format!("bundle {}", short(&digest.to_string())),
             LockedSource::Remote { endpoint, .. } => format!("remote {endpoint}"),
             LockedSource::Local { path, .. } => format!("local {path}"),
+            LockedSource::Docker { digest, .. } => {
+                format!("docker image {}", short(&digest.to_string()))
+            }
             other => other.kind().to_string(),
         };
         let origin = match p.origin {

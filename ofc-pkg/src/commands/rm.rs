@@ -30,16 +30,16 @@ pub fn run(args: &RmArgs, out: &mut Output) -> Result<ExitStatus> {
                     .join(format!("{}.json", digest.hex()))
                     .exists();
             if manifest_cached {
-                let bundle = cache.remove_manifest(&digest).map_err(busy_hint)?;
+                let with = cache.remove_manifest(&digest).map_err(busy_hint)?;
                 lines.push(format!("removed manifest {digest}"));
                 removed.push(json!({"kind": "manifest", "digest": digest.to_string()}));
-                if let Some(b) = bundle {
-                    lines.push(format!("removed bundle {b}"));
-                    removed.push(json!({"kind": "bundle", "digest": b.to_string()}));
-                }
+                also_removed(with, &mut lines, &mut removed);
             } else if cache.remove_bundle(&digest).map_err(busy_hint)? {
                 lines.push(format!("removed bundle {digest}"));
                 removed.push(json!({"kind": "bundle", "digest": digest.to_string()}));
+            } else if cache.remove_image(&digest).map_err(busy_hint)? {
+                lines.push(format!("removed image {digest}"));
+                removed.push(json!({"kind": "image", "digest": digest.to_string()}));
             } else {
                 bail!(
                     UserError::new(format!("{digest} is not in the cache"))
@@ -70,7 +70,7 @@ pub fn run(args: &RmArgs, out: &mut Output) -> Result<ExitStatus> {
             );
         }
         for m in matching {
-            let bundle = cache.remove_manifest(&m.digest).map_err(busy_hint)?;
+            let with = cache.remove_manifest(&m.digest).map_err(busy_hint)?;
             lines.push(format!(
                 "removed {}@{} ({})",
                 m.manifest.name, m.manifest.version, m.digest
@@ -81,10 +81,7 @@ pub fn run(args: &RmArgs, out: &mut Output) -> Result<ExitStatus> {
                 "version": m.manifest.version.to_string(),
                 "digest": m.digest.to_string(),
             }));
-            if let Some(b) = bundle {
-                lines.push(format!("removed bundle {b}"));
-                removed.push(json!({"kind": "bundle", "digest": b.to_string()}));
-            }
+            also_removed(with, &mut lines, &mut removed);
         }
     }
     if out.json {
@@ -95,4 +92,20 @@ pub fn run(args: &RmArgs, out: &mut Output) -> Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// Reports the bundle or image that went with a manifest.
+fn also_removed(
+    (bundle, image): (Option<Digest>, Option<Digest>),
+    lines: &mut Vec<String>,
+    removed: &mut Vec<serde_json::Value>,
+) {
+    if let Some(b) = bundle {
+        lines.push(format!("removed bundle {b}"));
+        removed.push(json!({"kind": "bundle", "digest": b.to_string()}));
+    }
+    if let Some(i) = image {
+        lines.push(format!("removed image {i}"));
+        removed.push(json!({"kind": "image", "digest": i.to_string()}));
+    }
 }

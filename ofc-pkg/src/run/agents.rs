@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use index_schema::blueprint::{Defaults, InlineAgent};
-use runtime::agent::Agent;
 use runtime::llm::{LlmAgent, LlmConfigError};
 
 /// The built-in LLM agent for an inline `type: llm` agent (or an `agent.yaml` with a `model`
@@ -26,11 +25,4 @@ pub fn llm_error_field(e: &LlmConfigError) -> &'static str {
         LlmConfigError::NoEndpoint { .. } | LlmConfigError::BadEndpoint { .. } => "endpoint",
         LlmConfigError::MissingApiKey { .. } => "api_key_env",
     }
-}
-
-/// An agent started from a container image (`Start::Container`).
-pub fn container_agent(image: &str, _port: u16) -> Result<Arc<dyn Agent>, String> {
-    Err(format!(
-        "container agents: not in this build (cannot start image `{image}` yet)"
-    ))
 }

@@ -37,6 +37,7 @@ use runtime::llm::RosterEntry;
 use runtime::{Activation, Handle};
 
 use crate::config::Paths;
+use crate::container::ContainerAgent;
 use crate::hub::Hub;
 use crate::output::{Output, UserError};
 use crate::pull::{self, PullOptions, Request};
@@ -382,7 +383,10 @@ async fn run_floor(
 
     let run_id = run_id();
     let agent_log = project.logs.join(format!("{run_id}.agents.log"));
-    let supervisor = if planned.iter().any(|p| matches!(p.kind, Kind::Process(_))) {
+    let supervisor = if planned
+        .iter()
+        .any(|p| matches!(p.kind, Kind::Process(_) | Kind::Container(_)))
+    {
         Some(supervisor::Supervisor::start()?)
     } else {
         None
@@ -413,6 +417,26 @@ async fn run_floor(
                     Arc::new(HttpAgent::new(endpoint.clone(), client)) as Arc<dyn Agent>,
                     Some(endpoint),
                 )),
+                Kind::Container(spec) => {
+                    match ContainerAgent::start(
+                        &spec,
+                        &p.handle.to_string(),
+                        client,
+                        plan::CONTAINER_STARTUP_DEADLINE,
+                        Some(&agent_log),
+                    )
+                    .await
+                    {
+                        Ok(agent) => {
+                            if let Some(s) = &supervisor {
+                                s.watch_container(&agent.engine().program, agent.name());
+                            }
+                            let endpoint = agent.endpoint().to_owned();
+                            Ok((Arc::new(agent) as Arc<dyn Agent>, Some(endpoint)))
+                        }
+                        Err(e) => Err(format!("{} ({}): {e}", p.field, p.handle)),
+                    }
+                }
                 Kind::Process(mut command) => {
                     if let Some(s) = supervisor {
                         command.on_spawn = Some(SpawnHook(Arc::new(move |pgid| s.watch(pgid))));

@@ -18,6 +18,7 @@ use runtime::llm::LlmAgent;
 use runtime::{Activation, Handle};
 
 use super::agents;
+use crate::container::{self, ContainerSpec};
 use crate::start::Start;
 
 /// The most bytes a blueprint or agent file may have.
@@ -25,6 +26,9 @@ const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// How long a process agent may take to answer `/ofc/info` after it starts.
 pub const STARTUP_DEADLINE: Duration = Duration::from_secs(15);
+
+/// How long a container agent may take to answer `/ofc/info` once its container runs.
+pub const CONTAINER_STARTUP_DEADLINE: Duration = Duration::from_secs(30);
 
 /// One agent, ready to be started.
 #[derive(Debug)]
@@ -53,6 +57,8 @@ pub enum Kind {
     Ready(Arc<dyn Agent>),
     /// The built-in LLM agent (it is told who else is on the floor before the floor opens).
     Llm(Arc<LlmAgent>),
+    /// A pulled container image, run with podman or docker.
+    Container(ContainerSpec),
 }
 
 /// A loaded blueprint: the parsed document (for positions) and its directory.
@@ -243,10 +249,6 @@ pub fn from_agent_yaml(file: &Path, dir: &Path) -> Result<(Handle, Activation, K
         Some(AgentSource::Remote { endpoint }) => {
             return Ok((handle, act, Kind::Remote(endpoint.clone())));
         }
-        Some(AgentSource::Docker { image, port }) => {
-            agents::container_agent(image, *port)
-                .map_err(|e| format!("{}: source: {e}", file.display()))?;
-        }
         Some(other) => {
             return Err(format!(
                 "{}: source: a {} agent must be pulled first (`ofc pull`), or list it in the \
@@ -255,6 +257,7 @@ pub fn from_agent_yaml(file: &Path, dir: &Path) -> Result<(Handle, Activation, K
                 match other {
                     AgentSource::Pip { .. } => "pip",
                     AgentSource::Npm { .. } => "npm",
+                    AgentSource::Docker { .. } => "docker",
                     _ => "packaged",
                 }
             ));
@@ -326,9 +329,24 @@ pub fn from_start(
             cmd.startup_deadline = STARTUP_DEADLINE;
             Ok((None, Kind::Process(cmd)))
         }
-        Start::Container { image, port } => agents::container_agent(image, *port)
-            .map(|a| (None, Kind::Ready(a)))
-            .map_err(|e| format!("{name}: {e}")),
+        Start::Container {
+            image,
+            port,
+            layout,
+            config,
+        } => {
+            // No engine, no start: said now, before anything runs.
+            container::find_engine().map_err(|e| format!("{name}: {e}"))?;
+            Ok((
+                None,
+                Kind::Container(ContainerSpec {
+                    image: image.clone(),
+                    port: *port,
+                    layout: layout.clone(),
+                    config: config.clone(),
+                }),
+            ))
+        }
         Start::Remote { endpoint } => Ok((None, Kind::Remote(endpoint.clone()))),
     }
 }

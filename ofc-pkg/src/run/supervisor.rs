@@ -57,6 +57,13 @@ impl Supervisor {
         self.send(&format!("+{pgid}\n"));
     }
 
+    /// Registers a container (run by the engine `program`) to remove if `ofc` dies.
+    pub fn watch_container(&self, program: &std::path::Path, name: &str) {
+        if let Some(p) = program.to_str() {
+            self.send(&format!("C{name}\t{p}\n"));
+        }
+    }
+
     /// Forgets a group `ofc` stopped itself (its id may be reused).
     pub fn forget(&self, pgid: u32) {
         self.send(&format!("-{pgid}\n"));
@@ -81,17 +88,47 @@ impl Supervisor {
     }
 }
 
-/// `ofc __supervise`: reads `+PGID`/`-PGID` lines until end of file, then stops every group
-/// still registered.
+/// `ofc __supervise`: reads `+PGID`/`-PGID` lines (and `CNAME\tENGINE` for containers) until
+/// end of file, then stops every group still registered and removes every container (a
+/// container `ofc` already removed is not there any more; removing it again does nothing).
 pub fn main() -> std::process::ExitCode {
     let mut groups: Vec<u32> = Vec::new();
+    let mut containers: Vec<(String, String)> = Vec::new();
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
+        if let Some(c) = container_line(&line) {
+            if containers.len() < MAX_GROUPS && !containers.contains(&c) {
+                containers.push(c);
+            }
+            continue;
+        }
         apply(&mut groups, &line);
     }
     stop_groups(&groups, runtime::agent::STOP_GRACE * 2);
+    for (name, engine) in &containers {
+        let _ = Command::new(engine)
+            .args(["rm", "-f", name])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
     std::process::ExitCode::SUCCESS
+}
+
+/// A `Cofc-NAME\tENGINE` line: a container named by ofc (`ofc-` and letters, digits, `-`) and
+/// the absolute path of the engine that runs it.
+fn container_line(line: &str) -> Option<(String, String)> {
+    let (name, engine) = line
+        .trim_end_matches(['\r', '\n'])
+        .strip_prefix('C')?
+        .split_once('\t')?;
+    let name_ok = name.starts_with("ofc-")
+        && name.len() <= 128
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    let engine_ok = engine.starts_with('/') && !engine.chars().any(char::is_control);
+    (name_ok && engine_ok).then(|| (name.to_string(), engine.to_string()))
 }
 
 /// Applies one `+PGID` / `-PGID` line; anything else is ignored.
@@ -167,5 +204,23 @@ mod tests {
             apply(&mut g, &format!("+{}", 1000 + i));
         }
         assert_eq!(g.len(), MAX_GROUPS, "bounded");
+    }
+
+    #[test]
+    fn container_lines_name_ofc_containers_and_absolute_engines() {
+        assert_eq!(
+            container_line("Cofc-echo-0a1b\t/usr/bin/podman"),
+            Some(("ofc-echo-0a1b".into(), "/usr/bin/podman".into()))
+        );
+        for bad in [
+            "Cecho\t/usr/bin/podman",
+            "Cofc-a b\t/usr/bin/podman",
+            "Cofc-a\tpodman",
+            "Cofc-a",
+            "+100",
+            "Cofc--rm\t/usr/bin/podman\u{7}",
+        ] {
+            assert_eq!(container_line(bad), None, "{bad:?}");
+        }
     }
 }

@@ -44,6 +44,15 @@ pub enum Mode {
     HostileBundle(Arc<Vec<u8>>, Arc<SecretKey>),
     /// Sends the bundle in small chunks with a pause between them.
     SlowBundle(Duration),
+    /// Flips one byte of every OCI manifest fetched by digest (`/v2/…/manifests/sha256:…`).
+    CorruptOciManifest,
+    /// Flips one byte of every OCI blob (`/v2/…/blobs/…`).
+    CorruptOciBlob,
+    /// Sends every OCI blob in small chunks with a pause between them.
+    SlowOciBlob(Duration),
+    /// Rewrites the image of every docker source to this one, re-signed with the publisher's
+    /// own key (as if the publisher had signed it) and the version list updated to match.
+    SetImage(String, Arc<SecretKey>),
 }
 
 /// The running proxy.
@@ -153,14 +162,18 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
     };
     let status = resp.status();
     let mut out_headers = HeaderMap::new();
-    if let Some(ct) = resp.headers().get("content-type") {
-        out_headers.insert("content-type", ct.clone());
+    for h in ["content-type", "www-authenticate"] {
+        if let Some(v) = resp.headers().get(h) {
+            out_headers.insert(h, v.clone());
+        }
     }
     let mut bytes = resp.bytes().await.unwrap().to_vec();
     let is_bundle = path.ends_with("/bundle");
     let is_version =
         path.contains("/versions/") && !is_bundle && path.starts_with("/api/v1/agents/");
     let is_agent = path.starts_with("/api/v1/agents/") && !path.contains("/versions/");
+    let is_oci_manifest = path.starts_with("/v2/") && path.contains("/manifests/sha256:");
+    let is_oci_blob = path.starts_with("/v2/") && path.contains("/blobs/sha256:");
 
     if status.is_success() {
         match &mode {
@@ -169,6 +182,15 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
                 bytes[mid] ^= 0x55;
             }
             Mode::OversizeBundle if is_bundle => bytes.extend_from_slice(&[0u8; 4096]),
+            Mode::CorruptOciManifest if is_oci_manifest && !bytes.is_empty() => {
+                // A space where the JSON has one stays JSON; only the digest can tell.
+                let i = bytes.iter().rposition(|b| *b == b'}').unwrap_or(0);
+                bytes.insert(i, b' ');
+            }
+            Mode::CorruptOciBlob if is_oci_blob && !bytes.is_empty() => {
+                let mid = bytes.len() / 2;
+                bytes[mid] ^= 0x55;
+            }
             Mode::BadSignature if is_version => {
                 bytes = edit_json(&bytes, |v| {
                     let sig = v["envelope"]["signatures"][0]["sig"].as_str().unwrap();
@@ -263,8 +285,44 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
                 }
                 bytes = serde_json::to_vec(&list).unwrap();
             }
+            Mode::SetImage(image, key) if is_version => {
+                bytes = edit_json(&bytes, |v| {
+                    let mut m = manifest_of(v);
+                    set_image(&mut m, image);
+                    replace_envelope(v, &m, key);
+                });
+            }
+            Mode::SetImage(image, key) if is_agent => {
+                let mut list: Value = serde_json::from_slice(&bytes).unwrap();
+                let versions = list["versions"].as_array().cloned().unwrap_or_default();
+                for (i, ver) in versions.iter().enumerate() {
+                    let vpath = format!(
+                        "{}{path}/versions/{}",
+                        p.upstream,
+                        ver["version"].as_str().unwrap()
+                    );
+                    let doc: Value = p
+                        .http
+                        .get(vpath)
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
+                    let mut m = manifest_of(&doc);
+                    set_image(&mut m, image);
+                    let env = sign_manifest(&m, key);
+                    list["versions"][i]["manifest_digest"] =
+                        Value::String(env.payload_digest().to_string());
+                }
+                bytes = serde_json::to_vec(&list).unwrap();
+            }
             Mode::HostileBundle(evil, _) if is_bundle => bytes = evil.as_ref().clone(),
-            Mode::SlowBundle(pause) if is_bundle => {
+            Mode::SlowBundle(pause) | Mode::SlowOciBlob(pause)
+                if (is_bundle && matches!(mode, Mode::SlowBundle(_)))
+                    || (is_oci_blob && matches!(mode, Mode::SlowOciBlob(_))) =>
+            {
                 let pause = *pause;
                 let chunks: Vec<Vec<u8>> = bytes.chunks(16 * 1024).map(<[u8]>::to_vec).collect();
                 let stream = futures_stream(chunks, pause);
@@ -313,6 +371,12 @@ fn replace_envelope(version_doc: &mut Value, m: &Manifest, key: &SecretKey) {
     version_doc["manifest_digest"] = Value::String(env.payload_digest().to_string());
     version_doc["key"]["key_id"] = Value::String(key.key_id().to_string());
     version_doc["key"]["public_key"] = Value::String(key.public_key().to_string());
+}
+
+fn set_image(m: &mut Manifest, image: &str) {
+    if let Source::Docker(d) = &mut m.source {
+        d.image = image.to_string();
+    }
 }
 
 fn set_bundle(m: &mut Manifest, evil: &[u8]) {

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use async_trait::async_trait;
 use index_schema::lockfile::LockedSource;
 use index_schema::manifest::{Manifest, Source as ManifestSource};
@@ -14,10 +14,10 @@ use index_schema::name::{AgentName, Digest};
 
 use super::Ctx;
 use crate::hub::Hub;
-use crate::output::UserError;
 use crate::start::Start;
 
 mod bundle;
+mod docker;
 pub(super) mod local;
 mod npm;
 mod pip;
@@ -71,32 +71,6 @@ pub(super) fn of(s: &ManifestSource) -> Box<dyn Source> {
         ManifestSource::Remote(_) => Box::new(remote::Remote),
         ManifestSource::Pip(_) => Box::new(pip::Pip),
         ManifestSource::Npm(_) => Box::new(npm::Npm),
-        other => Box::new(Unsupported(other.kind())),
-    }
-}
-
-/// A kind this client cannot install yet.
-struct Unsupported(&'static str);
-
-impl Unsupported {
-    fn error(&self) -> anyhow::Error {
-        anyhow!(
-            UserError::new(format!(
-                "`{}` sources cannot be pulled by this version of ofc",
-                self.0
-            ))
-            .hint("bundle, remote, local, pip and npm agents are supported; docker comes next")
-        )
-    }
-}
-
-#[async_trait]
-impl Source for Unsupported {
-    fn cached(&self, _: &Ctx, _: &Job<'_>) -> Result<Result<Installed, String>> {
-        Err(self.error())
-    }
-
-    async fn install(&self, _: &Ctx, _: &Job<'_>) -> Result<Installed> {
-        Err(self.error())
+        ManifestSource::Docker(_) => Box::new(docker::Docker),
     }
 }
