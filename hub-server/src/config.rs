@@ -38,6 +38,14 @@ pub struct Config {
     pub upstream_username: Option<String>,
     /// Password or token for `upstream_registry`.
     pub upstream_password: Option<String>,
+    /// Most open client connections; past it, new ones get an immediate 503 and are closed.
+    /// 0: the process's open-file limit minus a reserve for the database, blobs and index.
+    pub max_connections: usize,
+    /// Seconds a connection may take to send a request's headers — also how long an idle
+    /// keep-alive connection stays open.
+    pub header_timeout_secs: u64,
+    /// Seconds a request body may go without sending anything.
+    pub body_timeout_secs: u64,
 }
 
 impl std::fmt::Debug for Config {
@@ -68,6 +76,9 @@ impl Default for Config {
             upstream_registry: None,
             upstream_username: None,
             upstream_password: None,
+            max_connections: 0,
+            header_timeout_secs: 10,
+            body_timeout_secs: 60,
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod api;
 pub mod auth;
 pub mod blob;
 pub mod config;
+pub mod conn;
 pub mod db;
 pub mod error;
 pub mod metrics;
@@ -15,12 +16,10 @@ pub mod search;
 pub mod store;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use axum::serve::ListenerExt as _;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 pub use api::AppState;
 pub use config::Config;
@@ -114,18 +113,6 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
     Ok(state)
 }
 
-/// `listener` with TCP_NODELAY set on every accepted connection. Small responses (a blob GET, a
-/// JSON answer) are written after their headers: without it, Nagle's algorithm and delayed ACKs
-/// stall them for ~40 ms. The runtime's servers do the same.
-fn nodelay(listener: TcpListener) -> axum::serve::TapIo<TcpListener, fn(&mut TcpStream)> {
-    fn set(tcp: &mut TcpStream) {
-        if let Err(error) = tcp.set_nodelay(true) {
-            tracing::debug!(%error, "cannot set TCP_NODELAY");
-        }
-    }
-    listener.tap_io(set)
-}
-
 /// Serves the hub on `listener` until `shutdown` resolves, then finishes in-flight requests
 /// and closes the database.
 pub async fn serve(
@@ -135,35 +122,14 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let store = state.store.clone();
     let search = state.search.clone();
+    let limits = conn::ConnLimits::from_config(&state.config);
     let app = oci::router(state.clone()).merge(api::router(state));
-    axum::serve(
-        nodelay(listener),
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
-    .context("server error")?;
+    conn::serve(listener, app, limits, shutdown).await;
     if let Some(search) = &search {
         search.shutdown().await?;
     }
     store.db().close().await;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use axum::serve::Listener as _;
-
-    #[tokio::test]
-    async fn accepted_connections_have_tcp_nodelay() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let mut listener = super::nodelay(listener);
-        let client = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let (server, _) = listener.accept().await;
-        assert!(server.nodelay().unwrap(), "TCP_NODELAY is not set");
-        drop(client);
-    }
 }
 
 #[cfg(all(test, unix))]
