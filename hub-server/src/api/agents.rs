@@ -709,19 +709,24 @@ pub async fn get_bundle(
         ));
     };
     let digest = Digest::parse(d).map_err(ApiError::internal)?;
+    // Streamed from the blob file: a bundle is never held in memory, however many downloads
+    // stall (each holds one open file and a 64 KiB buffer).
     let blobs = state.blobs.clone();
-    let bytes = tokio::task::spawn_blocking(move || blobs.get(&digest))
+    let (file, size) = tokio::task::spawn_blocking(move || blobs.open(&digest))
         .await
         .map_err(ApiError::internal)??
         .ok_or_else(|| ApiError::internal(format!("blob {d} missing from the blob store")))?;
     // Only the bundle counts as a download: reading metadata is not pulling the agent.
     state.store.count_download(a.id, v.id).await?;
+    let stream =
+        tokio_util::io::ReaderStream::with_capacity(tokio::fs::File::from_std(file), 64 * 1024);
     Ok((
         [
             (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (header::CONTENT_LENGTH, size.to_string()),
             (header::ETAG, format!("\"{d}\"")),
         ],
-        bytes,
+        axum::body::Body::from_stream(stream),
     )
         .into_response())
 }

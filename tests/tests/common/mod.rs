@@ -111,6 +111,11 @@ impl HubProc {
         self.data.path()
     }
 
+    /// The hub process's id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Whether the process is running (not stopped).
     pub fn is_running(&self) -> bool {
         self.child.is_some()
