@@ -19,5 +19,6 @@ pub mod project;
 pub mod pull;
 pub mod run;
 pub mod start;
+pub mod transfer;
 pub mod trust;
 pub mod unpack;

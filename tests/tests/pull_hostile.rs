@@ -11,6 +11,7 @@ use std::sync::Arc;
 use common::{HubProc, Ofc, Publisher};
 use hostile::{HostileHub, Mode};
 use index_schema::envelope::SecretKey;
+use std::time::Duration;
 
 /// A hub with `acme/tool` 1.0.0 and 2.0.0 published by `acme`, and a proxy in front of it.
 struct Setup {
@@ -337,4 +338,30 @@ fn a_lockfile_names_the_signer_a_fresh_machine_must_see() {
     ]));
     assert_refused(&r, "ofc.lock says acme/tool was signed by key");
     assert!(fresh.ok(&["trust", "list"]).is_empty());
+}
+
+#[test]
+fn a_hub_trickling_the_bundle_is_given_up_on() {
+    let s = setup();
+    let (_tmp, ofc) = s.consumer();
+    // One byte every 100 ms: no read ever waits long, but the rate is 10 bytes/s.
+    s.proxy.set(Mode::TrickleBundle(Duration::from_millis(100)));
+    let started = std::time::Instant::now();
+    let r = Ofc::finish(
+        ofc.cmd()
+            .env("OFC_MIN_DOWNLOAD_RATE", "1024")
+            .env("OFC_DOWNLOAD_RATE_WINDOW", "2")
+            .args(["pull", "acme/tool"]),
+    );
+    assert_refused(&r, "below the minimum of 1024 bytes/s");
+    assert!(r.stderr.contains("nothing was installed"), "{}", r.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "gave up after {:?}",
+        started.elapsed()
+    );
+    assert!(installed_bundles(ofc.home()).is_empty());
+    s.proxy.set(Mode::Honest);
+    ofc.ok(&["pull", "acme/tool"]);
+    assert_eq!(installed_bundles(ofc.home()).len(), 1);
 }

@@ -44,6 +44,8 @@ pub enum Mode {
     HostileBundle(Arc<Vec<u8>>, Arc<SecretKey>),
     /// Sends the bundle in small chunks with a pause between them.
     SlowBundle(Duration),
+    /// Sends the bundle one byte at a time with a pause between bytes (a stalling hub).
+    TrickleBundle(Duration),
     /// Flips one byte of every OCI manifest fetched by digest (`/v2/…/manifests/sha256:…`).
     CorruptOciManifest,
     /// Flips one byte of every OCI blob (`/v2/…/blobs/…`).
@@ -319,6 +321,15 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
                 bytes = serde_json::to_vec(&list).unwrap();
             }
             Mode::HostileBundle(evil, _) if is_bundle => bytes = evil.as_ref().clone(),
+            Mode::TrickleBundle(pause) if is_bundle => {
+                let chunks: Vec<Vec<u8>> = bytes.chunks(1).map(<[u8]>::to_vec).collect();
+                let stream = futures_stream(chunks, *pause);
+                let mut r = Response::builder().status(status);
+                for (k, v) in out_headers.iter() {
+                    r = r.header(k, v);
+                }
+                return r.body(Body::from_stream(stream)).unwrap();
+            }
             Mode::SlowBundle(pause) | Mode::SlowOciBlob(pause)
                 if (is_bundle && matches!(mode, Mode::SlowBundle(_)))
                     || (is_oci_blob && matches!(mode, Mode::SlowOciBlob(_))) =>

@@ -120,7 +120,13 @@ async fn fetch_bundle(
         }
         Digest::from_bytes(h.finalize().into())
     });
-    while let Some(chunk) = resp.chunk().await.map_err(|e| hub.unreachable(e))? {
+    let mut floor = crate::transfer::RateFloor::from_env()?;
+    while let Some(chunk) = floor.next(resp.chunk()).await.map_err(|e| {
+        bar.abandon();
+        e.into_error(&format!("the bundle of {name} {}", manifest.version), |e| {
+            hub.unreachable(e)
+        })
+    })? {
         if bytes.len() as u64 + chunk.len() as u64 > b.size {
             bar.abandon();
             bail!(
