@@ -365,3 +365,45 @@ fn a_hub_trickling_the_bundle_is_given_up_on() {
     ofc.ok(&["pull", "acme/tool"]);
     assert_eq!(installed_bundles(ofc.home()).len(), 1);
 }
+
+#[test]
+fn a_yank_flag_from_the_hub_does_not_roll_back_below_what_was_seen() {
+    let s = setup();
+    let (tmp, ofc) = s.consumer();
+    let project = |name: &str| {
+        let p = tmp.path().join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("blueprint.yaml"), "agents: []\n").unwrap();
+        p
+    };
+    let pull = |dir: &Path, args: &[&str]| Ofc::finish(ofc.cmd().current_dir(dir).args(args));
+    let first = project("first");
+    let r = pull(&first, &["pull", "acme/tool"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        std::fs::read_to_string(first.join("ofc.lock"))
+            .unwrap()
+            .contains("2.0.0")
+    );
+
+    // The hub (not the publisher's signature) now says 2.0.0 is yanked; a new project on
+    // this machine resolves again.
+    s.proxy.set(Mode::MarkYanked("2.0.0".into()));
+    let second = project("second");
+    let r = pull(&second, &["pull", "acme/tool"]);
+    assert_refused(
+        &r,
+        "the yanked flag is not signed, so this could be a rollback",
+    );
+    assert!(r.stderr.contains("--allow-yanked-rollback"), "{}", r.stderr);
+    assert!(
+        !second.join("ofc.lock").exists(),
+        "no lock records the rollback"
+    );
+    // Asked for explicitly, the older version is taken (and the lock records it).
+    let r = pull(&second, &["pull", "--allow-yanked-rollback", "acme/tool"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("is now yanked"), "{}", r.stderr);
+    let lock = std::fs::read_to_string(second.join("ofc.lock")).unwrap();
+    assert!(lock.contains("1.0.0") && !lock.contains("2.0.0"), "{lock}");
+}

@@ -43,6 +43,11 @@ pub struct PullArgs {
     /// install time, so by default a package that has them is refused.
     #[arg(long)]
     pub allow_install_scripts: bool,
+
+    /// Take an older version when the one pulled before is now marked yanked. The yanked flag
+    /// is not signed, so by default this is refused as a possible rollback.
+    #[arg(long)]
+    pub allow_yanked_rollback: bool,
 }
 
 /// Runs the verb.
@@ -80,6 +85,7 @@ pub fn run(args: &PullArgs, out: &mut Output) -> Result<ExitStatus> {
         limits: pull::limits_from_env()?,
         allow_sdist: args.allow_sdist,
         allow_install_scripts: args.allow_install_scripts,
+        allow_yanked_rollback: args.allow_yanked_rollback,
     };
     let report = pull::pull(&paths, &hub, &requests, &opts)?;
 

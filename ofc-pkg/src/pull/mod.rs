@@ -117,6 +117,9 @@ pub struct PullOptions {
     pub allow_sdist: bool,
     /// npm: run the packages' install scripts (off by default: they run code at install time).
     pub allow_install_scripts: bool,
+    /// Take an older version when the one pulled before is now marked yanked (the flag is not
+    /// signed: a hostile hub could set it to roll clients back).
+    pub allow_yanked_rollback: bool,
 }
 
 /// Where a pulled agent came from.
@@ -641,8 +644,19 @@ impl Ctx {
                     ))
                     .hint(format!("pull an older version explicitly with `{name}@{version}`"))
                 ),
+                // The yanked flag is not signed: honouring it would let a hostile hub roll
+                // clients back below what they have seen.
+                Some(_) if version < high && !self.opts.allow_yanked_rollback => bail!(
+                    UserError::new(format!(
+                        "{} marks {name} {high}, pulled before, as yanked and offers {version} for `{r}`; the yanked flag is not signed, so this could be a rollback",
+                        hub.url
+                    ))
+                    .hint(format!(
+                        "if the publisher yanked {high}, take {version} with `--allow-yanked-rollback`, or pin it with `{name}@{version}`"
+                    ))
+                ),
                 Some(_) if version < high => eprintln!(
-                    "warning: {name} {high}, pulled before, is now yanked on {}; taking {version}",
+                    "warning: {name} {high}, pulled before, is now yanked on {}; taking {version} (--allow-yanked-rollback)",
                     hub.url
                 ),
                 _ => {}

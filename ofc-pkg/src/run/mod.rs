@@ -101,6 +101,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_install_scripts: bool,
 
+    /// Hub agents: take an older version when the one pulled before is now marked yanked
+    /// (the flag is not signed; by default this is refused as a possible rollback).
+    #[arg(long)]
+    pub allow_yanked_rollback: bool,
+
     /// The deadline of each should-wake call, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 5_000)]
     pub should_wake_deadline_ms: u64,
@@ -238,6 +243,7 @@ fn resolve(loaded: &plan::Loaded, args: &RunArgs) -> Result<Vec<Planned>> {
                         progress: false,
                         allow_sdist: args.allow_sdist,
                         allow_install_scripts: args.allow_install_scripts,
+                        allow_yanked_rollback: args.allow_yanked_rollback,
                     };
                     let report =
                         pull::pull(&paths, &hub, &[Request::Hub(reference.clone())], &opts)

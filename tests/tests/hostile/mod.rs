@@ -36,6 +36,8 @@ pub enum Mode {
     ResignWith(Arc<SecretKey>),
     /// Leaves this version out of the agent's version list.
     HideVersion(String),
+    /// Marks this version yanked in the agent's version list (the flag is not signed).
+    MarkYanked(String),
     /// Answers requests for version `.1` with version `.0`'s document (a signed, older manifest).
     ServeVersionAs(String, String),
     /// Serves these bundle bytes instead of the real ones, with the manifest re-signed by the
@@ -233,6 +235,17 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
                 bytes = edit_json(&bytes, |v| {
                     if let Some(a) = v["versions"].as_array_mut() {
                         a.retain(|x| x["version"].as_str() != Some(hidden));
+                    }
+                });
+            }
+            Mode::MarkYanked(version) if is_agent => {
+                bytes = edit_json(&bytes, |v| {
+                    if let Some(a) = v["versions"].as_array_mut() {
+                        for x in a.iter_mut() {
+                            if x["version"].as_str() == Some(version) {
+                                x["yanked"] = serde_json::json!(true);
+                            }
+                        }
                     }
                 });
             }
