@@ -3,7 +3,8 @@
 //! dependency, published here, is pulled → started → answers `/ofc/info` and a respond call; a
 //! warm pull with the lock and the registry stopped needs no network; install scripts are refused
 //! without the opt-in (and do not run); a tarball other than the signed pin and a lock that no
-//! longer matches are refused.
+//! longer matches are refused; `ofc pull` killed with SIGKILL at several points of a cold install
+//! leaves no half-installed prefix, and concurrent pulls of the same agent install it once.
 
 mod common;
 
@@ -306,4 +307,169 @@ fn install_scripts_need_the_opt_in_and_a_swapped_tarball_is_refused() {
         "{}",
         r.stderr
     );
+}
+
+/// The npm prefixes installed in the cache at `home`; panics on one that is not complete: its
+/// marker (written before the rename into place) must list the packages npm resolved, and
+/// every one of them must be there.
+fn complete_prefixes(home: &Path) -> usize {
+    let Ok(envs) = std::fs::read_dir(home.join("cache/npm-v1/envs")) else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in envs {
+        let e = e.unwrap().path();
+        let marker = std::fs::read(e.join("ofc-resolution.json"))
+            .unwrap_or_else(|err| panic!("{} has no marker: {err}", e.display()));
+        let marker: Value = serde_json::from_slice(&marker).unwrap();
+        let packages = marker["packages"].as_array().unwrap();
+        let paths: Vec<&str> = packages.iter().map(|p| p[0].as_str().unwrap()).collect();
+        for want in ["node_modules/ofc-node-echo", "node_modules/ofc-node-shout"] {
+            assert!(paths.contains(&want), "{}: {marker}", e.display());
+        }
+        for p in paths {
+            assert!(
+                e.join(p).join("package.json").is_file(),
+                "{} lacks {p}",
+                e.display()
+            );
+        }
+        assert!(e.join("node_modules/ofc-node-echo/server.js").is_file());
+        n += 1;
+    }
+    n
+}
+
+/// Staging dirs under the cache's tmp in which ofc had begun an npm install.
+fn staged_installs(home: &Path) -> usize {
+    std::fs::read_dir(home.join("cache/tmp-v1"))
+        .map(|d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .join("env/package.json")
+                    .is_file()
+            })
+            .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Waits (bounded) until no process names `home` on its command line. A SIGKILLed `ofc` runs
+/// no code, so the `npm install` it started goes on, orphaned, in its staging dir.
+fn wait_for_orphans(home: &Path) {
+    let needle = home.to_str().unwrap().as_bytes().to_vec();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let alive: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+                cmdline
+                    .windows(needle.len())
+                    .any(|w| w == needle.as_slice())
+                    .then(|| format!("{pid}: {}", String::from_utf8_lossy(&cmdline)))
+            })
+            .collect();
+        if alive.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes of the killed pulls still run: {alive:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_killed_npm_pull_leaves_nothing_half_installed_and_concurrent_pulls_install_once() {
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let registry = Registry::start();
+    publish(&publisher, "nodeecho", "ofc-node-echo", &registry.url, None);
+
+    // How long a cold pull takes on this machine now, so that the kills land inside one.
+    let probe = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    pull_json(
+        &Ofc::new(probe.path(), &hub.url),
+        project().path(),
+        &["acme/nodeecho"],
+    );
+    let cold = t0.elapsed();
+    eprintln!("a cold npm pull took {cold:?}");
+
+    // kill -9 at several points of a cold install.
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let proj = project();
+    let mut inside = 0;
+    for frac in [0.25f64, 0.45, 0.65] {
+        let mut child = Command::new(common::bin("ofc"))
+            .env("OFC_HOME", ofc.home())
+            .env("OFC_HUB", &hub.url)
+            .env_remove("OFC_TOKEN")
+            .current_dir(proj.path())
+            .args(["pull", "acme/nodeecho"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(cold.mul_f64(frac));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        // Any prefix in place is complete.
+        let installed = complete_prefixes(home.path());
+        let staged = staged_installs(home.path());
+        eprintln!("killed after {frac} of a cold pull: {installed} prefix(es), {staged} staged");
+        if installed == 0 && staged > 0 {
+            inside += 1;
+        }
+    }
+    assert!(
+        inside > 0,
+        "no kill landed inside an npm install (a cold pull took {cold:?})"
+    );
+    // What the orphaned `npm install`s finish stays in staging: still nothing half-installed.
+    wait_for_orphans(home.path());
+    let before = complete_prefixes(home.path());
+
+    // The retry: four concurrent pulls all succeed, one prefix is installed.
+    let outs: Vec<Value> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| pull_json(&ofc, proj.path(), &["acme/nodeecho"])))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let built = outs
+        .iter()
+        .filter(|o| o["pulled"][0]["extracted"] == true)
+        .count();
+    assert_eq!(built, usize::from(before == 0), "{outs:?}");
+    assert_eq!(complete_prefixes(home.path()), 1);
+    for o in &outs {
+        assert_eq!(o["pulled"][0]["source"]["kind"], "npm", "{o}");
+        assert_eq!(
+            o["pulled"][0]["start"], outs[0]["pulled"][0]["start"],
+            "{outs:?}"
+        );
+    }
+    start_and_call(&outs[0]["pulled"][0]["start"], "@nodeecho");
+    ofc.ok(&["verify"]);
+    ofc.ok(&["gc"]);
+    let tmp = home.path().join("cache/tmp-v1");
+    assert_eq!(
+        std::fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0),
+        0,
+        "gc removes what killed installs left"
+    );
+    // gc kept the installed prefix, which still starts.
+    assert_eq!(complete_prefixes(home.path()), 1);
+    let warm = pull_json(&ofc, proj.path(), &["acme/nodeecho"]);
+    assert_eq!(warm["pulled"][0]["origin"], "cache", "{warm}");
+    start_and_call(&warm["pulled"][0]["start"], "@nodeecho");
 }
