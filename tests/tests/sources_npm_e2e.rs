@@ -4,7 +4,8 @@
 //! warm pull with the lock and the registry stopped needs no network; install scripts are refused
 //! without the opt-in (and do not run); a tarball other than the signed pin and a lock that no
 //! longer matches are refused; `ofc pull` killed with SIGKILL at several points of a cold install
-//! leaves no half-installed prefix, and concurrent pulls of the same agent install it once.
+//! leaves no half-installed prefix nor a running `npm install`, and concurrent pulls of the same
+//! agent install it once.
 
 mod common;
 
@@ -356,33 +357,83 @@ fn staged_installs(home: &Path) -> usize {
         .unwrap_or(0)
 }
 
-/// Waits (bounded) until no process names `home` on its command line. A SIGKILLed `ofc` runs
-/// no code, so the `npm install` it started goes on, orphaned, in its staging dir.
-fn wait_for_orphans(home: &Path) {
+/// The processes that name `home` on their command line or in their environment (`npm
+/// install` run by ofc has `npm_config_cache=<home>/cache/npm-v1/npm-cache`).
+fn processes_naming(home: &Path) -> Vec<String> {
     let needle = home.to_str().unwrap().as_bytes().to_vec();
-    let deadline = Instant::now() + Duration::from_secs(120);
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            // npm rewrites its command line (process.title); its environment names ofc's
+            // npm cache under `home`.
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let environ = std::fs::read(e.path().join("environ")).ok()?;
+            [&cmdline, &environ]
+                .iter()
+                .any(|b| b.windows(needle.len()).any(|w| w == needle.as_slice()))
+                .then(|| {
+                    let cmd = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                    format!("{pid}: {}", cmd.trim())
+                })
+        })
+        .collect()
+}
+
+/// Waits (bounded by `bound`) until no process of the killed pulls runs: `ofc` killed with
+/// SIGKILL runs no code, so the `npm install` it started must be stopped by its supervisor,
+/// not go on orphaned in a staging dir that `ofc gc` would take for abandoned.
+fn no_orphans_within(home: &Path, bound: Duration) {
+    let deadline = Instant::now() + bound;
     loop {
-        let alive: Vec<String> = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| {
-                let e = e.ok()?;
-                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-                let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-                cmdline
-                    .windows(needle.len())
-                    .any(|w| w == needle.as_slice())
-                    .then(|| format!("{pid}: {}", String::from_utf8_lossy(&cmdline)))
-            })
-            .collect();
+        let alive = processes_naming(home);
         if alive.is_empty() {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "processes of the killed pulls still run: {alive:?}"
+            "processes of a killed pull still run after {bound:?}: {alive:?}"
         );
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// SIGSTOPs a process until dropped (SIGCONT), so that what talks to it waits.
+struct Frozen(u32);
+
+impl Frozen {
+    fn new(pid: u32) -> Frozen {
+        assert!(
+            Command::new("kill")
+                .args(["-STOP", &pid.to_string()])
+                .status()
+                .unwrap()
+                .success()
+        );
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.0.to_string()])
+            .status();
+    }
+}
+
+fn spawn_pull(ofc: &Ofc, hub: &HubProc, proj: &Path) -> std::process::Child {
+    Command::new(common::bin("ofc"))
+        .env("OFC_HOME", ofc.home())
+        .env("OFC_HUB", &hub.url)
+        .env_remove("OFC_TOKEN")
+        .current_dir(proj)
+        .args(["pull", "acme/nodeecho"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 #[test]
@@ -407,18 +458,36 @@ fn a_killed_npm_pull_leaves_nothing_half_installed_and_concurrent_pulls_install_
     let home = tempfile::tempdir().unwrap();
     let ofc = Ofc::new(home.path(), &hub.url);
     let proj = project();
+    // First while npm waits on a registry that does not answer: the kill must take the
+    // `npm install` down with it (deterministically inside the install).
+    {
+        let _frozen = Frozen::new(registry.pid);
+        let mut child = spawn_pull(&ofc, &hub, proj.path());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        // `ofc` itself has OFC_HOME in its environment; wait for the npm it starts.
+        let pid = format!("{}: ", child.id());
+        while staged_installs(home.path()) == 0
+            || !processes_naming(home.path())
+                .iter()
+                .any(|p| !p.starts_with(&pid))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the pull did not start npm install"
+            );
+            assert!(child.try_wait().unwrap().is_none(), "the pull ended");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        assert_eq!(complete_prefixes(home.path()), 0);
+        no_orphans_within(home.path(), Duration::from_secs(15));
+    }
     let mut inside = 0;
     for frac in [0.25f64, 0.45, 0.65] {
-        let mut child = Command::new(common::bin("ofc"))
-            .env("OFC_HOME", ofc.home())
-            .env("OFC_HUB", &hub.url)
-            .env_remove("OFC_TOKEN")
-            .current_dir(proj.path())
-            .args(["pull", "acme/nodeecho"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let staged_before = staged_installs(home.path());
+        let mut child = spawn_pull(&ofc, &hub, proj.path());
         std::thread::sleep(cold.mul_f64(frac));
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
@@ -426,7 +495,7 @@ fn a_killed_npm_pull_leaves_nothing_half_installed_and_concurrent_pulls_install_
         let installed = complete_prefixes(home.path());
         let staged = staged_installs(home.path());
         eprintln!("killed after {frac} of a cold pull: {installed} prefix(es), {staged} staged");
-        if installed == 0 && staged > 0 {
+        if installed == 0 && staged > staged_before {
             inside += 1;
         }
     }
@@ -434,8 +503,7 @@ fn a_killed_npm_pull_leaves_nothing_half_installed_and_concurrent_pulls_install_
         inside > 0,
         "no kill landed inside an npm install (a cold pull took {cold:?})"
     );
-    // What the orphaned `npm install`s finish stays in staging: still nothing half-installed.
-    wait_for_orphans(home.path());
+    no_orphans_within(home.path(), Duration::from_secs(15));
     let before = complete_prefixes(home.path());
 
     // The retry: four concurrent pulls all succeed, one prefix is installed.
