@@ -3,7 +3,9 @@
 //! dependency, published here, is pulled → started → answers `/ofc/info` and a respond call; a
 //! warm pull with the lock and the registry stopped needs no network; install scripts are refused
 //! without the opt-in (and do not run); a tarball other than the signed pin and a lock that no
-//! longer matches are refused.
+//! longer matches are refused; `ofc pull` killed with SIGKILL at several points of a cold install
+//! leaves no half-installed prefix nor a running `npm install`, and concurrent pulls of the same
+//! agent install it once.
 
 mod common;
 
@@ -306,4 +308,236 @@ fn install_scripts_need_the_opt_in_and_a_swapped_tarball_is_refused() {
         "{}",
         r.stderr
     );
+}
+
+/// The npm prefixes installed in the cache at `home`; panics on one that is not complete: its
+/// marker (written before the rename into place) must list the packages npm resolved, and
+/// every one of them must be there.
+fn complete_prefixes(home: &Path) -> usize {
+    let Ok(envs) = std::fs::read_dir(home.join("cache/npm-v1/envs")) else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in envs {
+        let e = e.unwrap().path();
+        let marker = std::fs::read(e.join("ofc-resolution.json"))
+            .unwrap_or_else(|err| panic!("{} has no marker: {err}", e.display()));
+        let marker: Value = serde_json::from_slice(&marker).unwrap();
+        let packages = marker["packages"].as_array().unwrap();
+        let paths: Vec<&str> = packages.iter().map(|p| p[0].as_str().unwrap()).collect();
+        for want in ["node_modules/ofc-node-echo", "node_modules/ofc-node-shout"] {
+            assert!(paths.contains(&want), "{}: {marker}", e.display());
+        }
+        for p in paths {
+            assert!(
+                e.join(p).join("package.json").is_file(),
+                "{} lacks {p}",
+                e.display()
+            );
+        }
+        assert!(e.join("node_modules/ofc-node-echo/server.js").is_file());
+        n += 1;
+    }
+    n
+}
+
+/// Staging dirs under the cache's tmp in which ofc had begun an npm install.
+fn staged_installs(home: &Path) -> usize {
+    std::fs::read_dir(home.join("cache/tmp-v1"))
+        .map(|d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .join("env/package.json")
+                    .is_file()
+            })
+            .count()
+        })
+        .unwrap_or(0)
+}
+
+/// The processes that name `home` on their command line or in their environment (`npm
+/// install` run by ofc has `npm_config_cache=<home>/cache/npm-v1/npm-cache`).
+fn processes_naming(home: &Path) -> Vec<String> {
+    let needle = home.to_str().unwrap().as_bytes().to_vec();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            // npm rewrites its command line (process.title); its environment names ofc's
+            // npm cache under `home`.
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let environ = std::fs::read(e.path().join("environ")).ok()?;
+            [&cmdline, &environ]
+                .iter()
+                .any(|b| b.windows(needle.len()).any(|w| w == needle.as_slice()))
+                .then(|| {
+                    let cmd = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                    format!("{pid}: {}", cmd.trim())
+                })
+        })
+        .collect()
+}
+
+/// Waits (bounded by `bound`) until no process of the killed pulls runs: `ofc` killed with
+/// SIGKILL runs no code, so the `npm install` it started must be stopped by its supervisor,
+/// not go on orphaned in a staging dir that `ofc gc` would take for abandoned.
+fn no_orphans_within(home: &Path, bound: Duration) {
+    let deadline = Instant::now() + bound;
+    loop {
+        let alive = processes_naming(home);
+        if alive.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes of a killed pull still run after {bound:?}: {alive:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// SIGSTOPs a process until dropped (SIGCONT), so that what talks to it waits.
+struct Frozen(u32);
+
+impl Frozen {
+    fn new(pid: u32) -> Frozen {
+        assert!(
+            Command::new("kill")
+                .args(["-STOP", &pid.to_string()])
+                .status()
+                .unwrap()
+                .success()
+        );
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.0.to_string()])
+            .status();
+    }
+}
+
+fn spawn_pull(ofc: &Ofc, hub: &HubProc, proj: &Path) -> std::process::Child {
+    Command::new(common::bin("ofc"))
+        .env("OFC_HOME", ofc.home())
+        .env("OFC_HUB", &hub.url)
+        .env_remove("OFC_TOKEN")
+        .current_dir(proj)
+        .args(["pull", "acme/nodeecho"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_killed_npm_pull_leaves_nothing_half_installed_and_concurrent_pulls_install_once() {
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let registry = Registry::start();
+    publish(&publisher, "nodeecho", "ofc-node-echo", &registry.url, None);
+
+    // How long a cold pull takes on this machine now, so that the kills land inside one.
+    let probe = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    pull_json(
+        &Ofc::new(probe.path(), &hub.url),
+        project().path(),
+        &["acme/nodeecho"],
+    );
+    let cold = t0.elapsed();
+    eprintln!("a cold npm pull took {cold:?}");
+
+    // kill -9 at several points of a cold install.
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let proj = project();
+    // First while npm waits on a registry that does not answer: the kill must take the
+    // `npm install` down with it (deterministically inside the install).
+    {
+        let _frozen = Frozen::new(registry.pid);
+        let mut child = spawn_pull(&ofc, &hub, proj.path());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        // `ofc` itself has OFC_HOME in its environment; wait for the npm it starts.
+        let pid = format!("{}: ", child.id());
+        while staged_installs(home.path()) == 0
+            || !processes_naming(home.path())
+                .iter()
+                .any(|p| !p.starts_with(&pid))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the pull did not start npm install"
+            );
+            assert!(child.try_wait().unwrap().is_none(), "the pull ended");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        assert_eq!(complete_prefixes(home.path()), 0);
+        no_orphans_within(home.path(), Duration::from_secs(15));
+    }
+    let mut inside = 0;
+    for frac in [0.25f64, 0.45, 0.65] {
+        let staged_before = staged_installs(home.path());
+        let mut child = spawn_pull(&ofc, &hub, proj.path());
+        std::thread::sleep(cold.mul_f64(frac));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        // Any prefix in place is complete.
+        let installed = complete_prefixes(home.path());
+        let staged = staged_installs(home.path());
+        eprintln!("killed after {frac} of a cold pull: {installed} prefix(es), {staged} staged");
+        if installed == 0 && staged > staged_before {
+            inside += 1;
+        }
+    }
+    assert!(
+        inside > 0,
+        "no kill landed inside an npm install (a cold pull took {cold:?})"
+    );
+    no_orphans_within(home.path(), Duration::from_secs(15));
+    let before = complete_prefixes(home.path());
+
+    // The retry: four concurrent pulls all succeed, one prefix is installed.
+    let outs: Vec<Value> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| pull_json(&ofc, proj.path(), &["acme/nodeecho"])))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let built = outs
+        .iter()
+        .filter(|o| o["pulled"][0]["extracted"] == true)
+        .count();
+    assert_eq!(built, usize::from(before == 0), "{outs:?}");
+    assert_eq!(complete_prefixes(home.path()), 1);
+    for o in &outs {
+        assert_eq!(o["pulled"][0]["source"]["kind"], "npm", "{o}");
+        assert_eq!(
+            o["pulled"][0]["start"], outs[0]["pulled"][0]["start"],
+            "{outs:?}"
+        );
+    }
+    start_and_call(&outs[0]["pulled"][0]["start"], "@nodeecho");
+    ofc.ok(&["verify"]);
+    ofc.ok(&["gc"]);
+    let tmp = home.path().join("cache/tmp-v1");
+    assert_eq!(
+        std::fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0),
+        0,
+        "gc removes what killed installs left"
+    );
+    // gc kept the installed prefix, which still starts.
+    assert_eq!(complete_prefixes(home.path()), 1);
+    let warm = pull_json(&ofc, proj.path(), &["acme/nodeecho"]);
+    assert_eq!(warm["pulled"][0]["origin"], "cache", "{warm}");
+    start_and_call(&warm["pulled"][0]["start"], "@nodeecho");
 }
