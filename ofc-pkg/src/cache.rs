@@ -806,6 +806,47 @@ impl Cache {
         Ok(())
     }
 
+    /// npm prefixes no cached manifest uses (`npm-v1/envs/<key>`), the records of manifests
+    /// no longer cached, and npm's own download cache (`npm-v1/npm-cache`, which only speeds
+    /// up a reinstall: every install checks the integrity the lock records).
+    fn gc_npm(&self, report: &mut GcReport) -> Result<()> {
+        let npm = self.root.join("npm-v1");
+        let records = npm.join("by-manifest");
+        let mut keys = std::collections::HashSet::new();
+        for (name, d) in self.digests_in(&records, ".json")? {
+            let path = records.join(&name);
+            let kept = d.is_some_and(|d| self.manifest_file(&d).is_file());
+            let key = fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|rec| rec["key"].as_str().and_then(|k| Digest::parse(k).ok()));
+            match key {
+                Some(k) if kept => {
+                    keys.insert(k.hex());
+                }
+                _ => fs::remove_file(&path).map_err(io_at(&path))?,
+            }
+        }
+        if let Ok(rd) = fs::read_dir(npm.join("envs")) {
+            for entry in rd.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if keys.contains(&name) {
+                    continue;
+                }
+                let p = entry.path();
+                report.bytes += dir_size(&p);
+                remove_entry_dir(&self.root, &p)?;
+                report.environments += 1;
+            }
+        }
+        let npm_cache = npm.join("npm-cache");
+        if npm_cache.is_dir() {
+            report.bytes += dir_size(&npm_cache);
+            fs::remove_dir_all(&npm_cache).map_err(io_at(&npm_cache))?;
+        }
+        Ok(())
+    }
+
     fn referenced_bundles(&self) -> Result<Vec<Digest>> {
         let mut out = Vec::new();
         for (_, d) in self.digests_in(&self.root.join(MANIFESTS).join("sha256"), ".json")? {
@@ -835,6 +876,7 @@ impl Cache {
             report.bundles.push(d);
         }
         self.gc_pip(&mut report)?;
+        self.gc_npm(&mut report)?;
         self.gc_images(&mut report)?;
         // With the cache held exclusively, nothing in tmp-v1 is in progress.
         let tmp = self.root.join(TMP);

@@ -256,6 +256,27 @@ fn npm_agent_publish_pull_start_and_warm_pull_without_the_registry() {
     assert_eq!(warm["pulled"][0]["origin"], "cache", "{warm}");
     start_and_call(&warm["pulled"][0]["start"], "@nodeecho");
     ofc.ok(&["verify"]);
+
+    // gc keeps a prefix a cached agent uses, and removes it once the agent is gone.
+    let envs = home.path().join("cache/npm-v1/envs");
+    let count = || std::fs::read_dir(&envs).map(|d| d.count()).unwrap_or(0);
+    let gc = ofc.json(&["gc"]);
+    assert_eq!(count(), 1, "{gc}");
+    ofc.ok(&["rm", "acme/nodeecho"]);
+    let gc = ofc.json(&["gc"]);
+    assert!(gc["removedEnvironments"].as_u64().unwrap() >= 1, "{gc}");
+    assert_eq!(count(), 0, "{gc}");
+    assert!(
+        !home.path().join("cache/npm-v1/npm-cache").exists(),
+        "npm's download cache goes too"
+    );
+    assert_eq!(
+        std::fs::read_dir(home.path().join("cache/npm-v1/by-manifest"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0,
+        "no record of a removed agent stays"
+    );
 }
 
 #[test]

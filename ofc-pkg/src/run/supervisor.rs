@@ -224,3 +224,49 @@ mod tests {
         }
     }
 }
+
+/// Runs `cmd` (stdout and stderr captured) to completion within `limit`, in a process group of
+/// its own watched by a [`Supervisor`]: `ofc` killed with SIGKILL runs no code, and without the
+/// supervisor a tool it started (pip, uv, npm) would go on, orphaned, writing into a staging
+/// dir that `ofc gc` takes to be abandoned. `Ok(None)`: the limit passed (the tool is killed).
+pub async fn output_supervised(
+    cmd: &mut tokio::process::Command,
+    limit: Duration,
+) -> Result<Option<std::io::Result<std::process::Output>>, SpawnError> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    let supervisor = Supervisor::start().map_err(SpawnError::Supervisor)?;
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            supervisor.finish();
+            return Err(SpawnError::Spawn(e));
+        }
+    };
+    let pid = child.id();
+    if let Some(pid) = pid {
+        supervisor.watch(pid);
+    }
+    let out = tokio::time::timeout(limit, child.wait_with_output()).await;
+    if let (Some(pid), Ok(Ok(_))) = (pid, &out) {
+        // It ended by itself; its group id may be reused.
+        supervisor.forget(pid);
+    }
+    supervisor.finish();
+    Ok(out.ok())
+}
+
+/// Why [`output_supervised`] could not start the command.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// The supervisor process did not start.
+    #[error("cannot start the supervisor: {0:#}")]
+    Supervisor(anyhow::Error),
+    /// The command did not start.
+    #[error(transparent)]
+    Spawn(std::io::Error),
+}

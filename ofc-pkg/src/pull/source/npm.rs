@@ -13,7 +13,6 @@
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -26,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use super::{Installed, Job, Source};
 use crate::output::{UserError, truncate};
 use crate::pull::Ctx;
-use crate::run::supervisor::Supervisor;
+use crate::run::supervisor::{SpawnError, output_supervised};
 use crate::start::Start;
 
 const NPM_DIR: &str = "npm-v1";
@@ -291,30 +290,17 @@ fn npm_command(cache: &Path, stage: &Path) -> Result<tokio::process::Command> {
 /// SIGKILL runs no code, and without it the `npm install` it started would go on, orphaned,
 /// writing into a staging dir that `ofc gc` takes to be abandoned.
 async fn run(cmd: &mut tokio::process::Command, what: &str) -> Result<Vec<u8>> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    cmd.process_group(0);
-    let supervisor = Supervisor::start()?;
-    let child = cmd.spawn().map_err(|e| {
-        anyhow!(e).context(
-            UserError::new(format!("cannot start {what}"))
-                .hint("npm agents need Node.js and npm on PATH"),
-        )
-    })?;
-    let pid = child.id();
-    if let Some(pid) = pid {
-        supervisor.watch(pid);
-    }
-    let out = tokio::time::timeout(STEP_TIMEOUT, child.wait_with_output()).await;
-    if let (Some(pid), Ok(Ok(_))) = (pid, &out) {
-        // It ended by itself; its group id may be reused.
-        supervisor.forget(pid);
-    }
-    supervisor.finish();
-    let out = out.map_err(|_| anyhow!("{what} took longer than {}s", STEP_TIMEOUT.as_secs()))??;
+    let out = match output_supervised(cmd, STEP_TIMEOUT).await {
+        Err(SpawnError::Spawn(e)) => {
+            return Err(anyhow!(e).context(
+                UserError::new(format!("cannot start {what}"))
+                    .hint("npm agents need Node.js and npm on PATH"),
+            ));
+        }
+        Err(e) => return Err(anyhow!(e)),
+        Ok(None) => bail!("{what} took longer than {}s", STEP_TIMEOUT.as_secs()),
+        Ok(Some(out)) => out?,
+    };
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let err: String = err

@@ -20,7 +20,6 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -330,23 +329,18 @@ async fn run(cmd: &mut tokio::process::Command, what: &str) -> Result<Vec<u8>> {
             cmd.env_remove(k.as_ref());
         }
     }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        // The user's pip configuration must not add indexes or options behind ofc's back.
-        .env("PIP_CONFIG_FILE", "/dev/null")
+    // The user's pip configuration must not add indexes or options behind ofc's back.
+    cmd.env("PIP_CONFIG_FILE", "/dev/null")
         .env("PIP_NO_INPUT", "1")
         .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
         .env("PYTHONNOUSERSITE", "1")
         .env("UV_NO_CONFIG", "1");
-    let child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {what}"))?;
-    let out = tokio::time::timeout(STEP_TIMEOUT, child.wait_with_output())
-        .await
-        .map_err(|_| anyhow!("{what} took longer than {}s", STEP_TIMEOUT.as_secs()))?
-        .with_context(|| format!("{what} failed"))?;
+    // In a process group watched by a supervisor: a SIGKILLed ofc leaves no pip running.
+    let out = match crate::run::supervisor::output_supervised(cmd, STEP_TIMEOUT).await {
+        Err(e) => return Err(anyhow!(e).context(format!("cannot start {what}"))),
+        Ok(None) => bail!("{what} took longer than {}s", STEP_TIMEOUT.as_secs()),
+        Ok(Some(out)) => out.with_context(|| format!("{what} failed"))?,
+    };
     if !out.status.success() {
         bail!(ToolFailed {
             what: what.to_string(),
