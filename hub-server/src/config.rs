@@ -38,6 +38,9 @@ pub struct Config {
     pub upstream_username: Option<String>,
     /// Password or token for `upstream_registry`.
     pub upstream_password: Option<String>,
+    /// Largest blob a `/v2/` upload may store, in bytes (an upload past it is refused with
+    /// `SIZE_INVALID` and its bytes dropped).
+    pub max_blob_bytes: u64,
     /// Most open client connections; past it, new ones get an immediate 503 and are closed.
     /// 0: the process's open-file limit minus a reserve for the database, blobs and index.
     pub max_connections: usize,
@@ -76,6 +79,7 @@ impl Default for Config {
             upstream_registry: None,
             upstream_username: None,
             upstream_password: None,
+            max_blob_bytes: 1 << 30,
             max_connections: 0,
             header_timeout_secs: 10,
             body_timeout_secs: 60,

@@ -1430,3 +1430,89 @@ async fn agent_versions_are_oci_artifacts(#[case] backend: Backend) {
     assert_eq!((r.status, r.code().as_str()), (404, "MANIFEST_UNKNOWN"));
     app.stop().await;
 }
+
+/// Issue 13, point 6: an upload cannot grow a blob past `max_blob_bytes` (monolithic or
+/// chunked, the bytes are dropped and the session stays where it was), and a `Content-Range`
+/// whose length does not fit in 64 bits is refused instead of wrapping.
+#[tokio::test]
+async fn uploads_are_bounded_and_content_range_cannot_wrap() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.max_blob_bytes = 1000).await;
+    let auth = basic(&app.user.token);
+    let big: Vec<u8> = (0..1500u32).map(|i| i as u8).collect();
+    let d = Digest::of(&big);
+    let r = req(
+        &app,
+        Method::POST,
+        &format!("/v2/alice/c/blobs/uploads/?digest={d}"),
+        Some(&auth),
+        &[],
+        Some(big.clone()),
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (413, "SIZE_INVALID"));
+    assert!(
+        r.json()["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 1000 bytes")
+    );
+    let r = req(
+        &app,
+        Method::HEAD,
+        &format!("/v2/alice/c/blobs/{d}"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 404, "nothing stored");
+
+    // Chunked: 600 bytes fit, the next 600 do not.
+    let r = req(
+        &app,
+        Method::POST,
+        "/v2/alice/c/blobs/uploads/",
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 202);
+    let loc = r.header("location");
+    let patch = |range: String, bytes: Vec<u8>| {
+        let (loc, auth, app) = (loc.clone(), auth.clone(), &app);
+        async move {
+            req(
+                app,
+                Method::PATCH,
+                &loc,
+                Some(&auth),
+                &[
+                    ("content-range", range.as_str()),
+                    ("content-type", "application/octet-stream"),
+                ],
+                Some(bytes),
+            )
+            .await
+        }
+    };
+    let r = patch("0-599".into(), big[..600].to_vec()).await;
+    assert_eq!(r.status, 202);
+    let r = patch("600-1199".into(), big[600..1200].to_vec()).await;
+    assert_eq!((r.status, r.code().as_str()), (413, "SIZE_INVALID"));
+    let r = req(&app, Method::GET, &loc, Some(&auth), &[], None).await;
+    assert_eq!((r.status, r.header("range")), (204, "0-599".to_owned()));
+
+    // A range whose length would wrap to 0 (or overflow) is refused; the session stays.
+    for range in ["600-18446744073709551615", "0-18446744073709551615"] {
+        let r = patch(range.into(), Vec::new()).await;
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (416, "BLOB_UPLOAD_INVALID"),
+            "{range}"
+        );
+    }
+    let r = req(&app, Method::GET, &loc, Some(&auth), &[], None).await;
+    assert_eq!(r.header("range"), "0-599");
+    app.stop().await;
+}

@@ -76,7 +76,15 @@ fn created(repository: &str, digest: &Digest) -> Response {
 
 /// Appends `body` to `file` at its current position, hashing it. On error the caller rolls
 /// back to the previous offset.
-async fn append(file: &mut tokio::fs::File, body: Body, hasher: &mut Sha256) -> OciResult<u64> {
+/// Appends `body` to an upload that already holds `offset` bytes, refusing to let the blob
+/// grow past `limit` bytes (`max_blob_bytes`).
+async fn append(
+    file: &mut tokio::fs::File,
+    body: Body,
+    hasher: &mut Sha256,
+    offset: u64,
+    limit: u64,
+) -> OciResult<u64> {
     let mut stream = body.into_data_stream();
     let mut n = 0u64;
     while let Some(chunk) = stream.next().await {
@@ -87,12 +95,23 @@ async fn append(file: &mut tokio::fs::File, body: Body, hasher: &mut Sha256) -> 
                 format!("reading the body failed: {e}"),
             )
         })?;
+        if offset.saturating_add(n).saturating_add(chunk.len() as u64) > limit {
+            return Err(too_large(limit));
+        }
         file.write_all(&chunk).await.map_err(OciError::internal)?;
         hasher.update(&chunk);
         n += chunk.len() as u64;
     }
     file.flush().await.map_err(OciError::internal)?;
     Ok(n)
+}
+
+fn too_large(limit: u64) -> OciError {
+    OciError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "SIZE_INVALID",
+        format!("a blob may have at most {limit} bytes on this hub (max_blob_bytes)"),
+    )
 }
 
 /// Moves a fully written, verified staged file into the blob store (registered, and present
@@ -145,7 +164,14 @@ pub(super) async fn start(
             .await
             .map_err(OciError::internal)?;
         let mut hasher = Sha256::new();
-        let r = append(&mut file, body, &mut hasher).await;
+        let r = append(
+            &mut file,
+            body,
+            &mut hasher,
+            0,
+            st.app.config.max_blob_bytes,
+        )
+        .await;
         drop(file);
         let actual = Digest::from_bytes(hasher.finalize().into());
         if let Err(e) = r {
@@ -196,7 +222,9 @@ fn content_range(h: &HeaderMap) -> OciResult<Option<(u64, u64)>> {
     let (a, b) = s.split_once('-').ok_or_else(bad)?;
     let a: u64 = a.trim().parse().map_err(|_| bad())?;
     let b: u64 = b.trim().parse().map_err(|_| bad())?;
-    if b < a {
+    // `b - a + 1` must not wrap (`0-18446744073709551615`): the range is checked here, and
+    // its length is computed without overflow.
+    if b < a || b == u64::MAX {
         return Err(bad());
     }
     Ok(Some((a, b)))
@@ -303,7 +331,14 @@ async fn write_chunk(
     file.seek(SeekFrom::Start(s.offset))
         .await
         .map_err(OciError::internal)?;
-    let r = append(&mut file, body, &mut hasher).await;
+    let r = append(
+        &mut file,
+        body,
+        &mut hasher,
+        s.offset,
+        st.app.config.max_blob_bytes,
+    )
+    .await;
     let rollback = async |file: tokio::fs::File, offset: u64| {
         let _ = file.set_len(offset).await;
     };
@@ -315,7 +350,7 @@ async fn write_chunk(
         }
     };
     if let Some((a, b)) = range
-        && b - a + 1 != n
+        && (b - a).checked_add(1) != Some(n)
     {
         rollback(file, s.offset).await;
         return Err(OciError::new(
