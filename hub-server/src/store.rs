@@ -1551,10 +1551,31 @@ impl Store {
         })
     }
 
-    /// Counts a download of a version.
-    pub async fn count_download(&self, agent_id: i64, version_id: i64) -> Result<()> {
+    /// Counts a download of a version, once per `client` (an opaque key, see
+    /// `api::agents::download_client`) and UTC day.
+    pub async fn count_download(&self, agent_id: i64, version_id: i64, client: &str) -> Result<()> {
+        let day = now_ms().div_euclid(86_400_000);
         on_db!(&self.db, |pool| {
             let mut tx = pool.begin().await?;
+            let first = sqlx::query(
+                "INSERT INTO download_seen (day, version_id, client) VALUES ($1, $2, $3) \
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(day)
+            .bind(version_id)
+            .bind(client)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            if !first {
+                tx.commit().await?;
+                return Ok(());
+            }
+            sqlx::query("DELETE FROM download_seen WHERE day < $1")
+                .bind(day - 1)
+                .execute(&mut *tx)
+                .await?;
             sqlx::query("UPDATE versions SET downloads = downloads + 1 WHERE id = $1")
                 .bind(version_id)
                 .execute(&mut *tx)

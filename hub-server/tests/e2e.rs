@@ -698,3 +698,49 @@ async fn every_error_is_json_and_ops_endpoints_answer() {
     assert!(m.contains("backend=\"sqlite\""));
     app.stop().await;
 }
+
+/// Issue 13, point 11: a download counts once per client and day (a script fetching a bundle
+/// in a loop cannot pump the numbers that feed ranking); another client counts.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn downloads_count_once_per_client_and_day(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let u = app.user.clone();
+    let bytes = b"bundle bytes for the download counter".to_vec();
+    let m = bundle_manifest("alice/counted", "1.0.0", &bytes);
+    assert_eq!(app.publish(&u.token, &u.key, &m, Some(&bytes)).await.0, 201);
+    let path = "/api/v1/agents/alice/counted/versions/1.0.0/bundle";
+    let get_from = |ip: [u8; 4]| {
+        let url = app.url(path);
+        async move {
+            let c = reqwest::Client::builder()
+                .local_address(std::net::IpAddr::from(ip))
+                .build()
+                .unwrap();
+            let r = c.get(url).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            assert_eq!(r.bytes().await.unwrap().len(), 37);
+        }
+    };
+    for _ in 0..5 {
+        get_from([127, 0, 0, 1]).await;
+    }
+    let downloads = || async {
+        let (s, v) = app
+            .call(
+                Method::GET,
+                "/api/v1/agents/alice/counted/versions/1.0.0",
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(s, 200, "{v}");
+        v["downloads"].as_i64().unwrap()
+    };
+    assert_eq!(downloads().await, 1);
+    get_from([127, 0, 0, 2]).await;
+    assert_eq!(downloads().await, 2);
+    app.stop().await;
+}

@@ -213,7 +213,9 @@ async fn storage_suite(#[case] backend: Backend) {
 
     // downloads and audit
     let v = store.version(a.id, "1.0.0").await.unwrap().unwrap();
-    store.count_download(a.id, v.id).await.unwrap();
+    store.count_download(a.id, v.id, "client-a").await.unwrap();
+    // The same client again the same day counts once; another client counts.
+    store.count_download(a.id, v.id, "client-a").await.unwrap();
     assert_eq!(
         store
             .version(a.id, "1.0.0")
@@ -222,6 +224,25 @@ async fn storage_suite(#[case] backend: Backend) {
             .unwrap()
             .downloads,
         1
+    );
+    store.count_download(a.id, v.id, "client-b").await.unwrap();
+    assert_eq!(
+        store
+            .version(a.id, "1.0.0")
+            .await
+            .unwrap()
+            .unwrap()
+            .downloads,
+        2
+    );
+    assert_eq!(
+        store
+            .version(a.id, "1.0.0")
+            .await
+            .unwrap()
+            .unwrap()
+            .downloads,
+        2
     );
     let log = store.audit_log(Some("alice/code"), 100).await.unwrap();
     assert_eq!(log.first().unwrap().action, "version.delete");

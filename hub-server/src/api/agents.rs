@@ -680,6 +680,25 @@ pub async fn get_version(
     }))
 }
 
+/// Who downloads, for counting a download once per client and day: a hash of the address
+/// (IPv6 by its /64, which one host can fill), so addresses are not stored.
+pub fn download_client(ip: Option<std::net::IpAddr>) -> String {
+    use sha2::Digest as _;
+    let key = match ip {
+        Some(std::net::IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+        Some(std::net::IpAddr::V6(v6)) => v6
+            .to_ipv4_mapped()
+            .map(|v4| v4.to_string())
+            .unwrap_or_default(),
+        Some(ip) => ip.to_string(),
+        None => "unknown".to_owned(),
+    };
+    hex::encode(&sha2::Sha256::digest(format!("ofc-download\0{key}").as_bytes())[..16])
+}
+
 /// The bundle bytes of a version.
 ///
 /// Each bundle download counts as a download of the version; reading its metadata does not.
@@ -694,6 +713,7 @@ pub async fn get_version(
     ))]
 pub async fn get_bundle(
     State(state): State<AppState>,
+    peer: axum::extract::ConnectInfo<std::net::SocketAddr>,
     Path((publisher, agent, version)): Path<(String, String, String)>,
 ) -> ApiResult<Response> {
     let name = parse_name(&publisher, &agent)?;
@@ -717,7 +737,8 @@ pub async fn get_bundle(
         .map_err(ApiError::internal)??
         .ok_or_else(|| ApiError::internal(format!("blob {d} missing from the blob store")))?;
     // Only the bundle counts as a download: reading metadata is not pulling the agent.
-    state.store.count_download(a.id, v.id).await?;
+    let client = download_client(Some(peer.0.ip()));
+    state.store.count_download(a.id, v.id, &client).await?;
     let stream =
         tokio_util::io::ReaderStream::with_capacity(tokio::fs::File::from_std(file), 64 * 1024);
     Ok((
