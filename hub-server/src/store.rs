@@ -1501,6 +1501,30 @@ impl Store {
             .bind(now)
             .execute(&mut *tx)
             .await?;
+            // The version's OCI tag, the manifest it named (unless another tag names it too)
+            // and the manifests that refer to it (signatures, attestations).
+            let digest: Option<String> = sqlx::query_scalar(
+                "SELECT digest FROM oci_tags WHERE repository = $1 AND tag = $2",
+            )
+            .bind(&agent.name)
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await?;
+            sqlx::query("DELETE FROM oci_tags WHERE repository = $1 AND tag = $2")
+                .bind(&agent.name)
+                .bind(version)
+                .execute(&mut *tx)
+                .await?;
+            if let Some(d) = digest {
+                sqlx::query(
+                    "DELETE FROM oci_manifests WHERE repository = $1 AND (digest = $2 OR subject = $2) \
+                     AND NOT EXISTS (SELECT 1 FROM oci_tags t WHERE t.repository = $1 AND t.digest = $2)",
+                )
+                .bind(&agent.name)
+                .bind(&d)
+                .execute(&mut *tx)
+                .await?;
+            }
             refresh_agent!(tx, agent.id, now);
             audit!(
                 tx,
@@ -1542,6 +1566,16 @@ impl Store {
                 .await?;
             sqlx::query("DELETE FROM agents WHERE id = $1")
                 .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            // Everything that served it under `/v2/` goes with it: its tags and manifests
+            // (the agent's repository is its name), so `ofc-hub gc` frees its blobs.
+            sqlx::query("DELETE FROM oci_tags WHERE repository = $1")
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("DELETE FROM oci_manifests WHERE repository = $1")
+                .bind(name)
                 .execute(&mut *tx)
                 .await?;
             audit!(tx, actor, "agent.delete", name, None::<String>, now);

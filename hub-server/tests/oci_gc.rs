@@ -1147,3 +1147,99 @@ async fn gc_while_agents_are_published(#[case] backend: Backend) {
     assert!(!published.is_empty());
     app.stop().await;
 }
+
+/// Issue 13, point 5: deleting an agent (or a version) removes what served it under `/v2/` —
+/// tags and manifests at once, and the bundle blob at the next collection — so a deleted
+/// agent cannot be pulled through the registry API, and its blob is not there to reuse.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn a_takedown_removes_tags_manifests_and_at_gc_the_blobs(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let u = app.user.clone();
+    let admin = app.new_user("root-admin", true).await;
+    let one = b"bundle one of the taken-down agent".to_vec();
+    let two = b"bundle two of the taken-down agent".to_vec();
+    for (v, bytes) in [("1.0.0", &one), ("1.1.0", &two)] {
+        let m = bundle_manifest("alice/gone", v, bytes);
+        assert_eq!(app.publish(&u.token, &u.key, &m, Some(bytes)).await.0, 201);
+    }
+    let status = |path: String| {
+        let c = app.client.clone();
+        let url = app.url(&path);
+        async move {
+            c.get(url)
+                .header("accept", mt::OCI_IMAGE_MANIFEST)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let manifest_digest = |v: &'static str| {
+        let c = app.client.clone();
+        let url = app.url(&format!("/v2/alice/gone/manifests/{v}"));
+        async move {
+            let r = c
+                .get(url)
+                .header("accept", mt::OCI_IMAGE_MANIFEST)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            r.headers()["docker-content-digest"]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    let d1 = manifest_digest("1.0.0").await;
+    let d2 = manifest_digest("1.1.0").await;
+
+    // One version deleted: its tag and manifest go, the other stays.
+    let (s, b) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/agents/alice/gone/versions/1.0.0",
+            Some(&admin.token),
+            None,
+        )
+        .await;
+    assert_eq!(s, 204, "{b}");
+    assert_eq!(status("/v2/alice/gone/manifests/1.0.0".into()).await, 404);
+    assert_eq!(status(format!("/v2/alice/gone/manifests/{d1}")).await, 404);
+    assert_eq!(status("/v2/alice/gone/manifests/1.1.0".into()).await, 200);
+
+    // The whole agent deleted: nothing of it answers under /v2/.
+    let (s, b) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/agents/alice/gone",
+            Some(&admin.token),
+            None,
+        )
+        .await;
+    assert_eq!(s, 204, "{b}");
+    assert_eq!(status("/v2/alice/gone/manifests/1.1.0".into()).await, 404);
+    assert_eq!(status(format!("/v2/alice/gone/manifests/{d2}")).await, 404);
+    let (s, tags) = app
+        .call(Method::GET, "/v2/alice/gone/tags/list", None, None)
+        .await;
+    assert!(
+        s == 404 || tags["tags"].as_array().is_none_or(|t| t.is_empty()),
+        "{s} {tags}"
+    );
+
+    // The next collection frees both bundles: nothing references them any more.
+    let report = gc::collect(&app.state, Duration::ZERO, Duration::ZERO)
+        .await
+        .unwrap();
+    for bytes in [&one, &two] {
+        let d = Digest::of(bytes);
+        assert!(!blob_path(&app, &d).exists(), "{d} survived: {report:?}");
+        assert_eq!(status(format!("/v2/alice/other/blobs/{d}")).await, 404);
+    }
+    app.stop().await;
+}
