@@ -354,6 +354,16 @@ pub struct FloorServeArgs {
     /// Deadline of each respond call, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 120_000)]
     pub respond_deadline_ms: u64,
+
+    /// Let anyone who reaches the server create floors (by default `POST /floors` wants the
+    /// server token this command prints, or `OFC_FLOOR_SERVER_TOKEN` when set).
+    #[arg(long)]
+    pub open: bool,
+
+    /// A host agents may live on (repeat for several; `any` for every host). Default: loopback
+    /// only when listening on loopback, every host otherwise.
+    #[arg(long = "agent-host", value_name = "HOST")]
+    pub agent_hosts: Vec<String>,
 }
 
 /// Arguments of `ofc validate`.

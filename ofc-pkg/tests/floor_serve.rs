@@ -41,9 +41,21 @@ async fn serve_creates_floors_and_writes_transcripts() {
     let url = started["url"].as_str().unwrap().to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
 
+    let server_token = started["server_token"].as_str().unwrap().to_owned();
+    assert!(server_token.starts_with("ofc_floorsrv_"), "{started}");
+
     let client = reqwest::Client::new();
+    // Without the server token no floor is created.
+    let refused = client
+        .post(format!("{url}/floors"))
+        .json(&json!({"name": "cli"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), reqwest::StatusCode::UNAUTHORIZED);
     let created: Value = client
         .post(format!("{url}/floors"))
+        .bearer_auth(&server_token)
         .json(&json!({"name": "cli"}))
         .send()
         .await
@@ -66,6 +78,15 @@ async fn serve_creates_floors_and_writes_transcripts() {
         .await
         .unwrap();
     assert_eq!(denied.status(), reqwest::StatusCode::UNAUTHORIZED);
+    // On loopback, a request addressed to another host name (DNS rebinding) is refused.
+    let rebound = client
+        .get(format!("{url}/floors/{floor}"))
+        .bearer_auth(token)
+        .header("host", "attacker.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status(), reqwest::StatusCode::MISDIRECTED_REQUEST);
 
     let transcript = std::fs::read_to_string(logs.path().join(format!("{floor}.jsonl"))).unwrap();
     let first: Value = serde_json::from_str(transcript.lines().next().unwrap()).unwrap();

@@ -66,6 +66,18 @@ pub struct ServerSettings {
     pub info_deadline: Duration,
     /// The most floors at once.
     pub max_floors: usize,
+    /// When set, `POST /floors` wants `Authorization: Bearer <this>` (`ofc floor serve` sets it
+    /// unless `--open`): otherwise anyone who reaches the server makes it call URLs.
+    pub create_token: Option<Token>,
+    /// Where agents may live.
+    pub agent_hosts: AgentHosts,
+    /// A floor nobody has used (no request with its join token) for this long is closed,
+    /// unless a turn runs on it.
+    pub idle_ttl: Duration,
+    /// When set, the `Host` header of every request must name one of these hosts (any port):
+    /// a server on loopback accepts `localhost`, `127.0.0.1` and `[::1]` only, so a web page
+    /// cannot reach it through DNS rebinding.
+    pub allowed_host_headers: Option<Vec<String>>,
 }
 
 impl Default for ServerSettings {
@@ -74,8 +86,75 @@ impl Default for ServerSettings {
             floor: FloorSettings::default(),
             info_deadline: Duration::from_secs(5),
             max_floors: 256,
+            create_token: None,
+            agent_hosts: AgentHosts::Loopback,
+            idle_ttl: Duration::from_secs(3600),
+            allowed_host_headers: None,
         }
     }
+}
+
+/// Which hosts a floor server lets agents live on (the hosts it will call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentHosts {
+    /// `localhost`, 127.0.0.0/8 and `::1` only (the default on a loopback server).
+    Loopback,
+    /// These host names or addresses only (compared in lowercase).
+    Only(Vec<String>),
+    /// Any host.
+    Any,
+}
+
+impl AgentHosts {
+    fn allows(&self, url: &reqwest::Url) -> bool {
+        let host = match url.host() {
+            Some(h) => h,
+            None => return false,
+        };
+        match self {
+            AgentHosts::Any => true,
+            AgentHosts::Loopback => match host {
+                url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+                url::Host::Ipv4(ip) => ip.is_loopback(),
+                url::Host::Ipv6(ip) => ip.is_loopback(),
+            },
+            AgentHosts::Only(list) => {
+                let name = match host {
+                    url::Host::Domain(d) => d.to_ascii_lowercase(),
+                    url::Host::Ipv4(ip) => ip.to_string(),
+                    url::Host::Ipv6(ip) => ip.to_string(),
+                };
+                list.iter().any(|h| {
+                    h.trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .eq_ignore_ascii_case(&name)
+                })
+            }
+        }
+    }
+}
+
+/// An agent's OFC endpoint, checked: an http(s) URL with a host the server allows, without
+/// user info, query or fragment (which could make the paths ofc appends — `/info`,
+/// `/respond` — land elsewhere: `http://host/admin/creds.json#`).
+fn check_endpoint(text: &str, hosts: &AgentHosts, field: &str) -> Result<String, ApiError> {
+    let bad = |why: &str| ApiError::unprocessable("invalid_body", format!("`{field}`: {why}"));
+    let url = reqwest::Url::parse(text).map_err(|_| bad("not an http(s) URL"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad("not an http(s) URL"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("an agent URL may not carry user info"));
+    }
+    if url.query().is_some() || url.fragment().is_some() || text.contains(['?', '#']) {
+        return Err(bad("an agent URL may not have a query or a fragment"));
+    }
+    if !hosts.allows(&url) {
+        return Err(bad(
+            "this server does not call agents on that host (see `ofc floor serve --agent-host`)",
+        ));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
 }
 
 /// The largest request body.
@@ -103,6 +182,8 @@ struct Hosted {
     token: Token,
     floor: Floor,
     config: FloorConfig,
+    /// When a request with its join token last came.
+    used: Arc<std::sync::Mutex<std::time::Instant>>,
 }
 
 impl FloorServer {
@@ -135,6 +216,10 @@ impl FloorServer {
             .route("/floors/{floor_id}/cancel", post(cancel_turn))
             .fallback(|| async { ApiError::not_found("no such route") })
             .layer(DefaultBodyLimit::max(MAX_BODY))
+            .layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                check_host_header,
+            ))
             .with_state(self.clone())
     }
 
@@ -147,6 +232,19 @@ impl FloorServer {
         let listener = listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         });
+        // Idle floors are closed as they pass their idle time.
+        let sweeper = {
+            let server = self.clone();
+            let every = (self.inner.settings.idle_ttl / 4)
+                .clamp(Duration::from_millis(50), Duration::from_secs(60));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    server.expire_idle().await;
+                }
+            })
+        };
+        let _sweeper = AbortOnDrop(sweeper);
         axum::serve(listener, self.router())
             .with_graceful_shutdown(shutdown)
             .await?;
@@ -194,7 +292,80 @@ impl FloorServer {
         ) {
             return Err(ApiError::unauthorized("wrong join token for this floor"));
         }
+        if let Ok(mut used) = hosted.used.lock() {
+            *used = std::time::Instant::now();
+        }
         Ok(hosted)
+    }
+
+    /// Closes the floors idle for longer than `idle_ttl` (no request with their join token,
+    /// no turn running); how many.
+    pub async fn expire_idle(&self) -> usize {
+        let ttl = self.inner.settings.idle_ttl;
+        let candidates: Vec<(String, Hosted)> = self
+            .inner
+            .floors
+            .read()
+            .await
+            .iter()
+            .filter(|(_, h)| h.used.lock().map(|u| u.elapsed() > ttl).unwrap_or(false))
+            .map(|(id, h)| (id.clone(), h.clone()))
+            .collect();
+        let mut closed = 0;
+        for (id, hosted) in candidates {
+            let busy = hosted
+                .floor
+                .snapshot()
+                .await
+                .map(|s| s.turn.is_some())
+                .unwrap_or(false);
+            if busy {
+                continue;
+            }
+            if self.inner.floors.write().await.remove(&id).is_some() {
+                let _ = hosted.floor.close().await;
+                tracing::info!(floor.id = %id, "idle floor closed");
+                closed += 1;
+            }
+        }
+        closed
+    }
+}
+
+/// Refuses requests whose `Host` is not one the server answers to (DNS rebinding).
+async fn check_host_header(
+    State(server): State<FloorServer>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if let Some(allowed) = &server.inner.settings.allowed_host_headers {
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        // `name:port`, `[v6]:port` or a bare name.
+        let name = match host.strip_prefix('[') {
+            Some(rest) => rest.split(']').next().unwrap_or(""),
+            None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+        };
+        if !allowed.iter().any(|a| a.eq_ignore_ascii_case(name)) {
+            return ApiError::new(
+                StatusCode::MISDIRECTED_REQUEST,
+                "wrong_host",
+                "this floor server does not answer to that Host",
+            )
+            .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -225,6 +396,11 @@ fn floor_error(error: FloorError) -> ApiError {
             error.to_string(),
         ),
         FloorError::Transcript(_) => ApiError::internal(error),
+        FloorError::TooLarge(_) => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "message_too_large",
+            error.to_string(),
+        ),
     }
 }
 
@@ -238,8 +414,21 @@ fn new_token() -> Token {
 
 async fn create_floor(
     State(server): State<FloorServer>,
+    headers: HeaderMap,
     ApiJson(request): ApiJson<CreateFloorRequest>,
 ) -> Result<Response, ApiError> {
+    if let Some(token) = &server.inner.settings.create_token {
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !constant_time_eq(presented.trim().as_bytes(), token.expose().as_bytes()) {
+            return Err(ApiError::unauthorized(
+                "creating a floor wants `Authorization: Bearer <server token>` (printed by `ofc floor serve`)",
+            ));
+        }
+    }
     let config = request.config.unwrap_or_default();
     let mut settings = server.inner.settings.floor.clone();
     if let Some(max) = config.max_agents {
@@ -281,6 +470,7 @@ async fn create_floor(
             token: token.clone(),
             floor,
             config,
+            used: Arc::new(std::sync::Mutex::new(std::time::Instant::now())),
         },
     );
     tracing::info!(floor.id = %floor_id, "floor created");
@@ -372,15 +562,7 @@ async fn add_agent(
     } else {
         "agent_id"
     };
-    match reqwest::Url::parse(&endpoint) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") => {}
-        _ => {
-            return Err(ApiError::unprocessable(
-                "invalid_body",
-                format!("`{field}`: {endpoint:?} is not an http(s) URL"),
-            ));
-        }
-    }
+    let endpoint = check_endpoint(&endpoint, &server.inner.settings.agent_hosts, field)?;
     let named = match named {
         Some(name) => Some(
             Handle::new(&name)
@@ -389,24 +571,25 @@ async fn add_agent(
         None => None,
     };
     let agent = HttpAgent::new(endpoint.clone(), server.inner.client.clone());
-    let info = match tokio::time::timeout(server.inner.settings.info_deadline, agent.info()).await {
-        Ok(Ok(info)) => info,
-        Ok(Err(error)) => {
-            return Err(ApiError::unprocessable(
-                "agent_unreachable",
-                format!("{endpoint} did not answer /ofc/info: {error}"),
-            ));
-        }
-        Err(_) => {
-            return Err(ApiError::unprocessable(
-                "agent_unreachable",
-                format!(
-                    "{endpoint} did not answer /ofc/info within {:?}",
-                    server.inner.settings.info_deadline
-                ),
-            ));
-        }
-    };
+    // One answer for every failure (refused, timed out, not JSON, an HTTP error): details would
+    // tell a caller which ports are open. They go to the server's log.
+    let mut info =
+        match tokio::time::timeout(server.inner.settings.info_deadline, agent.info()).await {
+            Ok(Ok(info)) => info,
+            outcome => {
+                let detail = match outcome {
+                    Ok(Err(error)) => error.to_string(),
+                    _ => "timed out".to_owned(),
+                };
+                tracing::info!(floor.id = %floor_id, %endpoint, %detail, "agent not added");
+                return Err(ApiError::unprocessable(
+                    "agent_unreachable",
+                    format!("{endpoint} did not answer /ofc/info as an OFC agent"),
+                ));
+            }
+        };
+    // What the agent says beyond the known fields is neither kept nor echoed.
+    info.extra.clear();
     let handle = match named {
         Some(handle) => handle,
         None => {

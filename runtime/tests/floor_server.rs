@@ -587,3 +587,247 @@ async fn the_agent_helper_serves_the_ofc_agent_api() {
     assert_eq!(provides, json!({"provides": []}));
     server.shutdown().await;
 }
+
+/// A loopback web server standing for something an attacker wants the floor server to fetch:
+/// a secrets file, an agent whose `/ofc/info` says more than it should, and an "agent" that
+/// redirects to the secrets.
+async fn bait() -> (String, tokio::task::JoinHandle<()>) {
+    use axum::routing::get;
+    let app = axum::Router::new()
+        .route(
+            "/admin/creds.json",
+            get(|| async { axum::Json(json!({"id": "@creds", "password": "hunter2"})) }),
+        )
+        .route(
+            "/chatty/ofc/info",
+            get(|| async {
+                axum::Json(json!({"id": "@chatty", "tagline": "hi", "aws_secret": "AKIA-leak"}))
+            }),
+        )
+        .route(
+            "/redirect/ofc/info",
+            get(|| async { (StatusCode::FOUND, [("location", "/admin/creds.json")]) }),
+        )
+        .route("/notjson/ofc/info", get(|| async { "plain text" }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, task)
+}
+
+/// Issue 13, point 1: the floor server is not a proxy into the machine it runs on.
+#[tokio::test]
+async fn the_floor_server_cannot_be_made_to_fetch_or_leak_what_it_should_not() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let base = format!("http://{addr}");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = FloorServer::new(ServerSettings {
+        info_deadline: Duration::from_secs(2),
+        create_token: Some(index_schema::wire::Token::new("server-secret")),
+        allowed_host_headers: Some(vec!["localhost".into(), "127.0.0.1".into()]),
+        ..ServerSettings::default()
+    });
+    tokio::spawn(server.serve(listener, async {
+        let _ = stopped.await;
+    }));
+    let client = reqwest::Client::new();
+    let (bait, _bait) = bait().await;
+
+    // Creating a floor wants the server token.
+    let r = client
+        .post(format!("{base}/floors"))
+        .json(&json!({"name": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let created: CreateFloorResponse = client
+        .post(format!("{base}/floors"))
+        .bearer_auth("server-secret")
+        .json(&json!({"name": "x"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let join = created.join_token.expose().to_owned();
+    let add = |body: Value| {
+        let (client, url, join) = (
+            client.clone(),
+            format!("{base}/floors/{}/agents", created.floor_id),
+            join.clone(),
+        );
+        async move {
+            let r = client
+                .post(url)
+                .bearer_auth(join)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status();
+            (status, r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+
+    // URLs that could make `/ofc/info` land elsewhere, or carry credentials.
+    for (url, why) in [
+        (format!("{bait}/admin/creds.json#"), "query or a fragment"),
+        (format!("{bait}/admin/creds.json?x="), "query or a fragment"),
+        (format!("http://user:pw@{}/x", &bait[7..]), "user info"),
+        (
+            "http://10.0.0.1/ofc".to_owned(),
+            "does not call agents on that host",
+        ),
+        (
+            "http://169.254.169.254/latest".to_owned(),
+            "does not call agents on that host",
+        ),
+        ("file:///etc/passwd".to_owned(), "not an http(s) URL"),
+    ] {
+        let (s, b) = add(json!({"agent_id": "@x", "endpoint": url})).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{url}: {b}");
+        assert!(b["message"].as_str().unwrap().contains(why), "{url}: {b}");
+    }
+
+    // A redirect is not followed, and every failure reads the same (no port scanning by
+    // error text): refused, redirected, not JSON.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        drop(l);
+        format!("http://{a}")
+    };
+    for url in [
+        format!("{bait}/redirect"),
+        format!("{bait}/notjson"),
+        closed.clone(),
+    ] {
+        let (s, b) = add(json!({"agent_id": "@x", "endpoint": url})).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{url}: {b}");
+        assert_eq!(
+            b["message"].as_str().unwrap(),
+            format!("{url} did not answer /ofc/info as an OFC agent"),
+            "{b}"
+        );
+        assert!(!b.to_string().contains("hunter2"), "{b}");
+    }
+
+    // Fields an agent adds to /ofc/info are neither echoed nor kept.
+    let (s, b) = add(json!({"agent_id": format!("{bait}/chatty")})).await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    assert_eq!(b["agent_id"], "@chatty");
+    assert!(!b.to_string().contains("AKIA"), "{b}");
+    let state = client
+        .get(format!("{base}/floors/{}", created.floor_id))
+        .bearer_auth(&join)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!state.contains("AKIA"), "{state}");
+
+    // DNS rebinding: a request addressed to another host name is refused.
+    let r = client
+        .get(format!("{base}/floors/{}", created.floor_id))
+        .bearer_auth(&join)
+        .header("host", format!("evil.example:{}", addr.port()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::MISDIRECTED_REQUEST);
+    let _ = stop.send(());
+}
+
+/// Issue 13, point 2: a floor's memory is bounded — message size (user messages refused, agent
+/// replies cut), the history kept in memory (count and bytes) — and idle floors expire.
+#[tokio::test]
+async fn a_floor_bounds_messages_and_history_and_idle_floors_expire() {
+    use runtime::floor::{Floor, FloorAgent, FloorError, FloorSettings};
+    let settings = FloorSettings {
+        max_message_bytes: 1000,
+        max_history_messages: 10,
+        max_history_bytes: 6000,
+        ..FloorSettings::default()
+    };
+    let agent = FloorAgent::new(runtime::Handle::new("@big").unwrap(), Arc::new(Echo("big")));
+    let floor = Floor::open("bounded", None, vec![agent], settings).unwrap();
+    let r = floor.post("x".repeat(1001)).await;
+    assert!(matches!(r, Err(FloorError::TooLarge(1000))), "{r:?}");
+
+    // The echo of a 1000-byte message is longer than 1000 bytes: stored cut, with a marker.
+    let summary = floor
+        .post_and_wait(format!("@big? {}", "y".repeat(994)))
+        .await
+        .unwrap();
+    let reply = &summary.messages[1].content;
+    assert!(reply.len() < 1100, "{}", reply.len());
+    assert!(reply.contains("more bytes cut"), "{reply}");
+
+    // 30 more messages: at most 10 stay in memory, the newest among them.
+    for i in 0..30 {
+        floor.post(format!("note {i}")).await.unwrap();
+    }
+    let snapshot = floor.snapshot().await.unwrap();
+    assert!(snapshot.messages <= 10, "{}", snapshot.messages);
+    let kept = floor.messages(None, 100).await.unwrap();
+    assert_eq!(kept.last().unwrap().content, "note 29");
+    assert!(kept.iter().all(|m| !m.content.starts_with("@big?")));
+    // Paging from a kept message still works.
+    let after = floor.messages(Some(kept[0].id.clone()), 100).await.unwrap();
+    assert_eq!(after.len(), kept.len() - 1);
+
+    // Bytes bound the history too: five 990-byte messages exceed 6000 bytes with the rest.
+    for _ in 0..8 {
+        floor.post("z".repeat(990)).await.unwrap();
+    }
+    let kept = floor.messages(None, 100).await.unwrap();
+    let bytes: usize = kept.iter().map(|m| m.content.len()).sum();
+    assert!(bytes <= 6000, "{bytes}");
+    floor.close().await.unwrap();
+
+    // A server closes floors nobody has used for its idle time.
+    let server = FloorServer::new(ServerSettings {
+        idle_ttl: Duration::from_millis(100),
+        ..ServerSettings::default()
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(server.clone().serve(listener, async {
+        let _ = stopped.await;
+    }));
+    let created = reqwest::Client::new()
+        .post(format!("{base}/floors"))
+        .json(&json!({"name": "idle"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let created: CreateFloorResponse = created.json().await.unwrap();
+    assert_eq!(server.expire_idle().await, 0, "not idle yet");
+    // The server's own sweeper closes it once idle (no request for 100 ms).
+    let start = std::time::Instant::now();
+    loop {
+        let r = reqwest::Client::new()
+            .get(format!("{base}/floors/{}", created.floor_id))
+            .bearer_auth(created.join_token.expose())
+            .send()
+            .await
+            .unwrap();
+        if r.status() == StatusCode::NOT_FOUND {
+            break;
+        }
+        // Each request is a use: wait longer than the idle time between them.
+        assert!(start.elapsed() < Duration::from_secs(5), "never expired");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(server.expire_idle().await, 0);
+    let _ = stop.send(());
+}

@@ -440,10 +440,14 @@ fn the_examples_publish_and_are_found_shown_and_yanked() {
         hit_names(h).contains(&"ofc-examples/web-scraper")
     });
 
-    // Downloads count bundle downloads and order `--sort downloads`. The index takes them on
-    // the agent's next change (a yank and its undo here).
-    for _ in 0..2 {
-        hub.get_bytes("/api/v1/agents/ofc-examples/code-runner/versions/0.3.1/bundle");
+    // Downloads count bundle downloads (once per client and day: three downloads from two
+    // addresses are 2) and order `--sort downloads`. The index takes them on the agent's next
+    // change (a yank and its undo here).
+    for from in [[127, 0, 0, 1], [127, 0, 0, 2], [127, 0, 0, 2]] {
+        hub.get_bytes_from(
+            "/api/v1/agents/ofc-examples/code-runner/versions/0.3.1/bundle",
+            from,
+        );
     }
     alice.ofc.ok(&["yank", "ofc-examples/code-runner@0.3.1"]);
     alice

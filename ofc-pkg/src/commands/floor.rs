@@ -8,8 +8,12 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use index_schema::wire::Token;
 use runtime::floor::FloorSettings;
-use runtime::server::{FloorServer, ServerSettings};
+use runtime::server::{AgentHosts, FloorServer, ServerSettings};
+
+/// The environment variable that sets the server token of `ofc floor serve`.
+pub const SERVER_TOKEN_ENV: &str = "OFC_FLOOR_SERVER_TOKEN";
 use runtime::transcript;
 
 use crate::cli::{FloorReplayArgs, FloorServeArgs};
@@ -50,6 +54,28 @@ async fn serve_async(args: &FloorServeArgs, out: &mut Output) -> Result<ExitStat
              create floors"
         ));
     }
+    let loopback = addr.ip().is_loopback();
+    let agent_hosts = if args.agent_hosts.iter().any(|h| h == "any") {
+        AgentHosts::Any
+    } else if !args.agent_hosts.is_empty() {
+        AgentHosts::Only(args.agent_hosts.clone())
+    } else if loopback {
+        AgentHosts::Loopback
+    } else {
+        AgentHosts::Any
+    };
+    let token = if args.open {
+        None
+    } else {
+        Some(match std::env::var(SERVER_TOKEN_ENV) {
+            Ok(t) if !t.trim().is_empty() => t.trim().to_owned(),
+            _ => {
+                let mut bytes = [0u8; 32];
+                rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut bytes);
+                format!("ofc_floorsrv_{}", hex::encode(bytes))
+            }
+        })
+    };
     let settings = ServerSettings {
         floor: FloorSettings {
             should_wake_deadline: Duration::from_millis(args.should_wake_deadline_ms),
@@ -57,12 +83,25 @@ async fn serve_async(args: &FloorServeArgs, out: &mut Output) -> Result<ExitStat
             transcript_dir: Some(args.logs.clone()),
             ..FloorSettings::default()
         },
+        create_token: token.clone().map(Token::new),
+        agent_hosts,
+        // On loopback, only requests addressed to loopback names (DNS rebinding).
+        allowed_host_headers: loopback.then(|| {
+            ["localhost", "127.0.0.1", "::1"]
+                .map(str::to_owned)
+                .to_vec()
+        }),
         ..ServerSettings::default()
     };
     let url = format!("http://{addr}");
     if out.json {
         out.data(
-            &serde_json::json!({ "url": url, "logs": args.logs.display().to_string() }).to_string(),
+            &serde_json::json!({
+                "url": url,
+                "logs": args.logs.display().to_string(),
+                "server_token": token,
+            })
+            .to_string(),
         );
     } else {
         out.data(&url);
@@ -71,6 +110,12 @@ async fn serve_async(args: &FloorServeArgs, out: &mut Output) -> Result<ExitStat
         "serving floors on {url}, transcripts in {} (ctrl-c to stop)",
         args.logs.display()
     ));
+    match &token {
+        Some(t) => out.status(&format!(
+            "create floors with `Authorization: Bearer {t}` (set {SERVER_TOKEN_ENV} to choose it; --open for none)"
+        )),
+        None => out.status("--open: anyone who reaches this server can create floors"),
+    }
     FloorServer::new(settings)
         .serve(listener, shutdown_signal())
         .await

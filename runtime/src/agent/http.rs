@@ -34,9 +34,12 @@ impl HttpAgent {
         }
     }
 
-    /// A client suitable for agents: no proxy for loopback, short connect timeout.
+    /// A client suitable for agents: no proxy for loopback, short connect timeout, and no
+    /// redirects (an agent URL that redirects could send the floor's requests — and the
+    /// conversation — anywhere, past the hosts a floor server allows).
     pub fn default_client() -> reqwest::Client {
         reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(std::time::Duration::from_secs(5))
             .tcp_nodelay(true)
             .build()

@@ -61,6 +61,14 @@ pub struct FloorSettings {
     pub stream: bool,
     /// Where to write the transcript (`<dir>/<floor_id>.jsonl`); none if `None`.
     pub transcript_dir: Option<PathBuf>,
+    /// The largest message, in bytes: a longer user message is refused
+    /// ([`FloorError::TooLarge`]), a longer agent reply is cut with a marker.
+    pub max_message_bytes: usize,
+    /// The most messages kept in memory; the oldest are let go past it (the transcript keeps
+    /// them all).
+    pub max_history_messages: usize,
+    /// The most bytes of messages kept in memory, likewise.
+    pub max_history_bytes: usize,
 }
 
 impl Default for FloorSettings {
@@ -73,6 +81,9 @@ impl Default for FloorSettings {
             limits: Limits::default(),
             stream: true,
             transcript_dir: None,
+            max_message_bytes: 256 * 1024,
+            max_history_messages: 10_000,
+            max_history_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -129,6 +140,9 @@ pub enum FloorError {
     /// The transcript cannot be written.
     #[error("cannot write the transcript: {0}")]
     Transcript(String),
+    /// A message is larger than the floor takes.
+    #[error("a message may have at most {0} bytes")]
+    TooLarge(usize),
 }
 
 /// What posting a message did.
@@ -217,6 +231,8 @@ impl Floor {
             agents,
             messages: Vec::new(),
             message_ids: HashMap::new(),
+            dropped: 0,
+            history_bytes: 0,
             next_message: 0,
             last_message_of: HashMap::new(),
             events: events.clone(),
@@ -425,7 +441,13 @@ struct FloorTask {
     controller: Controller,
     agents: Vec<FloorAgent>,
     messages: Vec<Message>,
+    /// Message id → its position counted from the floor's first kept message ever
+    /// (`dropped` + its index in `messages`).
     message_ids: HashMap<String, usize>,
+    /// How many messages were let go from the front of `messages` (history bounds).
+    dropped: usize,
+    /// The bytes of the messages in `messages` (content and tool activity).
+    history_bytes: usize,
     next_message: u64,
     last_message_of: HashMap<Handle, String>,
     events: broadcast::Sender<FloorEvent>,
@@ -552,6 +574,8 @@ impl FloorTask {
                     // Ids stay unique: `next_message` keeps counting.
                     self.messages.clear();
                     self.message_ids.clear();
+                    self.dropped = 0;
+                    self.history_bytes = 0;
                     self.last_message_of.clear();
                     self.emit(FloorEvent::Cleared { forgotten });
                     Some(forgotten)
@@ -572,6 +596,10 @@ impl FloorTask {
         done: Option<oneshot::Sender<TurnSummary>>,
     ) -> Option<Operation> {
         // Refused before it is stored, so observers never see a message the floor dropped.
+        if content.len() > self.settings.max_message_bytes {
+            let _ = receipt.send(Err(FloorError::TooLarge(self.settings.max_message_bytes)));
+            return None;
+        }
         let limit = self.controller.limits().max_queued_messages;
         if !self.controller.is_idle() && self.controller.queued_messages() >= limit {
             let _ = receipt.send(Err(FloorError::QueueFull(limit)));
@@ -619,10 +647,11 @@ impl FloorTask {
     fn list(&self, since: Option<String>, limit: usize) -> Result<Vec<Message>, FloorError> {
         let (start, end) = match since {
             Some(id) => {
-                let index = *self
+                let index = self
                     .message_ids
                     .get(&id)
-                    .ok_or(FloorError::UnknownMessage(id))?;
+                    .ok_or(FloorError::UnknownMessage(id))?
+                    - self.dropped;
                 (
                     index + 1,
                     (index + 1).saturating_add(limit).min(self.messages.len()),
@@ -682,7 +711,8 @@ impl FloorTask {
         message.tool_calls = tool_calls;
         message.tool_results = tool_results;
         self.message_ids
-            .insert(message.id.clone(), self.messages.len());
+            .insert(message.id.clone(), self.dropped + self.messages.len());
+        self.history_bytes += message_bytes(&message);
         if let Speaker::Agent(handle) = &from {
             self.last_message_of
                 .insert(handle.clone(), message.id.clone());
@@ -694,7 +724,35 @@ impl FloorTask {
         self.emit(FloorEvent::Message {
             message: message.clone(),
         });
+        self.trim_history();
         message
+    }
+
+    /// Lets the oldest messages go while the history is past its bounds, down to 90 % of them
+    /// (so that trimming happens once per many messages, not on each). The newest message
+    /// always stays.
+    fn trim_history(&mut self) {
+        let (max_n, max_b) = (
+            self.settings.max_history_messages.max(1),
+            self.settings.max_history_bytes.max(1),
+        );
+        if self.messages.len() <= max_n && self.history_bytes <= max_b {
+            return;
+        }
+        let (keep_n, keep_b) = (max_n - max_n / 10, max_b - max_b / 10);
+        let mut cut = 0;
+        let mut bytes = self.history_bytes;
+        while cut + 1 < self.messages.len()
+            && (self.messages.len() - cut > keep_n || bytes > keep_b)
+        {
+            bytes -= message_bytes(&self.messages[cut]);
+            cut += 1;
+        }
+        for m in self.messages.drain(..cut) {
+            self.message_ids.remove(&m.id);
+        }
+        self.dropped += cut;
+        self.history_bytes = bytes;
     }
 
     /// Feeds an event to the controller and performs the actions, until the floor waits for
@@ -800,7 +858,9 @@ impl FloorTask {
     /// Forgets a message that was refused (it is the latest).
     fn unstore(&mut self, id: &str) {
         if self.messages.last().is_some_and(|m| m.id == id) {
-            self.messages.pop();
+            if let Some(m) = self.messages.pop() {
+                self.history_bytes = self.history_bytes.saturating_sub(message_bytes(&m));
+            }
             self.message_ids.remove(id);
         }
     }
@@ -1077,7 +1137,20 @@ impl FloorTask {
                         )
                     }
                     Ok(response) => {
-                        let content = response.content().unwrap_or_default().to_owned();
+                        let mut content = response.content().unwrap_or_default().to_owned();
+                        let max = self.settings.max_message_bytes;
+                        if content.len() > max {
+                            let total = content.len();
+                            let mut end = max;
+                            while !content.is_char_boundary(end) {
+                                end -= 1;
+                            }
+                            content.truncate(end);
+                            content.push_str(&format!(
+                                "\n[… {} more bytes cut: a message may have at most {max} bytes]",
+                                total - end
+                            ));
+                        }
                         let (tool_calls, tool_results) = match response {
                             RespondResponse::Reply(reply) => (reply.tool_calls, reply.tool_results),
                             RespondResponse::Pass { .. } => (Vec::new(), Vec::new()),
@@ -1197,4 +1270,17 @@ impl FloorTask {
             self.transcript = None;
         }
     }
+}
+
+/// What a message costs the history: its content and its tool activity.
+fn message_bytes(m: &Message) -> usize {
+    m.content.len()
+        + m.tool_calls
+            .iter()
+            .map(|c| c.name.len() + serde_json::to_string(&c.arguments).map_or(0, |a| a.len()))
+            .sum::<usize>()
+        + m.tool_results
+            .iter()
+            .map(|r| r.to_string().len())
+            .sum::<usize>()
 }

@@ -222,13 +222,22 @@ impl HubProc {
 
     /// `GET path` as raw bytes (for bundles); panics unless 200.
     pub fn get_bytes(&self, path: &str) -> Vec<u8> {
+        self.get_bytes_from(path, [127, 0, 0, 1])
+    }
+
+    /// `GET path` from the loopback address `from` (the hub counts a download once per client
+    /// address and day).
+    pub fn get_bytes_from(&self, path: &str, from: [u8; 4]) -> Vec<u8> {
         let url = format!("{}{path}", self.url);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         rt.block_on(async move {
-            let resp = reqwest::Client::new()
+            let resp = reqwest::Client::builder()
+                .local_address(std::net::IpAddr::from(from))
+                .build()
+                .unwrap()
                 .get(&url)
                 .timeout(COMMAND_BOUND)
                 .send()
