@@ -483,6 +483,40 @@ async fn bearer_token_flow() {
     let bearer = format!("Bearer {}", v["token"].as_str().unwrap());
     push_blob(&app, "alice/x", &bearer, b"via bearer").await;
 
+    // A bearer carries what was asked for, not the API token's full rights: asked for pull
+    // only (with the same credentials), it cannot push.
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("{realm}?service=ofc-hub&scope=repository:alice/x:pull"),
+        Some(&basic(&app.user.token)),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let pull_only = format!("Bearer {}", r.json()["token"].as_str().unwrap());
+    let r = req(
+        &app,
+        Method::POST,
+        "/v2/alice/x/blobs/uploads/",
+        Some(&pull_only),
+        &[],
+        None,
+    )
+    .await;
+    assert!(matches!(r.status, 401 | 403), "{}", r.status);
+    let r = req(
+        &app,
+        Method::GET,
+        "/v2/alice/x/tags/list",
+        Some(&pull_only),
+        &[],
+        None,
+    )
+    .await;
+    assert_ne!(r.status, 401, "it still pulls");
+
     // Wrong credentials: 401, and a made-up bearer token is refused.
     let r = req(
         &app,

@@ -521,6 +521,7 @@ pub async fn put_access_token(
     db: &Db,
     token_hash: &str,
     api_token_hash: Option<&str>,
+    push_namespaces: &str,
     expires_at: i64,
 ) -> Result<()> {
     on_db!(db, |pool| {
@@ -529,11 +530,12 @@ pub async fn put_access_token(
             .execute(pool)
             .await?;
         sqlx::query(
-            "INSERT INTO oci_access_tokens (token_hash, api_token_hash, expires_at) \
-             VALUES ($1, $2, $3)",
+            "INSERT INTO oci_access_tokens (token_hash, api_token_hash, push_namespaces, \
+             expires_at) VALUES ($1, $2, $3, $4)",
         )
         .bind(token_hash)
         .bind(api_token_hash)
+        .bind(push_namespaces)
         .bind(expires_at)
         .execute(pool)
         .await?;
@@ -541,11 +543,16 @@ pub async fn put_access_token(
     })
 }
 
-/// The API token hash behind a live bearer token: `Some(None)` for an anonymous one.
-pub async fn access_token(db: &Db, token_hash: &str) -> Result<Option<Option<String>>> {
+/// The API token hash behind a live bearer token (`None` for an anonymous one) and the
+/// namespaces it may push to.
+pub async fn access_token(
+    db: &Db,
+    token_hash: &str,
+) -> Result<Option<(Option<String>, Option<String>)>> {
     on_read!(db, |pool| {
-        let r: Option<Option<String>> = sqlx::query_scalar(
-            "SELECT api_token_hash FROM oci_access_tokens WHERE token_hash = $1 AND expires_at > $2",
+        let r: Option<(Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT api_token_hash, push_namespaces FROM oci_access_tokens \
+             WHERE token_hash = $1 AND expires_at > $2",
         )
         .bind(token_hash)
         .bind(now_ms())

@@ -366,10 +366,10 @@ async fn authenticate(st: &OciState, parts: &Parts, repository: Option<&str>) ->
     };
     if token.starts_with(ACCESS_TOKEN_PREFIX) {
         return match db::access_token(st.app.store.db(), &hash_token(&token)).await? {
-            Some(None) => Ok(Caller::Anonymous),
-            Some(Some(api_hash)) => principal_by_hash(st, &api_hash)
+            Some((None, _)) => Ok(Caller::Anonymous),
+            Some((Some(api_hash), push)) => principal_by_hash(st, &api_hash)
                 .await?
-                .map(Caller::User)
+                .map(|p| Caller::User(narrow_to_bearer(p, push.as_deref().unwrap_or(""))))
                 .ok_or_else(|| unauthorized(parts, repository, "the API token is no longer valid")),
             None => Err(unauthorized(
                 parts,
@@ -415,6 +415,55 @@ async fn principal_by_hash(st: &OciState, hash: &str) -> OciResult<Option<Princi
     }))
 }
 
+/// A bearer token's rights: those of its API token, narrowed to what was asked for at
+/// `/v2/token` — push only to the namespaces of the repositories asked for with `push`
+/// (pull needs no rights), and nothing beyond pushing.
+fn narrow_to_bearer(mut p: Principal, push_namespaces: &str) -> Principal {
+    let asked: Vec<String> = push_namespaces
+        .split(',')
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .collect();
+    p.scopes
+        .retain(|s| !asked.is_empty() && matches!(s, Scope::PublishNew | Scope::PublishUpdate));
+    // The token's own patterns still apply (`authorize` checks them): a namespace is kept
+    // only if one of them covers it.
+    p.namespaces = asked
+        .into_iter()
+        .filter(|n| {
+            p.namespaces
+                .iter()
+                .any(|pat| crate::auth::pattern_covers(pat, n))
+        })
+        .collect();
+    p
+}
+
+/// The namespaces of the repositories a `/v2/token` request asks to push to
+/// (`scope=repository:NAME:pull,push`, any number of `scope` parameters).
+fn push_namespaces_asked(query: Option<&str>) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        if k != "scope" {
+            continue;
+        }
+        for scope in v.split(' ') {
+            let mut parts = scope.splitn(3, ':');
+            if let (Some("repository"), Some(name), Some(actions)) =
+                (parts.next(), parts.next(), parts.next())
+                && actions.split(',').any(|a| a == "push" || a == "*")
+                && let Some((ns, _)) = name.split_once('/')
+            {
+                let ns = ns.to_ascii_lowercase();
+                if !out.contains(&ns) {
+                    out.push(ns);
+                }
+            }
+        }
+    }
+    out.join(",")
+}
+
 /// `GET /v2/token`: trades Basic credentials (password = ofc API token) for a short-lived
 /// bearer token; without credentials, an anonymous (pull-only) one.
 async fn token(State(st): State<OciState>, req: Request) -> Response {
@@ -433,10 +482,12 @@ async fn token(State(st): State<OciState>, req: Request) -> Response {
             }
         };
         let t = crate::auth::generate_token(ACCESS_TOKEN_PREFIX);
+        let push = push_namespaces_asked(parts.uri.query());
         db::put_access_token(
             st.app.store.db(),
             &hash_token(&t.0),
             api_hash.as_deref(),
+            &push,
             now_ms() + ACCESS_TOKEN_TTL_SECS * 1000,
         )
         .await?;
