@@ -106,7 +106,7 @@ impl Config {
         flags: toml::Table,
     ) -> Result<Config, String> {
         let mut merged = toml::Table::new();
-        let env_table = env_overrides(env);
+        let env_table = env_overrides(env)?;
         // The data dir decides where the default file is, so look at it first.
         let data_dir = flags
             .get("data_dir")
@@ -145,24 +145,34 @@ impl Config {
     }
 }
 
-fn env_overrides(env: impl IntoIterator<Item = (String, String)>) -> toml::Table {
+/// The `OFC_HUB__…` variables as a settings table. A value is typed by the setting it sets
+/// (the type of its default): numbers and booleans for numeric and boolean settings, text for
+/// everything else — `OFC_HUB__UPSTREAM_PASSWORD=123456` is a password, not a number. A value
+/// a numeric or boolean setting cannot take is an error naming the variable.
+fn env_overrides(env: impl IntoIterator<Item = (String, String)>) -> Result<toml::Table, String> {
+    let defaults = toml::Table::try_from(Config::default()).unwrap_or_default();
     let mut t = toml::Table::new();
     for (k, v) in env {
         let Some(key) = k.strip_prefix(ENV_PREFIX) else {
             continue;
         };
         let key = key.to_ascii_lowercase();
-        // Numbers and booleans are typed; everything else is a string.
-        let value = if let Ok(n) = v.parse::<i64>() {
-            toml::Value::Integer(n)
-        } else if let Ok(b) = v.parse::<bool>() {
-            toml::Value::Boolean(b)
-        } else {
-            toml::Value::String(v)
+        let value = match defaults.get(&key) {
+            Some(toml::Value::Integer(_)) => toml::Value::Integer(
+                v.trim()
+                    .parse::<i64>()
+                    .map_err(|_| format!("{k}: `{v}` is not a whole number"))?,
+            ),
+            Some(toml::Value::Boolean(_)) => toml::Value::Boolean(
+                v.trim()
+                    .parse::<bool>()
+                    .map_err(|_| format!("{k}: `{v}` is not `true` or `false`"))?,
+            ),
+            _ => toml::Value::String(v),
         };
         t.insert(key, value);
     }
-    t
+    Ok(t)
 }
 
 #[cfg(test)]
@@ -191,6 +201,28 @@ mod tests {
         assert_eq!(c.max_bundle_bytes, 7);
         assert_eq!(c.registry_host, "cli");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn environment_values_take_the_type_of_their_setting() {
+        let env = vec![
+            (
+                "OFC_HUB__UPSTREAM_PASSWORD".to_string(),
+                "123456".to_string(),
+            ),
+            ("OFC_HUB__REGISTRY_HOST".to_string(), "true".to_string()),
+            ("OFC_HUB__MAX_BUNDLE_BYTES".to_string(), " 42 ".to_string()),
+        ];
+        let c = Config::load(None, env, toml::Table::new()).unwrap();
+        assert_eq!(c.upstream_password.as_deref(), Some("123456"));
+        assert_eq!(c.registry_host, "true");
+        assert_eq!(c.max_bundle_bytes, 42);
+        let env = vec![("OFC_HUB__MAX_BUNDLE_BYTES".to_string(), "lots".to_string())];
+        let err = Config::load(None, env, toml::Table::new()).unwrap_err();
+        assert_eq!(
+            err,
+            "OFC_HUB__MAX_BUNDLE_BYTES: `lots` is not a whole number"
+        );
     }
 
     #[test]
