@@ -60,7 +60,9 @@ async fn operation(
             let m = Manifest::from_value(&json!({
                 "schemaVersion": 1, "name": agent, "version": version, "id": "@soak",
                 "displayName": "Soak", "tagline": "data analysis under load", "description": "d",
-                "source": {"type": "bundle", "digest": digest, "size": bundle.len()}
+                "source": {"type": "bundle", "digest": digest, "size": bundle.len(),
+                           "mediaType": "application/vnd.ofc.agent.bundle.v1.tar+gzip",
+                           "entrypoint": "agent.yaml"}
             }))
             .expect("manifest");
             let env = sign_manifest(&m, key);
