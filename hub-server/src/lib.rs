@@ -6,7 +6,6 @@ pub mod api;
 pub mod auth;
 pub mod blob;
 pub mod config;
-pub mod conn;
 pub mod db;
 pub mod error;
 pub mod metrics;
@@ -122,9 +121,13 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let store = state.store.clone();
     let search = state.search.clone();
-    let limits = conn::ConnLimits::from_config(&state.config);
+    let limits = runtime::net::ConnLimits::new(
+        state.config.max_connections,
+        std::time::Duration::from_secs(state.config.header_timeout_secs.max(1)),
+        std::time::Duration::from_secs(state.config.body_timeout_secs.max(1)),
+    );
     let app = oci::router(state.clone()).merge(api::router(state));
-    conn::serve(listener, app, limits, shutdown).await;
+    runtime::net::serve(listener, app, limits, shutdown).await;
     if let Some(search) = &search {
         search.shutdown().await?;
     }

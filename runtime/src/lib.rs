@@ -19,6 +19,7 @@ pub mod floor;
 pub mod handle;
 pub mod llm;
 pub mod mention;
+pub mod net;
 pub mod server;
 pub mod transcript;
 

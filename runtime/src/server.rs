@@ -38,7 +38,6 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use futures::StreamExt;
 use index_schema::wire::{
@@ -74,6 +73,8 @@ pub struct ServerSettings {
     /// A floor nobody has used (no request with its join token) for this long is closed,
     /// unless a turn runs on it.
     pub idle_ttl: Duration,
+    /// Bounds of the server's connections (count, header/idle and body timeouts).
+    pub connections: crate::net::ConnLimits,
     /// When set, the `Host` header of every request must name one of these hosts (any port):
     /// a server on loopback accepts `localhost`, `127.0.0.1` and `[::1]` only, so a web page
     /// cannot reach it through DNS rebinding.
@@ -89,6 +90,7 @@ impl Default for ServerSettings {
             create_token: None,
             agent_hosts: AgentHosts::Loopback,
             idle_ttl: Duration::from_secs(3600),
+            connections: crate::net::ConnLimits::default(),
             allowed_host_headers: None,
         }
     }
@@ -229,9 +231,6 @@ impl FloorServer {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
         // Idle floors are closed as they pass their idle time.
         let sweeper = {
             let server = self.clone();
@@ -245,9 +244,13 @@ impl FloorServer {
             })
         };
         let _sweeper = AbortOnDrop(sweeper);
-        axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await?;
+        crate::net::serve(
+            listener,
+            self.router(),
+            self.inner.settings.connections,
+            shutdown,
+        )
+        .await;
         self.close_all().await;
         Ok(())
     }

@@ -831,3 +831,52 @@ async fn a_floor_bounds_messages_and_history_and_idle_floors_expire() {
     assert_eq!(server.expire_idle().await, 0);
     let _ = stop.send(());
 }
+
+/// Issue 13, point 3, for the floor server too: slow request heads and idle connections are
+/// cut off, and past the connection cap a new connection gets a JSON 503 at once.
+#[tokio::test]
+async fn the_floor_server_bounds_its_connections() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = FloorServer::new(ServerSettings {
+        connections: runtime::net::ConnLimits::new(
+            3,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+        ),
+        ..ServerSettings::default()
+    });
+    tokio::spawn(server.serve(listener, async {
+        let _ = stopped.await;
+    }));
+    let read_all = |mut s: tokio::net::TcpStream| async move {
+        let mut out = Vec::new();
+        let r = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
+        assert!(r.is_ok(), "the server kept the connection open");
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    // A slow-loris head is closed after the header timeout.
+    let mut loris = tokio::net::TcpStream::connect(addr).await.unwrap();
+    loris
+        .write_all(b"POST /floors HTTP/1.1\r\nhost: localhost\r\n")
+        .await
+        .unwrap();
+    let start = std::time::Instant::now();
+    read_all(loris).await;
+    assert!(start.elapsed() >= Duration::from_millis(900));
+
+    // Three idle connections fill the cap; the fourth is shed with a JSON 503.
+    let mut idle = Vec::new();
+    for _ in 0..3 {
+        idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let extra = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let answer = read_all(extra).await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("\"overloaded\""), "{answer}");
+    drop(idle);
+    let _ = stop.send(());
+}

@@ -1,4 +1,5 @@
-//! The hub's client connections, bounded in number and in time.
+//! HTTP connections bounded in number and in time, for the servers of ofc (the hub, the floor
+//! server).
 //!
 //! - **Number**: at most [`ConnLimits::max_connections`] connections are served at once. Past
 //!   that, a new connection gets an immediate `503` with a JSON body and `Retry-After: 1`, and
@@ -31,7 +32,7 @@ use tower::ServiceExt as _;
 /// the open-file limit.
 const FD_RESERVE: u64 = 256;
 
-/// Limits of the hub's connections.
+/// Limits of a server's connections.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnLimits {
     /// Most connections served at once.
@@ -43,22 +44,29 @@ pub struct ConnLimits {
 }
 
 impl ConnLimits {
-    /// The limits of `config`; `max_connections: 0` derives the cap from the open-file limit.
-    pub fn from_config(config: &crate::Config) -> Self {
+    /// These limits; `max_connections: 0` derives the cap from the open-file limit (see
+    /// [`default_max_connections`]).
+    pub fn new(max_connections: usize, header_timeout: Duration, body_timeout: Duration) -> Self {
         ConnLimits {
-            max_connections: if config.max_connections == 0 {
+            max_connections: if max_connections == 0 {
                 default_max_connections()
             } else {
-                config.max_connections
+                max_connections
             },
-            header_timeout: Duration::from_secs(config.header_timeout_secs.max(1)),
-            body_timeout: Duration::from_secs(config.body_timeout_secs.max(1)),
+            header_timeout: header_timeout.max(Duration::from_millis(100)),
+            body_timeout: body_timeout.max(Duration::from_millis(100)),
         }
     }
 }
 
+impl Default for ConnLimits {
+    fn default() -> Self {
+        Self::new(0, Duration::from_secs(10), Duration::from_secs(60))
+    }
+}
+
 /// The open-file limit minus [`FD_RESERVE`], between 64 and 16384.
-fn default_max_connections() -> usize {
+pub fn default_max_connections() -> usize {
     #[cfg(unix)]
     {
         let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
