@@ -96,13 +96,7 @@ fn files_under(root: &Path) -> Vec<String> {
 }
 
 fn assert_refused(r: &common::Run, needle: &str) {
-    assert_eq!(
-        r.code,
-        Some(1),
-        "stdout:\n{}\nstderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
+    r.assert_code(1);
     assert!(
         r.stderr.contains(needle),
         "expected `{needle}` in the error:\n{}",

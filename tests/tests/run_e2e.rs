@@ -41,13 +41,7 @@ fn process_agents_delegate_and_the_transcript_replays() {
 
     // Line mode: every agent's answer on stdout, the floor's narration on stderr.
     let r = run_in(&ofc, proj.path(), &["run", "count the rows"]);
-    assert_eq!(
-        r.code,
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
+    r.assert_code(0);
     assert!(
         r.stdout.contains(&format!("@{c}: {c} heard")),
         "{}",
@@ -348,13 +342,7 @@ fn hub_agents_are_pulled_locked_and_run_without_the_hub() {
     );
     let ofc = Ofc::new(home.path(), &hub.url);
     let r = run_in(&ofc, proj.path(), &["run", "what is new?"]);
-    assert_eq!(
-        r.code,
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
+    r.assert_code(0);
     assert!(r.stdout.contains("@helper: helper heard"), "{}", r.stdout);
     assert!(r.stdout.contains("@teller: teller reports"), "{}", r.stdout);
     let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
@@ -366,13 +354,7 @@ fn hub_agents_are_pulled_locked_and_run_without_the_hub() {
     // The hub is gone: the lock and the cache are enough.
     hub.stop();
     let r = run_in(&ofc, proj.path(), &["run", "--locked", "and now?"]);
-    assert_eq!(
-        r.code,
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
+    r.assert_code(0);
     assert!(r.stdout.contains("@teller: teller reports"), "{}", r.stdout);
     assert_eq!(
         std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap(),
@@ -638,13 +620,7 @@ fn llm_agents_and_a_process_agent_delegate_to_each_other() {
 
     // --json: the order of the responses and the streamed tokens.
     let r = run(&["--json", "run", "Analyze the sales data"]);
-    assert_eq!(
-        r.code,
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
+    r.assert_code(0);
     let events: Vec<Value> = r
         .stdout
         .lines()

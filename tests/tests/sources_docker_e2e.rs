@@ -338,13 +338,7 @@ fn docker_agent_publish_pull_run_and_warm_run_without_the_hub() {
     assert!(podman.ok(&["images", "-q"]).trim().is_empty());
 
     let r = ofc_in(&ofc, &podman, proj.path(), &["run", "hello container"]);
-    assert_eq!(
-        r.code,
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
+    r.assert_code(0);
     // PID 1: the agent is the first process of its own container.
     assert!(
         r.stdout
@@ -387,13 +381,7 @@ fn docker_agent_publish_pull_run_and_warm_run_without_the_hub() {
         proj.path(),
         &["run", "--locked", "and again"],
     );
-    assert_eq!(
-        r.code,
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
+    r.assert_code(0);
     assert!(
         r.stdout.contains("container heard: and again (pid 1)"),
         "{}",
@@ -720,13 +708,7 @@ fn an_image_index_is_resolved_to_this_platform_and_runs() {
         "the lock records the pinned index: {lock}"
     );
     let r = ofc_in(&ofc, &podman, proj.path(), &["run", "from an index"]);
-    assert_eq!(
-        r.code,
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
+    r.assert_code(0);
     assert!(
         r.stdout.contains("container heard: from an index (pid 1)"),
         "{}",

@@ -413,6 +413,20 @@ pub struct Run {
     pub stderr: String,
 }
 
+impl Run {
+    /// Asserts the exit code, showing stdout and stderr when it differs.
+    #[track_caller]
+    pub fn assert_code(&self, code: i32) {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+    }
+}
+
 impl Ofc {
     /// `ofc` with `OFC_HOME=home` and `OFC_HUB=hub_url`.
     pub fn new(home: &Path, hub_url: &str) -> Ofc {
