@@ -1578,6 +1578,11 @@ impl Store {
                 .bind(name)
                 .execute(&mut *tx)
                 .await?;
+            // Its blobs leave the repository too: a later publish uploads them again.
+            sqlx::query("DELETE FROM oci_blob_links WHERE repository = $1")
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
             audit!(tx, actor, "agent.delete", name, None::<String>, now);
             outbox!(tx, "delete_agent", name, None::<String>, now);
             tx.commit().await?;

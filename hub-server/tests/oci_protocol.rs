@@ -1550,3 +1550,152 @@ async fn uploads_are_bounded_and_content_range_cannot_wrap() {
     assert_eq!(r.header("range"), "0-599");
     app.stop().await;
 }
+
+/// Issue 13, point 7: a blob is read, mounted, referenced and deleted only through a repository
+/// it belongs to (uploaded or mounted there, or referenced by one of its manifests); a JSON
+/// publish without the bundle needs it in the agent's own repository; the reference check of a
+/// blob delete is an index lookup.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn blobs_belong_to_repositories(#[case] backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let auth = basic(&app.user.token);
+    let head = |repo: &str, d: &Digest| {
+        let (app, path) = (&app, format!("/v2/{repo}/blobs/{d}"));
+        async move { req(app, Method::HEAD, &path, None, &[], None).await.status }
+    };
+    let config = br#"{"architecture":"amd64","os":"linux"}"#.to_vec();
+    let a = push_blob(&app, "alice/one", &auth, &config).await;
+    assert_eq!(head("alice/one", &a).await, 200);
+    // Stored, but not in alice/two: neither readable nor usable there.
+    assert_eq!(head("alice/two", &a).await, 404);
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/two/blobs/{a}"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (404, "BLOB_UNKNOWN"));
+    let layer = b"layer bytes of two".to_vec();
+    let l = push_blob(&app, "alice/two", &auth, &layer).await;
+    let m = image_manifest((&a, config.len()), &[(l, layer.len())]);
+    let r = put_manifest(&app, "alice/two", "v1", &auth, &m).await;
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (400, "MANIFEST_BLOB_UNKNOWN")
+    );
+    assert!(
+        r.json()["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not in `alice/two`")
+    );
+
+    // A mount needs a `from` the blob belongs to; otherwise it is a new upload session.
+    for q in [format!("mount={a}"), format!("mount={a}&from=alice/zzz")] {
+        let r = req(
+            &app,
+            Method::POST,
+            &format!("/v2/alice/two/blobs/uploads/?{q}"),
+            Some(&auth),
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 202, "{q}: not mounted");
+    }
+    assert_eq!(head("alice/two", &a).await, 404);
+    let r = req(
+        &app,
+        Method::POST,
+        &format!("/v2/alice/two/blobs/uploads/?mount={a}&from=alice/one"),
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(head("alice/two", &a).await, 200);
+    let r = put_manifest(&app, "alice/two", "v1", &auth, &m).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+
+    // Referenced by alice/two's manifest: no repository may delete it.
+    let del = |repo: &str, d: &Digest| {
+        let (app, path, auth) = (&app, format!("/v2/{repo}/blobs/{d}"), auth.clone());
+        async move { req(app, Method::DELETE, &path, Some(&auth), &[], None).await }
+    };
+    let r = del("alice/one", &a).await;
+    assert_eq!((r.status, r.code().as_str()), (403, "DENIED"));
+    assert_eq!(
+        del("alice/three", &l).await.status,
+        404,
+        "not in alice/three"
+    );
+
+    // In two repositories and referenced by none: a delete takes it from one only.
+    let c = push_blob(&app, "alice/one", &auth, b"scratch").await;
+    push_blob(&app, "alice/two", &auth, b"scratch").await;
+    assert_eq!(del("alice/one", &c).await.status, 202);
+    assert_eq!(head("alice/one", &c).await, 404);
+    assert_eq!(head("alice/two", &c).await, 200);
+    assert_eq!(del("alice/two", &c).await.status, 202);
+    assert_eq!(head("alice/two", &c).await, 404);
+    assert!(
+        app.state.blobs.size(&c).unwrap().is_none(),
+        "the last link took the file"
+    );
+
+    // The JSON publish: a bundle left out must be in the agent's own repository.
+    let bundle = b"bundle bytes, not really gzip".to_vec();
+    let (s, _) = app
+        .publish(
+            &app.user.token,
+            &app.user.key,
+            &bundle_manifest("alice/x", "1.0.0", &bundle),
+            Some(&bundle),
+        )
+        .await;
+    assert_eq!(s, 201);
+    let (s, v) = app
+        .publish(
+            &app.user.token,
+            &app.user.key,
+            &bundle_manifest("alice/y", "1.0.0", &bundle),
+            None,
+        )
+        .await;
+    assert_eq!((s, common::code(&v)), (400, "bundle_missing"), "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("/v2/alice/y/blobs/uploads/"),
+        "{v}"
+    );
+    push_blob(&app, "alice/y", &auth, &bundle).await;
+    let (s, v) = app
+        .publish(
+            &app.user.token,
+            &app.user.key,
+            &bundle_manifest("alice/y", "1.0.0", &bundle),
+            None,
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    // A later version of alice/x may leave out the bundle it published before.
+    let (s, v) = app
+        .publish(
+            &app.user.token,
+            &app.user.key,
+            &bundle_manifest("alice/x", "1.0.1", &bundle),
+            None,
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    app.stop().await;
+}

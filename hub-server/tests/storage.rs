@@ -304,3 +304,90 @@ async fn token_use_is_recorded_at_most_once_a_minute(#[case] backend: Backend) {
     // An unknown token is no write.
     assert!(!store.touch_token(id + 1000, t0).await.unwrap());
 }
+
+/// Migration 0017 indexes the blob references of manifests stored before it (garbage
+/// collection and blob deletes rely on that index, so a miss here would lose blobs).
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn migration_0017_indexes_existing_manifests(#[case] backend: Backend) {
+    use std::borrow::Cow;
+    let d = |c: char| format!("sha256:{}", c.to_string().repeat(64));
+    let image = serde_json::json!({
+        "schemaVersion": 2,
+        "config": {"mediaType": "a", "digest": d('1'), "size": 1},
+        "layers": [{"mediaType": "b", "digest": d('2'), "size": 1},
+                   {"mediaType": "b", "digest": d('3'), "size": 1}],
+    })
+    .to_string();
+    let index = serde_json::json!({
+        "schemaVersion": 2,
+        "manifests": [{"mediaType": "m", "digest": d('4'), "size": 1}],
+    })
+    .to_string();
+    let odd =
+        serde_json::json!({"config": {"digest": 7}, "layers": {"digest": d('5')}}).to_string();
+    let rows = [
+        ("alice/a", d('a'), image),
+        ("alice/a", d('b'), index),
+        ("bob/b", d('c'), odd),
+    ];
+    let insert = "INSERT INTO oci_manifests (repository, digest, media_type, content, created_at) \
+                  VALUES ($1, $2, 'x', $3, 0)";
+    let query = "SELECT repository, manifest_digest, blob_digest FROM oci_blob_refs \
+                 ORDER BY repository, manifest_digest, blob_digest";
+    macro_rules! run {
+        ($pool:expr, $migrator:expr) => {{
+            let pool = $pool;
+            let mut before = $migrator;
+            before.migrations = Cow::Owned(
+                before
+                    .migrations
+                    .iter()
+                    .filter(|m| m.version < 17)
+                    .cloned()
+                    .collect(),
+            );
+            before.run(&pool).await.unwrap();
+            for (r, dg, c) in &rows {
+                sqlx::query(insert)
+                    .bind(*r)
+                    .bind(dg)
+                    .bind(c.as_bytes())
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+            }
+            $migrator.run(&pool).await.unwrap();
+            let got: Vec<(String, String, String)> =
+                sqlx::query_as(query).fetch_all(&pool).await.unwrap();
+            got
+        }};
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let _pg;
+    let got = match backend {
+        Backend::Sqlite => {
+            let opts = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(dir.path().join("m.db"))
+                .create_if_missing(true)
+                .foreign_keys(true);
+            run!(
+                sqlx::SqlitePool::connect_with(opts).await.unwrap(),
+                sqlx::migrate!("../migrations/sqlite")
+            )
+        }
+        Backend::Postgres => {
+            let pg = common::PgDatabase::create().await;
+            let pool = sqlx::PgPool::connect(&pg.url).await.unwrap();
+            _pg = pg;
+            run!(pool, sqlx::migrate!("../migrations/postgres"))
+        }
+    };
+    let want: Vec<(String, String, String)> = ['1', '2', '3']
+        .iter()
+        .map(|c| ("alice/a".to_string(), d('a'), d(*c)))
+        .collect();
+    assert_eq!(got, want);
+}

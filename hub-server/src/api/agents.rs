@@ -477,7 +477,33 @@ pub(crate) async fn publish_inner(
                     crate::oci::gc::store_bytes(state, &b.digest, &bytes)
                         .await
                         .map_err(|e| ApiError::internal(e.message))?;
+                    crate::oci::db::link_blob(
+                        state.store.db(),
+                        &name.to_string(),
+                        &b.digest.to_string(),
+                    )
+                    .await?;
                     sent_bundle = Some((b.digest, bytes));
+                }
+                // Only a blob of this agent's repository (uploaded to
+                // `/v2/{publisher}/{agent}/blobs/uploads/`, or of an earlier version): a
+                // publisher cannot take another repository's blob, or a deleted agent's, by
+                // naming its digest.
+                None if !crate::oci::db::blob_in_repository(
+                    state.store.db(),
+                    &name.to_string(),
+                    &b.digest.to_string(),
+                )
+                .await? =>
+                {
+                    return Err(ApiError::bad_request(
+                        "bundle_missing",
+                        format!(
+                            "send the bundle: `{name}` has no blob {}; upload it to \
+                             /v2/{name}/blobs/uploads/ first",
+                            b.digest
+                        ),
+                    ));
                 }
                 None => match state.blobs.size(&b.digest)? {
                     Some(size) if size == b.size => {}

@@ -168,6 +168,18 @@ pub async fn put_manifest(db: &Db, m: &NewManifest<'_>, claim: &BlobClaim) -> Re
         .bind(now)
         .execute(&mut *tx)
         .await?;
+        // The blobs it references belong to its repository from now on (see migration 0017).
+        for (d, _) in &claim.needed {
+            sqlx::query(
+                "INSERT INTO oci_blob_refs (repository, manifest_digest, blob_digest) \
+                 VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            )
+            .bind(m.repository)
+            .bind(m.digest)
+            .bind(d.to_string())
+            .execute(&mut *tx)
+            .await?;
+        }
         if let Some(tag) = m.tag {
             sqlx::query(
                 "INSERT INTO oci_tags (repository, tag, digest, updated_at) VALUES ($1, $2, $3, $4) \
@@ -290,41 +302,13 @@ pub async fn delete_manifest(db: &Db, repository: &str, digest: &str) -> Result<
     })
 }
 
-/// Every stored manifest's bytes, page by page (for garbage collection).
-pub async fn manifest_page(
-    db: &Db,
-    after: Option<(&str, &str)>,
-    limit: i64,
-) -> Result<Vec<(String, String, Vec<u8>)>> {
-    let (r, d) = after.unwrap_or(("", ""));
-    on_read!(db, |pool| {
-        let rows = sqlx::query(
-            "SELECT repository, digest, content FROM oci_manifests \
-             WHERE repository > $1 OR (repository = $1 AND digest > $2) \
-             ORDER BY repository, digest LIMIT $3",
-        )
-        .bind(r)
-        .bind(d)
-        .bind(limit)
-        .fetch_all(pool)
-        .await?;
-        rows.iter()
-            .map(|x| {
-                Ok((
-                    x.try_get("repository")?,
-                    x.try_get("digest")?,
-                    x.try_get("content")?,
-                ))
-            })
-            .collect()
-    })
-}
-
-/// Bundle digests of every published version (garbage collection keeps them).
-pub async fn version_bundles(db: &Db) -> Result<Vec<String>> {
+/// Every blob digest a manifest (its config and layers, from the reference index) or a
+/// published version (its bundle) references.
+pub async fn referenced_blobs(db: &Db) -> Result<Vec<String>> {
     on_read!(db, |pool| {
         let v: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT bundle_digest FROM versions WHERE bundle_digest IS NOT NULL",
+            "SELECT blob_digest FROM oci_blob_refs \
+             UNION SELECT bundle_digest FROM versions WHERE bundle_digest IS NOT NULL",
         )
         .fetch_all(pool)
         .await?;
@@ -448,6 +432,70 @@ pub async fn forget_blob(db: &Db, digest: &str, by: &str) -> Result<()> {
             .execute(pool)
             .await?;
         Ok(())
+    })
+}
+
+/// Links a blob to a repository: it was uploaded or mounted there.
+pub async fn link_blob(db: &Db, repository: &str, digest: &str) -> Result<()> {
+    let now = now_ms();
+    on_db!(db, |pool| {
+        sqlx::query(
+            "INSERT INTO oci_blob_links (repository, digest, linked_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (repository, digest) DO UPDATE SET linked_at = $3",
+        )
+        .bind(repository)
+        .bind(digest)
+        .bind(now)
+        .execute(pool)
+        .await?;
+        Ok(())
+    })
+}
+
+/// Whether a blob belongs to a repository: linked to it (uploaded, mounted) or referenced by
+/// one of its manifests. Blobs are read, mounted and deleted only through such a repository.
+pub async fn blob_in_repository(db: &Db, repository: &str, digest: &str) -> Result<bool> {
+    on_read!(db, |pool| {
+        let b: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM oci_blob_links WHERE repository = $1 AND digest = $2) \
+             OR EXISTS (SELECT 1 FROM oci_blob_refs WHERE blob_digest = $2 AND repository = $1)",
+        )
+        .bind(repository)
+        .bind(digest)
+        .fetch_one(pool)
+        .await?;
+        Ok(b)
+    })
+}
+
+/// Whether any manifest or published version references a blob (indexed: no manifest is read).
+pub async fn blob_referenced(db: &Db, digest: &str) -> Result<bool> {
+    on_read!(db, |pool| {
+        let b: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM oci_blob_refs WHERE blob_digest = $1) \
+             OR EXISTS (SELECT 1 FROM versions WHERE bundle_digest = $1)",
+        )
+        .bind(digest)
+        .fetch_one(pool)
+        .await?;
+        Ok(b)
+    })
+}
+
+/// Removes a blob's link to a repository; whether another repository still has it linked.
+pub async fn unlink_blob(db: &Db, repository: &str, digest: &str) -> Result<bool> {
+    on_db!(db, |pool| {
+        sqlx::query("DELETE FROM oci_blob_links WHERE repository = $1 AND digest = $2")
+            .bind(repository)
+            .bind(digest)
+            .execute(pool)
+            .await?;
+        let elsewhere: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM oci_blob_links WHERE digest = $1)")
+                .bind(digest)
+                .fetch_one(pool)
+                .await?;
+        Ok(elsewhere)
     })
 }
 

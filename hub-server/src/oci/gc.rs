@@ -46,7 +46,6 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use index_schema::name::Digest;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::{Caller, OciError, OciResult, OciState, authorize, db, parse_digest};
 use crate::api::AppState;
@@ -71,46 +70,15 @@ pub struct GcReport {
     pub uploads_expired: usize,
 }
 
-/// Every blob digest a manifest or a published version references.
+/// Every blob digest a manifest or a published version references (see
+/// [`db::referenced_blobs`]: manifests' references are indexed in the transaction that stores
+/// the manifest, so this sees exactly what a scan of the manifests would).
 pub async fn referenced(app: &AppState) -> OciResult<HashSet<Digest>> {
-    let dbh = app.store.db();
-    let mut set = HashSet::new();
-    for d in db::version_bundles(dbh).await? {
-        if let Ok(d) = Digest::parse(&d) {
-            set.insert(d);
-        }
-    }
-    let mut after: Option<(String, String)> = None;
-    // Bounded: every page advances the cursor; a page shorter than the limit ends the scan.
-    loop {
-        let page = db::manifest_page(
-            dbh,
-            after.as_ref().map(|(r, d)| (r.as_str(), d.as_str())),
-            500,
-        )
-        .await?;
-        for (_, _, content) in &page {
-            let v: Value = serde_json::from_slice(content).unwrap_or(Value::Null);
-            let descs = v.get("config").into_iter().chain(
-                v.get("layers")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten(),
-            );
-            for d in descs {
-                if let Some(d) = d.get("digest").and_then(Value::as_str)
-                    && let Ok(d) = Digest::parse(d)
-                {
-                    set.insert(d);
-                }
-            }
-        }
-        match page.last() {
-            Some((r, d, _)) if page.len() == 500 => after = Some((r.clone(), d.clone())),
-            _ => break,
-        }
-    }
-    Ok(set)
+    Ok(db::referenced_blobs(app.store.db())
+        .await?
+        .iter()
+        .filter_map(|d| Digest::parse(d).ok())
+        .collect())
 }
 
 /// Waits until no collection has `d` marked, then registers it (stored; `used`: used now).
@@ -372,6 +340,9 @@ pub(super) async fn delete_blob(
             format!("blob {d} is not in `{repository}`"),
         )
     };
+    if !db::blob_in_repository(dbh, repository, &key).await? {
+        return Err(unknown());
+    }
     let me = format!("delete-{}", uuid::Uuid::new_v4().simple());
     // Marked like a collection marks, whatever its age, so no push can claim it meanwhile.
     if !db::mark_blob(dbh, &key, &me, i64::MAX).await? {
@@ -383,11 +354,12 @@ pub(super) async fn delete_blob(
             Err(unknown())
         };
     }
-    let referenced = match referenced(&st.app).await {
-        Ok(r) => r.contains(&d),
+    // Indexed: one lookup, whatever the number of stored manifests.
+    let referenced = match db::blob_referenced(dbh, &key).await {
+        Ok(r) => r,
         Err(e) => {
             db::unmark_blob(dbh, &key, &me).await?;
-            return Err(e);
+            return Err(e.into());
         }
     };
     if referenced {
@@ -395,6 +367,18 @@ pub(super) async fn delete_blob(
         return Err(OciError::denied(format!(
             "blob {d} is referenced by a manifest or an agent version; delete those first"
         )));
+    }
+    // Uploaded into other repositories too: it leaves this one only.
+    match db::unlink_blob(dbh, repository, &key).await {
+        Ok(false) => {}
+        Ok(true) => {
+            db::unmark_blob(dbh, &key, &me).await?;
+            return Ok(StatusCode::ACCEPTED.into_response());
+        }
+        Err(e) => {
+            db::unmark_blob(dbh, &key, &me).await?;
+            return Err(e.into());
+        }
     }
     let blobs = st.app.blobs.clone();
     let existed = tokio::task::spawn_blocking(move || blobs.delete(&d))

@@ -1027,6 +1027,17 @@ async fn put_manifest(
     if let Some((d, why)) = claim.check_present().await? {
         return Err(crate::store::StoreError::BlobUnavailable { digest: d, why }.into());
     }
+    // And in this repository: a manifest cannot adopt another repository's blob by naming its
+    // digest (upload it here, or mount it from a repository it belongs to).
+    for (d, _) in &claim.needed {
+        if !db::blob_in_repository(st.app.store.db(), repository, &d.to_string()).await? {
+            return Err(crate::store::StoreError::BlobUnavailable {
+                digest: d.to_string(),
+                why: format!("is not in `{repository}`: upload it there or mount it"),
+            }
+            .into());
+        }
+    }
     for m in &parsed.manifests {
         if db::manifest(st.app.store.db(), repository, &m.digest.to_string())
             .await?

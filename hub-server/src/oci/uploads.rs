@@ -144,12 +144,25 @@ pub(super) async fn start(
     let q = query(parts);
     if let Some(m) = q.get("mount") {
         let d = parse_digest(m)?;
-        if let Some(from) = q.get("from") {
-            super::check_repository(from)?;
-        }
+        // Only from a repository the blob belongs to (uploaded there, or referenced by one of
+        // its manifests); everything in this hub is readable, so `from` needs no grant.
+        let from = match q.get("from") {
+            Some(from) => {
+                super::check_repository(from)?;
+                Some(from.as_str())
+            }
+            None => None,
+        };
+        let dbh = st.app.store.db();
+        let key = d.to_string();
+        let visible = match from {
+            Some(from) => db::blob_in_repository(dbh, from, &key).await?,
+            None => db::blob_in_repository(dbh, repository, &key).await?,
+        };
         // A use of the stored blob, recorded so that garbage collection keeps it; a blob
         // being collected is not mountable.
-        if super::gc::use_existing(&st.app, &d).await? {
+        if visible && super::gc::use_existing(&st.app, &d).await? {
+            db::link_blob(dbh, repository, &key).await?;
             return Ok(created(repository, &d));
         }
         // Not mountable: fall through to a new session, as the spec asks.
@@ -183,6 +196,7 @@ pub(super) async fn start(
             return Err(mismatch(&d, &actual));
         }
         commit(st, d, path).await?;
+        db::link_blob(st.app.store.db(), repository, &d.to_string()).await?;
         return Ok(created(repository, &d));
     }
     let id = uuid::Uuid::new_v4().simple().to_string();
@@ -410,6 +424,7 @@ pub(super) async fn session(
                 return Err(mismatch(&d, &actual));
             }
             commit(st, d, path).await?;
+            db::link_blob(st.app.store.db(), repository, &d.to_string()).await?;
             Ok(created(repository, &d))
         }
         "DELETE" => {
@@ -465,10 +480,15 @@ pub(super) async fn get_blob(
     digest: &str,
 ) -> OciResult<Response> {
     let d = parse_digest(digest)?;
-    let blobs = st.app.blobs.clone();
-    let opened = tokio::task::spawn_blocking(move || blobs.open(&d))
-        .await
-        .map_err(OciError::internal)??;
+    // A blob is read only through a repository it belongs to: no probing the whole store.
+    let opened = if db::blob_in_repository(st.app.store.db(), repository, &d.to_string()).await? {
+        let blobs = st.app.blobs.clone();
+        tokio::task::spawn_blocking(move || blobs.open(&d))
+            .await
+            .map_err(OciError::internal)??
+    } else {
+        None
+    };
     let Some((file, len)) = opened else {
         return Err(OciError::new(
             StatusCode::NOT_FOUND,
