@@ -714,8 +714,8 @@ async fn client(ctx: Arc<Ctx>, c: usize) {
                 ctx.push(&repo, &tag, cfg, vec![l1, l2], started, true)
                     .await;
             }
-            // A layer of another client's acknowledged image: mounted, or (every other time)
-            // referenced straight away, as a client does whose HEAD found it.
+            // A layer of another client's acknowledged image: mounted (blobs belong to
+            // repositories: one cannot be referenced from another repository without a mount).
             1 => {
                 let cfg = ctx.upload(&repo, config(), Upload::Single).await;
                 let own = ctx
@@ -723,7 +723,7 @@ async fn client(ctx: Arc<Ctx>, c: usize) {
                     .await;
                 let layers = match ctx.pick(c, i, false) {
                     Some(s) => {
-                        if i % 2 == 0 && !ctx.mount(&repo, &s).await {
+                        if !ctx.mount(&repo, &s).await {
                             ctx.violation(format!(
                                 "{repo}:{tag}: blob {} of an acknowledged manifest in {} could \
                                  not be mounted at {} ms: it is gone",
