@@ -49,6 +49,18 @@ pub struct Config {
     pub header_timeout_secs: u64,
     /// Seconds a request body may go without sending anything.
     pub body_timeout_secs: u64,
+    /// Seconds an upload session may stay idle before it is dead (its staged bytes are dropped
+    /// at its owner's next upload and by `ofc-hub gc`).
+    pub upload_ttl_secs: u64,
+    /// Most live upload sessions one user may have open at once (`TOOMANYREQUESTS` past it).
+    pub max_uploads_per_user: u64,
+    /// Most bytes one user's live uploads may have staged together (`DENIED` past it).
+    pub max_upload_bytes_per_user: u64,
+    /// Most bytes of blobs the repositories of one namespace may hold, uploads in progress
+    /// included (`DENIED` past it).
+    pub max_namespace_bytes: u64,
+    /// Most manifests the repositories of one namespace may hold (`DENIED` past it).
+    pub max_manifests_per_namespace: u64,
 }
 
 impl std::fmt::Debug for Config {
@@ -83,6 +95,11 @@ impl Default for Config {
             max_connections: 0,
             header_timeout_secs: 10,
             body_timeout_secs: 60,
+            upload_ttl_secs: 6 * 3600,
+            max_uploads_per_user: 16,
+            max_upload_bytes_per_user: 4 << 30,
+            max_namespace_bytes: 20 << 30,
+            max_manifests_per_namespace: 10_000,
         }
     }
 }
@@ -134,6 +151,11 @@ impl Config {
         toml::Value::Table(merged)
             .try_into()
             .map_err(|e: toml::de::Error| format!("invalid settings: {}", e.message()))
+    }
+
+    /// `upload_ttl_secs` in milliseconds.
+    pub fn upload_ttl_ms(&self) -> i64 {
+        i64::try_from(self.upload_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX)
     }
 
     /// The database URL in effect.

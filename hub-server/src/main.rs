@@ -235,7 +235,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let r = hub_server::oci::gc::collect(
                 &state,
                 std::time::Duration::from_secs(grace_secs),
-                std::time::Duration::from_millis(hub_server::oci::UPLOAD_TTL_MS as u64),
+                std::time::Duration::from_secs(state.config.upload_ttl_secs),
             )
             .await
             .map_err(|e| anyhow::anyhow!("gc failed: {}", e.message));

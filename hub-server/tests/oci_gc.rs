@@ -844,7 +844,7 @@ async fn gc_during_pushes(backend: Backend, grace: Duration) {
         .with_test_writer()
         .try_init();
     let app = TestApp::start(backend).await;
-    let upload_ttl = Duration::from_millis(hub_server::oci::UPLOAD_TTL_MS as u64);
+    let upload_ttl = Duration::from_secs(hub_server::config::Config::default().upload_ttl_secs);
     let ctx = Arc::new(Ctx {
         url: app.url.clone(),
         client: app.client.clone(),
@@ -1058,7 +1058,8 @@ async fn gc_while_agents_are_published(#[case] backend: Backend) {
     let collector = {
         let (state, done) = (app.state.clone(), done.clone());
         tokio::spawn(async move {
-            let upload_ttl = Duration::from_millis(hub_server::oci::UPLOAD_TTL_MS as u64);
+            let upload_ttl =
+                Duration::from_secs(hub_server::config::Config::default().upload_ttl_secs);
             let mut rounds = 0usize;
             while !done.load(Ordering::SeqCst) || rounds < MIN_GC_ROUNDS {
                 gc::collect(&state, DEFAULT_GRACE, upload_ttl)
@@ -1120,7 +1121,7 @@ async fn gc_while_agents_are_published(#[case] backend: Backend) {
     for (d, _) in app.state.blobs.list().unwrap() {
         try_age(&app.data_dir, &d);
     }
-    let upload_ttl = Duration::from_millis(hub_server::oci::UPLOAD_TTL_MS as u64);
+    let upload_ttl = Duration::from_secs(hub_server::config::Config::default().upload_ttl_secs);
     gc::collect(&app.state, DEFAULT_GRACE, upload_ttl)
         .await
         .unwrap();

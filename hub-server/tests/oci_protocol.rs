@@ -1699,3 +1699,202 @@ async fn blobs_belong_to_repositories(#[case] backend: Backend) {
     assert_eq!(s, 201, "{v}");
     app.stop().await;
 }
+
+/// Issue 13, point 6: per-user limits on live upload sessions and their staged bytes,
+/// per-namespace limits on stored blob bytes and manifests, idle sessions ending; each refusal
+/// is an OCI error naming its setting.
+#[tokio::test]
+async fn uploads_and_manifests_have_quotas() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| {
+        c.max_uploads_per_user = 3;
+        c.max_upload_bytes_per_user = 1000;
+        c.max_namespace_bytes = 3000;
+        c.max_manifests_per_namespace = 2;
+        c.upload_ttl_secs = 2;
+    })
+    .await;
+    let auth = basic(&app.user.token);
+    let open = || {
+        let (app, auth) = (&app, auth.clone());
+        async move {
+            req(
+                app,
+                Method::POST,
+                "/v2/alice/q/blobs/uploads/",
+                Some(&auth),
+                &[],
+                None,
+            )
+            .await
+        }
+    };
+    let patch = |loc: String, bytes: Vec<u8>| {
+        let (app, auth) = (&app, auth.clone());
+        async move {
+            req(
+                app,
+                Method::PATCH,
+                &loc,
+                Some(&auth),
+                &[("content-type", "application/octet-stream")],
+                Some(bytes),
+            )
+            .await
+        }
+    };
+    let message = |r: &Resp| {
+        r.json()["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+
+    // Sessions: three at once.
+    let mut locs = Vec::new();
+    for _ in 0..3 {
+        let r = open().await;
+        assert_eq!(r.status, 202);
+        locs.push(r.header("location"));
+    }
+    let r = open().await;
+    assert_eq!((r.status, r.code().as_str()), (429, "TOOMANYREQUESTS"));
+    assert!(
+        message(&r).contains("max_uploads_per_user is 3"),
+        "{}",
+        message(&r)
+    );
+    assert_eq!(r.header("retry-after"), "10");
+    // Staged bytes: 600 + 600 is past the user's 1000.
+    assert_eq!(patch(locs[0].clone(), vec![1; 600]).await.status, 202);
+    let r = patch(locs[1].clone(), vec![2; 600]).await;
+    assert_eq!((r.status, r.code().as_str()), (403, "DENIED"));
+    assert!(
+        message(&r).contains("max_upload_bytes_per_user is 1000 bytes"),
+        "{}",
+        message(&r)
+    );
+    assert_eq!(
+        patch(locs[1].clone(), vec![2; 400]).await.status,
+        202,
+        "what is left fits"
+    );
+    // Cancelling one makes room for another.
+    let r = req(&app, Method::DELETE, &locs[0], Some(&auth), &[], None).await;
+    assert_eq!(r.status, 204);
+    assert_eq!(open().await.status, 202);
+
+    // Idle sessions end: after the TTL they neither count nor keep their bytes.
+    tokio::time::sleep(std::time::Duration::from_millis(2300)).await;
+    let staging = app.state.blobs.staging_dir();
+    let staged_before = std::fs::read_dir(&staging).unwrap().count();
+    assert!(staged_before >= 3);
+    let r = open().await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        std::fs::read_dir(&staging).unwrap().count(),
+        1,
+        "dead sessions' files dropped"
+    );
+    let r = req(&app, Method::GET, &locs[1], Some(&auth), &[], None).await;
+    assert_eq!((r.status, r.code().as_str()), (404, "BLOB_UPLOAD_UNKNOWN"));
+    req(
+        &app,
+        Method::DELETE,
+        &r.header("location"),
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+
+    // The namespace's stored bytes: three 900-byte blobs fit in 3000, a fourth does not,
+    // in any repository of the namespace.
+    let mut blobs = Vec::new();
+    for (i, repo) in ["alice/q", "alice/q", "alice/other"].iter().enumerate() {
+        blobs.push(push_blob(&app, repo, &auth, &vec![i as u8 + 10; 900]).await);
+    }
+    let big = vec![99u8; 900];
+    let r = req(
+        &app,
+        Method::POST,
+        &format!("/v2/alice/third/blobs/uploads/?digest={}", Digest::of(&big)),
+        Some(&auth),
+        &[],
+        Some(big),
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (403, "DENIED"));
+    assert!(
+        message(&r).contains("max_namespace_bytes is 3000 bytes"),
+        "{}",
+        message(&r)
+    );
+    // A mount into another repository of the namespace counts too.
+    let r = req(
+        &app,
+        Method::POST,
+        &format!(
+            "/v2/alice/third/blobs/uploads/?mount={}&from=alice/q",
+            blobs[0]
+        ),
+        Some(&auth),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (403, "DENIED"));
+
+    // Manifests: two per namespace; pushing one of them again is no new one.
+    let cfg = br#"{"os":"linux"}"#.to_vec();
+    let mut app_cfg = None;
+    for (i, repo) in ["alice/q", "alice/other"].iter().enumerate() {
+        // Every repository needs its own config blob; the namespace has no room left, so
+        // make room first.
+        if i == 0 {
+            let r = req(
+                &app,
+                Method::DELETE,
+                &format!("/v2/alice/q/blobs/{}", blobs[1]),
+                Some(&auth),
+                &[],
+                None,
+            )
+            .await;
+            assert_eq!(r.status, 202);
+        }
+        let c = push_blob(&app, repo, &auth, &cfg).await;
+        app_cfg = Some(c);
+        let m = image_manifest((&c, cfg.len()), &[(blobs[if i == 0 { 0 } else { 2 }], 900)]);
+        let r = put_manifest(&app, repo, "v1", &auth, &m).await;
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    }
+    let c = app_cfg.unwrap();
+    let m = image_manifest((&c, cfg.len()), &[(blobs[2], 900)]);
+    let r = put_manifest(
+        &app,
+        "alice/other",
+        "v2",
+        &auth,
+        &serde_json::to_vec(&{
+            let mut v: Value = serde_json::from_slice(&m).unwrap();
+            v["annotations"] = json!({"n": "2"});
+            v
+        })
+        .unwrap(),
+    )
+    .await;
+    assert_eq!((r.status, r.code().as_str()), (403, "DENIED"));
+    assert!(
+        message(&r).contains("max_manifests_per_namespace is 2"),
+        "{}",
+        message(&r)
+    );
+    let r = put_manifest(&app, "alice/other", "again", &auth, &m).await;
+    assert_eq!(
+        r.status,
+        201,
+        "the same manifest under another tag: {}",
+        String::from_utf8_lossy(&r.body)
+    );
+    app.stop().await;
+}

@@ -481,6 +481,7 @@ pub(crate) async fn publish_inner(
                         state.store.db(),
                         &name.to_string(),
                         &b.digest.to_string(),
+                        b.size,
                     )
                     .await?;
                     sent_bundle = Some((b.digest, bytes));

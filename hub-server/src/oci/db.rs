@@ -435,17 +435,19 @@ pub async fn forget_blob(db: &Db, digest: &str, by: &str) -> Result<()> {
     })
 }
 
-/// Links a blob to a repository: it was uploaded or mounted there.
-pub async fn link_blob(db: &Db, repository: &str, digest: &str) -> Result<()> {
+/// Links a blob of `size` bytes to a repository: it was uploaded or mounted there.
+pub async fn link_blob(db: &Db, repository: &str, digest: &str, size: u64) -> Result<()> {
     let now = now_ms();
     on_db!(db, |pool| {
         sqlx::query(
-            "INSERT INTO oci_blob_links (repository, digest, linked_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (repository, digest) DO UPDATE SET linked_at = $3",
+            "INSERT INTO oci_blob_links (repository, digest, linked_at, size) \
+             VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (repository, digest) DO UPDATE SET linked_at = $3, size = $4",
         )
         .bind(repository)
         .bind(digest)
         .bind(now)
+        .bind(i64::try_from(size).unwrap_or(i64::MAX))
         .execute(pool)
         .await?;
         Ok(())
@@ -499,19 +501,96 @@ pub async fn unlink_blob(db: &Db, repository: &str, digest: &str) -> Result<bool
     })
 }
 
-/// Records a new upload session.
-pub async fn create_upload(db: &Db, id: &str, repository: &str) -> Result<()> {
+/// Records a new upload session of user `user_id`.
+pub async fn create_upload(db: &Db, id: &str, repository: &str, user_id: i64) -> Result<()> {
     let now = now_ms();
     on_db!(db, |pool| {
         sqlx::query(
-            "INSERT INTO oci_uploads (id, repository, created_at, updated_at) VALUES ($1, $2, $3, $3)",
+            "INSERT INTO oci_uploads (id, repository, created_at, updated_at, user_id) \
+             VALUES ($1, $2, $3, $3, $4)",
         )
         .bind(id)
         .bind(repository)
         .bind(now)
+        .bind(user_id)
         .execute(pool)
         .await?;
         Ok(())
+    })
+}
+
+/// Removes the sessions of user `user_id` idle for longer than `ttl_ms`; returns their ids.
+pub async fn expire_user_uploads(db: &Db, user_id: i64, ttl_ms: i64) -> Result<Vec<String>> {
+    on_db!(db, |pool| {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "DELETE FROM oci_uploads WHERE user_id = $1 AND updated_at <= $2 RETURNING id",
+        )
+        .bind(user_id)
+        .bind(now_ms() - ttl_ms)
+        .fetch_all(pool)
+        .await?;
+        Ok(ids)
+    })
+}
+
+/// The live upload sessions of user `user_id` other than `except`: how many, and how many
+/// bytes they have staged.
+pub async fn user_uploads(db: &Db, user_id: i64, ttl_ms: i64, except: &str) -> Result<(u64, u64)> {
+    on_read!(db, |pool| {
+        let (n, bytes): (i64, i64) = sqlx::query_as(
+            "SELECT COUNT(*), CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM oci_uploads \
+             WHERE user_id = $1 AND updated_at > $2 AND id <> $3",
+        )
+        .bind(user_id)
+        .bind(now_ms() - ttl_ms)
+        .bind(except)
+        .fetch_one(pool)
+        .await?;
+        Ok((n.max(0) as u64, bytes.max(0) as u64))
+    })
+}
+
+/// `repository >= $lo AND repository < $hi` selects the repositories of namespace `ns`
+/// (`ns/…`; `0` follows `/`), so the primary keys' indexes serve the range.
+fn namespace_range(ns: &str) -> (String, String) {
+    (format!("{ns}/"), format!("{ns}0"))
+}
+
+/// Bytes held by the repositories of namespace `ns`: blobs linked to them and live uploads to
+/// them other than `except`.
+pub async fn namespace_bytes(db: &Db, ns: &str, ttl_ms: i64, except: &str) -> Result<u64> {
+    let (lo, hi) = namespace_range(ns);
+    on_read!(db, |pool| {
+        let (linked, staged): (i64, i64) = sqlx::query_as(
+            "SELECT \
+               CAST((SELECT COALESCE(SUM(size), 0) FROM oci_blob_links \
+                     WHERE repository >= $1 AND repository < $2) AS BIGINT), \
+               CAST((SELECT COALESCE(SUM(bytes), 0) FROM oci_uploads \
+                     WHERE repository >= $1 AND repository < $2 AND updated_at > $3 \
+                     AND id <> $4) AS BIGINT)",
+        )
+        .bind(&lo)
+        .bind(&hi)
+        .bind(now_ms() - ttl_ms)
+        .bind(except)
+        .fetch_one(pool)
+        .await?;
+        Ok(linked.max(0) as u64 + staged.max(0) as u64)
+    })
+}
+
+/// How many manifests the repositories of namespace `ns` hold.
+pub async fn namespace_manifests(db: &Db, ns: &str) -> Result<u64> {
+    let (lo, hi) = namespace_range(ns);
+    on_read!(db, |pool| {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM oci_manifests WHERE repository >= $1 AND repository < $2",
+        )
+        .bind(&lo)
+        .bind(&hi)
+        .fetch_one(pool)
+        .await?;
+        Ok(n.max(0) as u64)
     })
 }
 
@@ -529,11 +608,12 @@ pub async fn upload(db: &Db, id: &str, ttl_ms: i64) -> Result<Option<String>> {
     })
 }
 
-/// Marks an upload session as written now.
-pub async fn touch_upload(db: &Db, id: &str) -> Result<()> {
+/// Marks an upload session as written now, holding `bytes` staged bytes.
+pub async fn touch_upload(db: &Db, id: &str, bytes: u64) -> Result<()> {
     on_db!(db, |pool| {
-        sqlx::query("UPDATE oci_uploads SET updated_at = $1 WHERE id = $2")
+        sqlx::query("UPDATE oci_uploads SET updated_at = $1, bytes = $2 WHERE id = $3")
             .bind(now_ms())
+            .bind(i64::try_from(bytes).unwrap_or(i64::MAX))
             .bind(id)
             .execute(pool)
             .await?;

@@ -38,8 +38,6 @@ use crate::store::now_ms;
 
 /// The largest manifest accepted (the spec asks registries to take at least 4 MB).
 pub const MAX_MANIFEST_BYTES: usize = 8 * 1024 * 1024;
-/// How long an idle upload session lives.
-pub const UPLOAD_TTL_MS: i64 = 24 * 3600 * 1000;
 /// Lifetime of a bearer token from `/v2/token`, in seconds.
 pub const ACCESS_TOKEN_TTL_SECS: i64 = 300;
 /// Prefix of bearer tokens issued by `/v2/token`.
@@ -1012,6 +1010,24 @@ async fn put_manifest(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
     let parsed = parse_manifest(ct, &bytes)?;
+
+    // A namespace holds at most `max_manifests_per_namespace` manifests (a manifest pushed
+    // again is no new one).
+    let dbh = st.app.store.db();
+    let max = st.app.config.max_manifests_per_namespace;
+    if db::manifest(dbh, repository, &digest.to_string())
+        .await?
+        .is_none()
+    {
+        let ns = check_repository(repository)?;
+        let n = db::namespace_manifests(dbh, ns).await?;
+        if n >= max {
+            return Err(OciError::denied(format!(
+                "quota exceeded: namespace `{ns}` holds {n} manifests and \
+                 max_manifests_per_namespace is {max}; delete some, or ask the hub's operator"
+            )));
+        }
+    }
 
     // Everything referenced must be here already: checked now for a prompt answer, and again
     // inside the transaction that records the manifest, after claiming the blobs (see `gc`).

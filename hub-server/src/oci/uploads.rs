@@ -20,9 +20,7 @@ use index_schema::name::Digest;
 use sha2::{Digest as _, Sha256};
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _, AsyncWriteExt as _};
 
-use super::{
-    Caller, OciError, OciResult, OciState, UPLOAD_TTL_MS, authorize, db, hv, parse_digest, query,
-};
+use super::{Caller, OciError, OciResult, OciState, authorize, db, hv, parse_digest, query};
 use crate::auth::Scope;
 
 /// An upload session's progress.
@@ -74,16 +72,99 @@ fn created(repository: &str, digest: &Digest) -> Response {
     (StatusCode::CREATED, h).into_response()
 }
 
-/// Appends `body` to `file` at its current position, hashing it. On error the caller rolls
-/// back to the previous offset.
-/// Appends `body` to an upload that already holds `offset` bytes, refusing to let the blob
-/// grow past `limit` bytes (`max_blob_bytes`).
+/// How large an upload may grow, and which setting says so.
+#[derive(Debug, Clone, Copy)]
+struct Limit {
+    /// Most bytes the upload may hold in all.
+    total: u64,
+    /// The setting that decided `total`.
+    setting: &'static str,
+    /// That setting's value.
+    quota: u64,
+}
+
+impl Limit {
+    fn refuse(&self) -> OciError {
+        if self.setting == "max_blob_bytes" {
+            return too_large(self.quota);
+        }
+        OciError::denied(format!(
+            "quota exceeded: {} is {} bytes on this hub and {} are in use; finish or cancel \
+             other uploads, or ask the hub's operator",
+            self.setting,
+            self.quota,
+            self.quota.saturating_sub(self.total)
+        ))
+    }
+}
+
+/// The room an upload by `user_id` into `repository` has: the smallest of `max_blob_bytes`,
+/// what the user's other live uploads leave of `max_upload_bytes_per_user`, and what the
+/// namespace's blobs and other live uploads leave of `max_namespace_bytes`. `except`: the
+/// session being written (its own bytes count in `total`, not against it).
+async fn room(st: &OciState, user_id: i64, repository: &str, except: &str) -> OciResult<Limit> {
+    let cfg = &st.app.config;
+    let dbh = st.app.store.db();
+    let ttl = cfg.upload_ttl_ms();
+    let (_, user_bytes) = db::user_uploads(dbh, user_id, ttl, except).await?;
+    let ns = super::check_repository(repository)?;
+    let ns_bytes = db::namespace_bytes(dbh, ns, ttl, except).await?;
+    let limits = [
+        Limit {
+            total: cfg.max_blob_bytes,
+            setting: "max_blob_bytes",
+            quota: cfg.max_blob_bytes,
+        },
+        Limit {
+            total: cfg.max_upload_bytes_per_user.saturating_sub(user_bytes),
+            setting: "max_upload_bytes_per_user",
+            quota: cfg.max_upload_bytes_per_user,
+        },
+        Limit {
+            total: cfg.max_namespace_bytes.saturating_sub(ns_bytes),
+            setting: "max_namespace_bytes",
+            quota: cfg.max_namespace_bytes,
+        },
+    ];
+    Ok(limits
+        .into_iter()
+        .min_by_key(|l| l.total)
+        .expect("three limits"))
+}
+
+/// Before a new upload of `user_id`: drops the user's dead sessions (and their staged bytes),
+/// then refuses when the user has `max_uploads_per_user` live ones.
+async fn admit(st: &OciState, user_id: i64) -> OciResult<()> {
+    let cfg = &st.app.config;
+    let dbh = st.app.store.db();
+    for id in db::expire_user_uploads(dbh, user_id, cfg.upload_ttl_ms()).await? {
+        forget(st, &id);
+        let _ = tokio::fs::remove_file(staged(st, &id)).await;
+    }
+    let (n, _) = db::user_uploads(dbh, user_id, cfg.upload_ttl_ms(), "").await?;
+    if n >= cfg.max_uploads_per_user {
+        return Err(OciError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "TOOMANYREQUESTS",
+            format!(
+                "you have {n} uploads open and max_uploads_per_user is {}: finish or cancel \
+                 one (idle ones end after {} s)",
+                cfg.max_uploads_per_user, cfg.upload_ttl_secs
+            ),
+        )
+        .header(header::RETRY_AFTER, "10".into()));
+    }
+    Ok(())
+}
+
+/// Appends `body` to an upload that already holds `offset` bytes, refusing to let it grow
+/// past `limit`.
 async fn append(
     file: &mut tokio::fs::File,
     body: Body,
     hasher: &mut Sha256,
     offset: u64,
-    limit: u64,
+    limit: Limit,
 ) -> OciResult<u64> {
     let mut stream = body.into_data_stream();
     let mut n = 0u64;
@@ -95,8 +176,8 @@ async fn append(
                 format!("reading the body failed: {e}"),
             )
         })?;
-        if offset.saturating_add(n).saturating_add(chunk.len() as u64) > limit {
-            return Err(too_large(limit));
+        if offset.saturating_add(n).saturating_add(chunk.len() as u64) > limit.total {
+            return Err(limit.refuse());
         }
         file.write_all(&chunk).await.map_err(OciError::internal)?;
         hasher.update(&chunk);
@@ -140,7 +221,9 @@ pub(super) async fn start(
     repository: &str,
     body: Body,
 ) -> OciResult<Response> {
-    authorize(st, parts, caller, repository, &PUSH).await?;
+    let user = authorize(st, parts, caller, repository, &PUSH)
+        .await?
+        .user_id;
     let q = query(parts);
     if let Some(m) = q.get("mount") {
         let d = parse_digest(m)?;
@@ -162,12 +245,65 @@ pub(super) async fn start(
         // A use of the stored blob, recorded so that garbage collection keeps it; a blob
         // being collected is not mountable.
         if visible && super::gc::use_existing(&st.app, &d).await? {
-            db::link_blob(dbh, repository, &key).await?;
+            let blobs = st.app.blobs.clone();
+            let size = tokio::task::spawn_blocking(move || blobs.size(&d))
+                .await
+                .map_err(OciError::internal)??
+                .unwrap_or(0);
+            if !db::blob_in_repository(dbh, repository, &key).await? {
+                let limit = room(st, user, repository, "").await?;
+                if size > limit.total && limit.setting == "max_namespace_bytes" {
+                    return Err(limit.refuse());
+                }
+            }
+            db::link_blob(dbh, repository, &key, size).await?;
             return Ok(created(repository, &d));
         }
         // Not mountable: fall through to a new session, as the spec asks.
     } else if let Some(d) = q.get("digest") {
         let d = parse_digest(d)?;
+        admit(st, user).await?;
+        let limit = room(st, user, repository, "").await?;
+        // Counted among the user's uploads while it streams.
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        db::create_upload(st.app.store.db(), &id, repository, user).await?;
+        let r = monolithic(st, repository, d, body, limit).await;
+        db::delete_upload(st.app.store.db(), &id).await?;
+        return r;
+    }
+    admit(st, user).await?;
+    let limit = room(st, user, repository, "").await?;
+    if limit.total == 0 {
+        return Err(limit.refuse());
+    }
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let dir = st.app.blobs.staging_dir();
+    tokio::fs::create_dir_all(&dir)
+        .await
+        .map_err(OciError::internal)?;
+    tokio::fs::File::create(staged(st, &id))
+        .await
+        .map_err(OciError::internal)?;
+    db::create_upload(st.app.store.db(), &id, repository, user).await?;
+    st.sessions.lock().expect("sessions lock").insert(
+        id.clone(),
+        Arc::new(tokio::sync::Mutex::new(Session {
+            offset: 0,
+            hasher: Some(Sha256::new()),
+        })),
+    );
+    Ok((StatusCode::ACCEPTED, upload_headers(repository, &id, 0)).into_response())
+}
+
+/// `POST ?digest=` with the bytes: staged, verified and stored in one request.
+async fn monolithic(
+    st: &OciState,
+    repository: &str,
+    d: Digest,
+    body: Body,
+    limit: Limit,
+) -> OciResult<Response> {
+    {
         let dir = st.app.blobs.staging_dir();
         tokio::fs::create_dir_all(&dir)
             .await
@@ -177,14 +313,7 @@ pub(super) async fn start(
             .await
             .map_err(OciError::internal)?;
         let mut hasher = Sha256::new();
-        let r = append(
-            &mut file,
-            body,
-            &mut hasher,
-            0,
-            st.app.config.max_blob_bytes,
-        )
-        .await;
+        let r = append(&mut file, body, &mut hasher, 0, limit).await;
         drop(file);
         let actual = Digest::from_bytes(hasher.finalize().into());
         if let Err(e) = r {
@@ -195,27 +324,14 @@ pub(super) async fn start(
             let _ = tokio::fs::remove_file(&path).await;
             return Err(mismatch(&d, &actual));
         }
+        let size = tokio::fs::metadata(&path)
+            .await
+            .map_err(OciError::internal)?
+            .len();
         commit(st, d, path).await?;
-        db::link_blob(st.app.store.db(), repository, &d.to_string()).await?;
-        return Ok(created(repository, &d));
+        db::link_blob(st.app.store.db(), repository, &d.to_string(), size).await?;
+        Ok(created(repository, &d))
     }
-    let id = uuid::Uuid::new_v4().simple().to_string();
-    let dir = st.app.blobs.staging_dir();
-    tokio::fs::create_dir_all(&dir)
-        .await
-        .map_err(OciError::internal)?;
-    tokio::fs::File::create(staged(st, &id))
-        .await
-        .map_err(OciError::internal)?;
-    db::create_upload(st.app.store.db(), &id, repository).await?;
-    st.sessions.lock().expect("sessions lock").insert(
-        id.clone(),
-        Arc::new(tokio::sync::Mutex::new(Session {
-            offset: 0,
-            hasher: Some(Sha256::new()),
-        })),
-    );
-    Ok((StatusCode::ACCEPTED, upload_headers(repository, &id, 0)).into_response())
 }
 
 /// `Content-Range: <start>-<end>` (inclusive; a `bytes ` prefix is tolerated).
@@ -253,7 +369,7 @@ async fn load_session(
     if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(upload_unknown());
     }
-    match db::upload(st.app.store.db(), id, UPLOAD_TTL_MS).await? {
+    match db::upload(st.app.store.db(), id, st.app.config.upload_ttl_ms()).await? {
         Some(r) if r == repository => {}
         _ => return Err(upload_unknown()),
     }
@@ -306,6 +422,7 @@ async fn rehash(path: &std::path::Path, len: u64) -> OciResult<Sha256> {
 async fn write_chunk(
     st: &OciState,
     parts: &Parts,
+    user: i64,
     id: &str,
     s: &mut Session,
     body: Body,
@@ -350,7 +467,7 @@ async fn write_chunk(
         body,
         &mut hasher,
         s.offset,
-        st.app.config.max_blob_bytes,
+        room(st, user, repository, id).await?,
     )
     .await;
     let rollback = async |file: tokio::fs::File, offset: u64| {
@@ -376,7 +493,7 @@ async fn write_chunk(
     }
     s.offset += n;
     s.hasher = Some(hasher);
-    db::touch_upload(st.app.store.db(), id).await?;
+    db::touch_upload(st.app.store.db(), id, s.offset).await?;
     Ok(())
 }
 
@@ -389,7 +506,9 @@ pub(super) async fn session(
     id: &str,
     body: Body,
 ) -> OciResult<Response> {
-    authorize(st, parts, caller, repository, &PUSH).await?;
+    let user = authorize(st, parts, caller, repository, &PUSH)
+        .await?
+        .user_id;
     let sess = load_session(st, repository, id).await?;
     let mut s = sess.lock().await;
     match parts.method.as_str() {
@@ -399,7 +518,7 @@ pub(super) async fn session(
         )
             .into_response()),
         "PATCH" => {
-            write_chunk(st, parts, id, &mut s, body, repository).await?;
+            write_chunk(st, parts, user, id, &mut s, body, repository).await?;
             Ok((
                 StatusCode::ACCEPTED,
                 upload_headers(repository, id, s.offset),
@@ -412,7 +531,7 @@ pub(super) async fn session(
                 return Err(OciError::digest_invalid("PUT needs `?digest=`"));
             };
             let d = parse_digest(d)?;
-            write_chunk(st, parts, id, &mut s, body, repository).await?;
+            write_chunk(st, parts, user, id, &mut s, body, repository).await?;
             let hasher = s.hasher.take().expect("write_chunk sets the hasher");
             let actual = Digest::from_bytes(hasher.finalize().into());
             let path = staged(st, id);
@@ -424,7 +543,7 @@ pub(super) async fn session(
                 return Err(mismatch(&d, &actual));
             }
             commit(st, d, path).await?;
-            db::link_blob(st.app.store.db(), repository, &d.to_string()).await?;
+            db::link_blob(st.app.store.db(), repository, &d.to_string(), s.offset).await?;
             Ok(created(repository, &d))
         }
         "DELETE" => {
