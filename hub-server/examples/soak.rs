@@ -3,9 +3,12 @@
 //! prober measures `GET /healthz` on fresh connections and the process's resident memory is
 //! sampled.
 //!
-//!   cargo run --release -p hub-server --example soak -- [SECONDS] [CLIENTS] [IDLE] [LORIS]
+//!   cargo run --release -p hub-server --example soak -- [SECONDS] [CLIENTS] [IDLE] [LORIS] [FIXED]
 //!
-//! Defaults: 600 s, 8 clients, 2,000 idle connections, 200 slow-loris connections. Every loop
+//! Defaults: 600 s, 8 clients, 2,000 idle connections, 200 slow-loris connections. `FIXED` > 0
+//! keeps the data set fixed: each client cycles through `FIXED` versions, so after the first
+//! round every publish is an already-published version (409, an expected answer) and nothing
+//! new is stored: memory growth is then not data growth. Every loop
 //! ends with the duration. The hub runs with its defaults (connection cap from the open-file
 //! limit, 10 s header/idle timeout) except the auth limiter (raised: the load uses one token).
 //! Shedding past the cap is tested in `hub-server/tests/connections.rs`.
@@ -50,13 +53,16 @@ async fn operation(
     key: &SecretKey,
     client_no: usize,
     i: u64,
+    fixed: u64,
 ) -> reqwest::Result<bool> {
+    // The version number of operation `i`: cycling when the data set is fixed.
+    let v = |i: u64| if fixed > 0 { i % (fixed * 5) } else { i };
     let agent = format!("soak/agent-{}", (client_no as u64 * 7 + i) % 40);
     match i % 5 {
         0 => {
             let bundle = format!("bundle {client_no} {i} ").repeat(64).into_bytes();
             let digest = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&bundle)));
-            let version = format!("1.{client_no}.{i}");
+            let version = format!("1.{client_no}.{}", v(i));
             let m = Manifest::from_value(&json!({
                 "schemaVersion": 1, "name": agent, "version": version, "id": "@soak",
                 "displayName": "Soak", "tagline": "data analysis under load", "description": "d",
@@ -76,7 +82,7 @@ async fn operation(
                 .json(&body)
                 .send()
                 .await?;
-            Ok(r.status().is_success())
+            Ok(r.status().is_success() || (fixed > 0 && r.status() == 409))
         }
         1 => Ok(http
             .get(format!("{url}/api/v1/search?q=data+analysis&limit=20"))
@@ -118,7 +124,7 @@ async fn operation(
             let s = http
                 .get(format!(
                     "{url}/v2/{agent}/manifests/1.{client_no}.{}",
-                    i - 4
+                    v(i - 4)
                 ))
                 .header("accept", "application/vnd.oci.image.manifest.v1+json")
                 .send()
@@ -138,6 +144,7 @@ async fn main() -> anyhow::Result<()> {
     let clients = arg(2, 8) as usize;
     let idle = arg(3, 2000) as usize;
     let loris = arg(4, 200) as usize;
+    let fixed = arg(5, 0);
     let dir = tempfile::tempdir()?;
     let cfg = Config {
         data_dir: dir.path().to_path_buf(),
@@ -188,7 +195,7 @@ async fn main() -> anyhow::Result<()> {
             let mut i = 0u64;
             while Instant::now() < end {
                 i += 1;
-                let ok = operation(&http, &url, &token, &key, client_no, i).await;
+                let ok = operation(&http, &url, &token, &key, client_no, i, fixed).await;
                 ops.fetch_add(1, Ordering::Relaxed);
                 if !matches!(ok, Ok(true)) {
                     errors.fetch_add(1, Ordering::Relaxed);
