@@ -19,8 +19,13 @@ pub struct Config {
     pub database_url: Option<String>,
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// Largest bundle accepted, in bytes.
+    /// Largest bundle accepted, in bytes (however it is sent).
     pub max_bundle_bytes: u64,
+    /// Largest bundle the JSON publish takes inline (base64 in its `bundle` field), in bytes;
+    /// it also bounds that request's body. A bigger bundle is uploaded as a blob to
+    /// `/v2/{publisher}/{agent}/blobs/uploads/` first (as `ofc publish` does), then published
+    /// without `bundle`.
+    pub max_inline_bundle_bytes: u64,
     /// Failed authentications allowed per client address (and per user name on login) in a
     /// window before requests get 429.
     pub auth_failure_limit: u32,
@@ -73,6 +78,7 @@ impl std::fmt::Debug for Config {
             )
             .field("listen", &self.listen)
             .field("max_bundle_bytes", &self.max_bundle_bytes)
+            .field("max_inline_bundle_bytes", &self.max_inline_bundle_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -84,6 +90,7 @@ impl Default for Config {
             database_url: None,
             listen: SocketAddr::from(([127, 0, 0, 1], 8733)),
             max_bundle_bytes: 50 * 1024 * 1024,
+            max_inline_bundle_bytes: 8 * 1024 * 1024,
             auth_failure_limit: 30,
             auth_failure_window_secs: 300,
             db_max_connections: 16,
@@ -239,6 +246,12 @@ mod tests {
         assert_eq!(c.upstream_password.as_deref(), Some("123456"));
         assert_eq!(c.registry_host, "true");
         assert_eq!(c.max_bundle_bytes, 42);
+        let env = vec![(
+            "OFC_HUB__MAX_INLINE_BUNDLE_BYTES".to_string(),
+            "65536".to_string(),
+        )];
+        let c = Config::load(None, env, toml::Table::new()).unwrap();
+        assert_eq!(c.max_inline_bundle_bytes, 65536);
         let env = vec![("OFC_HUB__MAX_BUNDLE_BYTES".to_string(), "lots".to_string())];
         let err = Config::load(None, env, toml::Table::new()).unwrap_err();
         assert_eq!(

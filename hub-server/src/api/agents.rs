@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use axum::Json;
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -30,8 +31,11 @@ pub struct PublishRequest {
     /// The DSSE envelope of the manifest, signed by an active key of the namespace.
     #[schema(value_type = Object)]
     pub envelope: Value,
-    /// For `bundle` sources: the tar.gz bytes, base64. May be left out when the hub has the
-    /// blob already.
+    /// For `bundle` sources: the tar.gz bytes, base64, for bundles up to the hub's
+    /// `max_inline_bundle_bytes` (8 MiB by default; bigger ones are 413
+    /// `inline_bundle_too_large`). Leave it out after uploading the bundle as a blob to
+    /// `/v2/{publisher}/{agent}/blobs/uploads/` (streamed; what `ofc publish` does), or when
+    /// the hub has the blob already.
     #[serde(default)]
     pub bundle: Option<String>,
 }
@@ -291,12 +295,43 @@ fn refused(state: &AppState, e: ApiError) -> ApiError {
     e
 }
 
+/// 413 for a bundle sent inline (base64 in the JSON) past `max_inline_bundle_bytes`; `size`
+/// when known (a body past the route's limit is refused before it is parsed).
+fn inline_too_large(state: &AppState, publisher: &str, agent: &str, size: Option<u64>) -> ApiError {
+    let max = state.config.max_inline_bundle_bytes;
+    let what = match size {
+        Some(n) => format!("the bundle sent inline is {n} bytes"),
+        None => "the publish request is too large".to_string(),
+    };
+    ApiError::too_large(
+        "inline_bundle_too_large",
+        format!(
+            "{what}; this hub takes bundles of at most {max} bytes inline \
+             (max_inline_bundle_bytes): upload the bundle as a blob to \
+             /v2/{publisher}/{agent}/blobs/uploads/ and publish without `bundle` \
+             (newer `ofc publish` does this)"
+        ),
+    )
+}
+
+/// The length of what the base64 text `b64` decodes to (exact for valid base64).
+fn base64_decoded_len(b64: &str) -> u64 {
+    let t = b64.trim_end().trim_end_matches('=');
+    (t.len() as u64).saturating_mul(3) / 4
+}
+
 /// Publishes a signed version. Checks, in order: token scope for the namespace, name and
 /// version in the path, envelope and manifest, signature by an active key of the namespace,
 /// manifest name/version equal to the path, the bundle (digest, size, limit), then stores the
 /// version, an outbox row and an audit row in one transaction. Versions are immutable: the same
 /// version again is 409 `version_exists`, and a version an administrator deleted is a tombstone:
 /// publishing it again is 409 `version_deleted`.
+///
+/// A bundle comes either inline (`bundle`, base64, up to `max_inline_bundle_bytes`, 8 MiB by
+/// default) or, for any size up to `max_bundle_bytes`, uploaded first as a blob of repository
+/// `{publisher}/{agent}` through the OCI API (`POST /v2/{publisher}/{agent}/blobs/uploads/?digest=…`
+/// with the bytes as the body, streamed to disk), then published without `bundle`: that is
+/// what `ofc publish` does. A bigger inline bundle is 413 `inline_bundle_too_large`.
 #[utoipa::path(put, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}", tag = "agents",
     params(("publisher" = String, Path, description = "namespace"),
            ("agent" = String, Path, description = "agent"),
@@ -309,22 +344,31 @@ fn refused(state: &AppState, e: ApiError) -> ApiError {
         (status = 403, description = "token, membership or key not allowed", body = ErrorBody),
         (status = 404, description = "no such namespace", body = ErrorBody),
         (status = 409, description = "version exists, or was deleted (versions are immutable)", body = ErrorBody),
-        (status = 413, description = "bundle too large", body = ErrorBody),
+        (status = 413, description = "bundle too large (`bundle_too_large`, past max_bundle_bytes), or too large to send inline (`inline_bundle_too_large`: upload it as a blob to /v2/{publisher}/{agent}/blobs/uploads/)", body = ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn publish(
     State(state): State<AppState>,
     auth: Auth,
     Path((publisher, agent, version)): Path<(String, String, String)>,
-    Json(req): Json<PublishRequest>,
-) -> ApiResult<(StatusCode, Json<PublishResponse>)> {
+    body: Result<Json<PublishRequest>, JsonRejection>,
+) -> Response {
+    let req = match body {
+        Ok(Json(req)) => req,
+        // Past the route's body limit, which max_inline_bundle_bytes sets.
+        Err(rej) if rej.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return refused(&state, inline_too_large(&state, &publisher, &agent, None))
+                .into_response();
+        }
+        Err(rej) => return rej.into_response(),
+    };
     let r = publish_inner(&state, &auth, &publisher, &agent, &version, req).await;
     match r {
         Ok(ok) => {
             state.metrics.publish();
             crate::oci::artifact::after_publish(&state, &ok.name, &ok.version).await;
-            Ok((StatusCode::CREATED, Json(ok)))
+            (StatusCode::CREATED, Json(ok)).into_response()
         }
-        Err(e) => Err(refused(&state, e)),
+        Err(e) => refused(&state, e).into_response(),
     }
 }
 
@@ -435,6 +479,15 @@ pub(crate) async fn publish_inner(
             }
             match &req.bundle {
                 Some(b64) => {
+                    let inline = base64_decoded_len(b64);
+                    if inline > state.config.max_inline_bundle_bytes {
+                        return Err(inline_too_large(
+                            state,
+                            name.publisher(),
+                            name.agent(),
+                            Some(inline),
+                        ));
+                    }
                     let bytes = STANDARD.decode(b64.as_bytes()).map_err(|e| {
                         ApiError::bad_request(
                             "invalid_bundle",

@@ -232,7 +232,13 @@ pub fn ip_of(ci: Option<ConnectInfo<SocketAddr>>) -> String {
 
 /// The whole router.
 pub fn router(state: AppState) -> Router {
-    let publish_limit = (state.config.max_bundle_bytes as usize)
+    // The JSON publish carries a bundle inline (base64) only up to max_inline_bundle_bytes;
+    // bigger ones are uploaded as blobs through /v2/, which streams them to disk.
+    let inline = state
+        .config
+        .max_inline_bundle_bytes
+        .min(state.config.max_bundle_bytes);
+    let publish_limit = (usize::try_from(inline).unwrap_or(usize::MAX))
         .saturating_mul(4)
         .div_ceil(3)
         .saturating_add(index_schema::envelope::MAX_ENVELOPE_BYTES * 2)
