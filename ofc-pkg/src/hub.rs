@@ -256,7 +256,16 @@ impl Hub {
 
     /// The error for a non-2xx answer, with hints by status.
     pub fn refusal(&self, status: StatusCode, body: &str) -> anyhow::Error {
-        let parsed: Option<Value> = serde_json::from_str(body).ok();
+        let mut parsed: Option<Value> = serde_json::from_str(body).ok();
+        // The registry API (`/v2/`) answers `{"errors": [{"code", "message", …}]}`.
+        if let Some(first) = parsed
+            .as_ref()
+            .and_then(|v| v.get("errors"))
+            .and_then(|e| e.get(0))
+            .cloned()
+        {
+            parsed = Some(first);
+        }
         let code = parsed
             .as_ref()
             .and_then(|v| v.get("code"))
@@ -293,6 +302,7 @@ impl Hub {
                     | "not_member"
                     | "forbidden_role"
                     | "admin_only"
+                    | "DENIED"
             )
         );
         hint = match (status.as_u16(), self.token_source()) {

@@ -1,16 +1,17 @@
 //! `ofc publish [DIR] [--dry-run]`: builds the manifest from the folder's `agent.yaml` or
 //! AgentCard, packs the folder into a deterministic bundle, signs the manifest with a key from
-//! `ofc keygen`, and uploads both to the hub (`PUT /api/v1/agents/{p}/{a}/versions/{v}`, token
-//! from `OFC_TOKEN` or `ofc login`), with a progress bar when stderr is a terminal. With
+//! `ofc keygen`, and uploads both to the hub (token from `OFC_TOKEN` or `ofc login`): the bundle
+//! as a blob of repository `{p}/{a}` through the hub's registry API (`POST
+//! /v2/{p}/{a}/blobs/uploads/?digest=…`, the bytes streamed as the body, with a progress bar
+//! when stderr is a terminal; skipped when `HEAD /v2/{p}/{a}/blobs/{digest}` finds it there),
+//! then the signed manifest (`PUT /api/v1/agents/{p}/{a}/versions/{v}` without `bundle`). With
 //! `--dry-run` it prints the digests and uploads nothing.
 
 use std::fs;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
+use anyhow::{Context, Result, anyhow, bail};
 use index_schema::Diagnostics;
 use index_schema::agent_card::AgentCard;
 use index_schema::agent_yaml::{AgentYaml, ManifestDefaults};
@@ -29,7 +30,7 @@ use crate::keys;
 use crate::output::{ExitStatus, Output, UserError};
 use crate::pack::{self, PackLimits, Packed};
 
-/// Upload chunk size, for the progress bar.
+/// Upload chunk size, for the progress bar (the chunks share the bundle's bytes).
 const CHUNK: usize = 64 * 1024;
 
 /// What `publish` built.
@@ -243,10 +244,15 @@ pub fn prepare(
     })
 }
 
-/// Uploads to the hub's JSON publish endpoint.
-/// Uploads; `Ok(false)` when the hub holds this very manifest already.
+/// Uploads to the hub: the bundle (if any) as a blob through `/v2/`, then the signed manifest
+/// to the JSON publish endpoint, without the bundle. `Ok(false)` when the hub holds this very
+/// manifest already.
 fn upload(hub: &Hub, p: &Prepared) -> Result<bool> {
     let m = &p.manifest;
+    let rt = hub::runtime()?;
+    if let Some(b) = &p.bundle {
+        rt.block_on(push_bundle(hub, m, b))?;
+    }
     let path = format!(
         "/api/v1/agents/{}/{}/versions/{}",
         m.name.publisher(),
@@ -254,47 +260,8 @@ fn upload(hub: &Hub, p: &Prepared) -> Result<bool> {
         m.version
     );
     let envelope: serde_json::Value = serde_json::from_str(&p.envelope.to_json())?;
-    let mut body = json!({ "envelope": envelope });
-    if let Some(b) = &p.bundle {
-        body["bundle"] = json!(STANDARD.encode(&b.bytes));
-    }
-    let body = serde_json::to_vec(&body).context("cannot encode the publish request")?;
-    let len = body.len() as u64;
-    let rb = hub
-        .request(reqwest::Method::PUT, &path)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(reqwest::header::CONTENT_LENGTH, len);
-    // The bar only where someone watches: captured stderr stays free of control codes.
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new(len);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec})",
-            )
-            .expect("the progress template is valid")
-            .progress_chars("=> "),
-        );
-        bar.set_message(format!("uploading {}@{}", m.name, m.version));
-        bar
-    });
-    let rb = match &bar {
-        None => rb.body(body),
-        Some(bar) => {
-            let bar = bar.clone();
-            let chunks: Vec<Vec<u8>> = body.chunks(CHUNK).map(<[u8]>::to_vec).collect();
-            // Chunks are pulled as the connection takes them, so the bar follows the upload.
-            let stream = futures::stream::iter(chunks.into_iter().map(move |c| {
-                bar.inc(c.len() as u64);
-                Ok::<_, std::io::Error>(c)
-            }));
-            rb.body(reqwest::Body::wrap_stream(stream))
-        }
-    };
-    let rt = hub::runtime()?;
-    let sent = rt.block_on(hub.send(rb));
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
+    let body = json!({ "envelope": envelope });
+    let sent = rt.block_on(hub.send(hub.request(reqwest::Method::PUT, &path).json(&body)));
     match sent {
         Ok(_) => Ok(true),
         // Publishing is idempotent: the same signed manifest already there (a retry after a
@@ -317,6 +284,104 @@ fn upload(hub: &Hub, p: &Prepared) -> Result<bool> {
     }
 }
 
+/// Uploads the bundle as a blob of repository `{publisher}/{agent}` (where the publish looks
+/// for it) in one streamed request, `POST /v2/{repo}/blobs/uploads/?digest=…` with the bytes
+/// as the body; nothing when `HEAD /v2/{repo}/blobs/{digest}` finds it there already.
+async fn push_bundle(hub: &Hub, m: &Manifest, b: &Packed) -> Result<()> {
+    let repo = format!("{}/{}", m.name.publisher(), m.name.agent());
+    let head = hub
+        .request(
+            reqwest::Method::HEAD,
+            &format!("/v2/{repo}/blobs/{}", b.digest),
+        )
+        .send()
+        .await
+        .map_err(|e| hub.unreachable(e))?;
+    if head.status().is_success() {
+        return Ok(());
+    }
+    let len = b.bytes.len() as u64;
+    // The bar only where someone watches: captured stderr stays free of control codes.
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(len);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec})",
+            )
+            .expect("the progress template is valid")
+            .progress_chars("=> "),
+        );
+        bar.set_message(format!("uploading {}@{}", m.name, m.version));
+        bar
+    });
+    let data = bytes::Bytes::from(b.bytes.clone());
+    let body = match &bar {
+        None => reqwest::Body::from(data),
+        Some(bar) => {
+            let bar = bar.clone();
+            let chunks: Vec<bytes::Bytes> = (0..data.len())
+                .step_by(CHUNK)
+                .map(|i| data.slice(i..data.len().min(i + CHUNK)))
+                .collect();
+            // Chunks are pulled as the connection takes them, so the bar follows the upload.
+            reqwest::Body::wrap_stream(futures::stream::iter(chunks.into_iter().map(move |c| {
+                bar.inc(c.len() as u64);
+                Ok::<_, std::io::Error>(c)
+            })))
+        }
+    };
+    let rb = hub
+        .request(
+            reqwest::Method::POST,
+            &format!("/v2/{repo}/blobs/uploads/?digest={}", b.digest),
+        )
+        .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+        .header(reqwest::header::CONTENT_LENGTH, len)
+        .body(body);
+    let sent = hub.send(rb).await;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let what = || {
+        format!(
+            "the hub refused the bundle of {}@{} ({len} bytes, uploaded to /v2/{repo}/blobs/uploads/)",
+            m.name, m.version
+        )
+    };
+    let resp = sent.map_err(|e| hub::refused(e, what(), |he| blob_hints(he, len)))?;
+    // 201: stored. A registry may also answer 202 (a session opened, the bytes ignored); an
+    // ofc hub takes monolithic uploads, so anything but 201 is a hub ofc does not understand.
+    if resp.status() != reqwest::StatusCode::CREATED {
+        return Err(anyhow!(
+            UserError::new(format!(
+                "{}: it answered {} instead of 201 Created",
+                what(),
+                resp.status()
+            ))
+            .hint("is this an ofc hub? check OFC_HUB")
+        ));
+    }
+    Ok(())
+}
+
+/// What to do about a refused bundle upload (an OCI error code, or a status).
+fn blob_hints(he: &hub::HubError, len: u64) -> Vec<String> {
+    let hint = match (he.code.as_deref(), he.status.as_u16()) {
+        (Some("SIZE_INVALID"), _) | (_, 413) => format!(
+            "the bundle ({len} bytes) is larger than this hub stores (its `max_blob_bytes`): \
+             ask its operator to raise it, or leave big files out with `.ofcignore`"
+        ),
+        (Some("DIGEST_INVALID"), _) => {
+            "the bytes changed on the way; try again (a proxy rewriting bodies?)".into()
+        }
+        (None | Some("not_found"), 404 | 405) => {
+            "this hub has no registry API under /v2/ (older than this ofc?); upgrade the hub".into()
+        }
+        _ => return Vec::new(),
+    };
+    vec![hint]
+}
+
 /// What to do about a refused publish, by the hub's error code.
 fn publish_hints(he: &hub::HubError, namespace: &str) -> Vec<String> {
     let hint = match he.code.as_deref() {
@@ -335,7 +400,13 @@ fn publish_hints(he: &hub::HubError, namespace: &str) -> Vec<String> {
         _ if he.status.as_u16() == 403 => format!(
             "the token or your role does not allow publishing in `{namespace}`; ask a namespace owner"
         ),
-        _ if he.status.as_u16() == 413 => "the bundle is larger than this hub accepts".into(),
+        Some("bundle_missing") => {
+            "the hub lost the uploaded bundle before the publish (a garbage collection?): publish again"
+                .into()
+        }
+        _ if he.status.as_u16() == 413 => {
+            "the bundle is larger than this hub accepts (its `max_bundle_bytes`)".into()
+        }
         _ => return Vec::new(),
     };
     vec![hint]
