@@ -12,7 +12,7 @@
 //! - [`bin`] finds a binary next to the test executable (`target/<profile>/`); `cargo nextest
 //!   run --workspace` builds them, otherwise run `cargo build -p hub-server -p ofc-pkg --bins`.
 //! - [`HubProc`] is one `ofc-hub serve` with its own data directory (a temp dir kept for the life
-//!   of the value), quiet logs and no brute-force limit; `stop`, `restart` (same data, same
+//!   of the value; `start_with_config` writes its `hub.toml` first), quiet logs and no brute-force limit; `stop`, `restart` (same data, same
 //!   address, so stored credentials keep matching), killed on drop. `admin` runs
 //!   `ofc-hub --data DIR admin …` against the same data while it serves (SQLite in WAL mode).
 //! - [`Ofc`] runs `ofc` with `OFC_HOME`, `OFC_HUB`, `NO_COLOR=1`, `COLUMNS=100`, without
@@ -95,6 +95,22 @@ impl HubProc {
     /// Starts a hub on a fresh data directory and an ephemeral loopback port.
     pub fn start() -> HubProc {
         let data = tempfile::tempdir().expect("a temp dir for the hub's data");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (child, addr) = spawn(data.path(), "127.0.0.1:0", &log);
+        HubProc {
+            data,
+            child: Some(child),
+            url: format!("http://{addr}"),
+            addr,
+            log,
+        }
+    }
+
+    /// Like [`HubProc::start`], with settings: `hub_toml` is written to `DATA/hub.toml`, which
+    /// the hub reads at every start (so [`HubProc::restart`] keeps them).
+    pub fn start_with_config(hub_toml: &str) -> HubProc {
+        let data = tempfile::tempdir().expect("a temp dir for the hub's data");
+        std::fs::write(data.path().join("hub.toml"), hub_toml).expect("write hub.toml");
         let log = Arc::new(Mutex::new(Vec::new()));
         let (child, addr) = spawn(data.path(), "127.0.0.1:0", &log);
         HubProc {
