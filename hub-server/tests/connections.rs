@@ -126,3 +126,57 @@ async fn past_the_connection_cap_new_connections_get_a_json_503_at_once() {
     }
     app.stop().await;
 }
+
+/// Sends `request` on a new connection; the answer, checked to be one complete JSON error with
+/// both shapes (the hub API's `code`/`message` and the OCI `errors` array), and its status.
+async fn parse_error_answer(addr: &str, request: &[u8]) -> (u16, serde_json::Value) {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    // The hub may answer and close before reading all of it.
+    let _ = tcp.write_all(request).await;
+    let (answer, _) = read_to_close(&mut tcp, Duration::from_secs(10)).await;
+    let (head, body) = answer
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no answer: {answer:?}"));
+    let lower = head.to_ascii_lowercase();
+    assert!(lower.contains("content-type: application/json"), "{head}");
+    assert!(
+        lower.contains(&format!("content-length: {}", body.len())),
+        "{head}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {answer:?}"));
+    assert!(v["code"].is_string() && v["message"].is_string(), "{v}");
+    let oci = &v["errors"][0];
+    assert!(oci["code"].is_string() && oci["message"].is_string(), "{v}");
+    (head[9..12].parse().unwrap(), v)
+}
+
+#[tokio::test]
+async fn requests_hyper_cannot_parse_get_a_json_error_in_both_shapes() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let addr = addr(&app);
+
+    let long = format!(
+        "GET /v2/{} HTTP/1.1\r\nhost: x\r\n\r\n",
+        "a".repeat(70 * 1024)
+    );
+    let (status, v) = parse_error_answer(&addr, long.as_bytes()).await;
+    assert_eq!((status, v["code"].as_str()), (414, Some("uri_too_long")));
+
+    let headers: String = (0..100)
+        .map(|i| format!("x-h{i}: {}\r\n", "h".repeat(1024)))
+        .collect();
+    let big = format!("GET /healthz HTTP/1.1\r\nhost: x\r\n{headers}\r\n");
+    let (status, v) = parse_error_answer(&addr, big.as_bytes()).await;
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (431, Some("headers_too_large"))
+    );
+
+    let (status, v) = parse_error_answer(&addr, b"BLAH \x7f\x00 nonsense\r\n\r\n").await;
+    assert_eq!((status, v["code"].as_str()), (400, Some("bad_request")));
+
+    let (status, _) = app.call(reqwest::Method::GET, "/healthz", None, None).await;
+    assert_eq!(status, 200);
+    app.stop().await;
+}

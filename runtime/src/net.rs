@@ -12,10 +12,20 @@
 //! - **Bodies**: a request body that sends nothing for [`ConnLimits::body_timeout`] fails
 //!   (a declared `Content-Length` that never arrives no longer holds a task forever).
 //! - **Accept errors** (`EMFILE` and the like) back off and go on; they never end the server.
+//! - **hyper's own answers**: a request hyper cannot parse (bad request line or header → 400,
+//!   target over 64 KiB → 414, head too large → 431) is answered by hyper itself, with an
+//!   empty body. The connection's IO follows the responses it writes (by `content-length`,
+//!   chunks, `HEAD`, 1xx/204/304) so that every head starts a write and is seen whole; a head
+//!   that answers no request handed to the app is hyper's, and goes out with a JSON body that
+//!   has both error shapes of ofc's servers ([`parse_error_body`]).
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
+use std::io::{self, IoSlice};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::Router;
@@ -23,7 +33,7 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tower::ServiceExt as _;
@@ -82,8 +92,11 @@ pub fn default_max_connections() -> usize {
 
 /// The answer to a connection over the cap.
 fn shed_response() -> Vec<u8> {
-    let body =
-        r#"{"code":"overloaded","message":"the hub is at its connection limit; retry shortly"}"#;
+    let body = concat!(
+        r#"{"code":"overloaded","message":"the server is at its connection limit; retry shortly","#,
+        r#""errors":[{"code":"TOOMANYREQUESTS","message":"the server is at its connection limit; "#,
+        r#"retry shortly","detail":null}]}"#
+    );
     format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
          content-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
@@ -135,7 +148,13 @@ pub async fn serve(
             continue;
         };
         let app = app.clone();
+        let requests = Pending::default();
+        let io = TokioIo::new(JsonErrors::new(tcp, requests.clone()));
         let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+            requests
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push_back(req.method() == hyper::Method::HEAD);
             req.extensions_mut().insert(ConnectInfo(peer));
             let app = app.clone();
             async move {
@@ -150,7 +169,7 @@ pub async fn serve(
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_timeout)
             .keep_alive(true)
-            .serve_connection(TokioIo::new(tcp), service);
+            .serve_connection(io, service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             let _slot = slot;
@@ -168,6 +187,417 @@ pub async fn serve(
     }
 }
 
+// ---- hyper's own answers (parse errors) get a JSON body ----
+
+/// The JSON body of an answer hyper gives on its own, when it cannot parse a request (a bad
+/// request line or header → 400, a target over 64 KiB → 414, a head over the buffer or with
+/// too many headers → 431). The path is unknown then, so the body has both error shapes of
+/// ofc's servers: `code`/`message` (the hub API, the floor server) and the OCI envelope
+/// `errors: [{code, message, detail}]`.
+pub fn parse_error_body(status: u16) -> String {
+    let (code, oci, message) = match status {
+        414 => (
+            "uri_too_long",
+            "UNSUPPORTED",
+            "the request target is too long",
+        ),
+        431 => (
+            "headers_too_large",
+            "UNSUPPORTED",
+            "the request headers are too large or too many",
+        ),
+        400 => (
+            "bad_request",
+            "UNSUPPORTED",
+            "the request is not valid HTTP/1.1",
+        ),
+        s if s >= 500 => (
+            "internal",
+            "UNKNOWN",
+            "the server could not read the request",
+        ),
+        _ => (
+            "bad_request",
+            "UNSUPPORTED",
+            "the request could not be read",
+        ),
+    };
+    serde_json::json!({
+        "code": code,
+        "message": message,
+        "errors": [{"code": oci, "message": message, "detail": null}],
+    })
+    .to_string()
+}
+
+/// What comes next in the stream of responses a connection writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// The next byte starts a response head.
+    Head,
+    /// The rest of a head already looked at, then `next`.
+    HeadBytes { left: usize, next: AfterHead },
+    /// This many body bytes, then a head.
+    Body(u64),
+    /// Inside a chunked body.
+    Chunked(Chunk),
+    /// Not followed any more (a body delimited by the close, an upgrade, a surprise): every
+    /// byte passes as it is.
+    Opaque,
+}
+
+/// What follows a head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterHead {
+    Head,
+    Body(u64),
+    Chunked,
+    Opaque,
+}
+
+impl AfterHead {
+    fn framing(self) -> Framing {
+        match self {
+            AfterHead::Head | AfterHead::Body(0) => Framing::Head,
+            AfterHead::Body(n) => Framing::Body(n),
+            AfterHead::Chunked => Framing::Chunked(Chunk::Size { size: 0, digits: 0 }),
+            AfterHead::Opaque => Framing::Opaque,
+        }
+    }
+}
+
+/// Where a chunked body is (`<hex size>[;ext]\r\n<data>\r\n` … `0\r\n<trailers>\r\n`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// The size line; `digits` counted until the first non-hex byte, after which it is
+    /// extension (ignored) up to the `\n`.
+    Size { size: u64, digits: u8 },
+    /// Data bytes left.
+    Data(u64),
+    /// The `\r\n` after the data (bytes left).
+    DataEnd(u8),
+    /// After the last chunk: trailer lines until an empty one; `line` bytes so far.
+    Trailer { line: u64 },
+}
+
+impl Framing {
+    /// Goes over `bytes` (written or about to be) up to the start of the next head; answers how
+    /// many it went over.
+    fn advance(&mut self, bytes: &[u8]) -> usize {
+        let mut at = 0;
+        while at < bytes.len() {
+            match self {
+                Framing::Head => return at,
+                Framing::Opaque => return bytes.len(),
+                Framing::HeadBytes { left, next } => {
+                    let n = (*left).min(bytes.len() - at);
+                    at += n;
+                    *left -= n;
+                    if *left == 0 {
+                        *self = next.framing();
+                    }
+                }
+                Framing::Body(left) => {
+                    let n = usize::try_from(*left)
+                        .unwrap_or(usize::MAX)
+                        .min(bytes.len() - at);
+                    at += n;
+                    *left -= n as u64;
+                    if *left == 0 {
+                        *self = Framing::Head;
+                    }
+                }
+                Framing::Chunked(chunk) => match chunk {
+                    Chunk::Data(left) => {
+                        let n = usize::try_from(*left)
+                            .unwrap_or(usize::MAX)
+                            .min(bytes.len() - at);
+                        at += n;
+                        *left -= n as u64;
+                        if *left == 0 {
+                            *chunk = Chunk::DataEnd(2);
+                        }
+                    }
+                    Chunk::DataEnd(left) => {
+                        at += 1;
+                        *left -= 1;
+                        if *left == 0 {
+                            *chunk = Chunk::Size { size: 0, digits: 0 };
+                        }
+                    }
+                    Chunk::Size { size, digits } => {
+                        let b = bytes[at];
+                        at += 1;
+                        if b == b'\n' {
+                            *chunk = if *size == 0 {
+                                Chunk::Trailer { line: 0 }
+                            } else {
+                                Chunk::Data(*size)
+                            };
+                        } else if let Some(d) = (*digits != u8::MAX)
+                            .then(|| char::from(b).to_digit(16))
+                            .flatten()
+                        {
+                            *size = size.saturating_mul(16).saturating_add(u64::from(d));
+                            *digits = digits.saturating_add(1).min(u8::MAX - 1);
+                        } else {
+                            // `\r`, or an extension: the size is complete.
+                            *digits = u8::MAX;
+                        }
+                    }
+                    Chunk::Trailer { line } => {
+                        let b = bytes[at];
+                        at += 1;
+                        match b {
+                            b'\n' if *line == 0 => *self = Framing::Head,
+                            b'\n' => *line = 0,
+                            b'\r' => {}
+                            _ => *line += 1,
+                        }
+                    }
+                },
+            }
+        }
+        at
+    }
+}
+
+/// A response head, as far as framing goes.
+struct Head {
+    /// Its length, up to and with the empty line.
+    len: usize,
+    status: u16,
+    content_length: Option<u64>,
+    chunked: bool,
+}
+
+fn parse_head(bytes: &[u8]) -> Option<Head> {
+    let len = bytes.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let text = std::str::from_utf8(&bytes[..len]).ok()?;
+    let mut lines = text.split("\r\n");
+    let status_line = lines.next()?;
+    if !status_line.starts_with("HTTP/1.") {
+        return None;
+    }
+    let status = status_line.get(9..12)?.parse().ok()?;
+    let (mut content_length, mut chunked) = (None, false);
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("content-length") {
+            content_length = Some(value.parse().ok()?);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = value
+                .rsplit(',')
+                .next()
+                .is_some_and(|c| c.trim().eq_ignore_ascii_case("chunked"));
+        }
+    }
+    Some(Head {
+        len,
+        status,
+        content_length,
+        chunked,
+    })
+}
+
+/// The requests of a connection handed to the app whose answer has not been written yet,
+/// oldest first: `true` for a `HEAD` (its answer has no body whatever its `content-length`).
+type Pending = Arc<std::sync::Mutex<VecDeque<bool>>>;
+
+/// A connection's IO, which follows the responses it writes (heads, then bodies by
+/// `content-length` or chunks) so as to see each head whole; a head that answers no request
+/// of the app is hyper's own (an error on a request it could not parse, which has an empty
+/// body), and is written with [`parse_error_body`] instead.
+#[derive(Debug)]
+struct JsonErrors<T> {
+    inner: T,
+    framing: Framing,
+    requests: Pending,
+    /// A replacement not yet written, and how much of it is.
+    replacement: Vec<u8>,
+    replaced: usize,
+}
+
+impl<T> JsonErrors<T> {
+    fn new(inner: T, requests: Pending) -> Self {
+        JsonErrors {
+            inner,
+            framing: Framing::Head,
+            requests,
+            replacement: Vec::new(),
+            replaced: 0,
+        }
+    }
+
+    /// Looks at the head `bytes` start with: answers how many bytes it stands for when it is
+    /// replaced (then `self.replacement` holds what goes out instead).
+    fn at_head(&mut self, bytes: &[u8]) -> Option<usize> {
+        let Some(head) = parse_head(bytes) else {
+            self.framing = Framing::Opaque;
+            return None;
+        };
+        if (100..200).contains(&head.status) {
+            // `100 Continue`, written by hyper for a request of the app; `101` switches
+            // protocols.
+            self.framing = if head.status == 101 {
+                Framing::Opaque
+            } else {
+                Framing::HeadBytes {
+                    left: head.len,
+                    next: AfterHead::Head,
+                }
+            };
+            return None;
+        }
+        let request = self
+            .requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop_front();
+        let next = match request {
+            None if head.status >= 400 && head.content_length == Some(0) && !head.chunked => {
+                let body = parse_error_body(head.status);
+                let text = String::from_utf8_lossy(&bytes[..head.len]);
+                let mut out = String::new();
+                for line in text.trim_end_matches("\r\n").split("\r\n") {
+                    if !line
+                        .split_once(':')
+                        .is_some_and(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+                    {
+                        out.push_str(line);
+                        out.push_str("\r\n");
+                    }
+                }
+                out.push_str("content-type: application/json\r\n");
+                out.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+                self.replacement = out.into_bytes();
+                self.replaced = 0;
+                self.framing = Framing::Head;
+                return Some(head.len);
+            }
+            Some(true) => AfterHead::Head,
+            _ if head.status == 204 || head.status == 304 => AfterHead::Head,
+            _ if head.chunked => AfterHead::Chunked,
+            _ => head
+                .content_length
+                .map_or(AfterHead::Opaque, AfterHead::Body),
+        };
+        self.framing = Framing::HeadBytes {
+            left: head.len,
+            next,
+        };
+        None
+    }
+}
+
+impl<T: AsyncWrite + Unpin> JsonErrors<T> {
+    /// Writes out the rest of a replacement.
+    fn poll_replacement(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.replaced < self.replacement.len() {
+            let n = ready!(
+                Pin::new(&mut self.inner).poll_write(cx, &self.replacement[self.replaced..])
+            )?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.replaced += n;
+        }
+        self.replacement = Vec::new();
+        self.replaced = 0;
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_out(&mut self, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        ready!(self.poll_replacement(cx))?;
+        let Some(first) = bufs.iter().find(|b| !b.is_empty()) else {
+            return Poll::Ready(Ok(0));
+        };
+        if self.framing == Framing::Head
+            && let Some(taken) = self.at_head(first)
+        {
+            // The replacement goes out now or on the next write, flush or shutdown.
+            if let Poll::Ready(Err(e)) = self.poll_replacement(cx) {
+                return Poll::Ready(Err(e));
+            }
+            return Poll::Ready(Ok(taken));
+        }
+        // Write up to the next head, which must start a write to be seen whole.
+        let mut probe = self.framing;
+        let mut slices = Vec::with_capacity(bufs.len().min(64));
+        for b in bufs.iter().take(64) {
+            let n = probe.advance(b);
+            if n > 0 {
+                slices.push(IoSlice::new(&b[..n]));
+            }
+            if n < b.len() {
+                break;
+            }
+        }
+        let written = ready!(match slices.as_slice() {
+            [] => return Poll::Ready(Ok(0)),
+            [one] => Pin::new(&mut self.inner).poll_write(cx, one),
+            many => Pin::new(&mut self.inner).poll_write_vectored(cx, many),
+        })?;
+        let mut left = written;
+        for s in &slices {
+            let k = left.min(s.len());
+            self.framing.advance(&s[..k]);
+            left -= k;
+            if left == 0 {
+                break;
+            }
+        }
+        Poll::Ready(Ok(written))
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for JsonErrors<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for JsonErrors<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_out(cx, &[IoSlice::new(buf)])
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_out(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_replacement(cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_replacement(cx))?;
+        Pin::new(&mut this.inner).poll_shutdown(cx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,11 +610,123 @@ mod tests {
         assert!(head.contains(&format!("content-length: {}", body.len())));
         let v: serde_json::Value = serde_json::from_str(body).unwrap();
         assert_eq!(v["code"], "overloaded");
+        assert_eq!(v["errors"][0]["code"], "TOOMANYREQUESTS");
     }
 
     #[test]
     fn the_default_cap_leaves_a_reserve() {
         let cap = default_max_connections();
         assert!((64..=16_384).contains(&cap), "{cap}");
+    }
+
+    /// A sink that takes at most `step` bytes a write, so heads and bodies split anywhere.
+    struct Trickle {
+        out: Vec<u8>,
+        step: usize,
+    }
+
+    impl AsyncWrite for Trickle {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let this = self.get_mut();
+            let n = buf.len().min(this.step);
+            this.out.extend_from_slice(&buf[..n]);
+            Poll::Ready(Ok(n))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    const FAKE: &str = "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n";
+
+    /// Writes `parts` (each a buffer hyper hands over) through the adapter; `heads` is the
+    /// request queue (`true` for HEAD).
+    async fn through(parts: &[&[u8]], heads: &[bool], step: usize) -> String {
+        let requests = Pending::default();
+        requests.lock().unwrap().extend(heads.iter().copied());
+        let mut io = JsonErrors::new(
+            Trickle {
+                out: Vec::new(),
+                step,
+            },
+            requests,
+        );
+        for part in parts {
+            io.write_all(part).await.unwrap();
+        }
+        io.flush().await.unwrap();
+        String::from_utf8(io.inner.out).unwrap()
+    }
+
+    #[tokio::test]
+    async fn app_responses_pass_as_they_are_even_when_a_body_looks_like_an_error_head() {
+        let sized = format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{FAKE}",
+            FAKE.len()
+        );
+        let chunked = format!(
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n{:x};x=y\r\n{FAKE}\r\n0\r\nt: 1\r\n\r\n",
+            FAKE.len()
+        );
+        let head = "HTTP/1.1 200 OK\r\ncontent-length: 99\r\n\r\n";
+        let empty_400 = FAKE; // an app's own bodiless 400 stays bodiless
+        for step in [1, 7, 4096] {
+            for parts in [
+                vec![
+                    sized.as_bytes(),
+                    chunked.as_bytes(),
+                    head.as_bytes(),
+                    empty_400.as_bytes(),
+                ],
+                vec![(sized.clone() + &chunked + head + empty_400).as_bytes()],
+            ] {
+                let out = through(&parts, &[false, false, true, false], step).await;
+                assert_eq!(
+                    out,
+                    sized.clone() + &chunked + head + empty_400,
+                    "step {step}"
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn hyper_s_own_error_head_gets_a_json_body_after_app_responses() {
+        let sized = "HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\n\r\n{}";
+        let own = "HTTP/1.1 414 URI Too Long\r\ncontent-length: 0\r\ndate: now\r\n\r\n";
+        for step in [1, 5, 4096] {
+            let out = through(&[(sized.to_owned() + own).as_bytes()], &[false], step).await;
+            let rest = out.strip_prefix(sized).unwrap();
+            let (head, body) = rest.split_once("\r\n\r\n").unwrap();
+            assert!(head.starts_with("HTTP/1.1 414 URI Too Long\r\n"), "{head}");
+            assert!(head.contains("date: now"), "{head}");
+            assert!(head.contains("content-type: application/json"), "{head}");
+            assert!(
+                head.contains(&format!("content-length: {}", body.len())),
+                "{head}"
+            );
+            assert!(!head.contains("content-length: 0"), "{head}");
+            let v: serde_json::Value = serde_json::from_str(body).unwrap();
+            assert_eq!(v["code"], "uri_too_long");
+            assert_eq!(v["errors"][0]["code"], "UNSUPPORTED");
+        }
+    }
+
+    #[test]
+    fn every_parse_error_body_has_both_shapes() {
+        for status in [400, 414, 431, 500, 505] {
+            let v: serde_json::Value = serde_json::from_str(&parse_error_body(status)).unwrap();
+            assert!(v["code"].is_string() && v["message"].is_string(), "{v}");
+            assert!(v["errors"][0]["code"].is_string(), "{v}");
+            assert!(v["errors"][0]["message"].is_string(), "{v}");
+            assert!(v["errors"][0].get("detail").is_some(), "{v}");
+        }
     }
 }

@@ -14,13 +14,24 @@
 //!
 //! Wake decisions, passes, guard trips and errors are in the actions (`poll_should_wake`,
 //! `respond`, `record` notes, `turn_ended` reasons), timings in `should_wake` and `call`.
+//!
+//! A message's text is written once. The same text is in several lines (a user message is
+//! its `message`, its `user_message` event and its `turn_started` action; an agent's answer
+//! its `agent_responded` event and its `message`): past the first, a text of
+//! [`SHARED_TEXT_MIN`] bytes or more is written as `"content_at": <line>` instead of
+//! `"content"`, the 1-based number of the line that holds it. [`read`] puts the text back;
+//! transcripts written before this have no `content_at` and read as they are.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use std::collections::{HashMap, VecDeque};
+
 use index_schema::wire::Message;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 use crate::controller::{
     Action, AgentSpec, CallId, Controller, Event, Limits, RoundId, TurnId, WakeAnswer,
@@ -107,11 +118,35 @@ pub enum Entry {
     },
 }
 
+/// The shortest text written once and referred to after (shorter ones are repeated: a
+/// reference would save little and make the transcript harder to read).
+pub const SHARED_TEXT_MIN: usize = 256;
+
+/// How many recent long texts a writer remembers to refer to.
+const SHARED_TEXTS_KEPT: usize = 256;
+
+/// The object of a transcript line (as JSON) that may hold a message text in `content`:
+/// the event of an `event` line, the action of an `action` line, the message of a `message`
+/// line.
+fn text_holder(line: &mut Value) -> Option<&mut Map<String, Value>> {
+    let key = match line.get("kind")?.as_str()? {
+        "event" => "event",
+        "action" => "action",
+        "message" => "message",
+        _ => return None,
+    };
+    line.get_mut(key)?.as_object_mut()
+}
+
 /// Writes a floor's transcript.
 #[derive(Debug)]
 pub struct TranscriptWriter {
     path: PathBuf,
     out: BufWriter<File>,
+    /// Lines written.
+    lines: u64,
+    /// Recent long texts: their SHA-256 and the line that holds them.
+    texts: VecDeque<([u8; 32], u64)>,
 }
 
 impl TranscriptWriter {
@@ -129,7 +164,12 @@ impl TranscriptWriter {
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let out = BufWriter::new(options.open(&path)?);
-        Ok(Self { path, out })
+        Ok(Self {
+            path,
+            out,
+            lines: 0,
+            texts: VecDeque::new(),
+        })
     }
 
     /// Where it writes.
@@ -138,8 +178,26 @@ impl TranscriptWriter {
     }
 
     /// Appends a line (buffered; see [`Self::flush`]).
+    /// A long message text already in the transcript is written as a reference to its line.
     pub fn write(&mut self, line: &Line) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.out, line)?;
+        let mut value = serde_json::to_value(line)?;
+        self.lines += 1;
+        if let Some(holder) = text_holder(&mut value)
+            && let Some(Value::String(text)) = holder.get("content")
+            && text.len() >= SHARED_TEXT_MIN
+        {
+            let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+            if let Some(&(_, at)) = self.texts.iter().find(|(d, _)| *d == digest) {
+                holder.remove("content");
+                holder.insert("content_at".to_owned(), at.into());
+            } else {
+                if self.texts.len() == SHARED_TEXTS_KEPT {
+                    self.texts.pop_front();
+                }
+                self.texts.push_back((digest, self.lines));
+            }
+        }
+        serde_json::to_writer(&mut self.out, &value)?;
         self.out.write_all(b"\n")
     }
 
@@ -149,19 +207,37 @@ impl TranscriptWriter {
     }
 }
 
-/// Reads a transcript.
+/// Reads a transcript (with its texts written once put back where they are referred to).
 pub fn read(path: &Path) -> Result<Vec<Line>, ReplayError> {
     let file = File::open(path).map_err(|e| ReplayError::Io(format!("{}: {e}", path.display())))?;
     let mut lines = Vec::new();
+    // Long texts by the (1-based) line that holds them.
+    let mut texts: HashMap<u64, String> = HashMap::new();
     for (index, text) in BufReader::new(file).lines().enumerate() {
+        let number = index + 1;
+        let invalid = |message: String| ReplayError::Invalid {
+            line: number,
+            message,
+        };
         let text = text.map_err(|e| ReplayError::Io(format!("{}: {e}", path.display())))?;
         if text.trim().is_empty() {
             continue;
         }
-        let line = serde_json::from_str(&text).map_err(|e| ReplayError::Invalid {
-            line: index + 1,
-            message: e.to_string(),
-        })?;
+        let mut value: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        if let Some(holder) = text_holder(&mut value) {
+            if let Some(at) = holder.remove("content_at") {
+                let text = at
+                    .as_u64()
+                    .and_then(|at| texts.get(&at))
+                    .ok_or_else(|| invalid(format!("`content_at` {at} names no text")))?;
+                holder.insert("content".to_owned(), Value::String(text.clone()));
+            } else if let Some(Value::String(text)) = holder.get("content")
+                && text.len() >= SHARED_TEXT_MIN
+            {
+                texts.insert(number as u64, text.clone());
+            }
+        }
+        let line = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
         lines.push(line);
     }
     Ok(lines)
@@ -237,7 +313,7 @@ pub fn replay(lines: &[Line]) -> Result<ReplayReport, ReplayError> {
         actions: 0,
         turns: 0,
     };
-    let mut expected: std::collections::VecDeque<Action> = std::collections::VecDeque::new();
+    let mut expected: VecDeque<Action> = VecDeque::new();
     let show = |a: Option<&Action>| {
         a.map_or_else(
             || "nothing".to_owned(),
@@ -315,5 +391,77 @@ mod tests {
         assert_eq!(mode(w.path()), 0o600);
         assert_eq!(mode(&dir), 0o700);
         assert_eq!(mode(&root.path().join("logs")), 0o700);
+    }
+
+    fn lines_with(text: &str) -> Vec<Line> {
+        let at = |t_ms: f64, entry| Line { t_ms, entry };
+        vec![
+            at(
+                0.0,
+                Entry::Message {
+                    message: Message::new(
+                        "msg-1",
+                        "user",
+                        text,
+                        index_schema::wire::Timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
+                    ),
+                },
+            ),
+            at(
+                1.0,
+                Entry::Event {
+                    event: Event::UserMessage {
+                        content: text.to_owned(),
+                    },
+                },
+            ),
+            at(
+                2.0,
+                Entry::Action {
+                    action: Action::TurnStarted {
+                        turn: TurnId(1),
+                        content: text.to_owned(),
+                    },
+                },
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_long_text_is_written_once_and_read_back_everywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "y".repeat(SHARED_TEXT_MIN * 4);
+        let lines = lines_with(&long);
+        let mut w = TranscriptWriter::create(dir.path(), "f").unwrap();
+        for line in &lines {
+            w.write(line).unwrap();
+        }
+        w.flush().unwrap();
+        let raw = std::fs::read_to_string(w.path()).unwrap();
+        assert_eq!(raw.matches(&long).count(), 1, "{raw}");
+        assert_eq!(raw.matches("\"content_at\":1").count(), 2, "{raw}");
+        assert_eq!(read(w.path()).unwrap(), lines);
+
+        // Short texts stay inline; transcripts of before (every text inline) read as they are.
+        for (name, text) in [("short", "hello"), ("old", long.as_str())] {
+            let lines = lines_with(text);
+            let path = dir.path().join(name);
+            let mut out = String::new();
+            for line in &lines {
+                out.push_str(&serde_json::to_string(line).unwrap());
+                out.push('\n');
+            }
+            std::fs::write(&path, out).unwrap();
+            assert_eq!(read(&path).unwrap(), lines, "{name}");
+        }
+
+        // A reference to no text is refused.
+        let bad = dir.path().join("bad");
+        let line = raw.lines().nth(1).unwrap();
+        std::fs::write(&bad, format!("{line}\n")).unwrap();
+        assert!(matches!(
+            read(&bad),
+            Err(ReplayError::Invalid { line: 1, .. })
+        ));
     }
 }

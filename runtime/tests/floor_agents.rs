@@ -446,6 +446,70 @@ async fn the_transcript_replays_and_a_changed_transcript_does_not() {
 }
 
 #[tokio::test]
+async fn a_message_s_text_is_written_to_the_transcript_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = FloorSettings {
+        transcript_dir: Some(dir.path().to_owned()),
+        ..settings()
+    };
+    let floor = Floor::open(
+        "large",
+        None,
+        vec![agent("quiet", &["--behaviour", "pass"]).await],
+        settings,
+    )
+    .unwrap();
+    let large = "x".repeat(200 * 1024);
+    floor.post_and_wait(large.clone()).await.unwrap();
+    floor.close().await.unwrap();
+    let path = dir.path().join("large.jsonl");
+    let size = std::fs::metadata(&path).unwrap().len();
+    // The user's text is in a `message`, a `user_message` event and a `turn_started` action:
+    // written once, referred to twice.
+    assert!(
+        size < 2 * large.len() as u64,
+        "the transcript is {size} bytes for one message of {} bytes",
+        large.len()
+    );
+
+    // It reads back whole, and replays.
+    let lines = transcript::read(&path).unwrap();
+    transcript::replay(&lines).unwrap();
+    let texts = |pick: fn(&Entry) -> Option<&String>| {
+        lines
+            .iter()
+            .filter_map(|l| pick(&l.entry))
+            .filter(|t| t.len() >= large.len())
+            .count()
+    };
+    assert_eq!(
+        texts(|e| match e {
+            Entry::Message { message } => Some(&message.content),
+            _ => None,
+        }),
+        1
+    );
+    assert_eq!(
+        texts(|e| match e {
+            Entry::Event {
+                event: runtime::Event::UserMessage { content },
+            } => Some(content),
+            _ => None,
+        }),
+        1
+    );
+    assert_eq!(
+        texts(|e| match e {
+            Entry::Action {
+                action: runtime::Action::TurnStarted { content, .. },
+            } => Some(content),
+            _ => None,
+        }),
+        1
+    );
+}
+
+#[tokio::test]
 async fn a_process_that_exits_during_startup_is_reported() {
     // Without `--name` the test agent refuses to start.
     let command = runtime::agent::ProcessCommand::new(env!("CARGO_BIN_EXE_ofc-test-agent"));
