@@ -11,6 +11,7 @@ pub mod error;
 pub mod metrics;
 pub mod oci;
 pub mod openapi;
+pub mod publish;
 pub mod search;
 pub mod store;
 
@@ -109,6 +110,15 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
     };
     let mut state = AppState::new(store, blobs, config);
     state.search = search;
+    if role == Role::Serve {
+        // Versions published before manifests were recorded in the publish's transaction.
+        let n = publish::backfill_manifests(&state)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot record the OCI manifests of old versions: {e}"))?;
+        if n > 0 {
+            tracing::info!(versions = n, "recorded the OCI manifests of older versions");
+        }
+    }
     Ok(state)
 }
 

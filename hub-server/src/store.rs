@@ -1153,20 +1153,27 @@ impl Store {
     /// version, the agent's latest version, an outbox row and an audit row. Returns the outbox
     /// sequence and the publish time.
     pub async fn publish(&self, actor: &Actor, v: &NewVersion) -> Result<(i64, i64)> {
-        self.publish_claiming(actor, v, None).await
+        self.publish_claiming(actor, v, None, None).await
     }
 
-    /// [`Store::publish`], claiming the blobs the version references (its bundle, and for a
-    /// pushed OCI artifact its config) first inside the same transaction, so a concurrent
+    /// [`Store::publish`], claiming the blobs the version references (its bundle, its
+    /// envelope blob, its OCI layers) first inside the same transaction, so a concurrent
     /// garbage collection cannot remove them (see [`crate::oci::gc`]):
-    /// [`StoreError::BlobUnavailable`] when one is gone or being collected.
+    /// [`StoreError::BlobUnavailable`] when one is gone or being collected. `oci`: the
+    /// version's OCI manifest, recorded with its tag and blob references in the same
+    /// transaction (see [`crate::publish`]).
     pub async fn publish_claiming(
         &self,
         actor: &Actor,
         v: &NewVersion,
         claim: Option<&crate::oci::db::BlobClaim>,
+        oci: Option<&crate::oci::db::NewManifest<'_>>,
     ) -> Result<(i64, i64)> {
         let now = now_ms();
+        // The blobs the manifest references: the ones claimed.
+        let refs: Vec<index_schema::name::Digest> = claim
+            .map(|c| c.needed.iter().map(|(d, _)| *d).collect())
+            .unwrap_or_default();
         on_db!(&self.db, |pool| {
             let mut tx = pool.begin().await?;
             if let Some(claim) = claim {
@@ -1258,6 +1265,22 @@ impl Store {
             .execute(&mut *tx)
             .await?;
             refresh_agent!(tx, agent_id, now);
+            if let Some(m) = oci {
+                crate::oci::db::insert_manifest!(tx, m, refs.iter(), now);
+            }
+            // A bundle of a bundle source belongs to the agent's repository (migration 0017).
+            if let (Some(d), Some(size)) = (&v.bundle_digest, v.bundle_size) {
+                sqlx::query(
+                    "INSERT INTO oci_blob_links (repository, digest, linked_at, size) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (repository, digest) DO NOTHING",
+                )
+                .bind(&v.agent)
+                .bind(d)
+                .bind(now)
+                .bind(size)
+                .execute(&mut *tx)
+                .await?;
+            }
             audit!(
                 tx,
                 actor,

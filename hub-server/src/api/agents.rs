@@ -10,10 +10,8 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
-use index_schema::envelope::{Envelope, EnvelopeError, PublicKey, verify_manifest};
-use index_schema::manifest::{Source, parse_exact_version};
+use index_schema::envelope::Envelope;
+use index_schema::manifest::parse_exact_version;
 use index_schema::name::{AgentName, Digest};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -22,7 +20,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::{AppState, Auth};
 use crate::auth::Scope;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::store::{AgentRow, AuditRow, KeyRow, NewVersion, OutboxRow, StoreError, VersionRow};
+use crate::store::{AgentRow, AuditRow, KeyRow, OutboxRow, VersionRow};
 
 /// `PUT /api/v1/agents/{publisher}/{agent}/versions/{version}`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -314,12 +312,6 @@ fn inline_too_large(state: &AppState, publisher: &str, agent: &str, size: Option
     )
 }
 
-/// The length of what the base64 text `b64` decodes to (exact for valid base64).
-fn base64_decoded_len(b64: &str) -> u64 {
-    let t = b64.trim_end().trim_end_matches('=');
-    (t.len() as u64).saturating_mul(3) / 4
-}
-
 /// Publishes a signed version. Checks, in order: token scope for the namespace, name and
 /// version in the path, envelope and manifest, signature by an active key of the namespace,
 /// manifest name/version equal to the path, the bundle (digest, size, limit), then stores the
@@ -361,307 +353,46 @@ pub async fn publish(
         }
         Err(rej) => return rej.into_response(),
     };
-    let r = publish_inner(&state, &auth, &publisher, &agent, &version, req).await;
+    let envelope = match serde_json::to_string(&req.envelope) {
+        Ok(t) => t,
+        Err(e) => return ApiError::internal(e).into_response(),
+    };
+    let r = crate::publish::publish(
+        &state,
+        &auth.0,
+        crate::publish::Request {
+            publisher: &publisher,
+            agent: &agent,
+            version: &version,
+            envelope: &envelope,
+            inline_bundle: req.bundle.as_deref(),
+            pushed: None,
+        },
+    )
+    .await;
     match r {
-        Ok(ok) => {
-            state.metrics.publish();
-            crate::oci::artifact::after_publish(&state, &ok.name, &ok.version).await;
-            (StatusCode::CREATED, Json(ok)).into_response()
-        }
-        Err(e) => refused(&state, e).into_response(),
+        Ok(p) => (
+            StatusCode::CREATED,
+            Json(PublishResponse {
+                name: p.name.to_string(),
+                version: p.version,
+                manifest_digest: p.manifest_digest.to_string(),
+                bundle_digest: p.bundle_digest.map(|d| d.to_string()),
+                key_id: p.key_id,
+                seq: p.seq,
+                published_at: p.published_at,
+            }),
+        )
+            .into_response(),
+        Err(e) => ApiError::from(e).into_response(),
     }
 }
 
-/// The publish itself, shared with the OCI API (a pushed agent artifact is a publish).
-pub(crate) async fn publish_inner(
-    state: &AppState,
-    auth: &Auth,
-    publisher: &str,
-    agent: &str,
-    version: &str,
-    req: PublishRequest,
-) -> ApiResult<PublishResponse> {
-    let name = parse_name(publisher, agent)?;
-    let ns = state.namespace_or_404(name.publisher()).await?;
-    let existing = state.store.agent(&name.to_string()).await?;
-    let scope = if existing.is_some() {
-        Scope::PublishUpdate
-    } else {
-        Scope::PublishNew
-    };
-    state.authorize(&auth.0, scope, &ns).await?;
-    if let Some(a) = &existing
-        && a.registry_endpoint.is_some()
-    {
-        return Err(ApiError::conflict(
-            "registry_entry",
-            format!("`{name}` is a registry-API entry, not a published agent"),
-        ));
+/// The JSON API's answer to a refused publish: the service's status, code and message.
+impl From<crate::publish::PublishError> for ApiError {
+    fn from(e: crate::publish::PublishError) -> Self {
+        ApiError::new(e.status(), e.code(), e.to_string())
     }
-    let version = parse_version(version)?;
-
-    let text = serde_json::to_string(&req.envelope).map_err(ApiError::internal)?;
-    let envelope = Envelope::from_json(&text).map_err(|d| {
-        // Structure fine and the right type, so what failed is the manifest inside.
-        let manifest_only = Envelope::from_json_any_type(&text)
-            .is_ok_and(|e| e.payload_type == index_schema::media_types::AGENT_MANIFEST_V1);
-        let code = if manifest_only {
-            "invalid_manifest"
-        } else {
-            "invalid_envelope"
-        };
-        ApiError::bad_request(code, d.to_string())
-    })?;
-
-    let keys = state.store.keys(ns.id).await?;
-    let active: Vec<PublicKey> = keys
-        .iter()
-        .filter(|k| k.revoked_at.is_none())
-        .filter_map(|k| PublicKey::parse(&k.public_key).ok())
-        .collect();
-    let (manifest, key_id, digest) = verify_manifest(&envelope, &active).map_err(|e| match e {
-        EnvelopeError::UntrustedKey { ref keyids } => {
-            let revoked = keyids.iter().find_map(|id| {
-                keys.iter()
-                    .find(|k| k.key_id == id.to_string() && k.revoked_at.is_some())
-            });
-            match revoked {
-                Some(k) => ApiError::forbidden(
-                    "key_revoked",
-                    format!(
-                        "key {} of `{}` is revoked and signs nothing new",
-                        k.key_id, ns.name
-                    ),
-                ),
-                None => ApiError::forbidden(
-                    "untrusted_key",
-                    format!("{e}; register the key for `{}` first", ns.name),
-                ),
-            }
-        }
-        EnvelopeError::BadSignature { .. } => ApiError::bad_request("bad_signature", e.to_string()),
-        EnvelopeError::InvalidManifest(_) | EnvelopeError::PayloadNotUtf8 => {
-            ApiError::bad_request("invalid_manifest", e.to_string())
-        }
-        other => ApiError::bad_request("invalid_envelope", other.to_string()),
-    })?;
-    if manifest.name != name {
-        return Err(ApiError::bad_request(
-            "name_mismatch",
-            format!(
-                "the manifest is for `{}` but was published to `{name}`",
-                manifest.name
-            ),
-        ));
-    }
-    if manifest.version.to_string() != version {
-        return Err(ApiError::bad_request(
-            "version_mismatch",
-            format!(
-                "the manifest is version {} but was published as {version}",
-                manifest.version
-            ),
-        ));
-    }
-
-    let mut sent_bundle: Option<(Digest, Vec<u8>)> = None;
-    let mut claimed: Vec<(Digest, Option<u64>)> = Vec::new();
-    let (bundle_digest, bundle_size) = match &manifest.source {
-        Source::Bundle(b) => {
-            if b.size > state.config.max_bundle_bytes {
-                return Err(ApiError::too_large(
-                    "bundle_too_large",
-                    format!(
-                        "the bundle is {} bytes; the limit is {}",
-                        b.size, state.config.max_bundle_bytes
-                    ),
-                ));
-            }
-            match &req.bundle {
-                Some(b64) => {
-                    let inline = base64_decoded_len(b64);
-                    if inline > state.config.max_inline_bundle_bytes {
-                        return Err(inline_too_large(
-                            state,
-                            name.publisher(),
-                            name.agent(),
-                            Some(inline),
-                        ));
-                    }
-                    let bytes = STANDARD.decode(b64.as_bytes()).map_err(|e| {
-                        ApiError::bad_request(
-                            "invalid_bundle",
-                            format!("bundle is not base64: {e}"),
-                        )
-                    })?;
-                    if bytes.len() as u64 > state.config.max_bundle_bytes {
-                        return Err(ApiError::too_large(
-                            "bundle_too_large",
-                            format!(
-                                "the bundle is {} bytes; the limit is {}",
-                                bytes.len(),
-                                state.config.max_bundle_bytes
-                            ),
-                        ));
-                    }
-                    if bytes.len() as u64 != b.size {
-                        return Err(ApiError::bad_request(
-                            "bundle_size_mismatch",
-                            format!(
-                                "the manifest says the bundle is {} bytes; {} were sent",
-                                b.size,
-                                bytes.len()
-                            ),
-                        ));
-                    }
-                    let actual = Digest::of(&bytes);
-                    if actual != b.digest {
-                        return Err(ApiError::bad_request(
-                            "bundle_digest_mismatch",
-                            format!(
-                                "the manifest says {}; the bytes sent are {actual}",
-                                b.digest
-                            ),
-                        ));
-                    }
-                    // Stored (or, when there already, its time refreshed) and registered;
-                    // the version's transaction claims it below, and stores it again from
-                    // these bytes if a garbage collection took it in between.
-                    crate::oci::gc::store_bytes(state, &b.digest, &bytes)
-                        .await
-                        .map_err(|e| ApiError::internal(e.message))?;
-                    crate::oci::db::link_blob(
-                        state.store.db(),
-                        &name.to_string(),
-                        &b.digest.to_string(),
-                        b.size,
-                    )
-                    .await?;
-                    sent_bundle = Some((b.digest, bytes));
-                }
-                // Only a blob of this agent's repository (uploaded to
-                // `/v2/{publisher}/{agent}/blobs/uploads/`, or of an earlier version): a
-                // publisher cannot take another repository's blob, or a deleted agent's, by
-                // naming its digest.
-                None if !crate::oci::db::blob_in_repository(
-                    state.store.db(),
-                    &name.to_string(),
-                    &b.digest.to_string(),
-                )
-                .await? =>
-                {
-                    return Err(ApiError::bad_request(
-                        "bundle_missing",
-                        format!(
-                            "send the bundle: `{name}` has no blob {}; upload it to \
-                             /v2/{name}/blobs/uploads/ first",
-                            b.digest
-                        ),
-                    ));
-                }
-                None => match state.blobs.size(&b.digest)? {
-                    Some(size) if size == b.size => {}
-                    Some(size) => {
-                        return Err(ApiError::bad_request(
-                            "bundle_size_mismatch",
-                            format!(
-                                "the manifest says the bundle is {} bytes; the stored blob is {size}",
-                                b.size
-                            ),
-                        ));
-                    }
-                    None => {
-                        return Err(ApiError::bad_request(
-                            "bundle_missing",
-                            format!("send the bundle: the hub has no blob {}", b.digest),
-                        ));
-                    }
-                },
-            }
-            claimed.push((b.digest, Some(b.size)));
-            (Some(b.digest.to_string()), Some(b.size as i64))
-        }
-        _ => {
-            if req.bundle.is_some() {
-                return Err(ApiError::bad_request(
-                    "unexpected_bundle",
-                    format!(
-                        "the manifest's source is `{}`, which has no bundle",
-                        manifest.source.kind()
-                    ),
-                ));
-            }
-            (None, None)
-        }
-    };
-
-    let new = NewVersion {
-        namespace_id: ns.id,
-        agent: name.to_string(),
-        handle: manifest.id.name().to_string(),
-        version: version.clone(),
-        manifest_digest: digest.to_string(),
-        envelope: envelope.to_json(),
-        key_id: key_id.to_string(),
-        source_kind: manifest.source.kind().to_string(),
-        bundle_digest: bundle_digest.clone(),
-        bundle_size,
-    };
-    // The transaction claims the bundle first, so a concurrent garbage collection cannot take
-    // it from an acknowledged version (see `oci::gc`).
-    let claim = crate::oci::db::BlobClaim::new(state.blobs.clone(), claimed);
-    let mut attempts = 0;
-    let committed = loop {
-        let r = state
-            .store
-            .publish_claiming(&auth.actor(), &new, Some(&claim))
-            .await;
-        match (r, &sent_bundle) {
-            (Err(StoreError::BlobUnavailable { .. }), Some((d, bytes))) if attempts < 5 => {
-                attempts += 1;
-                crate::oci::gc::store_bytes(state, d, bytes)
-                    .await
-                    .map_err(|e| ApiError::internal(e.message))?;
-            }
-            (r, _) => break r,
-        }
-    };
-    let (seq, at) = committed.map_err(|e| match e {
-        StoreError::VersionExists => ApiError::conflict(
-            "version_exists",
-            format!(
-                "`{name}` version {version} exists already; published versions are immutable, \
-                 publish a new version instead"
-            ),
-        ),
-        StoreError::VersionDeleted => ApiError::conflict(
-            "version_deleted",
-            format!(
-                "`{name}` version {version} was deleted by an administrator and cannot be \
-                 published again; publish a new version instead"
-            ),
-        ),
-        StoreError::KeyRevoked => ApiError::forbidden(
-            "key_revoked",
-            format!("key {key_id} was revoked and signs nothing new"),
-        ),
-        StoreError::Conflict(m) => ApiError::conflict("conflict", m),
-        StoreError::BlobUnavailable { digest, why } => ApiError::bad_request(
-            "bundle_missing",
-            format!("send the bundle: the hub's blob {digest} {why}"),
-        ),
-        other => other.into(),
-    })?;
-    tracing::info!(agent.name = %name, agent.version = %version, seq, "published");
-    Ok(PublishResponse {
-        name: name.to_string(),
-        version,
-        manifest_digest: digest.to_string(),
-        bundle_digest,
-        key_id: key_id.to_string(),
-        seq,
-        published_at: at,
-    })
 }
 
 fn key_map(keys: Vec<KeyRow>) -> HashMap<String, KeyRow> {

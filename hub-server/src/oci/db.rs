@@ -146,14 +146,13 @@ macro_rules! impl_rowlike {
 impl_rowlike!(sqlx::sqlite::SqliteRow);
 impl_rowlike!(sqlx::postgres::PgRow);
 
-/// Stores a manifest (idempotent by digest) and moves `tag` to it, in one transaction that
-/// first claims every blob it references ([`StoreError::BlobUnavailable`] when one is gone or
-/// being collected).
-pub async fn put_manifest(db: &Db, m: &NewManifest<'_>, claim: &BlobClaim) -> Result<()> {
-    let now = now_ms();
-    on_db!(db, |pool| {
-        let mut tx = pool.begin().await?;
-        claim_blobs!(tx, claim, now);
+/// Inside a transaction `$tx` (of either backend): records manifest `$m` (a
+/// [`NewManifest`]; idempotent by digest), indexes the blobs it references (`$refs`, digests
+/// of its config and layers: see migration 0017) and moves its tag. The blobs must have been
+/// claimed in the same transaction ([`claim_blobs!`]).
+macro_rules! insert_manifest {
+    ($tx:expr, $m:expr, $refs:expr, $now:expr) => {{
+        let m: &$crate::oci::db::NewManifest<'_> = $m;
         sqlx::query(
             "INSERT INTO oci_manifests (repository, digest, media_type, artifact_type, subject, \
              content, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
@@ -165,11 +164,10 @@ pub async fn put_manifest(db: &Db, m: &NewManifest<'_>, claim: &BlobClaim) -> Re
         .bind(m.artifact_type)
         .bind(m.subject)
         .bind(m.content)
-        .bind(now)
-        .execute(&mut *tx)
+        .bind($now)
+        .execute(&mut *$tx)
         .await?;
-        // The blobs it references belong to its repository from now on (see migration 0017).
-        for (d, _) in &claim.needed {
+        for d in $refs {
             sqlx::query(
                 "INSERT INTO oci_blob_refs (repository, manifest_digest, blob_digest) \
                  VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
@@ -177,7 +175,7 @@ pub async fn put_manifest(db: &Db, m: &NewManifest<'_>, claim: &BlobClaim) -> Re
             .bind(m.repository)
             .bind(m.digest)
             .bind(d.to_string())
-            .execute(&mut *tx)
+            .execute(&mut *$tx)
             .await?;
         }
         if let Some(tag) = m.tag {
@@ -188,10 +186,24 @@ pub async fn put_manifest(db: &Db, m: &NewManifest<'_>, claim: &BlobClaim) -> Re
             .bind(m.repository)
             .bind(tag)
             .bind(m.digest)
-            .bind(now)
-            .execute(&mut *tx)
+            .bind($now)
+            .execute(&mut *$tx)
             .await?;
         }
+    }};
+}
+pub(crate) use insert_manifest;
+
+/// Stores a manifest (idempotent by digest) and moves `tag` to it, in one transaction that
+/// first claims every blob it references ([`StoreError::BlobUnavailable`] when one is gone or
+/// being collected).
+pub async fn put_manifest(db: &Db, m: &NewManifest<'_>, claim: &BlobClaim) -> Result<()> {
+    let now = now_ms();
+    let refs: Vec<Digest> = claim.needed.iter().map(|(d, _)| *d).collect();
+    on_db!(db, |pool| {
+        let mut tx = pool.begin().await?;
+        claim_blobs!(tx, claim, now);
+        insert_manifest!(tx, m, refs.iter(), now);
         tx.commit().await?;
         Ok(())
     })
@@ -432,6 +444,37 @@ pub async fn forget_blob(db: &Db, digest: &str, by: &str) -> Result<()> {
             .execute(pool)
             .await?;
         Ok(())
+    })
+}
+
+/// A version without a recorded OCI manifest (see [`crate::publish::backfill_manifests`]).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Unrecorded {
+    /// `publisher/agent`.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// Envelope JSON.
+    pub envelope: String,
+    /// Bundle digest.
+    pub bundle_digest: Option<String>,
+    /// Bundle size.
+    pub bundle_size: Option<i64>,
+}
+
+/// Every version whose tag is not recorded (published before manifests were recorded in the
+/// publish's transaction).
+pub async fn unrecorded_versions(db: &Db) -> Result<Vec<Unrecorded>> {
+    on_read!(db, |pool| {
+        Ok(sqlx::query_as(
+            "SELECT a.name AS name, v.version AS version, v.envelope AS envelope, \
+             v.bundle_digest AS bundle_digest, v.bundle_size AS bundle_size \
+             FROM versions v JOIN agents a ON a.id = v.agent_id \
+             WHERE NOT EXISTS (SELECT 1 FROM oci_tags t \
+                               WHERE t.repository = a.name AND t.tag = v.version)",
+        )
+        .fetch_all(pool)
+        .await?)
     })
 }
 

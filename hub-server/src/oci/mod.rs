@@ -780,10 +780,7 @@ async fn find_manifest(
                     Ok(None)
                 }
             }
-            Some(m) => Ok(Some(m)),
-            // A version published before its OCI manifest was recorded (or whose recording
-            // failed after the publish committed) gets it now.
-            None => artifact::repair(&st.app, repository, t).await,
+            other => Ok(other),
         },
     }
 }
