@@ -421,3 +421,104 @@ mod tests {
         assert!(!verify_password("x", "not a phc"));
     }
 }
+
+/// Why a token names no usable principal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenRefusal {
+    /// No such token.
+    Unknown,
+    /// Revoked.
+    Revoked,
+    /// Past its expiry.
+    Expired,
+    /// Its user is disabled.
+    UserDisabled,
+}
+
+impl TokenRefusal {
+    /// The API error code and message.
+    pub fn code_and_message(self) -> (&'static str, &'static str) {
+        match self {
+            TokenRefusal::Unknown => ("invalid_token", "the API token is not valid"),
+            TokenRefusal::Revoked => ("token_revoked", "the API token was revoked"),
+            TokenRefusal::Expired => ("token_expired", "the API token has expired"),
+            TokenRefusal::UserDisabled => ("user_disabled", "the account is disabled"),
+        }
+    }
+}
+
+/// The principal of the API token whose hash is `hash` — the one place that decides whether a
+/// token is usable (revocation, expiry, disabled user) and records its use (at most one write a
+/// minute per token), for the JSON API and for `/v2/` (Basic, Bearer and `/v2/token` bearers).
+pub async fn principal_for_hash(
+    store: &crate::store::Store,
+    hash: &str,
+) -> Result<Result<Principal, TokenRefusal>, crate::store::StoreError> {
+    let Some((t, user)) = store.token_by_hash(hash).await? else {
+        return Ok(Err(TokenRefusal::Unknown));
+    };
+    let now = crate::store::now_ms();
+    if t.revoked_at.is_some() {
+        return Ok(Err(TokenRefusal::Revoked));
+    }
+    if t.expires_at.is_some_and(|e| e <= now) {
+        return Ok(Err(TokenRefusal::Expired));
+    }
+    if user.disabled {
+        return Ok(Err(TokenRefusal::UserDisabled));
+    }
+    let list = |s: &str| -> Vec<String> {
+        s.split(',')
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let scopes = parse_scopes(&list(&t.scopes))
+        .map_err(|e| crate::store::StoreError::Conflict(format!("stored token scopes: {e}")))?;
+    // A write at most once a minute per token; the check on the row just read keeps every
+    // other request a pure read.
+    if t.last_used_at
+        .is_none_or(|at| at <= now - crate::store::TOKEN_USE_PRECISION_MS)
+    {
+        store.touch_token(t.id, now).await?;
+    }
+    Ok(Ok(Principal {
+        user_id: user.id,
+        user_name: user.name,
+        is_admin: user.is_admin,
+        token_id: t.id,
+        scopes,
+        namespaces: list(&t.namespaces),
+    }))
+}
+
+/// The principal of API token `token` presented by a client at `ip`, with the limiter:
+/// invalid tokens from an address are limited (429 once blocked); a valid token is never
+/// refused by the limiter (it proves itself), so failures from a shared address cannot lock it
+/// out.
+pub async fn principal_for_token(
+    state: &crate::state::AppState,
+    ip: Option<IpAddr>,
+    token: &str,
+) -> Result<Principal, crate::error::ApiError> {
+    use crate::error::{ApiError, too_many};
+    let ip_key = FailureLimiter::token_key(&FailureLimiter::ip_key(ip));
+    let fail = |code: &'static str, msg: &str| {
+        state.metrics.auth_failure();
+        if let Some(secs) = state.limiter.blocked(&ip_key) {
+            return too_many(secs);
+        }
+        state.limiter.fail(&ip_key);
+        ApiError::unauthorized(code, msg.to_string())
+    };
+    if token.is_empty() || token.len() > 200 {
+        return Err(fail("invalid_token", "the API token is malformed"));
+    }
+    match principal_for_hash(&state.store, &hash_token(token)).await? {
+        Ok(p) => Ok(p),
+        Err(r) => {
+            let (code, msg) = r.code_and_message();
+            Err(fail(code, msg))
+        }
+    }
+}

@@ -119,3 +119,42 @@ pub fn code_for_status(status: StatusCode) -> &'static str {
         _ => "error",
     }
 }
+
+/// The 403 for a refusal.
+pub fn denied_error(d: crate::auth::Denied) -> ApiError {
+    use crate::auth::Denied;
+    match d {
+        Denied::Scope(s) => ApiError::forbidden(
+            "forbidden_scope",
+            format!("this token lacks the `{}` scope", s.as_str()),
+        ),
+        Denied::Namespace(n) => ApiError::forbidden(
+            "forbidden_namespace",
+            format!("this token is not valid for namespace `{n}`"),
+        ),
+        Denied::NotMember(n) => ApiError::forbidden(
+            "not_member",
+            format!("you are not a member of namespace `{n}`"),
+        ),
+        Denied::Role(r, s) => ApiError::forbidden(
+            "forbidden_role",
+            format!(
+                "your role `{}` does not allow `{}` in this namespace",
+                r.as_str(),
+                s.as_str()
+            ),
+        ),
+        Denied::AdminOnly => {
+            ApiError::forbidden("admin_only", "only a hub administrator may do this")
+        }
+    }
+}
+
+/// 429 for a blocked client.
+pub fn too_many(secs: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too_many_auth_failures",
+        format!("too many failed authentications from this client; retry in {secs} s"),
+    )
+}

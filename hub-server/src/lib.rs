@@ -13,6 +13,7 @@ pub mod oci;
 pub mod openapi;
 pub mod publish;
 pub mod search;
+pub mod state;
 pub mod store;
 
 use std::future::Future;
@@ -21,8 +22,8 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
-pub use api::AppState;
 pub use config::Config;
+pub use state::AppState;
 
 /// Makes every file and directory this process creates private to its user (umask 077): the
 /// hub's data holds password hashes, token hashes and unpublished uploads.

@@ -352,7 +352,10 @@ async fn publish_checked(
     principal
         .authorize(scope, &ns.name, role)
         .map_err(PublishError::Denied)?;
-    if existing.as_ref().is_some_and(|a| a.registry_endpoint.is_some()) {
+    if existing
+        .as_ref()
+        .is_some_and(|a| a.registry_endpoint.is_some())
+    {
         return Err(PublishError::RegistryEntry(name));
     }
     let version = parse_version(req.version)?;
@@ -597,8 +600,7 @@ async fn bundle(
             // Only a blob of this agent's repository (uploaded to
             // `/v2/{publisher}/{agent}/blobs/uploads/`, or of an earlier version): a publisher
             // cannot take another repository's blob, or a deleted agent's, by naming its digest.
-            if !db::blob_in_repository(app.store.db(), &repository, &b.digest.to_string()).await?
-            {
+            if !db::blob_in_repository(app.store.db(), &repository, &b.digest.to_string()).await? {
                 return Err(PublishError::BundleMissing(format!(
                     "`{name}` has no blob {}; upload it to /v2/{name}/blobs/uploads/ first",
                     b.digest

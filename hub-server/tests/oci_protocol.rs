@@ -1898,3 +1898,65 @@ async fn uploads_and_manifests_have_quotas() {
     );
     app.stop().await;
 }
+
+/// Issue 14: one `auth::principal_for_token` for the JSON API and `/v2/`: a token used only
+/// through `/v2/` (Basic, Bearer, and the bearers `/v2/token` exchanges it for) records its use
+/// like one used through the API.
+#[tokio::test]
+async fn v2_records_token_use() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let last_used = |token: String| {
+        let store = app.state.store.clone();
+        async move {
+            let (t, _) = store
+                .token_by_hash(&hub_server::auth::hash_token(&token))
+                .await
+                .unwrap()
+                .unwrap();
+            t.last_used_at
+        }
+    };
+    for how in ["basic", "bearer", "exchanged"] {
+        let token = app
+            .token("alice", &common::user_scopes(), &["*"], None)
+            .await;
+        assert_eq!(last_used(token.clone()).await, None, "{how}: fresh");
+        let auth = match how {
+            "basic" => basic(&token),
+            "bearer" => format!("Bearer {token}"),
+            _ => {
+                let r = req(
+                    &app,
+                    Method::GET,
+                    "/v2/token?scope=repository:alice/u:pull,push",
+                    Some(&basic(&token)),
+                    &[],
+                    None,
+                )
+                .await;
+                assert_eq!(r.status, 200);
+                // The exchange used the token; what is checked below is the bearer's use.
+                let hub_server::db::Db::Sqlite { write, .. } = app.state.store.db() else {
+                    unreachable!("SQLite");
+                };
+                sqlx::query("UPDATE api_tokens SET last_used_at = NULL")
+                    .execute(write)
+                    .await
+                    .unwrap();
+                format!("Bearer {}", r.json()["token"].as_str().unwrap())
+            }
+        };
+        let r = req(
+            &app,
+            Method::POST,
+            "/v2/alice/u/blobs/uploads/",
+            Some(&auth),
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 202, "{how}");
+        assert!(last_used(token).await.is_some(), "{how}: use recorded");
+    }
+    app.stop().await;
+}

@@ -1,229 +1,30 @@
-//! The HTTP API: state, authentication extractor, router and the middleware that keeps every
+//! The JSON API: its router, handlers (one module per resource), the `Auth` extractor
+//! (`auth.rs`) and the middleware that keeps every
 //! error JSON.
 
 pub mod accounts;
 pub mod agents;
+pub mod auth;
 pub mod namespaces;
 pub mod ops;
 pub mod registry;
 pub mod search;
 
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
-use std::time::Duration;
+use std::net::SocketAddr;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequestParts, Request, State};
-use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
+use axum::http::{HeaderValue, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 
-use crate::auth::{FailureLimiter, Principal, Role, Scope, hash_token, parse_scopes};
-use crate::blob::BlobStore;
-use crate::config::Config;
-use crate::error::{ApiError, ErrorBody, code_for_status};
-use crate::metrics::Metrics;
-use crate::store::{Actor, Namespace, Store, now_ms};
+use crate::auth::FailureLimiter;
+use crate::error::{ErrorBody, code_for_status};
 
-/// Shared by every handler.
-#[derive(Debug, Clone)]
-pub struct AppState {
-    /// The repository.
-    pub store: Store,
-    /// Bundle blobs.
-    pub blobs: Arc<dyn BlobStore>,
-    /// Settings.
-    pub config: Arc<Config>,
-    /// Authentication-failure limiter.
-    pub limiter: Arc<FailureLimiter>,
-    /// Counters for `/metrics`.
-    pub metrics: Arc<Metrics>,
-    /// The search index and its follower (`None`: search answers 503).
-    pub search: Option<Arc<crate::search::Search>>,
-}
-
-impl AppState {
-    /// State over a store and a blob store.
-    pub fn new(store: Store, blobs: Arc<dyn BlobStore>, config: Config) -> Self {
-        let limiter = FailureLimiter::new(
-            config.auth_failure_limit,
-            Duration::from_secs(config.auth_failure_window_secs),
-        );
-        AppState {
-            store,
-            blobs,
-            config: Arc::new(config),
-            limiter: Arc::new(limiter),
-            metrics: Arc::new(Metrics::default()),
-            search: None,
-        }
-    }
-
-    /// A namespace by name, or 404.
-    pub async fn namespace_or_404(&self, name: &str) -> Result<Namespace, ApiError> {
-        let name = name.to_ascii_lowercase();
-        self.store.namespace(&name).await?.ok_or_else(|| {
-            ApiError::not_found("namespace_not_found", format!("no namespace `{name}`"))
-        })
-    }
-
-    /// Checks `scope` for `principal` in `ns`, mapping a refusal to its 403.
-    pub async fn authorize(
-        &self,
-        principal: &Principal,
-        scope: Scope,
-        ns: &Namespace,
-    ) -> Result<(), ApiError> {
-        let role = self
-            .store
-            .role(ns.id, principal.user_id)
-            .await?
-            .and_then(|r| Role::parse(&r));
-        principal
-            .authorize(scope, &ns.name, role)
-            .map_err(denied_error)
-    }
-}
-
-/// The 403 for a refusal.
-pub fn denied_error(d: crate::auth::Denied) -> ApiError {
-    use crate::auth::Denied;
-    match d {
-        Denied::Scope(s) => ApiError::forbidden(
-            "forbidden_scope",
-            format!("this token lacks the `{}` scope", s.as_str()),
-        ),
-        Denied::Namespace(n) => ApiError::forbidden(
-            "forbidden_namespace",
-            format!("this token is not valid for namespace `{n}`"),
-        ),
-        Denied::NotMember(n) => ApiError::forbidden(
-            "not_member",
-            format!("you are not a member of namespace `{n}`"),
-        ),
-        Denied::Role(r, s) => ApiError::forbidden(
-            "forbidden_role",
-            format!(
-                "your role `{}` does not allow `{}` in this namespace",
-                r.as_str(),
-                s.as_str()
-            ),
-        ),
-        Denied::AdminOnly => {
-            ApiError::forbidden("admin_only", "only a hub administrator may do this")
-        }
-    }
-}
-
-/// The authenticated caller of a request (`Authorization: Bearer ofc_…`).
-#[derive(Debug, Clone)]
-pub struct Auth(pub Principal);
-
-impl Auth {
-    /// The audit actor.
-    pub fn actor(&self) -> Actor {
-        Actor {
-            user_id: Some(self.0.user_id),
-            user_name: self.0.user_name.clone(),
-            token_id: Some(self.0.token_id),
-        }
-    }
-}
-
-fn client_ip(parts: &Parts) -> Option<IpAddr> {
-    parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
-}
-
-impl FromRequestParts<AppState> for Auth {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        // Invalid tokens from an address are limited; a valid token is never refused by the
-        // limiter (it proves itself), so failures from a shared address cannot lock it out.
-        let ip_key = FailureLimiter::token_key(&FailureLimiter::ip_key(client_ip(parts)));
-        let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
-            return Err(ApiError::unauthorized(
-                "unauthenticated",
-                "this needs an API token: send `Authorization: Bearer ofc_…`",
-            ));
-        };
-        let token = value
-            .to_str()
-            .ok()
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .unwrap_or("");
-        let fail = |code: &'static str, msg: &str| {
-            state.metrics.auth_failure();
-            if let Some(secs) = state.limiter.blocked(&ip_key) {
-                return too_many(secs);
-            }
-            state.limiter.fail(&ip_key);
-            ApiError::unauthorized(code, msg.to_string())
-        };
-        if token.is_empty() || token.len() > 200 {
-            return Err(fail("invalid_token", "the API token is malformed"));
-        }
-        let Some((t, user)) = state.store.token_by_hash(&hash_token(token)).await? else {
-            return Err(fail("invalid_token", "the API token is not valid"));
-        };
-        if t.revoked_at.is_some() {
-            return Err(fail("token_revoked", "the API token was revoked"));
-        }
-        if t.expires_at.is_some_and(|e| e <= now_ms()) {
-            return Err(fail("token_expired", "the API token has expired"));
-        }
-        if user.disabled {
-            return Err(fail("user_disabled", "the account is disabled"));
-        }
-        let scopes = parse_scopes(
-            &t.scopes
-                .split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect::<Vec<_>>(),
-        )
-        .map_err(ApiError::internal)?;
-        // A write at most once a minute per token; the check on the row just read keeps every
-        // other request a pure read.
-        let now = now_ms();
-        if t.last_used_at
-            .is_none_or(|at| at <= now - crate::store::TOKEN_USE_PRECISION_MS)
-        {
-            state.store.touch_token(t.id, now).await?;
-        }
-        Ok(Auth(Principal {
-            user_id: user.id,
-            user_name: user.name,
-            is_admin: user.is_admin,
-            token_id: t.id,
-            scopes,
-            namespaces: t
-                .namespaces
-                .split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect(),
-        }))
-    }
-}
-
-/// 429 for a blocked client.
-pub fn too_many(secs: u64) -> ApiError {
-    ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        "too_many_auth_failures",
-        format!("too many failed authentications from this client; retry in {secs} s"),
-    )
-}
+pub use self::auth::Auth;
+pub use crate::error::{denied_error, too_many};
+pub use crate::state::AppState;
 
 /// The client address of a request, for the limiter.
 pub fn ip_of(ci: Option<ConnectInfo<SocketAddr>>) -> String {

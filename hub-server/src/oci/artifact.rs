@@ -15,8 +15,8 @@ use index_schema::media_types::{
 use index_schema::name::Digest;
 
 use super::{OciError, OciResult, Parsed};
-use crate::api::AppState;
 use crate::auth::Principal;
+use crate::state::AppState;
 
 /// Publishes a pushed agent manifest (`parsed`, `bytes`) to `repository` as version `tag`,
 /// recorded byte-exact in the publish's transaction.

@@ -48,8 +48,8 @@ use index_schema::name::Digest;
 use serde::Serialize;
 
 use super::{Caller, OciError, OciResult, OciState, authorize, db, parse_digest};
-use crate::api::AppState;
 use crate::auth::Scope;
+use crate::state::AppState;
 use crate::store::now_ms;
 
 /// How old a collection's mark must be before another collection takes it over, or an upload

@@ -1,0 +1,568 @@
+//! Manifests: read by tag or digest, push (an agent artifact is a publish), delete, tags
+//! list, referrers, and the parsing of image manifests and indexes.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+
+/// A reference: a tag or a digest.
+pub(super) enum Reference {
+    Tag(String),
+    Digest(Digest),
+}
+
+pub(super) fn parse_reference(r: &str) -> OciResult<Reference> {
+    if r.contains(':') {
+        Ok(Reference::Digest(parse_digest(r)?))
+    } else if tag_ok(r) {
+        Ok(Reference::Tag(r.to_string()))
+    } else {
+        Err(OciError::new(
+            StatusCode::BAD_REQUEST,
+            "TAG_INVALID",
+            format!("invalid tag `{}`", r.escape_default()),
+        ))
+    }
+}
+
+pub(super) async fn find_manifest(
+    st: &OciState,
+    repository: &str,
+    reference: &Reference,
+) -> OciResult<Option<db::ManifestRow>> {
+    let dbh = st.app.store.db();
+    match reference {
+        Reference::Digest(d) => Ok(db::manifest(dbh, repository, &d.to_string()).await?),
+        Reference::Tag(t) => match db::manifest_by_tag(dbh, repository, t).await? {
+            // An agent version deleted by an administrator takes its tag with it.
+            Some(m)
+                if m.artifact_type.as_deref() == Some(media_types::AGENT_ARTIFACT_V1)
+                    || m.artifact_type.as_deref() == Some(media_types::AGENT_ENVELOPE_V1) =>
+            {
+                let live = match st.app.store.agent(repository).await? {
+                    Some(a) => st.app.store.version(a.id, t).await?.is_some(),
+                    None => false,
+                };
+                if live {
+                    Ok(Some(m))
+                } else {
+                    db::delete_tag(dbh, repository, t).await?;
+                    Ok(None)
+                }
+            }
+            other => Ok(other),
+        },
+    }
+}
+
+pub(super) async fn get_manifest(
+    st: &OciState,
+    parts: &Parts,
+    repository: &str,
+    reference: &str,
+) -> OciResult<Response> {
+    let r = parse_reference(reference)?;
+    let Some(m) = find_manifest(st, repository, &r).await? else {
+        return Err(OciError::new(
+            StatusCode::NOT_FOUND,
+            "MANIFEST_UNKNOWN",
+            format!("manifest `{reference}` is not in `{repository}`"),
+        ));
+    };
+    let mut h = HeaderMap::new();
+    h.insert(header::CONTENT_TYPE, hv(&m.media_type));
+    h.insert("docker-content-digest", hv(&m.digest));
+    h.insert(header::ETAG, hv(&format!("\"{}\"", m.digest)));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(m.content.len()));
+    if parts.method == Method::HEAD {
+        return Ok((StatusCode::OK, h).into_response());
+    }
+    Ok((StatusCode::OK, h, m.content).into_response())
+}
+
+/// A descriptor in a manifest.
+#[derive(Debug, Clone)]
+pub struct Descriptor {
+    /// Media type.
+    pub media_type: String,
+    /// Digest.
+    pub digest: Digest,
+    /// Size.
+    pub size: u64,
+}
+
+pub(super) fn descriptor(v: &Value, what: &str) -> OciResult<Descriptor> {
+    let bad = |m: &str| OciError::manifest_invalid(format!("{what}: {m}"));
+    let media_type = v
+        .get("mediaType")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("`mediaType` is missing"))?
+        .to_string();
+    let digest = v
+        .get("digest")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("`digest` is missing"))?;
+    let digest = Digest::parse(digest).map_err(|e| bad(&e.to_string()))?;
+    let size = v
+        .get("size")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| bad("`size` is missing or not a non-negative integer"))?;
+    Ok(Descriptor {
+        media_type,
+        digest,
+        size,
+    })
+}
+
+/// A parsed manifest: what the API checks and records.
+#[derive(Debug)]
+pub struct Parsed {
+    /// Media type.
+    pub media_type: String,
+    /// `artifactType`, else the config media type of an image manifest.
+    pub artifact_type: Option<String>,
+    /// Whether `artifactType` was in the manifest (rather than taken from the config).
+    pub artifact_type_declared: bool,
+    /// Config of an image manifest.
+    pub config: Option<Descriptor>,
+    /// Layers of an image manifest.
+    pub layers: Vec<Descriptor>,
+    /// Children of an index.
+    pub manifests: Vec<Descriptor>,
+    /// Subject.
+    pub subject: Option<Descriptor>,
+}
+
+/// Parses and checks a manifest's structure.
+pub fn parse_manifest(content_type: Option<&str>, bytes: &[u8]) -> OciResult<Parsed> {
+    let v: Value = serde_json::from_slice(bytes)
+        .map_err(|e| OciError::manifest_invalid(format!("not JSON: {e}")))?;
+    if v.get("schemaVersion").and_then(Value::as_i64) != Some(2) {
+        return Err(OciError::manifest_invalid("`schemaVersion` must be 2"));
+    }
+    let body_type = v.get("mediaType").and_then(Value::as_str);
+    let ct = content_type.map(|c| c.split(';').next().unwrap_or("").trim());
+    let media_type = match (body_type, ct) {
+        (Some(b), Some(c)) if !c.is_empty() && b != c => {
+            return Err(OciError::manifest_invalid(format!(
+                "the body's mediaType `{b}` differs from Content-Type `{c}`"
+            )));
+        }
+        (Some(b), _) => b.to_string(),
+        (None, Some(c)) if !c.is_empty() => c.to_string(),
+        _ => {
+            return Err(OciError::manifest_invalid(
+                "no media type: send Content-Type or `mediaType`",
+            ));
+        }
+    };
+    let mut p = Parsed {
+        media_type: media_type.clone(),
+        artifact_type: v
+            .get("artifactType")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        artifact_type_declared: v.get("artifactType").is_some(),
+        config: None,
+        layers: Vec::new(),
+        manifests: Vec::new(),
+        subject: v
+            .get("subject")
+            .map(|s| descriptor(s, "subject"))
+            .transpose()?,
+    };
+    match media_type.as_str() {
+        media_types::OCI_IMAGE_MANIFEST | media_types::DOCKER_MANIFEST_V2 => {
+            let config = descriptor(
+                v.get("config")
+                    .ok_or_else(|| OciError::manifest_invalid("`config` is missing"))?,
+                "config",
+            )?;
+            let layers = v
+                .get("layers")
+                .and_then(Value::as_array)
+                .ok_or_else(|| OciError::manifest_invalid("`layers` is missing"))?;
+            for (i, l) in layers.iter().enumerate() {
+                p.layers.push(descriptor(l, &format!("layers[{i}]"))?);
+            }
+            if p.artifact_type.is_none() {
+                p.artifact_type = Some(config.media_type.clone());
+            }
+            p.config = Some(config);
+        }
+        media_types::OCI_IMAGE_INDEX | media_types::DOCKER_MANIFEST_LIST_V2 => {
+            let ms = v
+                .get("manifests")
+                .and_then(Value::as_array)
+                .ok_or_else(|| OciError::manifest_invalid("`manifests` is missing"))?;
+            for (i, l) in ms.iter().enumerate() {
+                p.manifests.push(descriptor(l, &format!("manifests[{i}]"))?);
+            }
+        }
+        other => {
+            return Err(OciError::manifest_invalid(format!(
+                "unsupported manifest media type `{other}`"
+            )));
+        }
+    }
+    Ok(p)
+}
+
+impl Parsed {
+    /// Whether this is an ofc agent version.
+    pub fn is_agent(&self) -> bool {
+        self.artifact_type.as_deref() == Some(media_types::AGENT_ARTIFACT_V1)
+            || self
+                .config
+                .as_ref()
+                .is_some_and(|c| c.media_type == media_types::AGENT_ENVELOPE_V1)
+    }
+}
+
+pub(super) async fn read_limited(body: Body, limit: usize) -> OciResult<Vec<u8>> {
+    axum::body::to_bytes(body, limit)
+        .await
+        .map(|b| b.to_vec())
+        .map_err(|_| {
+            OciError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "SIZE_INVALID",
+                format!("the manifest is larger than {limit} bytes"),
+            )
+        })
+}
+
+pub(super) async fn put_manifest(
+    st: &OciState,
+    parts: &Parts,
+    caller: &Caller,
+    repository: &str,
+    reference: &str,
+    body: Body,
+) -> OciResult<Response> {
+    // Authenticate before reading the body; scope decided below.
+    authorize(
+        st,
+        parts,
+        caller,
+        repository,
+        &[Scope::PublishNew, Scope::PublishUpdate],
+    )
+    .await?;
+    let r = parse_reference(reference)?;
+    if let Some(len) = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        && len > MAX_MANIFEST_BYTES as u64
+    {
+        return Err(OciError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "SIZE_INVALID",
+            format!("the manifest is {len} bytes; the limit is {MAX_MANIFEST_BYTES}"),
+        ));
+    }
+    let bytes = read_limited(body, MAX_MANIFEST_BYTES).await?;
+    let digest = Digest::of(&bytes);
+    if let Reference::Digest(d) = &r
+        && *d != digest
+    {
+        return Err(OciError::digest_invalid(format!(
+            "the manifest's digest is {digest}, not {d}"
+        )));
+    }
+    let ct = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let parsed = parse_manifest(ct, &bytes)?;
+
+    // A namespace holds at most `max_manifests_per_namespace` manifests (a manifest pushed
+    // again is no new one).
+    let dbh = st.app.store.db();
+    let max = st.app.config.max_manifests_per_namespace;
+    if db::manifest(dbh, repository, &digest.to_string())
+        .await?
+        .is_none()
+    {
+        let ns = check_repository(repository)?;
+        let n = db::namespace_manifests(dbh, ns).await?;
+        if n >= max {
+            return Err(OciError::denied(format!(
+                "quota exceeded: namespace `{ns}` holds {n} manifests and \
+                 max_manifests_per_namespace is {max}; delete some, or ask the hub's operator"
+            )));
+        }
+    }
+
+    // Everything referenced must be here already: checked now for a prompt answer, and again
+    // inside the transaction that records the manifest, after claiming the blobs (see `gc`).
+    let claim = db::BlobClaim::new(
+        st.app.blobs.clone(),
+        parsed
+            .config
+            .iter()
+            .chain(parsed.layers.iter())
+            .map(|d| (d.digest, Some(d.size)))
+            .collect(),
+    );
+    if let Some((d, why)) = claim.check_present().await? {
+        return Err(crate::store::StoreError::BlobUnavailable { digest: d, why }.into());
+    }
+    // And in this repository: a manifest cannot adopt another repository's blob by naming its
+    // digest (upload it here, or mount it from a repository it belongs to).
+    for (d, _) in &claim.needed {
+        if !db::blob_in_repository(st.app.store.db(), repository, &d.to_string()).await? {
+            return Err(crate::store::StoreError::BlobUnavailable {
+                digest: d.to_string(),
+                why: format!("is not in `{repository}`: upload it there or mount it"),
+            }
+            .into());
+        }
+    }
+    for m in &parsed.manifests {
+        if db::manifest(st.app.store.db(), repository, &m.digest.to_string())
+            .await?
+            .is_none()
+        {
+            return Err(OciError::new(
+                StatusCode::BAD_REQUEST,
+                "MANIFEST_BLOB_UNKNOWN",
+                format!("manifest {} is not in `{repository}`", m.digest),
+            )
+            .detail(json!({"digest": m.digest.to_string()})));
+        }
+    }
+
+    let tag = match &r {
+        Reference::Tag(t) => Some(t.as_str()),
+        Reference::Digest(_) => None,
+    };
+    if parsed.is_agent() {
+        let Caller::User(p) = caller else {
+            return Err(unauthorized(
+                parts,
+                Some(repository),
+                "authentication required",
+            ));
+        };
+        artifact::publish_pushed(&st.app, p, repository, tag, &parsed, &bytes, &digest).await?;
+    } else {
+        let agent_repo = st.app.store.agent(repository).await?.is_some();
+        if agent_repo && tag.is_some() {
+            return Err(OciError::denied(format!(
+                "`{repository}` is an ofc agent: its tags are versions, pushed as ofc agent \
+                 artifacts (artifactType {})",
+                media_types::AGENT_ARTIFACT_V1
+            )));
+        }
+        let scope = if db::repository_exists(st.app.store.db(), repository).await? {
+            Scope::PublishUpdate
+        } else {
+            Scope::PublishNew
+        };
+        authorize(st, parts, caller, repository, &[scope]).await?;
+        let reference = tag.map_or_else(|| digest.to_string(), str::to_string);
+        mirror(&st.app, repository, &reference, &parsed, &bytes).await?;
+        db::put_manifest(
+            st.app.store.db(),
+            &db::NewManifest {
+                repository,
+                digest: &digest.to_string(),
+                media_type: &parsed.media_type,
+                artifact_type: parsed.artifact_type.as_deref(),
+                subject: parsed
+                    .subject
+                    .as_ref()
+                    .map(|s| s.digest.to_string())
+                    .as_deref(),
+                content: &bytes,
+                tag,
+            },
+            &claim,
+        )
+        .await?;
+    }
+    let mut h = HeaderMap::new();
+    h.insert(
+        header::LOCATION,
+        hv(&format!("/v2/{repository}/manifests/{digest}")),
+    );
+    h.insert("docker-content-digest", hv(&digest.to_string()));
+    if let Some(s) = &parsed.subject {
+        h.insert("oci-subject", hv(&s.digest.to_string()));
+    }
+    Ok((StatusCode::CREATED, h).into_response())
+}
+
+/// Mirrors a manifest to the blob store's registry, if it has one (see
+/// [`crate::blob::BlobStore::mirror_manifest`]).
+pub async fn mirror(
+    app: &AppState,
+    repository: &str,
+    reference: &str,
+    parsed: &Parsed,
+    bytes: &[u8],
+) -> OciResult<()> {
+    let blobs = app.blobs.clone();
+    let names: Vec<Digest> = parsed
+        .config
+        .iter()
+        .chain(parsed.layers.iter())
+        .map(|d| d.digest)
+        .collect();
+    let (r, rf, mt, b) = (
+        repository.to_string(),
+        reference.to_string(),
+        parsed.media_type.clone(),
+        bytes.to_vec(),
+    );
+    tokio::task::spawn_blocking(move || blobs.mirror_manifest(&r, &rf, &mt, &b, &names))
+        .await
+        .map_err(OciError::internal)??;
+    Ok(())
+}
+
+pub(super) async fn delete_manifest(
+    st: &OciState,
+    parts: &Parts,
+    caller: &Caller,
+    repository: &str,
+    reference: &str,
+) -> OciResult<Response> {
+    authorize(st, parts, caller, repository, &[Scope::Yank]).await?;
+    let r = parse_reference(reference)?;
+    let immutable = || {
+        OciError::denied(format!(
+            "agent versions are immutable; yank `{repository}` versions through the ofc API instead"
+        ))
+    };
+    let dbh = st.app.store.db();
+    let found = match &r {
+        Reference::Tag(t) => {
+            if let Some(a) = st.app.store.agent(repository).await?
+                && st.app.store.version(a.id, t).await?.is_some()
+            {
+                return Err(immutable());
+            }
+            db::delete_tag(dbh, repository, t).await?
+        }
+        Reference::Digest(d) => {
+            let d = d.to_string();
+            match db::manifest(dbh, repository, &d).await? {
+                Some(m)
+                    if m.artifact_type.as_deref() == Some(media_types::AGENT_ARTIFACT_V1)
+                        || m.artifact_type.as_deref() == Some(media_types::AGENT_ENVELOPE_V1) =>
+                {
+                    return Err(immutable());
+                }
+                Some(_) => db::delete_manifest(dbh, repository, &d).await?,
+                None => false,
+            }
+        }
+    };
+    if !found {
+        return Err(OciError::new(
+            StatusCode::NOT_FOUND,
+            "MANIFEST_UNKNOWN",
+            format!("manifest `{reference}` is not in `{repository}`"),
+        ));
+    }
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+pub(super) async fn tags_list(st: &OciState, parts: &Parts, repository: &str) -> OciResult<Response> {
+    let q = query(parts);
+    let n = match q.get("n") {
+        Some(n) => Some(
+            n.parse::<i64>()
+                .ok()
+                .filter(|n| (0..=10_000).contains(n))
+                .ok_or_else(|| {
+                    OciError::new(
+                        StatusCode::BAD_REQUEST,
+                        "PAGINATION_NUMBER_INVALID",
+                        "n must be 0 to 10000",
+                    )
+                })?,
+        ),
+        None => None,
+    };
+    let last = q.get("last").map(String::as_str);
+    let dbh = st.app.store.db();
+    let tags = db::tags(dbh, repository, last, n.unwrap_or(100_000)).await?;
+    if tags.is_empty() && last.is_none() && !db::repository_exists(dbh, repository).await? {
+        return Err(OciError::new(
+            StatusCode::NOT_FOUND,
+            "NAME_UNKNOWN",
+            format!("no repository `{repository}`"),
+        ));
+    }
+    let mut h = HeaderMap::new();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let (Some(n), Some(l)) = (n, tags.last())
+        && tags.len() as i64 == n
+    {
+        h.insert(
+            header::LINK,
+            hv(&format!(
+                "</v2/{repository}/tags/list?n={n}&last={l}>; rel=\"next\""
+            )),
+        );
+    }
+    let body = json!({"name": repository, "tags": tags});
+    Ok((StatusCode::OK, h, body.to_string()).into_response())
+}
+
+pub(super) async fn referrers(
+    st: &OciState,
+    parts: &Parts,
+    repository: &str,
+    digest: &str,
+) -> OciResult<Response> {
+    let d = parse_digest(digest)?;
+    let q = query(parts);
+    let filter = q.get("artifactType");
+    let rows = db::referrers(st.app.store.db(), repository, &d.to_string()).await?;
+    let mut out = Vec::new();
+    for m in rows {
+        if filter.is_some_and(|f| m.artifact_type.as_deref() != Some(f.as_str())) {
+            continue;
+        }
+        let v: Value = serde_json::from_slice(&m.content).unwrap_or(Value::Null);
+        let mut desc = json!({
+            "mediaType": m.media_type,
+            "digest": m.digest,
+            "size": m.content.len(),
+        });
+        if let Some(a) = &m.artifact_type {
+            desc["artifactType"] = json!(a);
+        }
+        if let Some(a) = v.get("annotations") {
+            desc["annotations"] = a.clone();
+        }
+        out.push(desc);
+    }
+    let mut h = HeaderMap::new();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(media_types::OCI_IMAGE_INDEX),
+    );
+    if filter.is_some() {
+        h.insert(
+            "oci-filters-applied",
+            HeaderValue::from_static("artifactType"),
+        );
+    }
+    let body = json!({
+        "schemaVersion": 2,
+        "mediaType": media_types::OCI_IMAGE_INDEX,
+        "manifests": out,
+    });
+    Ok((StatusCode::OK, h, body.to_string()).into_response())
+}
+
