@@ -4,7 +4,6 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
-
 /// Who is calling.
 #[derive(Debug, Clone)]
 pub enum Caller {
@@ -39,7 +38,11 @@ pub(super) fn challenge(parts: &Parts, repository: Option<&str>, error: Option<&
     c
 }
 
-pub(super) fn unauthorized(parts: &Parts, repository: Option<&str>, message: impl Into<String>) -> OciError {
+pub(super) fn unauthorized(
+    parts: &Parts,
+    repository: Option<&str>,
+    message: impl Into<String>,
+) -> OciError {
     let mut e = OciError::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message);
     e.challenge = Some(challenge(parts, repository, None));
     e
@@ -47,7 +50,11 @@ pub(super) fn unauthorized(parts: &Parts, repository: Option<&str>, message: imp
 
 /// Checks an ofc API token as the JSON API does ([`crate::auth::principal_for_token`]:
 /// limiter, revocation, expiry, disabled users, use recorded).
-pub(super) async fn api_token(st: &OciState, parts: &Parts, token: &str) -> Result<Principal, ApiError> {
+pub(super) async fn api_token(
+    st: &OciState,
+    parts: &Parts,
+    token: &str,
+) -> Result<Principal, ApiError> {
     let ip = parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
@@ -66,7 +73,11 @@ pub(super) fn basic_password(value: &str) -> Option<String> {
     Some(text.split_once(':')?.1.to_string())
 }
 
-pub(super) async fn authenticate(st: &OciState, parts: &Parts, repository: Option<&str>) -> OciResult<Caller> {
+pub(super) async fn authenticate(
+    st: &OciState,
+    parts: &Parts,
+    repository: Option<&str>,
+) -> OciResult<Caller> {
     let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
         return Ok(Caller::Anonymous);
     };
@@ -242,4 +253,3 @@ pub(super) async fn authorize(
         .map(OciError::from)
         .unwrap_or_else(|| OciError::denied("denied")))
 }
-

@@ -4,7 +4,6 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
-
 /// A reference: a tag or a digest.
 pub(super) enum Reference {
     Tag(String),
@@ -472,7 +471,11 @@ pub(super) async fn delete_manifest(
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
-pub(super) async fn tags_list(st: &OciState, parts: &Parts, repository: &str) -> OciResult<Response> {
+pub(super) async fn tags_list(
+    st: &OciState,
+    parts: &Parts,
+    repository: &str,
+) -> OciResult<Response> {
     let q = query(parts);
     let n = match q.get("n") {
         Some(n) => Some(
@@ -565,4 +568,3 @@ pub(super) async fn referrers(
     });
     Ok((StatusCode::OK, h, body.to_string()).into_response())
 }
-
