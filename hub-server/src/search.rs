@@ -21,7 +21,7 @@ use index_schema::envelope::Envelope;
 use index_schema::manifest::Manifest;
 use index_schema::name::AgentName;
 use serde::Serialize;
-use sqlx::Row as _;
+use sqlx::{FromRow as _, Row as _};
 
 use crate::on_read;
 use crate::store::Store;
@@ -107,6 +107,7 @@ fn msg_err(m: String) -> SourceError {
 }
 
 /// One agent's row joined with its latest visible version.
+#[derive(sqlx::FromRow)]
 struct VisibleRow {
     name: String,
     envelope: String,
@@ -133,23 +134,10 @@ fn doc_of(r: &VisibleRow) -> Result<SearchDoc, SourceError> {
     ))
 }
 
-const VISIBLE_SELECT: &str = "SELECT a.name, v.envelope, v.deprecated_message, a.downloads, \
-    a.updated_at FROM agents a JOIN versions v ON v.agent_id = a.id \
+const VISIBLE_SELECT: &str = "SELECT a.name, v.envelope, \
+    v.deprecated_message IS NOT NULL AS deprecated, a.downloads, a.updated_at AS updated_at_ms \
+    FROM agents a JOIN versions v ON v.agent_id = a.id \
     AND v.version = a.latest_version WHERE v.yanked_at IS NULL";
-
-macro_rules! visible_row {
-    ($r:expr) => {
-        VisibleRow {
-            name: $r.try_get("name")?,
-            envelope: $r.try_get("envelope")?,
-            deprecated: $r
-                .try_get::<Option<String>, _>("deprecated_message")?
-                .is_some(),
-            downloads: $r.try_get("downloads")?,
-            updated_at_ms: $r.try_get("updated_at")?,
-        }
-    };
-}
 
 impl HubOutbox {
     async fn read_after(
@@ -181,7 +169,7 @@ impl HubOutbox {
                     continue;
                 }
                 if let Some(r) = sqlx::query(&q).bind(agent).fetch_optional(&mut *tx).await? {
-                    states.insert(agent.clone(), visible_row!(r));
+                    states.insert(agent.clone(), VisibleRow::from_row(&r)?);
                 }
             }
             tx.commit().await?;
@@ -249,7 +237,7 @@ pub async fn snapshot(store: &Store) -> anyhow::Result<(u64, Vec<SearchDoc>)> {
         let rows = sqlx::query(VISIBLE_SELECT).fetch_all(&mut *tx).await?;
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
-            out.push(visible_row!(r));
+            out.push(VisibleRow::from_row(r)?);
         }
         tx.commit().await?;
         Ok::<_, sqlx::Error>((head, out))

@@ -3,7 +3,7 @@
 //! every write appends an audit row, in the same transaction.
 
 use serde::Serialize;
-use sqlx::Row;
+use sqlx::{FromRow as _, Row};
 use utoipa::ToSchema;
 
 use crate::db::Db;
@@ -79,7 +79,7 @@ impl Actor {
 }
 
 /// A user.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
 pub struct User {
     /// Id.
     pub id: i64,
@@ -97,7 +97,7 @@ pub struct User {
 }
 
 /// An API token (never its secret).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
 pub struct TokenRow {
     /// Id.
     pub id: i64,
@@ -163,7 +163,7 @@ pub struct KeyRow {
 }
 
 /// An agent.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct AgentRow {
     /// Id.
     pub id: i64,
@@ -190,7 +190,7 @@ pub struct AgentRow {
 }
 
 /// One published version.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct VersionRow {
     /// Id.
     pub id: i64,
@@ -301,75 +301,6 @@ pub struct NewRegistryAgent {
     pub public_key: String,
     /// SHA-256 of the agent token.
     pub token_hash: String,
-}
-
-macro_rules! user_from {
-    ($r:expr) => {
-        User {
-            id: $r.try_get("id")?,
-            name: $r.try_get("name")?,
-            is_admin: $r.try_get("is_admin")?,
-            disabled: $r.try_get("disabled")?,
-            created_at: $r.try_get("created_at")?,
-            password_hash: $r.try_get("password_hash")?,
-        }
-    };
-}
-
-macro_rules! token_from {
-    ($r:expr) => {
-        TokenRow {
-            id: $r.try_get("id")?,
-            user_id: $r.try_get("user_id")?,
-            name: $r.try_get("name")?,
-            scopes: $r.try_get("scopes")?,
-            namespaces: $r.try_get("namespaces")?,
-            expires_at: $r.try_get("expires_at")?,
-            created_at: $r.try_get("created_at")?,
-            revoked_at: $r.try_get("revoked_at")?,
-            last_used_at: $r.try_get("last_used_at")?,
-        }
-    };
-}
-
-macro_rules! agent_from {
-    ($r:expr) => {
-        AgentRow {
-            id: $r.try_get("id")?,
-            namespace_id: $r.try_get("namespace_id")?,
-            name: $r.try_get("name")?,
-            handle: $r.try_get("handle")?,
-            latest_version: $r.try_get("latest_version")?,
-            registry_endpoint: $r.try_get("registry_endpoint")?,
-            registry_metadata: $r.try_get("registry_metadata")?,
-            registry_key: $r.try_get("registry_key")?,
-            created_at: $r.try_get("created_at")?,
-            updated_at: $r.try_get("updated_at")?,
-            downloads: $r.try_get("downloads")?,
-        }
-    };
-}
-
-macro_rules! version_from {
-    ($r:expr) => {
-        VersionRow {
-            id: $r.try_get("id")?,
-            version: $r.try_get("version")?,
-            manifest_digest: $r.try_get("manifest_digest")?,
-            envelope: $r.try_get("envelope")?,
-            key_id: $r.try_get("key_id")?,
-            source_kind: $r.try_get("source_kind")?,
-            bundle_digest: $r.try_get("bundle_digest")?,
-            bundle_size: $r.try_get("bundle_size")?,
-            published_by: $r.try_get("published_by")?,
-            token_id: $r.try_get("token_id")?,
-            created_at: $r.try_get("created_at")?,
-            yanked_at: $r.try_get("yanked_at")?,
-            yank_reason: $r.try_get("yank_reason")?,
-            deprecated_message: $r.try_get("deprecated_message")?,
-            downloads: $r.try_get("downloads")?,
-        }
-    };
 }
 
 macro_rules! audit {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use index_schema::name::Digest;
-use sqlx::Row;
+use sqlx::FromRow as _;
 
 use crate::blob::BlobStore;
 use crate::db::Db;
@@ -90,7 +90,7 @@ macro_rules! claim_blobs {
 pub(crate) use claim_blobs;
 
 /// A stored manifest.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ManifestRow {
     /// `sha256:…` of `content`.
     pub digest: String,
@@ -120,31 +120,6 @@ pub struct NewManifest<'a> {
     /// Tag to point at it.
     pub tag: Option<&'a str>,
 }
-
-fn manifest_row(r: &impl RowLike) -> Result<ManifestRow> {
-    r.manifest()
-}
-
-trait RowLike {
-    fn manifest(&self) -> Result<ManifestRow>;
-}
-
-macro_rules! impl_rowlike {
-    ($t:ty) => {
-        impl RowLike for $t {
-            fn manifest(&self) -> Result<ManifestRow> {
-                Ok(ManifestRow {
-                    digest: self.try_get("digest")?,
-                    media_type: self.try_get("media_type")?,
-                    artifact_type: self.try_get("artifact_type")?,
-                    content: self.try_get("content")?,
-                })
-            }
-        }
-    };
-}
-impl_rowlike!(sqlx::sqlite::SqliteRow);
-impl_rowlike!(sqlx::postgres::PgRow);
 
 /// Inside a transaction `$tx` (of either backend): records manifest `$m` (a
 /// [`NewManifest`]; idempotent by digest), indexes the blobs it references (`$refs`, digests
@@ -220,7 +195,10 @@ pub async fn manifest(db: &Db, repository: &str, digest: &str) -> Result<Option<
         .bind(digest)
         .fetch_optional(pool)
         .await?;
-        row.as_ref().map(manifest_row).transpose()
+        row.as_ref()
+            .map(ManifestRow::from_row)
+            .transpose()
+            .map_err(Into::into)
     })
 }
 
@@ -236,7 +214,10 @@ pub async fn manifest_by_tag(db: &Db, repository: &str, tag: &str) -> Result<Opt
         .bind(tag)
         .fetch_optional(pool)
         .await?;
-        row.as_ref().map(manifest_row).transpose()
+        row.as_ref()
+            .map(ManifestRow::from_row)
+            .transpose()
+            .map_err(Into::into)
     })
 }
 
@@ -279,7 +260,9 @@ pub async fn referrers(db: &Db, repository: &str, digest: &str) -> Result<Vec<Ma
         .bind(digest)
         .fetch_all(pool)
         .await?;
-        rows.iter().map(manifest_row).collect()
+        rows.iter()
+            .map(|r| ManifestRow::from_row(r).map_err(Into::into))
+            .collect()
     })
 }
 

@@ -89,7 +89,7 @@ impl Store {
                 .fetch_optional(pool)
                 .await?;
             Ok(match row {
-                Some(r) => Some(user_from!(r)),
+                Some(r) => Some(User::from_row(&r)?),
                 None => None,
             })
         })
@@ -103,7 +103,7 @@ impl Store {
                 .await?;
             let mut out = Vec::new();
             for r in rows {
-                out.push(user_from!(r));
+                out.push(User::from_row(&r)?);
             }
             Ok(out)
         })
@@ -232,7 +232,7 @@ impl Store {
             .fetch_optional(pool)
             .await?;
             let Some(r) = row else { return Ok(None) };
-            let t = token_from!(r);
+            let t = TokenRow::from_row(&r)?;
             let u = User {
                 id: t.user_id,
                 name: r.try_get("user_name")?,
@@ -272,7 +272,7 @@ impl Store {
                 .await?;
             let mut out = Vec::new();
             for r in rows {
-                out.push(token_from!(r));
+                out.push(TokenRow::from_row(&r)?);
             }
             Ok(out)
         })

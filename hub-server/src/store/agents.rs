@@ -160,7 +160,7 @@ impl Store {
                 .fetch_optional(pool)
                 .await?;
             Ok(match row {
-                Some(r) => Some(agent_from!(r)),
+                Some(r) => Some(AgentRow::from_row(&r)?),
                 None => None,
             })
         })
@@ -190,7 +190,7 @@ impl Store {
             .await?;
             let mut out = Vec::new();
             for r in rows {
-                out.push(agent_from!(r));
+                out.push(AgentRow::from_row(&r)?);
             }
             Ok(out)
         })
@@ -208,7 +208,7 @@ impl Store {
             .await?;
             let mut out = Vec::new();
             for r in rows {
-                out.push(version_from!(r));
+                out.push(VersionRow::from_row(&r)?);
             }
             Ok(out)
         })
@@ -226,7 +226,7 @@ impl Store {
             .fetch_optional(pool)
             .await?;
             Ok(match row {
-                Some(r) => Some(version_from!(r)),
+                Some(r) => Some(VersionRow::from_row(&r)?),
                 None => None,
             })
         })
@@ -251,7 +251,7 @@ impl Store {
             .await?;
             let mut out = Vec::new();
             for r in rows {
-                out.push(agent_from!(r));
+                out.push(AgentRow::from_row(&r)?);
             }
             Ok(out)
         })
