@@ -303,67 +303,105 @@ pub struct NewRegistryAgent {
     pub token_hash: String,
 }
 
-macro_rules! audit {
-    ($tx:expr, $actor:expr, $action:expr, $target:expr, $detail:expr, $now:expr) => {
-        sqlx::query(
-            "INSERT INTO audit_log (at, user_id, user_name, token_id, action, target, detail) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind($now)
-        .bind($actor.user_id)
-        .bind(&$actor.user_name)
-        .bind($actor.token_id)
-        .bind($action)
-        .bind($target)
-        .bind($detail)
-        .execute(&mut *$tx)
-        .await?
+/// What writing transactions do besides their own change — the audit row, the outbox row,
+/// the agent's derived state — as methods of the transaction (`tx.audit(..)`, `tx.outbox(..)`,
+/// `tx.refresh_agent(..)`), written once for both backends.
+pub(crate) trait TxExt {
+    /// Appends an audit row.
+    async fn audit(
+        &mut self,
+        actor: &Actor,
+        action: impl AsRef<str> + Send,
+        target: impl AsRef<str> + Send,
+        detail: Option<impl AsRef<str> + Send>,
+        now: i64,
+    ) -> Result<()>;
+    /// Appends an outbox row; returns its sequence number (commit order, no gaps).
+    async fn outbox(
+        &mut self,
+        kind: impl AsRef<str> + Send,
+        agent: impl AsRef<str> + Send,
+        version: Option<impl AsRef<str> + Send>,
+        now: i64,
+    ) -> Result<i64>;
+    /// Recomputes `agents.latest_version` ([`latest_version`]) and bumps `updated_at`.
+    async fn refresh_agent(&mut self, agent_id: i64, now: i64) -> Result<()>;
+}
+
+macro_rules! tx_ext {
+    ($db:ty) => {
+        impl TxExt for sqlx::Transaction<'_, $db> {
+            async fn audit(
+                &mut self,
+                actor: &Actor,
+                action: impl AsRef<str> + Send,
+                target: impl AsRef<str> + Send,
+                detail: Option<impl AsRef<str> + Send>,
+                now: i64,
+            ) -> Result<()> {
+                sqlx::query(
+                    "INSERT INTO audit_log (at, user_id, user_name, token_id, action, target, \
+                     detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(now)
+                .bind(actor.user_id)
+                .bind(&actor.user_name)
+                .bind(actor.token_id)
+                .bind(action.as_ref())
+                .bind(target.as_ref())
+                .bind(detail.as_ref().map(|d| d.as_ref()))
+                .execute(&mut **self)
+                .await?;
+                Ok(())
+            }
+
+            async fn outbox(
+                &mut self,
+                kind: impl AsRef<str> + Send,
+                agent: impl AsRef<str> + Send,
+                version: Option<impl AsRef<str> + Send>,
+                now: i64,
+            ) -> Result<i64> {
+                let seq: i64 = sqlx::query_scalar(
+                    "UPDATE outbox_counter SET last_seq = last_seq + 1 WHERE id = 1 \
+                     RETURNING last_seq",
+                )
+                .fetch_one(&mut **self)
+                .await?;
+                sqlx::query(
+                    "INSERT INTO outbox (seq, kind, agent, version, created_at) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(seq)
+                .bind(kind.as_ref())
+                .bind(agent.as_ref())
+                .bind(version.as_ref().map(|v| v.as_ref()))
+                .bind(now)
+                .execute(&mut **self)
+                .await?;
+                Ok(seq)
+            }
+
+            async fn refresh_agent(&mut self, agent_id: i64, now: i64) -> Result<()> {
+                let rows: Vec<(String, Option<i64>)> =
+                    sqlx::query_as("SELECT version, yanked_at FROM versions WHERE agent_id = $1")
+                        .bind(agent_id)
+                        .fetch_all(&mut **self)
+                        .await?;
+                let latest = latest_version(rows.iter().map(|(v, y)| (v.as_str(), y.is_some())));
+                sqlx::query("UPDATE agents SET latest_version = $1, updated_at = $2 WHERE id = $3")
+                    .bind(latest)
+                    .bind(now)
+                    .bind(agent_id)
+                    .execute(&mut **self)
+                    .await?;
+                Ok(())
+            }
+        }
     };
 }
-
-macro_rules! outbox {
-    ($tx:expr, $kind:expr, $agent:expr, $version:expr, $now:expr) => {{
-        let seq: i64 = sqlx::query_scalar(
-            "UPDATE outbox_counter SET last_seq = last_seq + 1 WHERE id = 1 RETURNING last_seq",
-        )
-        .fetch_one(&mut *$tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO outbox (seq, kind, agent, version, created_at) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(seq)
-        .bind($kind)
-        .bind($agent)
-        .bind($version)
-        .bind($now)
-        .execute(&mut *$tx)
-        .await?;
-        seq
-    }};
-}
-
-/// Recomputes `agents.latest_version` and bumps `updated_at` inside a transaction.
-macro_rules! refresh_agent {
-    ($tx:expr, $agent_id:expr, $now:expr) => {{
-        let rows = sqlx::query("SELECT version, yanked_at FROM versions WHERE agent_id = $1")
-            .bind($agent_id)
-            .fetch_all(&mut *$tx)
-            .await?;
-        let mut vs = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let v: String = r.try_get("version")?;
-            let y: Option<i64> = r.try_get("yanked_at")?;
-            vs.push((v, y.is_some()));
-        }
-        let latest = latest_version(vs.iter().map(|(v, y)| (v.as_str(), *y)));
-        sqlx::query("UPDATE agents SET latest_version = $1, updated_at = $2 WHERE id = $3")
-            .bind(latest)
-            .bind($now)
-            .bind($agent_id)
-            .execute(&mut *$tx)
-            .await?;
-    }};
-}
+tx_ext!(sqlx::Sqlite);
+tx_ext!(sqlx::Postgres);
 
 /// The version `ofc pull publisher/agent` gets: the highest non-yanked release, else the
 /// highest non-yanked pre-release.

@@ -36,7 +36,8 @@ impl Store {
                     e.into()
                 }
             })?;
-            audit!(tx, actor, "user.create", name, None::<String>, now);
+            tx.audit(actor, "user.create", name, None::<String>, now)
+                .await?;
             if namespace {
                 let ns_id: i64 = sqlx::query_scalar(
                     "INSERT INTO namespaces (name, created_by, created_at) VALUES ($1, $2, $3) \
@@ -63,7 +64,8 @@ impl Store {
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
-                audit!(tx, actor, "namespace.create", name, None::<String>, now);
+                tx.audit(actor, "namespace.create", name, None::<String>, now)
+                    .await?;
             }
             tx.commit().await?;
         });
@@ -134,7 +136,8 @@ impl Store {
                     .bind(id)
                     .execute(&mut *tx)
                     .await?;
-                audit!(tx, actor, "user.set_password", name, None::<String>, now);
+                tx.audit(actor, "user.set_password", name, None::<String>, now)
+                    .await?;
             }
             if let Some(a) = is_admin {
                 sqlx::query("UPDATE users SET is_admin = $1 WHERE id = $2")
@@ -142,7 +145,8 @@ impl Store {
                     .bind(id)
                     .execute(&mut *tx)
                     .await?;
-                audit!(tx, actor, "user.set_admin", name, Some(a.to_string()), now);
+                tx.audit(actor, "user.set_admin", name, Some(a.to_string()), now)
+                    .await?;
             }
             if let Some(d) = disabled {
                 sqlx::query("UPDATE users SET disabled = $1 WHERE id = $2")
@@ -150,14 +154,8 @@ impl Store {
                     .bind(id)
                     .execute(&mut *tx)
                     .await?;
-                audit!(
-                    tx,
-                    actor,
-                    "user.set_disabled",
-                    name,
-                    Some(d.to_string()),
-                    now
-                );
+                tx.audit(actor, "user.set_disabled", name, Some(d.to_string()), now)
+                    .await?;
             }
             tx.commit().await?;
             Ok(())
@@ -194,16 +192,16 @@ impl Store {
             .bind(now)
             .fetch_one(&mut *tx)
             .await?;
-            audit!(
-                tx,
+            tx.audit(
                 actor,
                 "token.create",
                 format!("token:{id}"),
                 Some(format!(
                     "name={name} scopes={scopes} namespaces={namespaces}"
                 )),
-                now
-            );
+                now,
+            )
+            .await?;
             tx.commit().await?;
             Ok(TokenRow {
                 id,
@@ -305,14 +303,14 @@ impl Store {
             .bind(token_id)
             .execute(&mut *tx)
             .await?;
-            audit!(
-                tx,
+            tx.audit(
                 actor,
                 "token.revoke",
                 format!("token:{token_id}"),
                 None::<String>,
-                now
-            );
+                now,
+            )
+            .await?;
             tx.commit().await?;
             Ok(true)
         })

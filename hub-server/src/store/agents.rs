@@ -121,7 +121,7 @@ impl Store {
             .bind(now)
             .execute(&mut *tx)
             .await?;
-            refresh_agent!(tx, agent_id, now);
+            tx.refresh_agent(agent_id, now).await?;
             if let Some(m) = oci {
                 crate::oci::db::insert_manifest!(tx, m, refs.iter(), now);
             }
@@ -138,15 +138,17 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             }
-            audit!(
-                tx,
+            tx.audit(
                 actor,
                 "version.publish",
                 format!("{}@{}", v.agent, v.version),
                 Some(format!("digest={} key={}", v.manifest_digest, v.key_id)),
-                now
-            );
-            let seq = outbox!(tx, "publish", &v.agent, Some(&v.version), now);
+                now,
+            )
+            .await?;
+            let seq = tx
+                .outbox("publish", &v.agent, Some(&v.version), now)
+                .await?;
             tx.commit().await?;
             Ok((seq, now))
         })
@@ -293,17 +295,17 @@ impl Store {
             if n == 0 {
                 return Ok(false);
             }
-            refresh_agent!(tx, agent.id, now);
+            tx.refresh_agent(agent.id, now).await?;
             let kind = if yank.is_some() { "yank" } else { "unyank" };
-            audit!(
-                tx,
+            tx.audit(
                 actor,
                 format!("version.{kind}"),
                 format!("{}@{version}", agent.name),
                 yank.map(str::to_string),
-                now
-            );
-            outbox!(tx, kind, &agent.name, Some(version), now);
+                now,
+            )
+            .await?;
+            tx.outbox(kind, &agent.name, Some(version), now).await?;
             tx.commit().await?;
             Ok(true)
         })
@@ -332,21 +334,21 @@ impl Store {
             if n == 0 {
                 return Ok(false);
             }
-            refresh_agent!(tx, agent.id, now);
+            tx.refresh_agent(agent.id, now).await?;
             let kind = if message.is_some() {
                 "deprecate"
             } else {
                 "undeprecate"
             };
-            audit!(
-                tx,
+            tx.audit(
                 actor,
                 format!("version.{kind}"),
                 format!("{}@{version}", agent.name),
                 message.map(str::to_string),
-                now
-            );
-            outbox!(tx, kind, &agent.name, Some(version), now);
+                now,
+            )
+            .await?;
+            tx.outbox(kind, &agent.name, Some(version), now).await?;
             tx.commit().await?;
             Ok(true)
         })
@@ -405,16 +407,17 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             }
-            refresh_agent!(tx, agent.id, now);
-            audit!(
-                tx,
+            tx.refresh_agent(agent.id, now).await?;
+            tx.audit(
                 actor,
                 "version.delete",
                 format!("{}@{version}", agent.name),
                 None::<String>,
-                now
-            );
-            outbox!(tx, "delete_version", &agent.name, Some(version), now);
+                now,
+            )
+            .await?;
+            tx.outbox("delete_version", &agent.name, Some(version), now)
+                .await?;
             tx.commit().await?;
             Ok(true)
         })
@@ -463,8 +466,9 @@ impl Store {
                 .bind(name)
                 .execute(&mut *tx)
                 .await?;
-            audit!(tx, actor, "agent.delete", name, None::<String>, now);
-            outbox!(tx, "delete_agent", name, None::<String>, now);
+            tx.audit(actor, "agent.delete", name, None::<String>, now)
+                .await?;
+            tx.outbox("delete_agent", name, None::<String>, now).await?;
             tx.commit().await?;
             Ok(true)
         })

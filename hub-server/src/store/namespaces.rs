@@ -41,7 +41,8 @@ impl Store {
             .bind(now)
             .execute(&mut *tx)
             .await?;
-            audit!(tx, actor, "namespace.create", name, None::<String>, now);
+            tx.audit(actor, "namespace.create", name, None::<String>, now)
+                .await?;
             tx.commit().await?;
             Ok(Namespace {
                 id,
@@ -176,14 +177,14 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             }
-            audit!(
-                tx,
+            tx.audit(
                 actor,
                 "member.set",
                 &ns.name,
                 Some(format!("user={user_name} role={role}")),
-                now
-            );
+                now,
+            )
+            .await?;
             tx.commit().await?;
             Ok(())
         })
@@ -229,14 +230,14 @@ impl Store {
                 .bind(user_id)
                 .execute(&mut *tx)
                 .await?;
-            audit!(
-                tx,
+            tx.audit(
                 actor,
                 "member.remove",
                 &ns.name,
                 Some(format!("user={user_name}")),
-                now
-            );
+                now,
+            )
+            .await?;
             tx.commit().await?;
             Ok(true)
         })
@@ -277,14 +278,14 @@ impl Store {
                     e.into()
                 }
             })?;
-            audit!(
-                tx,
+            tx.audit(
                 actor,
                 "key.add",
                 &ns.name,
                 Some(format!("key={key_id}")),
-                now
-            );
+                now,
+            )
+            .await?;
             tx.commit().await?;
             Ok(())
         })
@@ -345,14 +346,14 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
-            audit!(
-                tx,
+            tx.audit(
                 actor,
                 "key.revoke",
                 &ns.name,
                 Some(format!("key={key_id}")),
-                now
-            );
+                now,
+            )
+            .await?;
             tx.commit().await?;
             Ok(true)
         })

@@ -66,15 +66,16 @@ impl Store {
                     e.into()
                 }
             })?;
-            audit!(
-                tx,
+            tx.audit(
                 actor,
                 "registry.register",
                 &a.agent,
                 Some(a.endpoint.clone()),
-                now
-            );
-            outbox!(tx, "registry_update", &a.agent, None::<String>, now);
+                now,
+            )
+            .await?;
+            tx.outbox("registry_update", &a.agent, None::<String>, now)
+                .await?;
             tx.commit().await?;
             Ok(())
         })
@@ -96,15 +97,10 @@ impl Store {
                 .bind(agent.id)
                 .execute(&mut *tx)
                 .await?;
-            audit!(
-                tx,
-                actor,
-                "registry.update",
-                &agent.name,
-                None::<String>,
-                now
-            );
-            outbox!(tx, "registry_update", &agent.name, None::<String>, now);
+            tx.audit(actor, "registry.update", &agent.name, None::<String>, now)
+                .await?;
+            tx.outbox("registry_update", &agent.name, None::<String>, now)
+                .await?;
             tx.commit().await?;
             Ok(())
         })
