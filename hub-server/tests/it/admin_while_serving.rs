@@ -3,13 +3,11 @@
 //! search index's writer lock the hub's follower holds), and `reindex`, which needs that lock,
 //! fails at once with a message telling the operator to stop the hub. On SQLite and PostgreSQL.
 
-mod common;
-
 use std::path::Path;
 
+use crate::common::hub_process::{HubProcess as Hub, hub_command};
+use crate::common::{Backend, PgDatabase};
 use base64::Engine as _;
-use common::hub_process::{HubProcess as Hub, hub_command};
-use common::{Backend, PgDatabase};
 use index_schema::name::Digest;
 use rstest::rstest;
 use serde_json::Value;

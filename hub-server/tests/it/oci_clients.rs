@@ -2,14 +2,12 @@
 //! (PyPI) pushes and pulls an ofc agent artifact, podman pushes, pulls and runs a FROM-scratch
 //! image. The clients come from `scripts/peers/oci-clients`; a missing client fails the test.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use common::{Backend, TestApp, bundle_manifest};
+use crate::common::{Backend, TestApp, bundle_manifest};
 use index_schema::envelope::sign_manifest;
 use index_schema::media_types as mt;
 use index_schema::name::Digest;

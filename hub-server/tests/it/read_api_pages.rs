@@ -4,14 +4,12 @@
 //! `updated_since` for mirrors, and the outbox paged by sequence. Also `ofc-hub migrate` as a
 //! command on a fresh data dir or database, run twice, after which the hub serves.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Output;
 
-use common::hub_process::{HubProcess, hub_command};
-use common::{
+use crate::common::hub_process::{HubProcess, hub_command};
+use crate::common::{
     Backend, TestApp, assert_refused, assert_status, database_for, remote_manifest, strings,
 };
 use hub_server::db::Db;
@@ -509,7 +507,7 @@ async fn migrate_failures_exit_1_and_say_why() {
     assert!(err.contains("cannot create data dir"), "{err}");
 
     // A PostgreSQL that refuses the password: the error names the database, never the secret.
-    let base = common::postgres_base_url();
+    let base = crate::common::postgres_base_url();
     let (scheme, rest) = base.split_once("://").unwrap();
     let (creds, host) = rest
         .rsplit_once('@')

@@ -2,10 +2,8 @@
 //! mismatches, wrong `Content-Range`, manifests referencing missing blobs, oversize manifests,
 //! path traversal in repository names and pushes without scope.
 
-mod common;
-
+use crate::common::{Backend, TestApp, bundle_manifest, remote_manifest};
 use base64::Engine as _;
-use common::{Backend, TestApp, bundle_manifest, remote_manifest};
 use hub_server::auth::Scope;
 use index_schema::envelope::sign_manifest;
 use index_schema::media_types as mt;
@@ -1669,7 +1667,7 @@ async fn blobs_belong_to_repositories(#[case] backend: Backend) {
             None,
         )
         .await;
-    assert_eq!((s, common::code(&v)), (400, "bundle_missing"), "{v}");
+    assert_eq!((s, crate::common::code(&v)), (400, "bundle_missing"), "{v}");
     assert!(
         v["message"]
             .as_str()
@@ -1918,7 +1916,7 @@ async fn v2_records_token_use() {
     };
     for how in ["basic", "bearer", "exchanged"] {
         let token = app
-            .token("alice", &common::user_scopes(), &["*"], None)
+            .token("alice", &crate::common::user_scopes(), &["*"], None)
             .await;
         assert_eq!(last_used(token.clone()).await, None, "{how}: fresh");
         let auth = match how {

@@ -1,9 +1,7 @@
 //! The authorization matrix: every case states the exact status and code; a success where a
 //! refusal is expected is an escalation and fails the test.
 
-mod common;
-
-use common::{Backend, TestApp, remote_manifest};
+use crate::common::{Backend, TestApp, remote_manifest};
 use hub_server::auth::{Scope, TOKEN_PREFIX, generate_token, hash_token};
 use hub_server::store::{Actor, now_ms};
 use index_schema::envelope::SecretKey;
@@ -146,7 +144,7 @@ async fn authorization_matrix_has_no_escalation() {
         201
     );
 
-    let all = common::user_scopes();
+    let all = crate::common::user_scopes();
     let t_no_new = app.token_without("alice", Scope::PublishNew).await;
     let t_no_update = app.token_without("alice", Scope::PublishUpdate).await;
     let t_no_yank = app.token_without("alice", Scope::Yank).await;
@@ -543,7 +541,7 @@ async fn authorization_matrix_has_no_escalation() {
             failures.push(format!("{what}: expected {status} {code:?}, got {s} {c:?}"));
         }
     }
-    common::assert_no_failures(&failures, cases.len());
+    crate::common::assert_no_failures(&failures, cases.len());
     // Nobody who was refused changed membership.
     let members = m.app.store().members(ns.id).await.unwrap();
     let owners: Vec<&str> = members

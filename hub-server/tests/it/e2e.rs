@@ -1,9 +1,7 @@
 //! Publish → read end to end on SQLite and PostgreSQL, and every publish refusal with its exact
 //! status and code.
 
-mod common;
-
-use common::{Backend, TestApp, bundle_manifest, remote_manifest};
+use crate::common::{Backend, TestApp, bundle_manifest, remote_manifest};
 use index_schema::envelope::{Envelope, SecretKey, sign_manifest};
 use index_schema::media_types::AGENT_MANIFEST_V1;
 use reqwest::Method;

@@ -2,11 +2,9 @@
 //! connections and stalled bodies are cut off by timers, and past the connection cap new
 //! connections get a JSON 503 at once instead of the hub running out of file descriptors.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Backend, TestApp};
+use crate::common::{Backend, TestApp};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

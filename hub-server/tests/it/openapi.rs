@@ -1,7 +1,5 @@
 //! The OpenAPI document is snapshot-tested: an API change shows up as a reviewed diff.
 
-mod common;
-
 use utoipa::OpenApi as _;
 
 #[test]
@@ -25,7 +23,7 @@ fn openapi_document_snapshot() {
 
 #[tokio::test]
 async fn served_document_is_the_same() {
-    let app = common::TestApp::start(common::Backend::Sqlite).await;
+    let app = crate::common::TestApp::start(crate::common::Backend::Sqlite).await;
     let (s, served) = app
         .call(reqwest::Method::GET, "/openapi.json", None, None)
         .await;

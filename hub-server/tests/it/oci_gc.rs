@@ -7,16 +7,14 @@
 //! and what nothing references goes once it is old. Agent versions published through the JSON
 //! API keep their bundles the same way, and `ofc-hub gc` itself runs beside a serving hub.
 
-mod common;
-
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::common::{Backend, TestApp, bundle_manifest};
 use base64::Engine as _;
-use common::{Backend, TestApp, bundle_manifest};
 use futures::StreamExt as _;
 use hub_server::oci::gc;
 use index_schema::media_types as mt;
@@ -1022,7 +1020,7 @@ async fn gc_command_runs_while_the_hub_serves() {
         age(&app, &d);
     }
 
-    let mut cmd = common::hub_process::hub_command(&app.data_dir, None);
+    let mut cmd = crate::common::hub_process::hub_command(&app.data_dir, None);
     cmd.args(["gc", "--json"]);
     let out = tokio::process::Command::from(cmd).output().await.unwrap();
     assert!(

@@ -2,11 +2,9 @@
 //! yanking hides the version, the registry endpoint answers from the same index, and hostile
 //! query strings give results or a 400, never a 5xx.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Backend, TestApp, remote_manifest};
+use crate::common::{Backend, TestApp, remote_manifest};
 use index_schema::manifest::Manifest;
 use reqwest::Method;
 use rstest::rstest;

@@ -1,8 +1,6 @@
 //! The storage suite: the same cases on SQLite and PostgreSQL.
 
-mod common;
-
-use common::{Backend, fresh_store};
+use crate::common::{Backend, fresh_store};
 use hub_server::store::{Actor, NewVersion, StoreError};
 use rstest::rstest;
 
@@ -379,7 +377,7 @@ async fn migration_0017_indexes_existing_manifests(#[case] backend: Backend) {
             )
         }
         Backend::Postgres => {
-            let pg = common::PgDatabase::create().await;
+            let pg = crate::common::PgDatabase::create().await;
             let pool = sqlx::PgPool::connect(&pg.url).await.unwrap();
             _pg = pg;
             run!(pool, sqlx::migrate!("../migrations/postgres"))

@@ -4,14 +4,12 @@
 //! the database. Then the check must notice a change the index missed (an offline delete), and
 //! `ofc-hub reindex` must repair it. On SQLite and PostgreSQL.
 
-mod common;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{Backend, PgDatabase, remote_manifest};
+use crate::common::{Backend, PgDatabase, remote_manifest};
 use index_schema::envelope::{SecretKey, sign_manifest};
 use index_schema::manifest::Manifest;
 use rand::Rng as _;
@@ -25,7 +23,7 @@ const KILL_AFTER: usize = 150;
 const KILL_SPREAD: usize = 100;
 const BOUND: Duration = Duration::from_secs(180);
 
-use common::hub_process::{HubProcess as Hub, hub_command};
+use crate::common::hub_process::{HubProcess as Hub, hub_command};
 
 fn run(data: &Path, database_url: Option<&str>, args: &[&str]) -> (bool, String, String) {
     let out = hub_command(data, database_url)
@@ -181,7 +179,7 @@ async fn kill_9_while_indexing_then_index_equals_database(#[case] backend: Backe
 
     let hub = Hub::start(&data, dbu);
     let http = reqwest::Client::new();
-    common::hub_process::register_key(&http, &hub.url, &token, "crash", &key).await;
+    crate::common::hub_process::register_key(&http, &hub.url, &token, "crash", &key).await;
 
     let kill_at = KILL_AFTER + rand::thread_rng().gen_range(0..KILL_SPREAD);
     let shared = Arc::new(Shared::default());

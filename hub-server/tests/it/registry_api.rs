@@ -3,9 +3,7 @@
 //! (signed) agents through the same endpoints, and every refusal the module emits with its exact
 //! status and `code` (and proof that a refused request stored nothing).
 
-mod common;
-
-use common::{
+use crate::common::{
     Backend, Case, TestApp, assert_cases, assert_refused, assert_status, bundle_manifest, code,
     remote_manifest, string_pairs, strings,
 };
@@ -475,7 +473,7 @@ async fn every_registry_refusal_has_its_status_and_code(#[case] backend: Backend
     let signed = published("alice/signed", "1.0.0", "@signed");
     assert_eq!(app.publish_as(&alice, &signed).await.0, 201);
 
-    let all = common::user_scopes();
+    let all = crate::common::user_scopes();
     let t_no_new = app.token_without("alice", Scope::PublishNew).await;
     let t_no_update = app.token_without("alice", Scope::PublishUpdate).await;
     let t_no_yank = app.token_without("alice", Scope::Yank).await;
@@ -1247,7 +1245,7 @@ async fn the_database_refuses_a_second_registration_of_a_handle(#[case] backend:
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn migration_0011_keeps_the_oldest_registration_of_a_shared_handle(#[case] backend: Backend) {
-    let (store, _dir, _pg) = common::fresh_store(backend).await;
+    let (store, _dir, _pg) = crate::common::fresh_store(backend).await;
     for n in ["alice", "bob", "carol", "dave"] {
         hub_server::admin::create_user(&store, n, None, false, false)
             .await

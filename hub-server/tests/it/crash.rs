@@ -6,16 +6,14 @@
 //! Bounded: each client publishes at most `MAX_PER_CLIENT` versions; waiting for the kill point
 //! and for each hub start gives up after `BOUND` (a failure, not a skip).
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::{Backend, PgDatabase, bundle_manifest};
 use base64::Engine as _;
-use common::{Backend, PgDatabase, bundle_manifest};
 use hub_server::db::Db;
 use hub_server::on_read;
 use index_schema::envelope::{Envelope, SecretKey, sign_manifest, verify_manifest};
@@ -34,7 +32,7 @@ const KILL_SPREAD: usize = 250;
 const IN_FLIGHT_AT_KILL: usize = 4;
 const BOUND: Duration = Duration::from_secs(180);
 
-use common::hub_process::{HubProcess as Hub, hub_command};
+use crate::common::hub_process::{HubProcess as Hub, hub_command};
 
 fn admin(data: &Path, database_url: Option<&str>, args: &[&str]) -> Value {
     let out = hub_command(data, database_url)
@@ -287,7 +285,7 @@ async fn kill_9_during_concurrent_publishes_loses_nothing_acknowledged(#[case] b
 
     let hub = Hub::start(&data, dbu);
     let http = reqwest::Client::new();
-    common::hub_process::register_key(&http, &hub.url, &token, "crash", &key).await;
+    crate::common::hub_process::register_key(&http, &hub.url, &token, "crash", &key).await;
 
     let kill_at = KILL_AFTER + rand::thread_rng().gen_range(0..KILL_SPREAD);
     let shared = Arc::new(Shared::default());

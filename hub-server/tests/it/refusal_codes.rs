@@ -5,14 +5,12 @@
 //! the exact `code` of every 404 and 400 of the read and write routes. After each refusal the
 //! test checks that nothing changed.
 
-mod common;
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
-use common::{
+use crate::common::{
     Backend, Case, TestApp, assert_cases, assert_refused, assert_status, remote_manifest,
     string_pairs,
 };
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use index_schema::envelope::SecretKey;
 use reqwest::Method;
 use rstest::rstest;

@@ -1,0 +1,22 @@
+//! The integration tests of `hub-server`, in one test binary (one link of the hub, tokio,
+//! axum, sqlx and tantivy instead of one per file): each file is a module. Peers (PostgreSQL,
+//! registries, OCI clients) are started by `scripts/peers/*` through `common`.
+
+mod admin_while_serving;
+mod authz;
+mod common;
+mod connections;
+mod crash;
+mod e2e;
+mod layout;
+mod oci_clients;
+mod oci_gc;
+mod oci_protocol;
+mod oci_upstream_hostile;
+mod openapi;
+mod read_api_pages;
+mod refusal_codes;
+mod registry_api;
+mod search_crash;
+mod search_http;
+mod storage;
