@@ -606,10 +606,7 @@ async fn bundle(
                     b.digest
                 )));
             }
-            let (blobs, d) = (app.blobs.clone(), b.digest);
-            let size = tokio::task::spawn_blocking(move || blobs.size(&d))
-                .await
-                .map_err(|e| PublishError::Internal(e.to_string()))??;
+            let size = app.blobs.size(b.digest).await?;
             match size {
                 Some(s) if s == b.size => {}
                 Some(s) => {

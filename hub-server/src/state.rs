@@ -17,7 +17,7 @@ pub struct AppState {
     /// The repository.
     pub store: Store,
     /// Bundle blobs.
-    pub blobs: Arc<dyn BlobStore>,
+    pub blobs: crate::blob::Blobs,
     /// Settings.
     pub config: Arc<Config>,
     /// Authentication-failure limiter.
@@ -37,7 +37,7 @@ impl AppState {
         );
         AppState {
             store,
-            blobs,
+            blobs: crate::blob::Blobs::new(blobs),
             config: Arc::new(config),
             limiter: Arc::new(limiter),
             metrics: Arc::new(Metrics::default()),

@@ -542,10 +542,10 @@ pub async fn get_bundle(
     let digest = Digest::parse(d).map_err(ApiError::internal)?;
     // Streamed from the blob file: a bundle is never held in memory, however many downloads
     // stall (each holds one open file and a 64 KiB buffer).
-    let blobs = state.blobs.clone();
-    let (file, size) = tokio::task::spawn_blocking(move || blobs.open(&digest))
-        .await
-        .map_err(ApiError::internal)??
+    let (file, size) = state
+        .blobs
+        .open(digest)
+        .await?
         .ok_or_else(|| ApiError::internal(format!("blob {d} missing from the blob store")))?;
     // Only the bundle counts as a download: reading metadata is not pulling the agent.
     let client = download_client(Some(peer.0.ip()));

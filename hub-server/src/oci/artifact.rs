@@ -61,11 +61,10 @@ pub async fn publish_pushed(
     if config.size > index_schema::envelope::MAX_ENVELOPE_BYTES as u64 {
         return Err(OciError::manifest_invalid("the envelope is too large"));
     }
-    let blobs = app.blobs.clone();
-    let cd = config.digest;
-    let text = tokio::task::spawn_blocking(move || blobs.get(&cd))
-        .await
-        .map_err(OciError::internal)??
+    let text = app
+        .blobs
+        .get(config.digest)
+        .await?
         .ok_or_else(|| OciError::manifest_invalid("the envelope blob is missing"))?;
     if let Err(e) = serde_json::from_slice::<serde_json::Value>(&text) {
         return Err(OciError::manifest_invalid(format!(

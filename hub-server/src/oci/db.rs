@@ -1,11 +1,9 @@
 //! The SQL of the OCI API, written once for both backends (see [`crate::db`]).
 
-use std::sync::Arc;
-
 use index_schema::name::Digest;
 use sqlx::FromRow as _;
 
-use crate::blob::BlobStore;
+use crate::blob::Blobs;
 use crate::db::Db;
 use crate::store::{Result, StoreError, now_ms};
 use crate::{on_db, on_read};
@@ -15,7 +13,7 @@ use crate::{on_db, on_read};
 #[derive(Debug, Clone)]
 pub struct BlobClaim {
     /// Where the blobs are.
-    pub blobs: Arc<dyn BlobStore>,
+    pub blobs: Blobs,
     /// Digests (sorted, so transactions lock rows in one order) and the size each reference
     /// declares, when it declares one.
     pub needed: Vec<(Digest, Option<u64>)>,
@@ -23,7 +21,7 @@ pub struct BlobClaim {
 
 impl BlobClaim {
     /// A claim of `needed` in `blobs`.
-    pub fn new(blobs: Arc<dyn BlobStore>, mut needed: Vec<(Digest, Option<u64>)>) -> Self {
+    pub fn new(blobs: Blobs, mut needed: Vec<(Digest, Option<u64>)>) -> Self {
         needed.sort_by_key(|(d, _)| d.to_string());
         needed.dedup_by_key(|(d, _)| *d);
         BlobClaim { blobs, needed }
@@ -32,7 +30,7 @@ impl BlobClaim {
     /// The first blob that is not stored (or not of the declared size), and why. Also marks
     /// each as used now on the filesystem.
     pub async fn check_present(&self) -> Result<Option<(String, String)>> {
-        let (blobs, needed) = (self.blobs.clone(), self.needed.clone());
+        let (blobs, needed) = (self.blobs.store().clone(), self.needed.clone());
         tokio::task::spawn_blocking(move || -> std::result::Result<_, crate::blob::BlobError> {
             for (d, want) in &needed {
                 let size = if blobs.touch(d)? {

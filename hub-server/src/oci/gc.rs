@@ -100,11 +100,7 @@ pub async fn register(app: &AppState, d: &Digest, used: bool) -> OciResult<()> {
 }
 
 async fn present(app: &AppState, d: &Digest) -> OciResult<bool> {
-    let (blobs, d) = (app.blobs.clone(), *d);
-    let size = tokio::task::spawn_blocking(move || blobs.size(&d))
-        .await
-        .map_err(OciError::internal)??;
-    Ok(size.is_some())
+    Ok(app.blobs.size(*d).await?.is_some())
 }
 
 /// Stores `bytes` under `d` (refreshing the blob's time when it is there already) so that it
@@ -112,10 +108,7 @@ async fn present(app: &AppState, d: &Digest) -> OciResult<bool> {
 pub async fn store_bytes(app: &AppState, d: &Digest, bytes: &[u8]) -> OciResult<()> {
     let bytes: std::sync::Arc<[u8]> = bytes.into();
     for _ in 0..STORE_ATTEMPTS {
-        let (blobs, b, dd) = (app.blobs.clone(), bytes.clone(), *d);
-        tokio::task::spawn_blocking(move || blobs.put(&dd, &b))
-            .await
-            .map_err(OciError::internal)??;
+        app.blobs.put(*d, bytes.clone()).await?;
         register(app, d, false).await?;
         if present(app, d).await? {
             return Ok(());
@@ -137,7 +130,7 @@ pub async fn store_file(app: &AppState, d: &Digest, file: PathBuf) -> OciResult<
         .map_err(OciError::internal)?;
     let r = async {
         for attempt in 0..STORE_ATTEMPTS {
-            let (blobs, f, k, dd) = (app.blobs.clone(), file.clone(), keep.clone(), *d);
+            let (blobs, f, k, dd) = (app.blobs.store().clone(), file.clone(), keep.clone(), *d);
             tokio::task::spawn_blocking(move || {
                 if attempt > 0 {
                     std::fs::hard_link(&k, &f)?;
@@ -163,10 +156,7 @@ pub async fn store_file(app: &AppState, d: &Digest, file: PathBuf) -> OciResult<
 /// Uses a stored blob (a mount): refreshes its time and records the use, after waiting for a
 /// collection that has it marked. False when it is not stored (or was just collected).
 pub async fn use_existing(app: &AppState, d: &Digest) -> OciResult<bool> {
-    let (blobs, dd) = (app.blobs.clone(), *d);
-    let there = tokio::task::spawn_blocking(move || blobs.touch(&dd))
-        .await
-        .map_err(OciError::internal)??;
+    let there = app.blobs.touch(*d).await?;
     if !there {
         return Ok(false);
     }
@@ -191,10 +181,7 @@ pub async fn collect(app: &AppState, grace: Duration, upload_ttl: Duration) -> O
         let _ = tokio::fs::remove_file(staging.join(format!("session-{id}"))).await;
     }
 
-    let blobs = app.blobs.clone();
-    let listed = tokio::task::spawn_blocking(move || blobs.list())
-        .await
-        .map_err(OciError::internal)??;
+    let listed = app.blobs.list().await?;
     report.blobs_seen = listed.len();
     let cutoff = SystemTime::now()
         .checked_sub(grace)
@@ -261,7 +248,7 @@ async fn sweep(
         return Ok((0, 0));
     }
     // Policy: a file written or touched since the listing keeps its grace period.
-    let (blobs, list) = (app.blobs.clone(), marked.clone());
+    let (blobs, list) = (app.blobs.store().clone(), marked.clone());
     let fresh: HashSet<Digest> = tokio::task::spawn_blocking(move || {
         list.into_iter()
             .filter(|d| blobs.list_one(d).is_some_and(|(_, t)| t >= cutoff))
@@ -281,7 +268,7 @@ async fn sweep(
         }
     }
     *marked = doomed.clone();
-    let blobs = app.blobs.clone();
+    let blobs = app.blobs.store().clone();
     let gone = tokio::task::spawn_blocking(move || -> Vec<(Digest, Option<u64>)> {
         doomed
             .into_iter()
@@ -380,10 +367,7 @@ pub(super) async fn delete_blob(
             return Err(e.into());
         }
     }
-    let blobs = st.app.blobs.clone();
-    let existed = tokio::task::spawn_blocking(move || blobs.delete(&d))
-        .await
-        .map_err(OciError::internal)?;
+    let existed = st.app.blobs.delete(d).await;
     db::forget_blob(dbh, &key, &me).await?;
     if !existed? {
         return Err(unknown());

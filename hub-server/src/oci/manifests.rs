@@ -404,22 +404,21 @@ pub async fn mirror(
     parsed: &Parsed,
     bytes: &[u8],
 ) -> OciResult<()> {
-    let blobs = app.blobs.clone();
     let names: Vec<Digest> = parsed
         .config
         .iter()
         .chain(parsed.layers.iter())
         .map(|d| d.digest)
         .collect();
-    let (r, rf, mt, b) = (
-        repository.to_string(),
-        reference.to_string(),
-        parsed.media_type.clone(),
-        bytes.to_vec(),
-    );
-    tokio::task::spawn_blocking(move || blobs.mirror_manifest(&r, &rf, &mt, &b, &names))
-        .await
-        .map_err(OciError::internal)??;
+    app.blobs
+        .mirror_manifest(
+            repository.to_string(),
+            reference.to_string(),
+            parsed.media_type.clone(),
+            bytes.to_vec(),
+            names,
+        )
+        .await?;
     Ok(())
 }
 

@@ -245,11 +245,7 @@ pub(super) async fn start(
         // A use of the stored blob, recorded so that garbage collection keeps it; a blob
         // being collected is not mountable.
         if visible && super::gc::use_existing(&st.app, &d).await? {
-            let blobs = st.app.blobs.clone();
-            let size = tokio::task::spawn_blocking(move || blobs.size(&d))
-                .await
-                .map_err(OciError::internal)??
-                .unwrap_or(0);
+            let size = st.app.blobs.size(d).await?.unwrap_or(0);
             if !db::blob_in_repository(dbh, repository, &key).await? {
                 let limit = room(st, user, repository, "").await?;
                 if size > limit.total && limit.setting == "max_namespace_bytes" {
@@ -601,10 +597,7 @@ pub(super) async fn get_blob(
     let d = parse_digest(digest)?;
     // A blob is read only through a repository it belongs to: no probing the whole store.
     let opened = if db::blob_in_repository(st.app.store.db(), repository, &d.to_string()).await? {
-        let blobs = st.app.blobs.clone();
-        tokio::task::spawn_blocking(move || blobs.open(&d))
-            .await
-            .map_err(OciError::internal)??
+        st.app.blobs.open(d).await?
     } else {
         None
     };

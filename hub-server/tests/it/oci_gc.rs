@@ -127,7 +127,7 @@ async fn gc_keeps_what_is_referenced_or_recent() {
     let session = r.headers()["location"].to_str().unwrap().to_string();
 
     // Everything is old except `fresh`; `mounted` is used again by a mount.
-    let all = app.state.blobs.list().unwrap();
+    let all = app.state.blobs.list().await.unwrap();
     for (d, _) in &all {
         if *d != fresh {
             age(&app, d);
@@ -893,7 +893,7 @@ async fn gc_during_pushes(backend: Backend, grace: Duration) {
         let acked = std::mem::take(&mut ctx.ledger.lock().unwrap().acked);
         verify_all(&ctx, &acked, "after the run").await;
         // Once old, what no acknowledged manifest references goes, and nothing else.
-        for (d, _) in app.state.blobs.list().unwrap() {
+        for (d, _) in app.state.blobs.list().await.unwrap() {
             try_age(&app.data_dir, &d);
         }
         let last = gc::collect(&app.state, grace, upload_ttl).await.unwrap();
@@ -905,6 +905,7 @@ async fn gc_during_pushes(backend: Backend, grace: Duration) {
             .state
             .blobs
             .list()
+            .await
             .unwrap()
             .into_iter()
             .map(|(d, _)| d)
@@ -1116,7 +1117,7 @@ async fn gc_while_agents_are_published(#[case] backend: Backend) {
         }
     }
     // Once old, published bundles are still referenced: a last gc keeps them.
-    for (d, _) in app.state.blobs.list().unwrap() {
+    for (d, _) in app.state.blobs.list().await.unwrap() {
         try_age(&app.data_dir, &d);
     }
     let upload_ttl = Duration::from_secs(hub_server::config::Config::default().upload_ttl_secs);

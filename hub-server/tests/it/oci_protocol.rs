@@ -1644,7 +1644,7 @@ async fn blobs_belong_to_repositories(#[case] backend: Backend) {
     assert_eq!(del("alice/two", &c).await.status, 202);
     assert_eq!(head("alice/two", &c).await, 404);
     assert!(
-        app.state.blobs.size(&c).unwrap().is_none(),
+        app.state.blobs.size(c).await.unwrap().is_none(),
         "the last link took the file"
     );
 
