@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use index_schema::http_url;
-use secrecy::{ExposeSecret as _, SecretString};
 use reqwest::{Method, StatusCode};
+use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;

@@ -58,10 +58,7 @@ pub fn run(args: &LoginArgs, out: &mut Output) -> Result<ExitStatus> {
     credentials::check_token_shape(token.expose_secret())?;
 
     // The token is checked before it is stored: a typo never lands in the file.
-    let hub = Hub::new(
-        url.clone(),
-        Some((token.clone(), TokenSource::File)),
-    )?;
+    let hub = Hub::new(url.clone(), Some((token.clone(), TokenSource::File)))?;
     let me: Me = rt
         .block_on(hub.me())
         .map_err(|e| match hub::hub_error(&e) {
