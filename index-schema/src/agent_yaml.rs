@@ -731,17 +731,14 @@ fn check_source(src: &AgentSource, p: &FieldPath, d: &mut Diagnostics) {
     }
 }
 
-/// Refuses anything but an `http://` or `https://` URL with a host.
+/// Refuses anything but an `http://` or `https://` URL with a host: the common rule of
+/// [`crate::http_url`] (a user name, query or fragment are the field's own business).
 pub(crate) fn check_http_url(url: &str, path: &FieldPath, d: &mut Diagnostics) {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"));
-    match rest {
-        Some(r)
-            if !r.is_empty()
-                && !r.starts_with('/')
-                && !url.chars().any(|c| c.is_whitespace() || c.is_control()) => {}
-        _ => d.push(path.clone(), "must be an http:// or https:// URL"),
+    if let Err(e) = crate::http_url::parse(url, crate::http_url::Rules::ANY) {
+        d.push(
+            path.clone(),
+            format!("must be an http:// or https:// URL ({e})"),
+        );
     }
 }
 

@@ -10,6 +10,7 @@ pub mod agent_yaml;
 pub mod blueprint;
 pub mod diagnostic;
 pub mod envelope;
+pub mod http_url;
 pub mod lockfile;
 pub mod manifest;
 pub mod media_types;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use secrecy::SecretString;
 
 use crate::detect::DocumentKind;
 use crate::output::{ExitStatus, Output};
@@ -85,8 +86,8 @@ pub struct LoginArgs {
     /// The API token. Prefer --token-stdin: arguments show in the process list and shell
     /// history. Without any of --token, --token-stdin and --username, a token piped on
     /// standard input is read.
-    #[arg(long, value_name = "TOKEN")]
-    pub token: Option<String>,
+    #[arg(long, value_name = "TOKEN", value_parser = secret_arg)]
+    pub token: Option<SecretString>,
 
     /// Read the API token from standard input.
     #[arg(long)]
@@ -99,6 +100,11 @@ pub struct LoginArgs {
     /// Read the password from standard input (with --username).
     #[arg(long, requires = "username")]
     pub password_stdin: bool,
+}
+
+/// A secret given as an argument, held as one from the moment it is parsed.
+fn secret_arg(text: &str) -> Result<SecretString, std::convert::Infallible> {
+    Ok(SecretString::from(text))
 }
 
 impl std::fmt::Debug for LoginArgs {

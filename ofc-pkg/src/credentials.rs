@@ -14,6 +14,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Paths;
@@ -26,15 +27,30 @@ pub const TOKEN_ENV: &str = "OFC_TOKEN";
 pub const FILE_NAME: &str = "credentials.toml";
 
 /// What is stored for one hub.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HubCredentials {
-    /// The API token (`ofc_…`).
-    pub token: String,
+    /// The API token (`ofc_…`): zeroed when dropped, written to the file only by `save`.
+    #[serde(serialize_with = "serialize_secret")]
+    pub token: SecretString,
     /// Who the hub said the token belongs to, for display.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
 }
+
+/// `secrecy` deserializes a secret but never serializes one by itself: the credentials file is
+/// the one place the token is written, so it is exposed here and nowhere else.
+fn serialize_secret<S: serde::Serializer>(secret: &SecretString, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(secret.expose_secret())
+}
+
+impl PartialEq for HubCredentials {
+    fn eq(&self, other: &Self) -> bool {
+        self.token.expose_secret() == other.token.expose_secret() && self.user == other.user
+    }
+}
+
+impl Eq for HubCredentials {}
 
 impl std::fmt::Debug for HubCredentials {
     /// Never the token: a stray `{:?}` must not leak it.
@@ -129,12 +145,12 @@ pub enum TokenSource {
 }
 
 /// The token to use for `hub`: `OFC_TOKEN`, else the credentials file.
-pub fn token(paths: &Paths, hub: &str) -> Result<Option<(String, TokenSource)>> {
+pub fn token(paths: &Paths, hub: &str) -> Result<Option<(SecretString, TokenSource)>> {
     // OFC_TOKEN belongs to the hub OFC_HUB names; another hub (`--hub`, a host in a
     // reference) only ever gets the token stored for it.
     let configured = same_hub(hub, &crate::config::env_hub_url());
     if configured && let Some(t) = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()) {
-        return Ok(Some((t, TokenSource::Env)));
+        return Ok(Some((t.into(), TokenSource::Env)));
     }
     Ok(Credentials::load(paths)?
         .token_for(hub)
@@ -214,8 +230,14 @@ mod tests {
                 .unwrap()
                 .token_for("http://h:1/")
                 .unwrap()
-                .token,
+                .token
+                .expose_secret(),
             "ofc_x"
+        );
+        let shown = format!("{:?}", c.hubs["http://h:1"]);
+        assert!(
+            !shown.contains("ofc_x") && shown.contains("<redacted>"),
+            "{shown}"
         );
         #[cfg(unix)]
         {

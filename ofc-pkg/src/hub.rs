@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
+use index_schema::http_url;
 use reqwest::{Method, StatusCode};
+use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -65,7 +67,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 pub struct Hub {
     /// The hub's base URL, no trailing slash.
     pub url: String,
-    token: Option<(String, TokenSource)>,
+    token: Option<(SecretString, TokenSource)>,
     client: reqwest::Client,
 }
 
@@ -108,7 +110,7 @@ impl Hub {
     }
 
     /// A client of `url` with an optional token. Refuses a URL that is not `http(s)://…`.
-    pub fn new(url: String, token: Option<(String, TokenSource)>) -> Result<Self> {
+    pub fn new(url: String, token: Option<(SecretString, TokenSource)>) -> Result<Self> {
         let url = check_url(&url)?;
         if token.is_some() && !is_loopback_or_tls(&url) {
             eprintln!(
@@ -148,7 +150,7 @@ impl Hub {
     pub fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
         let rb = self.client.request(method, self.endpoint(path));
         match &self.token {
-            Some((t, _)) => rb.bearer_auth(t),
+            Some((t, _)) => rb.bearer_auth(t.expose_secret()),
             None => rb,
         }
     }
@@ -330,17 +332,11 @@ impl Hub {
 
 /// HTTPS, or plain HTTP to this machine.
 fn is_loopback_or_tls(url: &str) -> bool {
-    let Ok(u) = reqwest::Url::parse(url) else {
-        return false;
+    let tls = http_url::Rules {
+        tls_unless_loopback: true,
+        ..http_url::Rules::ANY
     };
-    let host = u.host_str().unwrap_or("");
-    u.scheme() == "https"
-        || host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    http_url::parse(url, tls).is_ok()
 }
 
 /// The hub error inside `e`, if the hub answered with one.
@@ -377,27 +373,17 @@ pub fn check_url(url: &str) -> Result<String> {
             ))
             .into()
     };
-    let parsed = reqwest::Url::parse(trimmed).map_err(|e| bad(e.to_string()))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(bad(format!(
-            "the scheme is `{}`, not http or https",
-            parsed.scheme()
-        )));
-    }
-    if parsed.host_str().is_none_or(str::is_empty) {
-        return Err(bad("it has no host".into()));
-    }
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(bad(
-            "it carries a user name or password; use `ofc login` for credentials".into(),
-        ));
-    }
-    if parsed.query().is_some() || parsed.fragment().is_some() {
-        return Err(bad("it has a query or fragment".into()));
-    }
+    let parsed = http_url::parse(trimmed, http_url::Rules::BASE).map_err(|e| {
+        bad(match e {
+            http_url::HttpUrlError::UserInfo => {
+                "it carries a user name or password; use `ofc login` for credentials".into()
+            }
+            e => e.to_string(),
+        })
+    })?;
     // The URL's own normal form: lowercase scheme and host, no default port, no trailing
     // slash — so `HTTP://Hub:80/` and `http://hub` store and find the same credentials.
-    Ok(parsed.as_str().trim_end_matches('/').to_string())
+    Ok(http_url::normal_form(&parsed))
 }
 
 /// `GET /api/v1/me`: who a token belongs to.

@@ -40,6 +40,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::StreamExt;
+use index_schema::http_url;
 use index_schema::wire::{
     self, AddAgentResponse, AddAgentStatus, CreateFloorRequest, CreateFloorResponse, FloorConfig,
     FloorState, MessageList, MessagesQuery, PostMessageRequest, PostMessageResponse, Token,
@@ -115,11 +116,7 @@ impl AgentHosts {
         };
         match self {
             AgentHosts::Any => true,
-            AgentHosts::Loopback => match host {
-                url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
-                url::Host::Ipv4(ip) => ip.is_loopback(),
-                url::Host::Ipv6(ip) => ip.is_loopback(),
-            },
+            AgentHosts::Loopback => http_url::is_loopback(url),
             AgentHosts::Only(list) => {
                 let name = match host {
                     url::Host::Domain(d) => d.to_ascii_lowercase(),
@@ -141,22 +138,21 @@ impl AgentHosts {
 /// `/respond` — land elsewhere: `http://host/admin/creds.json#`).
 fn check_endpoint(text: &str, hosts: &AgentHosts, field: &str) -> Result<String, ApiError> {
     let bad = |why: &str| ApiError::unprocessable("invalid_body", format!("`{field}`: {why}"));
-    let url = reqwest::Url::parse(text).map_err(|_| bad("not an http(s) URL"))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(bad("not an http(s) URL"));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(bad("an agent URL may not carry user info"));
-    }
-    if url.query().is_some() || url.fragment().is_some() || text.contains(['?', '#']) {
-        return Err(bad("an agent URL may not have a query or a fragment"));
-    }
+    let url = http_url::parse(text, http_url::Rules::BASE).map_err(|e| {
+        bad(match e {
+            http_url::HttpUrlError::UserInfo => "an agent URL may not carry user info",
+            http_url::HttpUrlError::QueryOrFragment => {
+                "an agent URL may not have a query or a fragment"
+            }
+            _ => "not an http(s) URL",
+        })
+    })?;
     if !hosts.allows(&url) {
         return Err(bad(
             "this server does not call agents on that host (see `ofc floor serve --agent-host`)",
         ));
     }
-    Ok(url.as_str().trim_end_matches('/').to_owned())
+    Ok(http_url::normal_form(&url))
 }
 
 /// The largest request body.

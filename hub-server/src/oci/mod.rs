@@ -341,57 +341,15 @@ fn target(path: &str) -> Option<Target<'_>> {
 
 /// The query parameters of a request (later values win).
 fn query(parts: &Parts) -> HashMap<String, String> {
-    parts
-        .uri
-        .query()
-        .map(|q| {
-            url_pairs(q)
-                .into_iter()
-                .collect::<HashMap<String, String>>()
-        })
-        .unwrap_or_default()
+    parts.uri.query().map(query_pairs).unwrap_or_default()
 }
 
-fn url_pairs(q: &str) -> Vec<(String, String)> {
-    q.split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (percent_decode(k), percent_decode(v))
-        })
+/// `application/x-www-form-urlencoded` decoding (`+` is a space, `%XX` a byte, malformed
+/// escapes kept as they are, invalid UTF-8 replaced); later values win.
+fn query_pairs(q: &str) -> HashMap<String, String> {
+    url::form_urlencoded::parse(q.as_bytes())
+        .into_owned()
         .collect()
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' if i + 2 < b.len() => {
-                let hex = std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("");
-                match u8::from_str_radix(hex, 16) {
-                    Ok(x) => {
-                        out.push(x);
-                        i += 3;
-                    }
-                    Err(_) => {
-                        out.push(b'%');
-                        i += 1;
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            x => {
-                out.push(x);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 async fn handle(st: &OciState, req: Request) -> OciResult<Response> {
@@ -535,7 +493,17 @@ mod tests {
 
     #[test]
     fn queries() {
-        assert_eq!(percent_decode("a%2Fb+c%3"), "a/b c%3");
-        assert_eq!(percent_decode("sha256%3Aab"), "sha256:ab");
+        let q = query_pairs("a=a%2Fb+c%3&digest=sha256%3Aab&&flag&x=1&x=2&end=%3A");
+        assert_eq!(q["a"], "a/b c%3");
+        assert_eq!(q["digest"], "sha256:ab");
+        assert_eq!(q["flag"], "");
+        assert_eq!(q["x"], "2");
+        // The hand-written decoder this replaced left an escape at the very end undecoded.
+        assert_eq!(q["end"], ":");
+        assert_eq!(q.len(), 5);
+        assert_eq!(
+            query_pairs("%FF=%zz"),
+            HashMap::from([("\u{FFFD}".into(), "%zz".into())])
+        );
     }
 }

@@ -35,6 +35,7 @@
 
 use std::fmt;
 
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 /// Defines an enum over a string vocabulary that keeps unknown values: known strings map to
@@ -147,26 +148,70 @@ pub mod headers {
     pub const ALL: [&str; 5] = [AUTHORIZATION, FLOOR_ID, SERVER, AGENT_ID, SIGNATURE];
 }
 
-/// A bearer secret carried in a body (`join_token`, `agent_token`). Serialized verbatim; its
-/// `Debug` never shows the value, so a logged request does not leak it.
-#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Token(String);
+/// A bearer secret carried in a body (`join_token`, `agent_token`): a
+/// [`secrecy::SecretString`], so it is zeroed when dropped and its `Debug` never shows the
+/// value (a logged request does not leak it). Serialized verbatim, as the protocol needs.
+#[derive(Clone)]
+pub struct Token(SecretString);
 
 impl Token {
     /// Wraps a secret.
     pub fn new(secret: impl Into<String>) -> Self {
-        Self(secret.into())
+        Self(SecretString::from(secret.into()))
     }
 
     /// The secret itself, for the one place that needs it (a header, a hash).
     pub fn expose(&self) -> &str {
-        &self.0
+        self.0.expose_secret()
     }
 }
 
 impl fmt::Debug for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Token(<redacted>)")
+    }
+}
+
+// Equality and hashing compare the secrets, as the `String` this wrapped did; they are for
+// tests and bodies, not for checking a presented token (use a constant-time comparison).
+impl PartialEq for Token {
+    fn eq(&self, other: &Self) -> bool {
+        self.expose() == other.expose()
+    }
+}
+
+impl Eq for Token {}
+
+impl std::hash::Hash for Token {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.expose().hash(state);
+    }
+}
+
+impl Serialize for Token {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.expose())
+    }
+}
+
+impl<'de> Deserialize<'de> for Token {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Token::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_redacted_in_debug_and_verbatim_on_the_wire() {
+        let t = Token::new("ofc_s3cret");
+        assert_eq!(format!("{t:?}"), "Token(<redacted>)");
+        assert_eq!(serde_json::to_string(&t).unwrap(), "\"ofc_s3cret\"");
+        let back: Token = serde_json::from_str("\"ofc_s3cret\"").unwrap();
+        assert_eq!(back, t);
+        assert_eq!(back.expose(), "ofc_s3cret");
+        assert_ne!(back, Token::new("other"));
     }
 }

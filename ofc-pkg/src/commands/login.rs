@@ -7,6 +7,7 @@ use std::io::{IsTerminal as _, Read as _};
 
 use anyhow::{Context as _, Result, bail};
 use reqwest::{Method, StatusCode};
+use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -19,7 +20,7 @@ use crate::output::{ExitStatus, Output, UserError};
 /// What `POST /api/v1/login` answers (only the part ofc keeps).
 #[derive(Deserialize)]
 struct NewToken {
-    token: String,
+    token: SecretString,
 }
 
 impl std::fmt::Debug for NewToken {
@@ -36,11 +37,11 @@ pub fn run(args: &LoginArgs, out: &mut Output) -> Result<ExitStatus> {
 
     let rt = hub::runtime()?;
     let token = match (&args.token, args.token_stdin, &args.username) {
-        (Some(t), _, _) => t.trim().to_string(),
+        (Some(t), _, _) => SecretString::from(t.expose_secret().trim()),
         (None, true, _) => read_stdin("the API token")?,
         (None, false, Some(user)) => {
             let password = read_stdin("the password")?;
-            rt.block_on(mint_token(&anonymous, user, &password))?
+            rt.block_on(mint_token(&anonymous, user, password.expose_secret()))?
         }
         (None, false, None) => {
             if std::io::stdin().is_terminal() {
@@ -54,7 +55,7 @@ pub fn run(args: &LoginArgs, out: &mut Output) -> Result<ExitStatus> {
             read_stdin("the API token")?
         }
     };
-    credentials::check_token_shape(&token)?;
+    credentials::check_token_shape(token.expose_secret())?;
 
     // The token is checked before it is stored: a typo never lands in the file.
     let hub = Hub::new(url.clone(), Some((token.clone(), TokenSource::File)))?;
@@ -129,7 +130,7 @@ pub fn run(args: &LoginArgs, out: &mut Output) -> Result<ExitStatus> {
 }
 
 /// Exchanges a user name and password for a new token.
-async fn mint_token(hub: &Hub, user: &str, password: &str) -> Result<String> {
+async fn mint_token(hub: &Hub, user: &str, password: &str) -> Result<SecretString> {
     let rb = hub
         .request(Method::POST, "/api/v1/login")
         .json(&json!({ "username": user, "password": password }));
@@ -148,14 +149,14 @@ async fn mint_token(hub: &Hub, user: &str, password: &str) -> Result<String> {
 }
 
 /// Reads a secret from standard input: everything up to EOF, without the final line break.
-fn read_stdin(what: &str) -> Result<String> {
-    let mut s = String::new();
-    std::io::stdin()
-        .take(64 * 1024)
-        .read_to_string(&mut s)
-        .with_context(|| format!("cannot read {what} from standard input"))?;
-    let s = s.trim_end_matches(['\n', '\r']).to_string();
-    if s.is_empty() {
+fn read_stdin(what: &str) -> Result<SecretString> {
+    let mut buf = String::new();
+    let got = std::io::stdin().take(64 * 1024).read_to_string(&mut buf);
+    // A secret from here on, read whole or not: zeroed when dropped.
+    let read = SecretString::from(buf);
+    got.with_context(|| format!("cannot read {what} from standard input"))?;
+    let s = SecretString::from(read.expose_secret().trim_end_matches(['\n', '\r']));
+    if s.expose_secret().is_empty() {
         bail!(UserError::new(format!(
             "standard input held no {}",
             what.trim_start_matches("the ")

@@ -10,18 +10,23 @@
 //!
 //! A stream that ends without `done` or `error` is a failed call.
 //!
-//! Parsing is the `eventsource-stream` crate's (the HTML living standard's algorithm: `\n`,
-//! `\r\n` and `\r` line ends, so a blank line written as `\n\r\n` ends an event too). What it
-//! does not do is bound an event: [`events`] counts the bytes read since the last complete
-//! event and fails once they pass the limit, so a peer that never ends an event cannot grow the
-//! buffer without end. The bound is exact to within one read of the body (the bytes of the
-//! read that completed the previous event are not counted again).
+//! Parsing follows the HTML living standard's "interpreting an event stream": lines end in
+//! `\r\n`, `\n` or `\r` (so a blank line written as `\n\r\n` ends an event), a blank line
+//! dispatches, `data:` lines are joined with `\n`, `:` starts a comment, one space after the
+//! colon is dropped, a leading byte-order mark is skipped, and an event left unfinished at the
+//! end of the body is dropped. `id` and `retry` are read and ignored: ofc never reconnects, so
+//! there is nothing to resume or wait for. The parser is written here rather than taken from
+//! `eventsource-stream`, whose parser re-reads the unfinished line from its start on every
+//! chunk and copies the rest of its buffer after every line (quadratic in a long line cut into
+//! small reads); this one looks at each byte once, whatever the chunking.
+//!
+//! Each event is bounded: every byte read since the previous blank line (field names, comments
+//! and line ends included) counts, and once they pass the limit the stream fails with
+//! [`SseError::TooLarge`], so a peer that never ends an event cannot grow a buffer without end.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
@@ -82,47 +87,172 @@ where
     B: AsRef<[u8]> + Send + 'a,
     E: std::error::Error + Send + 'a,
 {
-    // Bytes handed to the parser since it last completed an event. The parser pulls from the
-    // body only when its buffer holds no complete event, so a count past the limit means an
-    // event (or a run of blank-less lines) at least that large.
-    let pending = Arc::new(AtomicUsize::new(0));
-    let counted = {
-        let pending = pending.clone();
-        body.map(move |chunk| match chunk {
-            Ok(bytes) => {
-                let total = pending.fetch_add(bytes.as_ref().len(), Ordering::Relaxed)
-                    + bytes.as_ref().len();
-                if total > limit {
-                    Err(SseError::TooLarge(limit))
-                } else {
-                    Ok(bytes)
+    struct State<'a, B, E> {
+        body: Pin<Box<dyn Stream<Item = Result<B, E>> + Send + 'a>>,
+        parser: Parser,
+        ready: VecDeque<SseEvent>,
+        /// The error to report once the events before it are out; then the stream ends.
+        failed: Option<SseError>,
+        done: bool,
+    }
+    let state = State {
+        body: Box::pin(body),
+        parser: Parser::new(limit),
+        ready: VecDeque::new(),
+        failed: None,
+        done: false,
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(event) = st.ready.pop_front() {
+                return Some((Ok(event), st));
+            }
+            if let Some(e) = st.failed.take() {
+                st.done = true;
+                return Some((Err(e), st));
+            }
+            if st.done {
+                return None;
+            }
+            match st.body.next().await {
+                // The end of the body: an unfinished event is dropped (the standard's rule).
+                None => st.done = true,
+                Some(Err(e)) => st.failed = Some(SseError::Transport(super::http::error_chain(&e))),
+                Some(Ok(bytes)) => {
+                    if let Err(e) = st.parser.feed(bytes.as_ref(), &mut st.ready) {
+                        st.failed = Some(e);
+                    }
                 }
             }
-            Err(e) => Err(SseError::Transport(super::http::error_chain(&e))),
-        })
-    };
-    let mut failed = false;
-    counted
-        .eventsource()
-        .map(move |item| match item {
-            Ok(event) => {
-                pending.store(0, Ordering::Relaxed);
-                Ok(SseEvent {
-                    event: event.event,
-                    data: event.data,
-                })
+        }
+    })
+    .boxed()
+}
+
+/// The incremental parser: bytes in, events out, each byte looked at once.
+#[derive(Debug)]
+struct Parser {
+    limit: usize,
+    /// Bytes read since the last blank line.
+    size: usize,
+    /// The unfinished line.
+    line: Vec<u8>,
+    /// The last line ended in `\r`: a `\n` first in the next chunk belongs to it.
+    after_cr: bool,
+    /// How much of a leading byte-order mark was read; `BOM.len()` once past it.
+    bom_matched: usize,
+    event: String,
+    data: String,
+    /// Bytes the line-end search has looked at (for the linear-time test).
+    scanned: usize,
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+impl Parser {
+    fn new(limit: usize) -> Self {
+        Parser {
+            limit,
+            size: 0,
+            line: Vec::new(),
+            after_cr: false,
+            bom_matched: 0,
+            event: String::new(),
+            data: String::new(),
+            scanned: 0,
+        }
+    }
+
+    /// Reads `chunk`, pushing the events it completes onto `out`.
+    fn feed(&mut self, mut chunk: &[u8], out: &mut VecDeque<SseEvent>) -> Result<(), SseError> {
+        // A byte-order mark at the very start is skipped; it may come cut into pieces.
+        while self.bom_matched < BOM.len() && !chunk.is_empty() {
+            if chunk[0] == BOM[self.bom_matched] {
+                self.bom_matched += 1;
+                self.count(1)?;
+                chunk = &chunk[1..];
+            } else {
+                // Not a mark: the bytes taken for one start the first line.
+                self.line.extend_from_slice(&BOM[..self.bom_matched]);
+                self.bom_matched = BOM.len();
             }
-            Err(EventStreamError::Transport(e)) => Err(e),
-            Err(EventStreamError::Utf8(e)) => Err(SseError::Invalid(e.to_string())),
-            Err(EventStreamError::Parser(e)) => Err(SseError::Invalid(e.to_string())),
-        })
-        // One error ends the stream: the parser's state after it is not worth reading on.
-        .take_while(move |item| {
-            let keep = !failed;
-            failed |= item.is_err();
-            futures::future::ready(keep)
-        })
-        .boxed()
+        }
+        while !chunk.is_empty() {
+            if self.after_cr {
+                self.after_cr = false;
+                if chunk[0] == b'\n' {
+                    self.count(1)?;
+                    chunk = &chunk[1..];
+                    continue;
+                }
+            }
+            match chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
+                Some(end) => {
+                    self.scanned += end + 1;
+                    self.count(end + 1)?;
+                    self.line.extend_from_slice(&chunk[..end]);
+                    self.after_cr = chunk[end] == b'\r';
+                    chunk = &chunk[end + 1..];
+                    let line = std::mem::take(&mut self.line);
+                    self.line_done(&line, out)?;
+                    self.line = line;
+                    self.line.clear();
+                }
+                None => {
+                    self.scanned += chunk.len();
+                    self.count(chunk.len())?;
+                    self.line.extend_from_slice(chunk);
+                    chunk = &[];
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, n: usize) -> Result<(), SseError> {
+        self.size += n;
+        if self.size > self.limit {
+            Err(SseError::TooLarge(self.limit))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn line_done(&mut self, line: &[u8], out: &mut VecDeque<SseEvent>) -> Result<(), SseError> {
+        if line.is_empty() {
+            self.size = 0;
+            let event = std::mem::take(&mut self.event);
+            let mut data = std::mem::take(&mut self.data);
+            if !data.is_empty() {
+                data.pop(); // the `\n` after the last `data:` line
+                out.push_back(SseEvent {
+                    event: if event.is_empty() {
+                        "message".into()
+                    } else {
+                        event
+                    },
+                    data,
+                });
+            }
+            return Ok(());
+        }
+        let line = std::str::from_utf8(line).map_err(|e| SseError::Invalid(e.to_string()))?;
+        let (field, value) = match line.split_once(':') {
+            Some(("", _)) => return Ok(()), // a comment
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => value.clone_into(&mut self.event),
+            "data" => {
+                self.data.push_str(value);
+                self.data.push('\n');
+            }
+            // `id`, `retry` and unknown fields: nothing for ofc to do.
+            _ => {}
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -207,5 +337,92 @@ mod tests {
                 Err(SseError::Transport("connection reset".into()))
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn every_split_point_gives_the_same_events() {
+        // Every field, line end (`\r\n` cut between its bytes too) and the mark, cut at each
+        // byte position, and cut into single bytes.
+        const BODY: &[u8] =
+            b"\xEF\xBB\xBFevent: delta\r\ndata: {\"a\"}\n\r\n: note\rid: 7\nretry: 10\ndata\n\
+data:  two\r\rdata:x\r\n\r\n";
+        let want = vec![
+            ev("delta", "{\"a\"}"),
+            ev("message", "\n two"),
+            ev("message", "x"),
+        ];
+        for cut in 0..=BODY.len() {
+            let (a, b) = BODY.split_at(cut);
+            assert_eq!(all(&[a, b], 1024).await, want, "cut at {cut}");
+        }
+        let bytes: Vec<&'static [u8]> = BODY.chunks(1).collect();
+        assert_eq!(all(&bytes, 1024).await, want);
+    }
+
+    #[tokio::test]
+    async fn an_unfinished_event_at_the_end_is_dropped() {
+        let got = all(&[b"data: a\n\ndata: b\n"], 1024).await;
+        assert_eq!(got, vec![ev("message", "a")]);
+        // A blank line without data dispatches nothing and resets the event type.
+        let got = all(&[b"event: x\n\ndata: c\n\n"], 1024).await;
+        assert_eq!(got, vec![ev("message", "c")]);
+    }
+
+    #[tokio::test]
+    async fn the_limit_counts_the_whole_event_and_resets_after_it() {
+        // `data: ` + 20 + `\n\n` = 28 bytes: fits in 28, not in 27.
+        let event: &'static [u8] = b"data: aaaaaaaaaaaaaaaaaaaa\n\n";
+        assert_eq!(all(&[event, event], 28).await.len(), 2);
+        assert_eq!(all(&[event], 27).await, vec![Err(SseError::TooLarge(27))]);
+        // Events before the one too large still come out, then the error, then nothing.
+        let got = all(
+            &[b"data: 1\n\ndata: 0123456789", b"0123456789\n\ndata: 2\n\n"],
+            16,
+        )
+        .await;
+        assert_eq!(got, vec![ev("message", "1"), Err(SseError::TooLarge(16))]);
+    }
+
+    #[tokio::test]
+    async fn invalid_utf8_is_refused() {
+        let got = all(&[b"data: \xff\n\n"], 1024).await;
+        assert!(
+            matches!(got.as_slice(), [Err(SseError::Invalid(_))]),
+            "{got:?}"
+        );
+    }
+
+    /// Linear time, checked by count: a 2 MiB event read one byte at a time. A parser that
+    /// re-reads its unfinished line on every read (as `eventsource-stream` does) would look at
+    /// about 2·10¹² bytes here and not finish; this one looks at each byte once.
+    #[tokio::test]
+    async fn a_long_event_read_byte_by_byte_is_linear() {
+        const LEN: usize = 2 * 1024 * 1024;
+        let mut body = b"data: ".to_vec();
+        body.resize(6 + LEN, b'a');
+        body.extend_from_slice(b"\n\n");
+
+        let mut parser = Parser::new(4 * 1024 * 1024);
+        let mut out = VecDeque::new();
+        for byte in body.chunks(1) {
+            parser.feed(byte, &mut out).unwrap();
+        }
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].data.len(), LEN);
+        assert!(
+            parser.scanned <= body.len(),
+            "{} > {}",
+            parser.scanned,
+            body.len()
+        );
+
+        // The same through the stream, as the callers read it.
+        let got: Vec<_> = events(
+            futures::stream::iter(body.chunks(1).map(Ok::<_, std::io::Error>)),
+            4 * 1024 * 1024,
+        )
+        .collect()
+        .await;
+        assert!(matches!(got.as_slice(), [Ok(e)] if e.data.len() == LEN));
     }
 }

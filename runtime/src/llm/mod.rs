@@ -603,17 +603,13 @@ impl LlmConfig {
             .ok_or_else(|| LlmConfigError::NoEndpoint {
                 agent: handle.clone(),
             })?;
-        let endpoint = url::Url::parse(&endpoint_text)
-            .map_err(|e| e.to_string())
-            .and_then(|u| match u.scheme() {
-                "http" | "https" if u.host().is_some() => Ok(u),
-                other => Err(format!("scheme `{other}` or no host")),
-            })
-            .map_err(|reason| LlmConfigError::BadEndpoint {
-                agent: handle.clone(),
-                endpoint: endpoint_text.clone(),
-                reason,
-            })?;
+        let endpoint =
+            index_schema::http_url::parse(&endpoint_text, index_schema::http_url::Rules::ANY)
+                .map_err(|e| LlmConfigError::BadEndpoint {
+                    agent: handle.clone(),
+                    endpoint: endpoint_text.clone(),
+                    reason: e.to_string(),
+                })?;
         let api_key = match &agent.api_key_env {
             None => None,
             Some(variable) => match env(variable) {
