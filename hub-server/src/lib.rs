@@ -126,7 +126,7 @@ pub async fn serve(
         std::time::Duration::from_secs(state.config.header_timeout_secs.max(1)),
         std::time::Duration::from_secs(state.config.body_timeout_secs.max(1)),
     );
-    let app = oci::router(state.clone()).merge(api::router(state));
+    let app = api::app(state);
     runtime::net::serve(listener, app, limits, shutdown).await;
     if let Some(search) = &search {
         search.shutdown().await?;

@@ -1898,3 +1898,41 @@ async fn uploads_and_manifests_have_quotas() {
     );
     app.stop().await;
 }
+
+/// Issue 14, point 5: `/v2/` requests are counted in `/metrics`, apart from the JSON API's.
+#[tokio::test]
+async fn v2_requests_are_counted_in_metrics_by_route_group() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let auth = basic(&app.user.token);
+    push_blob(&app, "alice/counted", &auth, b"counted bytes").await;
+    let missing = Digest::of(b"never uploaded");
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/counted/blobs/{missing}"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        // POST (202) and PUT (201) of the upload; the GET of a missing blob.
+        "ofc_hub_http_requests_total{group=\"oci\",status=\"2xx\"} 2",
+        "ofc_hub_http_requests_total{group=\"oci\",status=\"4xx\"} 1",
+        "ofc_hub_http_request_duration_seconds_count{group=\"oci\"} 3",
+        "ofc_hub_http_requests_total{group=\"api\",status=\"2xx\"} 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+    }
+    app.stop().await;
+}

@@ -308,15 +308,20 @@ pub fn router(state: AppState) -> Router {
         .route("/openapi.json", get(ops::openapi))
         .fallback(ops::not_found)
         .layer(middleware::map_response(json_errors))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            count_requests,
-        ))
         .layer(DefaultBodyLimit::max(2 * 1024 * 1024))
         .with_state(state)
 }
 
+/// The whole hub: the JSON API ([`router`]) and the OCI API ([`crate::oci::router`]), every
+/// request counted in `/metrics` by route group.
+pub fn app(state: AppState) -> Router {
+    crate::oci::router(state.clone())
+        .merge(router(state.clone()))
+        .layer(middleware::from_fn_with_state(state, count_requests))
+}
+
 async fn count_requests(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let group = crate::metrics::RouteGroup::of_path(req.uri().path());
     let start = std::time::Instant::now();
     let writes = !(req.method().is_safe());
     let resp = next.run(req).await;
@@ -330,7 +335,7 @@ async fn count_requests(State(state): State<AppState>, req: Request, next: Next)
     }
     state
         .metrics
-        .request(resp.status().as_u16(), start.elapsed());
+        .request(group, resp.status().as_u16(), start.elapsed());
     resp
 }
 
