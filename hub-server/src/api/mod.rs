@@ -278,10 +278,6 @@ pub fn router(state: AppState) -> Router {
                 .layer(DefaultBodyLimit::max(publish_limit)),
         )
         .route(
-            "/agents/{publisher}/{agent}/versions/{version}/bundle",
-            get(agents::get_bundle),
-        )
-        .route(
             "/agents/{publisher}/{agent}/versions/{version}/yank",
             put(agents::yank).delete(agents::unyank),
         )
@@ -307,6 +303,14 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(ops::metrics))
         .route("/openapi.json", get(ops::openapi))
         .fallback(ops::not_found)
+        // Every route above answers within request_timeout_secs; the streaming routes added
+        // below (and /v2/, in its own router) are bounded by runtime::net's body timeouts and
+        // rate floors instead.
+        .layer(middleware::from_fn_with_state(state.clone(), time_limit))
+        .route(
+            "/api/v1/agents/{publisher}/{agent}/versions/{version}/bundle",
+            get(agents::get_bundle),
+        )
         .layer(middleware::map_response(json_errors))
         .layer(DefaultBodyLimit::max(2 * 1024 * 1024))
         .with_state(state)
@@ -318,6 +322,29 @@ pub fn app(state: AppState) -> Router {
     crate::oci::router(state.clone())
         .merge(router(state.clone()))
         .layer(middleware::from_fn_with_state(state, count_requests))
+}
+
+/// Answers 503 `request_timeout` when a request takes longer than `request_timeout_secs`
+/// (0: no limit) to produce its response head.
+async fn time_limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let secs = state.config.request_timeout_secs;
+    if secs == 0 {
+        return next.run(req).await;
+    }
+    match tokio::time::timeout(Duration::from_secs(secs), next.run(req)).await {
+        Ok(resp) => resp,
+        Err(_) => {
+            let mut resp = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "request_timeout",
+                format!("the hub did not answer within {secs} s (request_timeout_secs); retry later"),
+            )
+            .into_response();
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            resp
+        }
+    }
 }
 
 async fn count_requests(State(state): State<AppState>, req: Request, next: Next) -> Response {
