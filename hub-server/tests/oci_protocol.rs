@@ -1991,7 +1991,11 @@ async fn slow_json_requests_time_out_but_streaming_routes_do_not() {
     let start = std::time::Instant::now();
     let m2 = bundle_manifest("alice/slow", "1.1.0", &bytes);
     let (s, e) = app.publish(&u.token, &u.key, &m2, Some(&bytes)).await;
-    assert_eq!((s, e["code"].as_str()), (503, Some("request_timeout")), "{e}");
+    assert_eq!(
+        (s, e["code"].as_str()),
+        (503, Some("request_timeout")),
+        "{e}"
+    );
     assert!(e["message"].as_str().unwrap().contains("1 s"), "{e}");
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
 

@@ -73,7 +73,10 @@ pub fn latest<'a>(candidates: impl IntoIterator<Item = (&'a str, bool)>) -> Opti
         parsed.iter().map(|(v, y, _)| (v, *y)),
         &VersionSelector::Latest,
     )?;
-    parsed.iter().find(|(v, _, _)| v == pick).map(|(_, _, t)| *t)
+    parsed
+        .iter()
+        .find(|(v, _, _)| v == pick)
+        .map(|(_, _, t)| *t)
 }
 
 #[cfg(test)]

@@ -228,7 +228,11 @@ fn publish_variant(home: &Path, hub: &Hub, package: &str, version: &str) {
         )
         .replace("version: 1.0.0", &format!("version: {version}"));
     std::fs::write(dir.path().join("agent.yaml"), yaml).unwrap();
-    let out = ofc(home, hub).arg("publish").arg(dir.path()).output().unwrap();
+    let out = ofc(home, hub)
+        .arg("publish")
+        .arg(dir.path())
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{package}@{version}: {}",

@@ -337,7 +337,9 @@ async fn time_limit(State(state): State<AppState>, req: Request, next: Next) -> 
             let mut resp = ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "request_timeout",
-                format!("the hub did not answer within {secs} s (request_timeout_secs); retry later"),
+                format!(
+                    "the hub did not answer within {secs} s (request_timeout_secs); retry later"
+                ),
             )
             .into_response();
             resp.headers_mut()

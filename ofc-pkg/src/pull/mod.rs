@@ -756,8 +756,8 @@ impl Ctx {
             .filter(|m| &m.manifest.name == name)
             .collect();
         // No selector falls back to cached pre-releases when no release is cached, as online.
-        let only_pre = r.selector().is_latest()
-            && ours.iter().all(|m| !m.manifest.version.pre.is_empty());
+        let only_pre =
+            r.selector().is_latest() && ours.iter().all(|m| !m.manifest.version.pre.is_empty());
         let mut candidates: Vec<_> = ours
             .into_iter()
             .filter(|m| match r.selector() {
