@@ -97,7 +97,10 @@ mod tests {
     }
 
     /// The cases both the hub's `latest` and `ofc pull` are held to.
-    const LATEST_CASES: &[(&[(&str, bool)], Option<&str>)] = &[
+    /// `(version, yanked)` candidates.
+    type Candidates = &'static [(&'static str, bool)];
+
+    const LATEST_CASES: &[(Candidates, Option<&str>)] = &[
         (&[], None),
         (&[("1.0.0", false), ("2.0.0-rc.1", false)], Some("1.0.0")),
         (&[("2.0.0-rc.1", false), ("1.0.0", false)], Some("1.0.0")),
