@@ -316,14 +316,6 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// The whole hub: the JSON API ([`router`]) and the OCI API ([`crate::oci::router`]), every
-/// request counted in `/metrics` by route group.
-pub fn app(state: AppState) -> Router {
-    crate::oci::router(state.clone())
-        .merge(router(state.clone()))
-        .layer(middleware::from_fn_with_state(state, count_requests))
-}
-
 /// Answers 503 `request_timeout` when a request takes longer than `request_timeout_secs`
 /// (0: no limit) to produce its response head.
 async fn time_limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
@@ -349,7 +341,13 @@ async fn time_limit(State(state): State<AppState>, req: Request, next: Next) -> 
     }
 }
 
-async fn count_requests(State(state): State<AppState>, req: Request, next: Next) -> Response {
+/// Counts every request in `/metrics` by route group and status class, and wakes the search
+/// follower after a successful write. Wraps the whole hub (see [`crate::app`]).
+pub(crate) async fn count_requests(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
     let group = crate::metrics::RouteGroup::of_path(req.uri().path());
     let start = std::time::Instant::now();
     let writes = !(req.method().is_safe());
