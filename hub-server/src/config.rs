@@ -54,6 +54,10 @@ pub struct Config {
     pub header_timeout_secs: u64,
     /// Seconds a request body may go without sending anything.
     pub body_timeout_secs: u64,
+    /// Seconds a JSON API request (`/api/v1`, `/registry`, health, metrics) may take to be
+    /// answered before it gets 503 `request_timeout`; 0: no limit. Bundle downloads and `/v2/`
+    /// are not bounded by it (they stream; `body_timeout_secs` bounds their bodies).
+    pub request_timeout_secs: u64,
     /// Seconds an upload session may stay idle before it is dead (its staged bytes are dropped
     /// at its owner's next upload and by `ofc-hub gc`).
     pub upload_ttl_secs: u64,
@@ -102,6 +106,7 @@ impl Default for Config {
             max_connections: 0,
             header_timeout_secs: 10,
             body_timeout_secs: 60,
+            request_timeout_secs: 30,
             upload_ttl_secs: 6 * 3600,
             max_uploads_per_user: 16,
             max_upload_bytes_per_user: 4 << 30,
@@ -258,6 +263,15 @@ mod tests {
             err,
             "OFC_HUB__MAX_BUNDLE_BYTES: `lots` is not a whole number"
         );
+    }
+
+    #[test]
+    fn request_timeout_is_30_s_unless_set() {
+        let c = Config::load(None, Vec::new(), toml::Table::new()).unwrap();
+        assert_eq!(c.request_timeout_secs, 30);
+        let env = vec![("OFC_HUB__REQUEST_TIMEOUT_SECS".to_string(), "5".to_string())];
+        let c = Config::load(None, env, toml::Table::new()).unwrap();
+        assert_eq!(c.request_timeout_secs, 5);
     }
 
     #[test]

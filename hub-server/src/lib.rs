@@ -123,6 +123,17 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
     Ok(state)
 }
 
+/// The whole hub: the JSON API ([`api::router`]) and the OCI API ([`oci::router`]), every
+/// request counted in `/metrics` by route group (api, oci, registry, ops).
+pub fn app(state: AppState) -> axum::Router {
+    oci::router(state.clone())
+        .merge(api::router(state.clone()))
+        .layer(axum::middleware::from_fn_with_state(
+            state,
+            api::count_requests,
+        ))
+}
+
 /// Serves the hub on `listener` until `shutdown` resolves, then finishes in-flight requests
 /// and closes the database.
 pub async fn serve(
@@ -137,7 +148,7 @@ pub async fn serve(
         std::time::Duration::from_secs(state.config.header_timeout_secs.max(1)),
         std::time::Duration::from_secs(state.config.body_timeout_secs.max(1)),
     );
-    let app = oci::router(state.clone()).merge(api::router(state));
+    let app = app(state);
     runtime::net::serve(listener, app, limits, shutdown).await;
     if let Some(search) = &search {
         search.shutdown().await?;

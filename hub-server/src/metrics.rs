@@ -4,22 +4,73 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+/// Which part of the hub a request went to: the `group` label of the request metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteGroup {
+    /// The JSON API, `/api/v1/…`.
+    Api,
+    /// The OCI distribution API, `/v2/…`.
+    Oci,
+    /// The agent registry API, `/registry/…`.
+    Registry,
+    /// Everything else: `/healthz`, `/readyz`, `/metrics`, `/openapi.json`, unknown paths.
+    Ops,
+}
+
+impl RouteGroup {
+    const ALL: [RouteGroup; 4] = [Self::Api, Self::Oci, Self::Registry, Self::Ops];
+
+    /// The group of a request path.
+    pub fn of_path(path: &str) -> Self {
+        let under = |prefix: &str| {
+            path.strip_prefix(prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
+        if under("/api/v1") {
+            Self::Api
+        } else if under("/v2") {
+            Self::Oci
+        } else if under("/registry") {
+            Self::Registry
+        } else {
+            Self::Ops
+        }
+    }
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Api => "api",
+            Self::Oci => "oci",
+            Self::Registry => "registry",
+            Self::Ops => "ops",
+        }
+    }
+}
+
+/// Requests of one route group.
+#[derive(Debug, Default)]
+struct GroupCounters {
+    by_class: [AtomicU64; 5],
+    duration_micros: AtomicU64,
+}
+
 /// Process-wide counters.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    by_class: [AtomicU64; 5],
-    duration_micros: AtomicU64,
+    groups: [GroupCounters; 4],
     publishes: AtomicU64,
     publish_refusals: AtomicU64,
     auth_failures: AtomicU64,
 }
 
 impl Metrics {
-    /// Records a finished request.
-    pub fn request(&self, status: u16, took: Duration) {
+    /// Records a finished request of `group`.
+    pub fn request(&self, group: RouteGroup, status: u16, took: Duration) {
+        let g = &self.groups[group as usize];
         let class = (status / 100).clamp(1, 5) as usize - 1;
-        self.by_class[class].fetch_add(1, Ordering::Relaxed);
-        self.duration_micros
+        g.by_class[class].fetch_add(1, Ordering::Relaxed);
+        g.duration_micros
             .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
     }
     /// Records a stored publish.
@@ -38,29 +89,41 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self, backend: &str) -> String {
         let mut s = String::new();
-        let total: u64 = self
-            .by_class
-            .iter()
-            .map(|c| c.load(Ordering::Relaxed))
-            .sum();
-        s.push_str("# HELP ofc_hub_http_requests_total HTTP requests by status class.\n");
+        s.push_str(
+            "# HELP ofc_hub_http_requests_total HTTP requests by route group (api: /api/v1, oci: /v2, registry: /registry, ops: the rest) and status class.\n",
+        );
         s.push_str("# TYPE ofc_hub_http_requests_total counter\n");
-        for (i, c) in self.by_class.iter().enumerate() {
+        for group in RouteGroup::ALL {
+            let g = &self.groups[group as usize];
+            for (i, c) in g.by_class.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "ofc_hub_http_requests_total{{group=\"{}\",status=\"{}xx\"}} {}",
+                    group.as_str(),
+                    i + 1,
+                    c.load(Ordering::Relaxed)
+                );
+            }
+        }
+        s.push_str(
+            "# HELP ofc_hub_http_request_duration_seconds Time spent answering requests (until the response head), by route group.\n",
+        );
+        s.push_str("# TYPE ofc_hub_http_request_duration_seconds summary\n");
+        for group in RouteGroup::ALL {
+            let g = &self.groups[group as usize];
+            let count: u64 = g.by_class.iter().map(|c| c.load(Ordering::Relaxed)).sum();
             let _ = writeln!(
                 s,
-                "ofc_hub_http_requests_total{{status=\"{}xx\"}} {}",
-                i + 1,
-                c.load(Ordering::Relaxed)
+                "ofc_hub_http_request_duration_seconds_sum{{group=\"{}\"}} {}",
+                group.as_str(),
+                g.duration_micros.load(Ordering::Relaxed) as f64 / 1e6
+            );
+            let _ = writeln!(
+                s,
+                "ofc_hub_http_request_duration_seconds_count{{group=\"{}\"}} {count}",
+                group.as_str()
             );
         }
-        s.push_str("# HELP ofc_hub_http_request_duration_seconds Time spent answering requests.\n");
-        s.push_str("# TYPE ofc_hub_http_request_duration_seconds summary\n");
-        let _ = writeln!(
-            s,
-            "ofc_hub_http_request_duration_seconds_sum {}",
-            self.duration_micros.load(Ordering::Relaxed) as f64 / 1e6
-        );
-        let _ = writeln!(s, "ofc_hub_http_request_duration_seconds_count {total}");
         for (name, help, v) in [
             (
                 "ofc_hub_publishes_total",
@@ -87,5 +150,46 @@ impl Metrics {
             env!("CARGO_PKG_VERSION")
         );
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_fall_in_their_group() {
+        for (path, group) in [
+            ("/api/v1/agents", RouteGroup::Api),
+            ("/api/v1", RouteGroup::Api),
+            ("/api/v10", RouteGroup::Ops),
+            ("/v2/", RouteGroup::Oci),
+            ("/v2", RouteGroup::Oci),
+            ("/v2/token", RouteGroup::Oci),
+            ("/v20", RouteGroup::Ops),
+            ("/registry/agents/x", RouteGroup::Registry),
+            ("/metrics", RouteGroup::Ops),
+            ("/", RouteGroup::Ops),
+        ] {
+            assert_eq!(RouteGroup::of_path(path), group, "{path}");
+        }
+    }
+
+    #[test]
+    fn requests_are_rendered_by_group_and_status_class() {
+        let m = Metrics::default();
+        m.request(RouteGroup::Oci, 201, Duration::from_millis(2));
+        m.request(RouteGroup::Oci, 404, Duration::from_millis(1));
+        m.request(RouteGroup::Api, 200, Duration::from_millis(1));
+        let text = m.render("sqlite");
+        for line in [
+            "ofc_hub_http_requests_total{group=\"oci\",status=\"2xx\"} 1",
+            "ofc_hub_http_requests_total{group=\"oci\",status=\"4xx\"} 1",
+            "ofc_hub_http_requests_total{group=\"api\",status=\"2xx\"} 1",
+            "ofc_hub_http_requests_total{group=\"registry\",status=\"2xx\"} 0",
+            "ofc_hub_http_request_duration_seconds_count{group=\"oci\"} 2",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+        }
     }
 }

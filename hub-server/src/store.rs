@@ -403,28 +403,10 @@ macro_rules! tx_ext {
 tx_ext!(sqlx::Sqlite);
 tx_ext!(sqlx::Postgres);
 
-/// The version `ofc pull publisher/agent` gets: the highest non-yanked release, else the
-/// highest non-yanked pre-release.
+/// The version `ofc pull publisher/agent` gets: [`index_schema::version::select`] with no
+/// selector (the highest non-yanked release, else the highest non-yanked pre-release).
 pub fn latest_version<'a>(versions: impl Iterator<Item = (&'a str, bool)>) -> Option<String> {
-    let mut best_release: Option<semver::Version> = None;
-    let mut best_pre: Option<semver::Version> = None;
-    for (v, yanked) in versions {
-        if yanked {
-            continue;
-        }
-        let Ok(v) = semver::Version::parse(v) else {
-            continue;
-        };
-        let slot = if v.pre.is_empty() {
-            &mut best_release
-        } else {
-            &mut best_pre
-        };
-        if slot.as_ref().is_none_or(|b| v > *b) {
-            *slot = Some(v);
-        }
-    }
-    best_release.or(best_pre).map(|v| v.to_string())
+    index_schema::version::latest(versions).map(str::to_string)
 }
 
 const VERSION_COLUMNS: &str = "v.id, v.version, v.manifest_digest, v.envelope, v.key_id, \

@@ -16,6 +16,7 @@ pub mod manifest;
 pub mod media_types;
 pub mod name;
 pub mod source;
+pub mod version;
 pub mod wire;
 
 pub use diagnostic::{Diagnostic, Diagnostics, FieldPath, Position};

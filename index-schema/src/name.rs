@@ -490,7 +490,8 @@ impl FromStr for Digest {
 /// Which version of an agent a [`Reference`] asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VersionSelector {
-    /// No selector (or `@latest`): the highest version that is not a pre-release and not yanked.
+    /// No selector (or `@latest`): the highest version that is not a pre-release and not yanked;
+    /// when there is none, the highest non-yanked pre-release (see [`crate::version::select`]).
     Latest,
     /// A semver requirement, such as `^1.2`, `~1`, `>=1, <2` or `*`.
     Req(VersionReq),
@@ -562,7 +563,9 @@ impl VersionSelector {
     }
 
     /// Whether a version satisfies this selector. A digest selector cannot be decided from the
-    /// version alone and returns `false`. `Latest` matches any version that is not a pre-release.
+    /// version alone and returns `false`. `Latest` matches any version that is not a pre-release
+    /// (whether it *picks* a pre-release depends on the other versions: see
+    /// [`crate::version::select`]).
     pub fn matches_version(&self, v: &Version) -> bool {
         match self {
             Self::Latest => v.pre.is_empty(),

@@ -216,3 +216,73 @@ fn publish_with_an_unregistered_key_is_refused_with_a_hint() {
     assert!(err.contains("refused") && err.contains("403"), "{err}");
     assert!(err.contains("hint:"), "{err}");
 }
+
+/// A copy of the data-analyst example published as `package` at `version`.
+fn publish_variant(home: &Path, hub: &Hub, package: &str, version: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = std::fs::read_to_string(repo().join("examples/agents/data-analyst/agent.yaml"))
+        .unwrap()
+        .replace(
+            "package: ofc-examples/data-analyst",
+            &format!("package: {package}"),
+        )
+        .replace("version: 1.0.0", &format!("version: {version}"));
+    std::fs::write(dir.path().join("agent.yaml"), yaml).unwrap();
+    let out = ofc(home, hub)
+        .arg("publish")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{package}@{version}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Issue 14, point 5: the hub's `latest` and what `ofc pull` picks are one rule
+/// (`index_schema::version::select`): a pre-release never passes a release, and is picked only
+/// while no release exists.
+#[test]
+fn pull_picks_the_version_the_hub_calls_latest() {
+    let hub = Hub::start("ofc-examples");
+    let home = tempfile::tempdir().unwrap();
+    let out = ofc(home.path(), &hub)
+        .args(["keygen", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let key: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (status, body) = hub.call(
+        reqwest::Method::POST,
+        "/api/v1/namespaces/ofc-examples/keys",
+        Some(serde_json::json!({ "public_key": key["publicKey"] })),
+    );
+    assert!((200..300).contains(&status), "{status} {body}");
+    publish_variant(home.path(), &hub, "ofc-examples/stable", "1.0.0");
+    publish_variant(home.path(), &hub, "ofc-examples/stable", "2.0.0-rc.1");
+    publish_variant(home.path(), &hub, "ofc-examples/early", "0.1.0-rc.1");
+
+    for (agent, want) in [("stable", "1.0.0"), ("early", "0.1.0-rc.1")] {
+        let (status, v) = hub.call(
+            reqwest::Method::GET,
+            &format!("/api/v1/agents/ofc-examples/{agent}"),
+            None,
+        );
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["latest"], want, "{v}");
+        let work = tempfile::tempdir().unwrap();
+        let out = ofc(home.path(), &hub)
+            .current_dir(work.path())
+            .args(["--json", "pull", &format!("ofc-examples/{agent}")])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pull {agent}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let pulled: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(pulled["pulled"][0]["version"], want, "{pulled}");
+    }
+}

@@ -11,16 +11,17 @@ pub mod registry;
 pub mod search;
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 
 use crate::auth::FailureLimiter;
-use crate::error::{ErrorBody, code_for_status};
+use crate::error::{ApiError, ErrorBody, code_for_status};
 
 pub use self::auth::Auth;
 pub use crate::error::{denied_error, too_many};
@@ -79,10 +80,6 @@ pub fn router(state: AppState) -> Router {
                 .layer(DefaultBodyLimit::max(publish_limit)),
         )
         .route(
-            "/agents/{publisher}/{agent}/versions/{version}/bundle",
-            get(agents::get_bundle),
-        )
-        .route(
             "/agents/{publisher}/{agent}/versions/{version}/yank",
             put(agents::yank).delete(agents::unyank),
         )
@@ -108,16 +105,52 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(ops::metrics))
         .route("/openapi.json", get(ops::openapi))
         .fallback(ops::not_found)
+        // Every route above answers within request_timeout_secs; the streaming routes added
+        // below (and /v2/, in its own router) are bounded by runtime::net's body timeouts and
+        // rate floors instead.
+        .layer(middleware::from_fn_with_state(state.clone(), time_limit))
+        .route(
+            "/api/v1/agents/{publisher}/{agent}/versions/{version}/bundle",
+            get(agents::get_bundle),
+        )
         .layer(middleware::map_response(json_errors))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            count_requests,
-        ))
         .layer(DefaultBodyLimit::max(2 * 1024 * 1024))
         .with_state(state)
 }
 
-async fn count_requests(State(state): State<AppState>, req: Request, next: Next) -> Response {
+/// Answers 503 `request_timeout` when a request takes longer than `request_timeout_secs`
+/// (0: no limit) to produce its response head.
+async fn time_limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let secs = state.config.request_timeout_secs;
+    if secs == 0 {
+        return next.run(req).await;
+    }
+    match tokio::time::timeout(Duration::from_secs(secs), next.run(req)).await {
+        Ok(resp) => resp,
+        Err(_) => {
+            let mut resp = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "request_timeout",
+                format!(
+                    "the hub did not answer within {secs} s (request_timeout_secs); retry later"
+                ),
+            )
+            .into_response();
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            resp
+        }
+    }
+}
+
+/// Counts every request in `/metrics` by route group and status class, and wakes the search
+/// follower after a successful write. Wraps the whole hub (see [`crate::app`]).
+pub(crate) async fn count_requests(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let group = crate::metrics::RouteGroup::of_path(req.uri().path());
     let start = std::time::Instant::now();
     let writes = !(req.method().is_safe());
     let resp = next.run(req).await;
@@ -131,7 +164,7 @@ async fn count_requests(State(state): State<AppState>, req: Request, next: Next)
     }
     state
         .metrics
-        .request(resp.status().as_u16(), start.elapsed());
+        .request(group, resp.status().as_u16(), start.elapsed());
     resp
 }
 

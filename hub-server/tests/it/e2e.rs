@@ -690,7 +690,7 @@ async fn every_error_is_json_and_ops_endpoints_answer() {
         .await
         .unwrap();
     assert!(
-        m.contains("ofc_hub_http_requests_total{status=\"4xx\"}"),
+        m.contains("ofc_hub_http_requests_total{group=\"api\",status=\"4xx\"}"),
         "{m}"
     );
     assert!(m.contains("backend=\"sqlite\""));

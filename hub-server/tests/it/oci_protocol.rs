@@ -1958,3 +1958,114 @@ async fn v2_records_token_use() {
     }
     app.stop().await;
 }
+
+/// Issue 14, point 5: `/v2/` requests are counted in `/metrics`, apart from the JSON API's.
+#[tokio::test]
+async fn v2_requests_are_counted_in_metrics_by_route_group() {
+    let app = TestApp::start(Backend::Sqlite).await;
+    let auth = basic(&app.user.token);
+    push_blob(&app, "alice/counted", &auth, b"counted bytes").await;
+    let missing = Digest::of(b"never uploaded");
+    let r = req(
+        &app,
+        Method::GET,
+        &format!("/v2/alice/counted/blobs/{missing}"),
+        None,
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        // POST (202) and PUT (201) of the upload; the GET of a missing blob.
+        "ofc_hub_http_requests_total{group=\"oci\",status=\"2xx\"} 2",
+        "ofc_hub_http_requests_total{group=\"oci\",status=\"4xx\"} 1",
+        "ofc_hub_http_request_duration_seconds_count{group=\"oci\"} 3",
+        "ofc_hub_http_requests_total{group=\"api\",status=\"2xx\"} 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+    }
+    app.stop().await;
+}
+
+/// Issue 14, point 5: a JSON API request that takes longer than `request_timeout_secs` gets
+/// the hub's JSON 503 `request_timeout`; the streaming routes (a bundle download, a `/v2/` blob
+/// upload) waiting just as long are not cut. The wait: another connection holds SQLite's write
+/// lock (the hub's busy timeout is 10 s).
+#[tokio::test]
+async fn slow_json_requests_time_out_but_streaming_routes_do_not() {
+    use sqlx::Connection as _;
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.request_timeout_secs = 1).await;
+    let u = app.user.clone();
+    let bytes = b"bundle bytes for the timeout test".to_vec();
+    let m = bundle_manifest("alice/slow", "1.0.0", &bytes);
+    assert_eq!(app.publish(&u.token, &u.key, &m, Some(&bytes)).await.0, 201);
+
+    let url = format!("sqlite://{}", app.data_dir.join("hub.sqlite3").display());
+    let mut lock = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut lock)
+        .await
+        .unwrap();
+
+    let bundle = {
+        let (c, url) = (
+            app.client.clone(),
+            app.url("/api/v1/agents/alice/slow/versions/1.0.0/bundle"),
+        );
+        tokio::spawn(async move {
+            let r = c.get(url).send().await.unwrap();
+            (r.status().as_u16(), r.bytes().await.unwrap().to_vec())
+        })
+    };
+    let blob = b"a blob uploaded while the database is busy".to_vec();
+    let upload = {
+        let d = Digest::of(&blob);
+        let (c, url) = (
+            app.client.clone(),
+            app.url(&format!("/v2/alice/slow/blobs/uploads/?digest={d}")),
+        );
+        let (auth, blob) = (basic(&u.token), blob.clone());
+        tokio::spawn(async move {
+            let r = c
+                .post(url)
+                .header("authorization", auth)
+                .header("content-type", "application/octet-stream")
+                .body(blob)
+                .send()
+                .await
+                .unwrap();
+            r.status().as_u16()
+        })
+    };
+
+    let start = std::time::Instant::now();
+    let m2 = bundle_manifest("alice/slow", "1.1.0", &bytes);
+    let (s, e) = app.publish(&u.token, &u.key, &m2, Some(&bytes)).await;
+    assert_eq!(
+        (s, e["code"].as_str()),
+        (503, Some("request_timeout")),
+        "{e}"
+    );
+    assert!(e["message"].as_str().unwrap().contains("1 s"), "{e}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+
+    // Well past the limit, the streaming requests are still waiting, not cut.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(!bundle.is_finished() && !upload.is_finished());
+    sqlx::query("ROLLBACK").execute(&mut lock).await.unwrap();
+    lock.close().await.unwrap();
+    let (status, got) = bundle.await.unwrap();
+    assert_eq!((status, got), (200, bytes));
+    assert_eq!(upload.await.unwrap(), 201);
+    app.stop().await;
+}

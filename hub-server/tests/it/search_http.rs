@@ -205,3 +205,44 @@ async fn bad_parameters_are_a_clear_400_and_hostile_queries_never_a_5xx() {
     assert_eq!(s, 400, "{v}");
     app.stop().await;
 }
+
+/// Issue 14, point 5: `latest` (the API's and search's) is the version `ofc pull` picks
+/// (`index_schema::version::select`): a pre-release never passes a release, and stands in only
+/// while no release exists.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn latest_is_a_release_and_a_pre_release_only_when_nothing_else_exists(
+    #[case] backend: Backend,
+) {
+    let app = TestApp::start(backend).await;
+    let (t, k) = (app.user.token.clone(), app.user.key.clone());
+    for (name, version) in [
+        ("alice/stable", "1.0.0"),
+        ("alice/stable", "2.0.0-rc.1"),
+        ("alice/early", "0.1.0-alpha.1"),
+    ] {
+        let m = manifest(name, version, &format!("Zebra tool {version}"));
+        let (s, v) = app.publish(&t, &k, &m, None).await;
+        assert_eq!(s, 201, "{name}@{version}: {v}");
+    }
+    let (s, v) = app
+        .call(Method::GET, "/api/v1/agents/alice/stable", None, None)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["latest"], "1.0.0", "{v}");
+    let (_, v) = app
+        .call(Method::GET, "/api/v1/agents/alice/early", None, None)
+        .await;
+    assert_eq!(v["latest"], "0.1.0-alpha.1", "{v}");
+    let found = until(&app, "/api/v1/search?q=zebra", |v| names(v).len() == 2).await;
+    for hit in found["hits"].as_array().unwrap() {
+        let want = match hit["name"].as_str().unwrap() {
+            "alice/stable" => "1.0.0",
+            _ => "0.1.0-alpha.1",
+        };
+        assert_eq!(hit["version"], want, "{found}");
+    }
+    app.stop().await;
+}

@@ -493,6 +493,9 @@ impl Ctx {
             same_hub(e)
                 && match sel {
                     VersionSelector::Digest(d) => e.manifest_digest.as_ref() == Some(d),
+                    // No selector keeps whatever was locked, a pre-release included (it was
+                    // locked because nothing else existed then).
+                    VersionSelector::Latest => true,
                     s => s.matches_version(&e.version),
                 }
         });
@@ -585,10 +588,11 @@ impl Ctx {
         }
         versions.sort_by(|a, b| b.0.cmp(&a.0));
         let sel = r.selector();
+        // The same rule as the hub's `latest` (index_schema::version::select).
         let pick = match sel {
             VersionSelector::Digest(d) => versions.iter().find(|v| &v.1 == d),
-            VersionSelector::Exact(e) => versions.iter().find(|v| &v.0 == e),
-            s => versions.iter().find(|v| !v.2 && s.matches_version(&v.0)),
+            s => index_schema::version::select(versions.iter().map(|v| (&v.0, v.2)), s)
+                .and_then(|p| versions.iter().find(|v| &v.0 == p)),
         };
         let Some((version, digest, yanked)) = pick.cloned() else {
             let listed: Vec<String> = versions
@@ -611,7 +615,7 @@ impl Ctx {
                 e.hint(format!("available: {}", listed.join(", ")))
             };
             if versions.iter().any(|v| !v.0.pre.is_empty()) {
-                e = e.hint("pre-releases are only chosen when asked for, e.g. `@1.0.0-beta.1` or `@>=1.0.0-0`");
+                e = e.hint("pre-releases are only chosen when asked for or when no release exists, e.g. `@1.0.0-beta.1` or `@>=1.0.0-0`");
             }
             return Err(e.into());
         };
@@ -746,12 +750,19 @@ impl Ctx {
     fn cached_only(&self, hub: &Hub, r: &Reference) -> Result<Pulled> {
         let name = r.name();
         let listing = self.cache.list()?;
-        let mut candidates: Vec<_> = listing
+        let ours: Vec<_> = listing
             .manifests
             .iter()
             .filter(|m| &m.manifest.name == name)
+            .collect();
+        // No selector falls back to cached pre-releases when no release is cached, as online.
+        let only_pre =
+            r.selector().is_latest() && ours.iter().all(|m| !m.manifest.version.pre.is_empty());
+        let mut candidates: Vec<_> = ours
+            .into_iter()
             .filter(|m| match r.selector() {
                 VersionSelector::Digest(d) => &m.digest == d,
+                VersionSelector::Latest if only_pre => true,
                 s => s.matches_version(&m.manifest.version),
             })
             .collect();
