@@ -1,0 +1,14 @@
+//! The integration tests of `runtime` in one test binary (one link instead of one per file):
+//! each former test file is a module.
+
+mod agent_http;
+mod common;
+mod controller_events;
+mod controller_props;
+mod controller_roster;
+mod controller_table;
+mod floor_agents;
+mod floor_server;
+mod llm_agent;
+mod net_parse_errors;
+mod support;

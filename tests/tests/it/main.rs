@@ -1,0 +1,16 @@
+//! The integration tests of `tests` in one test binary (one link instead of one per file):
+//! each former test file is a module.
+
+mod client_verbs;
+mod common;
+mod examples_publishable;
+mod hostile;
+mod hub_files;
+mod publish_blob_e2e;
+mod pull_e2e;
+mod pull_hostile;
+mod run_e2e;
+mod run_tui_e2e;
+mod sources_docker_e2e;
+mod sources_npm_e2e;
+mod sources_pip_e2e;

