@@ -70,6 +70,10 @@ pub struct Config {
     pub max_namespace_bytes: u64,
     /// Most manifests the repositories of one namespace may hold (`DENIED` past it).
     pub max_manifests_per_namespace: u64,
+    /// Milliseconds between the search follower's looks at the outbox when no write of this
+    /// hub woke it (every publish, yank, … and `/v2/` push wakes it at once; the poll catches
+    /// writes by other replicas sharing the database).
+    pub search_poll_ms: u64,
 }
 
 impl std::fmt::Debug for Config {
@@ -112,6 +116,7 @@ impl Default for Config {
             max_upload_bytes_per_user: 4 << 30,
             max_namespace_bytes: 20 << 30,
             max_manifests_per_namespace: 10_000,
+            search_poll_ms: 250,
         }
     }
 }

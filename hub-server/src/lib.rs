@@ -106,6 +106,7 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
         Role::Serve => Some(Arc::new(search::Search::start(
             store.clone(),
             &config.data_dir,
+            std::time::Duration::from_millis(config.search_poll_ms.max(10)),
         )?)),
         Role::Command => None,
     };

@@ -41,12 +41,21 @@ pub struct Search {
 }
 
 impl Search {
-    /// Opens the index in `data_dir` and starts following the outbox of `store`.
-    pub fn start(store: Store, data_dir: &Path) -> anyhow::Result<Search> {
+    /// Opens the index in `data_dir` and starts following the outbox of `store`, looking at it
+    /// every `poll` when no write of this hub wakes the follower ([`Search::wake`]).
+    pub fn start(
+        store: Store,
+        data_dir: &Path,
+        poll: std::time::Duration,
+    ) -> anyhow::Result<Search> {
         let dir = index_dir(data_dir);
         let index = SearchIndex::open_or_create(&dir)
             .with_context(|| format!("cannot open the search index {}", dir.display()))?;
-        let follower = Follower::start(index.clone(), HubOutbox { store }, FollowConfig::default())
+        let config = FollowConfig {
+            poll_interval: poll,
+            ..FollowConfig::default()
+        };
+        let follower = Follower::start(index.clone(), HubOutbox { store }, config)
             .context("cannot start the search follower (is another hub using this data dir?)")?;
         Ok(Search {
             index,

@@ -2069,3 +2069,43 @@ async fn slow_json_requests_time_out_but_streaming_routes_do_not() {
     assert_eq!(upload.await.unwrap(), 201);
     app.stop().await;
 }
+
+/// Issue 14, point 5: an agent pushed through `/v2/` wakes the search follower as a JSON
+/// publish does. The follower's own poll is set to an hour here, so only the wake can make the
+/// agent searchable within the test's bound.
+#[tokio::test]
+async fn an_oci_push_wakes_the_search_follower() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.search_poll_ms = 3_600_000).await;
+    let auth = basic(&app.user.token);
+    let bundle = b"bundle pushed through /v2/".to_vec();
+    let m = bundle_manifest("alice/woken", "1.0.0", &bundle);
+    let env = sign_manifest(&m, &app.user.key).to_json().into_bytes();
+    let ed = push_blob(&app, "alice/woken", &auth, &env).await;
+    let bd = push_blob(&app, "alice/woken", &auth, &bundle).await;
+    let om = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": mt::OCI_IMAGE_MANIFEST,
+        "artifactType": mt::AGENT_ARTIFACT_V1,
+        "config": {"mediaType": mt::AGENT_ENVELOPE_V1, "digest": ed.to_string(), "size": env.len()},
+        "layers": [{"mediaType": mt::AGENT_BUNDLE_V1, "digest": bd.to_string(), "size": bundle.len()}],
+    }))
+    .unwrap();
+    let r = put_manifest(&app, "alice/woken", "1.0.0", &auth, &om).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    // Bounded: at most 200 looks, 50 ms apart.
+    for _ in 0..200 {
+        let (s, v) = app.get("/api/v1/search?q=Data%20Analyst").await;
+        assert_eq!(s, 200, "{v}");
+        if v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["name"] == "alice/woken")
+        {
+            app.stop().await;
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the pushed agent never became searchable: the push did not wake the follower");
+}
