@@ -41,8 +41,10 @@ pub struct Config {
     pub upstream_registry: Option<String>,
     /// User name for `upstream_registry` (anonymous when unset).
     pub upstream_username: Option<String>,
-    /// Password or token for `upstream_registry`.
-    pub upstream_password: Option<String>,
+    /// Password or token for `upstream_registry` (held as a secret: zeroed on drop, never in
+    /// `Debug`, serialized as `<redacted>`).
+    #[serde(serialize_with = "redacted")]
+    pub upstream_password: Option<secrecy::SecretString>,
     /// Largest blob a `/v2/` upload may store, in bytes (an upload past it is refused with
     /// `SIZE_INVALID` and its bytes dropped).
     pub max_blob_bytes: u64,
@@ -118,6 +120,17 @@ impl Default for Config {
             max_manifests_per_namespace: 10_000,
             search_poll_ms: 250,
         }
+    }
+}
+
+/// Serializes a secret setting without its value.
+fn redacted<S: serde::Serializer>(
+    v: &Option<secrecy::SecretString>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(_) => s.serialize_some("<redacted>"),
+        None => s.serialize_none(),
     }
 }
 
@@ -253,7 +266,12 @@ mod tests {
             ("OFC_HUB__MAX_BUNDLE_BYTES".to_string(), " 42 ".to_string()),
         ];
         let c = Config::load(None, env, toml::Table::new()).unwrap();
-        assert_eq!(c.upstream_password.as_deref(), Some("123456"));
+        assert_eq!(
+            c.upstream_password
+                .as_ref()
+                .map(secrecy::ExposeSecret::expose_secret),
+            Some("123456")
+        );
         assert_eq!(c.registry_host, "true");
         assert_eq!(c.max_bundle_bytes, 42);
         let env = vec![(
@@ -267,6 +285,21 @@ mod tests {
         assert_eq!(
             err,
             "OFC_HUB__MAX_BUNDLE_BYTES: `lots` is not a whole number"
+        );
+    }
+
+    #[test]
+    fn the_upstream_password_never_shows() {
+        let env = vec![(
+            "OFC_HUB__UPSTREAM_PASSWORD".to_string(),
+            "hunter2-upstream".to_string(),
+        )];
+        let c = Config::load(None, env, toml::Table::new()).unwrap();
+        let shown = format!("{c:?} {}", toml::to_string(&c).unwrap());
+        assert!(!shown.contains("hunter2-upstream"), "{shown}");
+        assert!(
+            shown.contains("upstream_password = \"<redacted>\""),
+            "{shown}"
         );
     }
 

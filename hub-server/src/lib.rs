@@ -94,7 +94,10 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
                 &config.data_dir,
                 url,
                 config.upstream_username.as_deref(),
-                config.upstream_password.as_deref(),
+                config
+                    .upstream_password
+                    .as_ref()
+                    .map(secrecy::ExposeSecret::expose_secret),
             )
             .context("cannot open the upstream blob store")?,
         ),
