@@ -50,7 +50,7 @@ async fn main() -> anyhow::Result<()> {
             c.user.id,
         )
         .await?;
-    let token = c.token.0.clone();
+    let token = c.token.expose().to_string();
     let client = reqwest::Client::new();
     let next = Arc::new(AtomicUsize::new(0));
     let ok = Arc::new(AtomicUsize::new(0));

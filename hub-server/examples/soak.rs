@@ -172,7 +172,7 @@ async fn main() -> anyhow::Result<()> {
             c.user.id,
         )
         .await?;
-    let token = c.token.0.clone();
+    let token = c.token.expose().to_string();
     let end = Instant::now() + Duration::from_secs(seconds);
     let rss_start = rss_mib();
 

@@ -76,7 +76,7 @@ pub async fn create_token(
             &Actor::operator(),
             user.id,
             name,
-            &hash_token(&secret.0),
+            &hash_token(secret.expose()),
             &scopes
                 .iter()
                 .map(|s| s.as_str())

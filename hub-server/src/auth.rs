@@ -22,9 +22,17 @@ pub const TOKEN_PREFIX: &str = "ofc_";
 /// Registry-API agent tokens start with this.
 pub const AGENT_TOKEN_PREFIX: &str = "ofc_agent_";
 
-/// A freshly generated secret. `Debug` is redacted.
+/// A freshly generated secret, held as a [`secrecy::SecretString`]: zeroed on drop, and its
+/// `Debug` is redacted. [`Secret::expose`] is the one way to its text.
 #[derive(Clone)]
-pub struct Secret(pub String);
+pub struct Secret(secrecy::SecretString);
+
+impl Secret {
+    /// The secret's text, for the one place it is shown or hashed.
+    pub fn expose(&self) -> &str {
+        secrecy::ExposeSecret::expose_secret(&self.0)
+    }
+}
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -36,7 +44,7 @@ impl fmt::Debug for Secret {
 pub fn generate_token(prefix: &str) -> Secret {
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
-    Secret(format!("{prefix}{}", URL_SAFE_NO_PAD.encode(bytes)))
+    Secret(format!("{prefix}{}", URL_SAFE_NO_PAD.encode(bytes)).into())
 }
 
 /// Hex SHA-256 of a token: what the database stores.
@@ -395,10 +403,10 @@ mod tests {
     #[test]
     fn tokens_are_prefixed_and_hashed() {
         let t = generate_token(TOKEN_PREFIX);
-        assert!(t.0.starts_with("ofc_"));
-        assert_eq!(t.0.len(), 4 + 43);
-        assert_eq!(hash_token(&t.0).len(), 64);
-        assert_ne!(hash_token(&t.0), t.0);
+        assert!(t.expose().starts_with("ofc_"));
+        assert_eq!(t.expose().len(), 4 + 43);
+        assert_eq!(hash_token(t.expose()).len(), 64);
+        assert_ne!(hash_token(t.expose()), t.expose());
         assert_eq!(format!("{t:?}"), "Secret(<redacted>)");
     }
 

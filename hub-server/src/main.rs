@@ -304,7 +304,7 @@ async fn admin_cmd(store: &hub_server::store::Store, cmd: AdminCommand) -> anyho
             if json {
                 out(json!({
                     "user": c.user.name, "admin": c.user.is_admin, "namespace": c.namespace,
-                    "token": c.token.0, "token_id": c.token_row.id,
+                    "token": c.token.expose(), "token_id": c.token_row.id,
                     "scopes": c.token_row.scopes.split(',').collect::<Vec<_>>(),
                 }));
             } else {
@@ -316,7 +316,7 @@ async fn admin_cmd(store: &hub_server::store::Store, cmd: AdminCommand) -> anyho
                         .map(|n| format!(" and namespace `{n}`"))
                         .unwrap_or_default()
                 );
-                out(&c.token.0);
+                out(c.token.expose());
             }
         }
         AdminCommand::ListUsers { json } => {
@@ -392,10 +392,10 @@ async fn admin_cmd(store: &hub_server::store::Store, cmd: AdminCommand) -> anyho
             )
             .await?;
             if json {
-                out(json!({"token": secret.0, "token_id": row.id, "user": u.name}));
+                out(json!({"token": secret.expose(), "token_id": row.id, "user": u.name}));
             } else {
                 eprintln!("token {} for `{}` (shown once):", row.id, u.name);
-                out(&secret.0);
+                out(secret.expose());
             }
         }
         AdminCommand::ListTokens { user, json } => {

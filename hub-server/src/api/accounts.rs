@@ -205,14 +205,14 @@ async fn issue(
             actor,
             user_id,
             name,
-            &hash_token(&secret.0),
+            &hash_token(secret.expose()),
             &scopes_text,
             &pats.join(","),
             expires_at,
         )
         .await?;
     Ok(NewToken {
-        token: secret.0,
+        token: secret.expose().to_string(),
         info: row.into(),
     })
 }

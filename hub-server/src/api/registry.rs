@@ -215,7 +215,7 @@ pub async fn register(
                 endpoint: req.endpoint.clone(),
                 metadata,
                 public_key: req.public_key.clone(),
-                token_hash: hash_token(&token.0),
+                token_hash: hash_token(token.expose()),
             },
         )
         .await
@@ -227,7 +227,7 @@ pub async fn register(
         StatusCode::CREATED,
         Json(RegisterAgentResponse {
             agent_id: handle.to_string(),
-            agent_token: Token::new(token.0),
+            agent_token: Token::new(token.expose().to_string()),
             status: RegistryStatus::Active,
             registry: state.config.registry_host.clone(),
         }),

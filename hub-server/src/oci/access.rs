@@ -199,7 +199,7 @@ pub(super) async fn token(State(st): State<OciState>, req: Request) -> Response 
         let push = push_namespaces_asked(parts.uri.query());
         db::put_access_token(
             st.app.store.db(),
-            &hash_token(&t.0),
+            &hash_token(t.expose()),
             api_hash.as_deref(),
             &push,
             now_ms() + ACCESS_TOKEN_TTL_SECS * 1000,
@@ -209,8 +209,8 @@ pub(super) async fn token(State(st): State<OciState>, req: Request) -> Response 
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
         Ok(axum::Json(json!({
-            "token": t.0,
-            "access_token": t.0,
+            "token": t.expose(),
+            "access_token": t.expose(),
             "expires_in": ACCESS_TOKEN_TTL_SECS,
             "issued_at": issued,
         }))

@@ -157,7 +157,7 @@ async fn authorization_matrix_has_no_escalation() {
     let t_root_plain = app.token("root-admin", &all, &["*"], None).await;
     // Expired and revoked tokens.
     let alice_id = app.store().user_by_name("alice").await.unwrap().unwrap().id;
-    let expired = generate_token(TOKEN_PREFIX).0;
+    let expired = generate_token(TOKEN_PREFIX).expose().to_string();
     app.store()
         .create_token(
             &Actor::operator(),
@@ -170,7 +170,7 @@ async fn authorization_matrix_has_no_escalation() {
         )
         .await
         .unwrap();
-    let revoked = generate_token(TOKEN_PREFIX).0;
+    let revoked = generate_token(TOKEN_PREFIX).expose().to_string();
     let row = app
         .store()
         .create_token(

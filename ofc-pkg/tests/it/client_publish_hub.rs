@@ -36,7 +36,11 @@ impl Hub {
             tokio::spawn(hub_server::serve(state, listener, async {
                 let _ = rx.await;
             }));
-            (format!("http://{addr}"), created.token.0, tx)
+            (
+                format!("http://{addr}"),
+                created.token.expose().to_string(),
+                tx,
+            )
         });
         Hub {
             url,

@@ -215,7 +215,7 @@ impl TestApp {
             .unwrap();
         TestUser {
             name: c.user.name,
-            token: c.token.0,
+            token: c.token.expose().to_string(),
             key,
         }
     }
@@ -234,7 +234,8 @@ impl TestApp {
             .await
             .unwrap()
             .0
-            .0
+            .expose()
+            .to_string()
     }
 
     pub fn url(&self, path: &str) -> String {
