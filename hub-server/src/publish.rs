@@ -453,25 +453,11 @@ async fn publish_checked(
     // The transaction claims every blob first, so a concurrent garbage collection cannot take
     // one from an acknowledged version; one it took before the claim is stored again from the
     // bytes at hand (a bundle uploaded through `/v2/` cannot be: then `bundle_missing`).
-    let mut attempts = 0;
-    let committed = loop {
-        match app
-            .store
+    let committed = with_restores(app, &restorable, || {
+        app.store
             .publish_claiming(&actor, &new, Some(&claim), Some(&m))
-            .await
-        {
-            Err(StoreError::BlobUnavailable { digest, why }) => {
-                match restorable.iter().find(|(d, _)| d.to_string() == digest) {
-                    Some((d, b)) if attempts < RESTORE_ATTEMPTS => {
-                        attempts += 1;
-                        gc::store_bytes(app, d, b).await?;
-                    }
-                    _ => break Err(StoreError::BlobUnavailable { digest, why }),
-                }
-            }
-            r => break r,
-        }
-    };
+    })
+    .await?;
     let (seq, at) = committed.map_err(|e| match e {
         StoreError::VersionExists => PublishError::VersionExists {
             name: name.clone(),
@@ -516,6 +502,34 @@ async fn publish_checked(
         published_at: at,
         oci_digest: oci.digest,
     })
+}
+
+/// Runs `commit` (a transaction that claims blobs) until it does not fail for a blob a garbage
+/// collection took that `restorable` holds the bytes of: that blob is stored again and the
+/// transaction retried, at most [`RESTORE_ATTEMPTS`] times. Any other outcome is returned.
+async fn with_restores<T, Fut>(
+    app: &AppState,
+    restorable: &[(Digest, &[u8])],
+    mut commit: impl FnMut() -> Fut,
+) -> Result<Result<T, StoreError>, PublishError>
+where
+    Fut: Future<Output = Result<T, StoreError>>,
+{
+    let mut attempts = 0;
+    loop {
+        match commit().await {
+            Err(StoreError::BlobUnavailable { digest, why }) => {
+                match restorable.iter().find(|(d, _)| d.to_string() == digest) {
+                    Some((d, b)) if attempts < RESTORE_ATTEMPTS => {
+                        attempts += 1;
+                        gc::store_bytes(app, d, b).await?;
+                    }
+                    _ => return Ok(Err(StoreError::BlobUnavailable { digest, why })),
+                }
+            }
+            r => return Ok(r),
+        }
+    }
 }
 
 fn parse_version(v: &str) -> Result<String, PublishError> {
@@ -771,26 +785,19 @@ pub async fn backfill_manifests(app: &AppState) -> Result<usize, PublishError> {
         let oci = OciRecord::derive(app, &v.name, &v.version, &v.envelope, bundle).await?;
         let claim = db::BlobClaim::new(app.blobs.clone(), oci.blobs.clone());
         let m = oci.manifest(&v.name, &v.version);
-        let mut attempts = 0;
-        loop {
-            match db::put_manifest(app.store.db(), &m, &claim).await {
-                Err(StoreError::BlobUnavailable { digest, why }) => {
-                    match oci.own.iter().find(|(d, _)| d.to_string() == digest) {
-                        Some((d, b)) if attempts < RESTORE_ATTEMPTS => {
-                            attempts += 1;
-                            gc::store_bytes(app, d, b).await?;
-                        }
-                        // The bundle is gone: the version cannot be served under `/v2/`.
-                        _ => {
-                            tracing::warn!(agent.name = %v.name, agent.version = %v.version,
-                                blob = %digest, why = %why,
-                                "cannot record the OCI manifest of a version: a blob is missing");
-                            break;
-                        }
-                    }
-                }
-                r => break r?,
+        let restorable = oci.restorable();
+        match with_restores(app, &restorable, || {
+            db::put_manifest(app.store.db(), &m, &claim)
+        })
+        .await?
+        {
+            // The bundle is gone: the version cannot be served under `/v2/`.
+            Err(StoreError::BlobUnavailable { digest, why }) => {
+                tracing::warn!(agent.name = %v.name, agent.version = %v.version,
+                    blob = %digest, why = %why,
+                    "cannot record the OCI manifest of a version: a blob is missing");
             }
+            r => r?,
         }
     }
     Ok(todo.len())
