@@ -21,27 +21,8 @@ pub const MAX_FILTER_VALUES: usize = 16;
 pub const MAX_FILTER_BYTES: usize = 128;
 const MAX_CURSOR_BYTES: usize = 512;
 
-/// The raw query-string parameters of `GET /api/v1/search` (what axum's `Query` extracts).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SearchParams {
-    /// Free text.
-    pub q: Option<String>,
-    /// Capability names, comma-separated; every one must be offered.
-    pub capability: Option<String>,
-    /// Keywords, comma-separated; every one must be present.
-    pub keyword: Option<String>,
-    /// Source kind.
-    pub kind: Option<String>,
-    /// Publisher.
-    pub publisher: Option<String>,
-    /// `relevance` (default), `downloads` or `updated`.
-    pub sort: Option<String>,
-    /// Hits per page, 1..=100.
-    pub limit: Option<String>,
-    /// The `next_cursor` of the previous page.
-    pub cursor: Option<String>,
-}
+/// The raw query-string parameters of `GET /api/v1/search`, as the hub API defines them.
+pub use index_schema::hub_api::SearchParams;
 
 /// How hits are ordered. Ties break by name, ascending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -4,9 +4,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-use std::ops::Range;
 
-use serde::Serialize;
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::fieldnorm::FieldNormReader;
@@ -69,52 +67,12 @@ const STOP_WORDS: &[&str] = &[
     "agent", "agents",
 ];
 
-/// One hit: the agent's latest visible version.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Hit {
-    /// `publisher/agent`.
-    pub name: String,
-    /// The version shown.
-    pub version: String,
-    /// Display name.
-    pub display_name: String,
-    /// Tagline.
-    pub tagline: String,
-    /// Source kind.
-    pub kind: String,
-    /// Downloads.
-    pub downloads: u64,
-    /// Last update, Unix seconds.
-    pub updated_at: i64,
-    /// Deprecated by its publisher.
-    pub deprecated: bool,
-    /// Ranking score (relevance sort only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub score: Option<f32>,
-    /// Matched words in the tagline and description.
-    pub highlights: Vec<Highlight>,
-}
-
 /// A fragment of a field with the matched words marked by byte ranges.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Highlight {
-    /// `tagline` or `description`.
-    pub field: &'static str,
-    /// The fragment.
-    pub fragment: String,
-    /// Byte ranges of `fragment` that matched.
-    pub ranges: Vec<Range<usize>>,
-}
-
+pub use index_schema::hub_api::SearchHighlight as Highlight;
+/// One hit: the agent's latest visible version (the hub API's type).
+pub use index_schema::hub_api::SearchHit as Hit;
 /// A page of hits.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SearchResults {
-    /// Hits in order.
-    pub hits: Vec<Hit>,
-    /// Pass as `cursor` for the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-}
+pub use index_schema::hub_api::SearchPage as SearchResults;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -173,9 +131,9 @@ impl SearchIndex {
                 .filter_map(|(f, g)| {
                     let snip = g.snippet_from_doc(&doc);
                     (!snip.highlighted().is_empty()).then(|| Highlight {
-                        field: f,
+                        field: (*f).to_owned(),
                         fragment: snip.fragment().to_owned(),
-                        ranges: snip.highlighted().to_vec(),
+                        ranges: snip.highlighted().iter().cloned().map(Into::into).collect(),
                     })
                 })
                 .collect();

@@ -124,7 +124,7 @@ fn highlights_mark_matched_words() {
     assert!(
         hl.ranges
             .iter()
-            .any(|r| hl.fragment[r.clone()].eq_ignore_ascii_case("pandas")),
+            .any(|r| hl.fragment[r.range()].eq_ignore_ascii_case("pandas")),
         "{hl:?}"
     );
 }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use index_schema::hub_api::ErrorCode;
 use rand::RngCore;
 use sha2::{Digest as _, Sha256};
 
@@ -445,12 +446,12 @@ pub enum TokenRefusal {
 
 impl TokenRefusal {
     /// The API error code and message.
-    pub fn code_and_message(self) -> (&'static str, &'static str) {
+    pub fn code_and_message(self) -> (ErrorCode, &'static str) {
         match self {
-            TokenRefusal::Unknown => ("invalid_token", "the API token is not valid"),
-            TokenRefusal::Revoked => ("token_revoked", "the API token was revoked"),
-            TokenRefusal::Expired => ("token_expired", "the API token has expired"),
-            TokenRefusal::UserDisabled => ("user_disabled", "the account is disabled"),
+            TokenRefusal::Unknown => (ErrorCode::InvalidToken, "the API token is not valid"),
+            TokenRefusal::Revoked => (ErrorCode::TokenRevoked, "the API token was revoked"),
+            TokenRefusal::Expired => (ErrorCode::TokenExpired, "the API token has expired"),
+            TokenRefusal::UserDisabled => (ErrorCode::UserDisabled, "the account is disabled"),
         }
     }
 }
@@ -511,7 +512,7 @@ pub async fn principal_for_token(
 ) -> Result<Principal, crate::error::ApiError> {
     use crate::error::{ApiError, too_many};
     let ip_key = FailureLimiter::token_key(&FailureLimiter::ip_key(ip));
-    let fail = |code: &'static str, msg: &str| {
+    let fail = |code: ErrorCode, msg: &str| {
         state.metrics.auth_failure();
         if let Some(secs) = state.limiter.blocked(&ip_key) {
             return too_many(secs);
@@ -520,7 +521,7 @@ pub async fn principal_for_token(
         ApiError::unauthorized(code, msg.to_string())
     };
     if token.is_empty() || token.len() > 200 {
-        return Err(fail("invalid_token", "the API token is malformed"));
+        return Err(fail(ErrorCode::InvalidToken, "the API token is malformed"));
     }
     match principal_for_hash(&state.store, &hash_token(token)).await? {
         Ok(p) => Ok(p),

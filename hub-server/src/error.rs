@@ -3,17 +3,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-
-/// The body of every error response.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-pub struct ErrorBody {
-    /// Stable, machine-readable (`version_exists`, `forbidden_scope`, …).
-    pub code: String,
-    /// For people: what went wrong and what to do.
-    pub message: String,
-}
+pub use index_schema::hub_api::{ErrorBody, ErrorCode};
 
 /// An error an HTTP handler returns.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -22,7 +12,7 @@ pub struct ApiError {
     /// HTTP status.
     pub status: StatusCode,
     /// See [`ErrorBody::code`].
-    pub code: &'static str,
+    pub code: ErrorCode,
     /// See [`ErrorBody::message`].
     pub message: String,
 }
@@ -32,7 +22,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     /// An error with any status.
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             status,
             code,
@@ -40,27 +30,27 @@ impl ApiError {
         }
     }
     /// 400.
-    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn bad_request(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
     /// 401.
-    pub fn unauthorized(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn unauthorized(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, code, message)
     }
     /// 403.
-    pub fn forbidden(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn forbidden(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::FORBIDDEN, code, message)
     }
     /// 404.
-    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn not_found(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, code, message)
     }
     /// 409.
-    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn conflict(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, code, message)
     }
     /// 413.
-    pub fn too_large(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn too_large(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, code, message)
     }
     /// 500, logged once here; the client sees no internals.
@@ -68,7 +58,7 @@ impl ApiError {
         tracing::error!(error = %err, "internal error");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
+            ErrorCode::Internal,
             "internal server error",
         )
     }
@@ -77,7 +67,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
-            code: self.code.to_string(),
+            code: self.code,
             message: self.message,
         };
         (self.status, Json(body)).into_response()
@@ -87,8 +77,8 @@ impl IntoResponse for ApiError {
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> Self {
         match e {
-            crate::store::StoreError::Conflict(m) => ApiError::conflict("conflict", m),
-            crate::store::StoreError::NotFound(m) => ApiError::not_found("not_found", m),
+            crate::store::StoreError::Conflict(m) => ApiError::conflict(ErrorCode::Conflict, m),
+            crate::store::StoreError::NotFound(m) => ApiError::not_found(ErrorCode::NotFound, m),
             other => ApiError::internal(other),
         }
     }
@@ -102,21 +92,21 @@ impl From<crate::blob::BlobError> for ApiError {
 
 /// The `code` used when a framework rejection (bad path, bad JSON, body too large, unknown
 /// route) is turned into an [`ErrorBody`].
-pub fn code_for_status(status: StatusCode) -> &'static str {
+pub fn code_for_status(status: StatusCode) -> ErrorCode {
     match status {
-        StatusCode::BAD_REQUEST => "bad_request",
-        StatusCode::UNAUTHORIZED => "unauthorized",
-        StatusCode::FORBIDDEN => "forbidden",
-        StatusCode::NOT_FOUND => "not_found",
-        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
-        StatusCode::NOT_ACCEPTABLE => "not_acceptable",
-        StatusCode::CONFLICT => "conflict",
-        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-        StatusCode::UNPROCESSABLE_ENTITY => "invalid_body",
-        StatusCode::TOO_MANY_REQUESTS => "too_many_requests",
-        s if s.is_server_error() => "internal",
-        _ => "error",
+        StatusCode::BAD_REQUEST => ErrorCode::BadRequest,
+        StatusCode::UNAUTHORIZED => ErrorCode::Unauthorized,
+        StatusCode::FORBIDDEN => ErrorCode::Forbidden,
+        StatusCode::NOT_FOUND => ErrorCode::NotFound,
+        StatusCode::METHOD_NOT_ALLOWED => ErrorCode::MethodNotAllowed,
+        StatusCode::NOT_ACCEPTABLE => ErrorCode::NotAcceptable,
+        StatusCode::CONFLICT => ErrorCode::Conflict,
+        StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ErrorCode::UnsupportedMediaType,
+        StatusCode::UNPROCESSABLE_ENTITY => ErrorCode::InvalidBody,
+        StatusCode::TOO_MANY_REQUESTS => ErrorCode::TooManyRequests,
+        s if s.is_server_error() => ErrorCode::Internal,
+        _ => ErrorCode::Error,
     }
 }
 
@@ -125,19 +115,19 @@ pub fn denied_error(d: crate::auth::Denied) -> ApiError {
     use crate::auth::Denied;
     match d {
         Denied::Scope(s) => ApiError::forbidden(
-            "forbidden_scope",
+            ErrorCode::ForbiddenScope,
             format!("this token lacks the `{}` scope", s.as_str()),
         ),
         Denied::Namespace(n) => ApiError::forbidden(
-            "forbidden_namespace",
+            ErrorCode::ForbiddenNamespace,
             format!("this token is not valid for namespace `{n}`"),
         ),
         Denied::NotMember(n) => ApiError::forbidden(
-            "not_member",
+            ErrorCode::NotMember,
             format!("you are not a member of namespace `{n}`"),
         ),
         Denied::Role(r, s) => ApiError::forbidden(
-            "forbidden_role",
+            ErrorCode::ForbiddenRole,
             format!(
                 "your role `{}` does not allow `{}` in this namespace",
                 r.as_str(),
@@ -145,7 +135,7 @@ pub fn denied_error(d: crate::auth::Denied) -> ApiError {
             ),
         ),
         Denied::AdminOnly => {
-            ApiError::forbidden("admin_only", "only a hub administrator may do this")
+            ApiError::forbidden(ErrorCode::AdminOnly, "only a hub administrator may do this")
         }
     }
 }
@@ -154,7 +144,7 @@ pub fn denied_error(d: crate::auth::Denied) -> ApiError {
 pub fn too_many(secs: u64) -> ApiError {
     ApiError::new(
         StatusCode::TOO_MANY_REQUESTS,
-        "too_many_auth_failures",
+        ErrorCode::TooManyAuthFailures,
         format!("too many failed authentications from this client; retry in {secs} s"),
     )
 }

@@ -25,6 +25,7 @@ use serde_json::json;
 
 use crate::api::AppState;
 use crate::auth::{Denied, Principal, Scope};
+use crate::error::ErrorCode;
 use crate::oci::{Parsed, db, gc};
 use crate::store::{Actor, NewVersion, StoreError};
 
@@ -228,31 +229,31 @@ pub enum PublishError {
 
 impl PublishError {
     /// The stable code the JSON API reports (`version_exists`, `bundle_missing`, …).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            PublishError::InvalidName(_) => "invalid_name",
-            PublishError::InvalidVersion { .. } => "invalid_version",
-            PublishError::NamespaceNotFound(_) => "namespace_not_found",
+            PublishError::InvalidName(_) => ErrorCode::InvalidName,
+            PublishError::InvalidVersion { .. } => ErrorCode::InvalidVersion,
+            PublishError::NamespaceNotFound(_) => ErrorCode::NamespaceNotFound,
             PublishError::Denied(d) => crate::api::denied_error(d.clone()).code,
-            PublishError::RegistryEntry(_) => "registry_entry",
-            PublishError::InvalidEnvelope(_) => "invalid_envelope",
-            PublishError::InvalidManifest(_) => "invalid_manifest",
-            PublishError::BadSignature(_) => "bad_signature",
-            PublishError::KeyRevoked { .. } => "key_revoked",
-            PublishError::UntrustedKey { .. } => "untrusted_key",
-            PublishError::NameMismatch { .. } => "name_mismatch",
-            PublishError::VersionMismatch { .. } => "version_mismatch",
-            PublishError::BundleTooLarge { .. } => "bundle_too_large",
-            PublishError::InlineBundleTooLarge { .. } => "inline_bundle_too_large",
-            PublishError::InvalidBundle(_) => "invalid_bundle",
-            PublishError::BundleSizeMismatch { .. } => "bundle_size_mismatch",
-            PublishError::BundleDigestMismatch { .. } => "bundle_digest_mismatch",
-            PublishError::BundleMissing(_) => "bundle_missing",
-            PublishError::UnexpectedBundle(_) => "unexpected_bundle",
-            PublishError::VersionExists { .. } => "version_exists",
-            PublishError::VersionDeleted { .. } => "version_deleted",
-            PublishError::Conflict(_) => "conflict",
-            PublishError::Internal(_) => "internal",
+            PublishError::RegistryEntry(_) => ErrorCode::RegistryEntry,
+            PublishError::InvalidEnvelope(_) => ErrorCode::InvalidEnvelope,
+            PublishError::InvalidManifest(_) => ErrorCode::InvalidManifest,
+            PublishError::BadSignature(_) => ErrorCode::BadSignature,
+            PublishError::KeyRevoked { .. } => ErrorCode::KeyRevoked,
+            PublishError::UntrustedKey { .. } => ErrorCode::UntrustedKey,
+            PublishError::NameMismatch { .. } => ErrorCode::NameMismatch,
+            PublishError::VersionMismatch { .. } => ErrorCode::VersionMismatch,
+            PublishError::BundleTooLarge { .. } => ErrorCode::BundleTooLarge,
+            PublishError::InlineBundleTooLarge { .. } => ErrorCode::InlineBundleTooLarge,
+            PublishError::InvalidBundle(_) => ErrorCode::InvalidBundle,
+            PublishError::BundleSizeMismatch { .. } => ErrorCode::BundleSizeMismatch,
+            PublishError::BundleDigestMismatch { .. } => ErrorCode::BundleDigestMismatch,
+            PublishError::BundleMissing(_) => ErrorCode::BundleMissing,
+            PublishError::UnexpectedBundle(_) => ErrorCode::UnexpectedBundle,
+            PublishError::VersionExists { .. } => ErrorCode::VersionExists,
+            PublishError::VersionDeleted { .. } => ErrorCode::VersionDeleted,
+            PublishError::Conflict(_) => ErrorCode::Conflict,
+            PublishError::Internal(_) => ErrorCode::Internal,
         }
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::auth::{FailureLimiter, Principal, Role, Scope};
 use crate::blob::BlobStore;
 use crate::config::Config;
-use crate::error::{ApiError, denied_error};
+use crate::error::{ApiError, ErrorCode, denied_error};
 use crate::metrics::Metrics;
 use crate::store::{Namespace, Store};
 
@@ -49,7 +49,10 @@ impl AppState {
     pub async fn namespace_or_404(&self, name: &str) -> Result<Namespace, ApiError> {
         let name = name.to_ascii_lowercase();
         self.store.namespace(&name).await?.ok_or_else(|| {
-            ApiError::not_found("namespace_not_found", format!("no namespace `{name}`"))
+            ApiError::not_found(
+                ErrorCode::NamespaceNotFound,
+                format!("no namespace `{name}`"),
+            )
         })
     }
 

@@ -135,32 +135,10 @@ pub struct Namespace {
 }
 
 /// A member of a namespace.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Member {
-    /// User name.
-    pub user: String,
-    /// `owner`, `maintainer` or `publisher`.
-    pub role: String,
-    /// Unix ms.
-    pub added_at: i64,
-}
+pub use index_schema::hub_api::Member;
 
 /// A publisher key.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct KeyRow {
-    /// Key id (hex).
-    pub key_id: String,
-    /// `ed25519:<base64>`.
-    pub public_key: String,
-    /// Who registered it.
-    pub added_by: String,
-    /// Unix ms.
-    pub added_at: i64,
-    /// Unix ms, if revoked.
-    pub revoked_at: Option<i64>,
-    /// Who revoked it.
-    pub revoked_by: Option<String>,
-}
+pub use index_schema::hub_api::Key as KeyRow;
 
 /// An agent.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -225,39 +203,10 @@ pub struct VersionRow {
 }
 
 /// An outbox entry.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct OutboxRow {
-    /// Monotonic, gapless.
-    pub seq: i64,
-    /// `publish`, `yank`, `unyank`, `deprecate`, `undeprecate`, `delete_version`, `delete_agent`,
-    /// `registry_update`.
-    pub kind: String,
-    /// `publisher/agent`.
-    pub agent: String,
-    /// Version, when the change is about one.
-    pub version: Option<String>,
-    /// Unix ms.
-    pub created_at: i64,
-}
+pub use index_schema::hub_api::OutboxEntry as OutboxRow;
 
 /// An audit entry.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct AuditRow {
-    /// Id.
-    pub id: i64,
-    /// Unix ms.
-    pub at: i64,
-    /// Acting user name.
-    pub user_name: Option<String>,
-    /// Acting token id.
-    pub token_id: Option<i64>,
-    /// What was done.
-    pub action: String,
-    /// On what.
-    pub target: String,
-    /// Details.
-    pub detail: Option<String>,
-}
+pub use index_schema::hub_api::AuditEntry as AuditRow;
 
 /// A version about to be published.
 #[derive(Debug, Clone)]

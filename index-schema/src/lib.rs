@@ -2,8 +2,12 @@
 //!
 //! Every document ofc reads or writes is defined here, with no network or database I/O: names and
 //! references, the agent manifest, the signed envelope (DSSE + ed25519), `agent.yaml`,
-//! AgentCards, `blueprint.yaml`, the lockfile `ofc.lock` and the OFC wire types. Parsers report
-//! problems as [`Diagnostics`] that name the field and its line and column.
+//! AgentCards, `blueprint.yaml`, the lockfile `ofc.lock`, the OFC wire types and the hub's HTTP
+//! API ([`hub_api`], shared by `ofc-hub` and `ofc`). Parsers report problems as [`Diagnostics`]
+//! that name the field and its line and column.
+
+#[macro_use]
+mod open_enum;
 
 pub mod agent_card;
 pub mod agent_yaml;
@@ -11,6 +15,7 @@ pub mod blueprint;
 pub mod diagnostic;
 pub mod envelope;
 pub mod http_url;
+pub mod hub_api;
 pub mod lockfile;
 pub mod manifest;
 pub mod media_types;

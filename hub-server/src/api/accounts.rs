@@ -5,78 +5,20 @@ use std::net::SocketAddr;
 use axum::Json;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+pub use index_schema::hub_api::{
+    CreateTokenRequest, LoginRequest, Me, MyNamespace, NewToken, TokenInfo, TokenList,
+};
 
 use super::{AppState, Auth, ip_of, too_many};
 use crate::auth::{
     FailureLimiter, Scope, TOKEN_PREFIX, check_pattern, generate_token, hash_token, parse_scopes,
     pattern_covers, verify_password,
 };
-use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiResult, ErrorBody, ErrorCode};
 use crate::store::{Actor, TokenRow, now_ms};
 
 /// Longest token lifetime a request may ask for.
 const MAX_EXPIRY_DAYS: u32 = 3650;
-
-/// `POST /api/v1/login`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LoginRequest {
-    /// User name.
-    pub username: String,
-    /// Password.
-    pub password: String,
-    /// Label of the token to create (`ofc login` by default).
-    #[serde(default)]
-    pub token_name: Option<String>,
-    /// Scopes; every non-admin scope by default.
-    #[serde(default)]
-    pub scopes: Option<Vec<String>>,
-    /// Namespace patterns; `*` by default.
-    #[serde(default)]
-    pub namespaces: Option<Vec<String>>,
-    /// Expiry in days; none by default.
-    #[serde(default)]
-    pub expires_in_days: Option<u32>,
-}
-
-/// `POST /api/v1/tokens`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateTokenRequest {
-    /// Label.
-    pub name: String,
-    /// Scopes (`publish-new`, `publish-update`, `yank`, `manage-keys`, `manage-members`,
-    /// `admin`), at most those of the token making the request.
-    pub scopes: Vec<String>,
-    /// Namespace patterns (`*`, `acme`, `acme-*`), within those of the token making the request.
-    pub namespaces: Vec<String>,
-    /// Expiry in days.
-    #[serde(default)]
-    pub expires_in_days: Option<u32>,
-}
-
-/// A token as listed (never its secret).
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct TokenInfo {
-    /// Id.
-    pub id: i64,
-    /// Label.
-    pub name: String,
-    /// Scopes.
-    pub scopes: Vec<String>,
-    /// Namespace patterns.
-    pub namespaces: Vec<String>,
-    /// Unix ms.
-    pub created_at: i64,
-    /// Unix ms.
-    pub expires_at: Option<i64>,
-    /// Unix ms.
-    pub revoked_at: Option<i64>,
-    /// Unix ms of the last use, to the minute.
-    pub last_used_at: Option<i64>,
-}
 
 impl From<TokenRow> for TokenInfo {
     fn from(t: TokenRow) -> Self {
@@ -100,45 +42,6 @@ fn split(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// A newly created token: the only time its secret is shown.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct NewToken {
-    /// The secret (`ofc_…`). Shown once; the hub keeps only its SHA-256.
-    pub token: String,
-    /// What it is.
-    #[serde(flatten)]
-    pub info: TokenInfo,
-}
-
-/// `GET /api/v1/tokens`.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct TokenList {
-    /// Newest first.
-    pub tokens: Vec<TokenInfo>,
-}
-
-/// A namespace the caller belongs to.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct MyNamespace {
-    /// Name.
-    pub name: String,
-    /// `owner`, `maintainer` or `publisher`.
-    pub role: String,
-}
-
-/// `GET /api/v1/me`.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct Me {
-    /// User name.
-    pub user: String,
-    /// Site administrator.
-    pub is_admin: bool,
-    /// Namespaces and roles.
-    pub namespaces: Vec<MyNamespace>,
-    /// The token used for this request.
-    pub token: TokenInfo,
-}
-
 /// Creates a token for `user_id` after validating what was asked.
 #[allow(clippy::too_many_arguments)]
 async fn issue(
@@ -154,39 +57,41 @@ async fn issue(
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
         return Err(ApiError::bad_request(
-            "invalid_token_name",
+            ErrorCode::InvalidTokenName,
             "a token name is 1 to 100 printable characters",
         ));
     }
-    let scopes = parse_scopes(scopes).map_err(|m| ApiError::bad_request("invalid_scope", m))?;
+    let scopes =
+        parse_scopes(scopes).map_err(|m| ApiError::bad_request(ErrorCode::InvalidScope, m))?;
     if scopes.is_empty() {
         return Err(ApiError::bad_request(
-            "invalid_scope",
+            ErrorCode::InvalidScope,
             "a token needs at least one scope",
         ));
     }
     if scopes.contains(&Scope::Admin) && !user_is_admin {
         return Err(ApiError::forbidden(
-            "admin_only",
+            ErrorCode::AdminOnly,
             "only hub administrators can have tokens with the `admin` scope",
         ));
     }
     if namespaces.is_empty() || namespaces.len() > 50 {
         return Err(ApiError::bad_request(
-            "invalid_namespace_pattern",
+            ErrorCode::InvalidNamespacePattern,
             "a token needs 1 to 50 namespace patterns",
         ));
     }
     let mut pats = Vec::new();
     for p in namespaces {
         let p = p.trim().to_ascii_lowercase();
-        check_pattern(&p).map_err(|m| ApiError::bad_request("invalid_namespace_pattern", m))?;
+        check_pattern(&p)
+            .map_err(|m| ApiError::bad_request(ErrorCode::InvalidNamespacePattern, m))?;
         pats.push(p);
     }
     let expires_at = match expires_in_days {
         Some(d) if d == 0 || d > MAX_EXPIRY_DAYS => {
             return Err(ApiError::bad_request(
-                "invalid_expiry",
+                ErrorCode::InvalidExpiry,
                 format!("expires_in_days is 1 to {MAX_EXPIRY_DAYS}"),
             ));
         }
@@ -256,7 +161,7 @@ pub async fn login(
         state.limiter.fail(&user_key);
         state.metrics.auth_failure();
         return Err(ApiError::unauthorized(
-            "invalid_credentials",
+            ErrorCode::InvalidCredentials,
             "wrong user name or password",
         ));
     };
@@ -339,7 +244,7 @@ fn require_token_scope(p: &crate::auth::Principal, what: &str) -> ApiResult<()> 
         Ok(())
     } else {
         Err(ApiError::forbidden(
-            "forbidden_scope",
+            ErrorCode::ForbiddenScope,
             format!("the calling token lacks the `manage-tokens` scope, which it needs to {what}"),
         ))
     }
@@ -362,10 +267,12 @@ pub async fn create_token(
     require_token_scope(p, "create tokens")?;
     // No escalation: a token can only mint tokens narrower than itself.
     if !p.acts_as_admin() {
-        for s in parse_scopes(&req.scopes).map_err(|m| ApiError::bad_request("invalid_scope", m))? {
+        for s in parse_scopes(&req.scopes)
+            .map_err(|m| ApiError::bad_request(ErrorCode::InvalidScope, m))?
+        {
             if !p.scopes.contains(&s) {
                 return Err(ApiError::forbidden(
-                    "forbidden_scope",
+                    ErrorCode::ForbiddenScope,
                     format!(
                         "the calling token lacks `{}`, so it cannot grant it",
                         s.as_str()
@@ -377,7 +284,7 @@ pub async fn create_token(
             let pat = pat.trim().to_ascii_lowercase();
             if !p.namespaces.iter().any(|mine| pattern_covers(mine, &pat)) {
                 return Err(ApiError::forbidden(
-                    "forbidden_namespace",
+                    ErrorCode::ForbiddenNamespace,
                     format!("the calling token does not cover namespace pattern `{pat}`"),
                 ));
             }
@@ -424,7 +331,7 @@ pub async fn revoke_token(
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(
-            "token_not_found",
+            ErrorCode::TokenNotFound,
             format!("you have no token {id}"),
         ))
     }

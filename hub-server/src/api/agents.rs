@@ -11,247 +11,30 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use index_schema::envelope::Envelope;
+pub use index_schema::hub_api::{
+    AgentInfo, AgentList, AgentSummary, AuditPage, AuditQuery, BundleInfo, DeprecateRequest,
+    EnvelopeJson, ListQuery, OutboxPage, OutboxQuery, PublishRequest, PublishResponse, SigningKey,
+    VersionInfo, VersionSummary, YankRequest,
+};
 use index_schema::manifest::parse_exact_version;
 use index_schema::name::{AgentName, Digest};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use utoipa::{IntoParams, ToSchema};
 
 use super::{AppState, Auth};
 use crate::auth::Scope;
-use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::store::{AgentRow, AuditRow, KeyRow, OutboxRow, VersionRow};
-
-/// `PUT /api/v1/agents/{publisher}/{agent}/versions/{version}`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PublishRequest {
-    /// The DSSE envelope of the manifest, signed by an active key of the namespace.
-    #[schema(value_type = Object)]
-    pub envelope: Value,
-    /// For `bundle` sources: the tar.gz bytes, base64, for bundles up to the hub's
-    /// `max_inline_bundle_bytes` (8 MiB by default; bigger ones are 413
-    /// `inline_bundle_too_large`). Leave it out after uploading the bundle as a blob to
-    /// `/v2/{publisher}/{agent}/blobs/uploads/` (streamed; what `ofc publish` does), or when
-    /// the hub has the blob already.
-    #[serde(default)]
-    pub bundle: Option<String>,
-}
-
-/// A stored publish.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct PublishResponse {
-    /// `publisher/agent`.
-    pub name: String,
-    /// Version.
-    pub version: String,
-    /// `sha256:…` of the manifest bytes.
-    pub manifest_digest: String,
-    /// Bundle digest, for bundle sources.
-    pub bundle_digest: Option<String>,
-    /// Signing key.
-    pub key_id: String,
-    /// Outbox sequence of this publish.
-    pub seq: i64,
-    /// Unix ms.
-    pub published_at: i64,
-}
-
-/// A version in an agent's list.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct VersionSummary {
-    /// Version.
-    pub version: String,
-    /// `sha256:…`.
-    pub manifest_digest: String,
-    /// Unix ms.
-    pub published_at: i64,
-    /// Yanked: not picked by selectors, still downloadable by exact version.
-    pub yanked: bool,
-    /// Why.
-    pub yank_reason: Option<String>,
-    /// Deprecation message.
-    pub deprecated: Option<String>,
-    /// Signing key.
-    pub key_id: String,
-    /// When the signing key was revoked, if it was.
-    pub key_revoked_at: Option<i64>,
-    /// Downloads.
-    pub downloads: i64,
-}
-
-/// `GET /api/v1/agents/{publisher}/{agent}`.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct AgentInfo {
-    /// `publisher/agent`.
-    pub name: String,
-    /// Namespace.
-    pub namespace: String,
-    /// Floor handle (`@code`).
-    pub handle: Option<String>,
-    /// Highest non-yanked version.
-    pub latest: Option<String>,
-    /// Every version, oldest first.
-    pub versions: Vec<VersionSummary>,
-    /// Downloads over all versions.
-    pub downloads: i64,
-    /// Unix ms.
-    pub created_at: i64,
-    /// Unix ms.
-    pub updated_at: i64,
-}
-
-/// The signing key of a version.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct SigningKey {
-    /// Key id.
-    pub key_id: String,
-    /// `ed25519:…`, when still registered.
-    pub public_key: Option<String>,
-    /// When it was revoked.
-    pub revoked_at: Option<i64>,
-}
-
-/// The bundle of a version.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct BundleInfo {
-    /// `sha256:…`.
-    pub digest: String,
-    /// Bytes.
-    pub size: i64,
-}
-
-/// `GET /api/v1/agents/{publisher}/{agent}/versions/{version}`.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct VersionInfo {
-    /// `publisher/agent`.
-    pub name: String,
-    /// Version.
-    pub version: String,
-    /// The manifest.
-    #[schema(value_type = Object)]
-    pub manifest: Value,
-    /// The DSSE envelope as published.
-    #[schema(value_type = Object)]
-    pub envelope: Value,
-    /// `sha256:…` of the manifest bytes.
-    pub manifest_digest: String,
-    /// Source kind.
-    pub source_kind: String,
-    /// The bundle, for bundle sources.
-    pub bundle: Option<BundleInfo>,
-    /// Signing key and its state.
-    pub key: SigningKey,
-    /// Publisher.
-    pub published_by: String,
-    /// Unix ms.
-    pub published_at: i64,
-    /// Yanked.
-    pub yanked: bool,
-    /// Why.
-    pub yank_reason: Option<String>,
-    /// Deprecation message.
-    pub deprecated: Option<String>,
-    /// Downloads.
-    pub downloads: i64,
-}
-
-/// One agent in a listing.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct AgentSummary {
-    /// `publisher/agent`.
-    pub name: String,
-    /// Highest non-yanked version.
-    pub latest: Option<String>,
-    /// Unix ms.
-    pub updated_at: i64,
-    /// Downloads.
-    pub downloads: i64,
-}
-
-/// `GET /api/v1/agents`.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct AgentList {
-    /// Ordered by last change, oldest first.
-    pub agents: Vec<AgentSummary>,
-    /// Pass as `cursor` for the next page; absent on the last page.
-    pub next_cursor: Option<String>,
-}
-
-/// Query of `GET /api/v1/agents`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ListQuery {
-    /// From a previous page's `next_cursor`.
-    pub cursor: Option<String>,
-    /// Only agents changed at or after this Unix ms time (for mirrors).
-    pub updated_since: Option<i64>,
-    /// Page size, 1 to 1000 (100 by default).
-    pub limit: Option<i64>,
-}
-
-/// `PUT …/yank`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct YankRequest {
-    /// Why (shown to users).
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
-/// `PUT …/deprecation`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DeprecateRequest {
-    /// What to use instead.
-    pub message: String,
-}
-
-/// Query of `GET /api/v1/outbox`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct OutboxQuery {
-    /// Entries after this sequence number (0 by default).
-    pub after: Option<i64>,
-    /// 1 to 1000 (100 by default).
-    pub limit: Option<i64>,
-}
-
-/// `GET /api/v1/outbox`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct OutboxPage {
-    /// In sequence order.
-    pub entries: Vec<OutboxRow>,
-}
-
-/// Query of `GET /api/v1/audit`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct AuditQuery {
-    /// Only entries whose target is or starts with this (`acme`, `acme/coder`).
-    pub target: Option<String>,
-    /// 1 to 1000 (100 by default).
-    pub limit: Option<i64>,
-}
-
-/// `GET /api/v1/audit`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AuditPage {
-    /// Newest first.
-    pub entries: Vec<AuditRow>,
-}
+use crate::error::{ApiError, ApiResult, ErrorBody, ErrorCode};
+use crate::store::{AgentRow, KeyRow, VersionRow};
 
 fn parse_name(publisher: &str, agent: &str) -> ApiResult<AgentName> {
     AgentName::new(publisher, agent)
-        .map_err(|e| ApiError::bad_request("invalid_name", e.to_string()))
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidName, e.to_string()))
 }
 
 fn parse_version(v: &str) -> ApiResult<String> {
     let parsed = parse_exact_version(v)
-        .map_err(|m| ApiError::bad_request("invalid_version", format!("`{v}`: {m}")))?;
+        .map_err(|m| ApiError::bad_request(ErrorCode::InvalidVersion, format!("`{v}`: {m}")))?;
     if !parsed.build.is_empty() {
         return Err(ApiError::bad_request(
-            "invalid_version",
+            ErrorCode::InvalidVersion,
             format!("`{v}`: build metadata (`+…`) is not allowed; versions are OCI tags"),
         ));
     }
@@ -263,7 +46,7 @@ async fn agent_or_404(state: &AppState, name: &AgentName) -> ApiResult<AgentRow>
         .store
         .agent(&name.to_string())
         .await?
-        .ok_or_else(|| ApiError::not_found("agent_not_found", format!("no agent `{name}`")))
+        .ok_or_else(|| ApiError::not_found(ErrorCode::AgentNotFound, format!("no agent `{name}`")))
 }
 
 async fn version_or_404(
@@ -274,7 +57,7 @@ async fn version_or_404(
     let v = parse_version(version)?;
     state.store.version(agent.id, &v).await?.ok_or_else(|| {
         ApiError::not_found(
-            "version_not_found",
+            ErrorCode::VersionNotFound,
             format!("`{}` has no version {v}", agent.name),
         )
     })
@@ -284,7 +67,10 @@ fn clamp_limit(l: Option<i64>) -> ApiResult<i64> {
     match l {
         None => Ok(100),
         Some(l) if (1..=1000).contains(&l) => Ok(l),
-        Some(_) => Err(ApiError::bad_request("invalid_limit", "limit is 1 to 1000")),
+        Some(_) => Err(ApiError::bad_request(
+            ErrorCode::InvalidLimit,
+            "limit is 1 to 1000",
+        )),
     }
 }
 
@@ -302,7 +88,7 @@ fn inline_too_large(state: &AppState, publisher: &str, agent: &str, size: Option
         None => "the publish request is too large".to_string(),
     };
     ApiError::too_large(
-        "inline_bundle_too_large",
+        ErrorCode::InlineBundleTooLarge,
         format!(
             "{what}; this hub takes bundles of at most {max} bytes inline \
              (max_inline_bundle_bytes): upload the bundle as a blob to \
@@ -353,10 +139,6 @@ pub async fn publish(
         }
         Err(rej) => return rej.into_response(),
     };
-    let envelope = match serde_json::to_string(&req.envelope) {
-        Ok(t) => t,
-        Err(e) => return ApiError::internal(e).into_response(),
-    };
     let r = crate::publish::publish(
         &state,
         &auth.0,
@@ -364,7 +146,7 @@ pub async fn publish(
             publisher: &publisher,
             agent: &agent,
             version: &version,
-            envelope: &envelope,
+            envelope: req.envelope.get(),
             inline_bundle: req.bundle.as_deref(),
             pushed: None,
         },
@@ -462,9 +244,10 @@ pub async fn get_version(
     let a = agent_or_404(&state, &name).await?;
     let v = version_or_404(&state, &a, &version).await?;
     let keys = key_map(state.store.keys(a.namespace_id).await?);
-    let envelope: Value = serde_json::from_str(&v.envelope).map_err(ApiError::internal)?;
     let env = Envelope::from_json(&v.envelope).map_err(ApiError::internal)?;
-    let manifest: Value = serde_json::from_slice(&env.payload).map_err(ApiError::internal)?;
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&env.payload).map_err(ApiError::internal)?;
+    let envelope = EnvelopeJson::from_text(v.envelope).map_err(ApiError::internal)?;
     let k = keys.get(&v.key_id);
     Ok(Json(VersionInfo {
         name: a.name,
@@ -532,7 +315,7 @@ pub async fn get_bundle(
     let v = version_or_404(&state, &a, &version).await?;
     let Some(d) = v.bundle_digest.as_deref() else {
         return Err(ApiError::not_found(
-            "no_bundle",
+            ErrorCode::NoBundle,
             format!(
                 "`{}` {} has a `{}` source, not a bundle",
                 a.name, v.version, v.source_kind
@@ -577,8 +360,12 @@ pub async fn list_agents(
     let limit = clamp_limit(q.limit)?;
     let (after_t, after_id) = match (&q.cursor, q.updated_since) {
         (Some(c), _) => {
-            let bad =
-                || ApiError::bad_request("invalid_cursor", "the cursor is not one this hub gave");
+            let bad = || {
+                ApiError::bad_request(
+                    ErrorCode::InvalidCursor,
+                    "the cursor is not one this hub gave",
+                )
+            };
             let (t, id) = c.split_once('.').ok_or_else(bad)?;
             (
                 t.parse::<i64>().map_err(|_| bad())?,
@@ -624,14 +411,14 @@ async fn change_version(
 fn check_text(field: &str, s: &str) -> ApiResult<()> {
     if s.chars().count() > 1000 {
         return Err(ApiError::bad_request(
-            "invalid_message",
+            ErrorCode::InvalidMessage,
             format!("{field} is at most 1000 characters"),
         ));
     }
     // Shown on terminals by clients: one line, no escape sequences.
     if let Some(c) = s.chars().find(|c| c.is_control()) {
         return Err(ApiError::bad_request(
-            "invalid_message",
+            ErrorCode::InvalidMessage,
             format!(
                 "{field} must be one line of text without control characters (found U+{:04X})",
                 c as u32
@@ -714,7 +501,7 @@ pub async fn deprecate(
     check_text("message", &req.message)?;
     if req.message.trim().is_empty() {
         return Err(ApiError::bad_request(
-            "invalid_message",
+            ErrorCode::InvalidMessage,
             "the deprecation message is empty",
         ));
     }
@@ -780,7 +567,7 @@ pub async fn delete_agent(
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(
-            "agent_not_found",
+            ErrorCode::AgentNotFound,
             format!("no agent `{name}`"),
         ))
     }

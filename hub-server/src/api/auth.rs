@@ -8,7 +8,7 @@ use axum::http::header;
 use axum::http::request::Parts;
 
 use crate::auth::Principal;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 use crate::store::Actor;
 
@@ -40,7 +40,7 @@ impl FromRequestParts<AppState> for Auth {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
             return Err(ApiError::unauthorized(
-                "unauthenticated",
+                ErrorCode::Unauthenticated,
                 "this needs an API token: send `Authorization: Bearer ofc_…`",
             ));
         };

@@ -21,7 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 
 use crate::auth::FailureLimiter;
-use crate::error::{ApiError, ErrorBody, code_for_status};
+use crate::error::{ApiError, ErrorBody, ErrorCode, code_for_status};
 
 pub use self::auth::Auth;
 pub use crate::error::{denied_error, too_many};
@@ -130,7 +130,7 @@ async fn time_limit(State(state): State<AppState>, req: Request, next: Next) -> 
         Err(_) => {
             let mut resp = ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "request_timeout",
+                ErrorCode::RequestTimeout,
                 format!(
                     "the hub did not answer within {secs} s (request_timeout_secs); retry later"
                 ),
@@ -195,7 +195,7 @@ async fn json_errors(resp: Response) -> Response {
         text.trim().to_string()
     };
     let body = ErrorBody {
-        code: code_for_status(status).to_string(),
+        code: code_for_status(status),
         message,
     };
     let bytes = serde_json::to_vec(&body).unwrap_or_default();

@@ -4,58 +4,15 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use index_schema::envelope::PublicKey;
+pub use index_schema::hub_api::{
+    AddKeyRequest, CreateNamespaceRequest, KeyList, NamespaceInfo, SetMemberRequest,
+};
 use index_schema::name::check_publisher;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::{AppState, Auth, denied_error};
 use crate::auth::{Role, Scope};
-use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::store::{KeyRow, Member};
-
-/// `POST /api/v1/namespaces`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateNamespaceRequest {
-    /// `[a-z0-9][a-z0-9_-]{0,63}`, compared case-insensitively, not reserved.
-    pub name: String,
-}
-
-/// A namespace with its members and keys.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct NamespaceInfo {
-    /// Name.
-    pub name: String,
-    /// Unix ms.
-    pub created_at: i64,
-    /// Members.
-    pub members: Vec<Member>,
-    /// Keys, revoked ones included.
-    pub keys: Vec<KeyRow>,
-}
-
-/// `PUT /api/v1/namespaces/{namespace}/members/{user}`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SetMemberRequest {
-    /// `owner`, `maintainer` or `publisher`.
-    pub role: String,
-}
-
-/// `POST /api/v1/namespaces/{namespace}/keys`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AddKeyRequest {
-    /// `ed25519:<base64 of 32 bytes>`.
-    pub public_key: String,
-}
-
-/// `GET /api/v1/namespaces/{namespace}/keys`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct KeyList {
-    /// Oldest first.
-    pub keys: Vec<KeyRow>,
-}
+use crate::error::{ApiError, ApiResult, ErrorBody, ErrorCode};
+use crate::store::KeyRow;
 
 async fn info(state: &AppState, name: &str) -> ApiResult<NamespaceInfo> {
     let ns = state.namespace_or_404(name).await?;
@@ -83,7 +40,7 @@ pub async fn create_namespace(
     Json(req): Json<CreateNamespaceRequest>,
 ) -> ApiResult<(StatusCode, Json<NamespaceInfo>)> {
     let name = check_publisher(&req.name)
-        .map_err(|e| ApiError::bad_request("invalid_name", e.to_string()))?;
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidName, e.to_string()))?;
     // Creating is owning: the token must be allowed to manage members there.
     auth.0
         .authorize(Scope::ManageMembers, &name, Some(Role::Owner))
@@ -93,7 +50,9 @@ pub async fn create_namespace(
         .create_namespace(&auth.actor(), &name, auth.0.user_id)
         .await
         .map_err(|e| match e {
-            crate::store::StoreError::Conflict(m) => ApiError::conflict("namespace_exists", m),
+            crate::store::StoreError::Conflict(m) => {
+                ApiError::conflict(ErrorCode::NamespaceExists, m)
+            }
             other => other.into(),
         })?;
     Ok((StatusCode::CREATED, Json(info(&state, &name).await?)))
@@ -136,7 +95,7 @@ pub async fn set_member(
     state.authorize(&auth.0, Scope::ManageMembers, &ns).await?;
     let role = Role::parse(&req.role).ok_or_else(|| {
         ApiError::bad_request(
-            "invalid_role",
+            ErrorCode::InvalidRole,
             format!(
                 "unknown role `{}`; roles: owner, maintainer, publisher",
                 req.role
@@ -144,11 +103,10 @@ pub async fn set_member(
         )
     })?;
     let user = user.to_ascii_lowercase();
-    let u = state
-        .store
-        .user_by_name(&user)
-        .await?
-        .ok_or_else(|| ApiError::not_found("user_not_found", format!("no user `{user}`")))?;
+    let u =
+        state.store.user_by_name(&user).await?.ok_or_else(|| {
+            ApiError::not_found(ErrorCode::UserNotFound, format!("no user `{user}`"))
+        })?;
     state
         .store
         .set_member(&auth.actor(), &ns, u.id, &u.name, role.as_str())
@@ -159,7 +117,7 @@ pub async fn set_member(
 
 fn last_owner(e: crate::store::StoreError) -> ApiError {
     match e {
-        crate::store::StoreError::Conflict(m) => ApiError::conflict("last_owner", m),
+        crate::store::StoreError::Conflict(m) => ApiError::conflict(ErrorCode::LastOwner, m),
         other => other.into(),
     }
 }
@@ -183,8 +141,12 @@ pub async fn remove_member(
     let ns = state.namespace_or_404(&namespace).await?;
     state.authorize(&auth.0, Scope::ManageMembers, &ns).await?;
     let user = user.to_ascii_lowercase();
-    let not_member =
-        || ApiError::not_found("member_not_found", format!("`{user}` is not a member"));
+    let not_member = || {
+        ApiError::not_found(
+            ErrorCode::MemberNotFound,
+            format!("`{user}` is not a member"),
+        )
+    };
     let u = state
         .store
         .user_by_name(&user)
@@ -240,7 +202,7 @@ pub async fn add_key(
     let ns = state.namespace_or_404(&namespace).await?;
     state.authorize(&auth.0, Scope::ManageKeys, &ns).await?;
     let key = PublicKey::parse(req.public_key.trim())
-        .map_err(|e| ApiError::bad_request("invalid_key", e.to_string()))?;
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidKey, e.to_string()))?;
     let key_id = key.key_id().to_string();
     state
         .store
@@ -253,7 +215,7 @@ pub async fn add_key(
         )
         .await
         .map_err(|e| match e {
-            crate::store::StoreError::Conflict(m) => ApiError::conflict("key_exists", m),
+            crate::store::StoreError::Conflict(m) => ApiError::conflict(ErrorCode::KeyExists, m),
             other => other.into(),
         })?;
     let row = state
@@ -291,7 +253,7 @@ pub async fn revoke_key(
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(
-            "key_not_found",
+            ErrorCode::KeyNotFound,
             format!("namespace `{}` has no key `{key_id}`", ns.name),
         ))
     }

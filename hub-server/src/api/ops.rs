@@ -4,18 +4,11 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use serde::Serialize;
-use utoipa::{OpenApi, ToSchema};
+pub use index_schema::hub_api::{Health, Ready};
+use utoipa::OpenApi;
 
 use super::AppState;
-use crate::error::{ApiError, ErrorBody};
-
-/// `GET /healthz`, `GET /readyz`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Health {
-    /// `ok`.
-    pub status: String,
-}
+use crate::error::{ApiError, ErrorBody, ErrorCode};
 
 /// Liveness: the process answers.
 #[utoipa::path(get, path = "/healthz", tag = "ops",
@@ -24,19 +17,6 @@ pub async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok".into(),
     })
-}
-
-/// `GET /readyz`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Ready {
-    /// `ok`.
-    pub status: String,
-    /// Outbox entries not yet searchable (0: search is up to date); absent without search.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub search_lag: Option<u64>,
-    /// The last outbox sequence that is searchable.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub search_seq: Option<u64>,
 }
 
 /// Readiness: the database answers; reports how far search lags behind the outbox.
@@ -50,7 +30,7 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiErr
         tracing::warn!(error = %e, "readiness check failed");
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "not_ready",
+            ErrorCode::NotReady,
             "the database is unavailable",
         )
     })?;
@@ -80,5 +60,5 @@ pub async fn openapi() -> impl IntoResponse {
 
 /// Unknown routes.
 pub async fn not_found() -> ApiError {
-    ApiError::not_found("not_found", "no such endpoint")
+    ApiError::not_found(ErrorCode::NotFound, "no such endpoint")
 }

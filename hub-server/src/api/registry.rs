@@ -39,7 +39,7 @@ use utoipa::ToSchema;
 
 use super::{AppState, Auth, denied_error};
 use crate::auth::{AGENT_TOKEN_PREFIX, Scope, generate_token, hash_token};
-use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiResult, ErrorBody, ErrorCode};
 use crate::store::{AgentRow, NewRegistryAgent, StoreError};
 
 /// `metadata` (OpenAPI description of `AgentMetadata`).
@@ -105,7 +105,7 @@ fn handle_of(agent_id: &str) -> ApiResult<AgentHandle> {
     } else {
         AgentHandle::new(agent_id)
     };
-    h.map_err(|e| ApiError::bad_request("invalid_handle", e.to_string()))
+    h.map_err(|e| ApiError::bad_request(ErrorCode::InvalidHandle, e.to_string()))
 }
 
 fn check_endpoint(e: &str) -> ApiResult<()> {
@@ -113,7 +113,7 @@ fn check_endpoint(e: &str) -> ApiResult<()> {
         Ok(())
     } else {
         Err(ApiError::bad_request(
-            "invalid_endpoint",
+            ErrorCode::InvalidEndpoint,
             "the endpoint is an https:// URL with a host and no credentials (http:// only for \
              localhost, 127.0.0.1 or [::1]), at most 2048 characters",
         ))
@@ -158,7 +158,7 @@ fn check_metadata(m: &AgentMetadata) -> ApiResult<String> {
     let text = serde_json::to_string(m).map_err(ApiError::internal)?;
     if text.len() > 64 * 1024 {
         return Err(ApiError::too_large(
-            "metadata_too_large",
+            ErrorCode::MetadataTooLarge,
             "metadata is at most 64 KiB of JSON",
         ));
     }
@@ -184,22 +184,22 @@ pub async fn register(
     let handle = handle_of(&req.id)?;
     if handle.is_reserved() {
         return Err(ApiError::bad_request(
-            "invalid_handle",
+            ErrorCode::InvalidHandle,
             format!("`{handle}` is reserved"),
         ));
     }
     check_endpoint(&req.endpoint)?;
     if req.public_key.trim().is_empty() || req.public_key.len() > MAX_TEXT {
         return Err(ApiError::bad_request(
-            "invalid_key",
+            ErrorCode::InvalidKey,
             "public_key is 1 to 8192 characters",
         ));
     }
     let owner = req.owner.as_deref().unwrap_or(&auth.0.user_name);
-    let owner =
-        check_publisher(owner).map_err(|e| ApiError::bad_request("invalid_name", e.to_string()))?;
+    let owner = check_publisher(owner)
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidName, e.to_string()))?;
     let name = AgentName::new(&owner, handle.name())
-        .map_err(|e| ApiError::bad_request("invalid_name", e.to_string()))?;
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidName, e.to_string()))?;
     let ns = state.namespace_or_404(&owner).await?;
     state.authorize(&auth.0, Scope::PublishNew, &ns).await?;
     let metadata = check_metadata(&req.metadata)?;
@@ -220,7 +220,7 @@ pub async fn register(
         )
         .await
         .map_err(|e| match e {
-            StoreError::Conflict(m) => ApiError::conflict("agent_exists", m),
+            StoreError::Conflict(m) => ApiError::conflict(ErrorCode::AgentExists, m),
             other => other.into(),
         })?;
     Ok((
@@ -242,7 +242,9 @@ async fn find(state: &AppState, agent_id: &str) -> ApiResult<AgentRow> {
         .await?
         .into_iter()
         .next()
-        .ok_or_else(|| ApiError::not_found("agent_not_found", format!("no agent `{handle}`")))
+        .ok_or_else(|| {
+            ApiError::not_found(ErrorCode::AgentNotFound, format!("no agent `{handle}`"))
+        })
 }
 
 async fn view(state: &AppState, a: &AgentRow) -> ApiResult<RegistryAgent> {
@@ -267,7 +269,7 @@ async fn view(state: &AppState, a: &AgentRow) -> ApiResult<RegistryAgent> {
     };
     let Some(v) = latest else {
         return Err(ApiError::not_found(
-            "agent_not_found",
+            ErrorCode::AgentNotFound,
             format!("`{}` has no installable version", a.name),
         ));
     };
@@ -335,7 +337,7 @@ pub async fn patch(
     state.authorize(&auth.0, Scope::PublishUpdate, &ns).await?;
     if a.registry_endpoint.is_none() {
         return Err(ApiError::conflict(
-            "signed_agent",
+            ErrorCode::SignedAgent,
             format!(
                 "`{}` is a published agent; publish a new version to change it",
                 a.name
@@ -350,11 +352,10 @@ pub async fn patch(
         .store
         .update_registry_metadata(&auth.actor(), &a, &text)
         .await?;
-    let a = state
-        .store
-        .agent(&a.name)
-        .await?
-        .ok_or_else(|| ApiError::not_found("agent_not_found", "the agent was removed"))?;
+    let a =
+        state.store.agent(&a.name).await?.ok_or_else(|| {
+            ApiError::not_found(ErrorCode::AgentNotFound, "the agent was removed")
+        })?;
     Ok(Json(view(&state, &a).await?))
 }
 

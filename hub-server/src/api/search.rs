@@ -13,66 +13,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::AppState;
-use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiResult, ErrorBody, ErrorCode};
 use crate::search::Search;
-
-/// A page of hits.
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = SearchResults)]
-pub struct SearchResultsDoc {
-    /// Hits, best first (or by the requested sort).
-    pub hits: Vec<HitDoc>,
-    /// Pass as `cursor` for the next page; absent on the last page.
-    pub next_cursor: Option<String>,
-}
-
-/// One agent: its latest non-yanked version.
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = SearchHit)]
-pub struct HitDoc {
-    /// `publisher/agent`.
-    pub name: String,
-    /// The version shown.
-    pub version: String,
-    /// Display name.
-    pub display_name: String,
-    /// Tagline.
-    pub tagline: String,
-    /// Source kind.
-    pub kind: String,
-    /// Downloads.
-    pub downloads: u64,
-    /// Last update, Unix seconds.
-    pub updated_at: i64,
-    /// Deprecated by its publisher.
-    pub deprecated: bool,
-    /// Ranking score (relevance sort only).
-    pub score: Option<f32>,
-    /// Matched words in the tagline and description.
-    pub highlights: Vec<HighlightDoc>,
-}
-
-/// A fragment with the matched words marked by byte ranges.
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = SearchHighlight)]
-pub struct HighlightDoc {
-    /// `tagline` or `description`.
-    pub field: String,
-    /// The fragment.
-    pub fragment: String,
-    /// Byte ranges (`{start, end}`) of `fragment` that matched.
-    pub ranges: Vec<RangeDoc>,
-}
-
-/// A byte range.
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = ByteRange)]
-pub struct RangeDoc {
-    /// First byte.
-    pub start: usize,
-    /// One past the last byte.
-    pub end: usize,
-}
 
 /// The OFC registry search response (seed 000).
 #[derive(Debug, Serialize, ToSchema)]
@@ -98,14 +40,14 @@ fn search_of(state: &AppState) -> ApiResult<Arc<Search>> {
     state.search.clone().ok_or_else(|| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "search_unavailable",
+            ErrorCode::SearchUnavailable,
             "search is not enabled on this hub",
         )
     })
 }
 
 fn bad_query(e: &hub_search::QueryError) -> ApiError {
-    ApiError::bad_request("invalid_parameter", e.to_string())
+    ApiError::bad_request(ErrorCode::InvalidParameter, e.to_string())
 }
 
 async fn run(search: Arc<Search>, q: SearchQuery) -> ApiResult<SearchResults> {
@@ -129,7 +71,7 @@ async fn run(search: Arc<Search>, q: SearchQuery) -> ApiResult<SearchResults> {
         ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
     ),
     responses(
-        (status = 200, description = "a page of hits", body = SearchResultsDoc),
+        (status = 200, description = "a page of hits", body = index_schema::hub_api::SearchPage),
         (status = 400, description = "a bad parameter (the message names it)", body = ErrorBody),
         (status = 503, description = "search is not enabled", body = ErrorBody),
     ))]
@@ -138,7 +80,7 @@ pub async fn search(
     params: Result<Query<SearchParams>, QueryRejection>,
 ) -> ApiResult<Json<SearchResults>> {
     let Query(params) =
-        params.map_err(|e| ApiError::bad_request("invalid_parameter", e.body_text()))?;
+        params.map_err(|e| ApiError::bad_request(ErrorCode::InvalidParameter, e.body_text()))?;
     let q = SearchQuery::parse(&params).map_err(|e| bad_query(&e))?;
     let search = search_of(&state)?;
     Ok(Json(run(search, q).await?))
@@ -160,7 +102,7 @@ pub async fn registry_search(
     params: Result<Query<RegistryQuery>, QueryRejection>,
 ) -> ApiResult<Json<SearchResponse>> {
     let Query(params) =
-        params.map_err(|e| ApiError::bad_request("invalid_parameter", e.body_text()))?;
+        params.map_err(|e| ApiError::bad_request(ErrorCode::InvalidParameter, e.body_text()))?;
     let q = SearchQuery::registry(params.q.as_deref(), params.capabilities.as_deref())
         .map_err(|e| bad_query(&e))?;
     let search = search_of(&state)?;

@@ -213,7 +213,7 @@ impl From<ApiError> for OciError {
             StatusCode::TOO_MANY_REQUESTS => "TOOMANYREQUESTS",
             s if s.is_server_error() => "UNKNOWN",
             StatusCode::CONFLICT => "DENIED",
-            _ if e.code == "bundle_missing" => "MANIFEST_BLOB_UNKNOWN",
+            _ if e.code == crate::error::ErrorCode::BundleMissing => "MANIFEST_BLOB_UNKNOWN",
             _ => "MANIFEST_INVALID",
         };
         OciError::new(e.status, code, format!("{}: {}", e.code, e.message))

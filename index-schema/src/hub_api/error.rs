@@ -1,0 +1,216 @@
+//! The body of every error answer of the JSON API, and its stable codes.
+
+use serde::{Deserialize, Serialize};
+
+open_enum! {
+    /// The stable, machine-readable code of an error answer. Clients match on it, never on
+    /// the message; a code from a newer hub is kept as [`ErrorCode::Other`].
+    pub enum ErrorCode {
+        /// No token was sent where one is needed.
+        Unauthenticated = "unauthenticated",
+        /// The token is not one the hub issued.
+        InvalidToken = "invalid_token",
+        /// The token was revoked.
+        TokenRevoked = "token_revoked",
+        /// The token has expired.
+        TokenExpired = "token_expired",
+        /// The account is disabled.
+        UserDisabled = "user_disabled",
+        /// Wrong user name or password.
+        InvalidCredentials = "invalid_credentials",
+        /// Too many failed authentications from this client.
+        TooManyAuthFailures = "too_many_auth_failures",
+        /// The token lacks a scope.
+        ForbiddenScope = "forbidden_scope",
+        /// The token is not valid for the namespace.
+        ForbiddenNamespace = "forbidden_namespace",
+        /// The user is not a member of the namespace.
+        NotMember = "not_member",
+        /// The member's role does not allow this.
+        ForbiddenRole = "forbidden_role",
+        /// Only a hub administrator may do this.
+        AdminOnly = "admin_only",
+        /// A malformed `publisher/agent` name.
+        InvalidName = "invalid_name",
+        /// A malformed or disallowed version.
+        InvalidVersion = "invalid_version",
+        /// A malformed query parameter (the message names it).
+        InvalidParameter = "invalid_parameter",
+        /// A page size out of range.
+        InvalidLimit = "invalid_limit",
+        /// A cursor this hub did not issue.
+        InvalidCursor = "invalid_cursor",
+        /// An unknown scope, or one the requesting token does not hold.
+        InvalidScope = "invalid_scope",
+        /// A malformed namespace pattern, or one outside the requesting token's.
+        InvalidNamespacePattern = "invalid_namespace_pattern",
+        /// An expiry out of range.
+        InvalidExpiry = "invalid_expiry",
+        /// A malformed token label.
+        InvalidTokenName = "invalid_token_name",
+        /// An unknown role.
+        InvalidRole = "invalid_role",
+        /// A malformed public key.
+        InvalidKey = "invalid_key",
+        /// A malformed floor handle.
+        InvalidHandle = "invalid_handle",
+        /// A malformed endpoint URL.
+        InvalidEndpoint = "invalid_endpoint",
+        /// A malformed deprecation message.
+        InvalidMessage = "invalid_message",
+        /// Registry metadata past the limit.
+        MetadataTooLarge = "metadata_too_large",
+        /// A body that is not the expected JSON.
+        InvalidBody = "invalid_body",
+        /// A malformed request.
+        BadRequest = "bad_request",
+        /// The DSSE envelope is malformed.
+        InvalidEnvelope = "invalid_envelope",
+        /// The manifest inside the envelope is invalid.
+        InvalidManifest = "invalid_manifest",
+        /// The signature does not verify.
+        BadSignature = "bad_signature",
+        /// The signing key was revoked.
+        KeyRevoked = "key_revoked",
+        /// The signing key is not an active key of the namespace.
+        UntrustedKey = "untrusted_key",
+        /// The manifest names another agent than the path.
+        NameMismatch = "name_mismatch",
+        /// The manifest has another version than the path.
+        VersionMismatch = "version_mismatch",
+        /// The bundle is past `max_bundle_bytes`.
+        BundleTooLarge = "bundle_too_large",
+        /// The bundle is too large to send inline: upload it as a blob.
+        InlineBundleTooLarge = "inline_bundle_too_large",
+        /// The bundle is not valid base64 or not a bundle.
+        InvalidBundle = "invalid_bundle",
+        /// The bundle's size is not the manifest's.
+        BundleSizeMismatch = "bundle_size_mismatch",
+        /// The bundle's digest is not the manifest's.
+        BundleDigestMismatch = "bundle_digest_mismatch",
+        /// The manifest names a bundle the hub does not have.
+        BundleMissing = "bundle_missing",
+        /// A bundle was sent for a source that has none.
+        UnexpectedBundle = "unexpected_bundle",
+        /// The name is an OFC registry entry, which cannot be published to.
+        RegistryEntry = "registry_entry",
+        /// The agent is published (signed) and cannot be changed through the registry API.
+        SignedAgent = "signed_agent",
+        /// The version has no bundle.
+        NoBundle = "no_bundle",
+        /// No such endpoint or object.
+        NotFound = "not_found",
+        /// No such agent.
+        AgentNotFound = "agent_not_found",
+        /// No such version.
+        VersionNotFound = "version_not_found",
+        /// No such namespace.
+        NamespaceNotFound = "namespace_not_found",
+        /// No such user.
+        UserNotFound = "user_not_found",
+        /// No such member.
+        MemberNotFound = "member_not_found",
+        /// No such key.
+        KeyNotFound = "key_not_found",
+        /// No such token.
+        TokenNotFound = "token_not_found",
+        /// The agent exists already.
+        AgentExists = "agent_exists",
+        /// The namespace exists already.
+        NamespaceExists = "namespace_exists",
+        /// The key is registered already.
+        KeyExists = "key_exists",
+        /// The version exists (versions are immutable).
+        VersionExists = "version_exists",
+        /// The version was deleted; its number cannot be used again.
+        VersionDeleted = "version_deleted",
+        /// The last owner of a namespace cannot leave it.
+        LastOwner = "last_owner",
+        /// Another change got there first.
+        Conflict = "conflict",
+        /// 401 from the framework.
+        Unauthorized = "unauthorized",
+        /// 403 from the framework.
+        Forbidden = "forbidden",
+        /// The route does not take this method.
+        MethodNotAllowed = "method_not_allowed",
+        /// No acceptable representation.
+        NotAcceptable = "not_acceptable",
+        /// The body is past the route's limit.
+        PayloadTooLarge = "payload_too_large",
+        /// The body's content type is not JSON.
+        UnsupportedMediaType = "unsupported_media_type",
+        /// Rate-limited.
+        TooManyRequests = "too_many_requests",
+        /// The request took longer than `request_timeout_secs`.
+        RequestTimeout = "request_timeout",
+        /// Search is not enabled on this hub.
+        SearchUnavailable = "search_unavailable",
+        /// The hub is not ready (its database does not answer).
+        NotReady = "not_ready",
+        /// The hub failed; it logged why.
+        Internal = "internal",
+        /// Any other error status.
+        Error = "error",
+    }
+}
+
+impl ErrorCode {
+    /// A refusal about the caller's rights (scope, namespace, membership, role, administrator),
+    /// as opposed to, say, an untrusted signing key, which is also a 403.
+    pub fn is_about_rights(&self) -> bool {
+        matches!(
+            self,
+            ErrorCode::Forbidden
+                | ErrorCode::ForbiddenScope
+                | ErrorCode::ForbiddenNamespace
+                | ErrorCode::NotMember
+                | ErrorCode::ForbiddenRole
+                | ErrorCode::AdminOnly
+        )
+    }
+}
+
+/// The body of every error answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ErrorBody {
+    /// Stable, machine-readable (`version_exists`, `forbidden_scope`, …).
+    pub code: ErrorCode,
+    /// For people: what went wrong and what to do.
+    pub message: String,
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for ErrorCode {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(ErrorCode::KNOWN.iter().copied()))
+            .description(Some(
+                "Stable error code; clients must accept codes they do not know.",
+            ))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for ErrorCode {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_unknown_ones_are_kept() {
+        for known in ErrorCode::KNOWN {
+            let c = ErrorCode::from(*known);
+            assert!(!matches!(c, ErrorCode::Other(_)), "{known}");
+            assert_eq!(serde_json::to_string(&c).unwrap(), format!("\"{known}\""));
+        }
+        let b: ErrorBody =
+            serde_json::from_str(r#"{"code":"from_the_future","message":"m"}"#).unwrap();
+        assert_eq!(b.code, ErrorCode::Other("from_the_future".into()));
+        assert_eq!(ErrorCode::VersionExists.as_str(), "version_exists");
+    }
+}

@@ -1,0 +1,118 @@
+//! `GET /api/v1/search`: its query-string parameters and its page of hits.
+
+use serde::{Deserialize, Serialize};
+
+/// The query-string parameters of `GET /api/v1/search`. Text, not typed values: the hub checks
+/// them (and names the one that is wrong), so that a client of another version gets the hub's
+/// own message rather than a decoding error.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    /// Free text (at most 1024 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q: Option<String>,
+    /// Capability names, comma-separated; every one must be offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capability: Option<String>,
+    /// Keywords, comma-separated; every one must be present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyword: Option<String>,
+    /// Source kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Publisher.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<String>,
+    /// `relevance` (default), `downloads` or `updated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort: Option<String>,
+    /// Hits per page, 1..=100 (20 by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    /// The `next_cursor` of the previous page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// A page of hits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SearchPage {
+    /// Hits, best first (or by the requested sort).
+    pub hits: Vec<SearchHit>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// One agent: its latest visible version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SearchHit {
+    /// `publisher/agent`.
+    pub name: String,
+    /// The version shown.
+    pub version: String,
+    /// Display name.
+    #[serde(default)]
+    pub display_name: String,
+    /// Tagline.
+    #[serde(default)]
+    pub tagline: String,
+    /// Source kind.
+    #[serde(default)]
+    pub kind: String,
+    /// Downloads.
+    #[serde(default)]
+    pub downloads: u64,
+    /// Last update, Unix **seconds**.
+    #[serde(default)]
+    pub updated_at: i64,
+    /// Deprecated by its publisher.
+    #[serde(default)]
+    pub deprecated: bool,
+    /// Ranking score (relevance sort only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f32>,
+    /// Matched words in the tagline and description.
+    #[serde(default)]
+    pub highlights: Vec<SearchHighlight>,
+}
+
+/// A fragment of a field with the matched words marked by byte ranges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SearchHighlight {
+    /// `tagline` or `description`.
+    pub field: String,
+    /// The fragment.
+    pub fragment: String,
+    /// Byte ranges of `fragment` that matched.
+    pub ranges: Vec<ByteRange>,
+}
+
+/// A byte range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ByteRange {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl ByteRange {
+    /// As a range, to slice the fragment with.
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start..self.end
+    }
+}
+
+impl From<std::ops::Range<usize>> for ByteRange {
+    fn from(r: std::ops::Range<usize>) -> Self {
+        Self {
+            start: r.start,
+            end: r.end,
+        }
+    }
+}
