@@ -7,9 +7,14 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use index_schema::http_url;
+use index_schema::hub_api::{
+    AddKeyRequest, AgentInfo, ErrorBody, ErrorCode, Key, KeyList, LoginRequest, Me, NewToken,
+    PublishRequest, PublishResponse, SearchPage, SearchParams, VersionInfo, YankRequest, path,
+};
+use index_schema::name::AgentName;
 use reqwest::{Method, StatusCode};
 use secrecy::{ExposeSecret as _, SecretString};
-use serde::Deserialize;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -90,8 +95,9 @@ impl std::fmt::Debug for Hub {
 pub struct HubError {
     /// HTTP status.
     pub status: StatusCode,
-    /// The hub's machine-readable code (`not_found`, `version_exists`, …), if it gave one.
-    pub code: Option<String>,
+    /// The hub's machine-readable code, if it gave one: an [`ErrorCode`] of the JSON API, or
+    /// the OCI code of `/v2/` (`DENIED`, `SIZE_INVALID`, …) as [`ErrorCode::Other`].
+    pub code: Option<ErrorCode>,
     /// The hub's message, or the start of the body.
     pub message: String,
 }
@@ -258,55 +264,48 @@ impl Hub {
 
     /// The error for a non-2xx answer, with hints by status.
     pub fn refusal(&self, status: StatusCode, body: &str) -> anyhow::Error {
-        let mut parsed: Option<Value> = serde_json::from_str(body).ok();
-        // The registry API (`/v2/`) answers `{"errors": [{"code", "message", …}]}`.
-        if let Some(first) = parsed
-            .as_ref()
-            .and_then(|v| v.get("errors"))
-            .and_then(|e| e.get(0))
-            .cloned()
-        {
-            parsed = Some(first);
-        }
-        let code = parsed
-            .as_ref()
-            .and_then(|v| v.get("code"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let message = parsed
-            .as_ref()
-            .and_then(|v| v.get("message"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_else(|| {
-                let t: String = body.chars().take(300).collect();
-                if t.trim().is_empty() {
-                    status.canonical_reason().unwrap_or("no reason").to_string()
-                } else {
-                    t
-                }
-            });
+        // The JSON API answers an `ErrorBody`; the registry API (`/v2/`) answers
+        // `{"errors": [{"code", "message", …}]}`.
+        let (code, message) = match serde_json::from_str::<ErrorBody>(body) {
+            Ok(b) => (Some(b.code), Some(b.message)),
+            Err(_) => {
+                let first = serde_json::from_str::<Value>(body)
+                    .ok()
+                    .and_then(|v| v.get("errors").and_then(|e| e.get(0)).cloned());
+                let text = |k: &str| {
+                    first
+                        .as_ref()
+                        .and_then(|v| v.get(k))
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                };
+                (text("code").map(ErrorCode::from), text("message"))
+            }
+        };
+        let message = message.unwrap_or_else(|| {
+            let t: String = body.chars().take(300).collect();
+            if t.trim().is_empty() {
+                status.canonical_reason().unwrap_or("no reason").to_string()
+            } else {
+                t
+            }
+        });
         // The hub's words reach a terminal: no control characters (escape sequences, fake
         // `hint:` lines), and not too many of them.
         let err = HubError {
             status,
-            code: code.map(|c| crate::output::truncate(&c, 64)),
+            code: code.map(|c| match c {
+                ErrorCode::Other(o) => ErrorCode::Other(crate::output::truncate(&o, 64)),
+                known => known,
+            }),
             message: crate::output::truncate(&message, 500),
         };
         let mut hint = UserError::new(format!("request to {} failed", self.url));
         // A 403 about rights (not, say, an untrusted signing key, which is also 403).
-        let about_rights = matches!(
-            err.code.as_deref(),
-            None | Some(
-                "forbidden"
-                    | "forbidden_scope"
-                    | "forbidden_namespace"
-                    | "not_member"
-                    | "forbidden_role"
-                    | "admin_only"
-                    | "DENIED"
-            )
-        );
+        let about_rights = err
+            .code
+            .as_ref()
+            .is_none_or(|c| c.is_about_rights() || c.as_str() == "DENIED");
         hint = match (status.as_u16(), self.token_source()) {
             (401, None) => hint.hint("log in with `ofc login` (or set OFC_TOKEN)"),
             (401, Some(TokenSource::Env)) => {
@@ -386,87 +385,147 @@ pub fn check_url(url: &str) -> Result<String> {
     Ok(http_url::normal_form(&parsed))
 }
 
-/// `GET /api/v1/me`: who a token belongs to.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Me {
-    /// User name.
-    pub user: String,
-    /// Site administrator.
-    #[serde(default)]
-    pub is_admin: bool,
-    /// The namespaces the user belongs to, with their role.
-    #[serde(default)]
-    pub namespaces: Vec<MyNamespace>,
-    /// The token used for the request.
-    pub token: MyToken,
-}
-
-/// A namespace in [`Me`].
-#[derive(Debug, Clone, Deserialize)]
-pub struct MyNamespace {
-    /// Name.
-    pub name: String,
-    /// `owner`, `maintainer` or `publisher`.
-    pub role: String,
-}
-
-/// The token in [`Me`] (never its secret).
-#[derive(Debug, Clone, Deserialize)]
-pub struct MyToken {
-    /// Id, for revoking it.
-    pub id: i64,
-    /// Label.
-    pub name: String,
-    /// Scopes.
-    #[serde(default)]
-    pub scopes: Vec<String>,
-    /// Namespace patterns.
-    #[serde(default)]
-    pub namespaces: Vec<String>,
-    /// Unix ms.
-    #[serde(default)]
-    pub expires_at: Option<i64>,
-}
-
+/// The hub's API, typed: one method per endpoint the client uses, with the request and
+/// response types of [`index_schema::hub_api`] and its paths ([`path`]).
 impl Hub {
+    /// `method path`, sending `body` as JSON when given, the answer decoded as `T`.
+    async fn exchange<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<T> {
+        let mut rb = self.request(method, path).timeout(JSON_TIMEOUT);
+        if let Some(b) = body {
+            rb = rb.json(b);
+        }
+        let resp = self.send(rb).await?;
+        self.decode(resp, path).await
+    }
+
+    /// `method path` (with an optional JSON body) whose answer carries nothing the client needs.
+    async fn act<B: Serialize + ?Sized>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<()> {
+        let mut rb = self.request(method, path).timeout(JSON_TIMEOUT);
+        if let Some(b) = body {
+            rb = rb.json(b);
+        }
+        self.send(rb).await.map(drop)
+    }
+
     /// Who the token belongs to (`GET /api/v1/me`); needs a token.
     pub async fn me(&self) -> Result<Me> {
         self.require_token("asking the hub who you are")?;
-        self.get_json("/api/v1/me").await
+        self.get_json(&path::me()).await
+    }
+
+    /// Exchanges a user name and password for a new token (`POST /api/v1/login`).
+    pub async fn login(&self, req: &LoginRequest) -> Result<NewToken> {
+        self.exchange(Method::POST, &path::login(), Some(req)).await
+    }
+
+    /// Revokes a token (`DELETE /api/v1/tokens/{id}`).
+    pub async fn revoke_token(&self, id: i64) -> Result<()> {
+        self.act::<()>(Method::DELETE, &path::token(id), None).await
+    }
+
+    /// An agent and its versions (`GET /api/v1/agents/{p}/{a}`).
+    pub async fn agent(&self, name: &AgentName) -> Result<AgentInfo> {
+        self.get_json(&path::agent(name)).await
+    }
+
+    /// One version with its signed envelope (`GET …/versions/{v}`).
+    pub async fn version(&self, name: &AgentName, version: &str) -> Result<VersionInfo> {
+        self.get_json(&path::version(name, version)).await
+    }
+
+    /// Publishes a signed version (`PUT …/versions/{v}`).
+    pub async fn publish(
+        &self,
+        name: &AgentName,
+        version: &str,
+        req: &PublishRequest,
+    ) -> Result<PublishResponse> {
+        self.exchange(Method::PUT, &path::version(name, version), Some(req))
+            .await
+    }
+
+    /// Yanks a version (`PUT …/yank`).
+    pub async fn yank(&self, name: &AgentName, version: &str, req: &YankRequest) -> Result<()> {
+        self.act(Method::PUT, &path::yank(name, version), Some(req))
+            .await
+    }
+
+    /// Unyanks a version (`DELETE …/yank`).
+    pub async fn unyank(&self, name: &AgentName, version: &str) -> Result<()> {
+        self.act::<()>(Method::DELETE, &path::yank(name, version), None)
+            .await
+    }
+
+    /// A namespace's publisher keys (`GET /api/v1/namespaces/{ns}/keys`).
+    pub async fn keys(&self, namespace: &str) -> Result<KeyList> {
+        self.get_json(&path::keys(namespace)).await
+    }
+
+    /// Registers a publisher key (`POST /api/v1/namespaces/{ns}/keys`).
+    pub async fn add_key(&self, namespace: &str, req: &AddKeyRequest) -> Result<Key> {
+        self.exchange(Method::POST, &path::keys(namespace), Some(req))
+            .await
+    }
+
+    /// Revokes a publisher key (`DELETE /api/v1/namespaces/{ns}/keys/{id}`).
+    pub async fn revoke_key(&self, namespace: &str, key_id: &str) -> Result<()> {
+        self.act::<()>(Method::DELETE, &path::key(namespace, key_id), None)
+            .await
+    }
+
+    /// Searches (`GET /api/v1/search`).
+    pub async fn search(&self, params: &SearchParams) -> Result<SearchPage> {
+        let p = path::search();
+        let rb = self
+            .request(Method::GET, &p)
+            .query(params)
+            .timeout(JSON_TIMEOUT);
+        let resp = self.send(rb).await?;
+        self.decode(resp, &p).await
     }
 }
 
-impl Me {
-    /// The namespace a user acts in when none is named: the one called like the user (what
-    /// `ofc-hub admin create-user` makes), else their only namespace.
-    pub fn default_namespace(&self) -> Result<String> {
-        if let Some(ns) = self.namespaces.iter().find(|n| n.name == self.user) {
-            return Ok(ns.name.clone());
-        }
-        match self.namespaces.as_slice() {
-            [only] => Ok(only.name.clone()),
-            [] => Err(
-                UserError::new(format!("`{}` is not a member of any namespace", self.user))
-                    .hint("ask a namespace owner to add you, or pass --namespace")
-                    .into(),
-            ),
-            many => Err(UserError::new(format!(
-                "`{}` belongs to {} namespaces ({}); which one?",
-                self.user,
-                many.len(),
-                many.iter()
-                    .map(|n| n.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-            .hint("pass --namespace NS")
-            .into()),
-        }
+/// The namespace a user acts in when none is named: the one called like the user (what
+/// `ofc-hub admin create-user` makes), else their only namespace.
+pub fn default_namespace(me: &Me) -> Result<String> {
+    if let Some(ns) = me.namespaces.iter().find(|n| n.name == me.user) {
+        return Ok(ns.name.clone());
+    }
+    match me.namespaces.as_slice() {
+        [only] => Ok(only.name.clone()),
+        [] => Err(
+            UserError::new(format!("`{}` is not a member of any namespace", me.user))
+                .hint("ask a namespace owner to add you, or pass --namespace")
+                .into(),
+        ),
+        many => Err(UserError::new(format!(
+            "`{}` belongs to {} namespaces ({}); which one?",
+            me.user,
+            many.len(),
+            many.iter()
+                .map(|n| n.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .hint("pass --namespace NS")
+        .into()),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use index_schema::hub_api::{MyNamespace, TokenInfo};
+
     use super::*;
 
     #[test]
@@ -495,7 +554,7 @@ mod tests {
             r#"{"code":"unauthenticated","message":"a token is needed"}"#,
         );
         let he = hub_error(&e).unwrap();
-        assert_eq!(he.code.as_deref(), Some("unauthenticated"));
+        assert_eq!(he.code, Some(ErrorCode::Unauthenticated));
         assert_eq!(he.message, "a token is needed");
         let hints = crate::output::hints_of(&e);
         assert!(hints[0].contains("ofc login"), "{hints:?}");
@@ -512,7 +571,10 @@ mod tests {
             r#"{"code":"unauthenticated","message":"a token is needed"}"#,
         );
         let e = refused(e, "cannot yank a/b@1.0.0", |he| {
-            vec![format!("code was {}", he.code.as_deref().unwrap_or("-"))]
+            vec![format!(
+                "code was {}",
+                he.code.as_ref().map_or("-", ErrorCode::as_str)
+            )]
         });
         assert_eq!(e.to_string(), "cannot yank a/b@1.0.0");
         let u = e.downcast_ref::<UserError>().unwrap();
@@ -553,18 +615,21 @@ mod tests {
                     role: "owner".into(),
                 })
                 .collect(),
-            token: MyToken {
+            token: TokenInfo {
                 id: 1,
                 name: "t".into(),
                 scopes: vec![],
                 namespaces: vec![],
+                created_at: 0,
                 expires_at: None,
+                revoked_at: None,
+                last_used_at: None,
             },
         };
-        assert_eq!(me("al", &["x", "al"]).default_namespace().unwrap(), "al");
-        assert_eq!(me("al", &["x"]).default_namespace().unwrap(), "x");
-        assert!(me("al", &[]).default_namespace().is_err());
-        let e = me("al", &["x", "y"]).default_namespace().unwrap_err();
+        assert_eq!(default_namespace(&me("al", &["x", "al"])).unwrap(), "al");
+        assert_eq!(default_namespace(&me("al", &["x"])).unwrap(), "x");
+        assert!(default_namespace(&me("al", &[])).is_err());
+        let e = default_namespace(&me("al", &["x", "y"])).unwrap_err();
         assert!(e.to_string().contains("x, y"), "{e}");
     }
 }

@@ -117,7 +117,7 @@ impl Output {
     }
 
     /// Writes a JSON document to stdout.
-    pub fn json_value(&mut self, value: &serde_json::Value) {
+    pub fn json_value<T: serde::Serialize + ?Sized>(&mut self, value: &T) {
         let mut out = std::io::stdout().lock();
         let _ = serde_json::to_writer_pretty(&mut out, value);
         let _ = writeln!(out);

@@ -20,6 +20,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 
+use index_schema::hub_api::route;
+
 use crate::auth::FailureLimiter;
 use crate::error::{ApiError, ErrorBody, ErrorCode, code_for_status};
 
@@ -46,52 +48,46 @@ pub fn router(state: AppState) -> Router {
         .saturating_add(index_schema::envelope::MAX_ENVELOPE_BYTES * 2)
         .saturating_add(64 * 1024);
     let api = Router::new()
-        .route("/login", post(accounts::login))
-        .route("/me", get(accounts::me))
+        .route(route::LOGIN, post(accounts::login))
+        .route(route::ME, get(accounts::me))
         .route(
-            "/tokens",
+            route::TOKENS,
             get(accounts::list_tokens).post(accounts::create_token),
         )
-        .route("/tokens/{id}", delete(accounts::revoke_token))
-        .route("/namespaces", post(namespaces::create_namespace))
-        .route("/namespaces/{namespace}", get(namespaces::get_namespace))
+        .route(route::TOKEN, delete(accounts::revoke_token))
+        .route(route::NAMESPACES, post(namespaces::create_namespace))
+        .route(route::NAMESPACE, get(namespaces::get_namespace))
         .route(
-            "/namespaces/{namespace}/members/{user}",
+            route::MEMBER,
             put(namespaces::set_member).delete(namespaces::remove_member),
         )
         .route(
-            "/namespaces/{namespace}/keys",
+            route::KEYS,
             get(namespaces::list_keys).post(namespaces::add_key),
         )
+        .route(route::KEY, delete(namespaces::revoke_key))
+        .route(route::AGENTS, get(agents::list_agents))
         .route(
-            "/namespaces/{namespace}/keys/{key_id}",
-            delete(namespaces::revoke_key),
-        )
-        .route("/agents", get(agents::list_agents))
-        .route(
-            "/agents/{publisher}/{agent}",
+            route::AGENT,
             get(agents::get_agent).delete(agents::delete_agent),
         )
         .route(
-            "/agents/{publisher}/{agent}/versions/{version}",
+            route::VERSION,
             put(agents::publish)
                 .get(agents::get_version)
                 .delete(agents::delete_version)
                 .layer(DefaultBodyLimit::max(publish_limit)),
         )
+        .route(route::YANK, put(agents::yank).delete(agents::unyank))
         .route(
-            "/agents/{publisher}/{agent}/versions/{version}/yank",
-            put(agents::yank).delete(agents::unyank),
-        )
-        .route(
-            "/agents/{publisher}/{agent}/versions/{version}/deprecation",
+            route::DEPRECATION,
             put(agents::deprecate).delete(agents::undeprecate),
         )
-        .route("/search", get(search::search))
-        .route("/outbox", get(agents::outbox))
-        .route("/audit", get(agents::audit));
+        .route(route::SEARCH, get(search::search))
+        .route(route::OUTBOX, get(agents::outbox))
+        .route(route::AUDIT, get(agents::audit));
     Router::new()
-        .nest("/api/v1", api)
+        .nest(route::API, api)
         .route("/registry/agents", post(registry::register))
         .route("/registry/agents/search", get(search::registry_search))
         .route(
@@ -100,8 +96,8 @@ pub fn router(state: AppState) -> Router {
                 .patch(registry::patch)
                 .delete(registry::remove),
         )
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
+        .route(route::HEALTHZ, get(ops::healthz))
+        .route(route::READYZ, get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/openapi.json", get(ops::openapi))
         .fallback(ops::not_found)
@@ -109,10 +105,7 @@ pub fn router(state: AppState) -> Router {
         // below (and /v2/, in its own router) are bounded by runtime::net's body timeouts and
         // rate floors instead.
         .layer(middleware::from_fn_with_state(state.clone(), time_limit))
-        .route(
-            "/api/v1/agents/{publisher}/{agent}/versions/{version}/bundle",
-            get(agents::get_bundle),
-        )
+        .route(route::BUNDLE, get(agents::get_bundle))
         .layer(middleware::map_response(json_errors))
         .layer(DefaultBodyLimit::max(2 * 1024 * 1024))
         .with_state(state)

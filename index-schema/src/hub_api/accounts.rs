@@ -3,13 +3,13 @@
 use serde::{Deserialize, Serialize};
 
 /// `POST /api/v1/login`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Clone, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LoginRequest {
     /// User name.
     pub username: String,
-    /// Password. Never logged: `Debug` of the request shows it, so keep requests out of logs.
+    /// Password (never shown by `Debug`).
     pub password: String,
     /// Label of the token to create (`ofc login` by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -23,6 +23,20 @@ pub struct LoginRequest {
     /// Expiry in days; none by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in_days: Option<u32>,
+}
+
+impl std::fmt::Debug for LoginRequest {
+    /// Never the password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginRequest")
+            .field("username", &self.username)
+            .field("password", &"<redacted>")
+            .field("token_name", &self.token_name)
+            .field("scopes", &self.scopes)
+            .field("namespaces", &self.namespaces)
+            .field("expires_in_days", &self.expires_in_days)
+            .finish()
+    }
 }
 
 /// `POST /api/v1/tokens`.

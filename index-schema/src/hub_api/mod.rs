@@ -209,6 +209,19 @@ pub mod path {
     pub fn audit() -> String {
         fill(route::AUDIT, &[])
     }
+    /// `/v2/{publisher}/{agent}/blobs/{digest}` (the OCI distribution API, where a bundle is
+    /// uploaded before its publish).
+    pub fn oci_blob(name: &AgentName, digest: &crate::name::Digest) -> String {
+        format!("/v2/{}/{}/blobs/{digest}", name.publisher(), name.agent())
+    }
+    /// `/v2/{publisher}/{agent}/blobs/uploads/?digest={digest}`: a monolithic blob upload.
+    pub fn oci_upload(name: &AgentName, digest: &crate::name::Digest) -> String {
+        format!(
+            "/v2/{}/{}/blobs/uploads/?digest={digest}",
+            name.publisher(),
+            name.agent()
+        )
+    }
     /// `/healthz`.
     pub fn healthz() -> String {
         fill(route::HEALTHZ, &[])
@@ -253,6 +266,12 @@ mod tests {
         );
         assert_eq!(path::search(), "/api/v1/search");
         assert_eq!(path::healthz(), "/healthz");
+        let d = crate::name::Digest::of(b"x");
+        assert_eq!(path::oci_blob(&n, &d), format!("/v2/acme/coder/blobs/{d}"));
+        assert_eq!(
+            path::oci_upload(&n, &d),
+            format!("/v2/acme/coder/blobs/uploads/?digest={d}")
+        );
         // A segment that is not a plain name cannot reach another route.
         assert_eq!(
             path::member("acme", "../x y"),

@@ -3,80 +3,16 @@
 //! what the publisher wrote, the source, digests, signing key, downloads and every version with
 //! its yanked and deprecated marks; `--json` prints both hub answers.
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
+use index_schema::hub_api::{AgentInfo, VersionInfo, VersionSummary};
 use index_schema::name::{AgentName, Reference, VersionSelector};
 use semver::Version;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::cli::InfoArgs;
 use crate::config::Paths;
 use crate::hub::{self, Hub};
 use crate::output::{self, ExitStatus, Output, UserError};
-
-/// `GET /api/v1/agents/{p}/{a}`, the parts shown.
-#[derive(Debug, Deserialize)]
-struct AgentInfo {
-    name: String,
-    #[serde(default)]
-    handle: Option<String>,
-    latest: Option<String>,
-    versions: Vec<VersionSummary>,
-    #[serde(default)]
-    downloads: i64,
-}
-
-#[derive(Debug, Deserialize)]
-struct VersionSummary {
-    version: String,
-    manifest_digest: String,
-    published_at: i64,
-    #[serde(default)]
-    yanked: bool,
-    #[serde(default)]
-    yank_reason: Option<String>,
-    #[serde(default)]
-    deprecated: Option<String>,
-    #[serde(default)]
-    key_revoked_at: Option<i64>,
-    #[serde(default)]
-    downloads: i64,
-}
-
-/// `GET …/versions/{v}`, the parts shown.
-#[derive(Debug, Deserialize)]
-struct VersionInfo {
-    version: String,
-    manifest: Value,
-    manifest_digest: String,
-    source_kind: String,
-    bundle: Option<BundleInfo>,
-    key: SigningKey,
-    #[serde(default)]
-    published_by: String,
-    published_at: i64,
-    #[serde(default)]
-    yanked: bool,
-    #[serde(default)]
-    yank_reason: Option<String>,
-    #[serde(default)]
-    deprecated: Option<String>,
-    #[serde(default)]
-    downloads: i64,
-}
-
-#[derive(Debug, Deserialize)]
-struct BundleInfo {
-    digest: String,
-    size: i64,
-}
-
-#[derive(Debug, Deserialize)]
-struct SigningKey {
-    key_id: String,
-    #[serde(default)]
-    revoked_at: Option<i64>,
-}
 
 /// Runs the verb.
 pub fn run(args: &InfoArgs, out: &mut Output) -> Result<ExitStatus> {
@@ -85,8 +21,7 @@ pub fn run(args: &InfoArgs, out: &mut Output) -> Result<ExitStatus> {
     let paths = Paths::from_env()?;
     let hub = Hub::from_env(&paths)?;
     let rt = hub::runtime()?;
-    let agent_path = format!("/api/v1/agents/{}/{}", name.publisher(), name.agent());
-    let agent_json: Value = rt.block_on(hub.get_json(&agent_path)).map_err(|e| {
+    let agent = rt.block_on(hub.agent(&name)).map_err(|e| {
         hub::refused(
             e,
             format!("cannot get {name} from {}", hub.url),
@@ -99,31 +34,19 @@ pub fn run(args: &InfoArgs, out: &mut Output) -> Result<ExitStatus> {
             },
         )
     })?;
-    let agent: AgentInfo = serde_json::from_value(agent_json.clone()).with_context(|| {
-        format!(
-            "the hub at {} sent an agent ofc does not understand",
-            hub.url
-        )
-    })?;
     let version = pick(&name, &agent, reference.selector())?;
     // The version comes from the hub's list for `@latest` and digests: it must be one before
     // it goes into a URL path.
     let version = Version::parse(&version)
         .map_err(|e| anyhow::anyhow!("the hub lists an invalid version of {name}: {e}"))?
         .to_string();
-    let version_json: Value = rt
-        .block_on(hub.get_json(&format!("{agent_path}/versions/{version}")))
+    let v = rt
+        .block_on(hub.version(&name, &version))
         .map_err(|e| hub::refused(e, format!("cannot get {name}@{version}"), |_| Vec::new()))?;
     if out.json {
-        out.json_value(&json!({ "agent": agent_json, "version": version_json }));
+        out.json_value(&json!({ "agent": agent, "version": v }));
         return Ok(ExitStatus::Success);
     }
-    let v: VersionInfo = serde_json::from_value(version_json).with_context(|| {
-        format!(
-            "the hub at {} sent a version ofc does not understand",
-            hub.url
-        )
-    })?;
     for line in render(&agent, &v) {
         // Everything shown came from the hub: no control characters reach the terminal.
         out.data(&output::clean_line(&line));

@@ -3,9 +3,8 @@
 //! namespace signed it.
 
 use anyhow::Result;
+use index_schema::hub_api::{AddKeyRequest, ErrorCode};
 use index_schema::name::check_publisher;
-use reqwest::Method;
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::cli::{KeyCommand, KeyListArgs, KeyRegisterArgs, KeyRevokeArgs};
@@ -13,24 +12,6 @@ use crate::config::Paths;
 use crate::hub::{self, Hub};
 use crate::keys;
 use crate::output::{self, ExitStatus, Output, UserError};
-
-/// A key as the hub lists it.
-#[derive(Debug, Deserialize)]
-struct KeyRow {
-    key_id: String,
-    public_key: String,
-    #[serde(default)]
-    added_by: String,
-    added_at: i64,
-    revoked_at: Option<i64>,
-    #[serde(default)]
-    revoked_by: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct KeyList {
-    keys: Vec<KeyRow>,
-}
 
 /// Runs the verb.
 pub fn run(cmd: &KeyCommand, out: &mut Output) -> Result<ExitStatus> {
@@ -54,7 +35,7 @@ async fn namespace(hub: &Hub, given: Option<&str>, what: &str) -> Result<String>
         });
     }
     hub.require_token(what)?;
-    hub.me().await?.default_namespace()
+    hub::default_namespace(&hub.me().await?)
 }
 
 async fn register(
@@ -67,20 +48,20 @@ async fn register(
     let public = keys::load(paths, &args.key)?.public_key();
     hub.require_token("registering a key")?;
     let ns = namespace(hub, args.namespace.as_deref(), "registering a key").await?;
-    let rb = hub
-        .request(Method::POST, &format!("/api/v1/namespaces/{ns}/keys"))
-        .json(&json!({ "public_key": public.to_string() }));
-    let row: KeyRow = match hub.send(rb).await {
-        Ok(resp) => hub.decode(resp, "/api/v1/namespaces/…/keys").await?,
+    let req = AddKeyRequest {
+        public_key: public.to_string(),
+    };
+    let row = match hub.add_key(&ns, &req).await {
+        Ok(row) => row,
         Err(e) => {
             return Err(hub::refused(
                 e,
                 format!("cannot register key `{}` for `{ns}`", args.key),
-                |he| match he.code.as_deref() {
-                    Some("key_exists") => {
+                |he| match he.code {
+                    Some(ErrorCode::KeyExists) => {
                         vec![format!("it is registered already; see `ofc key list {ns}`")]
                     }
-                    Some("namespace_not_found") => {
+                    Some(ErrorCode::NamespaceNotFound) => {
                         vec!["check the name, or pass --namespace".to_string()]
                     }
                     _ if he.status.as_u16() == 403 => vec![format!(
@@ -114,18 +95,18 @@ async fn register(
 
 async fn list(hub: &Hub, args: &KeyListArgs, out: &mut Output) -> Result<ExitStatus> {
     let ns = namespace(hub, args.namespace.as_deref(), "finding your namespace").await?;
-    let listed: KeyList =
-        hub.get_json(&format!("/api/v1/namespaces/{ns}/keys"))
-            .await
-            .map_err(|e| {
-                hub::refused(e, format!("cannot list the keys of `{ns}`"), |he| match he
-                    .code
-                    .as_deref()
-                {
-                    Some("namespace_not_found") => vec!["check the namespace's name".to_string()],
-                    _ => Vec::new(),
-                })
-            })?;
+    let listed = hub.keys(&ns).await.map_err(|e| {
+        hub::refused(
+            e,
+            format!("cannot list the keys of `{ns}`"),
+            |he| match he.code {
+                Some(ErrorCode::NamespaceNotFound) => {
+                    vec!["check the namespace's name".to_string()]
+                }
+                _ => Vec::new(),
+            },
+        )
+    })?;
     if out.json {
         let keys: Vec<_> = listed
             .keys
@@ -181,12 +162,7 @@ async fn revoke(hub: &Hub, args: &KeyRevokeArgs, out: &mut Output) -> Result<Exi
     }
     hub.require_token("revoking a key")?;
     let ns = namespace(hub, args.namespace.as_deref(), "revoking a key").await?;
-    hub.send(hub.request(
-        Method::DELETE,
-        &format!("/api/v1/namespaces/{ns}/keys/{id}"),
-    ))
-    .await
-    .map_err(|e| {
+    hub.revoke_key(&ns, &id).await.map_err(|e| {
         hub::refused(
             e,
             format!("cannot revoke key {id} of `{ns}`"),

@@ -6,28 +6,16 @@
 use std::io::{IsTerminal as _, Read as _};
 
 use anyhow::{Context as _, Result, bail};
-use reqwest::{Method, StatusCode};
+use index_schema::hub_api::{LoginRequest, Me};
+use reqwest::StatusCode;
 use secrecy::{ExposeSecret as _, SecretString};
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::cli::LoginArgs;
 use crate::config::{self, Paths};
 use crate::credentials::{self, Credentials, HubCredentials, TOKEN_ENV, TokenSource};
-use crate::hub::{self, Hub, Me};
+use crate::hub::{self, Hub};
 use crate::output::{ExitStatus, Output, UserError};
-
-/// What `POST /api/v1/login` answers (only the part ofc keeps).
-#[derive(Deserialize)]
-struct NewToken {
-    token: SecretString,
-}
-
-impl std::fmt::Debug for NewToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("NewToken { token: <redacted> }")
-    }
-}
 
 /// Runs the verb.
 pub fn run(args: &LoginArgs, out: &mut Output) -> Result<ExitStatus> {
@@ -131,10 +119,12 @@ pub fn run(args: &LoginArgs, out: &mut Output) -> Result<ExitStatus> {
 
 /// Exchanges a user name and password for a new token.
 async fn mint_token(hub: &Hub, user: &str, password: &str) -> Result<SecretString> {
-    let rb = hub
-        .request(Method::POST, "/api/v1/login")
-        .json(&json!({ "username": user, "password": password }));
-    let resp = hub.send(rb).await.map_err(|e| {
+    let req = LoginRequest {
+        username: user.to_string(),
+        password: password.to_string(),
+        ..LoginRequest::default()
+    };
+    let t = hub.login(&req).await.map_err(|e| {
         hub::refused(
             e,
             format!("cannot log in to {} as `{user}`", hub.url),
@@ -144,8 +134,8 @@ async fn mint_token(hub: &Hub, user: &str, password: &str) -> Result<SecretStrin
             },
         )
     })?;
-    let t: NewToken = hub.decode(resp, "/api/v1/login").await?;
-    Ok(t.token)
+    // Zeroed when dropped from here on.
+    Ok(SecretString::from(t.token))
 }
 
 /// Reads a secret from standard input: everything up to EOF, without the final line break.

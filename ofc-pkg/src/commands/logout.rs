@@ -3,7 +3,7 @@
 //! (`DELETE /api/v1/tokens/{id}`), so that no copy of it keeps working.
 
 use anyhow::Result;
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::cli::LogoutArgs;
@@ -38,8 +38,7 @@ pub fn run(args: &LogoutArgs, out: &mut Output) -> Result<ExitStatus> {
         let rt = hub::runtime()?;
         let outcome = rt.block_on(async {
             let me = hub.me().await?;
-            hub.send(hub.request(Method::DELETE, &format!("/api/v1/tokens/{}", me.token.id)))
-                .await?;
+            hub.revoke_token(me.token.id).await?;
             anyhow::Ok(())
         });
         match outcome {

@@ -16,6 +16,7 @@ use index_schema::Diagnostics;
 use index_schema::agent_card::AgentCard;
 use index_schema::agent_yaml::{AgentYaml, ManifestDefaults};
 use index_schema::envelope::{Envelope, sign_manifest};
+use index_schema::hub_api::{EnvelopeJson, ErrorCode, PublishRequest, path};
 use index_schema::manifest::{BundleSource, Manifest, Source, parse_exact_version};
 use index_schema::media_types::AGENT_BUNDLE_V1;
 use index_schema::name::AgentName;
@@ -253,26 +254,22 @@ fn upload(hub: &Hub, p: &Prepared) -> Result<bool> {
     if let Some(b) = &p.bundle {
         rt.block_on(push_bundle(hub, m, b))?;
     }
-    let path = format!(
-        "/api/v1/agents/{}/{}/versions/{}",
-        m.name.publisher(),
-        m.name.agent(),
-        m.version
-    );
-    let envelope: serde_json::Value = serde_json::from_str(&p.envelope.to_json())?;
-    let body = json!({ "envelope": envelope });
-    let sent = rt.block_on(hub.send(hub.request(reqwest::Method::PUT, &path).json(&body)));
+    let version = m.version.to_string();
+    let req = PublishRequest {
+        envelope: EnvelopeJson::from(&p.envelope),
+        bundle: None,
+    };
+    let sent = rt.block_on(hub.publish(&m.name, &version, &req));
     match sent {
         Ok(_) => Ok(true),
         // Publishing is idempotent: the same signed manifest already there (a retry after a
         // timeout, a re-run in CI) is success, not a conflict.
         Err(e)
-            if hub::hub_error(&e).and_then(|h| h.code.as_deref()) == Some("version_exists")
-                && rt
-                    .block_on(hub.get_json::<serde_json::Value>(&path))
-                    .ok()
-                    .and_then(|v| v["manifest_digest"].as_str().map(str::to_string))
-                    == Some(p.envelope.payload_digest().to_string()) =>
+            if hub::hub_error(&e).and_then(|h| h.code.as_ref())
+                == Some(&ErrorCode::VersionExists)
+                && rt.block_on(hub.version(&m.name, &version)).is_ok_and(|v| {
+                    v.manifest_digest == p.envelope.payload_digest().to_string()
+                }) =>
         {
             Ok(false)
         }
@@ -290,10 +287,7 @@ fn upload(hub: &Hub, p: &Prepared) -> Result<bool> {
 async fn push_bundle(hub: &Hub, m: &Manifest, b: &Packed) -> Result<()> {
     let repo = format!("{}/{}", m.name.publisher(), m.name.agent());
     let head = hub
-        .request(
-            reqwest::Method::HEAD,
-            &format!("/v2/{repo}/blobs/{}", b.digest),
-        )
+        .request(reqwest::Method::HEAD, &path::oci_blob(&m.name, &b.digest))
         .send()
         .await
         .map_err(|e| hub.unreachable(e))?;
@@ -331,10 +325,7 @@ async fn push_bundle(hub: &Hub, m: &Manifest, b: &Packed) -> Result<()> {
         }
     };
     let rb = hub
-        .request(
-            reqwest::Method::POST,
-            &format!("/v2/{repo}/blobs/uploads/?digest={}", b.digest),
-        )
+        .request(reqwest::Method::POST, &path::oci_upload(&m.name, &b.digest))
         .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
         .header(reqwest::header::CONTENT_LENGTH, len)
         .body(body);
@@ -366,7 +357,7 @@ async fn push_bundle(hub: &Hub, m: &Manifest, b: &Packed) -> Result<()> {
 
 /// What to do about a refused bundle upload (an OCI error code, or a status).
 fn blob_hints(he: &hub::HubError, len: u64) -> Vec<String> {
-    let hint = match (he.code.as_deref(), he.status.as_u16()) {
+    let hint = match (he.code.as_ref().map(ErrorCode::as_str), he.status.as_u16()) {
         (Some("SIZE_INVALID"), _) | (_, 413) => format!(
             "the bundle ({len} bytes) is larger than this hub stores (its `max_blob_bytes`): \
              ask its operator to raise it, or leave big files out with `.ofcignore`"
@@ -384,23 +375,25 @@ fn blob_hints(he: &hub::HubError, len: u64) -> Vec<String> {
 
 /// What to do about a refused publish, by the hub's error code.
 fn publish_hints(he: &hub::HubError, namespace: &str) -> Vec<String> {
-    let hint = match he.code.as_deref() {
-        Some("version_exists") => "versions are immutable: bump `version` and publish again".into(),
-        Some("version_deleted") => {
+    let hint = match he.code {
+        Some(ErrorCode::VersionExists) => {
+            "versions are immutable: bump `version` and publish again".into()
+        }
+        Some(ErrorCode::VersionDeleted) => {
             "an administrator deleted this version and its number is never reused: bump `version`"
                 .into()
         }
-        Some("untrusted_key") => format!(
+        Some(ErrorCode::UntrustedKey) => format!(
             "register the signing key for `{namespace}`: `ofc key register --namespace {namespace}`"
         ),
-        Some("key_revoked") => format!(
+        Some(ErrorCode::KeyRevoked) => format!(
             "that key is revoked: create another with `ofc keygen --name NAME`, register it with \
              `ofc key register --key NAME --namespace {namespace}`, and publish with `--key NAME`"
         ),
         _ if he.status.as_u16() == 403 => format!(
             "the token or your role does not allow publishing in `{namespace}`; ask a namespace owner"
         ),
-        Some("bundle_missing") => {
+        Some(ErrorCode::BundleMissing) => {
             "the hub lost the uploaded bundle before the publish (a garbage collection?): publish again"
                 .into()
         }

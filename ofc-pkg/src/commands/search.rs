@@ -2,9 +2,8 @@
 //! [--limit N]`: asks the hub (`GET /api/v1/search`) and prints a table NAME VERSION DOWNLOADS
 //! TAGLINE, best hit first; `--json` prints the hub's answer as is.
 
-use anyhow::{Context as _, Result};
-use serde::Deserialize;
-use serde_json::Value;
+use anyhow::Result;
+use index_schema::hub_api::{SearchHit as Hit, SearchParams};
 
 use crate::cli::SearchArgs;
 use crate::config::Paths;
@@ -17,61 +16,27 @@ const PIPED_TAGLINE_WIDTH: usize = 60;
 /// Narrowest tagline column on a terminal.
 const MIN_TAGLINE_WIDTH: usize = 20;
 
-/// One hit, as much of it as the table shows.
-#[derive(Debug, Deserialize)]
-struct Hit {
-    name: String,
-    version: String,
-    #[serde(default)]
-    tagline: String,
-    #[serde(default)]
-    downloads: u64,
-    #[serde(default)]
-    deprecated: bool,
-}
-
-#[derive(Debug, Deserialize)]
-struct Page {
-    hits: Vec<Hit>,
-    #[serde(default)]
-    next_cursor: Option<String>,
-}
-
 /// Runs the verb.
 pub fn run(args: &SearchArgs, out: &mut Output) -> Result<ExitStatus> {
     let params = query_params(args)?;
     let paths = Paths::from_env()?;
     let hub = Hub::from_env(&paths)?;
     let rt = hub::runtime()?;
-    let answer: Value = rt
-        .block_on(async {
-            let rb = hub
-                .request(reqwest::Method::GET, "/api/v1/search")
-                .query(&params);
-            let resp = hub.send(rb).await?;
-            hub.decode::<Value>(resp, "/api/v1/search").await
-        })
-        .map_err(|e| {
-            hub::refused(
-                e,
-                format!("the hub at {} refused the search", hub.url),
-                |he| match he.status.as_u16() {
-                    400 => vec!["check the flags the message names (`ofc search --help`)".into()],
-                    503 => vec!["this hub has search turned off; ask its operator".into()],
-                    _ => Vec::new(),
-                },
-            )
-        })?;
-    if out.json {
-        out.json_value(&answer);
-        return Ok(ExitStatus::Success);
-    }
-    let page: Page = serde_json::from_value(answer).with_context(|| {
-        format!(
-            "the hub at {} sent a search answer ofc does not understand",
-            hub.url
+    let page = rt.block_on(hub.search(&params)).map_err(|e| {
+        hub::refused(
+            e,
+            format!("the hub at {} refused the search", hub.url),
+            |he| match he.status.as_u16() {
+                400 => vec!["check the flags the message names (`ofc search --help`)".into()],
+                503 => vec!["this hub has search turned off; ask its operator".into()],
+                _ => Vec::new(),
+            },
         )
     })?;
+    if out.json {
+        out.json_value(&page);
+        return Ok(ExitStatus::Success);
+    }
     if page.hits.is_empty() {
         out.status(&no_match_message(args));
         out.hints(&[if has_filters(args) {
@@ -94,8 +59,8 @@ pub fn run(args: &SearchArgs, out: &mut Output) -> Result<ExitStatus> {
 }
 
 /// The query string, checked enough that a mistake is named here rather than by the hub.
-fn query_params(args: &SearchArgs) -> Result<Vec<(&'static str, String)>> {
-    let mut params = Vec::new();
+fn query_params(args: &SearchArgs) -> Result<SearchParams> {
+    let mut params = SearchParams::default();
     if let Some(q) = args
         .query
         .as_deref()
@@ -109,11 +74,11 @@ fn query_params(args: &SearchArgs) -> Result<Vec<(&'static str, String)>> {
             ))
             .into());
         }
-        params.push(("q", q.to_string()));
+        params.q = Some(q.to_string());
     }
-    for (flag, key, values) in [
-        ("--capability", "capability", &args.capability),
-        ("--keyword", "keyword", &args.keyword),
+    for (flag, param, values) in [
+        ("--capability", &mut params.capability, &args.capability),
+        ("--keyword", &mut params.keyword, &args.keyword),
     ] {
         if values.is_empty() {
             continue;
@@ -128,16 +93,16 @@ fn query_params(args: &SearchArgs) -> Result<Vec<(&'static str, String)>> {
             }
         }
         let joined: Vec<&str> = values.iter().map(|v| v.trim()).collect();
-        params.push((key, joined.join(",")));
+        *param = Some(joined.join(","));
     }
     if let Some(k) = &args.kind {
-        params.push(("kind", k.trim().to_string()));
+        params.kind = Some(k.trim().to_string());
     }
     if let Some(p) = &args.publisher {
-        params.push(("publisher", p.trim().to_string()));
+        params.publisher = Some(p.trim().to_string());
     }
-    params.push(("sort", args.sort.as_str().to_string()));
-    params.push(("limit", args.limit.to_string()));
+    params.sort = Some(args.sort.as_str().to_string());
+    params.limit = Some(args.limit.to_string());
     Ok(params)
 }
 
@@ -230,9 +195,14 @@ mod tests {
         Hit {
             name: name.into(),
             version: "1.0.0".into(),
+            display_name: String::new(),
             tagline: tagline.into(),
+            kind: "bundle".into(),
             downloads,
+            updated_at: 0,
             deprecated: false,
+            score: None,
+            highlights: Vec::new(),
         }
     }
 

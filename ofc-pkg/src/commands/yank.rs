@@ -3,8 +3,8 @@
 //! downloadable by its exact version, so existing lockfiles keep working.
 
 use anyhow::Result;
+use index_schema::hub_api::YankRequest;
 use index_schema::name::{Reference, VersionSelector};
-use reqwest::Method;
 use serde_json::json;
 
 use crate::cli::YankArgs;
@@ -31,19 +31,19 @@ pub fn run(args: &YankArgs, out: &mut Output) -> Result<ExitStatus> {
     let hub = Hub::from_env(&paths)?;
     let verb = if args.undo { "unyank" } else { "yank" };
     hub.require_token(&format!("`ofc {verb}`"))?;
-    let path = format!(
-        "/api/v1/agents/{}/{}/versions/{version}/yank",
-        name.publisher(),
-        name.agent()
-    );
-    let rb = if args.undo {
-        hub.request(Method::DELETE, &path)
-    } else {
-        hub.request(Method::PUT, &path)
-            .json(&json!({ "reason": args.reason }))
-    };
+    let v = version.to_string();
     let rt = hub::runtime()?;
-    rt.block_on(hub.send(rb)).map_err(|e| {
+    rt.block_on(async {
+        if args.undo {
+            hub.unyank(&name, &v).await
+        } else {
+            let req = YankRequest {
+                reason: args.reason.clone(),
+            };
+            hub.yank(&name, &v, &req).await
+        }
+    })
+    .map_err(|e| {
         hub::refused(
             e,
             format!("cannot {verb} {name}@{version}"),

@@ -30,7 +30,6 @@ use index_schema::manifest::Manifest;
 use index_schema::name::{AgentName, Digest, Reference, VersionSelector};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use semver::Version;
-use serde::Deserialize;
 
 use crate::cache::Cache;
 use crate::config::Paths;
@@ -170,33 +169,6 @@ pub struct PullReport {
     pub pulled: Vec<Pulled>,
     /// The lockfile written, if it changed.
     pub lockfile_written: Option<PathBuf>,
-}
-
-// ----- the hub's answers (only the fields used) -----
-
-#[derive(Debug, Deserialize)]
-struct AgentInfo {
-    versions: Vec<VersionSummary>,
-}
-
-#[derive(Debug, Deserialize)]
-struct VersionSummary {
-    version: String,
-    manifest_digest: String,
-    #[serde(default)]
-    yanked: bool,
-}
-
-#[derive(Debug, Deserialize)]
-struct VersionInfo {
-    envelope: serde_json::Value,
-    key: SigningKeyInfo,
-}
-
-#[derive(Debug, Deserialize)]
-struct SigningKeyInfo {
-    key_id: String,
-    public_key: Option<String>,
 }
 
 /// Pulls every request; fails on the first error (nothing half-installed stays visible).
@@ -563,13 +535,7 @@ impl Ctx {
     /// Picks the version from the hub's list, refusing rollbacks.
     async fn resolve(&self, hub: &Hub, r: &Reference) -> Result<Resolved> {
         let name = r.name();
-        let info: AgentInfo = hub
-            .get_json(&format!(
-                "/api/v1/agents/{}/{}",
-                name.publisher(),
-                name.agent()
-            ))
-            .await?;
+        let info = hub.agent(name).await?;
         let mut versions = Vec::new();
         for v in info.versions {
             // One entry this client cannot read must not block the others.
@@ -719,7 +685,6 @@ impl Ctx {
             manifest: &manifest,
             digest,
             locked: locked.map(|l| &l.source),
-            base: "",
         };
         let Installed {
             source,
@@ -826,15 +791,8 @@ impl Ctx {
         resolved: Resolved,
         signer: Option<KeyId>,
     ) -> Result<Pulled> {
-        let base = format!(
-            "/api/v1/agents/{}/{}/versions/{}",
-            name.publisher(),
-            name.agent(),
-            resolved.version
-        );
-        let vi: VersionInfo = hub.get_json(&base).await?;
-        let envelope_text = serde_json::to_string(&vi.envelope)?;
-        let envelope = Envelope::from_json(&envelope_text).map_err(|d| {
+        let vi = hub.version(name, &resolved.version.to_string()).await?;
+        let envelope = vi.envelope.parse().map_err(|d| {
             anyhow!(
                 "the hub sent an invalid signed manifest for {name} {}: {d}",
                 resolved.version
@@ -873,7 +831,6 @@ impl Ctx {
             manifest: &manifest,
             digest: &digest,
             locked: self.lock.get(name).map(|l| &l.source),
-            base: &base,
         };
         let Installed {
             source,
@@ -914,7 +871,7 @@ impl Ctx {
         hub: &Hub,
         name: &AgentName,
         envelope: &Envelope,
-        vi: &VersionInfo,
+        vi: &index_schema::hub_api::VersionInfo,
         signer: Option<KeyId>,
     ) -> Result<Verified> {
         let publisher = name.publisher();

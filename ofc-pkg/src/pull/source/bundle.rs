@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, anyhow, bail};
 use async_trait::async_trait;
+use index_schema::hub_api::path;
 use index_schema::lockfile::LockedSource;
 use index_schema::manifest::{Manifest, Source as ManifestSource};
 use index_schema::name::{AgentName, Digest};
@@ -53,7 +54,7 @@ impl Source for Bundle {
     async fn install(&self, cx: &Ctx, job: &Job<'_>) -> Result<Installed> {
         let b = parts(job);
         let (files, downloaded, extracted) =
-            fetch_bundle(cx, job.hub, job.name, job.manifest, job.base).await?;
+            fetch_bundle(cx, job.hub, job.name, job.manifest).await?;
         Ok(Installed {
             source: LockedSource::Bundle { digest: b.digest },
             start: start(b, &files),
@@ -69,7 +70,6 @@ async fn fetch_bundle(
     hub: &Hub,
     name: &AgentName,
     manifest: &Manifest,
-    base: &str,
 ) -> Result<(PathBuf, u64, bool)> {
     let ManifestSource::Bundle(b) = &manifest.source else {
         unreachable!("fetch_bundle is called for bundle sources");
@@ -103,7 +103,10 @@ async fn fetch_bundle(
         );
     }
     let resp = hub
-        .send(hub.request(Method::GET, &format!("{base}/bundle")))
+        .send(hub.request(
+            Method::GET,
+            &path::bundle(name, &manifest.version.to_string()),
+        ))
         .await?;
     let bar = cx
         .progress

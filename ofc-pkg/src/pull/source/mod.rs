@@ -35,8 +35,6 @@ pub(super) struct Job<'a> {
     pub digest: &'a Digest,
     /// What the lockfile recorded for this agent's source, if anything.
     pub locked: Option<&'a LockedSource>,
-    /// The hub API path of this version (`/api/v1/agents/p/a/versions/v`); empty for lookups.
-    pub base: &'a str,
 }
 
 /// What a source installed.
