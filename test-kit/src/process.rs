@@ -87,7 +87,7 @@ impl ProcessOptions {
     }
 
     /// This data directory instead of `TEMP/data` (which does not exist before the first
-    /// start).
+    /// start); a relative path is under the hub's temp dir.
     pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> ProcessOptions {
         self.data_dir = Some(dir.into());
         self
@@ -127,7 +127,9 @@ impl HubProcess {
     /// [`ProcessOptions::stopped`].
     pub fn start(opts: ProcessOptions) -> HubProcess {
         let root = tempfile::tempdir().expect("a temp dir for the hub");
-        let data = opts.data_dir.unwrap_or_else(|| root.path().join("data"));
+        let data = root
+            .path()
+            .join(opts.data_dir.as_deref().unwrap_or(Path::new("data")));
         if let Some(toml) = &opts.hub_toml {
             std::fs::create_dir_all(&data).expect("create the data dir");
             std::fs::write(data.join("hub.toml"), toml).expect("write hub.toml");
