@@ -5,7 +5,8 @@
 
 use base64::Engine as _;
 use index_schema::name::Digest;
-use ofc_test_kit::{Backend, HubProcess as Hub, ProcessOptions, TestHub};
+use ofc_test_kit::{Backend, HubProcess as Hub, ProcessOptions, TestHub, assert_status};
+use reqwest::Method;
 use rstest::rstest;
 use serde_json::Value;
 
@@ -64,17 +65,13 @@ async fn one_shot_commands_run_while_the_hub_serves(#[case] backend: Backend) {
     assert_eq!(created["admin"], false, "{created}");
     let token = created["token"].as_str().expect("a token").to_string();
     assert!(token.starts_with("ofc_"), "{created}");
-    let me: Value = http
-        .get(format!("{}/api/v1/me", hub.url))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .error_for_status()
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let me = assert_status(
+        hub.request(Method::GET, "/api/v1/me")
+            .token(&token)
+            .send()
+            .await,
+        200,
+    );
     assert_eq!(me["user"], "x", "{me}");
 
     // The other admin verbs.
@@ -121,17 +118,13 @@ async fn one_shot_commands_run_while_the_hub_serves(#[case] backend: Backend) {
     assert!(actions.contains(&"user.create"), "{audit}");
     assert!(actions.contains(&"token.revoke"), "{audit}");
     // The hub sees the namespace membership the CLI granted.
-    let me: Value = http
-        .get(format!("{}/api/v1/me", hub.url))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .error_for_status()
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let me = assert_status(
+        hub.request(Method::GET, "/api/v1/me")
+            .token(&token)
+            .send()
+            .await,
+        200,
+    );
     let namespaces: Vec<&str> = me["namespaces"]
         .as_array()
         .unwrap()

@@ -479,22 +479,17 @@ async fn kill_9_during_concurrent_publishes_loses_nothing_acknowledged(#[case] b
     let bytes = b"after the crash".to_vec();
     let m = bundle_manifest(&agent_name(0), "2.0.0", &bytes);
     let env = sign_manifest(&m, &key);
-    let r = http
-        .put(format!(
-            "{}/api/v1/agents/{}/versions/2.0.0",
-            hub.url,
-            agent_name(0)
-        ))
-        .bearer_auth(&token)
-        .json(&json!({
+    let path = format!("/api/v1/agents/{}/versions/2.0.0", agent_name(0));
+    let (status, v) = hub
+        .request(reqwest::Method::PUT, &path)
+        .token(&token)
+        .json(json!({
             "envelope": serde_json::from_str::<Value>(&env.to_json()).unwrap(),
             "bundle": base64::engine::general_purpose::STANDARD.encode(&bytes),
         }))
         .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    let v: Value = r.json().await.unwrap();
+        .await;
+    assert_eq!(status, 201);
     assert_eq!(v["seq"].as_i64().unwrap(), outbox.len() as i64 + 1);
 
     eprintln!(

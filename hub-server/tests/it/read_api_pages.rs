@@ -472,14 +472,13 @@ async fn migrate_a_fresh_data_dir_twice_then_serve(#[case] backend: Backend) {
         r.json::<Value>().await.unwrap(),
         json!({"agents": [], "next_cursor": null})
     );
-    let r = http
-        .get(format!("{}/api/v1/me", hub.url))
-        .bearer_auth(&token)
+    let (status, me) = hub
+        .request(reqwest::Method::GET, "/api/v1/me")
+        .token(&token)
         .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    assert_eq!(r.json::<Value>().await.unwrap()["user"], "alice");
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(me["user"], "alice");
     hub.kill();
 
     // Migrating a database in use keeps its data.

@@ -1338,18 +1338,12 @@ async fn a_registration_that_loses_the_race_at_the_index_is_a_409_on_postgres() 
     .execute(&mut *tx)
     .await
     .unwrap();
-    let url = app.url("/registry/agents");
-    let (client, token) = (app.client.clone(), app.user.token.clone());
-    let post = tokio::spawn(async move {
-        let r = client
-            .post(url)
-            .bearer_auth(token)
-            .json(&registration("@HELD"))
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.json::<Value>().await.unwrap())
-    });
+    let post = tokio::spawn(
+        app.request(Method::POST, "/registry/agents")
+            .token(&app.user.token)
+            .json(registration("@HELD"))
+            .send(),
+    );
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(!post.is_finished(), "{:?}", post.await);
     tx.commit().await.unwrap();
