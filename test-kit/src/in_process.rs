@@ -1,6 +1,7 @@
 //! [`TestHub`]: the hub-server library serving on an ephemeral 127.0.0.1 port inside the test's
 //! runtime, on SQLite or a fresh PostgreSQL database, with publisher `alice` ready.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use base64::Engine as _;
@@ -32,10 +33,91 @@ pub struct TestHub {
     pub user: Publisher,
     /// The data directory (SQLite file, blobs, search index).
     pub data_dir: PathBuf,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    server: Option<tokio::task::JoinHandle<()>>,
+    served: Option<Served>,
     _dir: tempfile::TempDir,
     _pg: Option<PgDatabase>,
+}
+
+/// `state` served on an ephemeral 127.0.0.1 port in the current runtime until
+/// [`Served::stop`] or drop: the server under [`TestHub`], and for the benchmarks and the soak
+/// (`hub-server/examples/`) that build their own state.
+#[derive(Debug)]
+pub struct Served {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    pub addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Served {
+    /// Binds 127.0.0.1:0 and serves `state` on a task.
+    pub async fn start(state: AppState) -> Served {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            hub_server::serve(state, listener, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        Served {
+            url: format!("http://{addr}"),
+            addr,
+            shutdown: Some(tx),
+            server: Some(server),
+        }
+    }
+
+    /// Shuts the server down gracefully and waits for it.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(h) = self.server.take() {
+            h.await.unwrap();
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// The publisher fixture on a store: user `name` (password `password`) with its namespace,
+/// `key` registered for it, and its first token.
+pub async fn add_publisher(
+    store: &Store,
+    name: &str,
+    password: Option<&str>,
+    is_admin: bool,
+    key: SecretKey,
+) -> Publisher {
+    let c = admin::create_user(store, name, password, is_admin, false)
+        .await
+        .unwrap();
+    let ns = store.namespace(name).await.unwrap().unwrap();
+    store
+        .add_key(
+            &Actor::operator(),
+            &ns,
+            &key.key_id().to_string(),
+            &key.public_key().to_string(),
+            c.user.id,
+        )
+        .await
+        .unwrap();
+    Publisher {
+        name: c.user.name,
+        token: c.token.expose().to_string(),
+        key,
+    }
 }
 
 /// The configuration of a test hub: a data dir of its own, the database of `pg` (else SQLite),
@@ -77,19 +159,9 @@ impl TestHub {
         tweak(&mut cfg);
         let data_dir = cfg.data_dir.clone();
         let state = hub_server::build_state(cfg).await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let st = state.clone();
-        let server = tokio::spawn(async move {
-            hub_server::serve(st, listener, async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
+        let served = Served::start(state.clone()).await;
         let mut app = TestHub {
-            url,
+            url: served.url.clone(),
             client: reqwest::Client::new(),
             state,
             backend,
@@ -99,8 +171,7 @@ impl TestHub {
                 key: SecretKey::from_seed(&[0; 32]),
             },
             data_dir,
-            shutdown: Some(tx),
-            server: Some(server),
+            served: Some(served),
             _dir: dir,
             _pg: pg,
         };
@@ -141,26 +212,8 @@ impl TestHub {
     /// The publisher fixture: a user with a namespace, a registered key ([`key_for`] the name)
     /// and a full token.
     pub async fn new_user(&self, name: &str, is_admin: bool) -> Publisher {
-        let c = admin::create_user(self.store(), name, Some("correct horse"), is_admin, false)
-            .await
-            .unwrap();
         let key = key_for(name);
-        let ns = self.store().namespace(name).await.unwrap().unwrap();
-        self.store()
-            .add_key(
-                &Actor::operator(),
-                &ns,
-                &key.key_id().to_string(),
-                &key.public_key().to_string(),
-                c.user.id,
-            )
-            .await
-            .unwrap();
-        Publisher {
-            name: c.user.name,
-            token: c.token.expose().to_string(),
-            key,
-        }
+        add_publisher(self.store(), name, Some("correct horse"), is_admin, key).await
     }
 
     /// A token for `user` with exactly these scopes and namespace patterns.
@@ -290,19 +343,8 @@ impl TestHub {
 
     /// Stops the server and waits for it.
     pub async fn stop(mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(h) = self.server.take() {
-            h.await.unwrap();
-        }
-    }
-}
-
-impl Drop for TestHub {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
+        if let Some(s) = self.served.take() {
+            s.stop().await;
         }
     }
 }

@@ -35,7 +35,7 @@ pub use assert::{
     strings, user_scopes,
 };
 pub use fixtures::{Publisher, bundle_manifest, key_for, remote_manifest};
-pub use in_process::{TestHub, fresh_store, test_config};
+pub use in_process::{Served, TestHub, add_publisher, fresh_store, test_config};
 pub use postgres::{PgDatabase, database_for, postgres_base_url};
 pub use process::{
     COMMAND_BOUND, HubProcess, ProcessOptions, SEARCH_BOUND, START_BOUND, bin, hub_command,
