@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use hub_server::store::Actor;
-use hub_server::{Config, admin};
+use hub_server::Config;
 use index_schema::envelope::{SecretKey, sign_manifest};
 use index_schema::manifest::Manifest;
+use ofc_test_kit::{Served, add_publisher};
 use serde_json::json;
 
 #[allow(clippy::print_stdout)]
@@ -31,26 +31,11 @@ async fn main() -> anyhow::Result<()> {
     };
     let state = hub_server::build_state(cfg).await?;
     let store = state.store.clone();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}", listener.local_addr()?);
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(hub_server::serve(state, listener, async {
-        let _ = rx.await;
-    }));
+    let served = Served::start(state).await;
+    let url = served.url.clone();
     let user = format!("bench{}", std::process::id());
-    let c = admin::create_user(&store, &user, None, false, false).await?;
-    let key = SecretKey::from_seed(&[1; 32]);
-    let ns = store.namespace(&user).await?.expect("namespace");
-    store
-        .add_key(
-            &Actor::operator(),
-            &ns,
-            &key.key_id().to_string(),
-            &key.public_key().to_string(),
-            c.user.id,
-        )
-        .await?;
-    let token = c.token.expose().to_string();
+    let p = add_publisher(&store, &user, None, false, SecretKey::from_seed(&[1; 32])).await;
+    let (key, token) = (p.key, p.token);
     let client = reqwest::Client::new();
     let next = Arc::new(AtomicUsize::new(0));
     let ok = Arc::new(AtomicUsize::new(0));
@@ -106,7 +91,6 @@ async fn main() -> anyhow::Result<()> {
         took.as_secs_f64(),
         n as f64 / took.as_secs_f64()
     );
-    let _ = tx.send(());
-    server.await??;
+    served.stop().await;
     Ok(())
 }

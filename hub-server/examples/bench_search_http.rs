@@ -191,12 +191,8 @@ async fn main() -> anyhow::Result<()> {
         ..Config::default()
     };
     let state = hub_server::build_state(cfg).await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}", listener.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(hub_server::serve(state, listener, async {
-        let _ = stopped.await;
-    }));
+    let served = ofc_test_kit::Served::start(state).await;
+    let url = served.url.clone();
     println!("hub: {url}; RSS {} MiB after start", status_mib("VmRSS:"));
 
     let client = reqwest::Client::builder()
@@ -278,7 +274,6 @@ async fn main() -> anyhow::Result<()> {
             " (the peak includes building the index in this run)"
         }
     );
-    let _ = stop.send(());
-    server.await??;
+    served.stop().await;
     Ok(())
 }

@@ -17,10 +17,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use hub_server::store::Actor;
-use hub_server::{Config, admin};
+use hub_server::Config;
 use index_schema::envelope::{SecretKey, sign_manifest};
 use index_schema::manifest::Manifest;
+use ofc_test_kit::{Served, add_publisher};
 use serde_json::json;
 use sha2::Digest as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -153,26 +153,10 @@ async fn main() -> anyhow::Result<()> {
     };
     let state = hub_server::build_state(cfg).await?;
     let store = state.store.clone();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let url = format!("http://{addr}");
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(hub_server::serve(state, listener, async {
-        let _ = rx.await;
-    }));
-    let c = admin::create_user(&store, "soak", None, false, false).await?;
-    let key = SecretKey::from_seed(&[7; 32]);
-    let ns = store.namespace("soak").await?.expect("namespace");
-    store
-        .add_key(
-            &Actor::operator(),
-            &ns,
-            &key.key_id().to_string(),
-            &key.public_key().to_string(),
-            c.user.id,
-        )
-        .await?;
-    let token = c.token.expose().to_string();
+    let served = Served::start(state).await;
+    let (addr, url) = (served.addr, served.url.clone());
+    let p = add_publisher(&store, "soak", None, false, SecretKey::from_seed(&[7; 32])).await;
+    let (key, token) = (p.key, p.token);
     let end = Instant::now() + Duration::from_secs(seconds);
     let rss_start = rss_mib();
 
@@ -295,7 +279,6 @@ async fn main() -> anyhow::Result<()> {
         "RSS: {rss_start} MiB at start, {rss_max} MiB at most, {} MiB at the end",
         rss_mib()
     );
-    let _ = tx.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(40), server).await;
+    let _ = tokio::time::timeout(Duration::from_secs(40), served.stop()).await;
     Ok(())
 }

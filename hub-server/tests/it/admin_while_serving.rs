@@ -3,21 +3,16 @@
 //! search index's writer lock the hub's follower holds), and `reindex`, which needs that lock,
 //! fails at once with a message telling the operator to stop the hub. On SQLite and PostgreSQL.
 
-use std::path::Path;
-
-use crate::common::hub_process::{HubProcess as Hub, hub_command};
-use crate::common::{Backend, PgDatabase};
 use base64::Engine as _;
 use index_schema::name::Digest;
+use ofc_test_kit::{Backend, HubProcess as Hub, ProcessOptions, TestHub, assert_status};
+use reqwest::Method;
 use rstest::rstest;
 use serde_json::Value;
 
-/// Runs `ofc-hub ARGS` on `data` (and `database_url`): (exit code, stdout, stderr).
-fn run(data: &Path, database_url: Option<&str>, args: &[&str]) -> (Option<i32>, String, String) {
-    let out = hub_command(data, database_url)
-        .args(args)
-        .output()
-        .expect("run ofc-hub");
+/// Runs `ofc-hub ARGS` on the hub's data (and database): (exit code, stdout, stderr).
+fn run(hub: &Hub, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = hub.run(args);
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -26,8 +21,8 @@ fn run(data: &Path, database_url: Option<&str>, args: &[&str]) -> (Option<i32>, 
 }
 
 /// Runs `ofc-hub ARGS`, expects exit 0 and returns stdout.
-fn ok(data: &Path, database_url: Option<&str>, args: &[&str]) -> String {
-    let (code, stdout, stderr) = run(data, database_url, args);
+fn ok(hub: &Hub, args: &[&str]) -> String {
+    let (code, stdout, stderr) = run(hub, args);
     assert_eq!(
         code,
         Some(0),
@@ -43,8 +38,8 @@ fn json_of(args: &[&str], stdout: &str) -> Value {
 }
 
 /// Runs `ofc-hub ARGS`, expects exit 0 and JSON on stdout.
-fn ok_json(data: &Path, database_url: Option<&str>, args: &[&str]) -> Value {
-    json_of(args, &ok(data, database_url, args))
+fn ok_json(hub: &Hub, args: &[&str]) -> Value {
+    json_of(args, &ok(hub, args))
 }
 
 fn basic(token: &str) -> String {
@@ -59,66 +54,45 @@ fn basic(token: &str) -> String {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_shot_commands_run_while_the_hub_serves(#[case] backend: Backend) {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let pg = match backend {
-        Backend::Sqlite => None,
-        Backend::Postgres => Some(PgDatabase::create().await),
-    };
-    let dbu = pg.as_ref().map(|p| p.url.as_str());
-    let hub = Hub::start(&data, dbu);
+    let mut hub = TestHub::process(ProcessOptions::new(backend));
     let http = reqwest::Client::new();
 
     // admin: a user created beside the hub can use the hub at once.
     let args = ["admin", "create-user", "x", "--json"];
-    let created = ok_json(&data, dbu, &args);
+    let created = ok_json(&hub, &args);
     assert_eq!(created["user"], "x", "{created}");
     assert_eq!(created["namespace"], "x", "{created}");
     assert_eq!(created["admin"], false, "{created}");
     let token = created["token"].as_str().expect("a token").to_string();
     assert!(token.starts_with("ofc_"), "{created}");
-    let me: Value = http
-        .get(format!("{}/api/v1/me", hub.url))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .error_for_status()
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let me = assert_status(
+        hub.request(Method::GET, "/api/v1/me")
+            .token(&token)
+            .send()
+            .await,
+        200,
+    );
     assert_eq!(me["user"], "x", "{me}");
 
     // The other admin verbs.
     let args = ["admin", "create-token", "x", "--name", "second", "--json"];
-    let second = ok_json(&data, dbu, &args);
+    let second = ok_json(&hub, &args);
     assert_eq!(second["user"], "x", "{second}");
     let second_id = second["token_id"].as_i64().expect("a token id");
+    ok(&hub, &["admin", "create-user", "owner", "--no-namespace"]);
+    ok(&hub, &["admin", "set-admin", "owner", "true"]);
     ok(
-        &data,
-        dbu,
-        &["admin", "create-user", "owner", "--no-namespace"],
-    );
-    ok(&data, dbu, &["admin", "set-admin", "owner", "true"]);
-    ok(
-        &data,
-        dbu,
+        &hub,
         &["admin", "create-namespace", "team", "--owner", "owner"],
     );
     ok(
-        &data,
-        dbu,
+        &hub,
         &["admin", "set-member", "team", "x", "--role", "publisher"],
     );
-    ok(&data, dbu, &["admin", "disable-user", "owner"]);
-    ok(&data, dbu, &["admin", "disable-user", "owner", "--enable"]);
-    ok(
-        &data,
-        dbu,
-        &["admin", "revoke-token", &second_id.to_string()],
-    );
-    let users = ok_json(&data, dbu, &["admin", "list-users", "--json"]);
+    ok(&hub, &["admin", "disable-user", "owner"]);
+    ok(&hub, &["admin", "disable-user", "owner", "--enable"]);
+    ok(&hub, &["admin", "revoke-token", &second_id.to_string()]);
+    let users = ok_json(&hub, &["admin", "list-users", "--json"]);
     let mut names: Vec<(&str, bool)> = users
         .as_array()
         .expect("a list")
@@ -132,9 +106,9 @@ async fn one_shot_commands_run_while_the_hub_serves(#[case] backend: Backend) {
         .collect();
     names.sort_unstable();
     assert_eq!(names, [("owner", true), ("x", false)], "{users}");
-    let tokens = ok_json(&data, dbu, &["admin", "list-tokens", "x", "--json"]);
+    let tokens = ok_json(&hub, &["admin", "list-tokens", "x", "--json"]);
     assert_eq!(tokens.as_array().map(Vec::len), Some(2), "{tokens}");
-    let audit = ok_json(&data, dbu, &["admin", "audit", "--json"]);
+    let audit = ok_json(&hub, &["admin", "audit", "--json"]);
     let actions: Vec<&str> = audit
         .as_array()
         .expect("a list")
@@ -144,17 +118,13 @@ async fn one_shot_commands_run_while_the_hub_serves(#[case] backend: Backend) {
     assert!(actions.contains(&"user.create"), "{audit}");
     assert!(actions.contains(&"token.revoke"), "{audit}");
     // The hub sees the namespace membership the CLI granted.
-    let me: Value = http
-        .get(format!("{}/api/v1/me", hub.url))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .error_for_status()
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let me = assert_status(
+        hub.request(Method::GET, "/api/v1/me")
+            .token(&token)
+            .send()
+            .await,
+        200,
+    );
     let namespaces: Vec<&str> = me["namespaces"]
         .as_array()
         .unwrap()
@@ -192,7 +162,7 @@ async fn one_shot_commands_run_while_the_hub_serves(#[case] backend: Backend) {
     };
     // Within the grace period: examined, kept.
     let args = ["gc", "--grace-secs", "3600", "--json"];
-    let r = ok_json(&data, dbu, &args);
+    let r = ok_json(&hub, &args);
     assert_eq!(r["blobs_deleted"], 0, "{r}");
     assert_eq!(r["bytes_freed"], 0, "{r}");
     assert!(r["blobs_seen"].as_u64().unwrap() >= 2, "{r}");
@@ -201,7 +171,7 @@ async fn one_shot_commands_run_while_the_hub_serves(#[case] backend: Backend) {
     }
     // Without a grace period: both go, and the serving hub no longer has them.
     let args = ["gc", "--grace-secs", "0", "--json"];
-    let r = ok_json(&data, dbu, &args);
+    let r = ok_json(&hub, &args);
     assert_eq!(r["blobs_deleted"], 2, "{r}");
     let bytes: usize = pushed.iter().map(|(_, n)| n).sum();
     assert_eq!(r["bytes_freed"].as_u64(), Some(bytes as u64), "{r}");
@@ -209,17 +179,17 @@ async fn one_shot_commands_run_while_the_hub_serves(#[case] backend: Backend) {
         assert_eq!(blob_status(*d).await, 404, "{d} after gc --grace-secs 0");
     }
     // The text form too.
-    let text = ok(&data, dbu, &["gc", "--grace-secs", "3600"]);
+    let text = ok(&hub, &["gc", "--grace-secs", "3600"]);
     assert!(text.contains("blobs removed"), "{text:?}");
 
     // migrate (a no-op now) and search-check (reads the committed index) run beside it.
-    ok(&data, dbu, &["migrate"]);
+    ok(&hub, &["migrate"]);
     let args = ["search-check"];
-    let check = json_of(&args, &ok(&data, dbu, &args));
+    let check = json_of(&args, &ok(&hub, &args));
     assert!(check["index_seq"].is_u64(), "{check}");
 
     // reindex needs the index's one writer, which the hub holds: a clear refusal, exit 1.
-    let (code, stdout, stderr) = run(&data, dbu, &["reindex"]);
+    let (code, stdout, stderr) = run(&hub, &["reindex"]);
     assert_eq!(
         code,
         Some(1),
@@ -238,10 +208,10 @@ async fn one_shot_commands_run_while_the_hub_serves(#[case] backend: Backend) {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
-    let log = hub.log.lock().unwrap().join("\n");
+    let log = hub.log();
     assert!(!log.contains("ERROR"), "the hub logged errors:\n{log}");
-    drop(hub);
+    hub.kill();
     // Stopped, reindex takes the lock.
-    let r = ok_json(&data, dbu, &["reindex"]);
+    let r = ok_json(&hub, &["reindex"]);
     assert!(r["seq"].is_u64(), "{r}");
 }

@@ -1,10 +1,10 @@
 //! The authorization matrix: every case states the exact status and code; a success where a
 //! refusal is expected is an escalation and fails the test.
 
-use crate::common::{Backend, TestApp, remote_manifest};
 use hub_server::auth::{Scope, TOKEN_PREFIX, generate_token, hash_token};
 use hub_server::store::{Actor, now_ms};
 use index_schema::envelope::SecretKey;
+use ofc_test_kit::{Backend, TestHub, remote_manifest};
 use reqwest::Method;
 use serde_json::json;
 
@@ -28,7 +28,7 @@ enum Action {
 }
 
 struct Matrix {
-    app: TestApp,
+    app: TestHub,
     version: std::sync::atomic::AtomicU32,
 }
 
@@ -120,7 +120,7 @@ impl Matrix {
 
 #[tokio::test]
 async fn authorization_matrix_has_no_escalation() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let alice = app.user.clone();
     let bob = app.new_user("bob", false).await;
     let carol = app.new_user("carol", false).await;
@@ -144,7 +144,7 @@ async fn authorization_matrix_has_no_escalation() {
         201
     );
 
-    let all = crate::common::user_scopes();
+    let all = ofc_test_kit::user_scopes();
     let t_no_new = app.token_without("alice", Scope::PublishNew).await;
     let t_no_update = app.token_without("alice", Scope::PublishUpdate).await;
     let t_no_yank = app.token_without("alice", Scope::Yank).await;
@@ -541,7 +541,7 @@ async fn authorization_matrix_has_no_escalation() {
             failures.push(format!("{what}: expected {status} {code:?}, got {s} {c:?}"));
         }
     }
-    crate::common::assert_no_failures(&failures, cases.len());
+    ofc_test_kit::assert_no_failures(&failures, cases.len());
     // Nobody who was refused changed membership.
     let members = m.app.store().members(ns.id).await.unwrap();
     let owners: Vec<&str> = members

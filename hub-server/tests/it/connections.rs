@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{Backend, TestApp};
+use ofc_test_kit::{Backend, TestHub};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-fn addr(app: &TestApp) -> String {
+fn addr(app: &TestHub) -> String {
     app.url("").trim_start_matches("http://").to_owned()
 }
 
@@ -34,7 +34,7 @@ async fn read_to_close(stream: &mut TcpStream, bound: Duration) -> (String, Dura
 
 #[tokio::test]
 async fn slow_headers_idle_connections_and_stalled_bodies_are_cut_off() {
-    let app = TestApp::start_with(Backend::Sqlite, |c| {
+    let app = TestHub::in_process_with(Backend::Sqlite, |c| {
         c.header_timeout_secs = 1;
         c.body_timeout_secs = 1;
     })
@@ -84,7 +84,7 @@ async fn slow_headers_idle_connections_and_stalled_bodies_are_cut_off() {
 
 #[tokio::test]
 async fn past_the_connection_cap_new_connections_get_a_json_503_at_once() {
-    let app = TestApp::start_with(Backend::Sqlite, |c| {
+    let app = TestHub::in_process_with(Backend::Sqlite, |c| {
         c.max_connections = 8;
         c.header_timeout_secs = 30;
     })
@@ -151,7 +151,7 @@ async fn parse_error_answer(addr: &str, request: &[u8]) -> (u16, serde_json::Val
 
 #[tokio::test]
 async fn requests_hyper_cannot_parse_get_a_json_error_in_both_shapes() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let addr = addr(&app);
 
     let long = format!(

@@ -12,13 +12,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{Backend, PgDatabase, bundle_manifest};
 use base64::Engine as _;
 use hub_server::db::Db;
 use hub_server::on_read;
 use index_schema::envelope::{Envelope, SecretKey, sign_manifest, verify_manifest};
 use index_schema::manifest::Source;
 use index_schema::name::Digest;
+use ofc_test_kit::{Backend, HubProcess as Hub, ProcessOptions, TestHub, bundle_manifest};
 use rand::Rng as _;
 use rstest::rstest;
 use serde_json::{Value, json};
@@ -32,20 +32,8 @@ const KILL_SPREAD: usize = 250;
 const IN_FLIGHT_AT_KILL: usize = 4;
 const BOUND: Duration = Duration::from_secs(180);
 
-use crate::common::hub_process::{HubProcess as Hub, hub_command};
-
-fn admin(data: &Path, database_url: Option<&str>, args: &[&str]) -> Value {
-    let out = hub_command(data, database_url)
-        .arg("admin")
-        .args(args)
-        .output()
-        .expect("run ofc-hub admin");
-    assert!(
-        out.status.success(),
-        "ofc-hub admin {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("admin --json output")
+fn admin(hub: &Hub, args: &[&str]) -> Value {
+    serde_json::from_str(&hub.admin(args)).expect("admin --json output")
 }
 
 /// A publish the hub answered 201 to.
@@ -270,22 +258,18 @@ async fn check_database(url: &str, data: &Path, problems: &mut Vec<String>) -> i
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_during_concurrent_publishes_loses_nothing_acknowledged(#[case] backend: Backend) {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let pg = match backend {
-        Backend::Sqlite => None,
-        Backend::Postgres => Some(PgDatabase::create().await),
-    };
-    let db_url = pg.as_ref().map(|p| p.url.clone());
-    let dbu = db_url.as_deref();
+    // Stopped: the user is made before the hub starts.
+    let mut hub = TestHub::process(ProcessOptions::new(backend).stopped());
+    let data = hub.data_dir().to_path_buf();
+    let db_url = hub.database_url().map(str::to_string);
 
-    let created = admin(&data, dbu, &["create-user", "crash", "--json"]);
+    let created = admin(&hub, &["create-user", "crash", "--json"]);
     let token = created["token"].as_str().unwrap().to_string();
     let key = SecretKey::from_seed(&[7; 32]);
 
-    let hub = Hub::start(&data, dbu);
+    hub.restart();
     let http = reqwest::Client::new();
-    crate::common::hub_process::register_key(&http, &hub.url, &token, "crash", &key).await;
+    hub.register_key(&token, "crash", &key);
 
     let kill_at = KILL_AFTER + rand::thread_rng().gen_range(0..KILL_SPREAD);
     let shared = Arc::new(Shared::default());
@@ -325,7 +309,6 @@ async fn kill_9_during_concurrent_publishes_loses_nothing_acknowledged(#[case] b
         "fewer than {IN_FLIGHT_AT_KILL} publishes under way at the kill point"
     );
     let acks_at_kill = shared.acks.load(Ordering::SeqCst);
-    let hub_log = hub.log.clone();
     hub.kill();
     for t in tasks {
         t.await.unwrap();
@@ -334,14 +317,14 @@ async fn kill_9_during_concurrent_publishes_loses_nothing_acknowledged(#[case] b
     assert!(
         unexpected.is_empty(),
         "publishes refused before the kill: {unexpected:?}\nhub log:\n{}",
-        hub_log.lock().unwrap().join("\n")
+        hub.log()
     );
     let acked = shared.acked.lock().unwrap().clone();
     let attempted = shared.attempted.lock().unwrap().clone();
     assert!(acked.len() >= KILL_AFTER);
 
     // Restart on the same data and database.
-    let hub = Hub::start(&data, dbu);
+    hub.restart();
     let mut problems = Vec::new();
 
     // The outbox: gapless from 1, one publish row per version.
@@ -496,22 +479,17 @@ async fn kill_9_during_concurrent_publishes_loses_nothing_acknowledged(#[case] b
     let bytes = b"after the crash".to_vec();
     let m = bundle_manifest(&agent_name(0), "2.0.0", &bytes);
     let env = sign_manifest(&m, &key);
-    let r = http
-        .put(format!(
-            "{}/api/v1/agents/{}/versions/2.0.0",
-            hub.url,
-            agent_name(0)
-        ))
-        .bearer_auth(&token)
-        .json(&json!({
+    let path = format!("/api/v1/agents/{}/versions/2.0.0", agent_name(0));
+    let (status, v) = hub
+        .request(reqwest::Method::PUT, &path)
+        .token(&token)
+        .json(json!({
             "envelope": serde_json::from_str::<Value>(&env.to_json()).unwrap(),
             "bundle": base64::engine::general_purpose::STANDARD.encode(&bytes),
         }))
         .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    let v: Value = r.json().await.unwrap();
+        .await;
+    assert_eq!(status, 201);
     assert_eq!(v["seq"].as_i64().unwrap(), outbox.len() as i64 + 1);
 
     eprintln!(
@@ -536,5 +514,4 @@ async fn kill_9_during_concurrent_publishes_loses_nothing_acknowledged(#[case] b
             .join("\n")
     );
     drop(hub);
-    drop(pg);
 }

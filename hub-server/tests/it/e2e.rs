@@ -1,9 +1,9 @@
 //! Publish → read end to end on SQLite and PostgreSQL, and every publish refusal with its exact
 //! status and code.
 
-use crate::common::{Backend, TestApp, bundle_manifest, remote_manifest};
 use index_schema::envelope::{Envelope, SecretKey, sign_manifest};
 use index_schema::media_types::AGENT_MANIFEST_V1;
+use ofc_test_kit::{Backend, Request, TestHub, bundle_manifest, remote_manifest};
 use reqwest::Method;
 use rstest::rstest;
 use serde_json::{Value, json};
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn publish_then_read(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let u = app.user.clone();
     let bytes = b"not really a tarball, but bytes with a digest".to_vec();
     let m = bundle_manifest("alice/analyst", "1.0.0", &bytes);
@@ -193,7 +193,7 @@ async fn publish_then_read(#[case] backend: Backend) {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn versions_are_immutable(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let u = app.user.clone();
     let m = remote_manifest("alice/code", "1.0.0");
     assert_eq!(app.publish(&u.token, &u.key, &m, None).await.0, 201);
@@ -223,7 +223,7 @@ async fn versions_are_immutable(#[case] backend: Backend) {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn deleted_versions_are_tombstones(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let u = app.user.clone();
     let admin_token = app.new_user("root-admin", true).await.token;
     for v in ["1.0.0", "1.1.0", "2.0.0"] {
@@ -296,7 +296,7 @@ async fn deleted_versions_are_tombstones(#[case] backend: Backend) {
 
 #[tokio::test]
 async fn publish_refusals_have_exact_status_and_code() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let u = app.user.clone();
     let bytes = vec![7u8; 1000];
     let good = remote_manifest("alice/code", "1.0.0");
@@ -438,7 +438,7 @@ async fn publish_refusals_have_exact_status_and_code() {
 
 #[tokio::test]
 async fn revoked_key_signs_nothing_new_but_old_versions_show_it() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let u = app.user.clone();
     assert_eq!(
         app.publish(
@@ -507,7 +507,7 @@ async fn revoked_key_signs_nothing_new_but_old_versions_show_it() {
 
 #[tokio::test]
 async fn login_me_tokens_and_brute_force_limit() {
-    let app = TestApp::start_with(Backend::Sqlite, |c| c.auth_failure_limit = 5).await;
+    let app = TestHub::in_process_with(Backend::Sqlite, |c| c.auth_failure_limit = 5).await;
     let (s, t) = app
         .call(
             Method::POST,
@@ -577,18 +577,11 @@ async fn login_me_tokens_and_brute_force_limit() {
                 path: &str,
                 token: Option<String>,
                 body: Option<Value>| {
-        let url = app.url(path);
+        let req = Request::new(Some(client), method, app.url(path))
+            .maybe_token(token.as_deref())
+            .maybe_json(body);
         async move {
-            let mut r = client.request(method, url);
-            if let Some(t) = token {
-                r = r.bearer_auth(t);
-            }
-            if let Some(b) = body {
-                r = r.json(&b);
-            }
-            let r = r.send().await.unwrap();
-            let status = r.status().as_u16();
-            let v: Value = r.json().await.unwrap_or(Value::Null);
+            let (status, v) = req.send_lenient().await;
             (status, v["code"].as_str().unwrap_or_default().to_owned())
         }
     };
@@ -649,7 +642,7 @@ async fn login_me_tokens_and_brute_force_limit() {
 
 #[tokio::test]
 async fn every_error_is_json_and_ops_endpoints_answer() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     for (m, p, status) in [
         (Method::GET, "/nope", 404),
         (Method::POST, "/api/v1/agents", 405),
@@ -704,7 +697,7 @@ async fn every_error_is_json_and_ops_endpoints_answer() {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn downloads_count_once_per_client_and_day(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let u = app.user.clone();
     let bytes = b"bundle bytes for the download counter".to_vec();
     let m = bundle_manifest("alice/counted", "1.0.0", &bytes);

@@ -1,10 +1,10 @@
 //! The integration tests of `hub-server`, in one test binary (one link of the hub, tokio,
 //! axum, sqlx and tantivy instead of one per file): each file is a module. Peers (PostgreSQL,
-//! registries, OCI clients) are started by `scripts/peers/*` through `common`.
+//! registries, OCI clients) are started by `scripts/peers/*`; hubs and PostgreSQL databases by
+//! the `ofc-test-kit` crate (`TestHub::in_process`, `TestHub::process`).
 
 mod admin_while_serving;
 mod authz;
-mod common;
 mod connections;
 mod crash;
 mod e2e;

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::common::{Backend, TestApp, bundle_manifest};
 use index_schema::envelope::sign_manifest;
 use index_schema::media_types as mt;
 use index_schema::name::Digest;
+use ofc_test_kit::{Backend, TestHub, bundle_manifest};
 use rand::RngCore;
 use reqwest::Method;
 use rstest::rstest;
@@ -100,7 +100,7 @@ fn registry() -> &'static str {
 }
 
 struct Hub {
-    app: TestApp,
+    app: TestHub,
     /// `HOST:PORT/PREFIX` of the upstream backend.
     upstream: Option<String>,
 }
@@ -110,7 +110,7 @@ impl Hub {
         let upstream = (storage == Storage::Upstream)
             .then(|| format!("{}/ofc-test-{}", registry(), uuid::Uuid::new_v4().simple()));
         let u = upstream.clone();
-        let app = TestApp::start_with(Backend::Sqlite, move |c| {
+        let app = TestHub::in_process_with(Backend::Sqlite, move |c| {
             c.upstream_registry = u.map(|u| format!("http://{u}"));
         })
         .await;
@@ -167,7 +167,7 @@ impl Hub {
 }
 
 /// Every blob the hub's manifest `reference` of `repo` names (config and layers).
-async fn manifest_blobs(app: &TestApp, repo: &str, reference: &str) -> Vec<Digest> {
+async fn manifest_blobs(app: &TestHub, repo: &str, reference: &str) -> Vec<Digest> {
     let r = app
         .client
         .get(app.url(&format!("/v2/{repo}/manifests/{reference}")))
@@ -182,7 +182,7 @@ async fn manifest_blobs(app: &TestApp, repo: &str, reference: &str) -> Vec<Diges
         .collect()
 }
 
-fn host(app: &TestApp) -> String {
+fn host(app: &TestHub) -> String {
     app.url.trim_start_matches("http://").to_string()
 }
 

@@ -13,12 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::common::{Backend, TestApp, bundle_manifest};
 use base64::Engine as _;
 use futures::StreamExt as _;
 use hub_server::oci::gc;
 use index_schema::media_types as mt;
 use index_schema::name::Digest;
+use ofc_test_kit::{Backend, TestHub, bundle_manifest};
 use reqwest::Method;
 use rstest::rstest;
 use serde_json::json;
@@ -35,7 +35,7 @@ fn blob_file(data_dir: &Path, d: &Digest) -> PathBuf {
     data_dir.join("blobs-v1/sha256").join(&hex[..2]).join(hex)
 }
 
-fn blob_path(app: &TestApp, d: &Digest) -> PathBuf {
+fn blob_path(app: &TestHub, d: &Digest) -> PathBuf {
     blob_file(&app.data_dir, d)
 }
 
@@ -54,11 +54,11 @@ fn try_age(data_dir: &Path, d: &Digest) -> bool {
     }
 }
 
-fn age(app: &TestApp, d: &Digest) {
+fn age(app: &TestHub, d: &Digest) {
     assert!(try_age(&app.data_dir, d), "{d} is not stored");
 }
 
-async fn push(app: &TestApp, auth: &str, bytes: &[u8]) -> Digest {
+async fn push(app: &TestHub, auth: &str, bytes: &[u8]) -> Digest {
     let d = Digest::of(bytes);
     let r = app
         .client
@@ -72,7 +72,7 @@ async fn push(app: &TestApp, auth: &str, bytes: &[u8]) -> Digest {
     d
 }
 
-async fn status(app: &TestApp, method: Method, path: &str, auth: &str) -> u16 {
+async fn status(app: &TestHub, method: Method, path: &str, auth: &str) -> u16 {
     app.client
         .request(method, app.url(path))
         .header("authorization", auth)
@@ -85,7 +85,7 @@ async fn status(app: &TestApp, method: Method, path: &str, auth: &str) -> u16 {
 
 #[tokio::test]
 async fn gc_keeps_what_is_referenced_or_recent() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let auth = basic(&app.user.token);
     let cfg = push(&app, &auth, b"{}").await;
     let layer = push(&app, &auth, b"referenced layer").await;
@@ -841,7 +841,7 @@ async fn gc_during_pushes(backend: Backend, grace: Duration) {
         .with_env_filter("error")
         .with_test_writer()
         .try_init();
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let upload_ttl = Duration::from_secs(hub_server::config::Config::default().upload_ttl_secs);
     let ctx = Arc::new(Ctx {
         url: app.url.clone(),
@@ -995,7 +995,7 @@ async fn gc_with_no_grace_period_while_clients_push(#[case] backend: Backend) {
 /// removes what nothing references and keeps the rest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gc_command_runs_while_the_hub_serves() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let auth = basic(&app.user.token);
     let cfg = push(&app, &auth, b"{}").await;
     let layer = push(&app, &auth, b"a layer in use").await;
@@ -1021,7 +1021,7 @@ async fn gc_command_runs_while_the_hub_serves() {
         age(&app, &d);
     }
 
-    let mut cmd = crate::common::hub_process::hub_command(&app.data_dir, None);
+    let mut cmd = app.command();
     cmd.args(["gc", "--json"]);
     let out = tokio::process::Command::from(cmd).output().await.unwrap();
     assert!(
@@ -1051,7 +1051,7 @@ async fn gc_command_runs_while_the_hub_serves() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn gc_while_agents_are_published(#[case] backend: Backend) {
     const PUBLISHES: usize = 40;
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let auth = basic(&app.user.token);
     let done = Arc::new(AtomicBool::new(false));
     let collector = {
@@ -1156,7 +1156,7 @@ async fn gc_while_agents_are_published(#[case] backend: Backend) {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn a_takedown_removes_tags_manifests_and_at_gc_the_blobs(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let u = app.user.clone();
     let admin = app.new_user("root-admin", true).await;
     let one = b"bundle one of the taken-down agent".to_vec();

@@ -2,12 +2,12 @@
 //! mismatches, wrong `Content-Range`, manifests referencing missing blobs, oversize manifests,
 //! path traversal in repository names and pushes without scope.
 
-use crate::common::{Backend, TestApp, bundle_manifest, remote_manifest};
 use base64::Engine as _;
 use hub_server::auth::Scope;
 use index_schema::envelope::sign_manifest;
 use index_schema::media_types as mt;
 use index_schema::name::Digest;
+use ofc_test_kit::{Backend, TestHub, bundle_manifest, remote_manifest};
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 use rstest::rstest;
@@ -49,7 +49,7 @@ impl Resp {
 }
 
 async fn req(
-    app: &TestApp,
+    app: &TestHub,
     method: Method,
     path: &str,
     auth: Option<&str>,
@@ -83,7 +83,7 @@ async fn req(
 }
 
 /// Uploads a blob monolithically (POST then PUT) and returns its digest.
-async fn push_blob(app: &TestApp, repo: &str, auth: &str, bytes: &[u8]) -> Digest {
+async fn push_blob(app: &TestHub, repo: &str, auth: &str, bytes: &[u8]) -> Digest {
     let r = req(
         app,
         Method::POST,
@@ -123,7 +123,7 @@ fn image_manifest(config: (&Digest, usize), layers: &[(Digest, usize)]) -> Vec<u
     .unwrap()
 }
 
-async fn put_manifest(app: &TestApp, repo: &str, reference: &str, auth: &str, body: &[u8]) -> Resp {
+async fn put_manifest(app: &TestHub, repo: &str, reference: &str, auth: &str, body: &[u8]) -> Resp {
     req(
         app,
         Method::PUT,
@@ -140,7 +140,7 @@ async fn put_manifest(app: &TestApp, repo: &str, reference: &str, auth: &str, bo
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn push_and_pull_an_image(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let auth = basic(&app.user.token);
 
     // The base endpoint challenges anonymous callers and accepts a token.
@@ -366,7 +366,7 @@ async fn push_and_pull_an_image(#[case] backend: Backend) {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn second_manifest_in_a_repository(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let auth = basic(&app.user.token);
     let config = br#"{"os":"linux"}"#.to_vec();
     let c = push_blob(&app, "alice/two", &auth, &config).await;
@@ -423,7 +423,7 @@ async fn second_manifest_in_a_repository(#[case] backend: Backend) {
 
 #[tokio::test]
 async fn bearer_token_flow() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let r = req(&app, Method::GET, "/v2/", None, &[], None).await;
     let ch = r.header("www-authenticate");
     let realm = ch
@@ -549,7 +549,7 @@ async fn bearer_token_flow() {
 
 #[tokio::test]
 async fn uploads_hostile_cases() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let auth = basic(&app.user.token);
     let data: Vec<u8> = (0..30u8).collect();
     let d = Digest::of(&data);
@@ -816,7 +816,7 @@ async fn uploads_hostile_cases() {
 
 #[tokio::test]
 async fn manifests_hostile_cases() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let auth = basic(&app.user.token);
     let cfg = push_blob(&app, "alice/m", &auth, b"{}").await;
 
@@ -985,7 +985,7 @@ async fn manifests_hostile_cases() {
 
 #[tokio::test]
 async fn referrers() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let auth = basic(&app.user.token);
     let cfg = push_blob(&app, "alice/r", &auth, b"{}").await;
     let subject = image_manifest((&cfg, 2), &[]);
@@ -1070,7 +1070,7 @@ async fn referrers() {
 }
 
 /// Sends a raw request (so no client normalises the path) and returns status and body.
-async fn raw(app: &TestApp, method: &str, path: &str, auth: &str) -> (u16, String) {
+async fn raw(app: &TestHub, method: &str, path: &str, auth: &str) -> (u16, String) {
     let addr = app.url.trim_start_matches("http://").to_string();
     let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let msg = format!(
@@ -1087,7 +1087,7 @@ async fn raw(app: &TestApp, method: &str, path: &str, auth: &str) -> (u16, Strin
 
 #[tokio::test]
 async fn repository_names_cannot_traverse() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let auth = basic(&app.user.token);
     let d = push_blob(&app, "alice/ok", &auth, b"data").await;
     for path in [
@@ -1132,7 +1132,7 @@ async fn repository_names_cannot_traverse() {
 
 #[tokio::test]
 async fn pushes_need_scope_and_namespace() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let bob = app.new_user("bob", false).await;
     let alice = basic(&app.user.token);
     let yank_only = basic(&app.token("alice", &[Scope::Yank], &["*"], None).await);
@@ -1231,7 +1231,7 @@ async fn pushes_need_scope_and_namespace() {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn agent_versions_are_oci_artifacts(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let auth = basic(&app.user.token);
 
     // Published through the JSON API: the OCI manifest is there, its config is the envelope
@@ -1468,7 +1468,7 @@ async fn agent_versions_are_oci_artifacts(#[case] backend: Backend) {
 /// whose length does not fit in 64 bits is refused instead of wrapping.
 #[tokio::test]
 async fn uploads_are_bounded_and_content_range_cannot_wrap() {
-    let app = TestApp::start_with(Backend::Sqlite, |c| c.max_blob_bytes = 1000).await;
+    let app = TestHub::in_process_with(Backend::Sqlite, |c| c.max_blob_bytes = 1000).await;
     let auth = basic(&app.user.token);
     let big: Vec<u8> = (0..1500u32).map(|i| i as u8).collect();
     let d = Digest::of(&big);
@@ -1558,7 +1558,7 @@ async fn uploads_are_bounded_and_content_range_cannot_wrap() {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn blobs_belong_to_repositories(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let auth = basic(&app.user.token);
     let head = |repo: &str, d: &Digest| {
         let (app, path) = (&app, format!("/v2/{repo}/blobs/{d}"));
@@ -1667,7 +1667,7 @@ async fn blobs_belong_to_repositories(#[case] backend: Backend) {
             None,
         )
         .await;
-    assert_eq!((s, crate::common::code(&v)), (400, "bundle_missing"), "{v}");
+    assert_eq!((s, ofc_test_kit::code(&v)), (400, "bundle_missing"), "{v}");
     assert!(
         v["message"]
             .as_str()
@@ -1703,7 +1703,7 @@ async fn blobs_belong_to_repositories(#[case] backend: Backend) {
 /// is an OCI error naming its setting.
 #[tokio::test]
 async fn uploads_and_manifests_have_quotas() {
-    let app = TestApp::start_with(Backend::Sqlite, |c| {
+    let app = TestHub::in_process_with(Backend::Sqlite, |c| {
         c.max_uploads_per_user = 3;
         c.max_upload_bytes_per_user = 1000;
         c.max_namespace_bytes = 3000;
@@ -1902,7 +1902,7 @@ async fn uploads_and_manifests_have_quotas() {
 /// like one used through the API.
 #[tokio::test]
 async fn v2_records_token_use() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let last_used = |token: String| {
         let store = app.state.store.clone();
         async move {
@@ -1916,7 +1916,7 @@ async fn v2_records_token_use() {
     };
     for how in ["basic", "bearer", "exchanged"] {
         let token = app
-            .token("alice", &crate::common::user_scopes(), &["*"], None)
+            .token("alice", &ofc_test_kit::user_scopes(), &["*"], None)
             .await;
         assert_eq!(last_used(token.clone()).await, None, "{how}: fresh");
         let auth = match how {
@@ -1962,7 +1962,7 @@ async fn v2_records_token_use() {
 /// Issue 14, point 5: `/v2/` requests are counted in `/metrics`, apart from the JSON API's.
 #[tokio::test]
 async fn v2_requests_are_counted_in_metrics_by_route_group() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let auth = basic(&app.user.token);
     push_blob(&app, "alice/counted", &auth, b"counted bytes").await;
     let missing = Digest::of(b"never uploaded");
@@ -2004,7 +2004,7 @@ async fn v2_requests_are_counted_in_metrics_by_route_group() {
 #[tokio::test]
 async fn slow_json_requests_time_out_but_streaming_routes_do_not() {
     use sqlx::Connection as _;
-    let app = TestApp::start_with(Backend::Sqlite, |c| c.request_timeout_secs = 1).await;
+    let app = TestHub::in_process_with(Backend::Sqlite, |c| c.request_timeout_secs = 1).await;
     let u = app.user.clone();
     let bytes = b"bundle bytes for the timeout test".to_vec();
     let m = bundle_manifest("alice/slow", "1.0.0", &bytes);
@@ -2075,7 +2075,7 @@ async fn slow_json_requests_time_out_but_streaming_routes_do_not() {
 /// agent searchable within the test's bound.
 #[tokio::test]
 async fn an_oci_push_wakes_the_search_follower() {
-    let app = TestApp::start_with(Backend::Sqlite, |c| c.search_poll_ms = 3_600_000).await;
+    let app = TestHub::in_process_with(Backend::Sqlite, |c| c.search_poll_ms = 3_600_000).await;
     let auth = basic(&app.user.token);
     let bundle = b"bundle pushed through /v2/".to_vec();
     let m = bundle_manifest("alice/woken", "1.0.0", &bundle);

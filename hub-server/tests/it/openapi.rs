@@ -23,7 +23,7 @@ fn openapi_document_snapshot() {
 
 #[tokio::test]
 async fn served_document_is_the_same() {
-    let app = crate::common::TestApp::start(crate::common::Backend::Sqlite).await;
+    let app = ofc_test_kit::TestHub::in_process(ofc_test_kit::Backend::Sqlite).await;
     let (s, served) = app
         .call(reqwest::Method::GET, "/openapi.json", None, None)
         .await;

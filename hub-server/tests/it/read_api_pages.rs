@@ -8,11 +8,11 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Output;
 
-use crate::common::hub_process::{HubProcess, hub_command};
-use crate::common::{
-    Backend, TestApp, assert_refused, assert_status, database_for, remote_manifest, strings,
-};
 use hub_server::db::Db;
+use ofc_test_kit::{
+    Backend, ProcessOptions, TestHub, assert_refused, assert_status, bin, hub_command,
+    remote_manifest, strings,
+};
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -27,13 +27,13 @@ struct Listed {
 /// Every page of `/api/v1/agents?{query}`, following `next_cursor` until it is absent. Checks
 /// the page invariants on the way (a cursor exactly when the page is full); returns the
 /// agents in order and the size of each page.
-async fn walk(app: &TestApp, query: &str, limit: usize) -> (Vec<Listed>, Vec<usize>) {
+async fn walk(app: &TestHub, query: &str, limit: usize) -> (Vec<Listed>, Vec<usize>) {
     walk_from(app, query, limit, None).await
 }
 
 /// [`walk`] starting at `cursor`.
 async fn walk_from(
-    app: &TestApp,
+    app: &TestHub,
     query: &str,
     limit: usize,
     mut cursor: Option<String>,
@@ -96,7 +96,7 @@ fn expected_sizes(total: usize, limit: usize) -> Vec<usize> {
 
 /// Publishes `alice/agent-NN` (and, every fourth, `bob/tool-NN`), returning the names in
 /// publish (= creation) order.
-async fn publish_many(app: &TestApp, n: usize) -> Vec<String> {
+async fn publish_many(app: &TestHub, n: usize) -> Vec<String> {
     let alice = app.user.clone();
     let bob = app.new_user("bob", false).await;
     let mut out = Vec::new();
@@ -114,7 +114,7 @@ async fn publish_many(app: &TestApp, n: usize) -> Vec<String> {
 }
 
 /// Sets an agent's `updated_at` directly in the database, to build exact orders and ties.
-async fn set_updated_at(app: &TestApp, name: &str, at: i64) {
+async fn set_updated_at(app: &TestHub, name: &str, at: i64) {
     hub_server::on_db!(app.store().db(), |pool| {
         let r = sqlx::query("UPDATE agents SET updated_at = $1 WHERE name = $2")
             .bind(at)
@@ -131,7 +131,7 @@ async fn set_updated_at(app: &TestApp, name: &str, at: i64) {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn cursor_pages_cover_every_agent_once_in_one_order(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     const N: usize = 23;
     let published = publish_many(&app, N).await;
     let index: HashMap<&str, usize> = published
@@ -179,7 +179,7 @@ async fn cursor_pages_cover_every_agent_once_in_one_order(#[case] backend: Backe
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn ties_across_pages_and_updated_since(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let published = publish_many(&app, 12).await;
     // Many agents share a time, so ties straddle every page boundary.
     let times = [
@@ -252,7 +252,7 @@ async fn ties_across_pages_and_updated_since(#[case] backend: Backend) {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn changes_during_a_walk_come_after_the_cursor(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let u = app.user.clone();
     let published = publish_many(&app, 10).await;
     // Everything in the past, in creation order, so every real change is newer.
@@ -311,7 +311,7 @@ async fn changes_during_a_walk_come_after_the_cursor(#[case] backend: Backend) {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn outbox_pages_by_sequence(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let published = publish_many(&app, 9).await;
     let (s, _) = app
         .yank(&app.user.token, &published[0], "1.0.0", json!({}))
@@ -391,7 +391,7 @@ async fn applied(url: &str) -> Vec<(i64, bool, Vec<u8>, String)> {
 }
 
 fn run(data: &Path, url: Option<&str>, args: &[&str]) -> Output {
-    hub_command(data, url)
+    hub_command(&bin("ofc-hub"), data, url)
         .args(args)
         .output()
         .expect("run ofc-hub")
@@ -411,11 +411,11 @@ fn assert_ok(o: &Output, what: &str) {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn migrate_a_fresh_data_dir_twice_then_serve(#[case] backend: Backend) {
-    let dir = tempfile::tempdir().unwrap();
-    // A data dir that does not exist yet, two levels down.
-    let data = dir.path().join("fresh/hub");
-    let pg = database_for(backend).await;
-    let db_url = pg.as_ref().map(|p| p.url.clone());
+    // A data dir that does not exist yet, two levels down; stopped until migrated.
+    let mut hub = TestHub::process(ProcessOptions::new(backend).data_dir("fresh/hub").stopped());
+    let data = hub.data_dir().to_path_buf();
+    assert!(!data.exists());
+    let db_url = hub.database_url().map(str::to_string);
     let (url, kind) = match &db_url {
         Some(u) => (u.clone(), "postgres"),
         None => (
@@ -460,7 +460,7 @@ async fn migrate_a_fresh_data_dir_twice_then_serve(#[case] backend: Backend) {
     assert_ok(&o, "create-user");
     let created: Value = serde_json::from_slice(&o.stdout).unwrap();
     let token = created["token"].as_str().unwrap().to_string();
-    let hub = HubProcess::start(&data, db_url.as_deref());
+    hub.restart();
     let http = reqwest::Client::new();
     let r = http
         .get(format!("{}/api/v1/agents", hub.url))
@@ -472,14 +472,13 @@ async fn migrate_a_fresh_data_dir_twice_then_serve(#[case] backend: Backend) {
         r.json::<Value>().await.unwrap(),
         json!({"agents": [], "next_cursor": null})
     );
-    let r = http
-        .get(format!("{}/api/v1/me", hub.url))
-        .bearer_auth(&token)
+    let (status, me) = hub
+        .request(reqwest::Method::GET, "/api/v1/me")
+        .token(&token)
         .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    assert_eq!(r.json::<Value>().await.unwrap()["user"], "alice");
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(me["user"], "alice");
     hub.kill();
 
     // Migrating a database in use keeps its data.
@@ -507,7 +506,7 @@ async fn migrate_failures_exit_1_and_say_why() {
     assert!(err.contains("cannot create data dir"), "{err}");
 
     // A PostgreSQL that refuses the password: the error names the database, never the secret.
-    let base = crate::common::postgres_base_url();
+    let base = ofc_test_kit::postgres_base_url();
     let (scheme, rest) = base.split_once("://").unwrap();
     let (creds, host) = rest
         .rsplit_once('@')

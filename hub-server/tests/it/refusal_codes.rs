@@ -5,24 +5,24 @@
 //! the exact `code` of every 404 and 400 of the read and write routes. After each refusal the
 //! test checks that nothing changed.
 
-use crate::common::{
-    Backend, Case, TestApp, assert_cases, assert_refused, assert_status, remote_manifest,
-    string_pairs,
-};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use index_schema::envelope::SecretKey;
+use ofc_test_kit::{
+    Backend, Case, TestHub, assert_cases, assert_refused, assert_status, remote_manifest,
+    string_pairs,
+};
 use reqwest::Method;
 use rstest::rstest;
 use serde_json::{Value, json};
 
-async fn keys(app: &TestApp, ns: &str) -> Vec<Value> {
+async fn keys(app: &TestHub, ns: &str) -> Vec<Value> {
     let k = assert_status(app.get(&format!("/api/v1/namespaces/{ns}/keys")).await, 200);
     k["keys"].as_array().unwrap().clone()
 }
 
 /// `POST /api/v1/namespaces/{ns}/keys` with `token` and `public_key`.
-async fn add_key(app: &TestApp, token: &str, ns: &str, public_key: &str) -> (u16, Value) {
+async fn add_key(app: &TestHub, token: &str, ns: &str, public_key: &str) -> (u16, Value) {
     let path = format!("/api/v1/namespaces/{ns}/keys");
     let body = json!({ "public_key": public_key });
     app.call(Method::POST, &path, Some(token), Some(body)).await
@@ -33,7 +33,7 @@ async fn add_key(app: &TestApp, token: &str, ns: &str, public_key: &str) -> (u16
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn key_refusals(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let alice = app.user.clone();
     let bob = app.new_user("bob", false).await;
     let a = alice.token.as_str();
@@ -183,7 +183,7 @@ async fn key_refusals(#[case] backend: Backend) {
     app.stop().await;
 }
 
-async fn members(app: &TestApp, ns: &str) -> Vec<(String, String)> {
+async fn members(app: &TestHub, ns: &str) -> Vec<(String, String)> {
     let n = assert_status(app.get(&format!("/api/v1/namespaces/{ns}")).await, 200);
     let mut m = string_pairs(&n["members"], "user", "role");
     m.sort();
@@ -191,14 +191,14 @@ async fn members(app: &TestApp, ns: &str) -> Vec<(String, String)> {
 }
 
 /// `PUT /api/v1/namespaces/alice/members/{user}` with `token` and `role`.
-async fn set_role(app: &TestApp, token: &str, user: &str, role: &str) -> (u16, Value) {
+async fn set_role(app: &TestHub, token: &str, user: &str, role: &str) -> (u16, Value) {
     let path = format!("/api/v1/namespaces/alice/members/{user}");
     let body = json!({ "role": role });
     app.call(Method::PUT, &path, Some(token), Some(body)).await
 }
 
 /// `DELETE /api/v1/namespaces/alice/members/{user}` with `token`.
-async fn remove_member(app: &TestApp, token: &str, user: &str) -> (u16, Value) {
+async fn remove_member(app: &TestHub, token: &str, user: &str) -> (u16, Value) {
     let path = format!("/api/v1/namespaces/alice/members/{user}");
     app.call(Method::DELETE, &path, Some(token), None).await
 }
@@ -215,7 +215,7 @@ fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn member_refusals(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let alice = app.user.clone();
     let bob = app.new_user("bob", false).await;
     let _carol = app.new_user("carol", false).await;
@@ -363,7 +363,7 @@ fn patched(base: &Value, f: impl FnOnce(&mut Value)) -> Value {
     b
 }
 
-async fn token_ids(app: &TestApp, token: &str) -> Vec<i64> {
+async fn token_ids(app: &TestHub, token: &str) -> Vec<i64> {
     let (s, l) = app
         .call(Method::GET, "/api/v1/tokens", Some(token), None)
         .await;
@@ -381,7 +381,7 @@ async fn token_ids(app: &TestApp, token: &str) -> Vec<i64> {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn token_refusals(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let alice = app.user.clone();
     let a = alice.token.as_str();
     let before = token_ids(&app, a).await;
@@ -635,7 +635,7 @@ async fn token_refusals(#[case] backend: Backend) {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn not_found_and_bad_input_codes(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let u = app.user.clone();
     let admin = app.new_user("root-admin", true).await;
     let m = remote_manifest("alice/code", "1.0.0");

@@ -3,20 +3,20 @@
 //! (signed) agents through the same endpoints, and every refusal the module emits with its exact
 //! status and `code` (and proof that a refused request stored nothing).
 
-use crate::common::{
-    Backend, Case, TestApp, assert_cases, assert_refused, assert_status, bundle_manifest, code,
-    remote_manifest, string_pairs, strings,
-};
 use hub_server::auth::Scope;
 use index_schema::manifest::Manifest;
+use ofc_test_kit::{
+    Backend, Case, TestHub, assert_cases, assert_refused, assert_status, bundle_manifest, code,
+    remote_manifest, string_pairs, strings,
+};
 use reqwest::Method;
 use rstest::rstest;
 use serde_json::{Value, json};
 
 const REGISTRY_HOST: &str = "registry.test.example";
 
-async fn start(backend: Backend) -> TestApp {
-    TestApp::start_with(backend, |c| c.registry_host = REGISTRY_HOST.into()).await
+async fn start(backend: Backend) -> TestHub {
+    TestHub::in_process_with(backend, |c| c.registry_host = REGISTRY_HOST.into()).await
 }
 
 /// The body of the seed's registration example.
@@ -44,25 +44,25 @@ fn registration_at(id: &str, endpoint: &str) -> Value {
 }
 
 /// `POST /registry/agents` with `token`.
-async fn register(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
+async fn register(app: &TestHub, token: &str, body: Value) -> (u16, Value) {
     app.call(Method::POST, "/registry/agents", Some(token), Some(body))
         .await
 }
 
 /// `GET /registry/agents/{id}` (public).
-async fn entry(app: &TestApp, id: &str) -> (u16, Value) {
+async fn entry(app: &TestHub, id: &str) -> (u16, Value) {
     app.get(&format!("/registry/agents/{id}")).await
 }
 
 /// `PATCH /registry/agents/{id}` with `token`.
-async fn patch_entry(app: &TestApp, token: &str, id: &str, body: Value) -> (u16, Value) {
+async fn patch_entry(app: &TestHub, token: &str, id: &str, body: Value) -> (u16, Value) {
     let path = format!("/registry/agents/{id}");
     app.call(Method::PATCH, &path, Some(token), Some(body))
         .await
 }
 
 /// `DELETE /registry/agents/{id}` with `token`.
-async fn delete_entry(app: &TestApp, token: &str, id: &str) -> (u16, Value) {
+async fn delete_entry(app: &TestHub, token: &str, id: &str) -> (u16, Value) {
     let path = format!("/registry/agents/{id}");
     app.call(Method::DELETE, &path, Some(token), None).await
 }
@@ -74,13 +74,13 @@ fn assert_message_has(e: &Value, text: &str) {
 }
 
 /// Asserts that `GET /api/v1/agents/{name}` is a 404 `agent_not_found`.
-async fn assert_no_agent(app: &TestApp, name: &str) {
+async fn assert_no_agent(app: &TestHub, name: &str) {
     let (s, e) = app.get(&format!("/api/v1/agents/{name}")).await;
     assert_eq!((s, code(&e)), (404, "agent_not_found"), "{name}: {e}");
 }
 
 /// The audit log for `target` (an agent, or a prefix such as `alice/`), newest first.
-async fn audit_log(app: &TestApp, admin_token: &str, target: &str) -> Value {
+async fn audit_log(app: &TestHub, admin_token: &str, target: &str) -> Value {
     let path = format!("/api/v1/audit?target={target}&limit=1000");
     assert_status(
         app.call(Method::GET, &path, Some(admin_token), None).await,
@@ -89,14 +89,14 @@ async fn audit_log(app: &TestApp, admin_token: &str, target: &str) -> Value {
 }
 
 /// The actions of the audit log for `target`, oldest first.
-async fn audit_actions(app: &TestApp, admin_token: &str, target: &str) -> Vec<(String, String)> {
+async fn audit_actions(app: &TestHub, admin_token: &str, target: &str) -> Vec<(String, String)> {
     let log = audit_log(app, admin_token, target).await;
     let mut out = string_pairs(&log["entries"], "action", "user_name");
     out.reverse();
     out
 }
 
-async fn outbox_kinds(app: &TestApp) -> Vec<(String, String)> {
+async fn outbox_kinds(app: &TestHub) -> Vec<(String, String)> {
     let o = assert_status(app.get("/api/v1/outbox?limit=1000").await, 200);
     string_pairs(&o["entries"], "kind", "agent")
 }
@@ -473,7 +473,7 @@ async fn every_registry_refusal_has_its_status_and_code(#[case] backend: Backend
     let signed = published("alice/signed", "1.0.0", "@signed");
     assert_eq!(app.publish_as(&alice, &signed).await.0, 201);
 
-    let all = crate::common::user_scopes();
+    let all = ofc_test_kit::user_scopes();
     let t_no_new = app.token_without("alice", Scope::PublishNew).await;
     let t_no_update = app.token_without("alice", Scope::PublishUpdate).await;
     let t_no_yank = app.token_without("alice", Scope::Yank).await;
@@ -1005,7 +1005,7 @@ async fn registry_limits_are_inclusive(#[case] backend: Backend) {
 
 /// The registry entry `@handle` shows: its owner and whether it is a registration (a published
 /// agent's metadata has no `pricing`, the registration body's has).
-async fn shown(app: &TestApp, id: &str) -> (String, bool) {
+async fn shown(app: &TestHub, id: &str) -> (String, bool) {
     let (s, a) = entry(app, id).await;
     assert_eq!(s, 200, "{id}: {a}");
     (
@@ -1245,7 +1245,7 @@ async fn the_database_refuses_a_second_registration_of_a_handle(#[case] backend:
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn migration_0011_keeps_the_oldest_registration_of_a_shared_handle(#[case] backend: Backend) {
-    let (store, _dir, _pg) = crate::common::fresh_store(backend).await;
+    let (store, _dir, _pg) = ofc_test_kit::fresh_store(backend).await;
     for n in ["alice", "bob", "carol", "dave"] {
         hub_server::admin::create_user(&store, n, None, false, false)
             .await
@@ -1338,18 +1338,12 @@ async fn a_registration_that_loses_the_race_at_the_index_is_a_409_on_postgres() 
     .execute(&mut *tx)
     .await
     .unwrap();
-    let url = app.url("/registry/agents");
-    let (client, token) = (app.client.clone(), app.user.token.clone());
-    let post = tokio::spawn(async move {
-        let r = client
-            .post(url)
-            .bearer_auth(token)
-            .json(&registration("@HELD"))
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.json::<Value>().await.unwrap())
-    });
+    let post = tokio::spawn(
+        app.request(Method::POST, "/registry/agents")
+            .token(&app.user.token)
+            .json(registration("@HELD"))
+            .send(),
+    );
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(!post.is_finished(), "{:?}", post.await);
     tx.commit().await.unwrap();
@@ -1371,7 +1365,7 @@ fn manifest_with_handle(name: &str, version: &str, handle: &str) -> Manifest {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn an_older_agent_cannot_take_over_a_handle_by_changing_its_id(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let alice = app.user.clone();
     let bob = app.new_user("bob", false).await;
     // alice's agent is the oldest, under another handle.

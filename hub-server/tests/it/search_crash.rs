@@ -4,14 +4,13 @@
 //! the database. Then the check must notice a change the index missed (an offline delete), and
 //! `ofc-hub reindex` must repair it. On SQLite and PostgreSQL.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::common::{Backend, PgDatabase, remote_manifest};
 use index_schema::envelope::{SecretKey, sign_manifest};
 use index_schema::manifest::Manifest;
+use ofc_test_kit::{Backend, HubProcess as Hub, ProcessOptions, TestHub, remote_manifest};
 use rand::Rng as _;
 use rstest::rstest;
 use serde_json::{Value, json};
@@ -23,13 +22,8 @@ const KILL_AFTER: usize = 150;
 const KILL_SPREAD: usize = 100;
 const BOUND: Duration = Duration::from_secs(180);
 
-use crate::common::hub_process::{HubProcess as Hub, hub_command};
-
-fn run(data: &Path, database_url: Option<&str>, args: &[&str]) -> (bool, String, String) {
-    let out = hub_command(data, database_url)
-        .args(args)
-        .output()
-        .expect("run ofc-hub");
+fn run(hub: &Hub, args: &[&str]) -> (bool, String, String) {
+    let out = hub.run(args);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -140,10 +134,10 @@ async fn wait_caught_up(http: &reqwest::Client, url: &str, min_seq: u64) -> Valu
 
 /// Runs `search-check` until the index has applied the whole outbox (bounded) and returns
 /// whether it passed and its report.
-fn search_check(data: &Path, dbu: Option<&str>) -> (bool, Value) {
+fn search_check(hub: &Hub) -> (bool, Value) {
     let start = std::time::Instant::now();
     loop {
-        let (ok, stdout, stderr) = run(data, dbu, &["search-check"]);
+        let (ok, stdout, stderr) = run(hub, &["search-check"]);
         let report: Value = serde_json::from_str(stdout.trim())
             .unwrap_or_else(|e| panic!("search-check output {stdout:?} ({e}); stderr {stderr}"));
         if report["index_seq"] == report["database_seq"] {
@@ -162,24 +156,18 @@ fn search_check(data: &Path, dbu: Option<&str>) -> (bool, Value) {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_while_indexing_then_index_equals_database(#[case] backend: Backend) {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let pg = match backend {
-        Backend::Sqlite => None,
-        Backend::Postgres => Some(PgDatabase::create().await),
-    };
-    let db_url = pg.as_ref().map(|p| p.url.clone());
-    let dbu = db_url.as_deref();
+    // Stopped: the user is made before the hub starts.
+    let mut hub = TestHub::process(ProcessOptions::new(backend).stopped());
 
-    let (ok, stdout, stderr) = run(&data, dbu, &["admin", "create-user", "crash", "--json"]);
+    let (ok, stdout, stderr) = run(&hub, &["admin", "create-user", "crash", "--json"]);
     assert!(ok, "create-user: {stderr}");
     let created: Value = serde_json::from_str(&stdout).unwrap();
     let token = created["token"].as_str().unwrap().to_string();
     let key = SecretKey::from_seed(&[9; 32]);
 
-    let hub = Hub::start(&data, dbu);
+    hub.restart();
     let http = reqwest::Client::new();
-    crate::common::hub_process::register_key(&http, &hub.url, &token, "crash", &key).await;
+    hub.register_key(&token, "crash", &key);
 
     let kill_at = KILL_AFTER + rand::thread_rng().gen_range(0..KILL_SPREAD);
     let shared = Arc::new(Shared::default());
@@ -219,7 +207,7 @@ async fn kill_9_while_indexing_then_index_equals_database(#[case] backend: Backe
     assert!(acked_seq > 0);
     // The kill came while the follower was indexing: its last commit is behind the outbox
     // (it commits within 200 ms and the clients were publishing up to the kill).
-    let (_, stdout, stderr) = run(&data, dbu, &["search-check"]);
+    let (_, stdout, stderr) = run(&hub, &["search-check"]);
     let at_kill: Value = serde_json::from_str(stdout.trim())
         .unwrap_or_else(|e| panic!("search-check output {stdout:?} ({e}); stderr {stderr}"));
     eprintln!("at the kill: {at_kill}");
@@ -229,9 +217,9 @@ async fn kill_9_while_indexing_then_index_equals_database(#[case] backend: Backe
     );
 
     // Restart: the follower resumes from the sequence in the last index commit.
-    let hub = Hub::start(&data, dbu);
+    hub.restart();
     wait_caught_up(&http, &hub.url, acked_seq).await;
-    let (ok, report) = search_check(&data, dbu);
+    let (ok, report) = search_check(&hub);
     assert!(
         ok,
         "index differs from the database after the crash: {report}"
@@ -251,20 +239,20 @@ async fn kill_9_while_indexing_then_index_equals_database(#[case] backend: Backe
     hub.kill();
 
     // The check notices what the index missed: an agent deleted while no hub was running.
-    let (ok, _, stderr) = run(&data, dbu, &["admin", "delete", "crash/agent-0-0"]);
+    let (ok, _, stderr) = run(&hub, &["admin", "delete", "crash/agent-0-0"]);
     assert!(ok, "admin delete: {stderr}");
-    let (ok, stdout, _) = run(&data, dbu, &["search-check"]);
+    let (ok, stdout, _) = run(&hub, &["search-check"]);
     let report: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert!(!ok, "search-check should fail: {report}");
     assert_eq!(report["extra"], json!(["crash/agent-0-0"]), "{report}");
 
     // `reindex` rebuilds it from the database.
-    let (ok, stdout, stderr) = run(&data, dbu, &["reindex"]);
+    let (ok, stdout, stderr) = run(&hub, &["reindex"]);
     assert!(ok, "reindex: {stderr}");
     let r: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(r["seq"], report["database_seq"], "{r}");
-    let (ok, report) = search_check(&data, dbu);
+    let (ok, report) = search_check(&hub);
     assert!(ok, "index differs after reindex: {report}");
-    let (ok, _, _) = run(&data, dbu, &["reindex", "--check"]);
+    let (ok, _, _) = run(&hub, &["reindex", "--check"]);
     assert!(ok);
 }

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use crate::common::{Backend, TestApp, remote_manifest};
 use index_schema::manifest::Manifest;
+use ofc_test_kit::{Backend, TestHub, remote_manifest};
 use reqwest::Method;
 use rstest::rstest;
 use serde_json::{Value, json};
@@ -21,7 +21,7 @@ fn manifest(name: &str, version: &str, tagline: &str) -> Manifest {
 }
 
 /// Polls `path` until `done` holds for the JSON body; panics after [`BOUND`].
-async fn until(app: &TestApp, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+async fn until(app: &TestHub, path: &str, done: impl Fn(&Value) -> bool) -> Value {
     let start = std::time::Instant::now();
     loop {
         let (s, v) = app.call(Method::GET, path, None, None).await;
@@ -51,7 +51,7 @@ fn names(v: &Value) -> Vec<String> {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn published_versions_become_searchable_and_yanks_hide_them(#[case] backend: Backend) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let (t, k) = (app.user.token.clone(), app.user.key.clone());
     let (s, v) = app
         .publish(
@@ -118,7 +118,7 @@ async fn published_versions_become_searchable_and_yanks_hide_them(#[case] backen
 
 #[tokio::test]
 async fn bad_parameters_are_a_clear_400_and_hostile_queries_never_a_5xx() {
-    let app = TestApp::start(Backend::Sqlite).await;
+    let app = TestHub::in_process(Backend::Sqlite).await;
     let (t, k) = (app.user.token.clone(), app.user.key.clone());
     let (s, v) = app
         .publish(
@@ -216,7 +216,7 @@ async fn bad_parameters_are_a_clear_400_and_hostile_queries_never_a_5xx() {
 async fn latest_is_a_release_and_a_pre_release_only_when_nothing_else_exists(
     #[case] backend: Backend,
 ) {
-    let app = TestApp::start(backend).await;
+    let app = TestHub::in_process(backend).await;
     let (t, k) = (app.user.token.clone(), app.user.key.clone());
     for (name, version) in [
         ("alice/stable", "1.0.0"),

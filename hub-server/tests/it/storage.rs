@@ -1,7 +1,7 @@
 //! The storage suite: the same cases on SQLite and PostgreSQL.
 
-use crate::common::{Backend, fresh_store};
 use hub_server::store::{Actor, NewVersion, StoreError};
+use ofc_test_kit::{Backend, fresh_store};
 use rstest::rstest;
 
 fn version(ns: i64, agent: &str, v: &str, key: &str) -> NewVersion {
@@ -377,7 +377,7 @@ async fn migration_0017_indexes_existing_manifests(#[case] backend: Backend) {
             )
         }
         Backend::Postgres => {
-            let pg = crate::common::PgDatabase::create().await;
+            let pg = ofc_test_kit::PgDatabase::create().await;
             let pool = sqlx::PgPool::connect(&pg.url).await.unwrap();
             _pg = pg;
             run!(pool, sqlx::migrate!("../migrations/postgres"))

@@ -1,82 +1,38 @@
 //! `ofc publish` uploads to a real hub: the hub-server library serving its HTTP API on
-//! loopback, with a user, a namespace and a registered key, exactly as `ofc-hub serve` does.
+//! loopback (`ofc_test_kit::TestHub::in_process`), with a user and a namespace; the tests
+//! register their key with `ofc`.
 
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use ofc_test_kit::{Backend, TestHub};
 use serde_json::Value;
 
+/// A hub served in process (`ofc_test_kit::TestHub`) on a runtime of its own, with user and
+/// namespace `publisher` and its token (no key: the tests register theirs with `ofc`).
 struct Hub {
     url: String,
     token: String,
-    _data: tempfile::TempDir,
+    hub: TestHub,
     rt: tokio::runtime::Runtime,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Hub {
-    /// Starts a hub with an SQLite file and a blob dir in a temp dir; creates `publisher` (user +
-    /// namespace) and returns its first token.
     fn start(publisher: &str) -> Hub {
-        let data = tempfile::tempdir().unwrap();
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let config = hub_server::Config {
-            data_dir: data.path().to_path_buf(),
-            ..hub_server::Config::default()
-        };
-        let (url, token, stop) = rt.block_on(async {
-            let state = hub_server::build_state(config).await.unwrap();
-            let created =
-                hub_server::admin::create_user(&state.store, publisher, None, false, false)
-                    .await
-                    .unwrap();
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-            tokio::spawn(hub_server::serve(state, listener, async {
-                let _ = rx.await;
-            }));
-            (
-                format!("http://{addr}"),
-                created.token.expose().to_string(),
-                tx,
-            )
-        });
+        let hub = rt.block_on(TestHub::in_process(Backend::Sqlite));
+        let token = rt.block_on(hub.create_user(publisher));
         Hub {
-            url,
+            url: hub.url.clone(),
             token,
-            _data: data,
+            hub,
             rt,
-            stop: Some(stop),
         }
     }
 
     fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let url = format!("{}{path}", self.url);
-        let token = self.token.clone();
-        self.rt.block_on(async move {
-            let mut req = reqwest::Client::new()
-                .request(method, url)
-                .bearer_auth(token);
-            if let Some(b) = body {
-                req = req.json(&b);
-            }
-            let resp = req.send().await.unwrap();
-            let status = resp.status().as_u16();
-            let text = resp.text().await.unwrap();
-            (
-                status,
-                serde_json::from_str(&text).unwrap_or(Value::String(text)),
-            )
-        })
-    }
-}
-
-impl Drop for Hub {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
+        let req = self.hub.request(method, path).token(&self.token);
+        self.rt.block_on(req.maybe_json(body).send_lenient())
     }
 }
 

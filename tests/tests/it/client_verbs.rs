@@ -6,7 +6,9 @@
 
 use std::fs;
 
-use crate::common::{HubProc, Ofc, example_dirs, redact};
+use crate::common::Publishers as _;
+use crate::common::{Ofc, example_dirs, redact};
+use ofc_test_kit::{ProcessOptions, TestHub};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -25,7 +27,7 @@ fn hit_names(hits: &[Value]) -> Vec<&str> {
 
 #[test]
 fn login_checks_the_token_stores_it_privately_and_logout_forgets_it() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let token = hub.create_user_with_password("alice", "correct horse");
     let home = tempfile::tempdir().unwrap();
     let ofc = Ofc::new(home.path(), &hub.url);
@@ -176,7 +178,7 @@ fn login_checks_the_token_stores_it_privately_and_logout_forgets_it() {
 
 #[test]
 fn keys_are_registered_listed_and_revoked() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let token = hub.create_user("bob");
     let home = tempfile::tempdir().unwrap();
     let ofc = Ofc::new(home.path(), &hub.url);
@@ -263,7 +265,7 @@ fn keys_are_registered_listed_and_revoked() {
 
 #[test]
 fn the_examples_publish_and_are_found_shown_and_yanked() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let alice = hub.publisher("alice", &["ofc-examples"]);
     let published = alice.publish_examples();
     assert_eq!(published.len(), example_dirs().len());
@@ -468,7 +470,7 @@ fn the_examples_publish_and_are_found_shown_and_yanked() {
 
 #[test]
 fn errors_say_what_failed_and_exit_1_or_2() {
-    let mut hub = HubProc::start();
+    let mut hub = TestHub::process(ProcessOptions::default());
     let token = hub.create_user("carol");
     let home = tempfile::tempdir().unwrap();
     let ofc = Ofc::new(home.path(), &hub.url);
@@ -520,7 +522,7 @@ fn errors_say_what_failed_and_exit_1_or_2() {
     insta::assert_snapshot!("publish_not_logged_in", redact(&r.stderr, &hub.url, &[]));
 
     // The hub is down: a clear error and a hint, exit 1; back up, the stored login works.
-    hub.stop();
+    hub.kill();
     let r = ofc.fails(1, &["search", "data"]);
     insta::assert_snapshot!("hub_down", redact(&r.stderr, &hub.url, &[]));
     let r = ofc.fails(1, &["key", "list"]);

@@ -2,14 +2,15 @@
 //! token hashes), blobs, staged uploads and the search index are 0700 directories and 0600
 //! files, whatever the umask of whoever started the hub.
 
-use crate::common::HubProc;
+use crate::common::Publishers as _;
+use ofc_test_kit::{ProcessOptions, TestHub};
 
 #[cfg(unix)]
 #[test]
 fn everything_the_hub_writes_is_private() {
     use std::os::unix::fs::PermissionsExt;
     // The usual umask: without the hub's own, its files would be 0644.
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("modes", &["ofc-examples"]);
     let published = publisher.publish_examples();
     assert!(!published.is_empty());
@@ -54,7 +55,7 @@ fn stalled_bundle_downloads_do_not_hold_bundles_in_memory() {
     use std::io::{Read, Write};
     const SIZE: usize = 16 << 20;
     const STALLED: usize = 16;
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let work = tempfile::tempdir().unwrap();
     std::fs::write(

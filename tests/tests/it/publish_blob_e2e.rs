@@ -4,9 +4,10 @@
 //! still takes small bundles inline (base64) and refuses big ones with 413
 //! `inline_bundle_too_large`.
 
+use crate::common::Publishers as _;
+use ofc_test_kit::{ProcessOptions, TestHub};
 use std::path::{Path, PathBuf};
 
-use crate::common::HubProc;
 use base64::Engine as _;
 use index_schema::agent_yaml::{AgentYaml, ManifestDefaults};
 use index_schema::envelope::{SecretKey, sign_manifest};
@@ -76,7 +77,9 @@ fn envelope_for(key: &SecretKey, agent: &str, version: &str, bundle: &[u8]) -> V
 
 #[test]
 fn a_bundle_past_the_inline_limit_publishes_as_a_blob_and_downloads_identical() {
-    let hub = HubProc::start_with_config(&format!("max_inline_bundle_bytes = {INLINE}\n"));
+    let hub = TestHub::process(
+        ProcessOptions::default().hub_toml(&format!("max_inline_bundle_bytes = {INLINE}\n")),
+    );
     let alice = hub.publisher("alice", &[]);
     let work = tempfile::tempdir().unwrap();
     let dir = agent_dir(work.path(), "big", 5 * INLINE);
@@ -112,7 +115,9 @@ fn a_bundle_past_the_inline_limit_publishes_as_a_blob_and_downloads_identical() 
 
 #[test]
 fn the_json_publish_takes_small_bundles_inline_and_refuses_big_ones() {
-    let hub = HubProc::start_with_config(&format!("max_inline_bundle_bytes = {INLINE}\n"));
+    let hub = TestHub::process(
+        ProcessOptions::default().hub_toml(&format!("max_inline_bundle_bytes = {INLINE}\n")),
+    );
     let alice = hub.publisher("alice", &[]);
     let key = publisher_key(alice.ofc.home());
     let put = |agent: &str, bundle: &[u8]| {

@@ -6,8 +6,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{HubProc, Ofc, redact};
+use crate::common::Publishers as _;
+use crate::common::{Ofc, redact};
 use crate::hostile::{HostileHub, Mode};
+use ofc_test_kit::{HubProcess, ProcessOptions, TestHub};
 use serde_json::Value;
 
 /// The examples whose source is a bundle (the others need the pip/npm/docker sources).
@@ -43,7 +45,7 @@ fn ok_in(ofc: &Ofc, dir: &Path, args: &[&str]) -> String {
 
 #[test]
 fn publish_search_pull_verify_the_examples() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let alice = hub.publisher("alice", &["ofc-examples"]);
     alice.publish_examples();
     hub.wait_for_search("q=data+analysis", |h| h.len() >= 2);
@@ -131,7 +133,7 @@ fn publish_search_pull_verify_the_examples() {
 }
 
 /// Publishes `acme/tool` at each version, with `extra` bytes of incompressible data.
-fn publish_tool(hub: &HubProc, versions: &[&str], extra: usize) -> crate::common::Publisher {
+fn publish_tool(hub: &HubProcess, versions: &[&str], extra: usize) -> crate::common::Publisher {
     let publisher = hub.publisher("acme", &[]);
     let work = tempfile::tempdir().unwrap();
     for v in versions {
@@ -165,7 +167,7 @@ fn publish_tool(hub: &HubProc, versions: &[&str], extra: usize) -> crate::common
 
 #[test]
 fn offline_and_locked_pulls_need_no_hub() {
-    let mut hub = HubProc::start();
+    let mut hub = TestHub::process(ProcessOptions::default());
     let _p = publish_tool(&hub, &["1.0.0", "1.1.0", "2.0.0-beta.1"], 0);
     let home = tempfile::tempdir().unwrap();
     let ofc = Ofc::new(home.path(), &hub.url);
@@ -194,7 +196,7 @@ fn offline_and_locked_pulls_need_no_hub() {
     let out = ofc.json(&["pull", &format!("acme/tool@{digest}")]);
     assert_eq!(out["pulled"][0]["version"], "2.0.0-beta.1", "a digest pin");
 
-    hub.stop();
+    hub.kill();
     // With the lock and a warm cache: no network at all (the hub is down).
     let out: Value = serde_json::from_str(&ok_in(
         &ofc,
@@ -236,7 +238,7 @@ fn offline_and_locked_pulls_need_no_hub() {
 
 #[test]
 fn sixteen_concurrent_pulls_extract_once() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let _p = publish_tool(&hub, &["1.0.0"], 256 * 1024);
     let home = tempfile::tempdir().unwrap();
     let ofc = Ofc::new(home.path(), &hub.url);
@@ -278,7 +280,7 @@ fn sixteen_concurrent_pulls_extract_once() {
 
 #[test]
 fn kill_9_during_pulls_then_pull_again() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let _p = publish_tool(&hub, &["1.0.0"], 2 * 1024 * 1024);
     let proxy = HostileHub::start(&hub.url);
     let home = tempfile::tempdir().unwrap();
@@ -390,7 +392,7 @@ impl Drop for AgentProc {
 
 #[test]
 fn remote_agents_are_probed_and_local_ones_used_in_place() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let agent = AgentProc::start();
     let work = tempfile::tempdir().unwrap();
@@ -480,7 +482,7 @@ mod reqwest {
 
 #[test]
 fn the_hub_flag_picks_the_hub_and_ofc_token_stays_with_ofc_hub() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let _p = publish_tool(&hub, &["1.0.0"], 0);
     let proxy = HostileHub::start(&hub.url);
     let home = tempfile::tempdir().unwrap();

@@ -5,14 +5,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::common::{HubProc, Ofc, Publisher};
+use crate::common::Publishers as _;
+use crate::common::{Ofc, Publisher};
 use crate::hostile::{HostileHub, Mode};
 use index_schema::envelope::SecretKey;
+use ofc_test_kit::{HubProcess, ProcessOptions, TestHub};
 use std::time::Duration;
 
 /// A hub with `acme/tool` 1.0.0 and 2.0.0 published by `acme`, and a proxy in front of it.
 struct Setup {
-    hub: HubProc,
+    hub: HubProcess,
     publisher: Publisher,
     proxy: HostileHub,
     _work: tempfile::TempDir,
@@ -38,7 +40,7 @@ fn agent_dir(root: &Path, version: &str) -> PathBuf {
 }
 
 fn setup() -> Setup {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let work = tempfile::tempdir().unwrap();
     for v in ["1.0.0", "2.0.0"] {

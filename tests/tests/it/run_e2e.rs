@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::common::Publishers as _;
 use crate::common::run::{Tmux, blueprint, process_agent, processes_with, run_in, tag};
-use crate::common::{HubProc, Ofc, bin};
+use crate::common::{Ofc, bin};
+use ofc_test_kit::{ProcessOptions, TestHub};
 use serde_json::Value;
 
 #[test]
@@ -307,7 +309,7 @@ fn sigkill_of_ofc_run_leaves_no_agent_alive() {
 
 #[test]
 fn hub_agents_are_pulled_locked_and_run_without_the_hub() {
-    let mut hub = HubProc::start();
+    let mut hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let work = tempfile::tempdir().unwrap();
     let t = tag("hub");
@@ -350,7 +352,7 @@ fn hub_agents_are_pulled_locked_and_run_without_the_hub() {
     );
 
     // The hub is gone: the lock and the cache are enough.
-    hub.stop();
+    hub.kill();
     let r = run_in(&ofc, proj.path(), &["run", "--locked", "and now?"]);
     r.assert_code(0);
     assert!(r.stdout.contains("@teller: teller reports"), "{}", r.stdout);

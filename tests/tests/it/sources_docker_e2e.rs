@@ -18,9 +18,11 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::common::{HubProc, Ofc, Publisher, bin};
+use crate::common::Publishers as _;
+use crate::common::{Ofc, Publisher, bin};
 use crate::hostile::{HostileHub, Mode};
 use index_schema::envelope::SecretKey;
+use ofc_test_kit::{ProcessOptions, TestHub};
 use serde_json::Value;
 
 fn repo() -> PathBuf {
@@ -273,7 +275,7 @@ fn project(blueprint: &str) -> tempfile::TempDir {
 #[test]
 fn docker_agent_publish_pull_run_and_warm_run_without_the_hub() {
     let podman = Podman::new();
-    let mut hub = HubProc::start();
+    let mut hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let digest = podman.build_and_push(host(&hub.url), "1", &publisher.token);
     let image = format!("{}/acme/dockecho-image@{digest}", host(&hub.url));
@@ -362,7 +364,7 @@ fn docker_agent_publish_pull_run_and_warm_run_without_the_hub() {
 
     // The hub (which is also the registry) is gone, and so is podman's copy of the image: the
     // lock and the cache are enough.
-    hub.stop();
+    hub.kill();
     podman.ok(&["rmi", "-a", "-f"]);
     let warm: Value = serde_json::from_str(&ok_in(
         &ofc,
@@ -426,7 +428,7 @@ fn docker_agent_publish_pull_run_and_warm_run_without_the_hub() {
 #[test]
 fn a_tag_only_image_and_an_altered_image_are_refused() {
     let podman = Podman::new();
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let digest = podman.build_and_push(host(&hub.url), "1", &publisher.token);
 
@@ -544,7 +546,7 @@ fn files_under(dir: &Path) -> usize {
 #[test]
 fn killed_pulls_leave_nothing_concurrent_pulls_install_once_and_killed_runs_leave_no_container() {
     let podman = Podman::new();
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let digest = podman.build_and_push(host(&hub.url), "1", &publisher.token);
     let proxy = HostileHub::start(&hub.url);
@@ -645,7 +647,7 @@ fn killed_pulls_leave_nothing_concurrent_pulls_install_once_and_killed_runs_leav
 #[test]
 fn without_podman_or_docker_a_container_agent_is_refused_before_anything_starts() {
     let podman = Podman::new();
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let digest = podman.build_and_push(host(&hub.url), "1", &publisher.token);
     let image = format!("{}/acme/dockecho-image@{digest}", host(&hub.url));
@@ -677,7 +679,7 @@ const ENGINE_ENV: &str = "OFC_CONTAINER_ENGINE";
 #[test]
 fn an_image_index_is_resolved_to_this_platform_and_runs() {
     let podman = Podman::new();
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let index = podman.build_and_push_index(host(&hub.url), &publisher.token);
     let image = format!("{}/acme/dockecho-index@{index}", host(&hub.url));

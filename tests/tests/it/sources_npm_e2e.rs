@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{HubProc, Ofc, Publisher};
+use crate::common::Publishers as _;
+use crate::common::{Ofc, Publisher};
+use ofc_test_kit::{HubProcess, ProcessOptions, TestHub};
 use serde_json::{Value, json};
 
 fn repo() -> PathBuf {
@@ -215,7 +217,7 @@ fn start_and_call(start: &Value, id: &str) {
 
 #[test]
 fn npm_agent_publish_pull_start_and_warm_pull_without_the_registry() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let mut registry = Registry::start();
     let pin = registry.integrity("ofc-node-echo");
@@ -279,7 +281,7 @@ fn npm_agent_publish_pull_start_and_warm_pull_without_the_registry() {
 
 #[test]
 fn install_scripts_need_the_opt_in_and_a_swapped_tarball_is_refused() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let registry = Registry::start();
     publish(
@@ -442,7 +444,7 @@ impl Drop for Frozen {
     }
 }
 
-fn spawn_pull(ofc: &Ofc, hub: &HubProc, proj: &Path) -> std::process::Child {
+fn spawn_pull(ofc: &Ofc, hub: &HubProcess, proj: &Path) -> std::process::Child {
     Command::new(crate::common::bin("ofc"))
         .env("OFC_HOME", ofc.home())
         .env("OFC_HUB", &hub.url)
@@ -457,7 +459,7 @@ fn spawn_pull(ofc: &Ofc, hub: &HubProc, proj: &Path) -> std::process::Child {
 
 #[test]
 fn a_killed_npm_pull_leaves_nothing_half_installed_and_concurrent_pulls_install_once() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let registry = Registry::start();
     publish(&publisher, "nodeecho", "ofc-node-echo", &registry.url, None);

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{HubProc, Ofc, Publisher};
+use crate::common::Publishers as _;
+use crate::common::{Ofc, Publisher};
+use ofc_test_kit::{ProcessOptions, TestHub};
 use serde_json::{Value, json};
 
 fn repo() -> PathBuf {
@@ -210,7 +212,7 @@ fn start_and_call(start: &Value) {
 
 #[test]
 fn pip_agent_publish_pull_start_and_warm_pull_without_the_index() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let pkgs = tempfile::tempdir().unwrap();
     let pin = agent_wheels(pkgs.path(), None);
@@ -295,7 +297,7 @@ fn pip_agent_publish_pull_start_and_warm_pull_without_the_index() {
 
 #[test]
 fn an_index_serving_another_wheel_than_the_signed_pin_is_refused() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let pkgs = tempfile::tempdir().unwrap();
     let signed = agent_wheels(pkgs.path(), None);
@@ -324,7 +326,7 @@ fn an_index_serving_another_wheel_than_the_signed_pin_is_refused() {
 
 #[test]
 fn an_sdist_is_refused_without_the_flag() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let pkgs = tempfile::tempdir().unwrap();
     // A source distribution whose build would leave a mark: it must never run.
@@ -368,7 +370,7 @@ fn an_sdist_is_refused_without_the_flag() {
 
 #[test]
 fn a_lock_that_no_longer_matches_is_refused_and_a_killed_install_leaves_nothing() {
-    let hub = HubProc::start();
+    let hub = TestHub::process(ProcessOptions::default());
     let publisher = hub.publisher("acme", &[]);
     let pkgs = tempfile::tempdir().unwrap();
     agent_wheels(pkgs.path(), None);

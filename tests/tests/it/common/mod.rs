@@ -1,7 +1,8 @@
-//! The shared end-to-end harness: the real `ofc-hub` and `ofc` binaries, run as child processes.
+//! The shared end-to-end harness: the real `ofc` binary against the real `ofc-hub`, both run as
+//! child processes. The hub comes from the test kit (`ofc_test_kit::TestHub::process`).
 //!
 //! ```text
-//! let hub = HubProc::start();                        // ofc-hub serve on 127.0.0.1:<ephemeral>
+//! let hub = TestHub::process(ProcessOptions::default()); // ofc-hub serve on 127.0.0.1:<ephemeral>
 //! let alice = hub.publisher("alice", &["ofc-examples"]); // user, namespaces, login, key
 //! let names = alice.publish_examples();              // every folder of examples/agents
 //! hub.wait_for_search("q=data", |hits| !hits.is_empty());
@@ -9,12 +10,11 @@
 //! let out = Ofc::new(home.path(), &hub.url).ok(&["search", "data analysis"]);
 //! ```
 //!
-//! - [`bin`] finds a binary next to the test executable (`target/<profile>/`); `cargo nextest
-//!   run --workspace` builds them, otherwise run `cargo build -p hub-server -p ofc-pkg --bins`.
-//! - [`HubProc`] is one `ofc-hub serve` with its own data directory (a temp dir kept for the life
-//!   of the value; `start_with_config` writes its `hub.toml` first), quiet logs and no brute-force limit; `stop`, `restart` (same data, same
-//!   address, so stored credentials keep matching), killed on drop. `admin` runs
-//!   `ofc-hub --data DIR admin …` against the same data while it serves (SQLite in WAL mode).
+//! - [`bin`] (from the kit) finds a binary next to the test executable (`target/<profile>/`);
+//!   `cargo nextest run --workspace` builds them, otherwise run
+//!   `cargo build -p hub-server -p ofc-pkg --bins`.
+//! - [`Publishers::publisher`]: a user with namespaces, logged in with `ofc` from a fresh
+//!   `OFC_HOME`, with a registered key (`ofc keygen`, `ofc key register`).
 //! - [`Ofc`] runs `ofc` with `OFC_HOME`, `OFC_HUB`, `NO_COLOR=1`, `COLUMNS=100`, without
 //!   `OFC_TOKEN`, and with a time limit, so nothing of the machine's own setup leaks in.
 //! - [`redact`] makes output stable for snapshots (hub URL, digests, key ids, times, sizes).
@@ -25,44 +25,13 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead as _, BufReader};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
+use ofc_test_kit::HubProcess;
+pub use ofc_test_kit::{COMMAND_BOUND, bin};
 use serde_json::Value;
 
 pub mod run;
-
-/// How long `ofc-hub serve` may take to listen (a loaded CI machine is slow to start tantivy).
-pub const START_BOUND: Duration = Duration::from_secs(120);
-
-/// How long one `ofc` or `ofc-hub admin` invocation may take.
-pub const COMMAND_BOUND: Duration = Duration::from_secs(90);
-
-/// How long the search index may take to show a change.
-pub const SEARCH_BOUND: Duration = Duration::from_secs(30);
-
-/// A binary of this workspace (`ofc`, `ofc-hub`) in the profile directory the test runs from.
-pub fn bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test executable's path");
-    // target/<profile>/deps/<test>-<hash>
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test executable lives in target/<profile>/deps");
-    let path = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.is_file(),
-        "{} is missing: build the binaries first with \
-         `cargo build -p hub-server -p ofc-pkg --bins` (same profile and CARGO_TARGET_DIR as the \
-         tests), or run the tests with `cargo nextest run --workspace`",
-        path.display()
-    );
-    path
-}
 
 /// The repository's example agents (`examples/agents`).
 pub fn examples_agents() -> PathBuf {
@@ -80,217 +49,15 @@ pub fn example_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-/// A running `ofc-hub serve` child process with its own data directory.
-#[derive(Debug)]
-pub struct HubProc {
-    data: tempfile::TempDir,
-    child: Option<Child>,
-    addr: SocketAddr,
-    /// `http://127.0.0.1:PORT`, no trailing slash.
-    pub url: String,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl HubProc {
-    /// Starts a hub on a fresh data directory and an ephemeral loopback port.
-    pub fn start() -> HubProc {
-        let data = tempfile::tempdir().expect("a temp dir for the hub's data");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (child, addr) = spawn(data.path(), "127.0.0.1:0", &log);
-        HubProc {
-            data,
-            child: Some(child),
-            url: format!("http://{addr}"),
-            addr,
-            log,
-        }
-    }
-
-    /// Like [`HubProc::start`], with settings: `hub_toml` is written to `DATA/hub.toml`, which
-    /// the hub reads at every start (so [`HubProc::restart`] keeps them).
-    pub fn start_with_config(hub_toml: &str) -> HubProc {
-        let data = tempfile::tempdir().expect("a temp dir for the hub's data");
-        std::fs::write(data.path().join("hub.toml"), hub_toml).expect("write hub.toml");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (child, addr) = spawn(data.path(), "127.0.0.1:0", &log);
-        HubProc {
-            data,
-            child: Some(child),
-            url: format!("http://{addr}"),
-            addr,
-            log,
-        }
-    }
-
-    /// The data directory (SQLite file, blobs, search index).
-    pub fn data_dir(&self) -> &Path {
-        self.data.path()
-    }
-
-    /// The hub process's id, while it runs.
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
-    }
-
-    /// Whether the process is running (not stopped).
-    pub fn is_running(&self) -> bool {
-        self.child.is_some()
-    }
-
-    /// Kills the hub (SIGKILL) and waits for it; the data stays. Nothing listens on `url` after.
-    pub fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// Stops the hub if it runs and starts it again on the same data and the same address, so
-    /// `url` (and credentials stored for it) stay valid.
-    pub fn restart(&mut self) {
-        self.stop();
-        let (child, addr) = spawn(self.data.path(), &self.addr.to_string(), &self.log);
-        assert_eq!(addr, self.addr, "the restarted hub listens elsewhere");
-        self.child = Some(child);
-    }
-
-    /// Everything the hub wrote to stderr so far.
-    pub fn log(&self) -> String {
-        self.log.lock().unwrap().join("\n")
-    }
-
-    /// `ofc-hub --data DIR admin ARGS…`; panics unless it succeeds. Returns stdout.
-    pub fn admin(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let mut c = assert_cmd::Command::new(bin("ofc-hub"));
-        c.arg("--data")
-            .arg(self.data.path())
-            .arg("admin")
-            .args(args)
-            .env("OFC_HUB_LOG", "warn,sqlx=error")
-            .timeout(COMMAND_BOUND);
-        if let Some(s) = stdin {
-            c.write_stdin(s.to_string());
-        }
-        let out = c.output().expect("run ofc-hub admin");
-        assert!(
-            out.status.success(),
-            "ofc-hub admin {args:?} failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).expect("UTF-8 from ofc-hub admin")
-    }
-
-    /// Creates a user and a namespace of the same name; returns the user's first API token.
-    pub fn create_user(&self, name: &str) -> String {
-        token_of(&self.admin(&["create-user", name, "--json"], None))
-    }
-
-    /// Like [`HubProc::create_user`], with a password for `ofc login --username`.
-    pub fn create_user_with_password(&self, name: &str, password: &str) -> String {
-        token_of(&self.admin(
-            &["create-user", name, "--json", "--password-stdin"],
-            Some(password),
-        ))
-    }
-
-    /// Creates a namespace owned by `owner`.
-    pub fn create_namespace(&self, name: &str, owner: &str) {
-        self.admin(&["create-namespace", name, "--owner", owner], None);
-    }
-
-    /// One JSON API call: `(status, body)`; the body is `Value::Null` when empty and a string
-    /// when not JSON.
-    pub fn api(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let url = format!("{}{path}", self.url);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let mut rb = reqwest::Client::new()
-                .request(method, &url)
-                .timeout(COMMAND_BOUND);
-            if let Some(t) = token {
-                rb = rb.bearer_auth(t);
-            }
-            if let Some(b) = body {
-                rb = rb.json(&b);
-            }
-            let resp = rb.send().await.unwrap_or_else(|e| panic!("{url}: {e}"));
-            let status = resp.status().as_u16();
-            let bytes = resp.bytes().await.unwrap();
-            let body = if bytes.is_empty() {
-                Value::Null
-            } else {
-                serde_json::from_slice(&bytes)
-                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
-            };
-            (status, body)
-        })
-    }
-
-    /// `GET path` as raw bytes (for bundles); panics unless 200.
-    pub fn get_bytes(&self, path: &str) -> Vec<u8> {
-        self.get_bytes_from(path, [127, 0, 0, 1])
-    }
-
-    /// `GET path` from the loopback address `from` (the hub counts a download once per client
-    /// address and day).
-    pub fn get_bytes_from(&self, path: &str, from: [u8; 4]) -> Vec<u8> {
-        let url = format!("{}{path}", self.url);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let resp = reqwest::Client::builder()
-                .local_address(std::net::IpAddr::from(from))
-                .build()
-                .unwrap()
-                .get(&url)
-                .timeout(COMMAND_BOUND)
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{url}: {e}"));
-            assert_eq!(resp.status().as_u16(), 200, "{url}");
-            resp.bytes().await.unwrap().to_vec()
-        })
-    }
-
-    /// Polls `GET /api/v1/search?{query}` until `ready(hits)`; the index follows the database
-    /// asynchronously. Returns the hits; panics after [`SEARCH_BOUND`].
-    pub fn wait_for_search(&self, query: &str, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let deadline = Instant::now() + SEARCH_BOUND;
-        loop {
-            let (status, body) = self.api(
-                reqwest::Method::GET,
-                &format!("/api/v1/search?{query}"),
-                None,
-                None,
-            );
-            let hits = body["hits"].as_array().cloned().unwrap_or_default();
-            if status == 200 && ready(&hits) {
-                return hits;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "search `{query}` never became ready; last answer {status} {body}\nhub log:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
+/// The `ofc`-side publisher fixture of a [`HubProcess`].
+pub trait Publishers {
     /// A user `user` (with its own namespace) who also owns `namespaces`, logged in from a fresh
     /// `OFC_HOME`, with a signing key (`default`) registered for every one of its namespaces.
-    pub fn publisher(&self, user: &str, namespaces: &[&str]) -> Publisher {
+    fn publisher(&self, user: &str, namespaces: &[&str]) -> Publisher;
+}
+
+impl Publishers for HubProcess {
+    fn publisher(&self, user: &str, namespaces: &[&str]) -> Publisher {
         let token = self.create_user(user);
         for ns in namespaces {
             self.create_namespace(ns, user);
@@ -316,57 +83,7 @@ impl HubProc {
     }
 }
 
-impl Drop for HubProc {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn token_of(json: &str) -> String {
-    let v: Value = serde_json::from_str(json.trim()).expect("JSON from create-user");
-    v["token"].as_str().expect("a token").to_string()
-}
-
-/// Spawns `ofc-hub serve --listen listen` and waits for its "listening on" line.
-fn spawn(data: &Path, listen: &str, log: &Arc<Mutex<Vec<String>>>) -> (Child, SocketAddr) {
-    let mut child = std::process::Command::new(bin("ofc-hub"))
-        .arg("--data")
-        .arg(data)
-        .args(["serve", "--listen", listen])
-        .env("OFC_HUB_LOG", "warn,sqlx=error")
-        .env("OFC_HUB__AUTH_FAILURE_LIMIT", "100000")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ofc-hub serve");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let l = log.clone();
-    // Drains stderr for the life of the process, so the hub never blocks writing to it.
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if let Some(url) = line.strip_prefix("ofc-hub listening on http://") {
-                let _ = tx.send(url.trim().to_string());
-            }
-            l.lock().unwrap().push(line);
-        }
-    });
-    match rx.recv_timeout(START_BOUND) {
-        Ok(addr) => (child, addr.parse().expect("a socket address")),
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "ofc-hub did not start ({e}):\n{}",
-                log.lock().unwrap().join("\n")
-            );
-        }
-    }
-}
-
-/// A user who can publish; see [`HubProc::publisher`].
+/// A user who can publish; see [`Publishers::publisher`].
 #[derive(Debug)]
 pub struct Publisher {
     /// User name (also a namespace).

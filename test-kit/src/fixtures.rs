@@ -1,0 +1,64 @@
+//! The publisher fixture and the manifests tests publish.
+
+use index_schema::envelope::SecretKey;
+use index_schema::manifest::Manifest;
+use index_schema::name::Digest;
+use serde_json::json;
+
+/// A user with a namespace of their name, a registered signing key and a full (non-admin unless
+/// asked) token: what [`crate::TestHub::new_user`] and [`crate::HubProcess::new_user`] make.
+#[derive(Debug, Clone)]
+pub struct Publisher {
+    /// User name, also the namespace.
+    pub name: String,
+    /// The user's first API token.
+    pub token: String,
+    /// The key registered for the namespace (seeded from the name: the same name gives the same
+    /// key).
+    pub key: SecretKey,
+}
+
+/// The signing key of a fixture publisher called `name`.
+pub fn key_for(name: &str) -> SecretKey {
+    let mut seed = [0u8; 32];
+    seed[..name.len().min(32)].copy_from_slice(&name.as_bytes()[..name.len().min(32)]);
+    SecretKey::from_seed(&seed)
+}
+
+/// A valid `remote` manifest for `name` at `version`.
+pub fn remote_manifest(name: &str, version: &str) -> Manifest {
+    let v = json!({
+        "schemaVersion": 1,
+        "name": name,
+        "version": version,
+        "id": "@code",
+        "displayName": "Code Assistant",
+        "tagline": "Send me anything that needs code!",
+        "description": "Writes scripts.",
+        "examples": ["Write a script"],
+        "capabilities": [],
+        "source": { "type": "remote", "endpoint": "https://code-agent.example.com/ofc" }
+    });
+    Manifest::from_value(&v).unwrap()
+}
+
+/// A valid `bundle` manifest for these bytes.
+pub fn bundle_manifest(name: &str, version: &str, bytes: &[u8]) -> Manifest {
+    let v = json!({
+        "schemaVersion": 1,
+        "name": name,
+        "version": version,
+        "id": "@data",
+        "displayName": "Data Analyst",
+        "tagline": "Send me CSVs",
+        "description": "Answers questions about data.",
+        "source": {
+            "type": "bundle",
+            "digest": Digest::of(bytes).to_string(),
+            "size": bytes.len(),
+            "mediaType": "application/vnd.ofc.agent.bundle.v1.tar+gzip",
+            "entrypoint": "agent.yaml"
+        }
+    });
+    Manifest::from_value(&v).unwrap()
+}
