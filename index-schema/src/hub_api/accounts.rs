@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub struct LoginRequest {
     /// User name.
     pub username: String,
-    /// Password (never shown by `Debug`).
+    /// Password.
     pub password: String,
     /// Label of the token to create (`ofc login` by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
