@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::diagnostic::{Diagnostics, FieldPath, Segment};
+use crate::http_url;
 use crate::media_types::AGENT_BUNDLE_V1;
 use crate::name::{self, AgentHandle, AgentName, Digest, NameError, shown};
 use crate::source;
@@ -953,19 +954,36 @@ fn url_problem(s: &str, rule: UrlRule) -> Option<String> {
             shown(scheme)
         ));
     }
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    if authority.contains('@') {
+    // The structure is the `url` crate's (WHATWG) reading, under the rule every http(s) URL of
+    // ofc follows (crate::http_url); the host must also follow the manifest's host grammar
+    // (name::check_host), which is stricter than WHATWG's.
+    let http = matches!(scheme, "http" | "https");
+    let rules = http_url::Rules {
+        no_userinfo: true,
+        no_query_or_fragment: rule == UrlRule::ApiRoot,
+        tls_unless_loopback: matches!(rule, UrlRule::Fetch | UrlRule::ApiRoot),
+    };
+    let parsed = if http {
+        http_url::parse(s, rules)
+    } else {
+        url::Url::parse(s).map_err(http_url::HttpUrlError::Parse)
+    };
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let creds = |u: &url::Url| !u.username().is_empty() || u.password().is_some();
+    if authority.contains('@')
+        || matches!(parsed, Err(http_url::HttpUrlError::UserInfo))
+        || parsed.as_ref().is_ok_and(creds)
+    {
         return Some(format!(
             "URL `{}` contains credentials (`user@host`); never put them in a manifest",
             shown(s)
         ));
     }
-    if authority.is_empty() {
+    if authority.is_empty() || matches!(parsed, Err(http_url::HttpUrlError::NoHost)) {
         return Some(format!("URL `{}` has no host", shown(s)));
     }
-    let host = match name::check_host(authority) {
-        Ok(h) => h,
+    match name::check_host(authority) {
+        Ok(_) => {}
         Err(NameError::InvalidHost { problem, .. }) => {
             return Some(format!(
                 "URL `{}` has an invalid host: it {problem}",
@@ -973,42 +991,33 @@ fn url_problem(s: &str, rule: UrlRule) -> Option<String> {
             ));
         }
         Err(e) => return Some(format!("URL `{}` has an invalid host: {e}", shown(s))),
-    };
-    if matches!(rule, UrlRule::Fetch | UrlRule::ApiRoot) && scheme == "http" && !is_loopback(&host)
-    {
-        return Some(format!(
-            "URL `{}` uses `http://` for a host other than localhost; use `https://`",
-            shown(s)
-        ));
     }
-    if rule == UrlRule::ApiRoot {
-        if tail.contains(['?', '#']) {
+    let url = match parsed {
+        Ok(u) => u,
+        Err(http_url::HttpUrlError::PlainHttp) => {
+            return Some(format!(
+                "URL `{}` uses `http://` for a host other than localhost; use `https://`",
+                shown(s)
+            ));
+        }
+        Err(http_url::HttpUrlError::QueryOrFragment) => {
             return Some(format!(
                 "URL `{}` must not have a query or a fragment",
                 shown(s)
             ));
         }
-        if tail.ends_with('/') {
-            return Some(format!(
-                "URL `{}` must not end with `/`: clients append `/info`, `/should-wake` and `/respond`",
-                shown(s)
-            ));
-        }
+        Err(e) => return Some(format!("URL `{}` is not a valid URL: {e}", shown(s))),
+    };
+    if url.host_str().is_none_or(str::is_empty) {
+        return Some(format!("URL `{}` has no host", shown(s)));
+    }
+    if rule == UrlRule::ApiRoot && s.ends_with('/') {
+        return Some(format!(
+            "URL `{}` must not end with `/`: clients append `/info`, `/should-wake` and `/respond`",
+            shown(s)
+        ));
     }
     None
-}
-
-/// `localhost`, `127.0.0.0/8` or `[::1]`, with or without a port (input already lowercase).
-fn is_loopback(host_port: &str) -> bool {
-    if let Some(rest) = host_port.strip_prefix('[') {
-        return rest.split(']').next() == Some("::1");
-    }
-    let host = host_port.split(':').next().unwrap_or_default();
-    if host == "localhost" {
-        return true;
-    }
-    let parts: Vec<&str> = host.split('.').collect();
-    parts.len() == 4 && parts[0] == "127" && parts.iter().all(|p| p.parse::<u8>().is_ok())
 }
 
 /// Checks an `inputSchema`/`outputSchema`: a JSON object that is a valid JSON Schema of a known
@@ -1802,6 +1811,7 @@ mod tests {
 
     #[test]
     fn loopback_hosts() {
+        // Plain http:// is only for this machine, in the URLs a client fetches from.
         for h in [
             "localhost",
             "localhost:80",
@@ -1810,7 +1820,8 @@ mod tests {
             "[::1]",
             "[::1]:8080",
         ] {
-            assert!(is_loopback(h), "{h}");
+            let u = format!("http://{h}/x");
+            assert_eq!(url_problem(&u, UrlRule::Fetch), None, "{h}");
         }
         for h in [
             "localhost.evil.com",
@@ -1819,7 +1830,9 @@ mod tests {
             "[::2]",
             "example.com",
         ] {
-            assert!(!is_loopback(h), "{h}");
+            let u = format!("http://{h}/x");
+            let p = url_problem(&u, UrlRule::Fetch).unwrap_or_default();
+            assert!(p.contains("other than localhost"), "{h}: {p}");
         }
     }
 }
