@@ -59,26 +59,25 @@ impl Grants {
                         Some(m) => m.decide_why(class.access(), agent, name),
                     };
                     let key = (agent.to_string(), name.clone());
-                    let rule = match rule {
-                        Some(i) => format!("floor_manager.policies[{i}]"),
-                        None => "the floor manager's default (no policy matched)".to_owned(),
+                    let reason = match (decision, rule) {
+                        (Decision::Approve, _) => None,
+                        (Decision::Deny, Some(i)) => {
+                            Some(format!("floor_manager.policies[{i}] denies {class} access"))
+                        }
+                        (Decision::Deny, None) => Some(format!("{class} access is denied")),
+                        (Decision::Ask, Some(i)) => Some(format!(
+                            "floor_manager.policies[{i}] wants the user asked for {class} access, and nobody has granted it"
+                        )),
+                        (Decision::Ask, None) => Some(format!(
+                            "no floor_manager policy approves {class} access (without one only reads are approved, with auto_approve_read), and nobody has granted it"
+                        )),
                     };
-                    match decision {
-                        Decision::Approve => {
+                    match reason {
+                        None => {
                             grants.held.entry(key).or_default().insert(class);
                         }
-                        Decision::Deny => {
-                            grants
-                                .reasons
-                                .insert((key.0, key.1, class), format!("{rule} denies {class} access"));
-                        }
-                        Decision::Ask => {
-                            grants.reasons.insert(
-                                (key.0, key.1, class),
-                                format!(
-                                    "{rule} wants the user asked for {class} access, and nobody has granted it"
-                                ),
-                            );
+                        Some(reason) => {
+                            grants.reasons.insert((key.0, key.1, class), reason);
                         }
                     }
                 }
