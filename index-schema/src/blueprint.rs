@@ -735,7 +735,11 @@ impl Blueprint {
                 }
                 FurnitureType::Taskboard if f.command.is_some() || f.url.is_some() => {
                     d.push(
-                        p.key(if f.command.is_some() { "command" } else { "url" }),
+                        p.key(if f.command.is_some() {
+                            "command"
+                        } else {
+                            "url"
+                        }),
                         "a `taskboard` is built in: it takes no `command` or `url`",
                     );
                 }

@@ -205,14 +205,20 @@ async fn main() {
     let floor = Floor::open(
         "bench",
         None,
-        vec![FloorAgent::new(Handle::new("bench").unwrap(), Arc::new(agent))],
+        vec![FloorAgent::new(
+            Handle::new("bench").unwrap(),
+            Arc::new(agent),
+        )],
         FloorSettings::default(),
     )
     .unwrap();
     let turns = measure(calls, || {
         let floor = &floor;
         async move {
-            let s = floor.post_and_wait("@bench? what time is it?").await.unwrap();
+            let s = floor
+                .post_and_wait("@bench? what time is it?")
+                .await
+                .unwrap();
             let last = s.messages.last().unwrap();
             assert_eq!(last.tool_calls.len(), 1, "{last:?}");
             // Keep the history short so every turn does the same work.
@@ -220,7 +226,10 @@ async fn main() {
         }
     })
     .await;
-    println!("floor turn (2 model calls + time__get_current_time)  {}", percentiles(turns));
+    println!(
+        "floor turn (2 model calls + time__get_current_time)  {}",
+        percentiles(turns)
+    );
     floor.close().await.unwrap();
     floor_furniture.shutdown().await;
 }

@@ -606,7 +606,11 @@ async fn start_furniture(
                 | FurnitureError::Config { name, .. } => name.clone(),
             };
             let mut diags = Diagnostics::default();
-            let i = bp.furniture.iter().position(|f| f.name == name).unwrap_or(0);
+            let i = bp
+                .furniture
+                .iter()
+                .position(|f| f.name == name)
+                .unwrap_or(0);
             diags.push(FieldPath::root().key("furniture").index(i), e.to_string());
             return Err(UserError::new(format!(
                 "furniture did not start:\n{}",

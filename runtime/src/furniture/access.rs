@@ -87,7 +87,12 @@ impl Grants {
     }
 
     /// Grants `classes` of `furniture` to `agent` (adding to what it holds).
-    pub fn grant(&mut self, agent: &str, furniture: &str, classes: impl IntoIterator<Item = Class>) {
+    pub fn grant(
+        &mut self,
+        agent: &str,
+        furniture: &str,
+        classes: impl IntoIterator<Item = Class>,
+    ) {
         let set = self
             .held
             .entry((agent.to_owned(), furniture.to_owned()))
@@ -132,9 +137,7 @@ impl Grants {
             let list: Vec<&str> = held.iter().map(|c| c.as_str()).collect();
             format!("{agent} holds {} on `{furniture}`", list.join(", "))
         };
-        let mut text = format!(
-            "refused: `{furniture}__{tool}` is a {class} tool and {holds}"
-        );
+        let mut text = format!("refused: `{furniture}__{tool}` is a {class} tool and {holds}");
         match why {
             Some(why) => {
                 text.push_str("; ");

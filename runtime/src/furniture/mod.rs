@@ -252,7 +252,8 @@ impl Furniture {
             match self.tools.iter_mut().find(|t| &t.spec.name == tool) {
                 Some(t) => t.class = *class,
                 None => {
-                    let known: Vec<&str> = self.tools.iter().map(|t| t.spec.name.as_str()).collect();
+                    let known: Vec<&str> =
+                        self.tools.iter().map(|t| t.spec.name.as_str()).collect();
                     return Err(FurnitureError::Config {
                         name: self.name.clone(),
                         message: format!(
@@ -286,7 +287,11 @@ impl Furniture {
     }
 
     /// Calls a tool, unguarded: [`access::Guard`] is what agents get.
-    pub async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, ToolError> {
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, ToolError> {
         self.toolbox.call(tool, arguments).await
     }
 

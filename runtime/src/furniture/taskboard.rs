@@ -49,8 +49,8 @@ impl TaskBoard {
             FurnitureTool {
                 spec: ToolSpec {
                     name: "list_tasks".into(),
-                    description: "List the tasks on the board, optionally only those with a status."
-                        .into(),
+                    description:
+                        "List the tasks on the board, optionally only those with a status.".into(),
                     parameters: json!({"type": "object", "properties": {"status": status}}),
                 },
                 class: Class::Read,
@@ -126,7 +126,11 @@ fn id(args: &Map<String, Value>) -> Result<u64, ToolError> {
     match args.get("id") {
         Some(v) => v
             .as_u64()
-            .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 1.0).map(|f| f as u64))
+            .or_else(|| {
+                v.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 1.0)
+                    .map(|f| f as u64)
+            })
             .ok_or_else(|| ToolError(format!("`id` must be a positive integer, not {v}"))),
         None => Err(ToolError("`id` is required".into())),
     }
@@ -166,9 +170,7 @@ impl Toolbox for TaskBoard {
                 let description = text(&args, "description")?.unwrap_or_default();
                 let mut tasks = self.lock();
                 if tasks.len() >= MAX_TASKS {
-                    return Err(ToolError(format!(
-                        "the board is full ({MAX_TASKS} tasks)"
-                    )));
+                    return Err(ToolError(format!("the board is full ({MAX_TASKS} tasks)")));
                 }
                 let task = Task {
                     id: tasks.last().map_or(1, |t| t.id + 1),

@@ -116,7 +116,10 @@ async fn the_time_server_over_stdio_lists_its_tools_and_answers_a_call() {
 #[tokio::test]
 async fn a_command_that_does_not_exist_or_is_not_mcp_is_a_clear_error() {
     let missing = entry("{name: gone, type: mcp, command: /nonexistent/mcp-server}");
-    let e = Furniture::start(&missing, &quick()).await.unwrap_err().to_string();
+    let e = Furniture::start(&missing, &quick())
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("furniture `gone`") && e.contains("/nonexistent/mcp-server"),
         "{e}"
@@ -125,7 +128,10 @@ async fn a_command_that_does_not_exist_or_is_not_mcp_is_a_clear_error() {
     let liar = entry(
         "{name: liar, type: mcp, command: sh, args: [-c, 'echo not an mcp server >&2; exit 3']}",
     );
-    let e = Furniture::start(&liar, &quick()).await.unwrap_err().to_string();
+    let e = Furniture::start(&liar, &quick())
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("furniture `liar`"), "{e}");
     assert!(e.contains("handshake"), "{e}");
 }
@@ -135,7 +141,10 @@ async fn an_access_override_must_name_a_real_tool() {
     let mut e = time_entry();
     e.access
         .insert("get_the_time".into(), index_schema::blueprint::Access::Read);
-    let err = Furniture::start(&e, &quick()).await.unwrap_err().to_string();
+    let err = Furniture::start(&e, &quick())
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("get_the_time") && err.contains("get_current_time"),
         "{err}"
@@ -247,8 +256,14 @@ async fn a_server_over_streamable_http_is_furniture_and_its_annotations_set_the_
 
     // Nothing listening: a clear error naming the URL.
     let dead = entry("{name: dead, type: mcp, url: \"http://127.0.0.1:1/mcp\"}");
-    let e = Furniture::start(&dead, &quick()).await.unwrap_err().to_string();
-    assert!(e.contains("furniture `dead`") && e.contains("127.0.0.1:1"), "{e}");
+    let e = Furniture::start(&dead, &quick())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("furniture `dead`") && e.contains("127.0.0.1:1"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -279,11 +294,19 @@ async fn the_task_board_adds_lists_and_updates_tasks() {
                 .await
         }
     };
-    let t = call("add_task", json!({"title": "parse the CSV"})).await.unwrap();
-    assert_eq!(t, json!({"id": 1, "title": "parse the CSV", "status": "todo"}));
-    call("add_task", json!({"title": "plot", "description": "a bar chart"}))
+    let t = call("add_task", json!({"title": "parse the CSV"}))
         .await
         .unwrap();
+    assert_eq!(
+        t,
+        json!({"id": 1, "title": "parse the CSV", "status": "todo"})
+    );
+    call(
+        "add_task",
+        json!({"title": "plot", "description": "a bar chart"}),
+    )
+    .await
+    .unwrap();
     let t = call(
         "update_task",
         json!({"id": 1, "status": "in_progress", "assignee": "@coder"}),
@@ -294,11 +317,18 @@ async fn the_task_board_adds_lists_and_updates_tasks() {
     let todo = call("list_tasks", json!({"status": "todo"})).await.unwrap();
     assert_eq!(todo["count"], 1);
     assert_eq!(todo["tasks"][0]["title"], "plot");
-    assert_eq!(call("get_task", json!({"id": 2})).await.unwrap()["description"], "a bar chart");
+    assert_eq!(
+        call("get_task", json!({"id": 2})).await.unwrap()["description"],
+        "a bar chart"
+    );
     for (tool, args, expect) in [
         ("add_task", json!({}), "`title` is required"),
         ("update_task", json!({"id": 9}), "no task 9"),
-        ("update_task", json!({"id": 1, "status": "later"}), "`status` must be one of"),
+        (
+            "update_task",
+            json!({"id": 1, "status": "later"}),
+            "`status` must be one of",
+        ),
         ("get_task", json!({"id": "one"}), "positive integer"),
         ("drop_table", json!({}), "no tool `drop_table`"),
     ] {
@@ -363,14 +393,20 @@ async fn an_llm_agent_calls_the_time_server_through_the_floor_and_reads_the_resu
     let floor = Floor::open(
         "f1",
         None,
-        vec![FloorAgent::new(Handle::new("clock").unwrap(), Arc::new(agent))],
+        vec![FloorAgent::new(
+            Handle::new("clock").unwrap(),
+            Arc::new(agent),
+        )],
         FloorSettings {
             transcript_dir: Some(dir.path().to_owned()),
             ..FloorSettings::default()
         },
     )
     .unwrap();
-    let summary = floor.post_and_wait("@clock? what time is it in Tokyo?").await.unwrap();
+    let summary = floor
+        .post_and_wait("@clock? what time is it in Tokyo?")
+        .await
+        .unwrap();
     let stored = summary.messages.last().unwrap().clone();
     floor.close().await.unwrap();
     furniture.shutdown().await;
@@ -391,12 +427,18 @@ async fn an_llm_agent_calls_the_time_server_through_the_floor_and_reads_the_resu
     let second = requests[1].1["messages"].as_array().unwrap();
     let tool_message = second.iter().find(|m| m["role"] == "tool").unwrap();
     assert!(
-        tool_message["content"].as_str().unwrap().contains("Asia/Tokyo"),
+        tool_message["content"]
+            .as_str()
+            .unwrap()
+            .contains("Asia/Tokyo"),
         "{tool_message}"
     );
     // And the transcript has the call and its result.
     let transcript = std::fs::read_to_string(dir.path().join("f1.jsonl")).unwrap();
-    assert!(transcript.contains("time__get_current_time"), "{transcript}");
+    assert!(
+        transcript.contains("time__get_current_time"),
+        "{transcript}"
+    );
     assert!(transcript.contains("Asia/Tokyo"), "{transcript}");
 }
 
@@ -420,7 +462,8 @@ async fn a_filesystem_tool_cannot_leave_its_root_through_the_floor() {
     let grants = Grants::from_blueprint(None, [(&id, &["fs".to_owned()][..])]);
     let furniture = FloorFurniture::new("f2", vec![fs], grants);
     let inside = root.path().join("inside.txt").display().to_string();
-    let escape = format!("{}/../{}/outside.txt",
+    let escape = format!(
+        "{}/../{}/outside.txt",
         root.path().display(),
         outside.path().file_name().unwrap().to_str().unwrap()
     );
@@ -449,7 +492,10 @@ async fn a_filesystem_tool_cannot_leave_its_root_through_the_floor() {
     let floor = Floor::open(
         "f2",
         None,
-        vec![FloorAgent::new(Handle::new("files").unwrap(), Arc::new(agent))],
+        vec![FloorAgent::new(
+            Handle::new("files").unwrap(),
+            Arc::new(agent),
+        )],
         FloorSettings::default(),
     )
     .unwrap();
@@ -463,7 +509,10 @@ async fn a_filesystem_tool_cannot_leave_its_root_through_the_floor() {
     assert!(results[0].contains("the inside secret"), "{results:?}");
     for r in &results[1..] {
         assert!(r.starts_with("[error:"), "{results:?}");
-        assert!(!r.contains("the outside secret") && !r.contains("root:"), "{results:?}");
+        assert!(
+            !r.contains("the outside secret") && !r.contains("root:"),
+            "{results:?}"
+        );
     }
 }
 
@@ -507,9 +556,7 @@ fn bench_class(tool: &str) -> Class {
 }
 
 /// Two agents, two pieces (`lab` and `shop`, both the [`Bench`]), under `floor_manager`.
-async fn matrix_floor(
-    manager: &str,
-) -> (Arc<FloorFurniture>, Arc<Bench>, Arc<Bench>) {
+async fn matrix_floor(manager: &str) -> (Arc<FloorFurniture>, Arc<Bench>, Arc<Bench>) {
     let yaml = format!(
         "agents:\n  - {{id: \"@ann\", model: m, furniture: [lab, shop]}}\n  - {{id: \"@bob\", model: m, furniture: [lab]}}\nfurniture:\n  - {{name: lab, type: taskboard}}\n  - {{name: shop, type: taskboard}}\n{manager}"
     );
@@ -529,8 +576,12 @@ async fn matrix_floor(
     let lab = Arc::new(Bench::default());
     let shop = Arc::new(Bench::default());
     let pieces = vec![
-        Furniture::from_toolbox("lab", lab.clone(), bench_class).await.unwrap(),
-        Furniture::from_toolbox("shop", shop.clone(), bench_class).await.unwrap(),
+        Furniture::from_toolbox("lab", lab.clone(), bench_class)
+            .await
+            .unwrap(),
+        Furniture::from_toolbox("shop", shop.clone(), bench_class)
+            .await
+            .unwrap(),
     ];
     (FloorFurniture::new("m", pieces, grants), lab, shop)
 }
@@ -586,8 +637,18 @@ async fn authorisation_matrix(
     let (floor, lab, shop) = matrix_floor(manager).await;
     let guard = floor.guard(agent, furniture).unwrap();
     // What the model is told matches what it may call.
-    let listed: Vec<String> = guard.tools().await.unwrap().into_iter().map(|t| t.name).collect();
-    assert_eq!(listed.contains(&tool.to_owned()), allowed, "listed: {listed:?}");
+    let listed: Vec<String> = guard
+        .tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        listed.contains(&tool.to_owned()),
+        allowed,
+        "listed: {listed:?}"
+    );
     let result = guard.call(tool, Map::new()).await;
     let reached = |b: &Bench| b.calls.lock().unwrap().len();
     let reached = reached(&lab) + reached(&shop);
@@ -597,7 +658,10 @@ async fn authorisation_matrix(
     } else {
         let refusal = result.unwrap_err().0;
         assert!(refusal.starts_with("refused:"), "{refusal}");
-        assert!(refusal.contains(agent) && refusal.contains(furniture), "{refusal}");
+        assert!(
+            refusal.contains(agent) && refusal.contains(furniture),
+            "{refusal}"
+        );
         assert!(refusal.contains(bench_class(tool).as_str()), "{refusal}");
         assert_eq!(reached, 0, "a refused call must not reach the furniture");
     }
@@ -716,7 +780,10 @@ async fn a_refused_call_is_a_tool_error_the_model_reads_and_the_transcript_keeps
     let floor = Floor::open(
         "m",
         None,
-        vec![FloorAgent::new(Handle::new("bob").unwrap(), Arc::new(agent))],
+        vec![FloorAgent::new(
+            Handle::new("bob").unwrap(),
+            Arc::new(agent),
+        )],
         FloorSettings {
             transcript_dir: Some(dir.path().to_owned()),
             ..FloorSettings::default()
@@ -738,12 +805,15 @@ async fn a_refused_call_is_a_tool_error_the_model_reads_and_the_transcript_keeps
     assert_eq!(tools, ["lab__peek"]);
     let results: Vec<String> = stored.tool_results.iter().map(text_of).collect();
     assert!(
-        results[0].starts_with("[error: refused: `lab__poke` is a write tool and @bob holds read on `lab`"),
+        results[0].starts_with(
+            "[error: refused: `lab__poke` is a write tool and @bob holds read on `lab`"
+        ),
         "{results:?}"
     );
     assert!(results[0].contains("floor_manager"), "{results:?}");
     assert!(
-        results[1].contains("refused") && results[1].contains("not in the agent's `furniture` list"),
+        results[1].contains("refused")
+            && results[1].contains("not in the agent's `furniture` list"),
         "{results:?}"
     );
     assert_eq!(results[2], "peek done");

@@ -59,11 +59,11 @@ fn llm_agents_call_furniture_under_the_floor_managers_policies() {
         ),
     );
     let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
-    let r = Ofc::finish(
-        ofc.cmd()
-            .current_dir(proj.path())
-            .args(["--json", "run", "@planner? what time is it in Tokyo? note a task"]),
-    );
+    let r = Ofc::finish(ofc.cmd().current_dir(proj.path()).args([
+        "--json",
+        "run",
+        "@planner? what time is it in Tokyo? note a task",
+    ]));
     r.assert_code(0);
     let events: Vec<Value> = r
         .stdout
@@ -85,7 +85,9 @@ fn llm_agents_call_furniture_under_the_floor_managers_policies() {
     // The checker holds read only on the board: its add_task is refused, its list works.
     let refused = checker["tool_results"][0].as_str().unwrap();
     assert!(
-        refused.starts_with("[error: refused: `board__add_task` is a write tool and @checker holds read on `board`"),
+        refused.starts_with(
+            "[error: refused: `board__add_task` is a write tool and @checker holds read on `board`"
+        ),
         "{refused}"
     );
     assert_eq!(checker["tool_results"][1]["count"], 1);
@@ -104,19 +106,34 @@ fn llm_agents_call_furniture_under_the_floor_managers_policies() {
             })
             .unwrap_or_default()
     };
-    let plan = &requests.iter().find(|(_, b)| b["model"] == "plan-model").unwrap().1;
+    let plan = &requests
+        .iter()
+        .find(|(_, b)| b["model"] == "plan-model")
+        .unwrap()
+        .1;
     let plan_tools = tools(plan);
-    for t in ["time__get_current_time", "time__convert_time", "board__add_task", "board__list_tasks"] {
+    for t in [
+        "time__get_current_time",
+        "time__convert_time",
+        "board__add_task",
+        "board__list_tasks",
+    ] {
         assert!(plan_tools.iter().any(|x| x == t), "{t}: {plan_tools:?}");
     }
-    let check = &requests.iter().find(|(_, b)| b["model"] == "check-model").unwrap().1;
+    let check = &requests
+        .iter()
+        .find(|(_, b)| b["model"] == "check-model")
+        .unwrap()
+        .1;
     let mut check_tools = tools(check);
     check_tools.sort();
     assert_eq!(check_tools, ["board__get_task", "board__list_tasks"]);
     let seen = chat_of(check);
     let from_planner = seen.iter().find(|(_, name, _)| name == "planner").unwrap();
     assert!(
-        from_planner.2.contains("$ time__get_current_time {\"timezone\":\"Asia/Tokyo\"}"),
+        from_planner
+            .2
+            .contains("$ time__get_current_time {\"timezone\":\"Asia/Tokyo\"}"),
         "{from_planner:?}"
     );
 
@@ -129,7 +146,10 @@ fn llm_agents_call_furniture_under_the_floor_managers_policies() {
         .map(|e| std::fs::read_to_string(e.path()).unwrap())
         .unwrap();
     assert!(transcript.contains("Asia/Tokyo"), "{transcript}");
-    assert!(transcript.contains("refused: `board__add_task`"), "{transcript}");
+    assert!(
+        transcript.contains("refused: `board__add_task`"),
+        "{transcript}"
+    );
 }
 
 #[test]
