@@ -404,7 +404,9 @@ async fn run_floor(
     } else {
         None
     };
-    let furniture = start_furniture(loaded, supervisor.as_ref(), &run_id).await?;
+    let furniture = start_furniture(loaded, supervisor.as_ref(), &run_id, &agent_log).await;
+    project_dir::make_private(&agent_log);
+    let furniture = furniture?;
     // Every LLM agent's prompt introduces the others (its own handle left out).
     let roster: Vec<RosterEntry> = planned
         .iter()
@@ -581,6 +583,7 @@ async fn start_furniture(
     loaded: &plan::Loaded,
     supervisor: Option<&supervisor::Supervisor>,
     run_id: &str,
+    agent_log: &Path,
 ) -> Result<Option<Arc<FloorFurniture>>> {
     let bp = &loaded.blueprint;
     if bp.furniture.is_empty() {
@@ -588,6 +591,7 @@ async fn start_furniture(
     }
     let settings = FurnitureSettings {
         working_dir: Some(loaded.dir.clone()),
+        stderr_log: Some(agent_log.to_path_buf()),
         on_spawn: supervisor.map(|s| {
             let s = s.clone();
             SpawnHook(Arc::new(move |pgid| s.watch(pgid)))
@@ -616,7 +620,7 @@ async fn start_furniture(
                 "furniture did not start:\n{}",
                 plan::report(&loaded.path, &loaded.doc, diags)
             ))
-            .hint("check the furniture's command (or url) and that the MCP server is installed; nothing else was started")
+            .hint(format!("check the furniture's command (or url) and that the MCP server is installed; what it printed is in {}; nothing else was started", agent_log.display()))
             .into());
         }
     };

@@ -68,13 +68,34 @@ impl McpToolbox {
             (hook.0)(pid);
         }
         let tail = Arc::new(Mutex::new(String::new()));
+        let mut reader = None;
         if let Some(stderr) = stderr {
             let tail = tail.clone();
             let name = name.to_owned();
-            tokio::spawn(async move {
+            let mut log = match &settings.stderr_log {
+                Some(path) => tokio::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .await
+                    .ok(),
+                None => None,
+            };
+            reader = Some(tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
                 let mut lines = tokio::io::BufReader::new(stderr).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
                     tracing::debug!(furniture = %name, "{line}");
+                    // tokio's File buffers: flush each line so that the log is complete
+                    // when the server's failure is reported.
+                    if let Some(file) = &mut log {
+                        let entry = format!("[furniture {name}] {line}\n");
+                        if file.write_all(entry.as_bytes()).await.is_err()
+                            || file.flush().await.is_err()
+                        {
+                            log = None;
+                        }
+                    }
                     let mut t = lock(&tail);
                     t.push_str(&line);
                     t.push('\n');
@@ -86,10 +107,10 @@ impl McpToolbox {
                         t.drain(..cut);
                     }
                 }
-            });
+            }));
         }
         let what = format!("`{command}`");
-        Self::connect(name, &what, ().serve(transport), tail, settings).await
+        Self::connect(name, &what, ().serve(transport), tail, reader, settings).await
     }
 
     /// Connects to an MCP server at `url` over streamable HTTP.
@@ -101,7 +122,7 @@ impl McpToolbox {
         let transport = StreamableHttpClientTransport::from_uri(url);
         let what = format!("the MCP server at {url}");
         let tail = Arc::new(Mutex::new(String::new()));
-        Self::connect(name, &what, ().serve(transport), tail, settings).await
+        Self::connect(name, &what, ().serve(transport), tail, None, settings).await
     }
 
     async fn connect<F, E>(
@@ -109,6 +130,7 @@ impl McpToolbox {
         what: &str,
         handshake: F,
         stderr: Arc<Mutex<String>>,
+        mut reader: Option<tokio::task::JoinHandle<()>>,
         settings: &FurnitureSettings,
     ) -> Result<McpToolbox, FurnitureError>
     where
@@ -116,38 +138,46 @@ impl McpToolbox {
         E: fmt::Display,
     {
         let deadline = settings.start_deadline;
-        let fail = |message: String| {
-            let tail = lock(&stderr).trim().to_owned();
-            FurnitureError::Mcp {
-                name: name.to_owned(),
-                message: if tail.is_empty() {
-                    message
-                } else {
-                    format!("{message}; its error output:\n{tail}")
-                },
+        let started: Result<_, String> = async {
+            let service = match tokio::time::timeout(deadline, handshake).await {
+                Ok(Ok(service)) => service,
+                Ok(Err(e)) => return Err(format!("{what}: the MCP handshake failed: {e}")),
+                Err(_) => {
+                    return Err(format!(
+                        "{what} did not complete the MCP handshake within {deadline:?}"
+                    ));
+                }
+            };
+            let peer = service.peer().clone();
+            match tokio::time::timeout(deadline, peer.list_all_tools()).await {
+                Ok(Ok(tools)) => Ok((service, peer, tools)),
+                Ok(Err(e)) => {
+                    let _ = service.cancel().await;
+                    Err(format!("{what}: listing its tools failed: {e}"))
+                }
+                Err(_) => {
+                    let _ = service.cancel().await;
+                    Err(format!("{what} did not list its tools within {deadline:?}"))
+                }
             }
-        };
-        let service = match tokio::time::timeout(deadline, handshake).await {
-            Ok(Ok(service)) => service,
-            Ok(Err(e)) => return Err(fail(format!("{what}: the MCP handshake failed: {e}"))),
-            Err(_) => {
-                return Err(fail(format!(
-                    "{what} did not complete the MCP handshake within {deadline:?}"
-                )));
-            }
-        };
-        let peer = service.peer().clone();
-        let tools = match tokio::time::timeout(deadline, peer.list_all_tools()).await {
-            Ok(Ok(tools)) => tools,
-            Ok(Err(e)) => {
-                let _ = service.cancel().await;
-                return Err(fail(format!("{what}: listing its tools failed: {e}")));
-            }
-            Err(_) => {
-                let _ = service.cancel().await;
-                return Err(fail(format!(
-                    "{what} did not list its tools within {deadline:?}"
-                )));
+        }
+        .await;
+        let (service, peer, tools) = match started {
+            Ok(s) => s,
+            Err(message) => {
+                // A server that failed has usually exited: let its last words arrive.
+                if let Some(reader) = reader.as_mut() {
+                    let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+                }
+                let tail = lock(&stderr).trim().to_owned();
+                return Err(FurnitureError::Mcp {
+                    name: name.to_owned(),
+                    message: if tail.is_empty() {
+                        message
+                    } else {
+                        format!("{message}; its error output:\n{tail}")
+                    },
+                });
             }
         };
         Ok(McpToolbox {

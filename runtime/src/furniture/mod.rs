@@ -71,6 +71,9 @@ pub struct FurnitureSettings {
     /// Called with the process group id of each MCP server started, so that a supervisor can
     /// stop it if ofc dies.
     pub on_spawn: Option<SpawnHook>,
+    /// A file MCP servers' error output is appended to, each line prefixed with
+    /// `[furniture name]` (`ofc run`: the run's agents log).
+    pub stderr_log: Option<std::path::PathBuf>,
 }
 
 impl fmt::Debug for FurnitureSettings {
@@ -88,6 +91,7 @@ impl Default for FurnitureSettings {
             start_deadline: Duration::from_secs(30),
             working_dir: None,
             on_spawn: None,
+            stderr_log: None,
         }
     }
 }

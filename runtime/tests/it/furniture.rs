@@ -128,12 +128,20 @@ async fn a_command_that_does_not_exist_or_is_not_mcp_is_a_clear_error() {
     let liar = entry(
         "{name: liar, type: mcp, command: sh, args: [-c, 'echo not an mcp server >&2; exit 3']}",
     );
-    let e = Furniture::start(&liar, &quick())
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let settings = FurnitureSettings {
+        stderr_log: Some(log.path().to_owned()),
+        ..quick()
+    };
+    let e = Furniture::start(&liar, &settings)
         .await
         .unwrap_err()
         .to_string();
     assert!(e.contains("furniture `liar`"), "{e}");
     assert!(e.contains("handshake"), "{e}");
+    assert!(e.contains("not an mcp server"), "{e}");
+    let logged = std::fs::read_to_string(log.path()).unwrap();
+    assert_eq!(logged, "[furniture liar] not an mcp server\n");
 }
 
 #[tokio::test]

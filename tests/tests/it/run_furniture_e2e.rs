@@ -182,4 +182,32 @@ fn furniture_that_does_not_start_is_reported_at_its_line() {
         r.stderr
     );
     assert!(model.requests().is_empty(), "no agent ran");
+
+    // A server that fails: what it printed is in the error and in the run's agents log.
+    blueprint(
+        proj.path(),
+        &format!(
+            "defaults:\n  endpoint: {}\n  model: m\nfurniture:\n  - {{name: liar, type: mcp, command: sh, args: [-c, 'echo not-an-mcp-server-xyz >&2; exit 3']}}\nagents:\n  - {{id: \"@a\", furniture: [liar]}}\n",
+            model.endpoint
+        ),
+    );
+    let r = Ofc::finish(ofc.cmd().current_dir(proj.path()).args(["run", "hello"]));
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("furniture[0]: furniture `liar`")
+            && r.stderr.contains("not-an-mcp-server-xyz"),
+        "{}",
+        r.stderr
+    );
+    let logs = proj.path().join(".ofc/logs");
+    let agents_log = std::fs::read_dir(&logs)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".agents.log"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect::<String>();
+    assert!(
+        agents_log.contains("[furniture liar] not-an-mcp-server-xyz"),
+        "{agents_log}"
+    );
 }
