@@ -9,6 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
 use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
@@ -119,7 +120,22 @@ impl McpToolbox {
         url: &str,
         settings: &FurnitureSettings,
     ) -> Result<McpToolbox, FurnitureError> {
-        let transport = StreamableHttpClientTransport::from_uri(url);
+        Self::http_with_token(name, url, None, settings).await
+    }
+
+    /// [`McpToolbox::http`], sending `Authorization: Bearer <token>` when a token is given (a
+    /// floor's MCP endpoints want the agent's).
+    pub async fn http_with_token(
+        name: &str,
+        url: &str,
+        token: Option<&str>,
+        settings: &FurnitureSettings,
+    ) -> Result<McpToolbox, FurnitureError> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+        if let Some(token) = token {
+            config = config.auth_header(token);
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
         let what = format!("the MCP server at {url}");
         let tail = Arc::new(Mutex::new(String::new()));
         Self::connect(name, &what, ().serve(transport), tail, None, settings).await

@@ -9,9 +9,12 @@
 //!   `furniture` lists and `floor_manager` policies, later grants) and wraps each piece in a
 //!   per-agent guard that refuses, with a text the model can read, any call the agent holds no
 //!   grant for.
+//! - [`serve`] exposes the furniture to agents that are not in process, at the floor's MCP
+//!   endpoints of seed 000, each agent under its own token.
 
 pub mod access;
 pub mod mcp;
+pub mod serve;
 pub mod taskboard;
 
 use std::collections::HashMap;
@@ -28,6 +31,7 @@ use crate::llm::{ToolError, ToolSpec, Toolbox};
 
 pub use access::{FloorFurniture, FurnitureConnector, Grants, Guard};
 pub use mcp::McpToolbox;
+pub use serve::McpEndpoints;
 pub use taskboard::TaskBoard;
 
 /// Why a piece of furniture could not be started. Every message names the furniture.

@@ -25,7 +25,7 @@ use runtime::agent::Agent;
 use runtime::floor::{Floor, FloorAgent, FloorSettings};
 use runtime::furniture::{
     Class, FloorFurniture, Furniture, FurnitureConnector, FurnitureSettings, Grants, Hints,
-    classify,
+    McpEndpoints, McpToolbox, classify,
 };
 use runtime::llm::{LlmAgent, LlmConfig, ToolConnector, Toolbox};
 use serde_json::{Map, Value, json};
@@ -837,4 +837,93 @@ async fn a_refused_call_is_a_tool_error_the_model_reads_and_the_transcript_keeps
     );
     let transcript = std::fs::read_to_string(dir.path().join("m.jsonl")).unwrap();
     assert!(transcript.contains("refused: `lab__poke`"), "{transcript}");
+}
+
+#[tokio::test]
+async fn http_agents_reach_what_they_hold_at_the_floors_mcp_endpoints() {
+    let (floor, lab, shop) = matrix_floor(READ_ONLY).await;
+    let mut endpoints = McpEndpoints::new(floor.clone(), "m");
+    let bob = endpoints.issue("@bob");
+    let lab_path = endpoints.path("lab");
+    let shop_path = endpoints.path("shop");
+    let app = endpoints.router();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    // @bob holds read on `lab`: shown `peek` only; `poke` is refused, `peek` runs.
+    let lab_url = format!("{base}{lab_path}");
+    let as_bob = McpToolbox::http_with_token("lab", &lab_url, Some(&bob), &quick())
+        .await
+        .unwrap();
+    let names: Vec<String> = as_bob
+        .tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["peek"]);
+    assert_eq!(
+        as_bob.call("peek", Map::new()).await.unwrap(),
+        json!("peek done")
+    );
+    let refused = as_bob.call("poke", Map::new()).await.unwrap_err();
+    assert!(
+        refused
+            .0
+            .starts_with("refused: `lab__poke` is a write tool and @bob holds read"),
+        "{refused}"
+    );
+    // `shop` is not in @bob's list: nothing shown, everything refused.
+    let shop_as_bob =
+        McpToolbox::http_with_token("shop", &format!("{base}{shop_path}"), Some(&bob), &quick())
+            .await
+            .unwrap();
+    assert!(shop_as_bob.tools().await.unwrap().is_empty());
+    let refused = shop_as_bob.call("peek", Map::new()).await.unwrap_err();
+    assert!(
+        refused.0.contains("not in the agent's `furniture` list"),
+        "{refused}"
+    );
+    assert_eq!(lab.calls.lock().unwrap().as_slice(), ["peek"]);
+    assert!(shop.calls.lock().unwrap().is_empty());
+
+    // Without a token, or with a made-up one: no session at all.
+    assert!(McpToolbox::http("lab", &lab_url, &quick()).await.is_err());
+    assert!(
+        McpToolbox::http_with_token("lab", &lab_url, Some("not-a-token"), &quick())
+            .await
+            .is_err()
+    );
+    let client = reqwest::Client::new();
+    let r = client
+        .get(format!("{base}/floors/m/mcp/granted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    // GET /floors/{id}/mcp/granted: what the token's agent holds.
+    let r: Value = client
+        .get(format!("{base}/floors/m/mcp/granted"))
+        .bearer_auth(&bob)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        r,
+        json!({"floor_id": "m", "agent_id": "@bob", "granted_mcps": [
+            {"name": "lab", "url": lab_path, "permissions": ["read"]}]})
+    );
+    let r = client
+        .get(format!("{base}/floors/other/mcp/granted"))
+        .bearer_auth(&bob)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
 }
