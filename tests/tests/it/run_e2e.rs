@@ -242,7 +242,7 @@ fn what_cannot_run_is_refused_with_its_line_before_anything_starts() {
 
 /// Starts `ofc run` (interactive, stdin held open) in `dir`; returns the child once the floor
 /// is ready.
-fn start_interactive(dir: &Path, home: &Path) -> std::process::Child {
+pub(crate) fn start_interactive(dir: &Path, home: &Path) -> std::process::Child {
     let mut child = Command::new(bin("ofc"))
         .args(["--json", "run"])
         .current_dir(dir)

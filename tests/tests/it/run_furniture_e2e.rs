@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::common::Ofc;
-use crate::common::run::blueprint;
-use crate::run_e2e::{ModelServer, chat_of, pieces};
+use crate::common::run::{blueprint, processes_with, tag};
+use crate::run_e2e::{ModelServer, chat_of, pieces, start_interactive};
 
 /// The `mcp-server-time` executable; fails (never skips) when it is not installed.
 fn time_server() -> String {
@@ -209,5 +209,41 @@ fn furniture_that_does_not_start_is_reported_at_its_line() {
     assert!(
         agents_log.contains("[furniture liar] not-an-mcp-server-xyz"),
         "{agents_log}"
+    );
+}
+
+#[test]
+fn sigkill_of_ofc_run_leaves_no_mcp_server_alive() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let t = tag("mcporphan");
+    // The server runs under a shell whose command line carries the tag. The server exits
+    // when its stdin closes; the shell then sleeps on, so only the supervisor stopping the
+    // whole process group ends it.
+    std::fs::write(
+        proj.path().join(format!("{t}.sh")),
+        format!("{:?} --local-timezone UTC\nsleep 600\n", time_server()),
+    )
+    .unwrap();
+    let model = ModelServer::start(&[("m", vec![pieces(&["hi"])])]);
+    blueprint(
+        proj.path(),
+        &format!(
+            "defaults:\n  endpoint: {}\n  model: m\nfurniture:\n  - {{name: time, type: mcp, command: sh, args: [./{t}.sh]}}\nagents:\n  - {{id: \"@a\", furniture: [time]}}\n",
+            model.endpoint
+        ),
+    );
+    let mut child = start_interactive(proj.path(), home.path());
+    assert_eq!(processes_with(&t).len(), 1, "the MCP server runs");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_with(&t).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        processes_with(&t),
+        Vec::<u32>::new(),
+        "the MCP server outlived ofc"
     );
 }
