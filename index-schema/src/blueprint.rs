@@ -377,6 +377,14 @@ pub struct Furniture {
     /// MCP server arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
+    /// MCP server reached over streamable HTTP (instead of `command`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The access class (`read`, `write`, `execute`) of named tools, overriding what the
+    /// furniture says (an ofc extension; MCP tool annotations decide otherwise, `execute`
+    /// when a tool has none).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub access: IndexMap<String, Access>,
     /// Free-form configuration passed to the furniture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<Map<String, Value>>,
@@ -445,21 +453,28 @@ impl FloorManager {
     /// The decision for a request no one has answered yet: the first matching policy, else
     /// `approve` for reads when `auto_approve_read`, else `ask`.
     pub fn decide(&self, access: Access, agent: &AgentHandle, workstation: &str) -> Decision {
-        self.policies
-            .iter()
-            .find(|p| {
-                p.access == access
-                    && (p.agents.is_empty() || p.agents.contains(agent))
-                    && p.workstation.as_deref().is_none_or(|w| w == workstation)
-            })
-            .map(|p| p.decision)
-            .unwrap_or(
-                if access == Access::Read && self.auto_approve_read == Some(true) {
-                    Decision::Approve
-                } else {
-                    Decision::Ask
-                },
-            )
+        self.decide_why(access, agent, workstation).0
+    }
+
+    /// [`FloorManager::decide`], with the index of the policy that decided (`None`: no
+    /// policy matched and the default applied).
+    pub fn decide_why(
+        &self,
+        access: Access,
+        agent: &AgentHandle,
+        workstation: &str,
+    ) -> (Decision, Option<usize>) {
+        match self.policies.iter().position(|p| {
+            p.access == access
+                && (p.agents.is_empty() || p.agents.contains(agent))
+                && p.workstation.as_deref().is_none_or(|w| w == workstation)
+        }) {
+            Some(i) => (self.policies[i].decision, Some(i)),
+            None if access == Access::Read && self.auto_approve_read == Some(true) => {
+                (Decision::Approve, None)
+            }
+            None => (Decision::Ask, None),
+        }
     }
 }
 
@@ -709,13 +724,37 @@ impl Blueprint {
                 );
             }
             match f.furniture_type {
-                FurnitureType::Mcp if f.command.is_none() => {
+                FurnitureType::Mcp if f.command.is_none() && f.url.is_none() => {
                     d.push(
                         p.key("command"),
-                        "an `mcp` furniture needs the `command` that starts it",
+                        "an `mcp` furniture needs the `command` that starts it or the `url` it is reached at",
+                    );
+                }
+                FurnitureType::Mcp if f.command.is_some() && f.url.is_some() => {
+                    d.push(p.key("url"), "give either `command` or `url`, not both");
+                }
+                FurnitureType::Taskboard if f.command.is_some() || f.url.is_some() => {
+                    d.push(
+                        p.key(if f.command.is_some() {
+                            "command"
+                        } else {
+                            "url"
+                        }),
+                        "a `taskboard` is built in: it takes no `command` or `url`",
                     );
                 }
                 _ => {}
+            }
+            if let Some(url) = &f.url {
+                check_http_url(url, &p.key("url"), &mut d);
+            }
+            for (tool, access) in &f.access {
+                if !matches!(access, Access::Read | Access::Write | Access::Execute) {
+                    d.push(
+                        p.key("access").key(tool),
+                        "a tool's class is `read`, `write` or `execute`",
+                    );
+                }
             }
             if f.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
                 d.push(p.key("command"), "must not be empty");
@@ -1553,6 +1592,8 @@ workstations:
                         } else {
                             Vec::new()
                         },
+                        url: None,
+                        access: IndexMap::new(),
                         config: (i == 0).then(|| {
                             serde_json::json!({"columns": ["todo", "done"], "limit": 3})
                                 .as_object()

@@ -8,6 +8,8 @@
 //!   agents; [`agent::serve`] exposes any agent over that API.
 //! - [`floor`] performs the controller's decisions: concurrent should-wake rounds and respond
 //!   calls under deadlines, one turn at a time, cancellation, live [`floor::FloorEvent`]s.
+//! - [`furniture`] is what agents call tools on: the task board and MCP servers, and the
+//!   grants that decide who may call what.
 //! - [`transcript`] writes every floor as JSON lines and replays them through the controller.
 //! - [`server`] is the OFC floor server API over HTTP (`ofc floor serve`).
 
@@ -16,6 +18,7 @@ pub mod api;
 pub mod controller;
 pub mod error;
 pub mod floor;
+pub mod furniture;
 pub mod handle;
 pub mod llm;
 pub mod mention;

@@ -12,10 +12,11 @@
 //! | `GET /floors/{id}/events` | live events, server-sent (ofc) |
 //! | `POST /floors/{id}/cancel` | cancel the running turn (ofc) |
 //!
-//! Seed 000's floor-side MCP endpoints (`GET /floors/{id}/mcp/granted`,
-//! `POST /floors/{id}/mcp/request` and `/floors/{id}/mcp/<name>/execute`) are not served yet
-//! (a request to them is a 404): they belong to the later MCP-workstation work, and only their
-//! wire types exist so far, in `index_schema::wire::mcp`.
+//! Seed 000's floor-side MCP endpoints are not served by this server (a request to them is a
+//! 404): its floors, created over HTTP, have no furniture. A floor with furniture serves
+//! `GET /floors/{id}/mcp/granted` and its pieces as MCP servers with
+//! [`crate::furniture::McpEndpoints`]; `POST /floors/{id}/mcp/request` belongs to the
+//! `@floor-manager` work.
 //!
 //! Every route under `/floors/{id}` wants `Authorization: Bearer <join_token>`; a missing or
 //! wrong token is a 401. Errors are `{"code", "message"}`; a malformed body is a 400 (not

@@ -1,14 +1,15 @@
 //! `ofc run [MESSAGE] [-f blueprint.yaml]`: a blueprint becomes a live floor.
 //!
 //! 1. **Load and check, start nothing**: the blueprint is parsed and validated; features
-//!    this build cannot provide (workstations, furniture, ACP, LLM agents until they are wired
-//!    in, containers) are refused with the blueprint's `file:line:col: field`; hub agents are
+//!    this build cannot provide (workstations, ACP) are refused with the blueprint's `file:line:col: field`; hub agents are
 //!    pulled (through the cache and `ofc.lock`; with a lock and a warm cache there is no
 //!    network request), local agent files read, commands looked up, remote endpoints asked for
 //!    `/ofc/info`. Every problem is reported at once.
 //! 2. **Start**: the project lock `.ofc/run.lock` is taken (a second run in the same project
-//!    fails at once), a supervisor is started (see [`supervisor`]) and every process agent is
-//!    started concurrently, each under its own startup deadline.
+//!    fails at once), a supervisor is started (see [`supervisor`]), the furniture is started
+//!    (MCP servers listed, grants decided; see `runtime::furniture`) and given to the LLM
+//!    agents, and every process agent is started concurrently, each under its own startup
+//!    deadline.
 //! 3. **Run**: the floor opens with its transcript in `.ofc/logs/<run>.jsonl`; one turn
 //!    (MESSAGE) or an interactive session follows ([`frontend`]; full-screen with `--tui`:
 //!    [`tui`]).
@@ -33,6 +34,7 @@ use index_schema::name::AgentHandle;
 use index_schema::{Diagnostics, FieldPath};
 use runtime::agent::{Agent, HttpAgent, ProcessAgent, SpawnHook};
 use runtime::floor::{Floor, FloorAgent, FloorSettings};
+use runtime::furniture::{FloorFurniture, FurnitureError, FurnitureSettings, Grants};
 use runtime::llm::RosterEntry;
 use runtime::{Activation, Handle};
 
@@ -392,11 +394,19 @@ async fn run_floor(
     let supervisor = if planned
         .iter()
         .any(|p| matches!(p.kind, Kind::Process(_) | Kind::Container(_)))
+        || loaded
+            .blueprint
+            .furniture
+            .iter()
+            .any(|f| f.command.is_some())
     {
         Some(supervisor::Supervisor::start()?)
     } else {
         None
     };
+    let furniture = start_furniture(loaded, supervisor.as_ref(), &run_id, &agent_log).await;
+    project_dir::make_private(&agent_log);
+    let furniture = furniture?;
     // Every LLM agent's prompt introduces the others (its own handle left out).
     let roster: Vec<RosterEntry> = planned
         .iter()
@@ -409,6 +419,17 @@ async fn run_floor(
         if let Kind::Llm(agent) = &p.kind {
             let me = p.handle.to_string();
             agent.set_roster(roster.iter().filter(|r| r.handle != me).cloned().collect());
+            // Its guard on every piece: it is told about the tools it holds, and a call to
+            // any other is refused with the reason.
+            if let Some(f) = &furniture {
+                for guard in f.guards(&me) {
+                    let name = guard.name().to_owned();
+                    if let Err(e) = agent.add_toolbox(&name, Arc::new(guard)).await {
+                        f.shutdown().await;
+                        return Err(anyhow!("cannot give {me} the furniture `{name}`: {e}"));
+                    }
+                }
+            }
         }
     }
     let starts = planned.into_iter().map(|p| {
@@ -478,6 +499,9 @@ async fn run_floor(
     }
     if !failures.is_empty() {
         futures::future::join_all(agents.iter().map(|a| a.agent.shutdown())).await;
+        if let Some(f) = &furniture {
+            f.shutdown().await;
+        }
         if let Some(s) = &supervisor {
             s.finish();
         }
@@ -538,6 +562,9 @@ async fn run_floor(
         }
     };
     let _ = floor.close().await;
+    if let Some(f) = &furniture {
+        f.shutdown().await;
+    }
     if let Some(s) = &supervisor {
         s.finish();
     }
@@ -546,6 +573,68 @@ async fn run_floor(
     project.write_state(&state)?;
     ui.closed(code);
     Ok(code)
+}
+
+/// Starts the blueprint's furniture (task boards, MCP servers) and decides the grants: each
+/// inline agent gets the furniture its `furniture` list names, in the classes the
+/// `floor_manager` policies approve (all of them without a `floor_manager`). A piece that does
+/// not start is reported at its blueprint line, and none is left running.
+async fn start_furniture(
+    loaded: &plan::Loaded,
+    supervisor: Option<&supervisor::Supervisor>,
+    run_id: &str,
+    agent_log: &Path,
+) -> Result<Option<Arc<FloorFurniture>>> {
+    let bp = &loaded.blueprint;
+    if bp.furniture.is_empty() {
+        return Ok(None);
+    }
+    let settings = FurnitureSettings {
+        working_dir: Some(loaded.dir.clone()),
+        stderr_log: Some(agent_log.to_path_buf()),
+        on_spawn: supervisor.map(|s| {
+            let s = s.clone();
+            SpawnHook(Arc::new(move |pgid| s.watch(pgid)))
+        }),
+        ..FurnitureSettings::default()
+    };
+    let pieces = match FloorFurniture::start_all(&bp.furniture, &settings).await {
+        Ok(p) => p,
+        Err(e) => {
+            if let Some(s) = supervisor {
+                s.finish();
+            }
+            let name = match &e {
+                FurnitureError::Spawn { name, .. }
+                | FurnitureError::Mcp { name, .. }
+                | FurnitureError::Config { name, .. } => name.clone(),
+            };
+            let mut diags = Diagnostics::default();
+            let i = bp
+                .furniture
+                .iter()
+                .position(|f| f.name == name)
+                .unwrap_or(0);
+            diags.push(FieldPath::root().key("furniture").index(i), e.to_string());
+            return Err(UserError::new(format!(
+                "furniture did not start:\n{}",
+                plan::report(&loaded.path, &loaded.doc, diags)
+            ))
+            .hint(format!("check the furniture's command (or url) and that the MCP server is installed; what it printed is in {}; nothing else was started", agent_log.display()))
+            .into());
+        }
+    };
+    let lists: Vec<(AgentHandle, Vec<String>)> = bp
+        .agents
+        .iter()
+        .filter_map(|a| a.as_inline())
+        .map(|a| (a.id.clone(), a.furniture.clone()))
+        .collect();
+    let grants = Grants::from_blueprint(
+        bp.floor_manager.as_ref(),
+        lists.iter().map(|(h, f)| (h, f.as_slice())),
+    );
+    Ok(Some(FloorFurniture::new(run_id, pieces, grants)))
 }
 
 /// A run id: UTC time, then random hex (sortable, unique, safe as a file name).

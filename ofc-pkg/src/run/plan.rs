@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use index_schema::agent_yaml::{AgentSource, AgentYaml};
-use index_schema::blueprint::{AgentEntry, Blueprint, InlineAgentType};
+use index_schema::blueprint::{Blueprint, InlineAgentType};
 use index_schema::manifest::Activation as YamlActivation;
 use index_schema::source::{self, SourceDoc};
 use index_schema::{Diagnostics, FieldPath};
@@ -128,7 +128,8 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     })
 }
 
-/// What the blueprint has that this build cannot run yet, as diagnostics on its fields.
+/// What the blueprint has that this build cannot run yet, as diagnostics on its fields
+/// (workstations; furniture and `floor_manager` policies run).
 pub fn unsupported(bp: &Blueprint) -> Diagnostics {
     let mut d = Diagnostics::default();
     let root = FieldPath::root();
@@ -141,34 +142,6 @@ pub fn unsupported(bp: &Blueprint) -> Diagnostics {
                 w.workstation_type.as_str(),
                 w.effective_name()
             ),
-        );
-    }
-    for (i, f) in bp.furniture.iter().enumerate() {
-        d.push(
-            root.key("furniture").index(i),
-            format!(
-                "furniture is not available yet in `ofc run` (`{}` cannot be provided); \
-                 remove it to run this floor",
-                f.name
-            ),
-        );
-    }
-    for (i, a) in bp.agents.iter().enumerate() {
-        if let AgentEntry::Inline(a) = a
-            && !a.furniture.is_empty()
-        {
-            d.push(
-                root.key("agents").index(i).key("furniture"),
-                "furniture is not available yet in `ofc run`",
-            );
-        }
-    }
-    if let Some(fm) = &bp.floor_manager
-        && !fm.policies.is_empty()
-    {
-        d.push(
-            root.key("floor_manager").key("policies"),
-            "access policies need workstations, which are not available yet in `ofc run`",
         );
     }
     d

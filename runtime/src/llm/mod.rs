@@ -516,9 +516,9 @@ impl LlmAgent {
     fn advertised_tools(&self) -> (Vec<Value>, Routes) {
         let mut tools = Vec::new();
         let mut routes = HashMap::new();
-        if !self.config.can_use_tools {
-            return (tools, routes);
-        }
+        // Every toolbox given is advertised: `can_use_tools` governs workstation grants
+        // (`grant_mcp`), while furniture named in the blueprint is the agent's whatever it
+        // says, as in the reference CLI.
         for granted in lock(&self.toolboxes).iter() {
             for spec in &granted.tools {
                 let name = format!("{}__{}", granted.name, spec.name);
@@ -554,6 +554,15 @@ impl LlmAgent {
             Err(e) => return (Map::new(), Value::String(format!("[error: {e}]"))),
         };
         let Some((granted, tool)) = routes.get(&call.function.name) else {
+            // A tool of a toolbox the agent has, withheld from it: the toolbox says why.
+            if let Some((boxname, tool)) = call.function.name.split_once("__")
+                && let Some(refusal) = lock(&self.toolboxes)
+                    .iter()
+                    .find(|g| g.name == boxname)
+                    .and_then(|g| g.toolbox.refusal(tool))
+            {
+                return (arguments, Value::String(format!("[error: {refusal}]")));
+            }
             let known: Vec<&String> = routes.keys().collect();
             return (
                 arguments,

@@ -30,6 +30,13 @@ pub trait Toolbox: Send + Sync + fmt::Debug {
     async fn tools(&self) -> Result<Vec<ToolSpec>, ToolError>;
     /// Calls one of them.
     async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, ToolError>;
+
+    /// Why `tool`, which [`Toolbox::tools`] did not list, cannot be called — when the
+    /// toolbox has it but withholds it (a tool of a class the agent holds no grant for). The
+    /// model then reads this instead of "unknown tool". `None`: the toolbox does not know it.
+    fn refusal(&self, _tool: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Turns a workstation grant (`POST /ofc/mcp/grant`) into a toolbox: the MCP client side,

@@ -24,7 +24,7 @@ use runtime::llm::{
 use serde_json::{Map, Value, json};
 
 /// One scripted answer of the model server.
-enum Reply {
+pub(crate) enum Reply {
     /// A 200 event stream made of these raw chunks, sent 2 ms apart.
     Stream(Vec<String>),
     /// An HTTP error, with an optional `Retry-After` in seconds.
@@ -39,8 +39,8 @@ struct Model {
     requests: Mutex<Vec<(HeaderMap, Value)>>,
 }
 
-struct Server {
-    endpoint: String,
+pub(crate) struct Server {
+    pub(crate) endpoint: String,
     model: Arc<Model>,
 }
 
@@ -101,7 +101,7 @@ fn delta(text: &str) -> String {
     )
 }
 
-fn finish(reason: &str) -> String {
+pub(crate) fn finish(reason: &str) -> String {
     format!(
         "data: {}\n\ndata: [DONE]\n\n",
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
@@ -109,13 +109,13 @@ fn finish(reason: &str) -> String {
 }
 
 /// A whole answer in pieces.
-fn answer(pieces: &[&str]) -> Reply {
+pub(crate) fn answer(pieces: &[&str]) -> Reply {
     let mut chunks: Vec<String> = pieces.iter().map(|p| delta(p)).collect();
     chunks.push(finish("stop"));
     Reply::Stream(chunks)
 }
 
-fn tool_piece(index: usize, id: Option<&str>, name: Option<&str>, args: &str) -> String {
+pub(crate) fn tool_piece(index: usize, id: Option<&str>, name: Option<&str>, args: &str) -> String {
     let mut call = json!({"index": index, "function": {"arguments": args}});
     if let Some(id) = id {
         call["id"] = json!(id);
@@ -131,7 +131,7 @@ fn tool_piece(index: usize, id: Option<&str>, name: Option<&str>, args: &str) ->
 }
 
 impl Server {
-    async fn start(script: Vec<Reply>) -> Self {
+    pub(crate) async fn start(script: Vec<Reply>) -> Self {
         let model = Arc::new(Model {
             script: Mutex::new(script.into()),
             requests: Mutex::default(),
@@ -148,17 +148,17 @@ impl Server {
         }
     }
 
-    fn requests(&self) -> Vec<(HeaderMap, Value)> {
+    pub(crate) fn requests(&self) -> Vec<(HeaderMap, Value)> {
         self.model.requests.lock().unwrap().clone()
     }
 }
 
-fn inline(yaml: &str) -> (InlineAgent, Option<Defaults>) {
+pub(crate) fn inline(yaml: &str) -> (InlineAgent, Option<Defaults>) {
     let bp = Blueprint::from_yaml(yaml).unwrap();
     (bp.agents[0].as_inline().unwrap().clone(), bp.defaults)
 }
 
-fn settings() -> LlmSettings {
+pub(crate) fn settings() -> LlmSettings {
     let mut s = LlmSettings::default();
     s.client.backoff_base = Duration::from_millis(5);
     s.client.deadline = Duration::from_secs(10);

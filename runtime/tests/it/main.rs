@@ -9,6 +9,7 @@ mod controller_roster;
 mod controller_table;
 mod floor_agents;
 mod floor_server;
+mod furniture;
 mod llm_agent;
 mod net_parse_errors;
 mod support;

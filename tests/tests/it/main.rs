@@ -10,6 +10,7 @@ mod publish_blob_e2e;
 mod pull_e2e;
 mod pull_hostile;
 mod run_e2e;
+mod run_furniture_e2e;
 mod run_tui_e2e;
 mod sources_docker_e2e;
 mod sources_npm_e2e;

@@ -244,7 +244,7 @@ fn what_cannot_run_is_refused_with_its_line_before_anything_starts() {
 
 /// Starts `ofc run` (interactive, stdin held open) in `dir`; returns the child once the floor
 /// is ready.
-fn start_interactive(dir: &Path, home: &Path) -> std::process::Child {
+pub(crate) fn start_interactive(dir: &Path, home: &Path) -> std::process::Child {
     let mut child = Command::new(bin("ofc"))
         .args(["--json", "run"])
         .current_dir(dir)
@@ -458,8 +458,8 @@ fn line_mode_in_a_real_terminal_commands_streaming_and_ctrl_c() {
 /// test: `ofc run`'s LLM agents, the floor and the frontends are). Each model name has a list
 /// of answers, given in turn (cycling, so a second run gets the same ones), each streamed as
 /// chat-completion chunks a few milliseconds apart. Every request is recorded.
-struct ModelServer {
-    endpoint: String,
+pub(crate) struct ModelServer {
+    pub(crate) endpoint: String,
     requests: Recorded,
     _rt: tokio::runtime::Runtime,
 }
@@ -470,7 +470,7 @@ type Recorded = std::sync::Arc<std::sync::Mutex<Vec<(Option<String>, Value)>>>;
 type Script = std::collections::HashMap<String, (usize, Vec<Vec<String>>)>;
 
 impl ModelServer {
-    fn start(script: &[(&str, Vec<Vec<String>>)]) -> ModelServer {
+    pub(crate) fn start(script: &[(&str, Vec<Vec<String>>)]) -> ModelServer {
         use axum::body::Body;
         use axum::extract::State;
         use axum::http::HeaderMap;
@@ -505,18 +505,31 @@ impl ModelServer {
                     )))
                     .unwrap();
             };
+            // A piece `TOOL name {arguments}` is a tool call instead of text.
+            let mut calls = 0;
             let mut chunks: Vec<String> = pieces
                 .iter()
                 .map(|p| {
+                    let delta = match p.strip_prefix("TOOL ") {
+                        Some(call) => {
+                            let (name, args) = call.split_once(' ').unwrap_or((call, "{}"));
+                            calls += 1;
+                            serde_json::json!({"tool_calls": [{"index": calls - 1,
+                                "id": format!("call{calls}"), "type": "function",
+                                "function": {"name": name, "arguments": args}}]})
+                        }
+                        None => serde_json::json!({"content": p}),
+                    };
                     format!(
                         "data: {}\n\n",
-                        serde_json::json!({"choices": [{"index": 0, "delta": {"content": p}}]})
+                        serde_json::json!({"choices": [{"index": 0, "delta": delta}]})
                     )
                 })
                 .collect();
+            let reason = if calls > 0 { "tool_calls" } else { "stop" };
             chunks.push(format!(
                 "data: {}\n\ndata: [DONE]\n\n",
-                serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
             ));
             let stream = futures::stream::unfold(chunks.into_iter(), |mut it| async move {
                 let chunk = it.next()?;
@@ -555,17 +568,17 @@ impl ModelServer {
         }
     }
 
-    fn requests(&self) -> Vec<(Option<String>, Value)> {
+    pub(crate) fn requests(&self) -> Vec<(Option<String>, Value)> {
         self.requests.lock().unwrap().clone()
     }
 }
 
-fn pieces(p: &[&str]) -> Vec<String> {
+pub(crate) fn pieces(p: &[&str]) -> Vec<String> {
     p.iter().map(|s| (*s).to_owned()).collect()
 }
 
 /// The chat messages of a recorded request, as (role, name, content).
-fn chat_of(body: &Value) -> Vec<(String, String, String)> {
+pub(crate) fn chat_of(body: &Value) -> Vec<(String, String, String)> {
     body["messages"]
         .as_array()
         .unwrap()

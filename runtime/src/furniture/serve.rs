@@ -1,0 +1,221 @@
+//! The floor's MCP endpoints (seed 000), for agents that are not in process: each piece of
+//! furniture is an MCP server over streamable HTTP at `/floors/{floor_id}/mcp/{name}`, and
+//! `GET /floors/{floor_id}/mcp/granted` lists what an agent holds. Every request carries
+//! `Authorization: Bearer <agent token>` (seed 000, "Floor Server Authentication"); the token
+//! names the agent, whose [`Guard`] answers: `tools/list` shows the tools it holds, and
+//! `tools/call` of any other is a tool error with the refusal. A missing or unknown token is a
+//! 401, an unknown floor or furniture a 404.
+//!
+//! The draft's `…/mcp/<name>/execute` is covered by MCP's own `tools/call` on the same URL.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use index_schema::wire::{GrantedMcp, McpGrantedResponse};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use super::{FloorFurniture, Guard};
+use crate::llm::Toolbox;
+
+/// The agent a request's token names, put in the request's extensions by the auth layer.
+#[derive(Debug, Clone)]
+struct Caller(String);
+
+/// The MCP endpoints of one floor.
+#[derive(Debug, Clone)]
+pub struct McpEndpoints {
+    floor: Arc<FloorFurniture>,
+    floor_id: String,
+    /// token → agent handle.
+    tokens: HashMap<String, String>,
+}
+
+impl McpEndpoints {
+    /// The endpoints of `floor`, whose id is `floor_id` in the paths; no agent has a token yet.
+    pub fn new(floor: Arc<FloorFurniture>, floor_id: impl Into<String>) -> Self {
+        Self {
+            floor,
+            floor_id: floor_id.into(),
+            tokens: HashMap::new(),
+        }
+    }
+
+    /// A new token for `agent` (32 random bytes, hex), to be given to it with its grants.
+    pub fn issue(&mut self, agent: &str) -> String {
+        let token = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        self.tokens.insert(token.clone(), agent.to_owned());
+        token
+    }
+
+    /// The path of a piece (`/floors/{id}/mcp/{name}`), to join to the server's base URL.
+    pub fn path(&self, name: &str) -> String {
+        format!("/floors/{}/mcp/{name}", self.floor_id)
+    }
+
+    /// The routes; serve them on loopback (the MCP service accepts `localhost`, `127.0.0.1`
+    /// and `::1` as `Host` only).
+    pub fn router(self) -> Router {
+        let mut router = Router::new().route(
+            &format!("/floors/{}/mcp/granted", self.floor_id),
+            get(granted),
+        );
+        for piece in self.floor.pieces() {
+            let name = piece.name().to_owned();
+            let floor = self.floor.clone();
+            let service = StreamableHttpService::new(
+                move || {
+                    Ok(FurnitureServer {
+                        floor: floor.clone(),
+                        name: name.clone(),
+                    })
+                },
+                Arc::new(LocalSessionManager::default()),
+                StreamableHttpServerConfig::default(),
+            );
+            router = router.nest_service(&self.path(piece.name()), service);
+        }
+        let state = Arc::new(self);
+        router
+            .fallback(|| async { (StatusCode::NOT_FOUND, "no such floor or furniture") })
+            .layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                authenticate,
+            ))
+            .with_state(state)
+    }
+}
+
+async fn authenticate(
+    State(endpoints): State<Arc<McpEndpoints>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let agent = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|t| endpoints.tokens.get(t.trim()))
+        .cloned();
+    match agent {
+        Some(agent) => {
+            request.extensions_mut().insert(Caller(agent));
+            next.run(request).await
+        }
+        None => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "an agent token is required (Authorization: Bearer <token>)",
+        )
+            .into_response(),
+    }
+}
+
+async fn granted(
+    State(endpoints): State<Arc<McpEndpoints>>,
+    axum::Extension(caller): axum::Extension<Caller>,
+) -> Json<McpGrantedResponse> {
+    let agent = &caller.0;
+    let grants = endpoints.floor.grants();
+    let granted_mcps = endpoints
+        .floor
+        .pieces()
+        .iter()
+        .filter_map(|p| {
+            let classes = grants.classes(agent, p.name());
+            (!classes.is_empty()).then(|| GrantedMcp {
+                name: p.name().to_owned(),
+                url: endpoints.path(p.name()),
+                permissions: Some(classes.iter().map(|c| c.permission()).collect()),
+            })
+        })
+        .collect();
+    Json(McpGrantedResponse {
+        floor_id: endpoints.floor_id.clone(),
+        agent_id: agent.clone(),
+        granted_mcps,
+    })
+}
+
+/// One piece of furniture as an MCP server, answering as the calling agent's guard.
+#[derive(Debug, Clone)]
+struct FurnitureServer {
+    floor: Arc<FloorFurniture>,
+    name: String,
+}
+
+impl FurnitureServer {
+    fn guard(&self, context: &RequestContext<RoleServer>) -> Result<Guard, ErrorData> {
+        let caller = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Caller>())
+            .ok_or_else(|| ErrorData::invalid_request("no agent token on the request", None))?;
+        self.floor
+            .guard(&caller.0, &self.name)
+            .ok_or_else(|| ErrorData::invalid_request("no such furniture", None))
+    }
+}
+
+impl ServerHandler for FurnitureServer {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let guard = self.guard(&context)?;
+        let tools = guard
+            .tools()
+            .await
+            .map_err(|e| ErrorData::internal_error(e.0, None))?
+            .into_iter()
+            .map(|t| {
+                let schema = match t.parameters {
+                    Value::Object(o) => o,
+                    _ => serde_json::Map::new(),
+                };
+                Tool::new(t.name, t.description, schema)
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let guard = self.guard(&context)?;
+        let result = match guard
+            .call(&request.name, request.arguments.unwrap_or_default())
+            .await
+        {
+            Ok(Value::String(s)) => CallToolResult::success(vec![ContentBlock::text(s)]),
+            Ok(other) => CallToolResult::success(vec![ContentBlock::text(other.to_string())]),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.0)]),
+        };
+        Ok(CallToolResponse::Complete(result))
+    }
+}
