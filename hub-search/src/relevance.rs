@@ -1,5 +1,9 @@
-//! The relevance set: hand-written agents (`relevance/agents.jsonl`), judged queries
-//! (`relevance/queries.json`) and nDCG@10.
+//! The relevance sets: hand-written agents (`agents.jsonl`), judged queries (`queries.json`)
+//! and nDCG@10. Two sets: the main one (`relevance/`, 120 agents of many publishers) and a small
+//! self-hosted hub (`relevance/small/`, 40 agents of one team), where a query that finds one
+//! agent is a failed query. Every query belongs to the tuning half or the held-out half
+//! ([`Split`]), assigned by a hash of its text when the sets were written, before any tuning:
+//! ranking changes are tuned on the first and reported on both.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,6 +14,26 @@ use crate::corpus::AgentSpec;
 use crate::doc::SearchDoc;
 use crate::index::{SearchIndex, WriterConfig};
 use crate::query::SearchQuery;
+
+/// Which half of the judged queries a query belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Split {
+    /// Used to tune ranking.
+    Tune,
+    /// Never looked at while tuning; the figure reported.
+    Heldout,
+}
+
+impl Split {
+    /// `tune` or `heldout`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::Tune => "tune",
+            Split::Heldout => "heldout",
+        }
+    }
+}
 
 /// A judged query: grades 1 (relevant) to 3 (exactly what was asked for).
 #[derive(Debug, Clone, Deserialize)]
@@ -22,11 +46,34 @@ pub struct JudgedQuery {
     pub capability: Option<String>,
     /// Agent name → grade.
     pub relevant: BTreeMap<String, u8>,
+    /// Its half.
+    pub split: Split,
 }
 
-/// The directory of the committed relevance set.
+/// The directory of the committed main relevance set.
 pub fn default_dir() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/relevance"))
+}
+
+/// The directory of the committed small-hub relevance set.
+pub fn small_dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/relevance/small"))
+}
+
+/// Mean nDCG@10 of the evaluated queries of `split` (all when `None`), and their count.
+pub fn mean_ndcg(results: &[Evaluated], split: Option<Split>) -> (f64, usize) {
+    let picked: Vec<f64> = results
+        .iter()
+        .filter(|r| split.is_none_or(|s| r.query.split == s))
+        .map(|r| r.ndcg)
+        .collect();
+    if picked.is_empty() {
+        return (0.0, 0);
+    }
+    (
+        picked.iter().sum::<f64>() / picked.len() as f64,
+        picked.len(),
+    )
 }
 
 /// Reads the agents of the relevance set.
