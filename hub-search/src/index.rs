@@ -63,7 +63,31 @@ pub struct SearchIndex {
     pub(crate) fields: Fields,
     /// Per-segment popularity bounds for pruning (see `search::PopularityBounds`).
     pub(crate) bounds: Arc<Mutex<HashMap<SegmentId, Arc<PopularityBounds>>>>,
+    /// Query-time settings, changed without reindexing.
+    pub(crate) tuning: Arc<std::sync::RwLock<Tuning>>,
 }
+
+/// Query-time settings of a [`SearchIndex`]: they change what a search does, not the index.
+#[derive(Debug, Clone)]
+pub struct Tuning {
+    /// Synonym sets ([`crate::synonyms`]); the hub's default set unless replaced.
+    pub synonyms: Arc<crate::synonyms::Synonyms>,
+    /// When every word together finds fewer agents than this, agents that match only some of
+    /// the words follow them, ranked below every full match (0: never).
+    pub fewer_words_below: usize,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            synonyms: Arc::new(crate::synonyms::Synonyms::default_set()),
+            fewer_words_below: DEFAULT_FEWER_WORDS_BELOW,
+        }
+    }
+}
+
+/// [`Tuning::fewer_words_below`] by default.
+pub const DEFAULT_FEWER_WORDS_BELOW: usize = 10;
 
 impl std::fmt::Debug for SearchIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -78,6 +102,22 @@ impl SearchIndex {
         let mmap = MmapDirectory::open(dir).map_err(|e| Error::Tantivy(e.into()))?;
         let index = Index::open_or_create(mmap, mapping::schema())?;
         Self::from_index(index)
+    }
+
+    /// The query-time settings in use.
+    pub fn tuning(&self) -> Tuning {
+        self.tuning
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the query-time settings; the next search uses them (no reindexing).
+    pub fn set_tuning(&self, tuning: Tuning) {
+        *self
+            .tuning
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = tuning;
     }
 
     /// An index in memory (tests, benchmarks).
@@ -102,6 +142,7 @@ impl SearchIndex {
             reader,
             fields,
             bounds: Arc::default(),
+            tuning: Arc::default(),
         };
         // Refuse an index written by another format now rather than at the first search.
         this.committed_seq()?;

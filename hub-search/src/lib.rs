@@ -17,12 +17,14 @@ pub mod mapping;
 pub mod query;
 pub mod relevance;
 pub mod search;
+pub mod synonyms;
 
 pub use doc::{AgentStats, SearchDoc};
 pub use follow::{Change, FollowConfig, FollowStatus, Follower, OutboxEntry, OutboxSource};
-pub use index::{Check, CommitPayload, Indexer, SearchIndex, WriterConfig};
+pub use index::{Check, CommitPayload, Indexer, SearchIndex, Tuning, WriterConfig};
 pub use query::{Cursor, QueryError, SearchParams, SearchQuery, Sort};
 pub use search::{Highlight, Hit, SearchResults};
+pub use synonyms::{SynonymError, Synonyms};
 
 /// What can go wrong in the search crate.
 #[derive(Debug, thiserror::Error)]

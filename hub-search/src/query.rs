@@ -78,6 +78,10 @@ pub struct Cursor {
     /// Digest of the query the cursor belongs to (a cursor is refused for another query).
     #[serde(rename = "q")]
     pub query: String,
+    /// For a query answered with fewer words: 0 while in the full matches, 1 in the partial
+    /// ones; absent otherwise.
+    #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<u8>,
 }
 
 impl Cursor {
@@ -373,6 +377,7 @@ mod tests {
             key: 7,
             name: "a/b".into(),
             query: q.digest(),
+            tier: None,
         }
         .encode();
         assert!(SearchQuery::parse(&params(&[("q", "sql"), ("cursor", &c)])).is_ok());

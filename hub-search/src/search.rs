@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use tantivy::collector::{Collector, SegmentCollector, TopDocs};
+use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::postings::Postings as _;
@@ -51,6 +51,8 @@ const LOOSE_MATCH_BOOST: Score = 0.5;
 /// near-equal documents each need their positions read). [`PhraseBonus`] still handles
 /// phrases, tested against Tantivy's phrase queries, for when a corpus shows a need.
 const PHRASE_BOOST: Option<Score> = None;
+/// A synonym's matches score this fraction of the word's own.
+const SYNONYM_WEIGHT: Score = 0.8;
 /// Weight of an exact `publisher/agent` match: it must come first.
 const EXACT_NAME_BOOST: Score = 20.0;
 /// How much downloads lift the text score: `score * (1 + POPULARITY * ln(1 + downloads))`.
@@ -87,26 +89,45 @@ impl SearchIndex {
     pub fn search(&self, q: &SearchQuery) -> Result<SearchResults> {
         let searcher = self.reader.searcher();
         let words = query_words(&q.text);
-        let mut mode = Mode::All;
         let freqs = DocFreqs::default();
-        let mut text = self.text_query(&searcher, &freqs, &q.text, &words, mode, None)?;
-        let mut hits = self.collect(&searcher, &freqs, q, &words, mode)?;
-        if hits.is_empty() && words.len() > 1 {
-            // No agent has every word. On a later page, only switch if the strict query has
-            // no hit at all (so that every page of one query uses the same mode).
-            let strict_empty = q.cursor.is_none()
-                || searcher
-                    .search(
-                        self.full_query(q, text.as_deref()).as_ref(),
-                        &TopDocs::with_limit(1),
-                    )?
-                    .is_empty();
-            if strict_empty {
-                mode = Mode::Any;
-                text = self.text_query(&searcher, &freqs, &q.text, &words, mode, None)?;
-                hits = self.collect(&searcher, &freqs, q, &words, mode)?;
+        let below = self.tuning().fewer_words_below;
+        // Fewer words: when every word together finds fewer than `below` agents, agents with
+        // only some of the words follow (tier 1), below every full match (tier 0). The first
+        // page decides; its cursor carries the tier, so every page of a query agrees.
+        let relaxable = words.len() > 1 && below > 0;
+        let cursor_tier = q.cursor.as_ref().and_then(|c| c.tier);
+        let mut mode = Mode::All;
+        let mut tiers: Option<Vec<u8>> = None;
+        let mut hits = match cursor_tier {
+            None => {
+                let first_page = q.cursor.is_none();
+                let k = if first_page && relaxable {
+                    (q.limit + 1).max(below)
+                } else {
+                    q.limit + 1
+                };
+                let after = q.cursor.as_ref().map(|c| (c.key, c.name.clone()));
+                let strict =
+                    self.collect_k(&searcher, &freqs, q, &words, Mode::All, k, after, relaxable)?;
+                if first_page && relaxable && strict.len() < below {
+                    mode = Mode::Any;
+                    let (page, t) = self.fewer_words(&searcher, &freqs, q, &words, strict)?;
+                    tiers = Some(t);
+                    page
+                } else {
+                    strict
+                }
             }
-        }
+            Some(_) => {
+                mode = Mode::Any;
+                let strict =
+                    self.collect_k(&searcher, &freqs, q, &words, Mode::All, below, None, true)?;
+                let (page, t) = self.fewer_words(&searcher, &freqs, q, &words, strict)?;
+                tiers = Some(t);
+                page
+            }
+        };
+        let text = self.text_query(&searcher, &freqs, &q.text, &words, mode, None)?;
         let more = hits.len() > q.limit;
         hits.truncate(q.limit);
         let highlighters = match &text {
@@ -118,6 +139,7 @@ impl SearchIndex {
         };
         let mut out = Vec::with_capacity(hits.len());
         let hits_keys: Vec<u64> = hits.iter().map(|h| h.key).collect();
+        let hits_addrs: Vec<DocAddress> = hits.iter().map(|h| h.addr).collect();
         for h in hits {
             let doc: TantivyDocument = searcher.doc(h.addr)?;
             let s = |f: &str| {
@@ -157,7 +179,27 @@ impl SearchIndex {
                     .unwrap_or(false),
                 score: (q.sort == Sort::Relevance).then_some(h.score),
                 highlights,
+                missing_words: Vec::new(),
             });
+        }
+        let mut dropped_words: Vec<String> = Vec::new();
+        if let Some(t) = &tiers {
+            let partial: Vec<(usize, DocAddress)> = hits_addrs
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| t.get(*i) == Some(&1))
+                .map(|(i, a)| (i, *a))
+                .collect();
+            let missing = self.missing_words(&searcher, &freqs, &words, &partial)?;
+            for (i, m) in missing {
+                for w in &m {
+                    if !dropped_words.contains(w) {
+                        dropped_words.push(w.clone());
+                    }
+                }
+                out[i].missing_words = m;
+            }
+            dropped_words.sort_by_key(|w| words.iter().position(|x| x == w));
         }
         let next_cursor = match (more, hits_keys.last(), out.last()) {
             (true, Some(&key), Some(last)) => Some(
@@ -165,6 +207,7 @@ impl SearchIndex {
                     key,
                     name: last.name.clone(),
                     query: q.digest(),
+                    tier: tiers.as_ref().and_then(|t| t.get(out.len() - 1).copied()),
                 }
                 .encode(),
             ),
@@ -173,6 +216,7 @@ impl SearchIndex {
         Ok(SearchResults {
             hits: out,
             next_cursor,
+            dropped_words,
         })
     }
 
@@ -215,26 +259,101 @@ impl SearchIndex {
         ))
     }
 
-    /// The top `limit + 1` hits after the cursor. The query is built per segment, leaving out
-    /// the terms that segment lacks: they match nothing there, and an absent term's empty
-    /// postings would keep Tantivy from running block-max WAND on the union. Scores use the
-    /// searcher's statistics, so they are those of the query with every term.
-    fn collect(
+    /// The top `k` hits of `mode` after `after`, names resolved when `names`.
+    #[allow(clippy::too_many_arguments)]
+    fn collect_k(
         &self,
         searcher: &Searcher,
         freqs: &DocFreqs,
         q: &SearchQuery,
         words: &[String],
         mode: Mode,
+        k: usize,
+        after: Option<(u64, String)>,
+        names: bool,
     ) -> Result<Vec<Ranked>> {
         let collector = RankCollector {
             sort: q.sort,
-            k: q.limit + 1,
-            after: q.cursor.as_ref().map(|c| (c.key, c.name.clone())),
+            k,
+            after,
             prune: true,
-            names: false,
+            names,
         };
         self.collect_with(searcher, freqs, q, words, mode, &collector)
+    }
+
+    /// A page of a query whose full matches (`strict`: all of them, fewer than the threshold,
+    /// names resolved) are followed by agents with only some of the words: the full matches
+    /// after the cursor, then the best partial matches (tier 1) after it. Returns the hits
+    /// (up to `limit + 1`) and each one's tier.
+    fn fewer_words(
+        &self,
+        searcher: &Searcher,
+        freqs: &DocFreqs,
+        q: &SearchQuery,
+        words: &[String],
+        strict: Vec<Ranked>,
+    ) -> Result<(Vec<Ranked>, Vec<u8>)> {
+        let want = q.limit + 1;
+        let (start, after_partial) = match &q.cursor {
+            None => (0, None),
+            Some(c) if c.tier == Some(0) => (
+                strict
+                    .iter()
+                    .position(|r| r.key == c.key && r.name == c.name)
+                    .map_or(strict.len(), |i| i + 1),
+                None,
+            ),
+            Some(c) => (strict.len(), Some((c.key, c.name.clone()))),
+        };
+        let full: std::collections::HashSet<DocAddress> = strict.iter().map(|r| r.addr).collect();
+        let mut page: Vec<Ranked> = strict.into_iter().skip(start).take(want).collect();
+        let mut tiers = vec![0u8; page.len()];
+        if page.len() < want {
+            // The union ranks full matches too: ask for enough to fill the page without them.
+            let k = want - page.len() + full.len();
+            let any =
+                self.collect_k(searcher, freqs, q, words, Mode::Any, k, after_partial, true)?;
+            for r in any.into_iter().filter(|r| !full.contains(&r.addr)) {
+                if page.len() == want {
+                    break;
+                }
+                page.push(r);
+                tiers.push(1);
+            }
+        }
+        Ok((page, tiers))
+    }
+
+    /// For each partial match (`(position, address)`), the query words it lacks.
+    fn missing_words(
+        &self,
+        searcher: &Searcher,
+        freqs: &DocFreqs,
+        words: &[String],
+        partial: &[(usize, DocAddress)],
+    ) -> Result<Vec<(usize, Vec<String>)>> {
+        let mut out: Vec<(usize, Vec<String>)> =
+            partial.iter().map(|(i, _)| (*i, Vec::new())).collect();
+        if partial.is_empty() {
+            return Ok(out);
+        }
+        let scoring = EnableScoring::enabled_from_searcher(searcher);
+        for w in words {
+            let one = std::slice::from_ref(w);
+            let Some(query) = self.text_query(searcher, freqs, w, one, Mode::All, None)? else {
+                continue;
+            };
+            let weight = query.weight(scoring)?;
+            for ((_, addr), (_, missing)) in partial.iter().zip(out.iter_mut()) {
+                let reader = searcher.segment_reader(addr.segment_ord);
+                let mut scorer = weight.scorer(reader, 1.0)?;
+                if scorer.doc() > addr.doc_id || scorer.seek(addr.doc_id) != addr.doc_id {
+                    missing.push(w.clone());
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The cached [`PopularityBounds`] of a segment, computed on first use; entries of
@@ -263,6 +382,10 @@ impl SearchIndex {
         Ok(b)
     }
 
+    /// The top hits of `collector`. The query is built per segment, leaving out
+    /// the terms that segment lacks: they match nothing there, and an absent term's empty
+    /// postings would keep Tantivy from running block-max WAND on the union. Scores use the
+    /// searcher's statistics, so they are those of the query with every term.
     fn collect_with(
         &self,
         searcher: &Searcher,
@@ -405,6 +528,7 @@ impl SearchIndex {
             })
         };
         let typo = self.fields.get(field::TYPO);
+        let synonyms = self.tuning().synonyms;
         let mut per_word: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         let mut stems = Vec::new();
         // The last word's alternatives when they are one plain term (see the end).
@@ -436,6 +560,39 @@ impl SearchIndex {
                         boost,
                     )),
                 ));
+            }
+            // The word's synonyms (of the word as typed, or of its stem: `plots` finds what
+            // `plot` does): the same fields, a little below the word itself.
+            let mut syns: Vec<&String> = synonyms.of(word).iter().collect();
+            if stem != *word {
+                syns.extend(synonyms.of(&stem).iter().filter(|s| *s != word));
+            }
+            for syn in syns {
+                let syn_stem = tokens(analyzer::TEXT, syn)
+                    .into_iter()
+                    .next()
+                    .unwrap_or_else(|| syn.clone());
+                for spec in MAPPING {
+                    let (Some(boost), FieldKind::Text { analyzer: a, .. }) =
+                        (spec.boost, spec.kind)
+                    else {
+                        continue;
+                    };
+                    let t = if a == analyzer::WORD { syn } else { &syn_stem };
+                    let term = Term::from_field_text(self.fields.get(spec.name), t);
+                    if terms.iter().any(|(x, _)| *x == term) || !present(&term)? {
+                        continue;
+                    }
+                    let boost = boost * SYNONYM_WEIGHT;
+                    terms.push((term.clone(), boost));
+                    alts.push((
+                        Occur::Should,
+                        Box::new(BoostQuery::new(
+                            Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
+                            boost,
+                        )),
+                    ));
+                }
             }
             let chars = word.chars().count();
             let exact = Term::from_field_text(typo, word);
@@ -2208,6 +2365,7 @@ impl SegmentCollector for RankSegment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tantivy::collector::TopDocs;
 
     /// An in-RAM index of `n` synthetic agents (corpus seed `seed`), committed as one segment.
     fn synthetic_index(seed: u64, n: u64) -> SearchIndex {
@@ -2414,6 +2572,11 @@ mod tests {
     #[test]
     fn phrase_bonus_scores_like_optional_phrase_queries() {
         let index = synthetic_index(3, 2000);
+        // Plain words (synonyms would make each word several terms, never a conjunction).
+        index.set_tuning(crate::Tuning {
+            synonyms: std::sync::Arc::new(crate::Synonyms::none()),
+            ..crate::Tuning::default()
+        });
         let searcher = index.reader.searcher();
         let mut with_phrases = 0;
         let mut compared = 0;

@@ -14,6 +14,9 @@ use hub_search::{
 };
 use index_schema::name::AgentName;
 
+#[path = "search/recall.rs"]
+mod recall;
+
 fn agents() -> Vec<SearchDoc> {
     relevance::load_agents(relevance::default_dir()).unwrap()
 }
@@ -178,12 +181,14 @@ fn every_filter_keeps_exactly_the_matching_agents() {
         set(params(&[("capability", "analyze_dataset,run_sql")])),
         ["datalab/sql-analyst"]
     );
-    // Filters combine with text: only sql agents published as docker images.
+    // Filters combine with text: only sql agents published as docker images (the PostgreSQL
+    // one through the default synonyms, `sql => postgresql`).
     assert_eq!(
         set(params(&[("q", "sql"), ("kind", "docker")])),
         [
             "ailabs/sql-expert",
             "dbtune/query-optimizer",
+            "pgcare/postgres-dba",
             "secure/vuln-reviewer",
             "shield/sql-injection-tester"
         ]

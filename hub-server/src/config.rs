@@ -76,6 +76,13 @@ pub struct Config {
     /// hub woke it (every publish, yank, … and `/v2/` push wakes it at once; the poll catches
     /// writes by other replicas sharing the database).
     pub search_poll_ms: u64,
+    /// A synonym file for search (Solr format: `a, b, c` and `a => b`, see
+    /// `hub-search/synonyms/default.txt`) replacing the default set; re-read when it changes,
+    /// no reindexing. None: the default set.
+    pub search_synonyms_file: Option<PathBuf>,
+    /// When every word of a query together finds fewer agents than this, agents with only
+    /// some of the words follow, ranked below every full match (0: never).
+    pub search_fewer_words_below: usize,
 }
 
 impl std::fmt::Debug for Config {
@@ -119,6 +126,8 @@ impl Default for Config {
             max_namespace_bytes: 20 << 30,
             max_manifests_per_namespace: 10_000,
             search_poll_ms: 250,
+            search_synonyms_file: None,
+            search_fewer_words_below: hub_search::index::DEFAULT_FEWER_WORDS_BELOW,
         }
     }
 }

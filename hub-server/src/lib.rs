@@ -110,6 +110,10 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
             store.clone(),
             &config.data_dir,
             std::time::Duration::from_millis(config.search_poll_ms.max(10)),
+            search::TuningSource {
+                synonyms_file: config.search_synonyms_file.clone(),
+                fewer_words_below: config.search_fewer_words_below,
+            },
         )?)),
         Role::Command => None,
     };

@@ -15,7 +15,7 @@ use hub_search::follow::SourceError;
 use hub_search::index::INDEX_DIR_NAME;
 use hub_search::{
     AgentStats, Change, Check, FollowConfig, FollowStatus, Follower, OutboxEntry, OutboxSource,
-    SearchDoc, SearchIndex, WriterConfig,
+    SearchDoc, SearchIndex, Synonyms, Tuning, WriterConfig,
 };
 use index_schema::envelope::Envelope;
 use index_schema::manifest::Manifest;
@@ -38,6 +38,33 @@ pub struct Search {
     pub index: SearchIndex,
     status: Arc<FollowStatus>,
     follower: std::sync::Mutex<Option<Follower>>,
+    /// Re-reads the synonym file when it changes; aborted at shutdown.
+    reloader: Option<tokio::task::AbortHandle>,
+}
+
+/// Where the query-time settings come from.
+#[derive(Debug, Clone, Default)]
+pub struct TuningSource {
+    /// The synonym file (None: hub-search's default set).
+    pub synonyms_file: Option<PathBuf>,
+    /// See `Config::search_fewer_words_below`.
+    pub fewer_words_below: usize,
+}
+
+/// How often the synonym file is looked at for changes.
+const SYNONYMS_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Reads and checks a synonym file; the error names the file and the line.
+pub fn read_synonyms(path: &Path) -> anyhow::Result<Synonyms> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the synonym file {}", path.display()))?;
+    Ok(Synonyms::parse(&text, &path.display().to_string())?)
+}
+
+/// What identifies a version of a file for reloading: modification time and length.
+fn stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
 }
 
 impl Search {
@@ -47,6 +74,7 @@ impl Search {
         store: Store,
         data_dir: &Path,
         poll: std::time::Duration,
+        tuning: TuningSource,
     ) -> anyhow::Result<Search> {
         let dir = index_dir(data_dir);
         let index = SearchIndex::open_or_create(&dir)
@@ -55,12 +83,50 @@ impl Search {
             poll_interval: poll,
             ..FollowConfig::default()
         };
+        let synonyms = match &tuning.synonyms_file {
+            Some(p) => read_synonyms(p)?,
+            None => Synonyms::default_set(),
+        };
+        index.set_tuning(Tuning {
+            synonyms: Arc::new(synonyms),
+            fewer_words_below: tuning.fewer_words_below,
+        });
+        let reloader = tuning.synonyms_file.clone().map(|path| {
+            let index = index.clone();
+            let mut seen = stamp(&path);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(SYNONYMS_POLL).await;
+                    let now = stamp(&path);
+                    if now == seen {
+                        continue;
+                    }
+                    seen = now;
+                    // A broken edit keeps the set in use (and says why); the next save retries.
+                    match read_synonyms(&path) {
+                        Ok(s) => {
+                            let words = s.len();
+                            let mut t = index.tuning();
+                            t.synonyms = Arc::new(s);
+                            index.set_tuning(t);
+                            tracing::info!(file = %path.display(), words, "search synonyms reloaded");
+                        }
+                        Err(e) => tracing::error!(
+                            error = %format!("{e:#}"),
+                            "synonym file not reloaded; the previous set stays in use"
+                        ),
+                    }
+                }
+            })
+            .abort_handle()
+        });
         let follower = Follower::start(index.clone(), HubOutbox { store }, config)
             .context("cannot start the search follower (is another hub using this data dir?)")?;
         Ok(Search {
             index,
             status: follower.status(),
             follower: std::sync::Mutex::new(Some(follower)),
+            reloader,
         })
     }
 
@@ -88,6 +154,9 @@ impl Search {
 
     /// Stops the follower after committing what it applied.
     pub async fn shutdown(&self) -> anyhow::Result<()> {
+        if let Some(r) = &self.reloader {
+            r.abort();
+        }
         let f = self
             .follower
             .lock()

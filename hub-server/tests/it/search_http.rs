@@ -246,3 +246,101 @@ async fn latest_is_a_release_and_a_pre_release_only_when_nothing_else_exists(
     }
     app.stop().await;
 }
+
+/// The hub reads its synonym file at start (a mistake refuses to start, naming the line),
+/// applies it to `/api/v1/search`, and re-reads it when it changes, without reindexing; a
+/// query whose words no agent has together answers agents with some of them, after the full
+/// matches, saying which words were dropped.
+#[tokio::test]
+async fn synonyms_reload_without_reindexing_and_fewer_words_are_reported() {
+    let files = tempfile::tempdir().unwrap();
+    let syn = files.path().join("synonyms.txt");
+
+    // A mistake: the hub does not start, and says where.
+    std::fs::write(&syn, "# ok\nchart, plot\nlonely\n").unwrap();
+    let cfg = hub_server::config::Config {
+        data_dir: files.path().join("data"),
+        search_synonyms_file: Some(syn.clone()),
+        ..Default::default()
+    };
+    let e = format!(
+        "{:#}",
+        hub_server::build_state(cfg.clone()).await.unwrap_err()
+    );
+    assert!(e.contains(&format!("{}:3:", syn.display())), "{e}");
+    assert!(e.contains("two words or more"), "{e}");
+
+    std::fs::write(&syn, "chart, plot\n").unwrap();
+    let app = TestHub::in_process_with(Backend::Sqlite, |c| {
+        c.search_synonyms_file = Some(syn.clone());
+    })
+    .await;
+    let (t, k) = (app.user.token.clone(), app.user.key.clone());
+    for (name, tagline) in [
+        ("alice/plotter", "Draws a plot of your numbers"),
+        ("alice/pg", "Tunes postgres servers"),
+        ("alice/prices", "Watches prices in shops"),
+    ] {
+        let (s, v) = app
+            .publish(&t, &k, &manifest(name, "1.0.0", tagline), None)
+            .await;
+        assert_eq!(s, 201, "{v}");
+    }
+    // "chart" finds the plotter through the file's set.
+    until(&app, "/api/v1/search?q=chart", |v| {
+        names(v) == ["alice/plotter"]
+    })
+    .await;
+    // Not in the file (it replaces the default set): "database" finds nothing yet.
+    let (_, v) = app
+        .call(Method::GET, "/api/v1/search?q=database", None, None)
+        .await;
+    assert!(names(&v).is_empty(), "{v}");
+
+    // Edit the file: the running hub picks it up (bounded wait), no reindex.
+    std::fs::write(&syn, "chart, plot\ndatabase => postgres\n").unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        let (_, v) = app
+            .call(Method::GET, "/api/v1/search?q=database", None, None)
+            .await;
+        if names(&v) == ["alice/pg"] {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "not reloaded: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A broken edit keeps the set in use.
+    std::fs::write(&syn, "database => postgres\n,,\n").unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, v) = app
+        .call(Method::GET, "/api/v1/search?q=database", None, None)
+        .await;
+    assert_eq!(names(&v), ["alice/pg"], "{v}");
+
+    // Fewer words: nobody watches postgres prices; both halves are found, each saying what
+    // it lacks, and the page lists the dropped words.
+    let (s, v) = app
+        .call(
+            Method::GET,
+            "/api/v1/search?q=watches%20postgres%20prices",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let mut got = names(&v);
+    got.sort();
+    assert_eq!(got, ["alice/pg", "alice/prices"], "{v}");
+    assert_eq!(
+        v["dropped_words"],
+        json!(["watches", "postgres", "prices"]),
+        "{v}"
+    );
+    for h in v["hits"].as_array().unwrap() {
+        assert!(!h["missing_words"].as_array().unwrap().is_empty(), "{h}");
+    }
+}

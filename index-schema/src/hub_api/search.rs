@@ -43,6 +43,12 @@ pub struct SearchPage {
     /// Pass as `cursor` for the next page; absent on the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// When every word together found too few agents (fewer than the hub's threshold, 10 by
+    /// default), agents with only some of the words follow the full matches: the words some
+    /// hit of this page lacks, in query order (each such hit lists its own in
+    /// `missing_words`). Empty when every hit has every word.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_words: Vec<String>,
 }
 
 /// One agent: its latest visible version.
@@ -77,6 +83,10 @@ pub struct SearchHit {
     /// Matched words in the tagline and description.
     #[serde(default)]
     pub highlights: Vec<SearchHighlight>,
+    /// The query words this agent lacks: it is a partial match, listed after every agent
+    /// that has them all. Empty for a full match.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_words: Vec<String>,
 }
 
 /// A fragment of a field with the matched words marked by byte ranges.

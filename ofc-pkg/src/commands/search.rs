@@ -49,6 +49,9 @@ pub fn run(args: &SearchArgs, out: &mut Output) -> Result<ExitStatus> {
     for line in render(&page.hits, output::stdout_width()) {
         out.data(&line);
     }
+    if let Some(note) = fewer_words_note(&page.hits, &page.dropped_words) {
+        out.status(&note);
+    }
     if page.next_cursor.is_some() {
         out.status(&format!(
             "showing the first {}; narrow the query or raise --limit (at most 100) to see more",
@@ -56,6 +59,23 @@ pub fn run(args: &SearchArgs, out: &mut Output) -> Result<ExitStatus> {
         ));
     }
     Ok(ExitStatus::Success)
+}
+
+/// When the hub added agents with only some of the words: how many have them all, and which
+/// words the others lack (the hub's words, cleaned for the terminal).
+fn fewer_words_note(hits: &[Hit], dropped: &[String]) -> Option<String> {
+    if dropped.is_empty() {
+        return None;
+    }
+    let full = hits.iter().filter(|h| h.missing_words.is_empty()).count();
+    let words: Vec<String> = dropped
+        .iter()
+        .map(|w| format!("\"{}\"", output::truncate(&output::clean_line(w), 40)))
+        .collect();
+    Some(format!(
+        "{full} of these have every word; the rest lack {} (partial matches, listed after the full ones)",
+        words.join(" or ")
+    ))
 }
 
 /// The query string, checked enough that a mistake is named here rather than by the hub.
@@ -203,7 +223,20 @@ mod tests {
             deprecated: false,
             score: None,
             highlights: Vec::new(),
+            missing_words: Vec::new(),
         }
+    }
+
+    #[test]
+    fn partial_matches_are_announced() {
+        let mut a = hit("a/b", "x", 1);
+        let mut b = hit("c/d", "y", 1);
+        assert_eq!(fewer_words_note(&[a.clone(), b.clone()], &[]), None);
+        b.missing_words = vec!["web".into()];
+        a.missing_words = Vec::new();
+        let note = fewer_words_note(&[a, b], &["web".into(), "monitor".into()]).unwrap();
+        assert!(note.starts_with("1 of these have every word"), "{note}");
+        assert!(note.contains("\"web\" or \"monitor\""), "{note}");
     }
 
     #[test]

@@ -1,0 +1,192 @@
+//! Fewer words when too few agents have them all, and synonyms (issue [search-recall]).
+
+use std::sync::Arc;
+
+use hub_search::corpus::AgentSpec;
+use hub_search::{SearchDoc, SearchIndex, SearchQuery, Synonyms, Tuning, relevance};
+
+fn doc(name: &str, tagline: &str, downloads: u64) -> SearchDoc {
+    let spec: AgentSpec = serde_json::from_value(serde_json::json!({
+        "name": name,
+        "displayName": name.split('/').nth(1).unwrap(),
+        "tagline": tagline,
+        "description": tagline,
+        "kind": "remote",
+        "downloads": downloads,
+    }))
+    .unwrap();
+    spec.to_doc().unwrap()
+}
+
+fn index(docs: &[SearchDoc], synonyms: Synonyms, below: usize) -> SearchIndex {
+    let index = relevance::index_of(docs).unwrap();
+    index.set_tuning(Tuning {
+        synonyms: Arc::new(synonyms),
+        fewer_words_below: below,
+    });
+    index
+}
+
+fn names(index: &SearchIndex, text: &str) -> Vec<String> {
+    let mut q = SearchQuery::text(text);
+    q.limit = 50;
+    index
+        .search(&q)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| h.name)
+        .collect()
+}
+
+/// Agents with one, two or all three of "monitor web prices"; partial matches are very popular,
+/// full matches not, so only the tiering can put the full matches first.
+fn tiers_corpus() -> Vec<SearchDoc> {
+    vec![
+        doc("a/full-one", "monitor web prices for you", 1),
+        doc("a/full-two", "we monitor prices on the web", 2),
+        doc("b/two-words", "monitor prices in shops", 1_000_000),
+        doc("b/other-two", "web prices compared", 900_000),
+        doc("c/one-word", "prices of everything", 5_000_000),
+        doc("d/nothing", "translate documents", 10_000_000),
+    ]
+}
+
+#[test]
+fn a_full_match_always_outranks_a_partial_one() {
+    let index = index(&tiers_corpus(), Synonyms::none(), 10);
+    let page = index
+        .search(&SearchQuery::text("monitor web prices"))
+        .unwrap();
+    let got: Vec<&str> = page.hits.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(got.len(), 5, "{got:?}");
+    let mut full = got[..2].to_vec();
+    full.sort_unstable();
+    assert_eq!(full, ["a/full-one", "a/full-two"], "{got:?}");
+    assert!(!got.contains(&"d/nothing"));
+    for h in &page.hits[..2] {
+        assert!(h.missing_words.is_empty(), "{h:?}");
+    }
+    for h in &page.hits[2..] {
+        assert!(!h.missing_words.is_empty(), "{h:?}");
+    }
+    let by = |n: &str| page.hits.iter().find(|h| h.name == n).unwrap();
+    assert_eq!(by("b/two-words").missing_words, ["web"]);
+    assert_eq!(by("b/other-two").missing_words, ["monitor"]);
+    assert_eq!(by("c/one-word").missing_words, ["monitor", "web"]);
+    // The page says which words were dropped, in query order.
+    assert_eq!(page.dropped_words, ["monitor", "web"]);
+}
+
+#[test]
+fn pages_of_a_relaxed_query_keep_the_tiers_and_repeat_nothing() {
+    let index = index(&tiers_corpus(), Synonyms::none(), 10);
+    let mut q = SearchQuery::text("monitor web prices");
+    q.limit = 1;
+    let mut seen = Vec::new();
+    let mut missing = Vec::new();
+    for _ in 0..10 {
+        let page = index.search(&q).unwrap();
+        assert!(page.hits.len() <= 1);
+        for h in &page.hits {
+            seen.push(h.name.clone());
+            missing.push(h.missing_words.len());
+        }
+        match page.next_cursor {
+            Some(c) => {
+                q = SearchQuery::parse(&hub_search::SearchParams {
+                    q: Some("monitor web prices".into()),
+                    limit: Some("1".into()),
+                    cursor: Some(c),
+                    ..Default::default()
+                })
+                .unwrap();
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 5, "{seen:?}");
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 5, "no agent twice: {seen:?}");
+    assert_eq!(&missing[..2], &[0, 0], "full matches first: {seen:?}");
+    assert!(missing[2..].iter().all(|m| *m > 0), "{seen:?}");
+}
+
+#[test]
+fn enough_full_matches_need_no_fewer_words() {
+    // Two full matches: with a threshold of 2 nothing partial is added; with 3 it is.
+    let strict = index(&tiers_corpus(), Synonyms::none(), 2);
+    let page = strict
+        .search(&SearchQuery::text("monitor web prices"))
+        .unwrap();
+    assert_eq!(page.hits.len(), 2);
+    assert!(page.dropped_words.is_empty());
+    let relaxed = index(&tiers_corpus(), Synonyms::none(), 3);
+    assert_eq!(names(&relaxed, "monitor web prices").len(), 5);
+    // 0 turns it off: only full matches.
+    let off = index(&tiers_corpus(), Synonyms::none(), 0);
+    assert_eq!(names(&off, "monitor web prices").len(), 2);
+}
+
+fn synonym_corpus() -> Vec<SearchDoc> {
+    vec![
+        doc("v/charts", "draws charts from tables", 10),
+        doc("v/plots", "makes plots from tables", 10),
+        doc("d/pg", "tunes postgres servers", 10),
+        doc("d/db", "designs a db schema", 10),
+    ]
+}
+
+#[test]
+fn multi_way_synonyms_find_each_other() {
+    let syn = Synonyms::parse("chart, plot", "t").unwrap();
+    let index = index(&synonym_corpus(), syn, 0);
+    let mut a = names(&index, "chart");
+    a.sort();
+    assert_eq!(a, ["v/charts", "v/plots"]);
+    let mut b = names(&index, "plots");
+    b.sort();
+    assert_eq!(b, ["v/charts", "v/plots"]);
+    // The word itself ranks above its synonym.
+    assert_eq!(names(&index, "chart")[0], "v/charts");
+    assert_eq!(names(&index, "plot")[0], "v/plots");
+    // Without the set, each finds only its own.
+    let plain = self::index(&synonym_corpus(), Synonyms::none(), 0);
+    assert_eq!(names(&plain, "chart"), ["v/charts"]);
+}
+
+#[test]
+fn one_way_synonyms_find_one_way() {
+    let syn = Synonyms::parse("db => postgres", "t").unwrap();
+    let index = index(&synonym_corpus(), syn, 0);
+    assert_eq!(names(&index, "db"), ["d/db", "d/pg"]);
+    assert_eq!(names(&index, "postgres"), ["d/pg"]);
+}
+
+#[test]
+fn synonyms_change_without_reindexing() {
+    let index = index(&synonym_corpus(), Synonyms::none(), 0);
+    assert_eq!(names(&index, "db"), ["d/db"]);
+    let mut t = index.tuning();
+    t.synonyms = Arc::new(Synonyms::parse("db => postgres", "t").unwrap());
+    index.set_tuning(t);
+    assert_eq!(names(&index, "db"), ["d/db", "d/pg"]);
+}
+
+#[test]
+fn the_relevance_set_meets_its_target_on_the_held_out_half() {
+    let mut all = Vec::new();
+    for dir in [relevance::default_dir(), relevance::small_dir()] {
+        let agents = relevance::load_agents(dir).unwrap();
+        let queries = relevance::load_queries(dir).unwrap();
+        let index = relevance::index_of(&agents).unwrap();
+        all.extend(relevance::evaluate(&index, &queries).unwrap());
+    }
+    assert!(all.len() >= 150, "{} judged queries", all.len());
+    let (held_out, n) = relevance::mean_ndcg(&all, Some(relevance::Split::Heldout));
+    assert!(n >= 70, "{n} held-out queries");
+    // Measured 0.967 (BENCHMARKS.md); the issue's target is 0.95.
+    assert!(held_out >= 0.95, "held-out nDCG@10 {held_out:.3}");
+}
