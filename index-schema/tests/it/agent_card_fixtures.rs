@@ -34,17 +34,18 @@ fn the_valid_directory_loads_every_type() {
     }
     let by_name = |n: &str| &dir.cards.iter().find(|c| c.card.name == n).unwrap().card;
     assert_eq!(
-        by_name("with_bom").instruction,
-        "This card starts with a byte order mark\nand uses CRLF line endings."
+        by_name("with_bom").instruction.as_deref(),
+        Some("This card starts with a byte order mark\nand uses CRLF line endings.")
     );
     assert_eq!(
-        by_name("terse").instruction,
-        "You are terse. Answer in one sentence."
+        by_name("terse").instruction.as_deref(),
+        Some("You are terse. Answer in one sentence.")
     );
     assert!(by_name("code_formatter").tool_only);
-    // Every `agent` field except the typed common ones and `messages` stays an attribute.
+    // Every `agent` field except the typed common ones and `messages` stays an attribute
+    // (`history_mode` gave way to `history_source` + `history_merge_target`).
     let full = by_name("full_agent");
-    assert_eq!(full.attributes.len(), 19);
+    assert_eq!(full.attributes.len(), 20);
     assert_eq!(full.messages, ["./history/analyst.md"]);
     assert!(full.default && full.shell());
 }

@@ -6,6 +6,7 @@ mod agent_yaml_fixtures;
 mod blueprint_fixtures;
 mod envelope_refusals;
 mod envelope_vectors;
+mod fast_agent_differential;
 mod fuzz_regressions;
 mod lockfile_fixtures;
 mod manifest_fixtures;

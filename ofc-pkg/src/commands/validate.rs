@@ -1,10 +1,13 @@
 //! `ofc validate PATH...`: detects each document's kind, checks it, and prints `ok` per file or
-//! one `file:line:col: field: what is wrong` line per problem.
+//! one `file:line:col: field: what is wrong` line per problem. Directories are walked, skipping
+//! dot-folders except fast-agent's `.fast-agent/` (its card folders hold AgentCards). An Agent
+//! Skill (`SKILL.md`) is named as such and skipped: it is not a card, so it gets no verdict.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use index_schema::agent_card::{FAST_AGENT_DIR, is_agent_skill};
 use index_schema::{Diagnostics, FieldPath};
 use serde_json::json;
 
@@ -54,7 +57,16 @@ pub fn run(args: &ValidateArgs, out: &mut Output) -> Result<ExitStatus> {
     }
 
     let mut reports = Vec::new();
+    let mut skills = Vec::new();
     for (path, explicit) in files {
+        if args.kind.is_none() && is_agent_skill(&path) {
+            out.status(&format!(
+                "note: {}: an Agent Skill (SKILL.md), not an AgentCard; skipped",
+                path.display()
+            ));
+            skills.push(path);
+            continue;
+        }
         match check_file(&path, args.kind) {
             Ok(Some(r)) => reports.push(r),
             Ok(None) if explicit => {
@@ -75,9 +87,14 @@ pub fn run(args: &ValidateArgs, out: &mut Output) -> Result<ExitStatus> {
     let invalid = reports.iter().filter(|r| !r.diagnostics.is_empty()).count();
     if out.json {
         let files: Vec<_> = reports.iter().map(report_json).collect();
+        let skipped: Vec<_> = skills
+            .iter()
+            .map(|p| json!({"path": p.display().to_string(), "kind": "agent-skill", "reason": "an Agent Skill (SKILL.md), not an AgentCard"}))
+            .collect();
         out.json_value(&json!({
             "ok": invalid == 0,
             "files": files,
+            "skipped": skipped,
             "summary": {"checked": reports.len(), "valid": reports.len() - invalid, "invalid": invalid},
         }));
     } else {
@@ -132,7 +149,9 @@ fn collect_dir(dir: &Path, files: &mut Vec<(PathBuf, bool)>) -> Result<()> {
         .into_iter()
         .filter_entry(|e| {
             let name = e.file_name().to_string_lossy();
-            e.depth() == 0 || !(name.starts_with('.') || name == "target" || name == "node_modules")
+            e.depth() == 0
+                || name == FAST_AGENT_DIR
+                || !(name.starts_with('.') || name == "target" || name == "node_modules")
         });
     for entry in walker {
         let entry = entry?;
