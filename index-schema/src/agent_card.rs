@@ -786,6 +786,32 @@ impl AgentCard {
             workstations: servers,
             tools: Vec::new(),
         });
+        let origin = match &defaults.source {
+            Some(manifest::Source::Bundle(b)) => Some(manifest::Origin {
+                format: manifest::Origin::AGENT_CARD.to_string(),
+                document: b.entrypoint.clone(),
+                fields: self.unused_fields(),
+            }),
+            _ => None,
+        };
+        if let Some(o) = &origin {
+            let len = serde_json::to_vec(&o.fields).map_or(0, |v| v.len());
+            if len > manifest::MAX_ORIGIN_FIELDS_BYTES
+                && let Some((big, _)) = o
+                    .fields
+                    .iter()
+                    .max_by_key(|(_, v)| serde_json::to_vec(v).map_or(0, |v| v.len()))
+            {
+                d.push(
+                    root.key(big.clone()),
+                    format!(
+                        "the fields kept in the manifest are {len} bytes as JSON, more than the \
+                         limit of {} bytes; this is the largest",
+                        manifest::MAX_ORIGIN_FIELDS_BYTES
+                    ),
+                );
+            }
+        }
         let (Some(name), Some(id), Some(version), Some(description), Some(source)) =
             (name, id, version, description, defaults.source)
         else {
@@ -810,6 +836,7 @@ impl AgentCard {
             provides_mcp: None,
             requires,
             pricing: None,
+            origin,
             source,
         };
         finish_manifest(
@@ -823,6 +850,35 @@ impl AgentCard {
                 ("requires.workstations", "servers"),
             ],
         )
+    }
+
+    /// The card's fields that its manifest holds nowhere else (everything but `name`,
+    /// `description`, `model`, `servers` and the instruction, which stays in the card file), for
+    /// [`manifest::Origin::fields`]. Secrets are left out: `api_key`, and `headers`, `auth` and
+    /// `access_token` (of the card and of its `mcp_connect` entries).
+    pub fn unused_fields(&self) -> Map<String, Value> {
+        const SECRETS: [&str; 4] = ["api_key", "headers", "auth", "access_token"];
+        const USED: [&str; 4] = ["name", "description", "model", "servers"];
+        // Filtered rather than removed, so that the fields keep the order they were written in.
+        let mut m: Map<String, Value> = self
+            .to_mapping(false)
+            .into_iter()
+            .filter(|(k, _)| !USED.contains(&k.as_str()) && !SECRETS.contains(&k.as_str()))
+            .collect();
+        let scrub = |entry: &mut Value| {
+            if let Value::Object(e) = entry {
+                *e = std::mem::take(e)
+                    .into_iter()
+                    .filter(|(k, _)| !SECRETS.contains(&k.as_str()))
+                    .collect();
+            }
+        };
+        match m.get_mut("mcp_connect") {
+            Some(Value::Array(entries)) => entries.iter_mut().for_each(scrub),
+            Some(Value::Object(entries)) => entries.values_mut().for_each(scrub),
+            _ => {}
+        }
+        m
     }
 
     /// A string-valued attribute.
