@@ -167,6 +167,8 @@ pub struct Origin {
 impl Origin {
     /// An AgentCard (`.md`/`.yaml`), as fast-agent reads it.
     pub const AGENT_CARD: &'static str = "agent-card";
+    /// An A2A agent card (`agent-card.json`).
+    pub const A2A_AGENT_CARD: &'static str = "a2a-agent-card";
 
     fn validate(&self, d: &mut Diagnostics, path: &FieldPath) {
         let format_ok = !self.format.is_empty()

@@ -1,6 +1,7 @@
 //! The integration tests of `index-schema` in one test binary (one link instead of one per file):
 //! each former test file is a module.
 
+mod a2a_differential;
 mod agent_card_fixtures;
 mod agent_yaml_fixtures;
 mod blueprint_fixtures;
