@@ -7,10 +7,11 @@
 //! | `blueprint.yaml`, `*.blueprint.yaml` (`.yml` too) | blueprint |
 //! | `*.manifest.json` | agent manifest |
 //! | `*.envelope.json`, `*.dsse.json` | signed envelope |
+//! | `agent-card.json`, `*.agent-card.json` | A2A agent card |
 //! | `*.card.yaml`, `*.card.yml` | AgentCard (YAML) |
 //! | `*.yaml`, `*.yml` in a `.fast-agent/agent-cards/` or `.fast-agent/tool-cards/` folder | AgentCard (YAML) |
 //! | `*.md`, `*.markdown` starting with `---` front matter | AgentCard (Markdown) |
-//! | other `*.json` | envelope if it has `payloadType`, manifest if it has `schemaVersion` |
+//! | other `*.json` | envelope if it has `payloadType`, manifest if it has `schemaVersion`, A2A agent card if it has `defaultInputModes` or `skills` and `url` |
 //! | other `*.yaml`/`*.yml` | blueprint if it has an `agents` list or `workstations`/`floor_manager`; AgentCard if it has `instruction` or a card `type` (any case); agent.yaml if it has `id`, `prompt` or `model` |
 //!
 //! Markdown files without front matter (READMEs, history files) are not documents, and neither
@@ -19,6 +20,7 @@
 
 use std::path::Path;
 
+use index_schema::a2a_card;
 use index_schema::agent_card::{CardType, in_card_folder};
 use index_schema::source;
 
@@ -39,6 +41,8 @@ pub enum DocumentKind {
     Blueprint,
     /// An `ofc.lock`.
     Lockfile,
+    /// An A2A agent card (`agent-card.json`).
+    A2aCard,
 }
 
 impl DocumentKind {
@@ -52,6 +56,7 @@ impl DocumentKind {
             Self::CardYaml => "AgentCard .yaml",
             Self::Blueprint => "blueprint",
             Self::Lockfile => "lockfile",
+            Self::A2aCard => "A2A agent card",
         }
     }
 
@@ -65,6 +70,7 @@ impl DocumentKind {
             Self::CardYaml => "card-yaml",
             Self::Blueprint => "blueprint",
             Self::Lockfile => "lockfile",
+            Self::A2aCard => "a2a-card",
         }
     }
 
@@ -99,6 +105,9 @@ pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
     if ends(&[".envelope.json", ".dsse.json"]) {
         return Some(DocumentKind::Envelope);
     }
+    if name == a2a_card::FILE_NAME || name.ends_with(".agent-card.json") {
+        return Some(DocumentKind::A2aCard);
+    }
     if ends(&[".card.yaml", ".card.yml"]) || (ends(&[".yaml", ".yml"]) && in_card_folder(path)) {
         return Some(DocumentKind::CardYaml);
     }
@@ -115,6 +124,11 @@ pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
         }
         if o.contains_key("schemaVersion") {
             return Some(DocumentKind::Manifest);
+        }
+        if o.contains_key("defaultInputModes")
+            || (o.contains_key("skills") && o.contains_key("url"))
+        {
+            return Some(DocumentKind::A2aCard);
         }
         return None;
     }
@@ -176,6 +190,11 @@ mod tests {
             Some(DocumentKind::Manifest)
         );
         assert_eq!(k("x.json", r#"{"messages":[]}"#), None);
+        assert_eq!(k("agent-card.json", "{}"), Some(DocumentKind::A2aCard));
+        assert_eq!(
+            k("card.json", r#"{"url":"https://a.example","skills":[]}"#),
+            Some(DocumentKind::A2aCard)
+        );
         assert_eq!(
             k("team.yaml", "name: t\nagents: []\n"),
             Some(DocumentKind::Blueprint)

@@ -273,3 +273,25 @@ fn cards_in_fast_agent_folders_are_found_and_skills_are_named_not_judged() {
     assert_eq!(v["files"], serde_json::json!([]));
     assert_eq!(v["skipped"][0]["kind"], "agent-skill");
 }
+
+#[test]
+fn a2a_agent_cards_are_checked_with_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../index-schema/tests/fixtures/a2a-cards/ok-minimal.json");
+    std::fs::copy(&good, dir.path().join("agent-card.json")).unwrap();
+    let bad = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../index-schema/tests/fixtures/a2a-cards/bad-skill-no-tags.json");
+    std::fs::copy(&bad, dir.path().join("broken.agent-card.json")).unwrap();
+    let o = ofc(&["validate", dir.path().to_str().unwrap()]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("agent-card.json: ok (A2A agent card)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("broken.agent-card.json:17:5: skills[0].tags: is required"),
+        "{out}"
+    );
+}
