@@ -492,6 +492,63 @@ impl A2aCard {
     }
 }
 
+/// The A2A agent card of a `remote` agent manifest (`None` for agents with another source,
+/// which have no A2A endpoint). A manifest converted from an A2A card gives back that card: the
+/// fields kept in its origin, with name, description, version, `url` and the skills' id,
+/// description and tags from the manifest. Otherwise the card is built from the manifest alone:
+/// one skill per capability, text in and out.
+pub fn from_manifest(m: &Manifest) -> Option<Map<String, Value>> {
+    let Source::Remote(remote) = &m.source else {
+        return None;
+    };
+    let kept = m
+        .origin
+        .as_ref()
+        .filter(|o| o.format == Origin::A2A_AGENT_CARD)
+        .map(|o| o.fields.clone())
+        .unwrap_or_default();
+    let kept_skills: Vec<Map<String, Value>> = kept
+        .get("skills")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|s| s.as_object().cloned()).collect())
+        .unwrap_or_default();
+    let mut card = Map::new();
+    card.insert("name".into(), Value::String(m.display_name.clone()));
+    card.insert("description".into(), Value::String(m.description.clone()));
+    card.insert("url".into(), Value::String(remote.endpoint.clone()));
+    card.insert("version".into(), Value::String(m.version.to_string()));
+    for (k, v) in &kept {
+        card.insert(k.clone(), v.clone());
+    }
+    let text = || Value::Array(vec![Value::String("text/plain".into())]);
+    card.entry("capabilities")
+        .or_insert_with(|| Value::Object(Map::new()));
+    card.entry("defaultInputModes").or_insert_with(text);
+    card.entry("defaultOutputModes").or_insert_with(text);
+    let skills = m
+        .capabilities
+        .iter()
+        .map(|c| {
+            let mut s = kept_skills
+                .iter()
+                .find(|k| k.get("id").and_then(Value::as_str) == Some(c.name.as_str()))
+                .cloned()
+                .unwrap_or_default();
+            s.insert("id".into(), Value::String(c.name.clone()));
+            s.entry("name")
+                .or_insert_with(|| Value::String(c.name.clone()));
+            s.insert("description".into(), Value::String(c.description.clone()));
+            s.insert(
+                "tags".into(),
+                Value::Array(c.keywords.iter().cloned().map(Value::String).collect()),
+            );
+            Value::Object(s)
+        })
+        .collect();
+    card.insert("skills".into(), Value::Array(skills));
+    Some(card)
+}
+
 /// The card field a manifest field comes from.
 fn card_path(p: &FieldPath) -> FieldPath {
     let s = p.to_string();

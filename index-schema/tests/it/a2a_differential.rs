@@ -206,3 +206,72 @@ fn conversion_errors_name_the_card_field_and_line() {
     assert!(paths.contains(&"skills[0].id".to_string()), "{e}");
     assert!(e.iter().all(|d| d.position.is_some()), "{e}");
 }
+
+/// Card → manifest → card gives back the card (every field the manifest can hold, and the rest
+/// through `origin`), and the A2A SDK parses every card ofc exports, including those of remote
+/// manifests that did not come from an A2A card.
+#[test]
+fn a2a_cards_round_trip_and_exported_cards_parse_with_the_sdk() {
+    let out_dir = tempfile_dir();
+    let mut exported = Vec::new();
+    for file in files().iter().filter(|f| f.starts_with("ok-")) {
+        if file == "ok-empty-strings.json" {
+            continue;
+        }
+        let text = std::fs::read_to_string(corpus().join(file)).unwrap();
+        let card = A2aCard::from_json(&text).unwrap();
+        let m = card.to_manifest(publisher(), file).unwrap();
+        let back = index_schema::a2a_card::from_manifest(&m).unwrap();
+        let mut want = card.value.clone();
+        // Trimmed on the way in.
+        want["description"] = want["description"].as_str().unwrap().trim().into();
+        assert_eq!(Value::Object(back.clone()), Value::Object(want), "{file}");
+        exported.push((format!("exported-{file}"), back));
+    }
+    // A remote manifest written by hand (no origin) exports too.
+    let plain = index_schema::manifest::Manifest::from_value(&serde_json::json!({
+        "schemaVersion": 1, "name": "acme/echo", "version": "0.1.0", "id": "@echo",
+        "displayName": "Echo", "tagline": "Echoes.", "description": "Echoes what it gets.",
+        "capabilities": [{"name": "echo", "description": "Echo a text", "inputSchema": {}, "outputSchema": {}}],
+        "source": {"type": "remote", "endpoint": "https://echo.example/ofc"}
+    }))
+    .unwrap();
+    exported.push((
+        "exported-plain.json".into(),
+        index_schema::a2a_card::from_manifest(&plain).unwrap(),
+    ));
+    let mut names = Vec::new();
+    for (name, card) in &exported {
+        std::fs::write(
+            out_dir.join(name),
+            serde_json::to_string_pretty(card).unwrap(),
+        )
+        .unwrap();
+        names.push(name.clone());
+    }
+    let out = Command::new(sdk_python())
+        .arg(repo_root().join("scripts/a2a-card-verdicts"))
+        .args(&names)
+        .current_dir(&out_dir)
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let refused: Vec<&Value> = doc["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["verdict"] != "accept")
+        .collect();
+    assert_eq!(doc["verdicts"].as_array().unwrap().len(), names.len());
+    assert!(
+        refused.is_empty(),
+        "the SDK refuses exported cards: {refused:?}"
+    );
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}
+
+fn tempfile_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ofc-a2a-export-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
