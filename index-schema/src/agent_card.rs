@@ -305,8 +305,12 @@ impl CardType {
 
     /// Like [`CardType::parse`], and also the legacy `smart` type, which fast-agent 0.10 still
     /// reads as an `agent` with `subagents` and `harness_tools` on by default. The flag says
-    /// whether `s` was `smart`.
+    /// whether `s` was `smart`. A blank `s` is `agent`.
     pub fn parse_legacy(s: &str) -> Option<(Self, bool)> {
+        // A blank type is the default type, as fast-agent reads it.
+        if s.trim().is_empty() {
+            return Some((CardType::Agent, false));
+        }
         if s.trim().eq_ignore_ascii_case("smart") {
             return Some((CardType::Agent, true));
         }

@@ -161,6 +161,9 @@ pub(super) fn check(kind: Kind, v: &Value, path: &FieldPath, d: &mut Diagnostics
             ),
         },
         Kind::Paths => match v {
+            Value::String(s) if s.trim().is_empty() => {
+                d.push(path.clone(), "must not be empty (a file path)")
+            }
             Value::String(_) => {}
             Value::Array(items) => {
                 for (i, item) in items.iter().enumerate() {
