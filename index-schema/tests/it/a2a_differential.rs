@@ -212,6 +212,7 @@ fn conversion_errors_name_the_card_field_and_line() {
 /// manifests that did not come from an A2A card.
 #[test]
 fn a2a_cards_round_trip_and_exported_cards_parse_with_the_sdk() {
+    let python = sdk_python();
     let out_dir = tempfile_dir();
     let mut exported = Vec::new();
     for file in files().iter().filter(|f| f.starts_with("ok-")) {
@@ -249,7 +250,7 @@ fn a2a_cards_round_trip_and_exported_cards_parse_with_the_sdk() {
         .unwrap();
         names.push(name.clone());
     }
-    let out = Command::new(sdk_python())
+    let out = Command::new(python)
         .arg(repo_root().join("scripts/a2a-card-verdicts"))
         .args(&names)
         .current_dir(&out_dir)
