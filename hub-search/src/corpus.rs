@@ -145,6 +145,7 @@ impl AgentSpec {
             requires: None,
             pricing: None,
             source,
+            origin: None,
         };
         Ok(SearchDoc::new(
             manifest,

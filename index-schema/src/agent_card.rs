@@ -1,39 +1,57 @@
 //! AgentCards: agents written as Markdown (`.md`/`.markdown`, YAML front matter + body) or YAML
-//! (`.yaml`/`.yml`) files, following the AgentCard RFC (`shared/seeds/003`).
+//! (`.yaml`/`.yml`) files, read as fast-agent (PyPI `fast-agent-mcp`, the format's main
+//! implementation) reads them today, with the AgentCard RFC (`shared/seeds/003`) as the floor.
+//! The rules were learned from fast-agent-mcp 0.10.48's card loader; the differential test
+//! `index-schema/tests/it/fast_agent_differential.rs` runs that loader on a corpus and checks
+//! that both agree on every file.
 //!
 //! What the loader enforces, rule by rule:
 //!
 //! - `type` is one of `agent`, `chain`, `parallel`, `evaluator_optimizer`, `router`,
-//!   `orchestrator`, `iterative_planner`, `MAKER` (spelled exactly so) and defaults to `agent`.
-//! - Each type accepts exactly the fields of its decorator in the RFC's "1:1 Card ↔ Decorator
-//!   Mapping", plus `type` and `schema_version`; any other field is refused with a message naming
-//!   the field and the type. `messages` is allowed only where the RFC lists it (not on `chain` or
-//!   `parallel`).
-//! - `history_mode` stays accepted on `agent`: the RFC's appendix says it is removed, but the
-//!   normative allowed-field list still has it, and the list is what the strict validator follows.
-//!   `history_source`/`history_merge_target` are "proposed and not yet part of the validator", so
-//!   they are refused.
-//! - The arguments a decorator cannot do without are required: `sequence` (chain), `fan_out`
-//!   (parallel), `generator` and `evaluator` (evaluator_optimizer), `agents` (router,
-//!   orchestrator, iterative_planner), `worker` (MAKER).
-//! - `name` defaults to the file name without its extension; `schema_version` is an optional
-//!   integer, default 1.
-//! - `instruction` is required and comes from exactly one source: the Markdown body or the
-//!   `instruction` attribute. Both is an error; an attribute with a whitespace-only body is fine.
-//!   A leading `---SYSTEM` line in the body is stripped. Inline `---USER`/`---ASSISTANT`/
-//!   `---RESOURCE` lines in the body are refused (history is external only).
-//! - `tool_only: true` and `default: true` are mutually exclusive.
+//!   `orchestrator`, `iterative_planner`, `MAKER`, `a2a`, in any case and with blanks around it,
+//!   and defaults to `agent`. The legacy `smart` is an `agent` with `subagents` and
+//!   `harness_tools` on unless the card says otherwise.
+//! - Each type accepts exactly its field set (`agent` adds to the RFC's list `subagents`,
+//!   `subagent_model`, `harness_tools`, `mcp_connect`, `save_trajectory`, `history_source`,
+//!   `history_merge_target`, `lifecycle_hooks`, `commands`, `trim_tool_history`,
+//!   `tool_input_schema`, `variables`; `router`/`orchestrator` add `save_trajectory`; `a2a` has
+//!   `url`, `transport`, `streaming`, `polling`, `accepted_output_modes`, `headers`, `auth`,
+//!   `relative_card_path`, `request_timeout_seconds`). Any other field is refused with a message
+//!   naming the field and the type; `history_mode` is refused on every type, with a pointer to
+//!   `history_source`/`history_merge_target`.
+//! - Required: `sequence` (chain) and `fan_out` (parallel), not empty; `generator` and `evaluator`
+//!   (evaluator_optimizer); `agents`, not empty (router, orchestrator, iterative_planner); `worker`
+//!   (MAKER); `url` (a2a).
+//! - `name` defaults to the file name without its extension; blanks in it become `_`.
+//!   `schema_version` is an optional integer, default 1.
+//! - `instruction` is optional (fast-agent then uses its default instruction) and comes from at
+//!   most one source: the Markdown body or the `instruction` attribute. Both is an error, and so is
+//!   a blank attribute. A leading `---SYSTEM` line in the body is stripped. Inline `---USER`/
+//!   `---ASSISTANT`/`---RESOURCE` lines in the body are refused (history is external only).
+//! - `tool_only: true` excludes `default: true` and `harness_tools: true`; `save_trajectory: true`
+//!   needs history off (`use_history: false`, or a type that keeps none by default).
 //! - `messages` is a path or a list of paths, resolved against the card's directory when the card
-//!   is loaded from a file ([`AgentCard::load_file`]); each file must exist. `.json` history files
-//!   must hold `{"messages": [...]}`; any other file is delimited text and must be UTF-8.
-//! - Field values are type-checked (`servers` a list of strings, `tools` a map of server to a list
-//!   of tool names or patterns, `max_parallel` a positive integer, `shell` a boolean, …). A field
-//!   set to `null` counts as absent, as in the reference loader.
-//! - A UTF-8 byte order mark is tolerated.
+//!   is loaded from a file ([`AgentCard::load_file`]); each file must exist. ofc also checks that a
+//!   `.json` history file holds `{"messages": [...]}` (fast-agent reads it only when the agent
+//!   starts) and that text history is UTF-8.
+//! - Values are checked as fast-agent checks them (`agent_card/fields.rs`): booleans, integers, string lists,
+//!   filter maps, `mcp_connect` in its list and mapping forms (entry keys, `name` matching its key,
+//!   one of `target`/`connector_id`, provider-managed connectors), `function_tools` as strings or
+//!   `{entrypoint, variant, code_arg, language}` objects, `tool_input_schema` (an `object`
+//!   schema whose `required` names defined properties), `lifecycle_hooks` keys, `commands`,
+//!   typed `request_params`. Fields fast-agent takes as written (`model`, `skills`, `variables`,
+//!   …) are kept as written. The agents-as-tools options (`history_source`, `max_parallel`, …)
+//!   are read only when an `agent` card has `agents`, as in fast-agent. A field set to `null`
+//!   counts as absent, except where fast-agent refuses `null` (`subagents`, `k`, …).
+//! - YAML is read with YAML 1.1 booleans (`yes`/`no`/`on`/`off`), as fast-agent's YAML loader
+//!   does; a UTF-8 byte order mark is tolerated. Unlike fast-agent, a key written twice is refused
+//!   (fast-agent keeps the last one).
 //!
 //! A parsed card keeps its common fields typed ([`AgentCard`]) and every other field in
 //! [`AgentCard::attributes`], already validated, so it can be written back with
 //! [`AgentCard::to_markdown`] or [`AgentCard::to_yaml`].
+//!
+//! `SKILL.md` is an Agent Skill, not a card ([`is_agent_skill`]); [`load_dir`] skips it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -47,8 +65,36 @@ use crate::manifest::{self, Manifest, Requires};
 use crate::name::{AgentHandle, AgentName};
 use crate::source::{self, SourceDoc};
 
+mod fields;
+
+use fields::{Kind, kind_of};
+
 /// File extensions (lowercase) that hold AgentCards.
 pub const CARD_EXTENSIONS: [&str; 4] = ["md", "markdown", "yaml", "yml"];
+
+/// The file name of an Agent Skill, which looks like a Markdown card but is not one.
+pub const SKILL_FILE_NAME: &str = "SKILL.md";
+
+/// fast-agent's project folder, and the folders in it that it loads cards from on its own.
+pub const FAST_AGENT_DIR: &str = ".fast-agent";
+/// Card folders inside [`FAST_AGENT_DIR`]: agents, and agents used only as tools.
+pub const FAST_AGENT_CARD_DIRS: [&str; 2] = ["agent-cards", "tool-cards"];
+
+/// True for an Agent Skill manifest (`SKILL.md`, spelled so): front matter and a body like a
+/// card, but a skill, not an agent. fast-agent refuses to load one as a card.
+pub fn is_agent_skill(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()) == Some(SKILL_FILE_NAME)
+}
+
+/// True when `path` is directly inside `.fast-agent/agent-cards/` or `.fast-agent/tool-cards/`,
+/// where every card file is a card whatever its name.
+pub fn in_card_folder(path: &Path) -> bool {
+    let mut parents = path.components().rev().skip(1).map(|c| c.as_os_str());
+    let folder = parents.next();
+    let project = parents.next();
+    folder.is_some_and(|f| FAST_AGENT_CARD_DIRS.iter().any(|d| f == *d))
+        && project.is_some_and(|p| p == FAST_AGENT_DIR)
+}
 
 /// Largest history file read when checking a card's `messages`.
 pub const MAX_HISTORY_BYTES: u64 = 16 * 1024 * 1024;
@@ -70,26 +116,37 @@ const COMMON_FIELDS: &[&str] = &[
 ];
 
 const AGENT_FIELDS: &[&str] = &[
+    "subagents",
+    "subagent_model",
+    "harness_tools",
     "agents",
     "servers",
     "tools",
     "resources",
     "prompts",
+    "mcp_connect",
     "skills",
     "model",
     "use_history",
+    "save_trajectory",
     "request_params",
     "human_input",
     "api_key",
-    "history_mode",
+    "history_source",
+    "history_merge_target",
     "max_parallel",
     "child_timeout_sec",
     "max_display_instances",
     "function_tools",
     "tool_hooks",
+    "lifecycle_hooks",
+    "commands",
+    "trim_tool_history",
+    "tool_input_schema",
+    "messages",
     "shell",
     "cwd",
-    "messages",
+    "variables",
 ];
 const CHAIN_FIELDS: &[&str] = &["sequence", "cumulative"];
 const PARALLEL_FIELDS: &[&str] = &["fan_out", "fan_in", "include_request"];
@@ -109,6 +166,7 @@ const ROUTER_FIELDS: &[&str] = &[
     "prompts",
     "model",
     "use_history",
+    "save_trajectory",
     "request_params",
     "human_input",
     "api_key",
@@ -118,6 +176,7 @@ const ORCHESTRATOR_FIELDS: &[&str] = &[
     "agents",
     "model",
     "use_history",
+    "save_trajectory",
     "request_params",
     "human_input",
     "api_key",
@@ -141,6 +200,47 @@ const MAKER_FIELDS: &[&str] = &[
     "red_flag_max_length",
     "messages",
 ];
+const A2A_FIELDS: &[&str] = &[
+    "url",
+    "transport",
+    "streaming",
+    "polling",
+    "accepted_output_modes",
+    "headers",
+    "auth",
+    "relative_card_path",
+    "request_timeout_seconds",
+];
+
+/// Options of agents-as-tools, which fast-agent reads only when an `agent` card has `agents`.
+const AGENTS_AS_TOOLS_OPTIONS: &[&str] = &[
+    "history_source",
+    "history_merge_target",
+    "max_parallel",
+    "child_timeout_sec",
+    "max_display_instances",
+];
+
+/// Fields for which `null` is a wrong value rather than "absent": fast-agent checks them without
+/// a default (`subagents`, `subagent_model`) or with a default that `null` replaces.
+const NULL_IS_WRONG: &[&str] = &[
+    "schema_version",
+    "subagents",
+    "subagent_model",
+    "min_rating",
+    "max_refinements",
+    "plan_type",
+    "plan_iterations",
+    "k",
+    "max_samples",
+    "match_strategy",
+];
+
+/// Fields fast-agent knows that no card type accepts any more, with what to write instead.
+const RETIRED_FIELDS: &[(&str, &str)] = &[(
+    "history_mode",
+    "use `history_source` and `history_merge_target` (on an `agent` card with `agents`)",
+)];
 
 /// The kind of agent a card defines; decides which fields it may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -161,11 +261,13 @@ pub enum CardType {
     IterativePlanner,
     /// `MAKER` (`@fast.maker`).
     Maker,
+    /// `a2a`: a remote agent reached over the A2A protocol at `url`.
+    A2a,
 }
 
 impl CardType {
-    /// Every type, in the RFC's order.
-    pub const ALL: [CardType; 8] = [
+    /// Every type, in the RFC's order, then `a2a`.
+    pub const ALL: [CardType; 9] = [
         CardType::Agent,
         CardType::Chain,
         CardType::Parallel,
@@ -174,9 +276,10 @@ impl CardType {
         CardType::Orchestrator,
         CardType::IterativePlanner,
         CardType::Maker,
+        CardType::A2a,
     ];
 
-    /// The spelling used in cards.
+    /// The canonical spelling, as written back.
     pub fn as_str(self) -> &'static str {
         match self {
             CardType::Agent => "agent",
@@ -187,12 +290,31 @@ impl CardType {
             CardType::Orchestrator => "orchestrator",
             CardType::IterativePlanner => "iterative_planner",
             CardType::Maker => "MAKER",
+            CardType::A2a => "a2a",
         }
     }
 
-    /// The type spelled exactly `s`.
+    /// The type named `s`, in any case and with surrounding blanks (`Chain`, ` maker `), as
+    /// fast-agent reads it. The retired `smart` type is [`CardType::parse_legacy`]'s business.
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str() == s)
+        let s = s.trim();
+        Self::ALL
+            .into_iter()
+            .find(|t| t.as_str().to_lowercase() == s.to_lowercase())
+    }
+
+    /// Like [`CardType::parse`], and also the legacy `smart` type, which fast-agent 0.10 still
+    /// reads as an `agent` with `subagents` and `harness_tools` on by default. The flag says
+    /// whether `s` was `smart`. A blank `s` is `agent`.
+    pub fn parse_legacy(s: &str) -> Option<(Self, bool)> {
+        // A blank type is the default type, as fast-agent reads it.
+        if s.trim().is_empty() {
+            return Some((CardType::Agent, false));
+        }
+        if s.trim().eq_ignore_ascii_case("smart") {
+            return Some((CardType::Agent, true));
+        }
+        Self::parse(s).map(|t| (t, false))
     }
 
     fn specific_fields(self) -> &'static [&'static str] {
@@ -205,6 +327,7 @@ impl CardType {
             CardType::Orchestrator => ORCHESTRATOR_FIELDS,
             CardType::IterativePlanner => ITERATIVE_PLANNER_FIELDS,
             CardType::Maker => MAKER_FIELDS,
+            CardType::A2a => A2A_FIELDS,
         }
     }
 
@@ -231,7 +354,16 @@ impl CardType {
             CardType::EvaluatorOptimizer => &["generator", "evaluator"],
             CardType::Router | CardType::Orchestrator | CardType::IterativePlanner => &["agents"],
             CardType::Maker => &["worker"],
+            CardType::A2a => &["url"],
         }
+    }
+
+    /// Whether the agent keeps its conversation when the card does not say (`use_history`).
+    pub fn default_use_history(self) -> bool {
+        !matches!(
+            self,
+            CardType::Router | CardType::Orchestrator | CardType::IterativePlanner
+        )
     }
 }
 
@@ -271,8 +403,9 @@ pub struct AgentCard {
     pub name: String,
     /// `schema_version` (1 when omitted).
     pub schema_version: i64,
-    /// The system instruction, from the body or the `instruction` attribute, trimmed.
-    pub instruction: String,
+    /// The system instruction, from the body or the `instruction` attribute, trimmed; `None`
+    /// when the card gives none (fast-agent then uses its default instruction).
+    pub instruction: Option<String>,
     /// `description`, used as the tool description when the agent is exposed as a tool.
     pub description: Option<String>,
     /// `default: true`.
@@ -285,225 +418,54 @@ pub struct AgentCard {
     pub attributes: IndexMap<String, Value>,
 }
 
-/// What kind of value a field holds.
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    /// A non-empty string.
-    Str,
-    /// A boolean.
-    Bool,
-    /// An integer of at least this value.
-    Int(i64),
-    /// A number greater than zero.
-    PositiveNumber,
-    /// A list of non-empty strings; `true` when it must not be empty.
-    StrList(bool),
-    /// A non-empty string or a list of them.
-    StrOrList,
-    /// A mapping of name to a list of non-empty strings (`tools`, `resources`, `prompts`).
-    FilterMap,
-    /// A mapping of name to string.
-    StrMap,
-    /// Any mapping.
-    Mapping,
-    /// One of these strings.
-    OneOf(&'static [&'static str]),
-}
-
-fn field_kind(field: &str) -> Kind {
+/// The value rule of `field` on a card of type `t`.
+fn field_kind(t: CardType, field: &str) -> Kind {
     match field {
         "name"
-        | "instruction"
         | "description"
-        | "model"
-        | "api_key"
-        | "history_mode"
-        | "cwd"
-        | "fan_in"
+        | "subagent_model"
         | "generator"
         | "evaluator"
-        | "refinement_instruction"
-        | "worker" => Kind::Str,
-        "default" | "tool_only" | "use_history" | "human_input" | "shell" | "cumulative"
-        | "include_request" => Kind::Bool,
-        "schema_version" | "plan_iterations" => Kind::Int(i64::MIN),
-        "max_parallel" | "max_display_instances" | "k" | "max_samples" | "red_flag_max_length" => {
-            Kind::Int(1)
-        }
-        "max_refinements" => Kind::Int(0),
-        "child_timeout_sec" => Kind::PositiveNumber,
-        "agents" | "servers" => Kind::StrList(false),
+        | "worker"
+        | "url"
+        | "relative_card_path"
+        | "min_rating"
+        | "plan_type"
+        | "match_strategy"
+        | "history_source"
+        | "history_merge_target" => Kind::Str,
+        "instruction" | "cwd" | "fan_in" => Kind::AnyStr,
+        "default" | "tool_only" | "subagents" | "harness_tools" | "save_trajectory"
+        | "human_input" | "shell" | "trim_tool_history" | "cumulative" | "include_request"
+        | "streaming" | "polling" => Kind::Bool,
+        "schema_version"
+        | "max_parallel"
+        | "max_display_instances"
+        | "max_refinements"
+        | "plan_iterations"
+        | "k"
+        | "max_samples"
+        | "red_flag_max_length" => Kind::Int,
+        "child_timeout_sec" | "request_timeout_seconds" => Kind::Number,
+        "agents" => Kind::StrList(t != CardType::Agent),
         "sequence" | "fan_out" => Kind::StrList(true),
-        "skills" | "function_tools" | "messages" => Kind::StrOrList,
+        "servers" | "accepted_output_modes" => Kind::StrList(false),
+        "messages" => Kind::Paths,
         "tools" | "resources" | "prompts" => Kind::FilterMap,
-        "tool_hooks" => Kind::StrMap,
-        "request_params" => Kind::Mapping,
-        "min_rating" => Kind::OneOf(&["POOR", "FAIR", "GOOD", "EXCELLENT"]),
-        "plan_type" => Kind::OneOf(&["full", "iterative"]),
-        "match_strategy" => Kind::OneOf(&["exact", "normalized", "structured"]),
-        _ => Kind::Mapping,
-    }
-}
-
-fn check_kind(kind: Kind, v: &Value, path: &FieldPath, diags: &mut Diagnostics) {
-    let non_empty_str = |v: &Value| matches!(v, Value::String(s) if !s.trim().is_empty());
-    match kind {
-        Kind::Str => match v {
-            Value::String(s) if s.trim().is_empty() => {
-                diags.push(path.clone(), "must not be empty")
-            }
-            Value::String(_) => {}
-            other => diags.push(
-                path.clone(),
-                format!("must be a string, not {}", kind_of(other)),
-            ),
-        },
-        Kind::Bool => {
-            if !v.is_boolean() {
-                diags.push(
-                    path.clone(),
-                    format!("must be true or false, not {}", kind_of(v)),
-                );
-            }
-        }
-        Kind::Int(min) => match v.as_i64() {
-            Some(n) if n >= min => {}
-            Some(_) if min == 1 => diags.push(path.clone(), "must be a positive integer"),
-            Some(_) => diags.push(path.clone(), format!("must be at least {min}")),
-            None => diags.push(
-                path.clone(),
-                format!("must be an integer, not {}", kind_of(v)),
-            ),
-        },
-        Kind::PositiveNumber => match v.as_f64() {
-            Some(f) if f > 0.0 => {}
-            Some(_) => diags.push(path.clone(), "must be greater than zero"),
-            None => diags.push(
-                path.clone(),
-                format!("must be a number, not {}", kind_of(v)),
-            ),
-        },
-        Kind::StrList(required_items) => match v {
-            Value::Array(items) => {
-                if required_items && items.is_empty() {
-                    diags.push(path.clone(), "must name at least one agent");
-                }
-                for (i, item) in items.iter().enumerate() {
-                    if !non_empty_str(item) {
-                        diags.push(path.index(i), "must be a non-empty string");
-                    }
-                }
-            }
-            other => diags.push(
-                path.clone(),
-                format!("must be a list of strings, not {}", kind_of(other)),
-            ),
-        },
-        Kind::StrOrList => match v {
-            Value::String(s) if s.trim().is_empty() => {
-                diags.push(path.clone(), "must not be empty")
-            }
-            Value::String(_) => {}
-            Value::Array(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    if !non_empty_str(item) {
-                        diags.push(path.index(i), "must be a non-empty string");
-                    }
-                }
-            }
-            other => diags.push(
-                path.clone(),
-                format!(
-                    "must be a string or a list of strings, not {}",
-                    kind_of(other)
-                ),
-            ),
-        },
-        Kind::FilterMap => match v {
-            Value::Object(m) => {
-                for (k, items) in m {
-                    let p = path.key(k.clone());
-                    match items {
-                        Value::Array(items) => {
-                            for (i, item) in items.iter().enumerate() {
-                                if !non_empty_str(item) {
-                                    diags.push(p.index(i), "must be a non-empty string");
-                                }
-                            }
-                        }
-                        other => diags.push(
-                            p,
-                            format!(
-                                "must be a list of names or patterns, not {}",
-                                kind_of(other)
-                            ),
-                        ),
-                    }
-                }
-            }
-            other => diags.push(
-                path.clone(),
-                format!(
-                    "must be a mapping of server name to a list of names, not {}",
-                    kind_of(other)
-                ),
-            ),
-        },
-        Kind::StrMap => match v {
-            Value::Object(m) => {
-                for (k, item) in m {
-                    if !item.is_string() {
-                        diags.push(path.key(k.clone()), "must be a string");
-                    }
-                }
-            }
-            other => diags.push(
-                path.clone(),
-                format!("must be a mapping, not {}", kind_of(other)),
-            ),
-        },
-        Kind::Mapping => {
-            if !v.is_object() {
-                diags.push(
-                    path.clone(),
-                    format!("must be a mapping, not {}", kind_of(v)),
-                );
-            }
-        }
-        Kind::OneOf(choices) => match v.as_str() {
-            Some(s) if choices.contains(&s) => {}
-            _ => diags.push(
-                path.clone(),
-                format!(
-                    "must be one of {}, not {}",
-                    choices
-                        .iter()
-                        .map(|c| format!("`{c}`"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    describe(v)
-                ),
-            ),
-        },
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(n) if n.is_f64() => "a number with a fraction",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
-}
-
-fn describe(v: &Value) -> String {
-    match v {
-        Value::String(s) => format!("`{}`", truncate(s, 40)),
-        other => kind_of(other).to_string(),
+        "tool_hooks" => Kind::Mapping,
+        "lifecycle_hooks" => Kind::LifecycleHooks,
+        "function_tools" => Kind::FunctionTools,
+        "commands" => Kind::Commands,
+        "tool_input_schema" => Kind::ToolInputSchema,
+        "request_params" => Kind::RequestParams,
+        "mcp_connect" => Kind::McpConnect,
+        "headers" => Kind::Headers,
+        "auth" => Kind::Auth,
+        "transport" => Kind::OneOf(&["JSONRPC", "HTTP+JSON"]),
+        // `model`, `api_key`, `skills`, `variables`, `use_history`, `refinement_instruction`:
+        // fast-agent takes them as written (a `use_history` that is not a boolean means the
+        // type's default).
+        _ => Kind::Any,
     }
 }
 
@@ -688,11 +650,8 @@ impl AgentCard {
                 );
             }
         }
-        if with_instruction {
-            m.insert(
-                "instruction".into(),
-                Value::String(self.instruction.clone()),
-            );
+        if with_instruction && let Some(instruction) = &self.instruction {
+            m.insert("instruction".into(), Value::String(instruction.clone()));
         }
         m
     }
@@ -701,14 +660,18 @@ impl AgentCard {
     /// a body cannot carry unchanged (a line a body would read as a marker, or a carriage return,
     /// which body reading normalizes) goes in the front matter.
     pub fn to_markdown(&self) -> String {
-        let in_body = !self.instruction.contains('\r')
-            && self.instruction.split('\n').all(|l| {
+        let Some(instruction) = &self.instruction else {
+            let fm = emit::to_yaml(&Value::Object(self.to_mapping(false)));
+            return format!("---\n{fm}---\n");
+        };
+        let in_body = !instruction.contains('\r')
+            && instruction.split('\n').all(|l| {
                 let t = l.trim();
                 t != SYSTEM_MARKER && !HISTORY_DELIMITERS.contains(&t)
             });
         let fm = emit::to_yaml(&Value::Object(self.to_mapping(!in_body)));
         if in_body {
-            format!("---\n{fm}---\n{}\n", self.instruction)
+            format!("---\n{fm}---\n{instruction}\n")
         } else {
             format!("---\n{fm}---\n")
         }
@@ -827,6 +790,32 @@ impl AgentCard {
             workstations: servers,
             tools: Vec::new(),
         });
+        let origin = match &defaults.source {
+            Some(manifest::Source::Bundle(b)) => Some(manifest::Origin {
+                format: manifest::Origin::AGENT_CARD.to_string(),
+                document: b.entrypoint.clone(),
+                fields: self.unused_fields(),
+            }),
+            _ => None,
+        };
+        if let Some(o) = &origin {
+            let len = serde_json::to_vec(&o.fields).map_or(0, |v| v.len());
+            if len > manifest::MAX_ORIGIN_FIELDS_BYTES
+                && let Some((big, _)) = o
+                    .fields
+                    .iter()
+                    .max_by_key(|(_, v)| serde_json::to_vec(v).map_or(0, |v| v.len()))
+            {
+                d.push(
+                    root.key(big.clone()),
+                    format!(
+                        "the fields kept in the manifest are {len} bytes as JSON, more than the \
+                         limit of {} bytes; this is the largest",
+                        manifest::MAX_ORIGIN_FIELDS_BYTES
+                    ),
+                );
+            }
+        }
         let (Some(name), Some(id), Some(version), Some(description), Some(source)) =
             (name, id, version, description, defaults.source)
         else {
@@ -851,6 +840,7 @@ impl AgentCard {
             provides_mcp: None,
             requires,
             pricing: None,
+            origin,
             source,
         };
         finish_manifest(
@@ -866,6 +856,35 @@ impl AgentCard {
         )
     }
 
+    /// The card's fields that its manifest holds nowhere else (everything but `name`,
+    /// `description`, `model`, `servers` and the instruction, which stays in the card file), for
+    /// [`manifest::Origin::fields`]. Secrets are left out: `api_key`, and `headers`, `auth` and
+    /// `access_token` (of the card and of its `mcp_connect` entries).
+    pub fn unused_fields(&self) -> Map<String, Value> {
+        const SECRETS: [&str; 4] = ["api_key", "headers", "auth", "access_token"];
+        const USED: [&str; 4] = ["name", "description", "model", "servers"];
+        // Filtered rather than removed, so that the fields keep the order they were written in.
+        let mut m: Map<String, Value> = self
+            .to_mapping(false)
+            .into_iter()
+            .filter(|(k, _)| !USED.contains(&k.as_str()) && !SECRETS.contains(&k.as_str()))
+            .collect();
+        let scrub = |entry: &mut Value| {
+            if let Value::Object(e) = entry {
+                *e = std::mem::take(e)
+                    .into_iter()
+                    .filter(|(k, _)| !SECRETS.contains(&k.as_str()))
+                    .collect();
+            }
+        };
+        match m.get_mut("mcp_connect") {
+            Some(Value::Array(entries)) => entries.iter_mut().for_each(scrub),
+            Some(Value::Object(entries)) => entries.values_mut().for_each(scrub),
+            _ => {}
+        }
+        m
+    }
+
     /// A string-valued attribute.
     pub fn attribute_str(&self, field: &str) -> Option<&str> {
         self.attributes.get(field).and_then(Value::as_str)
@@ -877,14 +896,14 @@ fn parse_markdown(text: &str, file_stem: Option<&str>) -> Result<Parsed, Diagnos
     let text = source::strip_bom(text);
     let (fm, body) = split_front_matter(text)?;
     // The front matter starts on line 2 of the file.
-    let doc = source::parse_yaml(fm)
+    let doc = source::parse_yaml_yaml11_booleans(fm)
         .map_err(|d| shift(d, 1))?
         .with_line_offset(1);
     build(&doc, Some(&body), file_stem).map(|card| Parsed { card, doc })
 }
 
 fn parse_yaml_card(text: &str, file_stem: Option<&str>) -> Result<Parsed, Diagnostics> {
-    let doc = source::parse_yaml(text)?;
+    let doc = source::parse_yaml_yaml11_booleans(text)?;
     build(&doc, None, file_stem).map(|card| Parsed { card, doc })
 }
 
@@ -911,20 +930,15 @@ fn build(
     let mut diags = Diagnostics::default();
     let root = FieldPath::root();
 
-    let card_type = match map.get("type") {
-        None | Some(Value::Null) => Some(CardType::Agent),
-        Some(Value::String(s)) => match CardType::parse(s) {
+    let typed = match map.get("type") {
+        None | Some(Value::Null) => Some((CardType::Agent, false)),
+        Some(Value::String(s)) => match CardType::parse_legacy(s) {
             Some(t) => Some(t),
             None => {
-                let hint = CardType::ALL
-                    .iter()
-                    .find(|t| t.as_str().eq_ignore_ascii_case(s))
-                    .map(|t| format!(" (did you mean `{t}`?)"))
-                    .unwrap_or_default();
                 diags.push(
                     root.key("type"),
                     format!(
-                        "unknown card type `{}`{hint}; expected one of {}",
+                        "unknown card type `{}`; expected one of {} (in any case)",
                         truncate(s, 40),
                         CardType::ALL.map(|t| t.as_str()).join(", ")
                     ),
@@ -942,13 +956,25 @@ fn build(
     };
 
     // Without a known type there is no field set to check against; report the type alone.
-    let Some(card_type) = card_type else {
+    let Some((card_type, smart)) = typed else {
         return Err(doc.locate(diags));
     };
+    let get = |k: &str| map.get(k).filter(|v| !v.is_null());
+    let has_agents = card_type == CardType::Agent
+        && get("agents")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
 
     for (key, value) in map {
         let path = root.key(key.clone());
         if !card_type.allows(key) {
+            if let Some((_, instead)) = RETIRED_FIELDS.iter().find(|(f, _)| f == key) {
+                diags.push(
+                    path,
+                    format!("field `{key}` is no longer supported by AgentCards; {instead}"),
+                );
+                continue;
+            }
             let others: Vec<&str> = CardType::ALL
                 .iter()
                 .filter(|t| t.allows(key))
@@ -968,10 +994,14 @@ fn build(
             );
             continue;
         }
-        if key == "type" || value.is_null() {
+        if key == "type" || (value.is_null() && !NULL_IS_WRONG.contains(&key.as_str())) {
             continue;
         }
-        check_kind(field_kind(key), value, &path, &mut diags);
+        // fast-agent reads the agents-as-tools options only when there are agents to call.
+        if AGENTS_AS_TOOLS_OPTIONS.contains(&key.as_str()) && !has_agents {
+            continue;
+        }
+        fields::check(field_kind(card_type, key), value, &path, &mut diags);
     }
 
     for field in card_type.required_fields() {
@@ -983,13 +1013,12 @@ fn build(
         }
     }
 
-    let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-
+    // fast-agent turns blanks in a name into underscores.
     let name = match get("name") {
-        Some(Value::String(s)) => s.trim().to_string(),
+        Some(Value::String(s)) => s.trim().replace(' ', "_"),
         Some(_) => String::new(), // reported by the type check
-        None => match file_stem.map(str::trim) {
-            Some(stem) if !stem.is_empty() => stem.to_string(),
+        None => match file_stem {
+            Some(stem) if !stem.trim().is_empty() => stem.replace(' ', "_"),
             _ => {
                 diags.push(
                     root.key("name"),
@@ -1003,18 +1032,17 @@ fn build(
     let schema_version = get("schema_version").and_then(Value::as_i64).unwrap_or(1);
 
     let attribute = get("instruction").and_then(Value::as_str);
-    let mut body_refused = false;
     let body_text = match body {
         Some(b) => match body_instruction(b) {
             Ok(t) => t,
             Err(d) => {
                 diags.0.push(d);
-                body_refused = true;
                 String::new()
             }
         },
         None => String::new(),
     };
+    // No instruction at all is fine: fast-agent gives the agent its default instruction.
     let instruction = match (attribute, body_text.is_empty()) {
         (Some(_), false) => {
             diags.push(
@@ -1022,21 +1050,19 @@ fn build(
                 "the instruction is given both in the body and as the `instruction` attribute; \
                  use one source only",
             );
-            String::new()
+            None
         }
-        (Some(a), true) => a.trim().to_string(),
-        (None, false) => body_text,
-        (None, true) => {
-            if get("instruction").is_none() && !body_refused {
-                let message = if body.is_some() {
-                    "is required: write it in the body or as the `instruction` attribute"
-                } else {
-                    "is required"
-                };
-                diags.push(root.key("instruction"), message);
+        (Some(a), true) => {
+            if a.trim().is_empty() {
+                diags.push(
+                    root.key("instruction"),
+                    "must not be empty (leave it out to use the default instruction)",
+                );
             }
-            String::new()
+            Some(a.trim().to_string())
         }
+        (None, false) => Some(body_text),
+        (None, true) => None,
     };
 
     let flag = |k: &str| get(k).and_then(Value::as_bool) == Some(true);
@@ -1048,6 +1074,27 @@ fn build(
             "`tool_only: true` and `default: true` are mutually exclusive: a tool-only agent \
              cannot be the default agent",
         );
+    }
+    // The legacy `smart` type turns the harness tools on unless the card says otherwise.
+    let harness_tools = get("harness_tools")
+        .and_then(Value::as_bool)
+        .unwrap_or(smart && !map.contains_key("harness_tools"));
+    if harness_tools && tool_only {
+        diags.push(
+            root.key("harness_tools"),
+            "the harness tools cannot be enabled on a tool-only agent",
+        );
+    }
+    let use_history = get("use_history")
+        .and_then(Value::as_bool)
+        .unwrap_or(card_type.default_use_history());
+    if flag("save_trajectory") && use_history {
+        let why = if get("use_history").is_some_and(Value::is_boolean) {
+            "`save_trajectory: true` needs `use_history: false`"
+        } else {
+            "`save_trajectory: true` needs `use_history: false` (this type keeps history by default)"
+        };
+        diags.push(root.key("save_trajectory"), why);
     }
 
     let description = get("description")
@@ -1064,11 +1111,19 @@ fn build(
         return Err(located);
     }
 
-    let attributes = map
+    let mut attributes: IndexMap<String, Value> = map
         .iter()
         .filter(|(k, v)| !COMMON_FIELDS.contains(&k.as_str()) && *k != "messages" && !v.is_null())
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    if smart {
+        // Written back as what fast-agent makes of it: an agent with the smart defaults.
+        for k in ["subagents", "harness_tools"] {
+            if !map.contains_key(k) {
+                attributes.insert(k.to_string(), Value::Bool(true));
+            }
+        }
+    }
 
     Ok(AgentCard {
         card_type,
@@ -1134,7 +1189,8 @@ pub struct CardDir {
     pub cards: Vec<LoadedCard>,
     /// Files that did not load (or whose name repeats an earlier card's), sorted by file name.
     pub failed: Vec<FileDiagnostics>,
-    /// Markdown files without front matter (a README next to the cards), which are not cards.
+    /// Markdown files without front matter (a README next to the cards) and Agent Skills
+    /// (`SKILL.md`), which are not cards.
     pub skipped: Vec<PathBuf>,
 }
 
@@ -1314,6 +1370,10 @@ pub fn load_dir(dir: &Path) -> Result<CardDir, Diagnostics> {
     let mut out = CardDir::default();
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     for path in files {
+        if is_agent_skill(&path) {
+            out.skipped.push(path);
+            continue;
+        }
         if CardFormat::from_path(&path) == Some(CardFormat::Markdown) {
             // A Markdown file without front matter is documentation, not a card (as in the
             // reference loader); one that cannot be read is reported by `load_file`.
@@ -1379,8 +1439,8 @@ mod tests {
         assert_eq!(c.name, "sizer");
         assert_eq!(c.schema_version, 1);
         assert_eq!(
-            c.instruction,
-            "Given an object, respond only with an estimate of its size."
+            c.instruction.as_deref(),
+            Some("Given an object, respond only with an estimate of its size.")
         );
         assert!(c.attributes.is_empty());
     }
@@ -1393,8 +1453,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            c.instruction,
-            "Given an object, respond only with an estimate of its size."
+            c.instruction.as_deref(),
+            Some("Given an object, respond only with an estimate of its size.")
         );
     }
 
@@ -1408,11 +1468,11 @@ mod tests {
     }
 
     #[test]
-    fn unknown_type_is_refused_with_a_hint() {
-        let e = md("---\ntype: maker\nworker: w\n---\nx\n").unwrap_err();
+    fn unknown_type_is_refused_with_the_known_ones() {
+        let e = md("---\ntype: makers\nworker: w\n---\nx\n").unwrap_err();
         let (path, line, msg) = first(&e);
         assert_eq!((path.as_str(), line), ("type", Some(2)));
-        assert!(msg.contains("did you mean `MAKER`"), "{msg}");
+        assert!(msg.contains("MAKER") && msg.contains("any case"), "{msg}");
         assert_eq!(first(&md("---\ntype: 3\n---\nx\n").unwrap_err()).0, "type");
     }
 
@@ -1434,17 +1494,30 @@ mod tests {
     }
 
     /// A valid value for every field, so that each type can be tried with its whole field set.
-    fn sample(field: &str) -> Value {
-        match field_kind(field) {
-            Kind::Str => json!("x"),
+    fn sample(t: CardType, field: &str) -> Value {
+        match field_kind(t, field) {
+            Kind::Str | Kind::AnyStr | Kind::Any => json!("x"),
             Kind::Bool => json!(false),
-            Kind::Int(_) => json!(2),
-            Kind::PositiveNumber => json!(1.5),
+            Kind::Int => json!(2),
+            Kind::Number => json!(1.5),
             Kind::StrList(_) => json!(["a"]),
-            Kind::StrOrList => json!(["a"]),
+            Kind::Paths => json!([]),
             Kind::FilterMap => json!({"time": ["get_time"]}),
-            Kind::StrMap => json!({"before": "hooks.py:f"}),
-            Kind::Mapping => json!({"maxTokens": 100}),
+            Kind::Mapping => json!({"before": "hooks.py:f"}),
+            Kind::Headers => json!({"X-Team": "blue"}),
+            Kind::LifecycleHooks => json!({"on_start": "hooks.py:start"}),
+            Kind::FunctionTools => {
+                json!(["tools.py:f", {"entrypoint": "tools.py:g", "variant": "code"}])
+            }
+            Kind::Commands => {
+                json!({"deploy": {"description": "Deploy", "handler": "c.py:deploy"}})
+            }
+            Kind::ToolInputSchema => {
+                json!({"type": "object", "properties": {"q": {"type": "string"}}})
+            }
+            Kind::RequestParams => json!({"maxTokens": 100}),
+            Kind::McpConnect => json!([{"target": "uvx mcp-server-fetch"}]),
+            Kind::Auth => json!({"oauth": false}),
             Kind::OneOf(c) => json!(c[0]),
         }
     }
@@ -1458,6 +1531,7 @@ mod tests {
     #[case(CardType::Orchestrator)]
     #[case(CardType::IterativePlanner)]
     #[case(CardType::Maker)]
+    #[case(CardType::A2a)]
     fn each_type_accepts_exactly_its_fields(#[case] t: CardType) {
         let mut m = Map::new();
         for f in t.allowed_fields() {
@@ -1465,8 +1539,7 @@ mod tests {
                 "type" => json!(t.as_str()),
                 "default" | "tool_only" => json!(false),
                 "schema_version" => json!(1),
-                "messages" => json!([]),
-                other => sample(other),
+                other => sample(t, other),
             };
             m.insert(f.to_string(), v);
         }
@@ -1480,7 +1553,7 @@ mod tests {
             .collect();
         for f in every.into_iter().filter(|f| !t.allows(f)) {
             let mut m2 = m.clone();
-            m2.insert(f.to_string(), sample(f));
+            m2.insert(f.to_string(), sample(t, f));
             let e = AgentCard::from_yaml(&emit::to_yaml(&Value::Object(m2)), None).unwrap_err();
             assert!(
                 e.iter()
@@ -1498,12 +1571,71 @@ mod tests {
     }
 
     #[test]
-    fn history_mode_follows_the_allowed_list() {
-        assert!(md("---\nhistory_mode: fork\n---\nx\n").is_ok());
-        let e = md("---\ntype: router\nagents: [a]\nhistory_mode: fork\n---\nx\n").unwrap_err();
-        assert_eq!(first(&e).0, "history_mode");
-        let e = md("---\nhistory_source: none\n---\nx\n").unwrap_err();
-        assert_eq!(first(&e).0, "history_source");
+    fn history_mode_is_refused_everywhere_and_its_successors_accepted() {
+        for fm in [
+            "history_mode: fork",
+            "type: router\nagents: [a]\nhistory_mode: fork",
+        ] {
+            let e = md(&format!("---\n{fm}\n---\nx\n")).unwrap_err();
+            assert_eq!(first(&e).0, "history_mode");
+            assert!(first(&e).2.contains("history_source"), "{e}");
+        }
+        let c = md(
+            "---\nagents: [a]\nhistory_source: orchestrator\nhistory_merge_target: none\n---\nx\n",
+        )
+        .unwrap();
+        assert_eq!(c.attribute_str("history_source"), Some("orchestrator"));
+    }
+
+    #[test]
+    fn agents_as_tools_options_are_read_only_with_agents() {
+        // As in fast-agent: without agents to call, the options are not looked at.
+        assert!(md("---\nmax_parallel: many\n---\nx\n").is_ok());
+        let e = md("---\nagents: [a]\nmax_parallel: many\n---\nx\n").unwrap_err();
+        assert_eq!(first(&e).0, "max_parallel");
+    }
+
+    #[rstest]
+    #[case("Chain", CardType::Chain)]
+    #[case(" maker ", CardType::Maker)]
+    #[case("A2A", CardType::A2a)]
+    #[case("EVALUATOR_OPTIMIZER", CardType::EvaluatorOptimizer)]
+    fn types_are_read_in_any_case(#[case] written: &str, #[case] t: CardType) {
+        assert_eq!(CardType::parse(written), Some(t));
+    }
+
+    #[test]
+    fn legacy_smart_type_is_an_agent_with_subagents_and_harness_tools() {
+        let c = md("---\ntype: smart\n---\nx\n").unwrap();
+        assert_eq!(c.card_type, CardType::Agent);
+        assert_eq!(c.attributes["subagents"], json!(true));
+        assert_eq!(c.attributes["harness_tools"], json!(true));
+        let e = md("---\ntype: smart\ntool_only: true\n---\nx\n").unwrap_err();
+        assert_eq!(first(&e).0, "harness_tools");
+    }
+
+    #[test]
+    fn save_trajectory_needs_history_off() {
+        let e = md("---\nsave_trajectory: true\n---\nx\n").unwrap_err();
+        assert_eq!(first(&e).0, "save_trajectory");
+        assert!(md("---\nsave_trajectory: true\nuse_history: false\n---\nx\n").is_ok());
+        // A router keeps no history by default.
+        assert!(md("---\ntype: router\nagents: [a]\nsave_trajectory: true\n---\nx\n").is_ok());
+    }
+
+    #[test]
+    fn yaml11_booleans_are_booleans_in_cards() {
+        let c = md("---\nshell: yes\nhuman_input: off\n---\nx\n").unwrap();
+        assert!(c.shell());
+        assert_eq!(c.attributes["human_input"], json!(false));
+    }
+
+    #[test]
+    fn names_lose_their_blanks() {
+        assert_eq!(
+            md("---\nname: my helper\n---\nx\n").unwrap().name,
+            "my_helper"
+        );
     }
 
     #[rstest]
@@ -1514,6 +1646,7 @@ mod tests {
     #[case("orchestrator", "agents")]
     #[case("iterative_planner", "agents")]
     #[case("MAKER", "worker")]
+    #[case("a2a", "url")]
     fn decorator_arguments_are_required(#[case] t: &str, #[case] field: &str) {
         let e = md(&format!("---\ntype: {t}\n---\nx\n")).unwrap_err();
         assert!(
@@ -1533,23 +1666,56 @@ mod tests {
     #[case("schema_version: 1.5", "schema_version")]
     #[case("schema_version: \"1\"", "schema_version")]
     #[case("schema_version: true", "schema_version")]
+    #[case("schema_version: ~", "schema_version")]
     #[case("servers: time", "servers")]
     #[case("servers: [time, 3]", "servers[1]")]
     #[case("tools: [a]", "tools")]
     #[case("tools: {time: get_time}", "tools.time")]
     #[case("tools: {time: [1]}", "tools.time[0]")]
-    #[case("max_parallel: 0", "max_parallel")]
-    #[case("max_parallel: two", "max_parallel")]
-    #[case("child_timeout_sec: -1", "child_timeout_sec")]
-    #[case("shell: yes", "shell")]
+    #[case("shell: \"yes\"", "shell")]
     #[case("cwd: 3", "cwd")]
     #[case("request_params: 3", "request_params")]
-    #[case("tool_hooks: {before: [x]}", "tool_hooks.before")]
+    #[case("request_params: {maxTokens: lots}", "request_params.maxTokens")]
+    #[case("tool_hooks: [x]", "tool_hooks")]
     #[case("messages: {a: b}", "messages")]
     #[case("messages: [\"\"]", "messages[0]")]
     #[case("description: \"  \"", "description")]
     #[case("name: [a]", "name")]
     #[case("default: 1", "default")]
+    #[case("subagents: ~", "subagents")]
+    #[case("subagent_model: \"\"", "subagent_model")]
+    #[case("trim_tool_history: sometimes", "trim_tool_history")]
+    #[case("lifecycle_hooks: {on_message: h.py:f}", "lifecycle_hooks.on_message")]
+    #[case(
+        "function_tools: [{entrypoint: t.py:f, timeout: 3}]",
+        "function_tools[0].timeout"
+    )]
+    #[case("function_tools: [{variant: code}]", "function_tools[0].entrypoint")]
+    #[case(
+        "function_tools: [{entrypoint: t.py:f, variant: shell}]",
+        "function_tools[0].variant"
+    )]
+    #[case("tool_input_schema: {type: array}", "tool_input_schema.type")]
+    #[case(
+        "tool_input_schema: {type: object, required: [q]}",
+        "tool_input_schema.required[0]"
+    )]
+    #[case("commands: {deploy: {description: d}}", "commands.deploy.handler")]
+    #[case("mcp_connect: uvx x", "mcp_connect")]
+    #[case("mcp_connect: [uvx x]", "mcp_connect[0]")]
+    #[case("mcp_connect: [{target: uvx x, port: 1}]", "mcp_connect[0].port")]
+    #[case(
+        "mcp_connect: {docs: {target: uvx x, name: other}}",
+        "mcp_connect.docs.name"
+    )]
+    #[case(
+        "mcp_connect: [{connector_id: connector_gmail, name: g}]",
+        "mcp_connect[0].connector_id"
+    )]
+    #[case(
+        "mcp_connect: [{target: uvx x, protocol_mode: newest}]",
+        "mcp_connect[0].protocol_mode"
+    )]
     fn field_types_are_checked(#[case] line: &str, #[case] path: &str) {
         let e = md(&format!("---\n{line}\n---\nx\n")).unwrap_err();
         assert_eq!(first(&e).0, path, "{e}");
@@ -1557,20 +1723,30 @@ mod tests {
     }
 
     #[rstest]
+    #[case("type: a2a\nurl: https://a.example\ntransport: grpc", "transport")]
+    #[case("type: a2a\nurl: https://a.example\nheaders: {X: 1}", "headers.X")]
     #[case(
-        "type: evaluator_optimizer\ngenerator: g\nevaluator: e\nmin_rating: great",
-        "min_rating"
+        "type: a2a\nurl: https://a.example\nauth: {persist: disk}",
+        "auth.persist"
     )]
-    #[case("type: orchestrator\nagents: [a]\nplan_type: partial", "plan_type")]
-    #[case("type: MAKER\nworker: w\nmatch_strategy: fuzzy", "match_strategy")]
-    #[case("type: MAKER\nworker: w\nk: 0", "k")]
+    #[case("type: MAKER\nworker: w\nk: three", "k")]
     #[case(
-        "type: evaluator_optimizer\ngenerator: g\nevaluator: e\nmax_refinements: -1",
-        "max_refinements"
+        "type: orchestrator\nagents: [a]\nplan_iterations: ~",
+        "plan_iterations"
     )]
+    #[case("type: router\nagents: []", "agents")]
     fn type_specific_values_are_checked(#[case] fm: &str, #[case] path: &str) {
         let e = md(&format!("---\n{fm}\n---\nx\n")).unwrap_err();
         assert_eq!(first(&e).0, path, "{e}");
+    }
+
+    #[rstest]
+    #[case("type: evaluator_optimizer\ngenerator: g\nevaluator: e\nmin_rating: great")]
+    #[case("type: orchestrator\nagents: [a]\nplan_type: partial")]
+    #[case("type: MAKER\nworker: w\nmatch_strategy: fuzzy\nk: 0")]
+    #[case("mcp_connect: [{target: npx}]")]
+    fn values_fast_agent_takes_as_written_are_accepted(#[case] fm: &str) {
+        md(&format!("---\n{fm}\n---\nx\n")).unwrap();
     }
 
     #[test]
@@ -1589,11 +1765,13 @@ mod tests {
         assert_eq!(first(&e).0, "instruction");
         assert!(first(&e).2.contains("both"));
         let c = md("---\ninstruction: a\n---\n  \n\t\n").unwrap();
-        assert_eq!(c.instruction, "a");
-        let e = md("---\nname: a\n---\n   \n").unwrap_err();
-        assert_eq!(first(&e).0, "instruction");
-        let e = AgentCard::from_yaml("name: a\n", None).unwrap_err();
-        assert_eq!(first(&e).0, "instruction");
+        assert_eq!(c.instruction.as_deref(), Some("a"));
+        // No instruction at all: fast-agent's default instruction.
+        assert_eq!(md("---\nname: a\n---\n   \n").unwrap().instruction, None);
+        assert_eq!(
+            AgentCard::from_yaml("name: a\n", None).unwrap().instruction,
+            None
+        );
         let e = AgentCard::from_yaml("name: a\ninstruction: \" \"\n", None).unwrap_err();
         assert_eq!(first(&e).0, "instruction");
     }
@@ -1601,12 +1779,15 @@ mod tests {
     #[test]
     fn system_marker_is_stripped() {
         let c = md("---\nname: a\n---\n\n---SYSTEM\nYou are terse.\n").unwrap();
-        assert_eq!(c.instruction, "You are terse.");
+        assert_eq!(c.instruction.as_deref(), Some("You are terse."));
         // Only a leading marker is one.
         let c = md("---\nname: a\n---\nHi\n---SYSTEM\n").unwrap();
-        assert_eq!(c.instruction, "Hi\n---SYSTEM");
-        // A marker with nothing after it leaves no instruction.
-        assert!(md("---\nname: a\n---\n---SYSTEM\n").is_err());
+        assert_eq!(c.instruction.as_deref(), Some("Hi\n---SYSTEM"));
+        // A marker with nothing after it leaves no instruction (the default one).
+        assert_eq!(
+            md("---\nname: a\n---\n---SYSTEM\n").unwrap().instruction,
+            None
+        );
         // With an attribute, a body holding only the marker is empty.
         assert!(md("---\ninstruction: a\n---\n---SYSTEM\n").is_ok());
     }
@@ -1667,7 +1848,7 @@ mod tests {
     fn bom_and_crlf_are_tolerated() {
         let c = md("\u{feff}---\r\nname: a\r\n---\r\nLine 1\r\nLine 2\r\n").unwrap();
         assert_eq!(c.name, "a");
-        assert_eq!(c.instruction, "Line 1\nLine 2");
+        assert_eq!(c.instruction.as_deref(), Some("Line 1\nLine 2"));
         let c = AgentCard::from_yaml("\u{feff}name: a\ninstruction: x\n", None).unwrap();
         assert_eq!(c.name, "a");
     }
@@ -1716,7 +1897,7 @@ mod tests {
     }
 
     fn arb_name() -> impl Strategy<Value = String> {
-        "[A-Za-z][A-Za-z0-9_ -]{0,20}[A-Za-z0-9]"
+        "[A-Za-z][A-Za-z0-9_-]{0,20}[A-Za-z0-9]"
     }
 
     fn arb_text() -> impl Strategy<Value = String> {
@@ -1736,7 +1917,7 @@ mod tests {
             ty,
             arb_name(),
             1i64..4,
-            arb_text(),
+            prop::option::of(arb_text()),
             prop::option::of(arb_text()),
             any::<(bool, bool)>(),
             prop::collection::vec("\\./[a-z]{1,8}\\.(md|json|txt)", 0..3),
@@ -1755,7 +1936,7 @@ mod tests {
                         let include =
                             t.required_fields().contains(f) || (seed >> (i % 64)) & 1 == 1;
                         if include {
-                            attributes.insert(f.to_string(), sample(f));
+                            attributes.insert(f.to_string(), sample(t, f));
                         }
                     }
                     AgentCard {

@@ -655,6 +655,7 @@ impl AgentYaml {
             requires,
             pricing: None,
             source,
+            origin: None,
         };
         finish_manifest(
             m,

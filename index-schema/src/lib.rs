@@ -9,6 +9,7 @@
 #[macro_use]
 mod open_enum;
 
+pub mod a2a_card;
 pub mod agent_card;
 pub mod agent_yaml;
 pub mod blueprint;

@@ -22,7 +22,7 @@ use std::fmt;
 use semver::Version;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::diagnostic::{Diagnostics, FieldPath, Segment};
 use crate::http_url;
@@ -136,6 +136,70 @@ pub struct Manifest {
     pub pricing: Option<Pricing>,
     /// Where the agent's code comes from.
     pub source: Source,
+    /// The document this manifest was converted from (an AgentCard, …), when it was not written
+    /// as a manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+/// Longest `origin.format`.
+pub const MAX_ORIGIN_FORMAT_CHARS: usize = 64;
+/// Longest `origin.document` (a path in the bundle or a URL).
+pub const MAX_ORIGIN_DOCUMENT_CHARS: usize = 2048;
+/// Largest `origin.fields`, as compact JSON.
+pub const MAX_ORIGIN_FIELDS_BYTES: usize = 64 * 1024;
+
+/// The document a manifest was converted from: its format, where it is, and its fields that the
+/// manifest has no place for, kept as written so that nothing the author wrote is lost (fast-agent
+/// fields ofc does not use, for instance). Secrets (`api_key`, headers, tokens) are not copied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Origin {
+    /// The original's format: [`Origin::AGENT_CARD`], …; lowercase letters, digits and `-`.
+    pub format: String,
+    /// Where the original is: a path inside the bundle (the bundle's entrypoint), or a URL.
+    pub document: String,
+    /// The original's fields the manifest holds nowhere else, as JSON.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub fields: Map<String, Value>,
+}
+
+impl Origin {
+    /// An AgentCard (`.md`/`.yaml`), as fast-agent reads it.
+    pub const AGENT_CARD: &'static str = "agent-card";
+    /// An A2A agent card (`agent-card.json`).
+    pub const A2A_AGENT_CARD: &'static str = "a2a-agent-card";
+
+    fn validate(&self, d: &mut Diagnostics, path: &FieldPath) {
+        let format_ok = !self.format.is_empty()
+            && self.format.len() <= MAX_ORIGIN_FORMAT_CHARS
+            && self
+                .format
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !format_ok {
+            d.push(
+                path.key("format"),
+                format!("must be 1 to {MAX_ORIGIN_FORMAT_CHARS} lowercase letters, digits or `-`"),
+            );
+        }
+        check_line(
+            d,
+            &path.key("document"),
+            &self.document,
+            MAX_ORIGIN_DOCUMENT_CHARS,
+            true,
+        );
+        let len = serde_json::to_vec(&self.fields).map_or(0, |v| v.len());
+        if len > MAX_ORIGIN_FIELDS_BYTES {
+            d.push(
+                path.key("fields"),
+                format!(
+                    "is {len} bytes as JSON, more than the limit of {MAX_ORIGIN_FIELDS_BYTES} bytes"
+                ),
+            );
+        }
+    }
 }
 
 /// When an agent wakes on a floor.
@@ -519,6 +583,9 @@ impl Manifest {
             check_pricing(&mut d, &root.key("pricing"), pricing);
         }
         check_source(&mut d, &root.key("source"), &self.source);
+        if let Some(origin) = &self.origin {
+            origin.validate(&mut d, &root.key("origin"));
+        }
         if d.is_empty() {
             let len = self.to_json_bytes().len();
             if len > MAX_MANIFEST_BYTES {

@@ -331,6 +331,18 @@ impl JsonScanner<'_> {
 
 /// Parses YAML text (one document), recording the position of every value.
 pub fn parse_yaml(text: &str) -> Result<SourceDoc, Diagnostics> {
+    parse_yaml_as(text, false)
+}
+
+/// Like [`parse_yaml`], but plain `yes`/`no`/`on`/`off` (in the three spellings YAML 1.1 allows:
+/// `yes`, `Yes`, `YES`) are booleans, as in YAML 1.1 loaders (PyYAML). For formats whose main
+/// reader is such a loader (AgentCards, read by fast-agent), so that `shell: yes` means what its
+/// author saw it do.
+pub fn parse_yaml_yaml11_booleans(text: &str) -> Result<SourceDoc, Diagnostics> {
+    parse_yaml_as(text, true)
+}
+
+fn parse_yaml_as(text: &str, yaml11_booleans: bool) -> Result<SourceDoc, Diagnostics> {
     check_size(text)?;
     let text = strip_bom(text);
     let mut sink = EventSink::default();
@@ -353,6 +365,7 @@ pub fn parse_yaml(text: &str) -> Result<SourceDoc, Diagnostics> {
         anchors: HashMap::new(),
         nodes: 0,
         spans: HashMap::new(),
+        yaml11_booleans,
     };
     let value = builder.document()?;
     Ok(SourceDoc {
@@ -392,6 +405,7 @@ struct YamlBuilder<'a> {
     anchors: HashMap<usize, (Value, usize)>,
     nodes: usize,
     spans: HashMap<FieldPath, Position>,
+    yaml11_booleans: bool,
 }
 
 impl YamlBuilder<'_> {
@@ -458,7 +472,13 @@ impl YamlBuilder<'_> {
         match ev {
             Event::Scalar(s, style, anchor, tag) => {
                 self.count(1, path)?;
-                let v = scalar(&s, style, tag.as_ref().map(|t| t.suffix.as_str()));
+                let tag = tag.as_ref().map(|t| t.suffix.as_str());
+                let v = match (self.yaml11_booleans, style, tag) {
+                    (true, TScalarStyle::Plain, None) => {
+                        yaml11_boolean(&s).map_or_else(|| scalar(&s, style, tag), Value::Bool)
+                    }
+                    _ => scalar(&s, style, tag),
+                };
                 if anchor > 0 {
                     self.anchors.insert(anchor, (v.clone(), 1));
                 }
@@ -551,6 +571,15 @@ impl YamlBuilder<'_> {
                     .at(Some(marker_pos(&mark))),
             )),
         }
+    }
+}
+
+/// The YAML 1.1 booleans that the YAML 1.2 core schema reads as strings.
+fn yaml11_boolean(s: &str) -> Option<bool> {
+    match s {
+        "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+        "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
+        _ => None,
     }
 }
 
@@ -728,6 +757,17 @@ mod tests {
                 .contains("duplicate key")
         );
         assert!(parse_yaml("a: 1\n---\nb: 2\n").is_err());
+    }
+
+    #[test]
+    fn yaml11_booleans_only_when_asked() {
+        let text = "a: yes\nb: Off\nc: 'yes'\nd: y\ne: !!str on\n";
+        let doc = parse_yaml_yaml11_booleans(text).unwrap();
+        assert_eq!(
+            doc.value,
+            serde_json::json!({"a": true, "b": false, "c": "yes", "d": "y", "e": "on"})
+        );
+        assert_eq!(parse_yaml(text).unwrap().value["a"], "yes");
     }
 
     #[test]

@@ -7,15 +7,21 @@
 //! | `blueprint.yaml`, `*.blueprint.yaml` (`.yml` too) | blueprint |
 //! | `*.manifest.json` | agent manifest |
 //! | `*.envelope.json`, `*.dsse.json` | signed envelope |
+//! | `agent-card.json`, `*.agent-card.json` | A2A agent card |
 //! | `*.card.yaml`, `*.card.yml` | AgentCard (YAML) |
+//! | `*.yaml`, `*.yml` in a `.fast-agent/agent-cards/` or `.fast-agent/tool-cards/` folder | AgentCard (YAML) |
 //! | `*.md`, `*.markdown` starting with `---` front matter | AgentCard (Markdown) |
-//! | other `*.json` | envelope if it has `payloadType`, manifest if it has `schemaVersion` |
-//! | other `*.yaml`/`*.yml` | blueprint if it has an `agents` list or `workstations`/`floor_manager`; AgentCard if it has `instruction` or a card `type`; agent.yaml if it has `id`, `prompt` or `model` |
+//! | other `*.json` | envelope if it has `payloadType`, manifest if it has `schemaVersion`, A2A agent card if it has `defaultInputModes` or `skills` and `url` |
+//! | other `*.yaml`/`*.yml` | blueprint if it has an `agents` list or `workstations`/`floor_manager`; AgentCard if it has `instruction` or a card `type` (any case); agent.yaml if it has `id`, `prompt` or `model` |
 //!
-//! Markdown files without front matter (READMEs, history files) are not documents.
+//! Markdown files without front matter (READMEs, history files) are not documents, and neither
+//! is `SKILL.md`: an Agent Skill, which `ofc validate` names as such and skips
+//! ([`index_schema::agent_card::is_agent_skill`]).
 
 use std::path::Path;
 
+use index_schema::a2a_card;
+use index_schema::agent_card::{CardType, in_card_folder};
 use index_schema::source;
 
 /// The kinds of document `ofc validate` knows.
@@ -35,6 +41,8 @@ pub enum DocumentKind {
     Blueprint,
     /// An `ofc.lock`.
     Lockfile,
+    /// An A2A agent card (`agent-card.json`).
+    A2aCard,
 }
 
 impl DocumentKind {
@@ -48,6 +56,7 @@ impl DocumentKind {
             Self::CardYaml => "AgentCard .yaml",
             Self::Blueprint => "blueprint",
             Self::Lockfile => "lockfile",
+            Self::A2aCard => "A2A agent card",
         }
     }
 
@@ -61,6 +70,7 @@ impl DocumentKind {
             Self::CardYaml => "card-yaml",
             Self::Blueprint => "blueprint",
             Self::Lockfile => "lockfile",
+            Self::A2aCard => "a2a-card",
         }
     }
 
@@ -69,17 +79,6 @@ impl DocumentKind {
         matches!(self, Self::CardMd | Self::CardYaml)
     }
 }
-
-const CARD_TYPES: &[&str] = &[
-    "agent",
-    "chain",
-    "parallel",
-    "evaluator_optimizer",
-    "router",
-    "orchestrator",
-    "iterative_planner",
-    "MAKER",
-];
 
 /// Detects the kind of the file at `path` whose text is `text`; `None` when it is not an ofc
 /// document.
@@ -106,7 +105,10 @@ pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
     if ends(&[".envelope.json", ".dsse.json"]) {
         return Some(DocumentKind::Envelope);
     }
-    if ends(&[".card.yaml", ".card.yml"]) {
+    if name == a2a_card::FILE_NAME || name.ends_with(".agent-card.json") {
+        return Some(DocumentKind::A2aCard);
+    }
+    if ends(&[".card.yaml", ".card.yml"]) || (ends(&[".yaml", ".yml"]) && in_card_folder(path)) {
         return Some(DocumentKind::CardYaml);
     }
     if ends(&[".md", ".markdown"]) {
@@ -123,24 +125,29 @@ pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
         if o.contains_key("schemaVersion") {
             return Some(DocumentKind::Manifest);
         }
+        if o.contains_key("defaultInputModes")
+            || (o.contains_key("skills") && o.contains_key("url"))
+        {
+            return Some(DocumentKind::A2aCard);
+        }
         return None;
     }
     if ends(&[".yaml", ".yml"]) {
         let doc = source::parse_yaml(text).ok()?;
         let o = doc.value.as_object()?;
+        let card_type = o
+            .get("type")
+            .and_then(|t| t.as_str())
+            .is_some_and(|t| CardType::parse_legacy(t).is_some());
         if o.get("agents")
-            .is_some_and(|a| a.is_array() && !o.contains_key("instruction"))
+            .is_some_and(|a| a.is_array() && !o.contains_key("instruction") && !card_type)
             || o.contains_key("workstations")
             || o.contains_key("floor_manager")
             || o.contains_key("furniture")
         {
             return Some(DocumentKind::Blueprint);
         }
-        if o.contains_key("instruction")
-            || o.get("type")
-                .and_then(|t| t.as_str())
-                .is_some_and(|t| CARD_TYPES.contains(&t))
-        {
+        if o.contains_key("instruction") || card_type {
             return Some(DocumentKind::CardYaml);
         }
         if o.contains_key("id") || o.contains_key("prompt") || o.contains_key("model") {
@@ -183,6 +190,11 @@ mod tests {
             Some(DocumentKind::Manifest)
         );
         assert_eq!(k("x.json", r#"{"messages":[]}"#), None);
+        assert_eq!(k("agent-card.json", "{}"), Some(DocumentKind::A2aCard));
+        assert_eq!(
+            k("card.json", r#"{"url":"https://a.example","skills":[]}"#),
+            Some(DocumentKind::A2aCard)
+        );
         assert_eq!(
             k("team.yaml", "name: t\nagents: []\n"),
             Some(DocumentKind::Blueprint)
@@ -193,6 +205,22 @@ mod tests {
         );
         assert_eq!(
             k("a.yaml", "id: '@a'\nprompt: hi\n"),
+            Some(DocumentKind::AgentYaml)
+        );
+        assert_eq!(
+            k("c.yaml", "type: Router\nagents: [a]\n"),
+            Some(DocumentKind::CardYaml)
+        );
+    }
+
+    #[test]
+    fn yaml_in_fast_agent_card_folders_is_a_card() {
+        for dir in [".fast-agent/agent-cards", "p/.fast-agent/tool-cards"] {
+            let p = Path::new(dir).join("helper.yaml");
+            assert_eq!(detect(&p, "model: x\n"), Some(DocumentKind::CardYaml));
+        }
+        assert_eq!(
+            detect(Path::new("agent-cards/helper.yaml"), "model: x\n"),
             Some(DocumentKind::AgentYaml)
         );
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use index_schema::agent_card::{AgentCard, CardFormat, CardType, HistoryFormat, load_dir};
 use index_schema::agent_yaml::ManifestDefaults;
-use index_schema::manifest::{BundleSource, Source};
+use index_schema::manifest::{BundleSource, Manifest, Source};
 use index_schema::media_types::AGENT_BUNDLE_V1;
 use index_schema::name::{AgentName, Digest};
 
@@ -34,17 +34,18 @@ fn the_valid_directory_loads_every_type() {
     }
     let by_name = |n: &str| &dir.cards.iter().find(|c| c.card.name == n).unwrap().card;
     assert_eq!(
-        by_name("with_bom").instruction,
-        "This card starts with a byte order mark\nand uses CRLF line endings."
+        by_name("with_bom").instruction.as_deref(),
+        Some("This card starts with a byte order mark\nand uses CRLF line endings.")
     );
     assert_eq!(
-        by_name("terse").instruction,
-        "You are terse. Answer in one sentence."
+        by_name("terse").instruction.as_deref(),
+        Some("You are terse. Answer in one sentence.")
     );
     assert!(by_name("code_formatter").tool_only);
-    // Every `agent` field except the typed common ones and `messages` stays an attribute.
+    // Every `agent` field except the typed common ones and `messages` stays an attribute
+    // (`history_mode` gave way to `history_source` + `history_merge_target`).
     let full = by_name("full_agent");
-    assert_eq!(full.attributes.len(), 19);
+    assert_eq!(full.attributes.len(), 20);
     assert_eq!(full.messages, ["./history/analyst.md"]);
     assert!(full.default && full.shell());
 }
@@ -184,4 +185,49 @@ fn invalid_corpus_names_the_expected_field() {
         n += 1;
     }
     assert!(n >= 10);
+}
+
+#[test]
+fn a_published_card_keeps_its_unused_fields_and_points_at_itself() {
+    let card = AgentCard::from_markdown(
+        "---\nname: connector\ndescription: Connects.\nmodel: sonnet\nservers: [time]\napi_key: sk-secret\nsubagents: true\nvariables: {topic: whales}\nmcp_connect:\n  docs:\n    target: https://docs.example.com/mcp\n    access_token: tok\n    headers: {X-Key: k}\ntool_input_schema:\n  type: object\nmessages: ./h.md\n---\nConnect.\n",
+        None,
+    )
+    .unwrap();
+    let m = card
+        .to_manifest(ManifestDefaults {
+            publisher: Some("acme".into()),
+            version: Some(semver::Version::new(1, 0, 0)),
+            source: Some(Source::Bundle(BundleSource {
+                digest: Digest::of(b"bundle"),
+                size: 6,
+                media_type: AGENT_BUNDLE_V1.into(),
+                entrypoint: "connector.md".into(),
+            })),
+            ..ManifestDefaults::default()
+        })
+        .unwrap();
+    let origin = m.origin.as_ref().unwrap();
+    assert_eq!(origin.format, "agent-card");
+    assert_eq!(origin.document, "connector.md");
+    let kept: Vec<&str> = origin.fields.keys().map(String::as_str).collect();
+    assert_eq!(
+        kept,
+        [
+            "type",
+            "subagents",
+            "variables",
+            "mcp_connect",
+            "tool_input_schema",
+            "messages"
+        ]
+    );
+    assert_eq!(
+        origin.fields["mcp_connect"],
+        serde_json::json!({"docs": {"target": "https://docs.example.com/mcp"}}),
+        "secrets are not copied"
+    );
+    // The manifest, origin included, survives its own JSON form.
+    let json = String::from_utf8(m.to_json_bytes()).unwrap();
+    assert_eq!(Manifest::from_json(&json).unwrap(), m);
 }

@@ -3,8 +3,8 @@
 
 use index_schema::envelope::{SecretKey, sign_manifest, verify_manifest};
 use index_schema::manifest::{
-    Activation, BundleSource, Capability, DockerSource, Manifest, NpmSource, PipSource, Pricing,
-    ProvidesMcp, RemoteSource, Requires, Source,
+    Activation, BundleSource, Capability, DockerSource, Manifest, NpmSource, Origin, PipSource,
+    Pricing, ProvidesMcp, RemoteSource, Requires, Source,
 };
 use index_schema::media_types::AGENT_BUNDLE_V1;
 use index_schema::name::{AgentHandle, AgentName, Digest};
@@ -235,6 +235,11 @@ prop_compose! {
         requires in option::of((option::of(line(50)), unique_idents(3), unique_idents(3)).prop_map(|(model, workstations, tools)| Requires { model, workstations, tools })),
         pricing in option::of(pricing()),
         source in source(),
+        origin in option::of((line(40), vec((ident(), text(30)), 0..4)).prop_map(|(document, fields)| Origin {
+            format: Origin::AGENT_CARD.to_string(),
+            document,
+            fields: fields.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect(),
+        })),
     ) -> Manifest {
         Manifest {
             schema_version: 1,
@@ -256,6 +261,7 @@ prop_compose! {
             requires,
             pricing,
             source,
+            origin,
         }
     }
 }

@@ -1,5 +1,6 @@
-//! `ofc publish [DIR] [--dry-run]`: builds the manifest from the folder's `agent.yaml` or
-//! AgentCard, packs the folder into a deterministic bundle, signs the manifest with a key from
+//! `ofc publish [DIR] [--dry-run]`: builds the manifest from the folder's `agent.yaml`, A2A
+//! `agent-card.json` (a `remote` agent at the card's `url`: nothing is uploaded but the signed
+//! manifest) or AgentCard, packs the folder into a deterministic bundle, signs the manifest with a key from
 //! `ofc keygen`, and uploads both to the hub (token from `OFC_TOKEN` or `ofc login`): the bundle
 //! as a blob of repository `{p}/{a}` through the hub's registry API (`POST
 //! /v2/{p}/{a}/blobs/uploads/?digest=…`, the bytes streamed as the body, with a progress bar
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 use index_schema::Diagnostics;
+use index_schema::a2a_card::{self, A2aCard};
 use index_schema::agent_card::AgentCard;
 use index_schema::agent_yaml::{AgentYaml, ManifestDefaults};
 use index_schema::envelope::{Envelope, sign_manifest};
@@ -127,13 +129,17 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// Finds the folder's `agent.yaml` or single AgentCard (at its root).
+/// Finds the folder's `agent.yaml`, A2A `agent-card.json` or single AgentCard (at its root).
 pub fn find_entrypoint(dir: &Path) -> Result<(PathBuf, DocumentKind)> {
     for name in ["agent.yaml", "agent.yml"] {
         let p = dir.join(name);
         if p.is_file() {
             return Ok((p, DocumentKind::AgentYaml));
         }
+    }
+    let a2a = dir.join(a2a_card::FILE_NAME);
+    if a2a.is_file() {
+        return Ok((a2a, DocumentKind::A2aCard));
     }
     let mut cards = Vec::new();
     let rd = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
@@ -216,6 +222,12 @@ pub fn prepare(
             let text = fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
             AgentYaml::from_yaml(&text).and_then(|y| y.to_manifest(defaults))
+        }
+        // A remote agent: the manifest points at the card's `url`, no bundle is uploaded.
+        DocumentKind::A2aCard => {
+            let text = fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            A2aCard::from_json(&text).and_then(|c| c.to_manifest(defaults, &entrypoint))
         }
         _ => AgentCard::load_file(&file).and_then(|c| c.card.to_manifest(defaults)),
     };

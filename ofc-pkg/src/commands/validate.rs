@@ -1,10 +1,13 @@
 //! `ofc validate PATH...`: detects each document's kind, checks it, and prints `ok` per file or
-//! one `file:line:col: field: what is wrong` line per problem.
+//! one `file:line:col: field: what is wrong` line per problem. Directories are walked, skipping
+//! dot-folders except fast-agent's `.fast-agent/` (its card folders hold AgentCards). An Agent
+//! Skill (`SKILL.md`) is named as such and skipped: it is not a card, so it gets no verdict.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use index_schema::agent_card::{FAST_AGENT_DIR, is_agent_skill};
 use index_schema::{Diagnostics, FieldPath};
 use serde_json::json;
 
@@ -54,7 +57,16 @@ pub fn run(args: &ValidateArgs, out: &mut Output) -> Result<ExitStatus> {
     }
 
     let mut reports = Vec::new();
+    let mut skills = Vec::new();
     for (path, explicit) in files {
+        if args.kind.is_none() && is_agent_skill(&path) {
+            out.status(&format!(
+                "note: {}: an Agent Skill (SKILL.md), not an AgentCard; skipped",
+                path.display()
+            ));
+            skills.push(path);
+            continue;
+        }
         match check_file(&path, args.kind) {
             Ok(Some(r)) => reports.push(r),
             Ok(None) if explicit => {
@@ -62,7 +74,7 @@ pub fn run(args: &ValidateArgs, out: &mut Output) -> Result<ExitStatus> {
                     "{}: cannot tell what kind of ofc document this is",
                     path.display()
                 ))
-                .hint("name it like `agent.yaml`, `*.blueprint.yaml`, `*.manifest.json`, `*.envelope.json`, `*.card.yaml` or `ofc.lock`, or pass `--kind`");
+                .hint("name it like `agent.yaml`, `*.blueprint.yaml`, `*.manifest.json`, `*.envelope.json`, `*.card.yaml`, `agent-card.json` or `ofc.lock`, or pass `--kind`");
                 out.error(&e.into());
                 return Ok(ExitStatus::Usage);
             }
@@ -75,9 +87,14 @@ pub fn run(args: &ValidateArgs, out: &mut Output) -> Result<ExitStatus> {
     let invalid = reports.iter().filter(|r| !r.diagnostics.is_empty()).count();
     if out.json {
         let files: Vec<_> = reports.iter().map(report_json).collect();
+        let skipped: Vec<_> = skills
+            .iter()
+            .map(|p| json!({"path": p.display().to_string(), "kind": "agent-skill", "reason": "an Agent Skill (SKILL.md), not an AgentCard"}))
+            .collect();
         out.json_value(&json!({
             "ok": invalid == 0,
             "files": files,
+            "skipped": skipped,
             "summary": {"checked": reports.len(), "valid": reports.len() - invalid, "invalid": invalid},
         }));
     } else {
@@ -132,7 +149,9 @@ fn collect_dir(dir: &Path, files: &mut Vec<(PathBuf, bool)>) -> Result<()> {
         .into_iter()
         .filter_entry(|e| {
             let name = e.file_name().to_string_lossy();
-            e.depth() == 0 || !(name.starts_with('.') || name == "target" || name == "node_modules")
+            e.depth() == 0
+                || name == FAST_AGENT_DIR
+                || !(name.starts_with('.') || name == "target" || name == "node_modules")
         });
     for entry in walker {
         let entry = entry?;
@@ -205,13 +224,14 @@ pub fn check_file(path: &Path, forced: Option<DocumentKind>) -> Result<Option<Fi
 
 /// Checks a document's text; for cards returns the card's name.
 fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Option<String>, Diagnostics> {
-    use index_schema::{agent_card, agent_yaml, blueprint, envelope, lockfile, manifest};
+    use index_schema::{a2a_card, agent_card, agent_yaml, blueprint, envelope, lockfile, manifest};
     match kind {
         DocumentKind::Manifest => manifest::Manifest::from_json(text).map(|_| None),
         DocumentKind::Envelope => envelope::Envelope::from_json(text).map(|_| None),
         DocumentKind::AgentYaml => agent_yaml::AgentYaml::from_yaml(text).map(|_| None),
         DocumentKind::Blueprint => blueprint::Blueprint::from_yaml(text).map(|_| None),
         DocumentKind::Lockfile => lockfile::Lockfile::from_toml(text).map(|_| None),
+        DocumentKind::A2aCard => a2a_card::A2aCard::from_json(text).map(|_| None),
         DocumentKind::CardMd | DocumentKind::CardYaml => {
             agent_card::AgentCard::load_file(path).map(|c| Some(c.card.name.clone()))
         }

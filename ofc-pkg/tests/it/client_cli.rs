@@ -266,3 +266,45 @@ fn publish_refuses_symlinks_in_the_folder() {
             ));
     }
 }
+
+#[test]
+fn publish_dry_run_turns_an_a2a_card_into_a_remote_agent() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("currency");
+    fs::create_dir_all(&dir).unwrap();
+    fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../index-schema/tests/fixtures/a2a-cards/ok-full.json"),
+        dir.join("agent-card.json"),
+    )
+    .unwrap();
+    ofc(home.path()).arg("keygen").assert().success();
+    let v = stdout_json(
+        ofc(home.path())
+            .args(["publish", "--dry-run", "--json", "--name", "acme/currency"])
+            .arg(&dir),
+    );
+    assert_eq!(v["name"], "acme/currency");
+    assert_eq!(v["version"], "1.2.0");
+    assert_eq!(v["entrypoint"], "agent-card.json");
+    assert_eq!(v["source"], "remote");
+    assert_eq!(v["bundleDigest"], serde_json::Value::Null);
+
+    // A card that cannot become a manifest: the card's field and line.
+    let text = fs::read_to_string(dir.join("agent-card.json"))
+        .unwrap()
+        .replace("\"version\": \"1.2.0\"", "\"version\": \"v1\"");
+    fs::write(dir.join("agent-card.json"), text).unwrap();
+    let out = ofc(home.path())
+        .args(["publish", "--dry-run", "--name", "acme/currency"])
+        .arg(&dir)
+        .assert()
+        .failure()
+        .code(1);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.contains("5:14: version: must be an exact semver version"),
+        "{stderr}"
+    );
+}

@@ -221,3 +221,77 @@ fn duplicate_card_names_in_one_directory_are_refused() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).contains("already used"), "{}", stdout(&o));
 }
+
+#[test]
+fn cards_in_fast_agent_folders_are_found_and_skills_are_named_not_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let cards = dir.path().join(".fast-agent/agent-cards");
+    let tools = dir.path().join(".fast-agent/tool-cards");
+    let skill = dir.path().join(".fast-agent/skills/pdf");
+    for d in [&cards, &tools, &skill] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    // A YAML card without `instruction` or `type`: a card only because of where it lives.
+    std::fs::write(cards.join("helper.yaml"), "name: helper\nmodel: sonnet\n").unwrap();
+    std::fs::write(
+        tools.join("fmt.md"),
+        "---\ntool_only: true\nhistory_mode: fork\n---\nFormat.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: pdf\ndescription: Read PDFs.\n---\nUse pdftotext.\n",
+    )
+    .unwrap();
+    // Other dot-folders stay skipped.
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join(".git/x.md"), "---\ncolour: red\n---\nx\n").unwrap();
+
+    let o = ofc(&["validate", dir.path().to_str().unwrap()]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("helper.yaml: ok (AgentCard .yaml)"), "{out}");
+    assert!(
+        out.contains("fmt.md:3:15: history_mode: field `history_mode` is no longer supported"),
+        "{out}"
+    );
+    assert!(!out.contains("SKILL.md") && !out.contains(".git"), "{out}");
+    assert!(
+        err.contains("SKILL.md: an Agent Skill (SKILL.md), not an AgentCard; skipped"),
+        "{err}"
+    );
+    assert!(err.contains("checked 2 files: 1 ok, 1 invalid"), "{err}");
+
+    // Named on the command line, a skill is still not judged, and not an error.
+    let o = ofc(&[
+        "validate",
+        "--json",
+        skill.join("SKILL.md").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["files"], serde_json::json!([]));
+    assert_eq!(v["skipped"][0]["kind"], "agent-skill");
+}
+
+#[test]
+fn a2a_agent_cards_are_checked_with_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../index-schema/tests/fixtures/a2a-cards/ok-minimal.json");
+    std::fs::copy(&good, dir.path().join("agent-card.json")).unwrap();
+    let bad = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../index-schema/tests/fixtures/a2a-cards/bad-skill-no-tags.json");
+    std::fs::copy(&bad, dir.path().join("broken.agent-card.json")).unwrap();
+    let o = ofc(&["validate", dir.path().to_str().unwrap()]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("agent-card.json: ok (A2A agent card)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("broken.agent-card.json:17:5: skills[0].tags: is required"),
+        "{out}"
+    );
+}
