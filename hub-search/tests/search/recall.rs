@@ -190,3 +190,17 @@ fn the_relevance_set_meets_its_target_on_the_held_out_half() {
     // Measured 0.967 (BENCHMARKS.md); the target is 0.95.
     assert!(held_out >= 0.95, "held-out nDCG@10 {held_out:.3}");
 }
+
+#[test]
+fn did_you_mean_spells_the_query_as_the_index_does() {
+    let docs = relevance::load_agents(relevance::default_dir()).unwrap();
+    let index = relevance::index_of(&docs).unwrap();
+    let dym = |text: &str| index.search(&SearchQuery::text(text)).unwrap().did_you_mean;
+    assert_eq!(dym("scrapper").as_deref(), Some("scraper"));
+    assert_eq!(dym("kubernets logs").as_deref(), Some("kubernetes logs"));
+    // Correctly spelled words, or words with many full matches, get no suggestion.
+    assert_eq!(dym("scraper"), None);
+    assert_eq!(dym("sql"), None);
+    // Nothing close in the index: no suggestion rather than a wild one.
+    assert_eq!(dym("zzqxv"), None);
+}

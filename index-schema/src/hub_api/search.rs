@@ -49,6 +49,10 @@ pub struct SearchPage {
     /// `missing_words`). Empty when every hit has every word.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped_words: Vec<String>,
+    /// For a query with no or few full matches whose words the index spells differently: the
+    /// query in the index's own words (`scrapper` → `scraper`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub did_you_mean: Option<String>,
 }
 
 /// One agent: its latest visible version.

@@ -37,8 +37,19 @@ pub fn run(args: &SearchArgs, out: &mut Output) -> Result<ExitStatus> {
         out.json_value(&page);
         return Ok(ExitStatus::Success);
     }
+    // The hub's spelling of the query, as a command to copy (cleaned: it came from the hub).
+    let suggestion = page.did_you_mean.as_deref().map(|d| {
+        format!(
+            "did you mean `ofc search \"{}\"`?",
+            output::truncate(&output::clean_line(d), 200).replace('"', "")
+        )
+    });
     if page.hits.is_empty() {
         out.status(&no_match_message(args));
+        if let Some(s) = &suggestion {
+            out.hints(&[s.as_str()]);
+            return Ok(ExitStatus::Success);
+        }
         out.hints(&[if has_filters(args) {
             "try fewer words, or drop a filter"
         } else {
@@ -51,6 +62,9 @@ pub fn run(args: &SearchArgs, out: &mut Output) -> Result<ExitStatus> {
     }
     if let Some(note) = fewer_words_note(&page.hits, &page.dropped_words) {
         out.status(&note);
+    }
+    if let Some(s) = &suggestion {
+        out.hints(&[s.as_str()]);
     }
     if page.next_cursor.is_some() {
         out.status(&format!(

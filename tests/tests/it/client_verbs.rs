@@ -341,6 +341,14 @@ fn the_examples_publish_and_are_found_shown_and_yanked() {
     let r = anon.run(&["search", "qqqzzzxxx"]);
     assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{r:?}");
     insta::assert_snapshot!("search_no_match", r.stderr);
+    // A misspelling: the hub's own spelling comes back as a command to copy.
+    let r = anon.run(&["search", "statistcs"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stderr
+            .contains("did you mean `ofc search \"statistics\"`?"),
+        "{r:?}"
+    );
     let r = anon.fails(1, &["search", "x", "--capability", "a,b"]);
     assert!(
         r.stderr.contains("invalid --capability `a,b`"),
