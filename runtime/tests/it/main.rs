@@ -12,4 +12,5 @@ mod floor_server;
 mod furniture;
 mod llm_agent;
 mod net_parse_errors;
+mod sandbox;
 mod support;
