@@ -1,6 +1,7 @@
 //! The integration tests of `runtime` in one test binary (one link instead of one per file):
 //! each former test file is a module.
 
+mod acp;
 mod agent_http;
 mod common;
 mod controller_events;
