@@ -87,9 +87,12 @@ pub struct FurnitureSettings {
     pub sandbox: SandboxSettings,
 }
 
+/// What a [`ContainerHook`] calls: with the engine program and the container's name.
+pub type ContainerCallback = dyn Fn(&std::path::Path, &str) + Send + Sync;
+
 /// A callback receiving the engine program and the name of each sandbox container.
 #[derive(Clone)]
-pub struct ContainerHook(pub Arc<dyn Fn(&std::path::Path, &str) + Send + Sync>);
+pub struct ContainerHook(pub Arc<ContainerCallback>);
 
 impl fmt::Debug for ContainerHook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
