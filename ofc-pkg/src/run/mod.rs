@@ -16,6 +16,7 @@
 //! 4. **Stop**: the floor closes, which stops every agent; the supervisor stops anything left.
 
 pub mod agents;
+pub mod floor_manager;
 mod frontend;
 pub mod plan;
 mod project_dir;
@@ -534,6 +535,17 @@ async fn run_floor(
         ..FloorSettings::default()
     };
     let handles: Vec<String> = agents.iter().map(|a| a.handle.to_string()).collect();
+    // The built-in `@floor-manager` (called with `@floor-manager?`, it searches the hub).
+    let hub = Paths::from_env()
+        .and_then(|p| Hub::from_env(&p))
+        .map_err(|e| format!("{e:#}"));
+    agents.push(FloorAgent {
+        handle: Handle::new(floor_manager::HANDLE).map_err(|e| anyhow!("{e}"))?,
+        activation: Activation::Mention,
+        agent: Arc::new(floor_manager::FloorManagerAgent::new(hub, handles.clone())),
+        endpoint: None,
+        info: None,
+    });
     let floor = Floor::open(
         run_id.clone(),
         loaded.blueprint.name.clone(),

@@ -11,6 +11,7 @@ mod pull_e2e;
 mod pull_hostile;
 mod run_acp_e2e;
 mod run_e2e;
+mod run_floor_manager_e2e;
 mod run_furniture_e2e;
 mod run_sandbox_e2e;
 mod run_tui_e2e;
