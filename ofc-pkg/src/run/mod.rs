@@ -1,7 +1,7 @@
 //! `ofc run [MESSAGE] [-f blueprint.yaml]`: a blueprint becomes a live floor.
 //!
 //! 1. **Load and check, start nothing**: the blueprint is parsed and validated; features
-//!    this build cannot provide (workstations, ACP) are refused with the blueprint's `file:line:col: field`; hub agents are
+//!    this build cannot provide (`filesystem` workstations) are refused with the blueprint's `file:line:col: field`; hub agents are
 //!    pulled (through the cache and `ofc.lock`; with a lock and a warm cache there is no
 //!    network request), local agent files read, commands looked up, remote endpoints asked for
 //!    `/ofc/info`. Every problem is reported at once.
@@ -16,6 +16,7 @@
 //! 4. **Stop**: the floor closes, which stops every agent; the supervisor stops anything left.
 
 pub mod agents;
+pub mod floor_manager;
 mod frontend;
 pub mod plan;
 mod project_dir;
@@ -32,9 +33,11 @@ use anyhow::{Context, Result, anyhow};
 use index_schema::blueprint::{AgentEntry, InlineAgentType};
 use index_schema::name::AgentHandle;
 use index_schema::{Diagnostics, FieldPath};
-use runtime::agent::{Agent, HttpAgent, ProcessAgent, SpawnHook};
+use runtime::agent::{AcpAgent, Agent, HttpAgent, ProcessAgent, SpawnHook};
 use runtime::floor::{Floor, FloorAgent, FloorSettings};
-use runtime::furniture::{FloorFurniture, FurnitureError, FurnitureSettings, Grants};
+use runtime::furniture::{
+    ContainerHook, FloorFurniture, FurnitureError, FurnitureSettings, Grants,
+};
 use runtime::llm::RosterEntry;
 use runtime::{Activation, Handle};
 
@@ -213,10 +216,7 @@ fn resolve(loaded: &plan::Loaded, args: &RunArgs) -> Result<Vec<Planned>> {
                             (h, act, Kind::Llm(agent))
                         })
                         .map_err(|e| (field.key(agents::llm_error_field(&e)), e.to_string())),
-                    InlineAgentType::Acp => Err((
-                        field.key("type"),
-                        "ACP agents: not in this build (`type: acp` cannot run yet)".to_owned(),
-                    )),
+                    InlineAgentType::Acp => plan::acp_agent(a, bp, &loaded.dir, &field),
                 })
             }
             AgentEntry::Local(path) => {
@@ -393,12 +393,13 @@ async fn run_floor(
     let agent_log = project.logs.join(format!("{run_id}.agents.log"));
     let supervisor = if planned
         .iter()
-        .any(|p| matches!(p.kind, Kind::Process(_) | Kind::Container(_)))
+        .any(|p| matches!(p.kind, Kind::Process(_) | Kind::Container(_) | Kind::Acp(_)))
         || loaded
             .blueprint
             .furniture
             .iter()
             .any(|f| f.command.is_some())
+        || !loaded.blueprint.workstations.is_empty()
     {
         Some(supervisor::Supervisor::start()?)
     } else {
@@ -464,6 +465,16 @@ async fn run_floor(
                         Err(e) => Err(format!("{} ({}): {e}", p.field, p.handle)),
                     }
                 }
+                Kind::Acp(mut command) => {
+                    if let Some(s) = supervisor {
+                        command.on_spawn = Some(SpawnHook(Arc::new(move |pgid| s.watch(pgid))));
+                    }
+                    command.stderr_log = Some(agent_log);
+                    match AcpAgent::spawn(*command).await {
+                        Ok(agent) => Ok((Arc::new(agent) as Arc<dyn Agent>, None)),
+                        Err(e) => Err(format!("{} ({}): {e}", p.field, p.handle)),
+                    }
+                }
                 Kind::Process(mut command) => {
                     if let Some(s) = supervisor {
                         command.on_spawn = Some(SpawnHook(Arc::new(move |pgid| s.watch(pgid))));
@@ -524,6 +535,17 @@ async fn run_floor(
         ..FloorSettings::default()
     };
     let handles: Vec<String> = agents.iter().map(|a| a.handle.to_string()).collect();
+    // The built-in `@floor-manager` (called with `@floor-manager?`, it searches the hub).
+    let hub = Paths::from_env()
+        .and_then(|p| Hub::from_env(&p))
+        .map_err(|e| format!("{e:#}"));
+    agents.push(FloorAgent {
+        handle: Handle::new(floor_manager::HANDLE).map_err(|e| anyhow!("{e}"))?,
+        activation: Activation::Mention,
+        agent: Arc::new(floor_manager::FloorManagerAgent::new(hub, handles.clone())),
+        endpoint: None,
+        info: None,
+    });
     let floor = Floor::open(
         run_id.clone(),
         loaded.blueprint.name.clone(),
@@ -575,8 +597,9 @@ async fn run_floor(
     Ok(code)
 }
 
-/// Starts the blueprint's furniture (task boards, MCP servers) and decides the grants: each
-/// inline agent gets the furniture its `furniture` list names, in the classes the
+/// Starts the blueprint's furniture (task boards, MCP servers) and workstations (sandbox
+/// containers) and decides the grants: each inline agent gets the furniture its `furniture`
+/// list names, and every workstation when its `can_use_tools` is true, in the classes the
 /// `floor_manager` policies approve (all of them without a `floor_manager`). A piece that does
 /// not start is reported at its blueprint line, and none is left running.
 async fn start_furniture(
@@ -586,7 +609,7 @@ async fn start_furniture(
     agent_log: &Path,
 ) -> Result<Option<Arc<FloorFurniture>>> {
     let bp = &loaded.blueprint;
-    if bp.furniture.is_empty() {
+    if bp.furniture.is_empty() && bp.workstations.is_empty() {
         return Ok(None);
     }
     let settings = FurnitureSettings {
@@ -596,9 +619,21 @@ async fn start_furniture(
             let s = s.clone();
             SpawnHook(Arc::new(move |pgid| s.watch(pgid)))
         }),
+        on_container: supervisor.map(|s| {
+            let s = s.clone();
+            ContainerHook(Arc::new(move |engine, name| {
+                s.watch_container(engine, name)
+            }))
+        }),
         ..FurnitureSettings::default()
     };
-    let pieces = match FloorFurniture::start_all(&bp.furniture, &settings).await {
+    let pieces = match FloorFurniture::start_with_workstations(
+        &bp.furniture,
+        &bp.workstations,
+        &settings,
+    )
+    .await
+    {
         Ok(p) => p,
         Err(e) => {
             if let Some(s) = supervisor {
@@ -610,25 +645,44 @@ async fn start_furniture(
                 | FurnitureError::Config { name, .. } => name.clone(),
             };
             let mut diags = Diagnostics::default();
-            let i = bp
-                .furniture
+            let field = match bp
+                .workstations
                 .iter()
-                .position(|f| f.name == name)
-                .unwrap_or(0);
-            diags.push(FieldPath::root().key("furniture").index(i), e.to_string());
+                .position(|w| w.effective_name() == name)
+            {
+                Some(i) => FieldPath::root().key("workstations").index(i),
+                None => FieldPath::root().key("furniture").index(
+                    bp.furniture
+                        .iter()
+                        .position(|f| f.name == name)
+                        .unwrap_or(0),
+                ),
+            };
+            diags.push(field, e.to_string());
             return Err(UserError::new(format!(
                 "furniture did not start:\n{}",
                 plan::report(&loaded.path, &loaded.doc, diags)
             ))
-            .hint(format!("check the furniture's command (or url) and that the MCP server is installed; what it printed is in {}; nothing else was started", agent_log.display()))
+            .hint(format!("check the furniture's command (or url) and that the MCP server is installed, and for a sandbox that podman (or docker) works and the image or Dockerfile is right; what it printed is in {}; nothing else was started", agent_log.display()))
             .into());
         }
     };
+    let stations: Vec<String> = bp
+        .workstations
+        .iter()
+        .map(|w| w.effective_name().to_owned())
+        .collect();
     let lists: Vec<(AgentHandle, Vec<String>)> = bp
         .agents
         .iter()
         .filter_map(|a| a.as_inline())
-        .map(|a| (a.id.clone(), a.furniture.clone()))
+        .map(|a| {
+            let mut names = a.furniture.clone();
+            if a.can_use_tools == Some(true) {
+                names.extend(stations.iter().cloned());
+            }
+            (a.id.clone(), names)
+        })
         .collect();
     let grants = Grants::from_blueprint(
         bp.floor_manager.as_ref(),

@@ -13,7 +13,7 @@ use index_schema::blueprint::{Blueprint, InlineAgentType};
 use index_schema::manifest::Activation as YamlActivation;
 use index_schema::source::{self, SourceDoc};
 use index_schema::{Diagnostics, FieldPath};
-use runtime::agent::{Agent, ProcessCommand};
+use runtime::agent::{AcpCommand, Agent, Permissions, ProcessCommand};
 use runtime::llm::LlmAgent;
 use runtime::{Activation, Handle};
 
@@ -59,6 +59,9 @@ pub enum Kind {
     Llm(Arc<LlmAgent>),
     /// A pulled container image, run with podman or docker.
     Container(ContainerSpec),
+    /// An inline `type: acp` agent: a command spoken to over stdio with the Agent Client
+    /// Protocol (its supervisor hook and log are set when it starts).
+    Acp(Box<AcpCommand>),
 }
 
 /// A loaded blueprint: the parsed document (for positions) and its directory.
@@ -129,16 +132,19 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
 }
 
 /// What the blueprint has that this build cannot run yet, as diagnostics on its fields
-/// (workstations; furniture and `floor_manager` policies run).
+/// (`filesystem` workstations; sandboxes, furniture and `floor_manager` policies run).
 pub fn unsupported(bp: &Blueprint) -> Diagnostics {
     let mut d = Diagnostics::default();
     let root = FieldPath::root();
     for (i, w) in bp.workstations.iter().enumerate() {
+        if w.workstation_type == index_schema::blueprint::WorkstationType::Sandbox {
+            continue;
+        }
         d.push(
             root.key("workstations").index(i),
             format!(
-                "workstations are not available yet in `ofc run` (the {} workstation `{}` \
-                 cannot be provided); remove it to run this floor",
+                "{} workstations are not available yet in `ofc run` (`{}` cannot be \
+                 provided); use a sandbox, or an MCP filesystem server as furniture",
                 w.workstation_type.as_str(),
                 w.effective_name()
             ),
@@ -156,6 +162,55 @@ fn activation(a: Option<&YamlActivation>) -> Activation {
 
 fn handle_of(h: &index_schema::name::AgentHandle) -> Result<Handle, String> {
     Handle::new(&format!("@{}", h.name())).map_err(|e| e.to_string())
+}
+
+/// How long an ACP agent may take to start and open its session.
+pub const ACP_STARTUP_DEADLINE: Duration = Duration::from_secs(30);
+
+/// An inline `type: acp` agent: its program looked up now, `env` values expanded from ofc's
+/// environment (`${VAR}`; a variable that is not set is an error), its permission requests
+/// to be answered by the blueprint's `floor_manager`. Errors name the field under `field`, the
+/// agent's entry.
+pub fn acp_agent(
+    a: &index_schema::blueprint::InlineAgent,
+    bp: &Blueprint,
+    dir: &Path,
+    field: &FieldPath,
+) -> Result<(Handle, Activation, Kind), (FieldPath, String)> {
+    let handle = handle_of(&a.id).map_err(|e| (field.key("id"), e))?;
+    let command = a.command.as_deref().ok_or_else(|| {
+        (
+            field.key("command"),
+            "an acp agent needs a `command`".to_owned(),
+        )
+    })?;
+    let program = resolve_program(command, dir).map_err(|e| (field.key("command"), e))?;
+    let mut env = Vec::new();
+    for (k, v) in &a.env {
+        let value = runtime::agent::expand_env(v, |name| std::env::var(name).ok())
+            .map_err(|e| (field.key("env").key(k.as_str()), e))?;
+        env.push((k.clone(), value));
+    }
+    let act = activation(a.activation.as_ref());
+    let wire_activation = match act {
+        Activation::Always => index_schema::wire::Activation::Always,
+        _ => index_schema::wire::Activation::Mention,
+    };
+    let config = AcpCommand {
+        handle: handle.to_string(),
+        name: a.name.clone(),
+        command: program.display().to_string(),
+        args: a.args.clone(),
+        env,
+        working_dir: dir.to_path_buf(),
+        prompt: a.prompt.clone(),
+        activation: wire_activation,
+        on_spawn: None,
+        stderr_log: None,
+        start_deadline: ACP_STARTUP_DEADLINE,
+        permissions: Permissions::new(bp.floor_manager.clone(), a.id.clone()),
+    };
+    Ok((handle, act, Kind::Acp(Box::new(config))))
 }
 
 /// The program of a `command`: a path with a `/` is taken relative to `dir`; a bare name is

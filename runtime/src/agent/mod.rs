@@ -11,6 +11,7 @@
 //! Deadlines are the floor's business: it wraps every call in its own timeout and drops the
 //! future when the deadline passes, which cancels the request.
 
+pub mod acp;
 mod func;
 mod http;
 mod process;
@@ -26,6 +27,7 @@ use index_schema::wire::{
 };
 use tokio::sync::mpsc;
 
+pub use acp::{AcpAgent, AcpCommand, Permissions, expand_env};
 pub use func::FnAgent;
 pub use http::HttpAgent;
 pub(crate) use http::error_chain;

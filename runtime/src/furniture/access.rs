@@ -184,8 +184,26 @@ impl FloorFurniture {
         entries: &[index_schema::blueprint::Furniture],
         settings: &FurnitureSettings,
     ) -> Result<Vec<Furniture>, FurnitureError> {
-        let results =
-            futures::future::join_all(entries.iter().map(|e| Furniture::start(e, settings))).await;
+        Self::start_with_workstations(entries, &[], settings).await
+    }
+
+    /// [`FloorFurniture::start_all`], with the blueprint's workstations (sandboxes) started
+    /// alongside, as pieces named after them.
+    pub async fn start_with_workstations(
+        entries: &[index_schema::blueprint::Furniture],
+        workstations: &[index_schema::blueprint::Workstation],
+        settings: &FurnitureSettings,
+    ) -> Result<Vec<Furniture>, FurnitureError> {
+        use futures::FutureExt;
+        let starts = entries
+            .iter()
+            .map(|e| Furniture::start(e, settings).boxed())
+            .chain(
+                workstations
+                    .iter()
+                    .map(|w| Furniture::workstation(w, settings).boxed()),
+            );
+        let results = futures::future::join_all(starts).await;
         let mut started = Vec::new();
         let mut first_error = None;
         for r in results {

@@ -14,6 +14,7 @@
 
 pub mod access;
 pub mod mcp;
+pub mod sandbox;
 pub mod serve;
 pub mod taskboard;
 
@@ -31,6 +32,7 @@ use crate::llm::{ToolError, ToolSpec, Toolbox};
 
 pub use access::{FloorFurniture, FurnitureConnector, Grants, Guard};
 pub use mcp::McpToolbox;
+pub use sandbox::{Sandbox, SandboxSettings};
 pub use serve::McpEndpoints;
 pub use taskboard::TaskBoard;
 
@@ -76,8 +78,26 @@ pub struct FurnitureSettings {
     /// stop it if ofc dies.
     pub on_spawn: Option<SpawnHook>,
     /// A file MCP servers' error output is appended to, each line prefixed with
-    /// `[furniture name]` (`ofc run`: the run's agents log).
+    /// `[furniture name]` (`ofc run`: the run's agents log); sandbox image builds too.
     pub stderr_log: Option<std::path::PathBuf>,
+    /// Called with the engine and the name of each sandbox container before it starts, so
+    /// that a supervisor can remove it if ofc dies.
+    pub on_container: Option<ContainerHook>,
+    /// How sandbox workstations run commands.
+    pub sandbox: SandboxSettings,
+}
+
+/// What a [`ContainerHook`] calls: with the engine program and the container's name.
+pub type ContainerCallback = dyn Fn(&std::path::Path, &str) + Send + Sync;
+
+/// A callback receiving the engine program and the name of each sandbox container.
+#[derive(Clone)]
+pub struct ContainerHook(pub Arc<ContainerCallback>);
+
+impl fmt::Debug for ContainerHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ContainerHook")
+    }
 }
 
 impl fmt::Debug for FurnitureSettings {
@@ -96,6 +116,8 @@ impl Default for FurnitureSettings {
             working_dir: None,
             on_spawn: None,
             stderr_log: None,
+            on_container: None,
+            sandbox: SandboxSettings::default(),
         }
     }
 }
@@ -144,6 +166,7 @@ pub struct Furniture {
     tools: Vec<FurnitureTool>,
     toolbox: Arc<dyn Toolbox>,
     mcp: Option<Arc<McpToolbox>>,
+    sandbox: Option<Arc<Sandbox>>,
 }
 
 impl fmt::Debug for Furniture {
@@ -212,6 +235,40 @@ impl Furniture {
             tools: TaskBoard::catalog(),
             toolbox: board,
             mcp: None,
+            sandbox: None,
+        }
+    }
+
+    /// Starts a blueprint's workstation: a `sandbox` container (see [`sandbox`]) with its
+    /// `bash` tool, of the `execute` class. Other workstation types are refused.
+    pub async fn workstation(
+        ws: &blueprint::Workstation,
+        settings: &FurnitureSettings,
+    ) -> Result<Furniture, FurnitureError> {
+        match ws.workstation_type {
+            blueprint::WorkstationType::Sandbox => {
+                let sandbox = Arc::new(Sandbox::start(ws, settings).await?);
+                Ok(Self::from_sandbox(sandbox))
+            }
+            other => Err(FurnitureError::Config {
+                name: ws.effective_name().to_owned(),
+                message: format!("{} workstations are not provided yet", other.as_str()),
+            }),
+        }
+    }
+
+    /// A started sandbox.
+    pub fn from_sandbox(sandbox: Arc<Sandbox>) -> Furniture {
+        Furniture {
+            name: sandbox.name().to_owned(),
+            kind: "sandbox",
+            tools: vec![FurnitureTool {
+                spec: sandbox.bash_spec(),
+                class: Class::Execute,
+            }],
+            toolbox: sandbox.clone(),
+            mcp: None,
+            sandbox: Some(sandbox),
         }
     }
 
@@ -224,6 +281,7 @@ impl Furniture {
             tools: toolbox.catalog().to_vec(),
             toolbox: toolbox.clone(),
             mcp: Some(toolbox),
+            sandbox: None,
         }
     }
 
@@ -248,6 +306,7 @@ impl Furniture {
             tools,
             toolbox,
             mcp: None,
+            sandbox: None,
         })
     }
 
@@ -303,10 +362,19 @@ impl Furniture {
         self.toolbox.call(tool, arguments).await
     }
 
-    /// Stops it (an MCP server's process is asked to exit, then killed).
+    /// The sandbox, when it is one.
+    pub fn as_sandbox(&self) -> Option<&Arc<Sandbox>> {
+        self.sandbox.as_ref()
+    }
+
+    /// Stops it (an MCP server's process is asked to exit, then killed; a sandbox's
+    /// container is removed).
     pub async fn shutdown(&self) {
         if let Some(mcp) = &self.mcp {
             mcp.shutdown().await;
+        }
+        if let Some(sandbox) = &self.sandbox {
+            sandbox.stop().await;
         }
     }
 }

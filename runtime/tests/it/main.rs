@@ -1,6 +1,7 @@
 //! The integration tests of `runtime` in one test binary (one link instead of one per file):
 //! each former test file is a module.
 
+mod acp;
 mod agent_http;
 mod common;
 mod controller_events;
@@ -12,4 +13,5 @@ mod floor_server;
 mod furniture;
 mod llm_agent;
 mod net_parse_errors;
+mod sandbox;
 mod support;
