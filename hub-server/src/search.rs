@@ -54,8 +54,20 @@ pub struct TuningSource {
 /// How often the synonym file is looked at for changes.
 const SYNONYMS_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Largest synonym file read (the default set is ≈ 3 KiB).
+pub const MAX_SYNONYMS_FILE_BYTES: u64 = 1 << 20;
+
 /// Reads and checks a synonym file; the error names the file and the line.
 pub fn read_synonyms(path: &Path) -> anyhow::Result<Synonyms> {
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("cannot read the synonym file {}", path.display()))?
+        .len();
+    if len > MAX_SYNONYMS_FILE_BYTES {
+        anyhow::bail!(
+            "the synonym file {} is {len} bytes, more than the {MAX_SYNONYMS_FILE_BYTES} accepted",
+            path.display()
+        );
+    }
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the synonym file {}", path.display()))?;
     Ok(Synonyms::parse(&text, &path.display().to_string())?)
@@ -389,4 +401,32 @@ pub async fn reindex(store: &Store, data_dir: &Path) -> anyhow::Result<(u64, usi
     })
     .await??;
     Ok((seq, n))
+}
+
+#[cfg(test)]
+mod synonym_file_tests {
+    use super::*;
+
+    #[test]
+    fn a_synonym_file_is_bounded_and_its_mistakes_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.txt");
+        let line = "alpha, beta\n";
+        std::fs::write(
+            &big,
+            line.repeat((MAX_SYNONYMS_FILE_BYTES as usize) / line.len() + 1),
+        )
+        .unwrap();
+        let e = format!("{:#}", read_synonyms(&big).unwrap_err());
+        assert!(e.contains("more than the 1048576 accepted"), "{e}");
+        let bad = dir.path().join("bad.txt");
+        std::fs::write(&bad, "alpha, beta\nnot valid, x y\n").unwrap();
+        let e = format!("{:#}", read_synonyms(&bad).unwrap_err());
+        assert!(e.contains("bad.txt:2:"), "{e}");
+        let e = format!(
+            "{:#}",
+            read_synonyms(&dir.path().join("none.txt")).unwrap_err()
+        );
+        assert!(e.contains("cannot read the synonym file"), "{e}");
+    }
 }
