@@ -197,6 +197,26 @@ pub struct Floor {
     events: broadcast::Sender<FloorEvent>,
 }
 
+/// A handle to a floor that does not keep it open: for an agent on the floor that acts on it
+/// (an agent holding a [`Floor`] would keep its own floor alive).
+#[derive(Debug, Clone)]
+pub struct WeakFloor {
+    id: String,
+    commands: mpsc::WeakSender<Command>,
+    events: broadcast::Sender<FloorEvent>,
+}
+
+impl WeakFloor {
+    /// The floor, while it is open.
+    pub fn upgrade(&self) -> Option<Floor> {
+        Some(Floor {
+            id: self.id.clone(),
+            commands: self.commands.upgrade()?,
+            events: self.events.clone(),
+        })
+    }
+}
+
 /// How many events a slow observer may fall behind before it misses some.
 const EVENT_BUFFER: usize = 4096;
 
@@ -242,6 +262,7 @@ impl Floor {
             current: None,
             awaiting: None,
             cancelling: false,
+            joining: Vec::new(),
         };
         task.record(Entry::Floor {
             floor_id: task.id.clone(),
@@ -315,6 +336,25 @@ impl Floor {
         self.ask(|reply| Command::AddAgent { agent, reply }).await?
     }
 
+    /// Adds an agent at the end of the roster as soon as the floor is idle: at once when no
+    /// turn runs, else when the running turn (and any message queued behind it) has ended.
+    /// Answers when it has joined (or could not: the floor was full, the handle taken, the
+    /// floor closed). An agent that cannot join is shut down. This is how an agent taking part
+    /// in a turn (the `@floor-manager`) brings another in: it spawns this and answers.
+    pub async fn add_agent_when_idle(&self, agent: FloorAgent) -> Result<(), FloorError> {
+        self.ask(|reply| Command::AddAgentWhenIdle { agent, reply })
+            .await?
+    }
+
+    /// A handle that does not keep the floor open (see [`WeakFloor`]).
+    pub fn downgrade(&self) -> WeakFloor {
+        WeakFloor {
+            id: self.id.clone(),
+            commands: self.commands.downgrade(),
+            events: self.events.clone(),
+        }
+    }
+
     /// Removes an agent and shuts it down. Refused during a turn.
     pub async fn remove_agent(&self, handle: Handle) -> Result<(), FloorError> {
         self.ask(|reply| Command::RemoveAgent { handle, reply })
@@ -367,6 +407,10 @@ enum Command {
         done: Option<oneshot::Sender<TurnSummary>>,
     },
     AddAgent {
+        agent: FloorAgent,
+        reply: oneshot::Sender<Result<(), FloorError>>,
+    },
+    AddAgentWhenIdle {
         agent: FloorAgent,
         reply: oneshot::Sender<Result<(), FloorError>>,
     },
@@ -459,6 +503,8 @@ struct FloorTask {
     awaiting: Option<Awaiting>,
     /// Set by a cancellation until the turn ends: every agent operation fails at once.
     cancelling: bool,
+    /// Agents that join when the floor is next idle, with who waits for the answer.
+    joining: Vec<(FloorAgent, oneshot::Sender<Result<(), FloorError>>)>,
 }
 
 type Operation = BoxFuture<'static, Completed>;
@@ -536,6 +582,7 @@ impl FloorTask {
                     return;
                 }
             }
+            self.admit_joining();
             self.flush();
         }
     }
@@ -549,6 +596,9 @@ impl FloorTask {
             } => return self.post(content, receipt, done),
             Command::AddAgent { agent, reply } => {
                 let _ = reply.send(self.add_agent(agent));
+            }
+            Command::AddAgentWhenIdle { agent, reply } => {
+                self.joining.push((agent, reply));
             }
             Command::RemoveAgent { handle, reply } => {
                 let result = self.remove_agent(&handle);
@@ -621,6 +671,21 @@ impl FloorTask {
         let mut agents = self.agents.clone();
         agents.push(agent);
         self.set_roster(agents)
+    }
+
+    /// Adds the agents waiting to join, when no turn runs.
+    fn admit_joining(&mut self) {
+        if !self.controller.is_idle() || self.joining.is_empty() {
+            return;
+        }
+        for (agent, reply) in std::mem::take(&mut self.joining) {
+            let joined = self.add_agent(agent.clone());
+            if joined.is_err() {
+                let refused = Arc::clone(&agent.agent);
+                tokio::spawn(async move { refused.shutdown().await });
+            }
+            let _ = reply.send(joined);
+        }
     }
 
     fn remove_agent(&mut self, handle: &Handle) -> Result<Arc<dyn Agent>, FloorError> {
@@ -1242,7 +1307,17 @@ impl FloorTask {
         {
             let _ = receipt.send(Err(FloorError::Closed));
         }
-        futures::future::join_all(self.agents.iter().map(|a| a.agent.shutdown())).await;
+        let joining: Vec<FloorAgent> = std::mem::take(&mut self.joining)
+            .into_iter()
+            .map(|(agent, _)| agent)
+            .collect();
+        futures::future::join_all(
+            self.agents
+                .iter()
+                .chain(joining.iter())
+                .map(|a| a.agent.shutdown()),
+        )
+        .await;
         self.emit(FloorEvent::Closed);
         self.flush();
     }

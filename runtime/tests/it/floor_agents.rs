@@ -605,3 +605,86 @@ async fn stopping_a_process_agent_stops_its_process_group() {
     // `group_alive` is not asserted false: the killed `sleep` may stay a zombie of a pid 1 that
     // does not reap (containers), and a zombie still counts as a group member to kill(2).
 }
+
+/// An agent that, asked during a turn, brings another onto its floor (as `@floor-manager` does
+/// after the user approves): it hands the new agent to the floor and answers at once.
+#[derive(Debug)]
+struct Recruiter {
+    floor: std::sync::OnceLock<runtime::floor::WeakFloor>,
+    recruit: tokio::sync::Mutex<Option<runtime::floor::FloorAgent>>,
+    joined:
+        tokio::sync::Mutex<Option<tokio::task::JoinHandle<Result<(), runtime::floor::FloorError>>>>,
+}
+
+#[async_trait::async_trait]
+impl runtime::agent::Agent for Recruiter {
+    async fn info(&self) -> Result<index_schema::wire::AgentInfo, runtime::agent::AgentError> {
+        Ok(index_schema::wire::AgentInfo::default())
+    }
+    async fn should_wake(
+        &self,
+        _: &index_schema::wire::ShouldWakeRequest,
+    ) -> Result<index_schema::wire::ShouldWakeResponse, runtime::agent::AgentError> {
+        Ok(index_schema::wire::ShouldWakeResponse::sleep())
+    }
+    async fn respond(
+        &self,
+        _: &index_schema::wire::RespondRequest,
+        _: Option<runtime::agent::Deltas>,
+    ) -> Result<index_schema::wire::RespondResponse, runtime::agent::AgentError> {
+        let floor = self.floor.get().unwrap().upgrade().unwrap();
+        let recruit = self.recruit.lock().await.take().unwrap();
+        let joining = tokio::spawn(async move { floor.add_agent_when_idle(recruit).await });
+        *self.joined.lock().await = Some(joining);
+        Ok(index_schema::wire::RespondResponse::reply(
+            "@user @code joins when this turn ends",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn an_agent_joins_a_running_floor_when_the_turn_that_brought_it_ends() {
+    let recruiter = std::sync::Arc::new(Recruiter {
+        floor: std::sync::OnceLock::new(),
+        recruit: tokio::sync::Mutex::new(Some(agent("code", &["--behaviour", "echo"]).await)),
+        joined: tokio::sync::Mutex::new(None),
+    });
+    let floor = Floor::open(
+        "join",
+        None,
+        vec![runtime::floor::FloorAgent::new(
+            handle("manager"),
+            recruiter.clone(),
+        )],
+        settings(),
+    )
+    .unwrap();
+    recruiter.floor.set(floor.downgrade()).unwrap();
+    let mut events = floor.subscribe();
+    // Before: @code is not on the floor, so a mention of it wakes no one.
+    let summary = floor.post_and_wait("@manager? bring @code").await.unwrap();
+    assert_eq!(senders(&summary), ["@user", "@manager"]);
+    let joining = recruiter.joined.lock().await.take().unwrap();
+    tokio::time::timeout(Duration::from_secs(20), joining)
+        .await
+        .expect("the agent never joined")
+        .unwrap()
+        .unwrap();
+    let seen = events_until(&mut events, 100, |e| matches!(e, FloorEvent::Roster { .. })).await;
+    let Some(FloorEvent::Roster { agents }) = seen.last() else {
+        panic!("no roster event: {seen:?}");
+    };
+    assert_eq!(agents, &[handle("manager"), handle("code")]);
+    // After: it takes part.
+    let summary = floor.post_and_wait("@code? hello").await.unwrap();
+    assert_eq!(senders(&summary), ["@user", "@code"]);
+    // The same handle twice is refused, and the refused agent is shut down.
+    let twin = agent("code", &["--behaviour", "echo"]).await;
+    let err = floor.add_agent_when_idle(twin).await.unwrap_err();
+    assert!(err.to_string().contains("@code"), "{err}");
+    // A weak handle does not keep the floor open.
+    let weak = floor.downgrade();
+    floor.close().await.unwrap();
+    drop(floor);
+    assert!(weak.upgrade().is_none() || weak.upgrade().unwrap().snapshot().await.is_err());
+}
