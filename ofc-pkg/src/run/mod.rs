@@ -236,37 +236,10 @@ fn resolve(loaded: &plan::Loaded, args: &RunArgs) -> Result<Vec<Planned>> {
                 };
                 ctx.and_then(|(paths, hub)| {
                     hub_ctx = Some((paths.clone(), hub.clone()));
-                    let opts = PullOptions {
-                        offline: args.offline,
-                        locked: args.locked,
-                        lockfile: Some(lockfile.clone()),
-                        limits: pull::limits_from_env()
-                            .map_err(|e| (field.clone(), e.to_string()))?,
-                        progress: false,
-                        allow_sdist: args.allow_sdist,
-                        allow_install_scripts: args.allow_install_scripts,
-                        allow_yanked_rollback: args.allow_yanked_rollback,
-                    };
-                    let report =
-                        pull::pull(&paths, &hub, &[Request::Hub(reference.clone())], &opts)
-                            .map_err(|e| {
-                                (field.clone(), format!("cannot pull `{reference}`: {e:#}"))
-                            })?;
-                    let pulled =
-                        report.pulled.into_iter().next().ok_or_else(|| {
-                            (field.clone(), "the pull returned nothing".to_owned())
-                        })?;
-                    let (named, kind) = plan::from_start(&pulled.start, &pulled.name.to_string())
-                        .map_err(|e| (field.clone(), e))?;
-                    let (handle, act) = match named {
-                        Some(x) => x,
-                        None => (
-                            Handle::new(&format!("@{}", pulled.name.agent()))
-                                .map_err(|e| (field.clone(), e.to_string()))?,
-                            Activation::Mention,
-                        ),
-                    };
-                    Ok((handle, act, kind))
+                    let opts = pull_options(args, &lockfile).map_err(|e| (field.clone(), e))?;
+                    pull_hub_agent(&paths, &hub, reference, &opts)
+                        .map(|(h, a, k, _)| (h, a, k))
+                        .map_err(|e| (field.clone(), e))
                 })
             }
         };
@@ -316,6 +289,249 @@ fn resolve(loaded: &plan::Loaded, args: &RunArgs) -> Result<Vec<Planned>> {
         )));
     }
     Ok(planned)
+}
+
+/// How `ofc run` pulls hub agents: its flags, the project's lockfile, no progress bars.
+fn pull_options(args: &RunArgs, lockfile: &Path) -> Result<PullOptions, String> {
+    Ok(PullOptions {
+        offline: args.offline,
+        locked: args.locked,
+        lockfile: Some(lockfile.to_path_buf()),
+        limits: pull::limits_from_env().map_err(|e| e.to_string())?,
+        progress: false,
+        allow_sdist: args.allow_sdist,
+        allow_install_scripts: args.allow_install_scripts,
+        allow_yanked_rollback: args.allow_yanked_rollback,
+    })
+}
+
+/// Pulls one hub agent (through the cache and the lockfile, verified as every pull is) and
+/// says how it runs. Blocking: it runs its own async runtime.
+pub(crate) fn pull_hub_agent(
+    paths: &Paths,
+    hub: &Hub,
+    reference: &index_schema::name::Reference,
+    opts: &PullOptions,
+) -> Result<(Handle, Activation, Kind, String), String> {
+    let report = pull::pull(paths, hub, &[Request::Hub(reference.clone())], opts)
+        .map_err(|e| format!("cannot pull `{reference}`: {e:#}"))?;
+    let pulled = report
+        .pulled
+        .into_iter()
+        .next()
+        .ok_or_else(|| "the pull returned nothing".to_owned())?;
+    let (named, kind) = plan::from_start(&pulled.start, &pulled.name.to_string())?;
+    let (handle, act) = match named {
+        Some(x) => x,
+        None => (
+            Handle::new(&format!("@{}", pulled.name.agent())).map_err(|e| e.to_string())?,
+            Activation::Mention,
+        ),
+    };
+    Ok((
+        handle,
+        act,
+        kind,
+        format!("{}@{}", pulled.name, pulled.version),
+    ))
+}
+
+/// What starting agents needs: the HTTP client, the supervisor that stops what is left
+/// behind, and the log their output goes to.
+#[derive(Debug, Clone)]
+pub(crate) struct Starter {
+    client: reqwest::Client,
+    supervisor: Option<supervisor::Supervisor>,
+    agent_log: PathBuf,
+}
+
+impl Starter {
+    /// Starts one planned agent: its process, container or ACP session, or nothing for an
+    /// agent already running. Answers the agent and its OFC endpoint (HTTP agents).
+    pub(crate) async fn start(
+        &self,
+        p: Planned,
+    ) -> (
+        Handle,
+        Activation,
+        Result<(Arc<dyn Agent>, Option<String>), String>,
+    ) {
+        let client = self.client.clone();
+        let supervisor = self.supervisor.clone();
+        let agent_log = self.agent_log.clone();
+        let agent: Result<(Arc<dyn Agent>, Option<String>), String> = match p.kind {
+            Kind::Ready(agent) => Ok((agent, None)),
+            Kind::Llm(agent) => Ok((agent as Arc<dyn Agent>, None)),
+            Kind::Remote(endpoint) => Ok((
+                Arc::new(HttpAgent::new(endpoint.clone(), client)) as Arc<dyn Agent>,
+                Some(endpoint),
+            )),
+            Kind::Container(spec) => {
+                match ContainerAgent::start(
+                    &spec,
+                    &p.handle.to_string(),
+                    client,
+                    plan::CONTAINER_STARTUP_DEADLINE,
+                    Some(&agent_log),
+                )
+                .await
+                {
+                    Ok(agent) => {
+                        if let Some(s) = &supervisor {
+                            s.watch_container(&agent.engine().program, agent.name());
+                        }
+                        let endpoint = agent.endpoint().to_owned();
+                        Ok((Arc::new(agent) as Arc<dyn Agent>, Some(endpoint)))
+                    }
+                    Err(e) => Err(format!("{} ({}): {e}", p.field, p.handle)),
+                }
+            }
+            Kind::Acp(mut command) => {
+                if let Some(s) = supervisor {
+                    command.on_spawn = Some(SpawnHook(Arc::new(move |pgid| s.watch(pgid))));
+                }
+                command.stderr_log = Some(agent_log);
+                match AcpAgent::spawn(*command).await {
+                    Ok(agent) => Ok((Arc::new(agent) as Arc<dyn Agent>, None)),
+                    Err(e) => Err(format!("{} ({}): {e}", p.field, p.handle)),
+                }
+            }
+            Kind::Process(mut command) => {
+                if let Some(s) = supervisor {
+                    command.on_spawn = Some(SpawnHook(Arc::new(move |pgid| s.watch(pgid))));
+                }
+                command.output = Some(agent_log);
+                match ProcessAgent::spawn(&command, client).await {
+                    Ok(agent) => {
+                        let endpoint = agent.endpoint().to_owned();
+                        Ok((Arc::new(agent) as Arc<dyn Agent>, Some(endpoint)))
+                    }
+                    Err(e) => Err(format!("{} ({}): {e}", p.field, p.handle)),
+                }
+            }
+        };
+        (p.handle, p.activation, agent)
+    }
+}
+
+/// How `@floor-manager` brings a hub agent onto the running floor: pulled as `ofc run` pulls
+/// (same flags, the project's `ofc.lock`), started as blueprint agents are, an LLM agent given
+/// the roster and the furniture guards.
+#[derive(Debug)]
+struct Recruiter {
+    paths: Paths,
+    hub: Hub,
+    opts: PullOptions,
+    starter: Starter,
+    furniture: Option<Arc<FloorFurniture>>,
+    /// The floor's LLM agents, told who is on the floor when someone joins.
+    llm: std::sync::Mutex<Vec<(String, Arc<runtime::llm::LlmAgent>)>>,
+}
+
+fn roster_of(present: &[String], me: &str) -> Vec<RosterEntry> {
+    present
+        .iter()
+        .filter(|h| *h != me)
+        .map(|h| RosterEntry {
+            handle: h.clone(),
+            about: None,
+        })
+        .collect()
+}
+
+#[async_trait::async_trait]
+impl floor_manager::Recruit for Recruiter {
+    async fn recruit(
+        &self,
+        reference: &index_schema::name::Reference,
+        present: &[String],
+    ) -> Result<(FloorAgent, String), String> {
+        let (paths, hub, opts, r) = (
+            self.paths.clone(),
+            self.hub.clone(),
+            self.opts.clone(),
+            reference.clone(),
+        );
+        // The pull runs its own async runtime: on a thread of its own.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(pull_hub_agent(&paths, &hub, &r, &opts));
+        });
+        let (handle, activation, kind, pulled) =
+            rx.await.map_err(|_| "the pull stopped".to_owned())??;
+        let me = handle.to_string();
+        if present.contains(&me) {
+            return Err(format!(
+                "{me} is already on this floor (`{pulled}` would take its handle)"
+            ));
+        }
+        if let Kind::Llm(agent) = &kind {
+            let mut everyone = present.to_vec();
+            everyone.push(me.clone());
+            agent.set_roster(roster_of(&everyone, &me));
+            if let Some(f) = &self.furniture {
+                for guard in f.guards(&me) {
+                    let name = guard.name().to_owned();
+                    agent
+                        .add_toolbox(&name, Arc::new(guard))
+                        .await
+                        .map_err(|e| format!("cannot give {me} the furniture `{name}`: {e}"))?;
+                }
+            }
+        }
+        if let Kind::Remote(endpoint) = &kind {
+            let agent = HttpAgent::new(endpoint.clone(), self.starter.client.clone());
+            match tokio::time::timeout(REMOTE_CHECK, agent.info()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    return Err(format!(
+                        "the remote agent at {endpoint} does not answer: {e}"
+                    ));
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "the remote agent at {endpoint} did not answer /ofc/info within {REMOTE_CHECK:?}"
+                    ));
+                }
+            }
+        }
+        let llm = match &kind {
+            Kind::Llm(agent) => Some(Arc::clone(agent)),
+            _ => None,
+        };
+        let planned = Planned {
+            handle,
+            activation,
+            kind,
+            field: reference.to_string(),
+            blame: FieldPath::root(),
+        };
+        let (handle, activation, started) = self.starter.start(planned).await;
+        let (agent, endpoint) = started?;
+        if let Some(agent) = llm {
+            lock_llm(&self.llm).push((me, agent));
+        }
+        Ok((
+            FloorAgent {
+                handle,
+                activation,
+                agent,
+                endpoint,
+                info: None,
+            },
+            pulled,
+        ))
+    }
+
+    fn joined(&self, _agent: &FloorAgent, present: &[String]) {
+        for (me, agent) in lock_llm(&self.llm).iter() {
+            agent.set_roster(roster_of(present, me));
+        }
+    }
+}
+
+fn lock_llm<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// How long a remote agent may take to answer `/ofc/info` when checked before the start.
@@ -416,9 +632,11 @@ async fn run_floor(
             about: None,
         })
         .collect();
+    let mut llm_agents = Vec::new();
     for p in &planned {
         if let Kind::Llm(agent) = &p.kind {
             let me = p.handle.to_string();
+            llm_agents.push((me.clone(), Arc::clone(agent)));
             agent.set_roster(roster.iter().filter(|r| r.handle != me).cloned().collect());
             // Its guard on every piece: it is told about the tools it holds, and a call to
             // any other is refused with the reason.
@@ -433,65 +651,12 @@ async fn run_floor(
             }
         }
     }
-    let starts = planned.into_iter().map(|p| {
-        let client = client.clone();
-        let supervisor = supervisor.clone();
-        let agent_log = agent_log.clone();
-        async move {
-            let agent: Result<(Arc<dyn Agent>, Option<String>), String> = match p.kind {
-                Kind::Ready(agent) => Ok((agent, None)),
-                Kind::Llm(agent) => Ok((agent as Arc<dyn Agent>, None)),
-                Kind::Remote(endpoint) => Ok((
-                    Arc::new(HttpAgent::new(endpoint.clone(), client)) as Arc<dyn Agent>,
-                    Some(endpoint),
-                )),
-                Kind::Container(spec) => {
-                    match ContainerAgent::start(
-                        &spec,
-                        &p.handle.to_string(),
-                        client,
-                        plan::CONTAINER_STARTUP_DEADLINE,
-                        Some(&agent_log),
-                    )
-                    .await
-                    {
-                        Ok(agent) => {
-                            if let Some(s) = &supervisor {
-                                s.watch_container(&agent.engine().program, agent.name());
-                            }
-                            let endpoint = agent.endpoint().to_owned();
-                            Ok((Arc::new(agent) as Arc<dyn Agent>, Some(endpoint)))
-                        }
-                        Err(e) => Err(format!("{} ({}): {e}", p.field, p.handle)),
-                    }
-                }
-                Kind::Acp(mut command) => {
-                    if let Some(s) = supervisor {
-                        command.on_spawn = Some(SpawnHook(Arc::new(move |pgid| s.watch(pgid))));
-                    }
-                    command.stderr_log = Some(agent_log);
-                    match AcpAgent::spawn(*command).await {
-                        Ok(agent) => Ok((Arc::new(agent) as Arc<dyn Agent>, None)),
-                        Err(e) => Err(format!("{} ({}): {e}", p.field, p.handle)),
-                    }
-                }
-                Kind::Process(mut command) => {
-                    if let Some(s) = supervisor {
-                        command.on_spawn = Some(SpawnHook(Arc::new(move |pgid| s.watch(pgid))));
-                    }
-                    command.output = Some(agent_log);
-                    match ProcessAgent::spawn(&command, client).await {
-                        Ok(agent) => {
-                            let endpoint = agent.endpoint().to_owned();
-                            Ok((Arc::new(agent) as Arc<dyn Agent>, Some(endpoint)))
-                        }
-                        Err(e) => Err(format!("{} ({}): {e}", p.field, p.handle)),
-                    }
-                }
-            };
-            (p.handle, p.activation, agent)
-        }
-    });
+    let starter = Starter {
+        client: client.clone(),
+        supervisor: supervisor.clone(),
+        agent_log: agent_log.clone(),
+    };
+    let starts = planned.into_iter().map(|p| starter.start(p));
     let results = futures::future::join_all(starts).await;
     project_dir::make_private(&agent_log);
     let mut agents = Vec::new();
@@ -535,14 +700,41 @@ async fn run_floor(
         ..FloorSettings::default()
     };
     let handles: Vec<String> = agents.iter().map(|a| a.handle.to_string()).collect();
-    // The built-in `@floor-manager` (called with `@floor-manager?`, it searches the hub).
-    let hub = Paths::from_env()
-        .and_then(|p| Hub::from_env(&p))
-        .map_err(|e| format!("{e:#}"));
+    // The built-in `@floor-manager`: finds agents on the hub, adds them (the user approves),
+    // decides access requests.
+    let hub = Paths::from_env().and_then(|p| Hub::from_env(&p).map(|h| (p, h)));
+    let recruiter: Result<Arc<dyn floor_manager::Recruit>, String> = match &hub {
+        Ok((paths, hub)) => pull_options(
+            args,
+            &loaded.dir.join(index_schema::lockfile::LOCKFILE_NAME),
+        )
+        .map(|opts| {
+            Arc::new(Recruiter {
+                paths: paths.clone(),
+                hub: hub.clone(),
+                opts,
+                starter: starter.clone(),
+                furniture: furniture.clone(),
+                llm: std::sync::Mutex::new(llm_agents),
+            }) as Arc<dyn floor_manager::Recruit>
+        }),
+        Err(e) => Err(format!("no hub: {e:#}")),
+    };
+    let manager = Arc::new(floor_manager::FloorManagerAgent::new(
+        hub.map(|(_, h)| h).map_err(|e| format!("{e:#}")),
+        loaded.blueprint.floor_manager.clone(),
+        furniture.clone(),
+        recruiter,
+    ));
+    manager.know(
+        agents
+            .iter()
+            .map(|a| (a.handle.to_string(), Arc::clone(&a.agent))),
+    );
     agents.push(FloorAgent {
         handle: Handle::new(floor_manager::HANDLE).map_err(|e| anyhow!("{e}"))?,
         activation: Activation::Mention,
-        agent: Arc::new(floor_manager::FloorManagerAgent::new(hub, handles.clone())),
+        agent: manager.clone(),
         endpoint: None,
         info: None,
     });
@@ -553,6 +745,7 @@ async fn run_floor(
         settings,
     )
     .map_err(|e| anyhow!("cannot open the floor: {e}"))?;
+    manager.attach(floor.downgrade());
     let transcript = project.logs.join(format!("{run_id}.jsonl"));
     project_dir::make_private(&transcript);
     let ready_ms = started.elapsed().as_secs_f64() * 1000.0;

@@ -42,8 +42,8 @@ fn the_floor_manager_finds_agents_on_the_hub_by_what_they_can_do() {
     assert!(answer.starts_with("@user these agents on"), "{answer}");
     assert!(
         answer.contains("\"data analysis\"")
-            && answer.contains("- `ofc-examples/data-analyst@")
-            && answer.contains("add it under `agents:`"),
+            && answer.contains("1. `ofc-examples/data-analyst@")
+            && answer.contains("`@floor-manager? add 1`"),
         "{answer}"
     );
     // Nothing on the hub matches: said so.
@@ -57,5 +57,311 @@ fn the_floor_manager_finds_agents_on_the_hub_by_what_they_can_do() {
         r.stdout.contains("no agent on") && r.stdout.contains("zzqxv-no-such-skill"),
         "{}",
         r.stdout
+    );
+}
+
+/// An interactive `ofc --json run`: lines in, floor events out, one turn at a time.
+struct Session {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    events: std::sync::mpsc::Receiver<Value>,
+    seen: Vec<Value>,
+}
+
+impl Session {
+    fn start(dir: &std::path::Path, ofc: &Ofc) -> Session {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(crate::common::bin("ofc"))
+            .args(["--json", "run"])
+            .current_dir(dir)
+            .env("OFC_HOME", ofc.home())
+            .env("OFC_HUB", ofc.hub_url())
+            .env("NO_COLOR", "1")
+            .env_remove("OFC_TOKEN")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, events) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = Session {
+            child,
+            stdin,
+            events,
+            seen: Vec::new(),
+        };
+        s.until(|e| e["type"] == "ready");
+        s
+    }
+
+    /// Events until one matches (60 s at most); returns them.
+    fn until(&mut self, stop: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut got = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let e = self.events.recv_timeout(left).unwrap_or_else(|_| {
+                panic!("no matching event within 60 s; seen: {:#?}", self.seen)
+            });
+            self.seen.push(e.clone());
+            let last = stop(&e);
+            got.push(e);
+            if last {
+                return got;
+            }
+        }
+    }
+
+    /// Posts a line and waits for its turn to end; answers what each agent said.
+    fn turn(&mut self, line: &str) -> Vec<(String, String)> {
+        use std::io::Write;
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+        self.until(|e| e["type"] == "turn_ended")
+            .iter()
+            .filter(|e| e["type"] == "message")
+            .map(|e| {
+                (
+                    e["message"]["from"].as_str().unwrap_or_default().to_owned(),
+                    e["message"]["content"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// What `who` said that starts with `prefix`.
+    fn found<'a>(said: &'a [(String, String)], who: &str, prefix: &str) -> &'a str {
+        said.iter()
+            .find(|(from, text)| from == who && text.starts_with(prefix))
+            .map(|(_, text)| text.as_str())
+            .unwrap_or_else(|| panic!("{who} never said `{prefix}…`: {said:#?}"))
+    }
+
+    fn said<'a>(said: &'a [(String, String)], who: &str) -> &'a str {
+        said.iter()
+            .rev()
+            .find(|(from, _)| from == who)
+            .map(|(_, text)| text.as_str())
+            .unwrap_or_else(|| panic!("{who} said nothing: {said:#?}"))
+    }
+
+    fn end(mut self) {
+        drop(self.stdin);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            if self.child.try_wait().unwrap().is_some() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        panic!("ofc run did not end after its input did");
+    }
+}
+
+/// Writes `<dir>/<name>/agent.yaml`: an LLM agent on `endpoint` with one capability.
+fn llm_agent(dir: &std::path::Path, name: &str, endpoint: &str, capability: &str) -> String {
+    let d = dir.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("agent.yaml"),
+        format!(
+            "id: \"@{name}\"\nname: {name}\npackage: acme/{name}\nversion: 1.2.0\ntagline: Crunches spreadsheet numbers\ndescription: Adds, averages and pivots the numbers of spreadsheets.\nkeywords: [spreadsheet, numbers]\nmodel: {name}-model\nendpoint: {endpoint}\nactivation: mention\ncapabilities:\n{capability}\nprompt: You crunch numbers.\n"
+        ),
+    )
+    .unwrap();
+    d.display().to_string()
+}
+
+/// The whole `@floor-manager` on a live floor against the real hub: discovery under Agent
+/// Lobby's authorised-requesters rule, an agent's request to add an agent put to the user, the
+/// user's approval pulling, locking and starting it on the running floor, and access requests
+/// decided by the blueprint's policies (one asked of the user, one denied).
+#[test]
+fn the_floor_manager_adds_approved_agents_and_decides_access_on_a_running_floor() {
+    use crate::common::Publishers as _;
+    let hub = ofc_test_kit::TestHub::process(ofc_test_kit::ProcessOptions::default());
+    let acme = hub.publisher("acme", &[]);
+    let model = ModelServer::start(&[
+        (
+            "plan-model",
+            vec![
+                // Turn 2: asks for an agent, then asks to add the one only it may call; the
+                // floor manager answers it (its caller) each time.
+                pieces(&["@floor-manager? who can crunch spreadsheet numbers?"]),
+                pieces(&["@floor-manager? add 1"]),
+                pieces(&["I asked for it, @user."]),
+                // Turn 6: a write tool it does not hold yet, then asks for write access.
+                pieces(&["TOOL board__add_task {\"title\": \"too early\"}"]),
+                pieces(&["@floor-manager? I need write access to board"]),
+                pieces(&["Waiting for your approval, @user."]),
+                // Turn 8 (after the user approved): the write goes through.
+                pieces(&["TOOL board__add_task {\"title\": \"sum the sheet\"}"]),
+                pieces(&["Task added, @user."]),
+                // Turn 9: asks for execute, which a policy denies.
+                pieces(&["@floor-manager? request execute access on board"]),
+                pieces(&["Understood, @user."]),
+            ],
+        ),
+        ("private-cruncher-model", vec![pieces(&["private"])]),
+        ("open-cruncher-model", vec![pieces(&["The sum is 6."])]),
+    ]);
+    let src = tempfile::tempdir().unwrap();
+    // Closed to everyone but @planner.
+    let private = llm_agent(
+        src.path(),
+        "private-cruncher",
+        &model.endpoint,
+        "  - {name: crunch_numbers, description: Crunches spreadsheet numbers, keywords: [spreadsheet], authorized_requesters: [\"@planner\"]}",
+    );
+    let open = llm_agent(
+        src.path(),
+        "open-cruncher",
+        &model.endpoint,
+        "  - {name: crunch_numbers, description: Crunches spreadsheet numbers, keywords: [spreadsheet]}",
+    );
+    acme.ofc.ok(&["publish", &private]);
+    acme.ofc.ok(&["publish", &open]);
+    hub.wait_for_search("q=spreadsheet+numbers", |h| h.len() >= 2);
+
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    blueprint(
+        proj.path(),
+        &format!(
+            "defaults:\n  endpoint: {}\nfurniture:\n  - {{name: board, type: taskboard}}\nfloor_manager:\n  auto_approve_read: true\n  policies:\n    - {{access: write, agents: [\"@planner\"], workstation: board, decision: ask}}\n    - {{access: execute, decision: deny}}\nagents:\n  - {{id: \"@planner\", model: plan-model, activation: mention, furniture: [board]}}\n",
+            model.endpoint
+        ),
+    );
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let mut s = Session::start(proj.path(), &ofc);
+
+    // 1. The user asks: the private agent is left out (only @planner may call it).
+    let said = s.turn("@floor-manager? who can crunch spreadsheet numbers?");
+    let answer = Session::said(&said, "@floor-manager");
+    assert!(answer.starts_with("@user these agents on"), "{answer}");
+    assert!(answer.contains("1. `acme/open-cruncher@1.2.0`"), "{answer}");
+    assert!(!answer.contains("private-cruncher"), "{answer}");
+    assert!(
+        answer.contains("(1 more match, but only for other requesters.)"),
+        "{answer}"
+    );
+
+    // By a capability's name (Agent Lobby's discovery): the same rule.
+    let said = s.turn("@floor-manager? who can crunch_numbers?");
+    let answer = Session::said(&said, "@floor-manager");
+    assert!(
+        answer.contains("can help with \"crunch_numbers\":\n1. `acme/open-cruncher@1.2.0`")
+            && !answer.contains("private-cruncher")
+            && answer.contains("(1 more match"),
+        "{answer}"
+    );
+
+    // 2. @planner asks: it sees both; its request to add one goes to the user.
+    let said = s.turn("@planner? find us a number cruncher");
+    let listed = Session::found(&said, "@floor-manager", "@planner these agents");
+    assert!(
+        listed.contains("private-cruncher") && listed.contains("open-cruncher"),
+        "{listed}"
+    );
+    Session::found(
+        &said,
+        "@floor-manager",
+        "@user @planner asks to bring `acme/",
+    );
+    assert_eq!(Session::said(&said, "@planner"), "I asked for it, @user.");
+    assert!(
+        !proj.path().join("ofc.lock").exists(),
+        "nothing was pulled without the user"
+    );
+
+    // 3. The user approves an addition: pulled, locked, started; it joins when the turn ends.
+    let said = s.turn("@floor-manager? add acme/open-cruncher@^1");
+    let answer = Session::said(&said, "@floor-manager");
+    assert!(
+        answer.starts_with("@user @open-cruncher (`acme/open-cruncher@1.2.0`, locked in ofc.lock) is started and joins the floor when this turn ends."),
+        "{answer}"
+    );
+    s.until(|e| {
+        e["type"] == "roster"
+            && e["agents"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|h| h == "@open-cruncher"))
+    });
+    let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
+    assert!(lock.contains("acme/open-cruncher"), "{lock}");
+    let said = s.turn("@open-cruncher? what is 1+2+3?");
+    assert_eq!(Session::said(&said, "@open-cruncher"), "The sum is 6.");
+    // The same agent twice is refused before anything starts.
+    let said = s.turn("@floor-manager? add acme/open-cruncher");
+    assert!(
+        Session::said(&said, "@floor-manager").contains("@open-cruncher is already on this floor"),
+        "{said:#?}"
+    );
+
+    // 4. Access: @planner holds read on the board; its write is refused, then it asks and
+    //    the policy puts the request to the user.
+    let said = s.turn("@planner? put a task on the board");
+    Session::found(
+        &said,
+        "@floor-manager",
+        "@user @planner asks for write on `board` (floor_manager.policies[0], so you decide): `@floor-manager? approve 1`",
+    );
+    // Only the user answers.
+    let said = s.turn("@floor-manager? approve 1");
+    assert!(
+        Session::said(&said, "@floor-manager")
+            .starts_with("@user granted: @planner holds write on `board` (asked by @planner)."),
+        "{said:#?}"
+    );
+    // 5. The grant holds on the next call.
+    let said = s.turn("@planner? try again");
+    assert_eq!(Session::said(&said, "@planner"), "Task added, @user.");
+    // 6. A denied request names the policy.
+    let said = s.turn("@planner? can you execute things on the board?");
+    let refused = said
+        .iter()
+        .find(|(from, _)| from == "@floor-manager")
+        .map(|(_, t)| t.clone())
+        .unwrap();
+    assert_eq!(
+        refused,
+        "@planner refused: floor_manager.policies[1] denies it for execute on `board`."
+    );
+    s.end();
+
+    // What the planner's tool calls got: refused before the grant, done after it.
+    let transcript = std::fs::read_dir(proj.path().join(".ofc/logs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let text = std::fs::read_to_string(transcript).unwrap();
+    assert!(
+        text.contains(
+            "refused: `board__add_task` is a write tool and @planner holds read on `board`"
+        ),
+        "the refused call is in the transcript"
+    );
+    assert!(
+        text.contains("sum the sheet"),
+        "the granted call is in the transcript"
     );
 }
