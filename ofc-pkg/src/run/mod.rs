@@ -534,6 +534,54 @@ fn lock_llm<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Serves the floor's MCP endpoints on loopback and gives each ACP agent the pieces it holds
+/// a grant on (`session/new` `mcpServers`, with its bearer token). The endpoints stop when the
+/// answer is dropped.
+async fn hand_furniture_to_acp_agents(
+    furniture: &Arc<FloorFurniture>,
+    run_id: &str,
+    planned: &mut [Planned],
+) -> Result<runtime::furniture::ServedEndpoints> {
+    let mut endpoints = runtime::furniture::McpEndpoints::new(Arc::clone(furniture), run_id);
+    let grants = furniture.grants();
+    let mut given = Vec::new();
+    for p in planned.iter() {
+        if let Kind::Acp(_) = &p.kind {
+            let me = p.handle.to_string();
+            let held: Vec<(String, String)> = furniture
+                .pieces()
+                .iter()
+                .filter(|f| !grants.classes(&me, f.name()).is_empty())
+                .map(|f| (f.name().to_owned(), endpoints.path(f.name())))
+                .collect();
+            if !held.is_empty() {
+                let token = endpoints.issue(&me);
+                given.push((me, token, held));
+            }
+        }
+    }
+    let served = endpoints
+        .serve_loopback()
+        .await
+        .context("cannot serve the floor's MCP endpoints on 127.0.0.1")?;
+    for p in planned.iter_mut() {
+        if let Kind::Acp(command) = &mut p.kind {
+            let me = p.handle.to_string();
+            if let Some((_, token, held)) = given.iter().find(|(h, _, _)| *h == me) {
+                command.mcp_servers = held
+                    .iter()
+                    .map(|(name, path)| runtime::agent::AcpMcpServer {
+                        name: name.clone(),
+                        url: format!("{}{path}", served.base),
+                        headers: vec![("Authorization".to_owned(), format!("Bearer {token}"))],
+                    })
+                    .collect();
+            }
+        }
+    }
+    Ok(served)
+}
+
 /// How long a remote agent may take to answer `/ofc/info` when checked before the start.
 const REMOTE_CHECK: Duration = Duration::from_secs(5);
 
@@ -624,6 +672,15 @@ async fn run_floor(
     let furniture = start_furniture(loaded, supervisor.as_ref(), &run_id, &agent_log).await;
     project_dir::make_private(&agent_log);
     let furniture = furniture?;
+    // ACP agents get the furniture they hold as MCP servers over HTTP: the floor's MCP
+    // endpoints (seed 000), served on loopback for this run, each agent with its own token.
+    let mut planned = planned;
+    let _mcp_served = match &furniture {
+        Some(f) if planned.iter().any(|p| matches!(p.kind, Kind::Acp(_))) => {
+            Some(hand_furniture_to_acp_agents(f, &run_id, &mut planned).await?)
+        }
+        _ => None,
+    };
     // Every LLM agent's prompt introduces the others (its own handle left out).
     let roster: Vec<RosterEntry> = planned
         .iter()

@@ -209,6 +209,7 @@ pub fn acp_agent(
         stderr_log: None,
         start_deadline: ACP_STARTUP_DEADLINE,
         permissions: Permissions::new(bp.floor_manager.clone(), a.id.clone()),
+        mcp_servers: Vec::new(),
     };
     Ok((handle, act, Kind::Acp(Box::new(config))))
 }

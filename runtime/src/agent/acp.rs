@@ -26,10 +26,10 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, InitializeRequest, NewSessionRequest, PermissionOptionKind, PromptRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, TextContent,
-    ToolCallContent, ToolCallStatus, ToolKind,
+    ContentBlock, HttpHeader, InitializeRequest, McpServer, McpServerHttp, NewSessionRequest,
+    PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
+    StopReason, TextContent, ToolCallContent, ToolCallStatus, ToolKind,
 };
 use agent_client_protocol::{ByteStreams, Client};
 use async_trait::async_trait;
@@ -124,6 +124,46 @@ pub struct AcpCommand {
     pub start_deadline: Duration,
     /// How its permission requests are answered.
     pub permissions: Permissions,
+    /// The floor's furniture it is given (ACP's `session/new` `mcpServers`): the floor's MCP
+    /// endpoints over streamable HTTP, each with the agent's bearer token. Passed when the
+    /// agent says it speaks MCP over HTTP (`mcpCapabilities.http`); otherwise it starts without
+    /// them and a line in its log says so.
+    pub mcp_servers: Vec<AcpMcpServer>,
+}
+
+/// One MCP server handed to an ACP agent.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AcpMcpServer {
+    /// Its name (the furniture's).
+    pub name: String,
+    /// Its streamable-HTTP URL.
+    pub url: String,
+    /// Headers to send (the agent's `Authorization: Bearer …`).
+    pub headers: Vec<(String, String)>,
+}
+
+impl fmt::Debug for AcpMcpServer {
+    // The headers carry a token: never printed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AcpMcpServer")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field("headers", &self.headers.len())
+            .finish()
+    }
+}
+
+/// Appends `[@handle] text` to the agent's log, if it has one.
+fn note_in_log(log: Option<&std::path::Path>, handle: &str, text: &str) {
+    use std::io::Write;
+    if let Some(path) = log
+        && let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+    {
+        let _ = writeln!(f, "[{handle}] {text}");
+    }
 }
 
 /// Expands `${VAR}` (and `$VAR`) in an `env` value from `lookup`; `$$` is a `$`. A variable
@@ -326,6 +366,9 @@ impl AcpAgent {
         let (ready_tx, ready_rx) = oneshot::channel::<Result<Option<String>, String>>();
         let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
         let cwd = config.working_dir.clone();
+        let mcp_servers = config.mcp_servers.clone();
+        let log = config.stderr_log.clone();
+        let log_handle = config.handle.clone();
         let permissions = config.permissions.clone();
         let (on_update, on_permission) = (current.clone(), current.clone());
         tokio::spawn(async move {
@@ -418,8 +461,35 @@ impl AcpAgent {
                             return Ok(());
                         }
                     };
+                    let servers = if mcp_servers.is_empty() {
+                        Vec::new()
+                    } else if init.agent_capabilities.mcp_capabilities.http {
+                        mcp_servers
+                            .iter()
+                            .map(|m| {
+                                McpServer::Http(McpServerHttp::new(&m.name, &m.url).headers(
+                                    m.headers
+                                        .iter()
+                                        .map(|(k, v)| HttpHeader::new(k, v))
+                                        .collect(),
+                                ))
+                            })
+                            .collect()
+                    } else {
+                        let names: Vec<&str> =
+                            mcp_servers.iter().map(|m| m.name.as_str()).collect();
+                        note_in_log(
+                            log.as_deref(),
+                            &log_handle,
+                            &format!(
+                                "the agent does not take MCP servers over HTTP (initialize: mcpCapabilities.http is false); it starts without the furniture {}",
+                                names.join(", ")
+                            ),
+                        );
+                        Vec::new()
+                    };
                     let session = match cx
-                        .send_request(NewSessionRequest::new(cwd))
+                        .send_request(NewSessionRequest::new(cwd).mcp_servers(servers))
                         .block_task()
                         .await
                     {

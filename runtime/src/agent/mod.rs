@@ -27,7 +27,7 @@ use index_schema::wire::{
 };
 use tokio::sync::mpsc;
 
-pub use acp::{AcpAgent, AcpCommand, Permissions, expand_env};
+pub use acp::{AcpAgent, AcpCommand, AcpMcpServer, Permissions, expand_env};
 pub use func::FnAgent;
 pub use http::HttpAgent;
 pub(crate) use http::error_chain;

@@ -33,7 +33,7 @@ use crate::llm::{ToolError, ToolSpec, Toolbox};
 pub use access::{FloorFurniture, FurnitureConnector, Grants, Guard};
 pub use mcp::McpToolbox;
 pub use sandbox::{Sandbox, SandboxSettings};
-pub use serve::McpEndpoints;
+pub use serve::{McpEndpoints, ServedEndpoints};
 pub use taskboard::TaskBoard;
 
 /// Why a piece of furniture could not be started. Every message names the furniture.

@@ -70,6 +70,20 @@ impl McpEndpoints {
         format!("/floors/{}/mcp/{name}", self.floor_id)
     }
 
+    /// Serves the routes on 127.0.0.1, on a port of the system's choosing, until the answer
+    /// is dropped.
+    pub async fn serve_loopback(self) -> std::io::Result<ServedEndpoints> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let router = self.router();
+        let task = tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, router).await {
+                tracing::warn!(%error, "the floor's MCP endpoints stopped");
+            }
+        });
+        Ok(ServedEndpoints { base, task })
+    }
+
     /// The routes; serve them on loopback (the MCP service accepts `localhost`, `127.0.0.1`
     /// and `::1` as `Host` only).
     pub fn router(self) -> Router {
@@ -100,6 +114,20 @@ impl McpEndpoints {
                 authenticate,
             ))
             .with_state(state)
+    }
+}
+
+/// The floor's MCP endpoints being served; they stop when this is dropped.
+#[derive(Debug)]
+pub struct ServedEndpoints {
+    /// `http://127.0.0.1:PORT`, to which [`McpEndpoints::path`] is joined.
+    pub base: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ServedEndpoints {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 

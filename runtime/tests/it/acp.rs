@@ -59,6 +59,7 @@ fn command(manager_yaml: &str) -> AcpCommand {
         stderr_log: None,
         start_deadline: Duration::from_secs(20),
         permissions: Permissions::new(bp.floor_manager.clone(), a.id.clone()),
+        mcp_servers: Vec::new(),
     }
 }
 

@@ -9,6 +9,7 @@ mod hub_files;
 mod publish_blob_e2e;
 mod pull_e2e;
 mod pull_hostile;
+mod reference_shapes_e2e;
 mod run_acp_e2e;
 mod run_e2e;
 mod run_floor_manager_e2e;

@@ -15,7 +15,7 @@ use crate::run_e2e::start_interactive;
 
 /// `target/<profile>/examples/acp_test_agent`, which `cargo test`/`nextest` build with the
 /// runtime's tests.
-fn acp_test_agent() -> PathBuf {
+pub(crate) fn acp_test_agent() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let path = exe
         .parent()
@@ -32,7 +32,7 @@ fn acp_test_agent() -> PathBuf {
 }
 
 /// A copy of the test agent whose file name carries `t`, so that its processes can be found.
-fn tagged_agent(dir: &Path, t: &str) -> PathBuf {
+pub(crate) fn tagged_agent(dir: &Path, t: &str) -> PathBuf {
     let path = dir.join(format!("acp-{t}"));
     std::fs::copy(acp_test_agent(), &path).unwrap();
     path

@@ -493,9 +493,19 @@ impl ModelServer {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
             requests.lock().unwrap().push((auth, body.clone()));
-            let model = body["model"].as_str().unwrap_or_default().to_owned();
+            let mut model = body["model"].as_str().unwrap_or_default().to_owned();
             let pieces = {
                 let mut script = script.lock().unwrap();
+                // A script keyed by an agent's handle (`@data`) answers that agent, whatever
+                // model it names (blueprints where every agent uses `defaults.model`).
+                if !script.contains_key(&model) {
+                    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+                    if let Some(handle) = script.keys().find(|k| {
+                        k.starts_with('@') && system.contains(&format!("You are {k} on a floor"))
+                    }) {
+                        model = handle.clone();
+                    }
+                }
                 script.get_mut(&model).map(|(next, answers)| {
                     let a = answers[*next % answers.len()].clone();
                     *next += 1;

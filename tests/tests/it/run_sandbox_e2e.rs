@@ -13,7 +13,7 @@ use crate::common::Ofc;
 use crate::common::run::{blueprint, tag};
 use crate::run_e2e::{ModelServer, pieces, start_interactive};
 
-fn podman() -> PathBuf {
+pub(crate) fn podman() -> PathBuf {
     let podman = ["/usr/bin/podman", "/usr/local/bin/podman"]
         .iter()
         .map(PathBuf::from)
@@ -27,7 +27,7 @@ fn podman() -> PathBuf {
 }
 
 /// `<dir>/sandbox/`: busybox installed in a FROM-scratch image.
-fn busybox_context(dir: &Path) {
+pub(crate) fn busybox_context(dir: &Path) {
     podman();
     let ctx = dir.join("sandbox");
     std::fs::create_dir_all(&ctx).unwrap();
