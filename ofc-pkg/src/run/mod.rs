@@ -534,42 +534,58 @@ fn lock_llm<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Serves the floor's MCP endpoints on loopback and gives each ACP agent the pieces it holds
-/// a grant on (`session/new` `mcpServers`, with its bearer token). The endpoints stop when the
-/// answer is dropped.
-async fn hand_furniture_to_acp_agents(
+/// Serves the floor's MCP endpoints on loopback. Each ACP agent gets the pieces it holds a
+/// grant on (`session/new` `mcpServers`, with its bearer token); each local HTTP (process)
+/// agent gets its token in `OFC_AGENT_TOKEN` and the endpoints' base in `OFC_FLOOR_MCP`, and
+/// the grants it is told of later (`POST /ofc/mcp/grant`) name URLs there. The endpoints stop
+/// when the answer is dropped.
+async fn serve_furniture_to_agents(
     furniture: &Arc<FloorFurniture>,
     run_id: &str,
     planned: &mut [Planned],
 ) -> Result<runtime::furniture::ServedEndpoints> {
     let mut endpoints = runtime::furniture::McpEndpoints::new(Arc::clone(furniture), run_id);
     let grants = furniture.grants();
-    let mut given = Vec::new();
+    let mut tokens = std::collections::HashMap::new();
+    let mut held = std::collections::HashMap::new();
     for p in planned.iter() {
-        if let Kind::Acp(_) = &p.kind {
-            let me = p.handle.to_string();
-            let held: Vec<(String, String)> = furniture
-                .pieces()
-                .iter()
-                .filter(|f| !grants.classes(&me, f.name()).is_empty())
-                .map(|f| (f.name().to_owned(), endpoints.path(f.name())))
-                .collect();
-            if !held.is_empty() {
-                let token = endpoints.issue(&me);
-                given.push((me, token, held));
+        let me = p.handle.to_string();
+        match &p.kind {
+            Kind::Acp(_) => {
+                let pieces: Vec<(String, String)> = furniture
+                    .pieces()
+                    .iter()
+                    .filter(|f| !grants.classes(&me, f.name()).is_empty())
+                    .map(|f| (f.name().to_owned(), endpoints.path(f.name())))
+                    .collect();
+                if !pieces.is_empty() {
+                    tokens.insert(me.clone(), endpoints.issue(&me));
+                    held.insert(me, pieces);
+                }
             }
+            Kind::Process(_) => {
+                tokens.insert(me.clone(), endpoints.issue(&me));
+            }
+            _ => {}
         }
     }
+    let base_path = endpoints.path("");
     let served = endpoints
         .serve_loopback()
         .await
         .context("cannot serve the floor's MCP endpoints on 127.0.0.1")?;
+    let mcp_base = format!("{}{}", served.base, base_path.trim_end_matches('/'));
     for p in planned.iter_mut() {
-        if let Kind::Acp(command) = &mut p.kind {
-            let me = p.handle.to_string();
-            if let Some((_, token, held)) = given.iter().find(|(h, _, _)| *h == me) {
+        let me = p.handle.to_string();
+        let Some(token) = tokens.get(&me) else {
+            continue;
+        };
+        match &mut p.kind {
+            Kind::Acp(command) => {
                 command.mcp_servers = held
-                    .iter()
+                    .get(&me)
+                    .into_iter()
+                    .flatten()
                     .map(|(name, path)| runtime::agent::AcpMcpServer {
                         name: name.clone(),
                         url: format!("{}{path}", served.base),
@@ -577,6 +593,16 @@ async fn hand_furniture_to_acp_agents(
                     })
                     .collect();
             }
+            Kind::Process(command) => {
+                command
+                    .env
+                    .push(("OFC_AGENT_TOKEN".to_owned(), token.clone()));
+                command
+                    .env
+                    .push(("OFC_FLOOR_MCP".to_owned(), mcp_base.clone()));
+                furniture.reach_over_http(&me, &mcp_base);
+            }
+            _ => {}
         }
     }
     Ok(served)
@@ -672,12 +698,16 @@ async fn run_floor(
     let furniture = start_furniture(loaded, supervisor.as_ref(), &run_id, &agent_log).await;
     project_dir::make_private(&agent_log);
     let furniture = furniture?;
-    // ACP agents get the furniture they hold as MCP servers over HTTP: the floor's MCP
-    // endpoints (seed 000), served on loopback for this run, each agent with its own token.
+    // Agents outside the process (ACP agents, local HTTP agents) reach the furniture at the
+    // floor's MCP endpoints (seed 000), served on loopback for this run, each with a token.
     let mut planned = planned;
     let _mcp_served = match &furniture {
-        Some(f) if planned.iter().any(|p| matches!(p.kind, Kind::Acp(_))) => {
-            Some(hand_furniture_to_acp_agents(f, &run_id, &mut planned).await?)
+        Some(f)
+            if planned
+                .iter()
+                .any(|p| matches!(p.kind, Kind::Acp(_) | Kind::Process(_))) =>
+        {
+            Some(serve_furniture_to_agents(f, &run_id, &mut planned).await?)
         }
         _ => None,
     };

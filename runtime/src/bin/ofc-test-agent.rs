@@ -13,7 +13,12 @@
 //! - `slow-should-wake`: answers should-wake after `--delay-ms`, responds like `echo`;
 //! - `crash-mid-respond`: starts streaming its response, then the process exits;
 //! - `stream`: streams its response in pieces `--delay-ms` apart;
-//! - `pass`: passes.
+//! - `pass`: passes;
+//! - `tools`: keeps the workstations the floor grants it (`POST /ofc/mcp/grant`); asked with a
+//!   last line holding `TOOL <name>__<tool> <json arguments>`, calls that tool on the granted MCP server
+//!   (streamable HTTP, with the official MCP SDK, sending `Authorization: Bearer
+//!   $OFC_AGENT_TOKEN`) and answers `tool <name>__<tool>: <result>` or `tool error: <why>`;
+//!   otherwise it lists what it holds.
 //!
 //! Should-wake answers yes when `--wake` is given, no otherwise.
 
@@ -22,8 +27,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use index_schema::wire::{
-    Activation, AgentInfo, RespondRequest, RespondResponse, ShouldWakeRequest, ShouldWakeResponse,
-    WakeReason,
+    Activation, AgentInfo, McpGrant, McpGrantRequest, McpGrantResponse, RespondRequest,
+    RespondResponse, ShouldWakeRequest, ShouldWakeResponse, WakeReason,
 };
 use runtime::agent::{Agent, AgentError, AgentServer, Deltas};
 
@@ -36,6 +41,7 @@ enum Behaviour {
     CrashMidRespond,
     Stream,
     Pass,
+    Tools,
 }
 
 #[derive(Debug)]
@@ -46,6 +52,7 @@ struct TestAgent {
     delay: Duration,
     wake: bool,
     activation: Activation,
+    grants: std::sync::Mutex<Vec<McpGrant>>,
 }
 
 /// How long "never" is: far beyond any deadline a test uses, but finite.
@@ -135,7 +142,95 @@ impl Agent for TestAgent {
                 Ok(RespondResponse::reply(pieces.concat()))
             }
             Behaviour::Pass => Ok(RespondResponse::pass(Some("nothing to add".to_owned()))),
+            Behaviour::Tools => {
+                let last = request
+                    .messages
+                    .last()
+                    .map(|m| m.content.trim().lines().last().unwrap_or("").to_owned())
+                    .unwrap_or_default();
+                let Some(call) = last.find("TOOL ").map(|i| &last[i + 5..]) else {
+                    let held: Vec<String> = lock(&self.grants)
+                        .iter()
+                        .map(|g| format!("{} at {} {:?}", g.name, g.url, g.capabilities))
+                        .collect();
+                    return Ok(RespondResponse::reply(format!(
+                        "holds: {}",
+                        held.join("; ")
+                    )));
+                };
+                let (name, args) = call.split_once(' ').unwrap_or((call, "{}"));
+                let grant = name.split_once("__").and_then(|(piece, tool)| {
+                    lock(&self.grants)
+                        .iter()
+                        .rev()
+                        .find(|g| g.name == piece)
+                        .cloned()
+                        .map(|g| (g, tool.to_owned()))
+                });
+                let text = match grant {
+                    None => format!("tool error: no grant for {name}"),
+                    Some((grant, tool)) => match call_tool(&grant.url, &tool, args).await {
+                        Ok(out) => format!("tool {name}: {out}"),
+                        Err(e) => format!("tool error: {e}"),
+                    },
+                };
+                Ok(RespondResponse::reply(text.replace('@', "(at)")))
+            }
         }
+    }
+
+    async fn grant_mcp(&self, request: &McpGrantRequest) -> Result<McpGrantResponse, AgentError> {
+        if self.behaviour != Behaviour::Tools {
+            return Ok(McpGrantResponse::decline(
+                "this agent does not use workstations",
+            ));
+        }
+        lock(&self.grants).push(request.mcp.clone());
+        Ok(McpGrantResponse::accept(format!(
+            "{} noted",
+            request.mcp.name
+        )))
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Calls `tool` on the MCP server at `url` with the agent's token.
+async fn call_tool(url: &str, tool: &str, arguments: &str) -> Result<String, String> {
+    use rmcp::ServiceExt as _;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    if let Ok(token) = std::env::var("OFC_AGENT_TOKEN") {
+        config = config.auth_header(token);
+    }
+    let client =
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+    let arguments: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(arguments).map_err(|e| format!("bad arguments: {e}"))?;
+    let mut params = CallToolRequestParams::new(tool.to_owned());
+    params.arguments = Some(arguments);
+    let result = client
+        .peer()
+        .call_tool(params)
+        .await
+        .map_err(|e| e.to_string());
+    let _ = client.cancel().await;
+    let result = result?;
+    let text: String = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    if result.is_error == Some(true) {
+        Err(text)
+    } else {
+        Ok(text)
     }
 }
 
@@ -147,6 +242,7 @@ fn parse(args: &[String]) -> Result<TestAgent, String> {
         delay: Duration::from_millis(100),
         wake: false,
         activation: Activation::Mention,
+        grants: std::sync::Mutex::new(Vec::new()),
     };
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -176,6 +272,7 @@ fn parse(args: &[String]) -> Result<TestAgent, String> {
                     "crash-mid-respond" => Behaviour::CrashMidRespond,
                     "stream" => Behaviour::Stream,
                     "pass" => Behaviour::Pass,
+                    "tools" => Behaviour::Tools,
                     other => return Err(format!("unknown behaviour {other}")),
                 }
             }

@@ -157,6 +157,9 @@ pub struct FloorFurniture {
     floor_id: String,
     pieces: Vec<Arc<Furniture>>,
     grants: RwLock<Grants>,
+    /// Agents outside the process (HTTP agents) → where the floor's MCP endpoints are served
+    /// for them (`http://127.0.0.1:PORT/floors/{id}/mcp`): their grants name URLs there.
+    over_http: RwLock<HashMap<String, String>>,
 }
 
 impl fmt::Debug for FloorFurniture {
@@ -175,6 +178,7 @@ impl FloorFurniture {
             floor_id: floor_id.into(),
             pieces: pieces.into_iter().map(Arc::new).collect(),
             grants: RwLock::new(grants),
+            over_http: RwLock::new(HashMap::new()),
         })
     }
 
@@ -277,14 +281,33 @@ impl FloorFurniture {
         (tools, classes)
     }
 
+    /// `agent` is reached over HTTP and reaches the furniture at `mcp_base`
+    /// (`http://127.0.0.1:PORT/floors/{id}/mcp`, where [`super::McpEndpoints`] serve it): the
+    /// grants it is told of name URLs there instead of the in-process scheme.
+    pub fn reach_over_http(&self, agent: &str, mcp_base: &str) {
+        self.over_http
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(agent.to_owned(), mcp_base.trim_end_matches('/').to_owned());
+    }
+
     /// The `POST /ofc/mcp/grant` request telling `agent` what it holds on `name`.
     pub fn grant_request(&self, agent: &str, name: &str, granted_by: &str) -> McpGrantRequest {
         let (capabilities, classes) = self.held_tools(agent, name);
+        let url = match self
+            .over_http
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(agent)
+        {
+            Some(base) => format!("{base}/{name}"),
+            None => format!("{IN_PROCESS_SCHEME}{name}"),
+        };
         McpGrantRequest {
             floor_id: self.floor_id.clone(),
             mcp: McpGrant {
                 name: name.to_owned(),
-                url: format!("{IN_PROCESS_SCHEME}{name}"),
+                url,
                 capabilities,
                 permissions: classes.iter().map(|c| c.permission()).collect(),
             },

@@ -365,3 +365,63 @@ fn the_floor_manager_adds_approved_agents_and_decides_access_on_a_running_floor(
         "the granted call is in the transcript"
     );
 }
+
+/// A local HTTP agent (a process) reaches the floor's furniture at the floor's MCP endpoints
+/// (seed 000), with the token `ofc run` gave it: nothing before a grant, then what the user
+/// grants through `@floor-manager` (told with `POST /ofc/mcp/grant`), class by class.
+#[test]
+fn an_http_agent_reaches_granted_furniture_at_the_floors_mcp_endpoints() {
+    use crate::common::run::process_agent;
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    process_agent(proj.path(), "worker", &["--behaviour", "tools"]);
+    blueprint(
+        proj.path(),
+        "furniture:\n  - {name: board, type: taskboard}\nagents:\n  - ./worker.agent.yaml\n",
+    );
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    let mut s = Session::start(proj.path(), &ofc);
+    let said = s.turn("@worker? TOOL board__list_tasks {}");
+    assert_eq!(
+        Session::said(&said, "@worker"),
+        "tool error: no grant for board__list_tasks"
+    );
+    let said = s.turn("@floor-manager? give @worker read on board");
+    assert_eq!(
+        Session::said(&said, "@floor-manager"),
+        "@user granted: @worker holds read on `board`."
+    );
+    let said = s.turn("@worker? TOOL board__list_tasks {}");
+    let listed = Session::said(&said, "@worker");
+    assert!(listed.starts_with("tool board__list_tasks: "), "{listed}");
+    // Read only: the endpoint's guard refuses a write with the reason.
+    let said = s.turn("@worker? TOOL board__add_task {\"title\": \"from http\"}");
+    let refused = Session::said(&said, "@worker");
+    assert!(
+        refused.starts_with(
+            "tool error: refused: `board__add_task` is a write tool and (at)worker holds read on `board`"
+        ),
+        "{refused}"
+    );
+    let said = s.turn("@floor-manager? give @worker write on board");
+    assert_eq!(
+        Session::said(&said, "@floor-manager"),
+        "@user granted: @worker holds write on `board`."
+    );
+    let said = s.turn("@worker? TOOL board__add_task {\"title\": \"from http\"}");
+    let added = Session::said(&said, "@worker");
+    assert!(
+        added.starts_with("tool board__add_task: ") && added.contains("from http"),
+        "{added}"
+    );
+    // What it was told: an HTTP URL on loopback under the floor's id, not the in-process scheme.
+    let said = s.turn("@worker? what do you hold?");
+    let holds = Session::said(&said, "@worker");
+    assert!(
+        holds.starts_with("holds: board at http://127.0.0.1:")
+            && holds.contains("/floors/")
+            && holds.contains("/mcp/board "),
+        "{holds}"
+    );
+    s.end();
+}
