@@ -293,7 +293,8 @@ pub struct InitArgs {
 /// Arguments of `ofc publish`.
 #[derive(Debug, clap::Args)]
 pub struct PublishArgs {
-    /// The agent folder, holding an `agent.yaml` or one AgentCard.
+    /// The agent folder, holding an `agent.yaml`, an `agent-card.json`, a `server.json` or one
+    /// AgentCard; or a `server.json` or `agent-card.json` file itself.
     #[arg(value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
 
