@@ -224,6 +224,11 @@ pub struct SearchArgs {
     #[arg(long, value_name = "N", default_value_t = 20,
           value_parser = clap::value_parser!(u32).range(1..=100))]
     pub limit: u32,
+
+    /// Also show how many matching agents have each capability, keyword, kind and publisher
+    /// (over every match, the most frequent ten of each; `--json` carries them too).
+    #[arg(long)]
+    pub facets: bool,
 }
 
 /// Arguments of `ofc info`.

@@ -35,7 +35,10 @@ pub use namespaces::{
     AddKeyRequest, CreateNamespaceRequest, Key, KeyList, Member, NamespaceInfo, SetMemberRequest,
 };
 pub use ops::{Health, Ready};
-pub use search::{ByteRange, SearchHighlight, SearchHit, SearchPage, SearchParams};
+pub use search::{
+    ByteRange, FacetCount, MAX_FACET_VALUES, SearchFacets, SearchHighlight, SearchHit, SearchPage,
+    SearchParams,
+};
 
 /// Route templates as the hub's router declares them (`{name}` segments), relative to
 /// [`route::API`] unless they start with `/`.
