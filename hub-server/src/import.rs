@@ -198,9 +198,15 @@ pub async fn mcp_registry(
             report.failed.push(fail(vec![Problem {
                 field: format!("{at}.name"),
                 line: None,
-                message: format!(
-                    "gives the agent name `{agent}`, which `{other}` already has on this hub"
-                ),
+                message: if other.is_empty() {
+                    format!(
+                        "gives the agent name `{agent}`, which an agent not imported from an MCP registry already has on this hub"
+                    )
+                } else {
+                    format!(
+                        "gives the agent name `{agent}`, which `{other}` already has on this hub"
+                    )
+                },
             }]));
             continue;
         }

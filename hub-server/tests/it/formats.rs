@@ -337,5 +337,20 @@ async fn ofc_hub_imports_an_mcp_registry_dump_entry_by_entry() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("servers: is required"), "{stderr}");
+    // An agent published otherwise keeps its name.
+    let (s, b) = hub
+        .publish_as(&hub.user, &remote_manifest("alice/fetch", "1.0.0"))
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let taken = dir.path().join("taken.json");
+    let dump = json!({"servers": [{"server": server("pypi-sha.json")}]});
+    std::fs::write(&taken, serde_json::to_string_pretty(&dump).unwrap()).unwrap();
+    let (code, r) = import(&hub, &taken, &key);
+    assert_eq!(code, 1);
+    let message = r["failed"][0]["problems"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("not imported from an MCP registry"),
+        "{r:#}"
+    );
     hub.stop().await;
 }
