@@ -755,6 +755,8 @@ fn facet_counts_equal_a_brute_force_count_over_every_match() {
         ("data", None),
         ("web scraping", None),
         ("monitor web prices", None),
+        // Typo matches only (the loose-match query).
+        ("scrapng", None),
         ("", Some("remote")),
         ("translate", Some("bundle")),
         ("zzzz-nothing-matches", None),
@@ -789,6 +791,10 @@ fn facet_counts_equal_a_brute_force_count_over_every_match() {
         }
     }
     assert!(bounded, "no facet had more values than the bound");
+    assert!(
+        !all_pages(&index, facet_query("scrapng", None)).is_empty(),
+        "the typo query matches something"
+    );
     // Not asked: not computed.
     let plain = index.search(&SearchQuery::text("data")).unwrap();
     assert_eq!(plain.facets, None);
