@@ -22,11 +22,11 @@ use crate::{Error, Result};
 
 /// Version of the index layout. Bumped whenever [`mapping::MAPPING`] changes in a way old
 /// segments cannot serve; an index written with another version is refused (rebuild it).
-pub const INDEX_FORMAT: u32 = 2;
+pub const INDEX_FORMAT: u32 = 3;
 
 /// Directory name under the hub's data directory; carries the format so that a new layout never
 /// reads old files.
-pub const INDEX_DIR_NAME: &str = "search-v2";
+pub const INDEX_DIR_NAME: &str = "search-v3";
 
 /// What every commit records (Tantivy's commit payload, JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,7 +23,7 @@ pub use doc::{AgentStats, SearchDoc};
 pub use follow::{Change, FollowConfig, FollowStatus, Follower, OutboxEntry, OutboxSource};
 pub use index::{Check, CommitPayload, Indexer, SearchIndex, Tuning, WriterConfig};
 pub use query::{Cursor, QueryError, SearchParams, SearchQuery, Sort};
-pub use search::{Highlight, Hit, SearchResults};
+pub use search::{FacetCount, Highlight, Hit, SearchFacets, SearchResults};
 pub use synonyms::{SynonymError, Synonyms};
 
 /// What can go wrong in the search crate.

@@ -325,7 +325,7 @@ pub const MAPPING: &[FieldSpec] = &[
         name: field::PUBLISHER,
         kind: FieldKind::Exact,
         stored: false,
-        fast: false,
+        fast: true,
         boost: None,
         extract: |d, o| text(o, d.manifest.name.publisher()),
     },
@@ -385,7 +385,7 @@ pub const MAPPING: &[FieldSpec] = &[
         name: field::KEYWORD_EXACT,
         kind: FieldKind::Exact,
         stored: false,
-        fast: false,
+        fast: true,
         boost: None,
         extract: |d, o| {
             d.manifest
@@ -398,7 +398,7 @@ pub const MAPPING: &[FieldSpec] = &[
         name: field::CAPABILITY_EXACT,
         kind: FieldKind::Exact,
         stored: false,
-        fast: false,
+        fast: true,
         boost: None,
         extract: |d, o| {
             d.manifest
@@ -430,7 +430,7 @@ pub const MAPPING: &[FieldSpec] = &[
         name: field::KIND,
         kind: FieldKind::Exact,
         stored: true,
-        fast: false,
+        fast: true,
         boost: None,
         extract: |d, o| text(o, d.manifest.source.kind()),
     },

@@ -117,6 +117,8 @@ pub struct SearchQuery {
     pub limit: usize,
     /// Continue after this hit.
     pub cursor: Option<Cursor>,
+    /// Count facets over every match ([`crate::SearchFacets`]).
+    pub facets: bool,
 }
 
 fn list(field: &'static str, value: Option<&str>) -> Result<Vec<String>, QueryError> {
@@ -234,6 +236,16 @@ impl SearchQuery {
             sort,
             limit,
             cursor: None,
+            facets: match p.facets.as_deref().map(str::trim) {
+                None | Some("" | "false" | "0") => false,
+                Some("true" | "1") => true,
+                Some(other) => {
+                    return Err(bad(
+                        "facets",
+                        format!("`{}` is not `true` or `false`", shown(other)),
+                    ));
+                }
+            },
         };
         if let Some(c) = p.cursor.as_deref().filter(|c| !c.is_empty()) {
             let cursor = Cursor::decode(c).ok_or_else(|| {

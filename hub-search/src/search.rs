@@ -75,6 +75,9 @@ pub use index_schema::hub_api::SearchHighlight as Highlight;
 pub use index_schema::hub_api::SearchHit as Hit;
 /// A page of hits.
 pub use index_schema::hub_api::SearchPage as SearchResults;
+pub use index_schema::hub_api::{FacetCount, SearchFacets};
+
+mod facets;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -128,6 +131,19 @@ impl SearchIndex {
             }
         };
         let text = self.text_query(&searcher, &freqs, &q.text, &words, mode, None)?;
+        // Over the set the pages are drawn from: every full match, or with fewer words the
+        // any-word union.
+        let facets = if q.facets {
+            let query = self.full_query(q, text.as_deref());
+            Some(searcher.search(
+                query.as_ref(),
+                &facets::FacetCollector {
+                    segments: searcher.segment_readers().len(),
+                },
+            )?)
+        } else {
+            None
+        };
         let more = hits.len() > q.limit;
         hits.truncate(q.limit);
         let highlighters = match &text {
@@ -228,6 +244,7 @@ impl SearchIndex {
             next_cursor,
             dropped_words,
             did_you_mean,
+            facets,
         })
     }
 

@@ -52,6 +52,7 @@ fn all_pages(index: &SearchIndex, mut q: SearchQuery) -> Vec<String> {
             kind: q.kind.clone(),
             publisher: q.publisher.clone(),
             cursor: Some(c),
+            facets: q.facets.then(|| "true".to_string()),
         };
         q = SearchQuery::parse(&p).unwrap();
     }
@@ -680,4 +681,184 @@ async fn follower_outlives_a_failing_source() {
     assert_eq!(outbox.failures.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert!(index.check(&truth(&entries)).unwrap().is_consistent());
     follower.shutdown().await.unwrap();
+}
+
+/// Facet counts of `names` as the manifests give them, brute force: most frequent first, ties
+/// by value, at most `MAX_FACET_VALUES`; and how many distinct values each facet has.
+fn brute_facets(docs: &[SearchDoc], names: &[String]) -> (hub_search::SearchFacets, [usize; 4]) {
+    use hub_search::FacetCount;
+    use index_schema::hub_api::MAX_FACET_VALUES;
+    let mut counts: [BTreeMap<String, u64>; 4] = Default::default();
+    for n in names {
+        let d = docs
+            .iter()
+            .find(|d| &d.manifest.name.to_string() == n)
+            .unwrap();
+        let m = &d.manifest;
+        let mut caps: Vec<String> = m
+            .capabilities
+            .iter()
+            .map(|c| c.name.to_lowercase())
+            .collect();
+        caps.sort();
+        caps.dedup();
+        let mut kws: Vec<String> = m.keywords.iter().map(|k| k.to_lowercase()).collect();
+        kws.sort();
+        kws.dedup();
+        for c in caps {
+            *counts[0].entry(c).or_default() += 1;
+        }
+        for k in kws {
+            *counts[1].entry(k).or_default() += 1;
+        }
+        *counts[2].entry(m.source.kind().to_string()).or_default() += 1;
+        *counts[3].entry(m.name.publisher().to_string()).or_default() += 1;
+    }
+    let distinct = [0, 1, 2, 3].map(|i| counts[i].len());
+    let [capability, keyword, kind, publisher] = counts.map(|m| {
+        let mut v: Vec<FacetCount> = m
+            .into_iter()
+            .map(|(value, count)| FacetCount { value, count })
+            .collect();
+        v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.value.cmp(&b.value)));
+        v.truncate(MAX_FACET_VALUES);
+        v
+    });
+    (
+        hub_search::SearchFacets {
+            capability,
+            keyword,
+            kind,
+            publisher,
+        },
+        distinct,
+    )
+}
+
+fn facet_query(text: &str, kind: Option<&str>) -> SearchQuery {
+    SearchQuery::parse(&SearchParams {
+        q: Some(text.into()),
+        kind: kind.map(str::to_string),
+        limit: Some("7".into()),
+        facets: Some("true".into()),
+        ..SearchParams::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn facet_counts_equal_a_brute_force_count_over_every_match() {
+    let (index, docs) = fixture_index();
+    let mut bounded = false;
+    for (text, kind) in [
+        ("", None),
+        ("data", None),
+        ("web scraping", None),
+        ("monitor web prices", None),
+        // Typo matches only (the loose-match query).
+        ("scrapng", None),
+        ("", Some("remote")),
+        ("translate", Some("bundle")),
+        ("zzzz-nothing-matches", None),
+    ] {
+        let q = facet_query(text, kind);
+        let matches = all_pages(&index, q.clone());
+        let (expected, distinct) = brute_facets(&docs, &matches);
+        bounded |= distinct
+            .iter()
+            .any(|n| *n > index_schema::hub_api::MAX_FACET_VALUES);
+        // Every page carries the same counts, those of the whole match set.
+        let mut q = q;
+        let mut pages = 0;
+        loop {
+            let page = index.search(&q).unwrap();
+            let facets = page.facets.clone().expect("facets were asked for");
+            assert_eq!(facets, expected, "{text:?} kind {kind:?}, page {pages}");
+            pages += 1;
+            let Some(c) = page.next_cursor else { break };
+            q = SearchQuery::parse(&SearchParams {
+                q: Some(text.into()),
+                kind: kind.map(str::to_string),
+                limit: Some("7".into()),
+                facets: Some("true".into()),
+                cursor: Some(c),
+                ..SearchParams::default()
+            })
+            .unwrap();
+        }
+        if text.is_empty() && kind.is_none() {
+            assert!(pages > 1 && matches.len() == docs.len());
+        }
+    }
+    assert!(bounded, "no facet had more values than the bound");
+    assert!(
+        !all_pages(&index, facet_query("scrapng", None)).is_empty(),
+        "the typo query matches something"
+    );
+    // Not asked: not computed.
+    let plain = index.search(&SearchQuery::text("data")).unwrap();
+    assert_eq!(plain.facets, None);
+    let e = SearchQuery::parse(&SearchParams {
+        facets: Some("yes".into()),
+        ..SearchParams::default()
+    })
+    .unwrap_err();
+    assert_eq!(e.field, "facets");
+}
+
+#[test]
+fn facet_counts_are_exact_over_several_segments_with_deletes() {
+    let docs = agents();
+    let index = SearchIndex::in_ram().unwrap();
+    let mut w = index.writer(WriterConfig::default()).unwrap();
+    // Three commits (three segments), then a third of the agents replaced and some removed.
+    let mut seq = 0;
+    for chunk in docs.chunks(docs.len() / 3 + 1) {
+        for d in chunk {
+            seq += 1;
+            w.apply(&upsert(seq, d.clone())).unwrap();
+        }
+        w.commit_and_refresh().unwrap();
+    }
+    let mut live: Vec<SearchDoc> = Vec::new();
+    for (i, d) in docs.iter().enumerate() {
+        seq += 1;
+        match i % 3 {
+            0 => {
+                let mut d = d.clone();
+                d.manifest.keywords = vec!["replaced".into()];
+                w.apply(&upsert(seq, d.clone())).unwrap();
+                live.push(d);
+            }
+            1 => {
+                let mut d = d.clone();
+                d.stats.yanked = true;
+                w.apply(&upsert(seq, d)).unwrap();
+            }
+            _ => live.push(d.clone()),
+        }
+    }
+    w.commit_and_refresh().unwrap();
+    for text in ["", "data", "search"] {
+        let q = facet_query(text, None);
+        let matches = all_pages(&index, q.clone());
+        let (expected, _) = brute_facets(&live, &matches);
+        let got = index.search(&q).unwrap().facets.unwrap();
+        assert_eq!(got, expected, "{text:?}");
+    }
+    let all = index
+        .search(&facet_query("", None))
+        .unwrap()
+        .facets
+        .unwrap();
+    assert_eq!(
+        all.keyword[0],
+        hub_search::FacetCount {
+            value: "replaced".into(),
+            count: live
+                .iter()
+                .filter(|d| d.manifest.keywords == ["replaced"])
+                .count() as u64
+        }
+    );
 }

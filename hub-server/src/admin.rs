@@ -153,3 +153,66 @@ pub async fn delete(store: &Store, name: &str, version: Option<&str>) -> anyhow:
         }
     }
 }
+
+/// Imports a dump of the MCP Registry's list API into `namespace` (see [`crate::import`]),
+/// publishing as `as_user` (by default the namespace's first owner, by name) through an API
+/// token made for this import (scopes `publish-new`, `publish-update`, this namespace only, one
+/// day) and revoked when it ends, and signing with `key`, which must be an active key of the
+/// namespace.
+pub async fn import_mcp_registry(
+    app: &crate::api::AppState,
+    text: &str,
+    namespace: &str,
+    key: &index_schema::envelope::SecretKey,
+    as_user: Option<&str>,
+    registry: &str,
+) -> anyhow::Result<crate::import::ImportReport> {
+    let store = &app.store;
+    let ns_name = namespace.to_ascii_lowercase();
+    let ns = store
+        .namespace(&ns_name)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no namespace `{ns_name}`"))?;
+    let key_id = key.key_id().to_string();
+    let active = store
+        .keys(ns.id)
+        .await?
+        .into_iter()
+        .any(|k| k.key_id == key_id && k.revoked_at.is_none());
+    anyhow::ensure!(
+        active,
+        "key {key_id} is not an active key of `{ns_name}`; register its public key for the namespace first (`ofc key register`)"
+    );
+    let user_name = match as_user {
+        Some(u) => u.to_string(),
+        None => store
+            .members(ns.id)
+            .await?
+            .into_iter()
+            .find(|m| m.role == Role::Owner.as_str())
+            .map(|m| m.user)
+            .ok_or_else(|| anyhow::anyhow!("`{ns_name}` has no owner; name a member with --as"))?,
+    };
+    let u = user(store, &user_name).await?;
+    let scopes = [Scope::PublishNew, Scope::PublishUpdate];
+    let (_secret, row) = create_token(
+        store,
+        &u,
+        "mcp-registry import",
+        &scopes,
+        std::slice::from_ref(&ns_name),
+        Some(1),
+    )
+    .await?;
+    let principal = crate::auth::Principal {
+        user_id: u.id,
+        user_name: u.name.clone(),
+        is_admin: u.is_admin,
+        token_id: row.id,
+        scopes: scopes.to_vec(),
+        namespaces: vec![ns_name.clone()],
+    };
+    let report = crate::import::mcp_registry(app, &principal, key, &ns_name, registry, text).await;
+    store.revoke_token(&Actor::operator(), None, row.id).await?;
+    report
+}

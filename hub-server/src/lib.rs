@@ -8,6 +8,7 @@ pub mod blob;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod import;
 pub mod metrics;
 pub mod oci;
 pub mod openapi;

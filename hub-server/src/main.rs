@@ -54,12 +54,42 @@ enum Command {
     /// Operator commands (safe while the hub serves the same data dir and database).
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Load agents from other registries (safe while the hub serves the same data dir and
+    /// database).
+    #[command(subcommand)]
+    Import(ImportCommand),
     /// Remove blobs no manifest or version references and expired upload sessions. Safe while
     /// the hub serves pushes: blobs used within the grace period are kept.
     Gc {
         /// Keep blobs stored or referenced within this many seconds.
         #[arg(long, default_value_t = 3600)]
         grace_secs: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ImportCommand {
+    /// A dump of the MCP Registry's list API (`GET /v0/servers` responses, `{"servers": [...]}`):
+    /// each server becomes a signed version in the namespace; broken entries are reported (index,
+    /// name, field, line) and the rest imported; a rerun changes nothing.
+    McpRegistry {
+        /// The dump (JSON).
+        file: PathBuf,
+        /// The namespace to import into.
+        #[arg(long, default_value = "mcp-registry")]
+        namespace: String,
+        /// Secret key file (as `ofc keygen` writes it) of a key registered for the namespace.
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+        /// The member who publishes (default: the namespace's owner).
+        #[arg(long = "as", value_name = "USER")]
+        as_user: Option<String>,
+        /// The registry the dump comes from; each manifest's origin points at its entry there.
+        #[arg(long, default_value = hub_server::import::OFFICIAL_REGISTRY)]
+        registry_url: String,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -276,6 +306,47 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Import(ImportCommand::McpRegistry {
+            file,
+            namespace,
+            key,
+            as_user,
+            registry_url,
+            json,
+        }) => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let key_text = std::fs::read_to_string(&key)
+                .with_context(|| format!("cannot read {}", key.display()))?;
+            let key = index_schema::envelope::SecretKey::from_secret_text(&key_text)
+                .with_context(|| format!("{} is not an ofc secret key", key.display()))?;
+            let cfg = config(&cli.global, None)?;
+            // No search follower: a serving hub holds the index; it follows the outbox.
+            let state = hub_server::build_state_for(cfg, hub_server::Role::Command).await?;
+            let r = admin::import_mcp_registry(
+                &state,
+                &text,
+                &namespace,
+                &key,
+                as_user.as_deref(),
+                &registry_url,
+            )
+            .await
+            .with_context(|| format!("{} cannot be imported", file.display()));
+            state.store.db().close().await;
+            let r = r?;
+            if json {
+                out(serde_json::to_string(&r)?);
+            } else {
+                print_import(&file, &r);
+            }
+            anyhow::ensure!(
+                r.is_ok(),
+                "{} of the entries could not be imported",
+                r.failed.len()
+            );
+            Ok(())
+        }
         Command::Admin(cmd) => {
             let cfg = config(&cli.global, None)?;
             let store = hub_server::open_store(&cfg).await?;
@@ -284,6 +355,53 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             r
         }
     }
+}
+
+fn print_import(file: &std::path::Path, r: &hub_server::import::ImportReport) {
+    for i in &r.imported {
+        out(format!(
+            "imported  {}@{}  ({})",
+            i.agent, i.version, i.server
+        ));
+    }
+    for i in &r.unchanged {
+        out(format!(
+            "unchanged {}@{}  ({})",
+            i.agent, i.version, i.server
+        ));
+    }
+    for s in &r.skipped {
+        out(format!(
+            "skipped   servers[{}] {}: {}",
+            s.index,
+            s.server.as_deref().unwrap_or("(no name)"),
+            s.reason
+        ));
+    }
+    for f in &r.failed {
+        for p in &f.problems {
+            let line = p.line.map(|l| format!("{l}:")).unwrap_or_default();
+            out(format!(
+                "failed    servers[{}] {}: {}:{line} {}: {}",
+                f.index,
+                f.server.as_deref().unwrap_or("(no name)"),
+                file.display(),
+                if p.field.is_empty() {
+                    "(entry)"
+                } else {
+                    &p.field
+                },
+                p.message
+            ));
+        }
+    }
+    out(format!(
+        "{} imported, {} unchanged, {} skipped, {} failed",
+        r.imported.len(),
+        r.unchanged.len(),
+        r.skipped.len(),
+        r.failed.len()
+    ));
 }
 
 async fn admin_cmd(store: &hub_server::store::Store, cmd: AdminCommand) -> anyhow::Result<()> {

@@ -15,7 +15,7 @@ use crate::api::{accounts, agents, namespaces, ops, registry, search};
         namespaces::create_namespace, namespaces::get_namespace, namespaces::set_member,
         namespaces::remove_member, namespaces::list_keys, namespaces::add_key,
         namespaces::revoke_key,
-        agents::publish, agents::get_agent, agents::get_version, agents::get_bundle,
+        agents::publish, agents::get_agent, agents::get_agent_card, agents::get_version, agents::get_bundle,
         agents::list_agents, agents::yank, agents::unyank, agents::deprecate,
         agents::undeprecate, agents::delete_agent, agents::delete_version, agents::outbox,
         agents::audit,

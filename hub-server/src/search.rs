@@ -1,5 +1,5 @@
 //! The hub's side of search: the outbox source the `hub-search` follower reads, the index under
-//! `<data>/search-v2`, and the database snapshot that `ofc-hub reindex` and
+//! `<data>/search-v3`, and the database snapshot that `ofc-hub reindex` and
 //! `ofc-hub search-check` use.
 //!
 //! An outbox row only names an agent; the source resolves it to the agent's *current* state

@@ -19,6 +19,7 @@ pub mod http_url;
 pub mod hub_api;
 pub mod lockfile;
 pub mod manifest;
+pub mod mcp_server_json;
 pub mod media_types;
 pub mod name;
 pub mod source;

@@ -169,6 +169,8 @@ impl Origin {
     pub const AGENT_CARD: &'static str = "agent-card";
     /// An A2A agent card (`agent-card.json`).
     pub const A2A_AGENT_CARD: &'static str = "a2a-agent-card";
+    /// An MCP Registry `server.json`.
+    pub const MCP_SERVER_JSON: &'static str = "mcp-server-json";
 
     fn validate(&self, d: &mut Diagnostics, path: &FieldPath) {
         let format_ok = !self.format.is_empty()

@@ -224,6 +224,11 @@ pub struct SearchArgs {
     #[arg(long, value_name = "N", default_value_t = 20,
           value_parser = clap::value_parser!(u32).range(1..=100))]
     pub limit: u32,
+
+    /// Also show how many matching agents have each capability, keyword, kind and publisher
+    /// (over every match, the most frequent ten of each; `--json` carries them too).
+    #[arg(long)]
+    pub facets: bool,
 }
 
 /// Arguments of `ofc info`.
@@ -293,7 +298,8 @@ pub struct InitArgs {
 /// Arguments of `ofc publish`.
 #[derive(Debug, clap::Args)]
 pub struct PublishArgs {
-    /// The agent folder, holding an `agent.yaml` or one AgentCard.
+    /// The agent folder, holding an `agent.yaml`, an `agent-card.json`, a `server.json` or one
+    /// AgentCard; or a `server.json` or `agent-card.json` file itself.
     #[arg(value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
 

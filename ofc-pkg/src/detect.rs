@@ -8,10 +8,11 @@
 //! | `*.manifest.json` | agent manifest |
 //! | `*.envelope.json`, `*.dsse.json` | signed envelope |
 //! | `agent-card.json`, `*.agent-card.json` | A2A agent card |
+//! | `server.json`, `*.server.json` | MCP Registry server.json |
 //! | `*.card.yaml`, `*.card.yml` | AgentCard (YAML) |
 //! | `*.yaml`, `*.yml` in a `.fast-agent/agent-cards/` or `.fast-agent/tool-cards/` folder | AgentCard (YAML) |
 //! | `*.md`, `*.markdown` starting with `---` front matter | AgentCard (Markdown) |
-//! | other `*.json` | envelope if it has `payloadType`, manifest if it has `schemaVersion`, A2A agent card if it has `defaultInputModes` or `skills` and `url` |
+//! | other `*.json` | envelope if it has `payloadType`, manifest if it has `schemaVersion`, A2A agent card if it has `defaultInputModes` or `skills` and `url`, MCP server.json if its `$schema` is a server.json schema |
 //! | other `*.yaml`/`*.yml` | blueprint if it has an `agents` list or `workstations`/`floor_manager`; AgentCard if it has `instruction` or a card `type` (any case); agent.yaml if it has `id`, `prompt` or `model` |
 //!
 //! Markdown files without front matter (READMEs, history files) are not documents, and neither
@@ -20,9 +21,9 @@
 
 use std::path::Path;
 
-use index_schema::a2a_card;
 use index_schema::agent_card::{CardType, in_card_folder};
 use index_schema::source;
+use index_schema::{a2a_card, mcp_server_json};
 
 /// The kinds of document `ofc validate` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
@@ -43,6 +44,8 @@ pub enum DocumentKind {
     Lockfile,
     /// An A2A agent card (`agent-card.json`).
     A2aCard,
+    /// An MCP Registry `server.json`.
+    McpServerJson,
 }
 
 impl DocumentKind {
@@ -57,6 +60,7 @@ impl DocumentKind {
             Self::Blueprint => "blueprint",
             Self::Lockfile => "lockfile",
             Self::A2aCard => "A2A agent card",
+            Self::McpServerJson => "MCP server.json",
         }
     }
 
@@ -71,6 +75,7 @@ impl DocumentKind {
             Self::Blueprint => "blueprint",
             Self::Lockfile => "lockfile",
             Self::A2aCard => "a2a-card",
+            Self::McpServerJson => "mcp-server-json",
         }
     }
 
@@ -108,6 +113,9 @@ pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
     if name == a2a_card::FILE_NAME || name.ends_with(".agent-card.json") {
         return Some(DocumentKind::A2aCard);
     }
+    if name == mcp_server_json::FILE_NAME || name.ends_with(".server.json") {
+        return Some(DocumentKind::McpServerJson);
+    }
     if ends(&[".card.yaml", ".card.yml"]) || (ends(&[".yaml", ".yml"]) && in_card_folder(path)) {
         return Some(DocumentKind::CardYaml);
     }
@@ -124,6 +132,11 @@ pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
         }
         if o.contains_key("schemaVersion") {
             return Some(DocumentKind::Manifest);
+        }
+        if o.get("$schema").and_then(|s| s.as_str()).is_some_and(|s| {
+            s.starts_with(mcp_server_json::SCHEMA_PREFIX) && s.ends_with("server.schema.json")
+        }) {
+            return Some(DocumentKind::McpServerJson);
         }
         if o.contains_key("defaultInputModes")
             || (o.contains_key("skills") && o.contains_key("url"))
@@ -191,6 +204,14 @@ mod tests {
         );
         assert_eq!(k("x.json", r#"{"messages":[]}"#), None);
         assert_eq!(k("agent-card.json", "{}"), Some(DocumentKind::A2aCard));
+        assert_eq!(k("server.json", "{}"), Some(DocumentKind::McpServerJson));
+        assert_eq!(
+            k(
+                "weather.json",
+                r#"{"$schema":"https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"}"#
+            ),
+            Some(DocumentKind::McpServerJson)
+        );
         assert_eq!(
             k("card.json", r#"{"url":"https://a.example","skills":[]}"#),
             Some(DocumentKind::A2aCard)

@@ -226,6 +226,48 @@ pub async fn get_agent(
     }))
 }
 
+/// The A2A agent card (v0.3) of a `remote` agent, built from its latest version's signed
+/// manifest (`index_schema::a2a_card::from_manifest`): an agent published from an A2A card gets
+/// its card back, any other remote agent a card with one skill per capability. Other sources
+/// have no A2A endpoint: 404 `no_agent_card`.
+#[utoipa::path(get, path = "/api/v1/agents/{publisher}/{agent}/agent-card.json", tag = "agents",
+    params(("publisher" = String, Path, description = "namespace"),
+           ("agent" = String, Path, description = "agent")),
+    responses(
+        (status = 200, description = "the A2A agent card", body = Object),
+        (status = 400, description = "invalid name", body = ErrorBody),
+        (status = 404, description = "no such agent, no visible version, or not a remote agent",
+            body = ErrorBody),
+    ))]
+pub async fn get_agent_card(
+    State(state): State<AppState>,
+    Path((publisher, agent)): Path<(String, String)>,
+) -> ApiResult<Json<serde_json::Map<String, serde_json::Value>>> {
+    let name = parse_name(&publisher, &agent)?;
+    let a = agent_or_404(&state, &name).await?;
+    let Some(latest) = a.latest_version.clone() else {
+        return Err(ApiError::not_found(
+            ErrorCode::VersionNotFound,
+            format!("`{name}` has no version that is not yanked"),
+        ));
+    };
+    let v = version_or_404(&state, &a, &latest).await?;
+    let env = Envelope::from_json(&v.envelope).map_err(ApiError::internal)?;
+    let text = std::str::from_utf8(&env.payload).map_err(ApiError::internal)?;
+    let manifest = index_schema::manifest::Manifest::from_json(text).map_err(ApiError::internal)?;
+    index_schema::a2a_card::from_manifest(&manifest)
+        .map(Json)
+        .ok_or_else(|| {
+            ApiError::not_found(
+                ErrorCode::NoAgentCard,
+                format!(
+                    "`{name}` is a `{}` agent, not a remote one, so it has no A2A card",
+                    manifest.source.kind()
+                ),
+            )
+        })
+}
+
 /// One version: manifest, envelope, digests, key state.
 #[utoipa::path(get, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}", tag = "agents",
     params(("publisher" = String, Path, description = "namespace"),

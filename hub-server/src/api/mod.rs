@@ -71,6 +71,7 @@ pub fn router(state: AppState) -> Router {
             route::AGENT,
             get(agents::get_agent).delete(agents::delete_agent),
         )
+        .route(route::AGENT_CARD, get(agents::get_agent_card))
         .route(
             route::VERSION,
             put(agents::publish)

@@ -69,6 +69,7 @@ async fn run(search: Arc<Search>, q: SearchQuery) -> ApiResult<SearchResults> {
         ("sort" = Option<String>, Query, description = "`relevance` (default), `downloads` or `updated`"),
         ("limit" = Option<String>, Query, description = "hits per page, 1..=100 (default 20)"),
         ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
+        ("facets" = Option<String>, Query, description = "`true` for facet counts over every match"),
     ),
     responses(
         (status = 200, description = "a page of hits", body = index_schema::hub_api::SearchPage),

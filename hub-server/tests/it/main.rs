@@ -8,6 +8,7 @@ mod authz;
 mod connections;
 mod crash;
 mod e2e;
+mod formats;
 mod layout;
 mod oci_clients;
 mod oci_gc;

@@ -98,6 +98,8 @@ open_enum! {
         SignedAgent = "signed_agent",
         /// The version has no bundle.
         NoBundle = "no_bundle",
+        /// The agent is not a `remote` agent, so it has no A2A card.
+        NoAgentCard = "no_agent_card",
         /// No such endpoint or object.
         NotFound = "not_found",
         /// No such agent.

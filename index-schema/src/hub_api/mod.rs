@@ -35,7 +35,10 @@ pub use namespaces::{
     AddKeyRequest, CreateNamespaceRequest, Key, KeyList, Member, NamespaceInfo, SetMemberRequest,
 };
 pub use ops::{Health, Ready};
-pub use search::{ByteRange, SearchHighlight, SearchHit, SearchPage, SearchParams};
+pub use search::{
+    ByteRange, FacetCount, MAX_FACET_VALUES, SearchFacets, SearchHighlight, SearchHit, SearchPage,
+    SearchParams,
+};
 
 /// Route templates as the hub's router declares them (`{name}` segments), relative to
 /// [`route::API`] unless they start with `/`.
@@ -64,6 +67,8 @@ pub mod route {
     pub const AGENTS: &str = "/agents";
     /// `GET`, `DELETE` (administrators).
     pub const AGENT: &str = "/agents/{publisher}/{agent}";
+    /// The A2A agent card of a `remote` agent's latest version.
+    pub const AGENT_CARD: &str = "/agents/{publisher}/{agent}/agent-card.json";
     /// `PUT` publish, `GET`, `DELETE` (administrators).
     pub const VERSION: &str = "/agents/{publisher}/{agent}/versions/{version}";
     /// `PUT` yank, `DELETE` unyank.
@@ -178,6 +183,13 @@ pub mod path {
     pub fn agent(name: &AgentName) -> String {
         fill(
             route::AGENT,
+            &[("publisher", name.publisher()), ("agent", name.agent())],
+        )
+    }
+    /// `/api/v1/agents/{publisher}/{agent}/agent-card.json`.
+    pub fn agent_card(name: &AgentName) -> String {
+        fill(
+            route::AGENT_CARD,
             &[("publisher", name.publisher()), ("agent", name.agent())],
         )
     }

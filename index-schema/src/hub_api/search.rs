@@ -32,6 +32,9 @@ pub struct SearchParams {
     /// The `next_cursor` of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
+    /// `true` to get facet counts (`false` by default: they cost a pass over every match).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facets: Option<String>,
 }
 
 /// A page of hits.
@@ -53,6 +56,43 @@ pub struct SearchPage {
     /// query in the index's own words (`scrapper` → `scraper`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub did_you_mean: Option<String>,
+    /// With `facets=true`: how many matching agents have each capability, keyword, kind and
+    /// publisher, counted over every match of the query (not only this page), the most
+    /// frequent values first (ties by value), at most 10 per facet (`MAX_FACET_VALUES`). The
+    /// same on every page of a query.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facets: Option<SearchFacets>,
+}
+
+/// Most values listed per facet.
+pub const MAX_FACET_VALUES: usize = 10;
+
+/// Facet counts over a query's matches.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SearchFacets {
+    /// Capability names (lowercase).
+    #[serde(default)]
+    pub capability: Vec<FacetCount>,
+    /// Keywords (lowercase).
+    #[serde(default)]
+    pub keyword: Vec<FacetCount>,
+    /// Source kinds.
+    #[serde(default)]
+    pub kind: Vec<FacetCount>,
+    /// Publishers.
+    #[serde(default)]
+    pub publisher: Vec<FacetCount>,
+}
+
+/// One facet value and how many matching agents have it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FacetCount {
+    /// The value.
+    pub value: String,
+    /// Matching agents with it.
+    pub count: u64,
 }
 
 /// One agent: its latest visible version.

@@ -12,6 +12,7 @@ mod fuzz_regressions;
 mod lockfile_fixtures;
 mod manifest_fixtures;
 mod manifest_roundtrip;
+mod mcp_server_json_fixtures;
 mod names_api;
 mod wire_cases;
 mod wire_seed000;

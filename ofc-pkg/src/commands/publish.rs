@@ -1,6 +1,7 @@
-//! `ofc publish [DIR] [--dry-run]`: builds the manifest from the folder's `agent.yaml`, A2A
+//! `ofc publish [DIR|FILE] [--dry-run]`: builds the manifest from the folder's `agent.yaml`, A2A
 //! `agent-card.json` (a `remote` agent at the card's `url`: nothing is uploaded but the signed
-//! manifest) or AgentCard, packs the folder into a deterministic bundle, signs the manifest with a key from
+//! manifest), MCP Registry `server.json` (its npm/pypi/oci package or remote is the source:
+//! nothing is uploaded either; also given as the file itself) or AgentCard, packs the folder into a deterministic bundle, signs the manifest with a key from
 //! `ofc keygen`, and uploads both to the hub (token from `OFC_TOKEN` or `ofc login`): the bundle
 //! as a blob of repository `{p}/{a}` through the hub's registry API (`POST
 //! /v2/{p}/{a}/blobs/uploads/?digest=…`, the bytes streamed as the body, with a progress bar
@@ -20,6 +21,7 @@ use index_schema::agent_yaml::{AgentYaml, ManifestDefaults};
 use index_schema::envelope::{Envelope, sign_manifest};
 use index_schema::hub_api::{EnvelopeJson, ErrorCode, PublishRequest, path};
 use index_schema::manifest::{BundleSource, Manifest, Source, parse_exact_version};
+use index_schema::mcp_server_json::{self, ServerJson};
 use index_schema::media_types::AGENT_BUNDLE_V1;
 use index_schema::name::AgentName;
 use serde_json::json;
@@ -141,6 +143,10 @@ pub fn find_entrypoint(dir: &Path) -> Result<(PathBuf, DocumentKind)> {
     if a2a.is_file() {
         return Ok((a2a, DocumentKind::A2aCard));
     }
+    let server = dir.join(mcp_server_json::FILE_NAME);
+    if server.is_file() {
+        return Ok((server, DocumentKind::McpServerJson));
+    }
     let mut cards = Vec::new();
     let rd = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     for e in rd {
@@ -178,20 +184,44 @@ pub fn prepare(
     version: Option<&str>,
     sign: impl FnOnce(&Manifest) -> Envelope,
 ) -> Result<Prepared> {
-    if !dir.is_dir() {
+    // A lone document that names its own source (a server.json, an A2A card): nothing to pack.
+    let lone = if dir.is_file() {
+        let text =
+            fs::read_to_string(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+        match detect(dir, &text) {
+            Some(k @ (DocumentKind::McpServerJson | DocumentKind::A2aCard)) => Some(k),
+            _ => bail!(
+                UserError::new(format!(
+                    "{} is a file; publish takes a folder, or a server.json or agent-card.json",
+                    dir.display()
+                ))
+                .hint("give the agent's folder")
+            ),
+        }
+    } else if dir.is_dir() {
+        None
+    } else {
         bail!(UserError::new(format!(
             "{} is not a directory",
             dir.display()
         )));
-    }
-    let (file, kind) = find_entrypoint(dir)?;
+    };
+    let (file, kind) = match lone {
+        Some(k) => (dir.to_path_buf(), k),
+        None => find_entrypoint(dir)?,
+    };
     let entrypoint = file
         .file_name()
         .and_then(|n| n.to_str())
         .context("the entrypoint's name is not UTF-8")?
         .to_string();
-    let packed = pack::pack_dir(dir, &PackLimits::default())
-        .with_context(|| format!("cannot pack {}", dir.display()))?;
+    let packed = match lone {
+        Some(_) => None,
+        None => Some(
+            pack::pack_dir(dir, &PackLimits::default())
+                .with_context(|| format!("cannot pack {}", dir.display()))?,
+        ),
+    };
 
     let mut defaults = ManifestDefaults::default();
     if let Some(n) = name {
@@ -210,12 +240,14 @@ pub fn prepare(
     if readme.is_file() {
         defaults.readme = fs::read_to_string(&readme).ok();
     }
-    defaults.source = Some(Source::Bundle(BundleSource {
-        digest: packed.digest,
-        size: packed.bytes.len() as u64,
-        media_type: AGENT_BUNDLE_V1.to_string(),
-        entrypoint: entrypoint.clone(),
-    }));
+    if let Some(packed) = &packed {
+        defaults.source = Some(Source::Bundle(BundleSource {
+            digest: packed.digest,
+            size: packed.bytes.len() as u64,
+            media_type: AGENT_BUNDLE_V1.to_string(),
+            entrypoint: entrypoint.clone(),
+        }));
+    }
 
     let built: Result<Manifest, Diagnostics> = match kind {
         DocumentKind::AgentYaml => {
@@ -229,6 +261,12 @@ pub fn prepare(
                 .with_context(|| format!("cannot read {}", file.display()))?;
             A2aCard::from_json(&text).and_then(|c| c.to_manifest(defaults, &entrypoint))
         }
+        // The server's package (npm, pip, docker) or remote; no bundle is uploaded.
+        DocumentKind::McpServerJson => {
+            let text = fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            ServerJson::from_json(&text).and_then(|c| c.to_manifest(defaults, &entrypoint))
+        }
         _ => AgentCard::load_file(&file).and_then(|c| c.card.to_manifest(defaults)),
     };
     let manifest = built.map_err(|d| {
@@ -237,9 +275,10 @@ pub fn prepare(
             msg.push_str(&format!("\n  {x}"));
         }
         let mut e = UserError::new(msg);
-        if d.iter()
-            .any(|x| x.path.to_string().contains("package") || x.path.to_string() == "name")
-        {
+        // A server.json's `packages` are its own; only agent.yaml has `package:`.
+        let names_package = kind != DocumentKind::McpServerJson
+            && d.iter().any(|x| x.path.to_string().contains("package"));
+        if names_package || d.iter().any(|x| x.path.to_string() == "name") {
             e = e.hint("pass `--name publisher/agent` or set `package:` in agent.yaml");
         }
         if d.iter().any(|x| x.path.to_string() == "version") {
@@ -247,7 +286,7 @@ pub fn prepare(
         }
         e
     })?;
-    let bundle = matches!(manifest.source, Source::Bundle(_)).then_some(packed);
+    let bundle = packed.filter(|_| matches!(manifest.source, Source::Bundle(_)));
     let envelope = sign(&manifest);
     Ok(Prepared {
         manifest,

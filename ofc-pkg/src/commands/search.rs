@@ -1,9 +1,10 @@
 //! `ofc search [QUERY] [--capability C]… [--keyword K]… [--kind K] [--publisher P] [--sort S]
-//! [--limit N]`: asks the hub (`GET /api/v1/search`) and prints a table NAME VERSION DOWNLOADS
-//! TAGLINE, best hit first; `--json` prints the hub's answer as is.
+//! [--limit N] [--facets]`: asks the hub (`GET /api/v1/search`) and prints a table NAME VERSION
+//! DOWNLOADS TAGLINE, best hit first, then with `--facets` one line per facet (`kind: remote 12,
+//! bundle 3`); `--json` prints the hub's answer as is (with `facets` when asked).
 
 use anyhow::Result;
-use index_schema::hub_api::{SearchHit as Hit, SearchParams};
+use index_schema::hub_api::{FacetCount, SearchFacets, SearchHit as Hit, SearchParams};
 
 use crate::cli::SearchArgs;
 use crate::config::Paths;
@@ -60,6 +61,11 @@ pub fn run(args: &SearchArgs, out: &mut Output) -> Result<ExitStatus> {
     for line in render(&page.hits, output::stdout_width()) {
         out.data(&line);
     }
+    if let Some(f) = &page.facets {
+        for line in facet_lines(f) {
+            out.data(&line);
+        }
+    }
     if let Some(note) = fewer_words_note(&page.hits, &page.dropped_words) {
         out.status(&note);
     }
@@ -73,6 +79,35 @@ pub fn run(args: &SearchArgs, out: &mut Output) -> Result<ExitStatus> {
         ));
     }
     Ok(ExitStatus::Success)
+}
+
+/// One line per non-empty facet: `capability: summarize 4, translate 2` (values from the hub,
+/// cleaned for the terminal).
+fn facet_lines(f: &SearchFacets) -> Vec<String> {
+    let line = |name: &str, values: &[FacetCount]| {
+        (!values.is_empty()).then(|| {
+            let v: Vec<String> = values
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} {}",
+                        output::truncate(&output::clean_line(&c.value), 40),
+                        c.count
+                    )
+                })
+                .collect();
+            format!("{name}: {}", v.join(", "))
+        })
+    };
+    [
+        line("capability", &f.capability),
+        line("keyword", &f.keyword),
+        line("kind", &f.kind),
+        line("publisher", &f.publisher),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// When the hub added agents with only some of the words: how many have them all, and which
@@ -137,6 +172,9 @@ fn query_params(args: &SearchArgs) -> Result<SearchParams> {
     }
     params.sort = Some(args.sort.as_str().to_string());
     params.limit = Some(args.limit.to_string());
+    if args.facets {
+        params.facets = Some("true".into());
+    }
     Ok(params)
 }
 
@@ -224,6 +262,28 @@ fn render(hits: &[Hit], width: Option<usize>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn facets_print_one_line_per_facet_in_the_hubs_order_cleaned() {
+        let c = |v: &str, n: u64| FacetCount {
+            value: v.into(),
+            count: n,
+        };
+        let f = SearchFacets {
+            capability: vec![c("summarize", 4), c("translate", 2)],
+            keyword: Vec::new(),
+            kind: vec![c("remote", 5)],
+            publisher: vec![c("evil\u{1b}]52;x", 1)],
+        };
+        assert_eq!(
+            facet_lines(&f),
+            [
+                "capability: summarize 4, translate 2",
+                "kind: remote 5",
+                "publisher: evil ]52;x 1",
+            ]
+        );
+    }
 
     fn hit(name: &str, tagline: &str, downloads: u64) -> Hit {
         Hit {

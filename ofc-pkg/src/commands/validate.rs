@@ -74,7 +74,7 @@ pub fn run(args: &ValidateArgs, out: &mut Output) -> Result<ExitStatus> {
                     "{}: cannot tell what kind of ofc document this is",
                     path.display()
                 ))
-                .hint("name it like `agent.yaml`, `*.blueprint.yaml`, `*.manifest.json`, `*.envelope.json`, `*.card.yaml`, `agent-card.json` or `ofc.lock`, or pass `--kind`");
+                .hint("name it like `agent.yaml`, `*.blueprint.yaml`, `*.manifest.json`, `*.envelope.json`, `*.card.yaml`, `agent-card.json`, `server.json` or `ofc.lock`, or pass `--kind`");
                 out.error(&e.into());
                 return Ok(ExitStatus::Usage);
             }
@@ -224,7 +224,9 @@ pub fn check_file(path: &Path, forced: Option<DocumentKind>) -> Result<Option<Fi
 
 /// Checks a document's text; for cards returns the card's name.
 fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Option<String>, Diagnostics> {
-    use index_schema::{a2a_card, agent_card, agent_yaml, blueprint, envelope, lockfile, manifest};
+    use index_schema::{
+        a2a_card, agent_card, agent_yaml, blueprint, envelope, lockfile, manifest, mcp_server_json,
+    };
     match kind {
         DocumentKind::Manifest => manifest::Manifest::from_json(text).map(|_| None),
         DocumentKind::Envelope => envelope::Envelope::from_json(text).map(|_| None),
@@ -232,6 +234,7 @@ fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Option<Stri
         DocumentKind::Blueprint => blueprint::Blueprint::from_yaml(text).map(|_| None),
         DocumentKind::Lockfile => lockfile::Lockfile::from_toml(text).map(|_| None),
         DocumentKind::A2aCard => a2a_card::A2aCard::from_json(text).map(|_| None),
+        DocumentKind::McpServerJson => mcp_server_json::ServerJson::from_json(text).map(|_| None),
         DocumentKind::CardMd | DocumentKind::CardYaml => {
             agent_card::AgentCard::load_file(path).map(|c| Some(c.card.name.clone()))
         }

@@ -246,3 +246,78 @@ fn pull_picks_the_version_the_hub_calls_latest() {
         assert_eq!(pulled["pulled"][0]["version"], want, "{pulled}");
     }
 }
+
+#[test]
+fn publish_of_a_server_json_file_signs_its_package_as_the_source() {
+    let hub = Hub::start("mcp");
+    let home = tempfile::tempdir().unwrap();
+    let out = ofc(home.path(), &hub)
+        .args(["keygen", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let key: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (status, body) = hub.call(
+        reqwest::Method::POST,
+        "/api/v1/namespaces/mcp/keys",
+        Some(serde_json::json!({ "public_key": key["publicKey"] })),
+    );
+    assert!((200..300).contains(&status), "{status} {body}");
+
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("server.json");
+    std::fs::copy(
+        repo().join("index-schema/tests/fixtures/mcp-server-json/valid/pypi-time.json"),
+        &file,
+    )
+    .unwrap();
+    let out = ofc(home.path(), &hub)
+        .args(["publish", "--json", "--name", "mcp/time"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["source"], "pip");
+    assert_eq!(printed["bundleDigest"], Value::Null);
+
+    let (status, v) = hub.call(
+        reqwest::Method::GET,
+        "/api/v1/agents/mcp/time/versions/0.6.2",
+        None,
+    );
+    assert_eq!(status, 200, "{v}");
+    let m = &v["manifest"];
+    assert_eq!(m["source"]["type"], "pip");
+    assert_eq!(m["source"]["package"], "mcp-server-time");
+    assert_eq!(m["source"]["version"], "0.6.2");
+    assert_eq!(m["origin"]["format"], "mcp-server-json");
+    assert_eq!(m["origin"]["document"], "server.json");
+    assert_eq!(m["origin"]["fields"]["name"], "io.github.example/time");
+
+    // A server.json with nothing ofc can run: the field and line of the original.
+    let tag_only = work.path().join("tag-only.server.json");
+    std::fs::copy(
+        repo().join("index-schema/tests/fixtures/mcp-server-json/valid/oci-tag-only-metadata.json"),
+        &tag_only,
+    )
+    .unwrap();
+    let out = ofc(home.path(), &hub)
+        .args(["publish", "--name", "mcp/tag-only"])
+        .arg(&tag_only)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("agent.yaml"), "{stderr}");
+    assert!(
+        stderr.contains("9:21: packages[0].identifier: ")
+            && stderr.contains("not pinned by digest"),
+        "{stderr}"
+    );
+}

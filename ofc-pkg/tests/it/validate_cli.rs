@@ -124,6 +124,7 @@ fn invalid_corpus_covers_every_kind() {
         "agent-card",
         "blueprint",
         "lockfile",
+        "mcp-server-json",
     ] {
         let n = cases
             .iter()

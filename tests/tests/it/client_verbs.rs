@@ -335,6 +335,23 @@ fn the_examples_publish_and_are_found_shown_and_yanked() {
     let r = anon.run(&["search", "--limit", "2"]);
     assert_eq!(r.stdout.lines().count(), 3, "{r:?}");
     assert!(r.stderr.contains("showing the first 2"), "{r:?}");
+    // Facets: over every match, not only the page.
+    let j = anon.json(&["search", "--facets", "--limit", "1"]);
+    let kinds: u64 = j["facets"]["kind"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(kinds as usize, published.len(), "{j}");
+    assert_eq!(j["facets"]["publisher"][0]["value"], "ofc-examples", "{j}");
+    let r = anon.run(&["search", "--facets", "--limit", "1"]);
+    assert!(r.stdout.contains("\nkind: "), "{r:?}");
+    assert!(
+        anon.json(&["search", "--limit", "1"])
+            .get("facets")
+            .is_none()
+    );
     let r = anon.run(&["search", "statistics", "--kind", "docker"]);
     assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{r:?}");
     assert!(r.stderr.contains("drop a filter"), "{r:?}");
