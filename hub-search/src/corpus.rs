@@ -737,11 +737,17 @@ pub enum QueryClass {
     RareTerm,
     /// A word most agents contain.
     CommonTerm,
+    /// Words from two domains and a rare word: fewer than ten agents have them all, so the
+    /// search falls back to matches of fewer words (ranked after the full ones).
+    FewerWords,
+    /// A word with synonyms in the hub's default synonym set (the query becomes the word or
+    /// its synonyms).
+    Synonym,
 }
 
 impl QueryClass {
     /// Every class.
-    pub const ALL: [QueryClass; 7] = [
+    pub const ALL: [QueryClass; 9] = [
         Self::SingleWord,
         Self::MultiWord,
         Self::ExactName,
@@ -749,6 +755,8 @@ impl QueryClass {
         Self::CapabilityFilter,
         Self::RareTerm,
         Self::CommonTerm,
+        Self::FewerWords,
+        Self::Synonym,
     ];
 
     /// The kebab-case name.
@@ -761,6 +769,8 @@ impl QueryClass {
             Self::CapabilityFilter => "capability-filter",
             Self::RareTerm => "rare-term",
             Self::CommonTerm => "common-term",
+            Self::FewerWords => "fewer-words",
+            Self::Synonym => "synonym",
         }
     }
 }
@@ -791,6 +801,20 @@ fn misspell(word: &str, r: &mut Rng) -> String {
 pub fn query_set(seed: u64, n: u64, per_class: usize) -> Vec<BenchQuery> {
     let mut r = Rng::new(seed.wrapping_add(0x5EED));
     let mut out = Vec::new();
+    // The corpus's words that the default synonym set expands.
+    let synonyms = crate::Synonyms::default_set();
+    let mut with_synonyms: Vec<&'static str> = DOMAINS
+        .iter()
+        .flat_map(|d| d.keywords.iter().chain(d.nouns).chain(d.verbs))
+        .copied()
+        .filter(|w| !w.contains(' ') && !synonyms.of(w).is_empty())
+        .collect();
+    with_synonyms.sort_unstable();
+    with_synonyms.dedup();
+    assert!(
+        !with_synonyms.is_empty(),
+        "no word of the corpus has synonyms in the default set"
+    );
     for class in QueryClass::ALL {
         for _ in 0..per_class {
             let d = &DOMAINS[r.below(DOMAINS.len())];
@@ -826,6 +850,19 @@ pub fn query_set(seed: u64, n: u64, per_class: usize) -> Vec<BenchQuery> {
                     r.pick(&["result", "agent", "request", "floor"]).to_owned(),
                     None,
                 ),
+                QueryClass::FewerWords => {
+                    let other = &DOMAINS[r.below(DOMAINS.len())];
+                    (
+                        format!(
+                            "{} {} zyx{}",
+                            r.pick(d.verbs),
+                            r.pick(other.nouns),
+                            r.below(100)
+                        ),
+                        None,
+                    )
+                }
+                QueryClass::Synonym => (r.pick(&with_synonyms).to_owned(), None),
             };
             out.push(BenchQuery {
                 class,

@@ -323,6 +323,31 @@ fn main() -> anyhow::Result<()> {
         Ok(index.search(&sq)?.hits.len())
     })?;
     println!("peak RSS after queries: {} MiB", vm_hwm_mib());
+    // What the hub's query-time tuning did (the index's defaults: the shipped synonym set and
+    // the fewer-words fallback below 10 full matches).
+    let mut fallback: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for q in &queries {
+        let mut sq = SearchQuery::text(&q.q);
+        sq.limit = 10;
+        sq.capabilities = q.capability.iter().cloned().collect();
+        let r = index.search(&sq)?;
+        let e = fallback.entry(q.class.name()).or_default();
+        e.1 += 1;
+        if !r.dropped_words.is_empty() {
+            e.0 += 1;
+        }
+    }
+    let tuning = index.tuning();
+    println!(
+        "tuning: {} synonym entries, fewer words below {} full matches; queries that fell back to fewer words: {}",
+        tuning.synonyms.len(),
+        tuning.fewer_words_below,
+        fallback
+            .iter()
+            .map(|(c, (k, n))| format!("{c} {k}/{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     report(
         "tantivy (in-process, with highlights)",
         &tantivy,
