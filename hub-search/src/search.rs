@@ -98,6 +98,9 @@ impl SearchIndex {
         // only some of the words follow (tier 1), below every full match (tier 0). The first
         // page decides; its cursor carries the tier, so every page of a query agrees.
         let relaxable = words.len() > 1 && below > 0;
+        // A `publisher/agent` name that finds agents is answered by them: whoever types a name
+        // wants that agent, not every agent sharing one of its words.
+        let is_name = index_schema::name::AgentName::parse(q.text.trim()).is_ok();
         let cursor_tier = q.cursor.as_ref().and_then(|c| c.tier);
         let mut mode = Mode::All;
         let mut tiers: Option<Vec<u8>> = None;
@@ -112,7 +115,11 @@ impl SearchIndex {
                 let after = q.cursor.as_ref().map(|c| (c.key, c.name.clone()));
                 let strict =
                     self.collect_k(&searcher, &freqs, q, &words, Mode::All, k, after, relaxable)?;
-                if first_page && relaxable && strict.len() < below {
+                if first_page
+                    && relaxable
+                    && strict.len() < below
+                    && !(is_name && !strict.is_empty())
+                {
                     mode = Mode::Any;
                     let (page, t) = self.fewer_words(&searcher, &freqs, q, &words, strict)?;
                     tiers = Some(t);

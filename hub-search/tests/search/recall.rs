@@ -204,3 +204,23 @@ fn did_you_mean_spells_the_query_as_the_index_does() {
     // Nothing close in the index: no suggestion rather than a wild one.
     assert_eq!(dym("zzqxv"), None);
 }
+
+#[test]
+fn an_exact_name_that_is_found_is_the_answer_and_one_that_is_not_falls_back() {
+    let mut docs = tiers_corpus();
+    docs.push(doc("prices/monitor-web", "keeps an eye on shops", 3));
+    let index = index(&docs, Synonyms::none(), 10);
+    // Found: that agent first, nothing sharing only some of its words.
+    let page = index
+        .search(&SearchQuery::text("prices/monitor-web"))
+        .unwrap();
+    assert_eq!(page.hits[0].name, "prices/monitor-web");
+    assert!(page.dropped_words.is_empty(), "{:?}", page.dropped_words);
+    assert!(page.hits.iter().all(|h| h.missing_words.is_empty()));
+    // A name no agent has: its words are searched with fewer words as any query.
+    let page = index
+        .search(&SearchQuery::text("prices/monitor-robots"))
+        .unwrap();
+    assert!(!page.hits.is_empty());
+    assert!(!page.dropped_words.is_empty());
+}
