@@ -22,6 +22,7 @@ pub mod manifest;
 pub mod media_types;
 pub mod name;
 pub mod source;
+pub mod tlog;
 pub mod version;
 pub mod wire;
 
