@@ -669,8 +669,9 @@ impl LogSigner {
             .trim()
             .strip_prefix("PRIVATE+KEY+")
             .ok_or_else(|| TlogError::Key("does not start with PRIVATE+KEY+".into()))?;
-        let mut parts = rest.rsplitn(3, '+');
-        let (Some(b64), Some(id), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+        // The name holds no `+`; the base64 key may.
+        let mut parts = rest.splitn(3, '+');
+        let (Some(name), Some(id), Some(b64)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(TlogError::Key("expected <origin>+<id>+<key>".into()));
         };
         check_origin(name)?;
@@ -759,8 +760,9 @@ impl LogVerifier {
     /// Parses the verifier key text.
     pub fn parse(s: &str) -> Result<Self> {
         let s = s.trim();
-        let mut parts = s.rsplitn(3, '+');
-        let (Some(b64), Some(id), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+        // The name holds no `+`; the base64 key may.
+        let mut parts = s.splitn(3, '+');
+        let (Some(name), Some(id), Some(b64)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(TlogError::Key(format!(
                 "`{s}` is not <origin>+<key id>+<key>"
             )));
