@@ -337,3 +337,52 @@ async fn tlog_independent(#[case] backend: Backend) {
     );
     assert!(!ok, "a rewritten old tree");
 }
+
+/// `ofc-hub log verify`'s check finds an entry rewritten in the database, a stored hash
+/// changed, and a version whose entry is gone.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn log_verify_finds_what_was_changed_behind_the_log(#[case] backend: Backend) {
+    let app = TestHub::in_process(backend).await;
+    let u = app.user.clone();
+    for v in ["1.0.0", "1.0.1", "1.0.2"] {
+        let (s, b) = app
+            .publish(&u.token, &u.key, &remote_manifest("alice/code", v), None)
+            .await;
+        assert_eq!(s, 201, "{b}");
+    }
+    let report = app.store().log_verify().await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.size, 4);
+
+    // A publish entry rewritten (another digest for 1.0.1), and a stored hash changed.
+    let rewritten = format!(
+        "ofc-log/v1 publish alice/code 1.0.1 {} {}\n",
+        index_schema::name::Digest::of(b"other"),
+        u.key.key_id()
+    );
+    hub_server::on_db!(app.store().db(), |pool| {
+        sqlx::query("UPDATE tlog_entries SET data = $1 WHERE idx = 2")
+            .bind(rewritten.as_bytes())
+            .execute(pool)
+            .await
+            .unwrap();
+        sqlx::query("UPDATE tlog_hashes SET hash = $1 WHERE idx = 1")
+            .bind(vec![0u8; 32])
+            .execute(pool)
+            .await
+            .unwrap();
+    });
+    let problems = app.store().log_verify().await.unwrap().problems.join("\n");
+    assert!(
+        problems.contains("alice/code@1.0.1: the log says digest"),
+        "{problems}"
+    );
+    assert!(problems.contains("stored hash 1 differs"), "{problems}");
+    assert!(
+        problems.contains("is not the recomputed root"),
+        "{problems}"
+    );
+}
