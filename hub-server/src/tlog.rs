@@ -267,7 +267,11 @@ pub async fn log_publisher(
     for r in rows.into_iter().filter(|r| r.index < size) {
         entries.push(LogEntryInfo {
             index: r.index,
-            entry: String::from_utf8(r.data).map_err(ApiError::internal)?,
+            // As everywhere in the API: the line without its line feed.
+            entry: String::from_utf8(r.data)
+                .map_err(ApiError::internal)?
+                .trim_end_matches('\n')
+                .to_string(),
             logged_at: r.created_at,
             inclusion: b64(&state.store.log_inclusion(r.index, size).await?),
         });

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 pub struct LogInclusion {
     /// The entry's index.
     pub index: u64,
-    /// The entry (one line of text, [`crate::tlog::Entry`]).
+    /// The entry: its line of text ([`crate::tlog::Entry`]) without the line feed the hashed
+    /// bytes end with.
     pub entry: String,
     /// The signed checkpoint (C2SP `tlog-checkpoint` in a `signed-note`) of the tree the proof
     /// is for.
@@ -60,7 +61,7 @@ pub struct LogInfo {
 pub struct LogEntryInfo {
     /// Index.
     pub index: u64,
-    /// The entry.
+    /// The entry's line, without its line feed.
     pub entry: String,
     /// Unix ms of the append.
     pub logged_at: i64,

@@ -24,7 +24,7 @@ use crate::trust::TrustStore;
 
 /// What this client verified of a hub's log before this pull.
 #[derive(Debug, Clone)]
-pub(super) struct Before {
+pub(crate) struct Before {
     key: String,
     verifier: LogVerifier,
     checkpoint: Checkpoint,
@@ -32,14 +32,14 @@ pub(super) struct Before {
 
 impl Before {
     /// The stored checkpoint's size, for `?log_size=`.
-    pub(super) fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.checkpoint.size
     }
 }
 
 /// A checked version's checkpoint, to record once the pull succeeded.
 #[derive(Debug, Clone)]
-pub(super) struct Checked {
+pub(crate) struct Checked {
     /// The log key (pinned now when it was not).
     pub key: String,
     /// The checkpoint note.
@@ -49,7 +49,7 @@ pub(super) struct Checked {
 }
 
 /// The hub's pinned log key and last verified checkpoint, if any.
-pub(super) fn before(paths: &Paths, hub: &str) -> Result<Option<Before>> {
+pub(crate) fn before(paths: &Paths, hub: &str) -> Result<Option<Before>> {
     let Some(l) = TrustStore::load(paths)?.log(hub) else {
         return Ok(None);
     };
@@ -79,23 +79,17 @@ fn hashes(list: &[String], what: &str) -> Result<Vec<Hash>> {
         .map_err(|e| refuse(format!("the hub sent a malformed {what}: {e}")))
 }
 
-/// Checks `vi`'s log proof for the verified manifest (`digest`, signed by `key_id`).
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn check(
+/// Checks a checkpoint the hub sent: signed by the pinned log key (on first use, the key the
+/// hub announces at `GET /api/v1/log`, pinned when the caller records the result) and, when
+/// this client verified a checkpoint of the hub before, an extension of it (`consistency`: the
+/// proof from that size). `what` names what came with it, for the errors.
+pub(crate) async fn check_head(
     hub: &Hub,
     before: Option<&Before>,
-    name: &AgentName,
-    version: &Version,
-    digest: &Digest,
-    key_id: &KeyId,
-    vi: &VersionInfo,
-) -> Result<Checked> {
-    let Some(l) = &vi.log else {
-        bail!(refuse(format!(
-            "the hub at {} sent {name} {version} without a transparency-log proof",
-            hub.url
-        )));
-    };
+    note: &str,
+    consistency: Option<&[String]>,
+    what: &str,
+) -> Result<(Checked, Checkpoint)> {
     let (verifier, key) = match before {
         Some(b) => (b.verifier.clone(), b.key.clone()),
         None => {
@@ -106,34 +100,14 @@ pub(super) async fn check(
             (v, info.key)
         }
     };
-    let cp = verifier.verify_checkpoint(&l.checkpoint).map_err(|e| {
+    let cp = verifier.verify_checkpoint(note).map_err(|e| {
         refuse(format!(
-            "the checkpoint sent with {name} {version} does not verify with the hub's {} log key {key}: {e}",
-            if before.is_some() { "pinned" } else { "announced" }
-        ))
-    })?;
-    let want = Entry::publish(name.clone(), &version.to_string(), *digest, *key_id)
-        .map_err(|e| anyhow!("{e}"))?
-        .to_string();
-    if l.entry != want {
-        bail!(refuse(format!(
-            "the manifest the hub served for {name} {version} is not in its log: the entry at \
-             index {} reads `{}`, the manifest needs `{want}`",
-            l.index, l.entry
-        )));
-    }
-    let proof = hashes(&l.inclusion, "inclusion proof")?;
-    check_inclusion(
-        &proof,
-        cp.size,
-        cp.root,
-        l.index,
-        format!("{want}\n").as_bytes(),
-    )
-    .map_err(|e| {
-        refuse(format!(
-            "{name} {version} is not proven to be in the hub's log (size {}): {e}",
-            cp.size
+            "the checkpoint sent with {what} does not verify with the hub's {} log key {key}: {e}",
+            if before.is_some() {
+                "pinned"
+            } else {
+                "announced"
+            }
         ))
     })?;
     if let Some(b) = before {
@@ -145,7 +119,7 @@ pub(super) async fn check(
                 cp.size, old.size
             )));
         }
-        let proof = match &l.consistency {
+        let proof = match consistency {
             Some(c) => hashes(c, "consistency proof")?,
             None if old.size == cp.size || old.size == 0 => Vec::new(),
             None => bail!(refuse(format!(
@@ -165,9 +139,68 @@ pub(super) async fn check(
             ))
         })?;
     }
-    Ok(Checked {
-        key,
-        checkpoint: l.checkpoint.clone(),
-        size: cp.size,
+    Ok((
+        Checked {
+            key,
+            checkpoint: note.to_string(),
+            size: cp.size,
+        },
+        cp,
+    ))
+}
+
+/// Checks that `entry` (without its line feed) is at `index` under `cp`.
+pub(crate) fn check_entry(
+    cp: &Checkpoint,
+    index: u64,
+    entry: &str,
+    proof: &[String],
+) -> Result<()> {
+    let proof = hashes(proof, "inclusion proof")?;
+    check_inclusion(
+        &proof,
+        cp.size,
+        cp.root,
+        index,
+        format!("{entry}\n").as_bytes(),
+    )
+    .map_err(|e| {
+        refuse(format!(
+            "`{entry}` is not proven to be entry {index} of the hub's log (size {}): {e}",
+            cp.size
+        ))
     })
+}
+
+/// Checks `vi`'s log proof for the verified manifest (`digest`, signed by `key_id`).
+pub(super) async fn check(
+    hub: &Hub,
+    before: Option<&Before>,
+    name: &AgentName,
+    version: &Version,
+    digest: &Digest,
+    key_id: &KeyId,
+    vi: &VersionInfo,
+) -> Result<Checked> {
+    let Some(l) = &vi.log else {
+        bail!(refuse(format!(
+            "the hub at {} sent {name} {version} without a transparency-log proof",
+            hub.url
+        )));
+    };
+    let what = format!("{name} {version}");
+    let (checked, cp) =
+        check_head(hub, before, &l.checkpoint, l.consistency.as_deref(), &what).await?;
+    let want = Entry::publish(name.clone(), &version.to_string(), *digest, *key_id)
+        .map_err(|e| anyhow!("{e}"))?
+        .to_string();
+    if l.entry != want {
+        bail!(refuse(format!(
+            "the manifest the hub served for {name} {version} is not in its log: the entry at \
+             index {} reads `{}`, the manifest needs `{want}`",
+            l.index, l.entry
+        )));
+    }
+    check_entry(&cp, l.index, &want, &l.inclusion)?;
+    Ok(checked)
 }

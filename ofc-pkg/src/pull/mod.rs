@@ -41,7 +41,7 @@ use crate::start::Start;
 use crate::trust::TrustStore;
 use crate::unpack::UnpackLimits;
 
-mod log;
+pub(crate) mod log;
 mod source;
 
 use source::{Installed, Job};

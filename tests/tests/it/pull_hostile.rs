@@ -559,3 +559,40 @@ fn a_truncated_or_rewritten_log_is_refused() {
         "only the honest 2.0.0"
     );
 }
+
+#[test]
+fn audit_lists_a_publishers_logged_events_and_refuses_another_view() {
+    let s = setup();
+    let (_t, ofc) = s.consumer();
+    let key = s.publisher_key().key_id().to_string();
+    let v = ofc.json(&["audit", "acme"]);
+    let entries: Vec<&str> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["entry"].as_str().unwrap())
+        .collect();
+    assert_eq!(entries.len(), 3, "{v}");
+    assert!(
+        entries[0].starts_with(&format!("ofc-log/v1 key-add acme {key} ed25519:")),
+        "{v}"
+    );
+    assert!(
+        entries[1].starts_with("ofc-log/v1 publish acme/tool 1.0.0 sha256:"),
+        "{v}"
+    );
+    assert!(entries[2].ends_with(&format!(" {key}")), "{v}");
+    // One agent: its versions and the publisher's key events; the text form shows them too.
+    s.publisher
+        .ofc
+        .ok(&["yank", "acme/tool@1.0.0", "--reason", "old"]);
+    let text = ofc.ok(&["audit", "acme/tool"]);
+    assert!(text.contains("yank acme/tool 1.0.0"), "{text}");
+    assert_eq!(text.lines().count(), 4, "{text}");
+
+    // Shown another log under the same key afterwards: refused.
+    let (fork, _p, _w) = fork_of(&s, "acme", &["2.0.0"]);
+    s.proxy.set(Mode::Fork(fork.url.clone()));
+    let r = ofc.run(&["audit", "acme"]);
+    assert_refused(&r, "another view");
+}
