@@ -227,7 +227,10 @@ fn checkpoints_are_signed_notes_only_the_log_key_passes() {
         let k = LogSigner::generate("hub.example/log", &mut rand_core::OsRng).unwrap();
         let again = LogSigner::from_secret_text(&k.to_secret_text()).unwrap();
         assert_eq!(again.verifier(), k.verifier());
-        assert_eq!(LogVerifier::parse(&k.verifier().to_string()).unwrap(), k.verifier());
+        assert_eq!(
+            LogVerifier::parse(&k.verifier().to_string()).unwrap(),
+            k.verifier()
+        );
     }
     assert!(format!("{signer:?}").contains("<redacted>"));
 
