@@ -286,6 +286,40 @@ async fn tlog_independent(#[case] backend: Backend) {
     );
     assert!(ok, "{r}");
 
+    // A publisher's entries, each proven under one checkpoint.
+    let (s, page) = app
+        .get("/api/v1/log/publishers/alice?agent=code&log_size=2")
+        .await;
+    assert_eq!(s, 200, "{page}");
+    let entries = page["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 302, "key-add, 300 publishes, a yank");
+    let head = verifier
+        .verify_checkpoint(page["checkpoint"].as_str().unwrap())
+        .unwrap();
+    for e in entries {
+        let proof: Vec<_> = e["inclusion"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| index_schema::tlog::parse_hash_b64(h.as_str().unwrap()).unwrap())
+            .collect();
+        index_schema::tlog::check_inclusion(
+            &proof,
+            head.size,
+            head.root,
+            e["index"].as_u64().unwrap(),
+            format!("{}\n", e["entry"].as_str().unwrap()).as_bytes(),
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        page["consistency"].as_array().unwrap().len(),
+        info["consistency"].as_array().unwrap().len()
+    );
+    let (s, none) = app.get("/api/v1/log/publishers/nobody").await;
+    assert_eq!(s, 200, "{none}");
+    assert_eq!(none["entries"].as_array().unwrap().len(), 0);
+
     // The verifier is not a rubber stamp: another leaf, another key, another root fail.
     let wrong = write(d, "leaf", "ofc-log/v1 yank alice/code 1.0.8\n");
     let (ok, _) = aics(
