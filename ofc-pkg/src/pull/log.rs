@@ -101,14 +101,18 @@ pub(crate) async fn check_head(
         }
     };
     let cp = verifier.verify_checkpoint(note).map_err(|e| {
-        refuse(format!(
-            "the checkpoint sent with {what} does not verify with the hub's {} log key {key}: {e}",
-            if before.is_some() {
-                "pinned"
-            } else {
-                "announced"
-            }
-        ))
+        anyhow!(
+            UserError::new(format!(
+                "the checkpoint sent with {what} does not verify with the hub's {} log key \
+                 {key}: {e}; refusing it",
+                if before.is_some() { "pinned" } else { "announced" }
+            ))
+            .hint("nothing was installed; the hub (or a proxy) is not showing the log every client sees — report it to the hub's operator")
+            .hint(format!(
+                "only if the hub's operator announced a new log (ask them): remove the `log` table of {} from trust.toml to pin its new key",
+                hub.url
+            ))
+        )
     })?;
     if let Some(b) = before {
         let old = &b.checkpoint;

@@ -558,6 +558,25 @@ fn a_truncated_or_rewritten_log_is_refused() {
         1,
         "only the honest 2.0.0"
     );
+
+    // A log signed by another key altogether (a hub started anew, or an impostor): refused,
+    // and the hint says how to accept a new log knowingly.
+    let other = TestHub::process(ProcessOptions::default());
+    let zed = other.publisher("zed", &[]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = agent_dir(work.path(), "1.0.0");
+    let yaml = std::fs::read_to_string(dir.join("agent.yaml")).unwrap();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        yaml.replace("acme/tool", "zed/tool"),
+    )
+    .unwrap();
+    zed.ofc.ok(&["publish", dir.to_str().unwrap()]);
+    s.proxy.set(Mode::Fork(other.url.clone()));
+    let r = ofc.run(&["pull", "zed/tool@1.0.0"]);
+    assert_refused(&r, "does not verify with the hub's pinned log key");
+    assert!(r.stderr.contains("trust.toml"), "{}", r.stderr);
+    assert_eq!(installed_bundles(ofc.home()).len(), 1);
 }
 
 #[test]
