@@ -530,6 +530,49 @@ pub fn stored_hashes_for(
     tlog_tiles::stored_hashes_for_record_hash(n, leaf, r)
 }
 
+/// What appending one entry to a tree does, computed from the tree's right edge alone (the
+/// roots of its perfect subtrees, largest first: one per set bit of the size).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EdgeAppend {
+    /// The hashes to store from `stored_hash_index(0, n)` on (as [`stored_hashes_for`]).
+    pub stored: Vec<Hash>,
+    /// The right edge of the tree of size `n + 1`.
+    pub edge: Vec<Hash>,
+    /// The root of the tree of size `n + 1`.
+    pub root: Hash,
+}
+
+/// Appends the entry with leaf hash `leaf` at index `n` to the tree whose right edge is `edge`.
+/// An edge that does not fit `n` (not `popcount(n)` hashes) is an error.
+pub fn append_to_edge(edge: &[Hash], n: u64, leaf: Hash) -> Result<EdgeAppend> {
+    if edge.len() != n.count_ones() as usize {
+        return Err(TlogError::Math(format!(
+            "a tree of size {n} has {} edge hashes, not {}",
+            n.count_ones(),
+            edge.len()
+        )));
+    }
+    // The left siblings of the new leaf's ancestors are the smallest edge subtrees.
+    let merges = n.trailing_ones() as usize;
+    let mut h = leaf;
+    let mut stored = vec![h];
+    for left in edge.iter().rev().take(merges) {
+        h = node_hash(*left, h);
+        stored.push(h);
+    }
+    let mut new_edge = edge[..edge.len() - merges].to_vec();
+    new_edge.push(h);
+    let mut root = h;
+    for left in new_edge.iter().rev().skip(1) {
+        root = node_hash(*left, root);
+    }
+    Ok(EdgeAppend {
+        stored,
+        edge: new_edge,
+        root,
+    })
+}
+
 /// The root of the tree of size `n`.
 pub fn tree_hash(n: u64, r: &impl HashReader) -> std::result::Result<Hash, tlog_tiles::Error> {
     tlog_tiles::tree_hash(n, r)

@@ -40,6 +40,20 @@ fn to_hash(bytes: &[u8], idx: i64) -> Result<Hash> {
         .map_err(|_| log_error(format!("stored hash {idx} is {} bytes", bytes.len())))
 }
 
+/// The hashes of a stored edge (32 bytes each).
+fn hashes_of(bytes: &[u8]) -> Result<Vec<Hash>> {
+    if !bytes.len().is_multiple_of(tlog::HASH_SIZE) {
+        return Err(log_error(format!(
+            "the stored edge is {} bytes",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks(tlog::HASH_SIZE)
+        .map(|c| Hash(c.try_into().expect("chunks of HASH_SIZE")))
+        .collect())
+}
+
 fn to_i64(n: u64) -> Result<i64> {
     i64::try_from(n).map_err(|_| log_error(format!("{n} is out of range")))
 }
@@ -102,36 +116,34 @@ macro_rules! tx_log {
         impl TxLog for sqlx::Transaction<'_, $db> {
             async fn tlog_append(&mut self, entry: &Entry, now: i64) -> Result<LogAppend> {
                 // Taking the head's row first orders appends (row lock on PostgreSQL, the one
-                // writer on SQLite): indexes are commit order, without gaps.
-                let size: i64 = sqlx::query_scalar(
-                    "UPDATE tlog_state SET size = size + 1 WHERE id = 1 RETURNING size",
+                // writer on SQLite): indexes are commit order, without gaps. The row's right
+                // edge gives the new hashes and root without reading any stored hash.
+                let (size, edge): (i64, Vec<u8>) = sqlx::query_as(
+                    "UPDATE tlog_state SET size = size + 1 WHERE id = 1 RETURNING size, edge",
                 )
                 .fetch_one(&mut **self)
                 .await?;
                 let n = (size - 1) as u64;
                 let data = entry.to_bytes();
-                let leaf = tlog::record_hash(&data);
-                let mut cache = HashCache::new();
-                let new = with_hashes!(&mut **self, cache, |r| tlog::stored_hashes_for(n, leaf, r));
+                let a = tlog::append_to_edge(&hashes_of(&edge)?, n, tlog::record_hash(&data))
+                    .map_err(log_error)?;
                 let first = tlog::stored_hash_index(0, n);
                 let sql = format!(
                     "INSERT INTO tlog_hashes (idx, hash) VALUES {}",
-                    (0..new.len())
+                    (0..a.stored.len())
                         .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
                 let mut q = sqlx::query(&sql);
-                for (i, h) in new.iter().enumerate() {
+                for (i, h) in a.stored.iter().enumerate() {
                     q = q.bind(to_i64(first + i as u64)?).bind(h.0.to_vec());
                 }
                 q.execute(&mut **self).await?;
-                for (i, h) in new.into_iter().enumerate() {
-                    cache.insert(first + i as u64, h);
-                }
-                let root = with_hashes!(&mut **self, cache, |r| tlog::tree_hash(n + 1, r));
-                sqlx::query("UPDATE tlog_state SET root = $1 WHERE id = 1")
+                let root = a.root;
+                sqlx::query("UPDATE tlog_state SET root = $1, edge = $2 WHERE id = 1")
                     .bind(root.0.to_vec())
+                    .bind(a.edge.iter().flat_map(|h| h.0).collect::<Vec<u8>>())
                     .execute(&mut **self)
                     .await?;
                 sqlx::query(
@@ -303,6 +315,12 @@ impl Store {
     /// head, and each version's and key's logged index with what the entries say.
     pub async fn log_verify(&self) -> Result<LogVerifyReport> {
         let (size, root) = self.log_head().await?;
+        let stored_edge: Vec<u8> = on_read!(&self.db, |pool| {
+            sqlx::query_scalar("SELECT edge FROM tlog_state WHERE id = 1")
+                .fetch_one(pool)
+                .await
+        })?;
+        let mut edge: Vec<Hash> = Vec::new();
         let mut report = LogVerifyReport {
             size,
             ..Default::default()
@@ -359,6 +377,9 @@ impl Store {
                             return Err(log_error(format!("recomputation lacks hashes {ix:?}")));
                         }
                     };
+                    edge = tlog::append_to_edge(&edge, next, leaf)
+                        .map_err(log_error)?
+                        .edge;
                     let first = tlog::stored_hash_index(0, next);
                     for (i, h) in hashes.into_iter().enumerate() {
                         stored.insert(first + i as u64, h);
@@ -406,6 +427,11 @@ impl Store {
                 Attempt::Need(ix) => return Err(log_error(format!("root lacks hashes {ix:?}"))),
             };
             report.root = Some(recomputed);
+            if hashes_of(&stored_edge)? != edge {
+                report
+                    .problems
+                    .push("the head's right edge is not the recomputed one".to_string());
+            }
             if recomputed != root {
                 report.problems.push(format!(
                     "the head's root {} is not the recomputed root {}",

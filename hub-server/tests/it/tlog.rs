@@ -408,6 +408,12 @@ async fn log_verify_finds_what_was_changed_behind_the_log(#[case] backend: Backe
             .execute(pool)
             .await
             .unwrap();
+        // Size 4 has one perfect subtree: an edge of one other hash.
+        sqlx::query("UPDATE tlog_state SET edge = $1 WHERE id = 1")
+            .bind(vec![7u8; 32])
+            .execute(pool)
+            .await
+            .unwrap();
     });
     let problems = app.store().log_verify().await.unwrap().problems.join("\n");
     assert!(
@@ -417,6 +423,10 @@ async fn log_verify_finds_what_was_changed_behind_the_log(#[case] backend: Backe
     assert!(problems.contains("stored hash 1 differs"), "{problems}");
     assert!(
         problems.contains("is not the recomputed root"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("right edge is not the recomputed one"),
         "{problems}"
     );
 }

@@ -249,3 +249,25 @@ fn checkpoints_are_signed_notes_only_the_log_key_passes() {
     assert!(LogVerifier::parse(&format!("{name}+00000000+{key}")).is_err());
     assert!(LogSigner::generate("has space", &mut rand_core::OsRng).is_err());
 }
+
+#[test]
+fn appending_from_the_right_edge_stores_and_roots_as_the_stored_hash_layout() {
+    let leaves = entries(140);
+    let stored = build(&leaves);
+    let mut edge: Vec<Hash> = Vec::new();
+    for (n, leaf) in leaves.iter().enumerate() {
+        let n = n as u64;
+        let a = append_to_edge(&edge, n, record_hash(leaf)).unwrap();
+        let want = done(
+            stored
+                .attempt(|r| stored_hashes_for(n, record_hash(leaf), r))
+                .unwrap(),
+        );
+        assert_eq!(a.stored, want, "stored hashes of entry {n}");
+        assert_eq!(a.root, mth(&leaves[..=n as usize]), "root of size {}", n + 1);
+        assert_eq!(a.edge.len(), (n + 1).count_ones() as usize);
+        edge = a.edge;
+    }
+    // An edge of the wrong size is refused.
+    assert!(append_to_edge(&edge[1..], 140, record_hash(b"x")).is_err());
+}
