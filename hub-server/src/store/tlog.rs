@@ -1,9 +1,9 @@
 //! The transparency log's tables (migration 0019): appends inside the writing transaction
 //! ([`TxLog::tlog_append`]), and the reads that serve tiles, checkpoints and proofs.
 //!
-//! Hashes are stored, not recomputed: an append reads the ≤ log2(n) hashes of the complete
-//! subtrees left of the new entry, stores the entry's new hashes (about two on average) and
-//! the new root, all in the transaction of the change. Tiles are stored hashes read by index;
+//! Hashes are stored, not recomputed: an append reads the head row's right edge (the roots of
+//! the tree's perfect subtrees), stores the entry's new hashes (about two on average), the new
+//! edge and the new root, all in the transaction of the change. Tiles are stored hashes read by index;
 //! a proof reads O(log n) of them. Nothing reads the leaves except `ofc-hub log verify`.
 
 use index_schema::envelope::{KeyId, PublicKey};
