@@ -264,7 +264,12 @@ fn appending_from_the_right_edge_stores_and_roots_as_the_stored_hash_layout() {
                 .unwrap(),
         );
         assert_eq!(a.stored, want, "stored hashes of entry {n}");
-        assert_eq!(a.root, mth(&leaves[..=n as usize]), "root of size {}", n + 1);
+        assert_eq!(
+            a.root,
+            mth(&leaves[..=n as usize]),
+            "root of size {}",
+            n + 1
+        );
         assert_eq!(a.edge.len(), (n + 1).count_ones() as usize);
         edge = a.edge;
     }
