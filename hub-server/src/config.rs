@@ -83,6 +83,10 @@ pub struct Config {
     /// When every word of a query together finds fewer agents than this, agents with only
     /// some of the words follow, ranked below every full match (0: never).
     pub search_fewer_words_below: usize,
+    /// The transparency log's origin (checkpoint first line, name of the log key), used when
+    /// the hub creates its log key (`DATA/log-key`); default `<registry_host>/log`. Once the
+    /// key exists its name is the origin, and a different setting stops the hub at start.
+    pub log_origin: Option<String>,
 }
 
 impl std::fmt::Debug for Config {
@@ -128,6 +132,7 @@ impl Default for Config {
             search_poll_ms: 250,
             search_synonyms_file: None,
             search_fewer_words_below: hub_search::index::DEFAULT_FEWER_WORDS_BELOW,
+            log_origin: None,
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod publish;
 pub mod search;
 pub mod state;
 pub mod store;
+pub mod tlog;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -118,9 +119,21 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
         )?)),
         Role::Command => None,
     };
-    let mut state = AppState::new(store, blobs, config);
+    let log_key = tlog::open_log_key(&config)?;
+    let mut state = AppState::new(store, blobs, config, log_key);
     state.search = search;
     if role == Role::Serve {
+        // Keys and versions committed before the transparency log existed.
+        let n =
+            state.store.log_backfill().await.map_err(|e| {
+                anyhow::anyhow!("cannot log the keys and versions of older hubs: {e}")
+            })?;
+        if n > 0 {
+            tracing::info!(
+                entries = n,
+                "logged the keys and versions committed before the log"
+            );
+        }
         // Versions published before manifests were recorded in the publish's transaction.
         let n = publish::backfill_manifests(&state)
             .await
@@ -137,6 +150,7 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
 pub fn app(state: AppState) -> axum::Router {
     oci::router(state.clone())
         .merge(api::router(state.clone()))
+        .merge(tlog::router(state.clone()))
         .layer(axum::middleware::from_fn_with_state(
             state,
             api::count_requests,

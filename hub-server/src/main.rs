@@ -58,6 +58,9 @@ enum Command {
     /// database).
     #[command(subcommand)]
     Import(ImportCommand),
+    /// The transparency log.
+    #[command(subcommand)]
+    Log(LogCommand),
     /// Remove blobs no manifest or version references and expired upload sessions. Safe while
     /// the hub serves pushes: blobs used within the grace period are kept.
     Gc {
@@ -94,6 +97,21 @@ enum ImportCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum LogCommand {
+    /// Recompute the whole tree from the entries in the database and compare every stored
+    /// hash, the head, and each version's and key's entry; exits non-zero on a difference.
+    /// Safe while the hub serves.
+    Verify {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the log's verifier key (`origin+id+base64`), for clients and witnesses to pin out
+    /// of band. Creates the key when the data dir has none yet.
+    Key,
 }
 
 #[derive(Subcommand, Debug)]
@@ -345,6 +363,40 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 "{} of the entries could not be imported",
                 r.failed.len()
             );
+            Ok(())
+        }
+        Command::Log(LogCommand::Verify { json }) => {
+            let cfg = config(&cli.global, None)?;
+            let store = hub_server::open_store(&cfg).await?;
+            let r = store.log_verify().await;
+            store.db().close().await;
+            let r = r?;
+            let root = r.root.as_ref().map(index_schema::tlog::hash_b64);
+            if json {
+                out(json!({"size": r.size, "root": root, "problems": r.problems}));
+            } else {
+                out(format!(
+                    "{} entries, root {}, {} problems",
+                    r.size,
+                    root.as_deref().unwrap_or("-"),
+                    r.problems.len()
+                ));
+                for p in &r.problems {
+                    eprintln!("problem: {p}");
+                }
+            }
+            anyhow::ensure!(
+                r.problems.is_empty(),
+                "the transparency log does not match the database ({} problems)",
+                r.problems.len()
+            );
+            Ok(())
+        }
+        Command::Log(LogCommand::Key) => {
+            let cfg = config(&cli.global, None)?;
+            std::fs::create_dir_all(&cfg.data_dir)?;
+            let key = hub_server::tlog::open_log_key(&cfg)?;
+            out(key.verifier().to_string());
             Ok(())
         }
         Command::Admin(cmd) => {

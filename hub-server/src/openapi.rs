@@ -4,6 +4,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::api::{accounts, agents, namespaces, ops, registry, search};
+use crate::tlog;
 
 /// The hub's API.
 #[derive(Debug, OpenApi)]
@@ -22,6 +23,7 @@ use crate::api::{accounts, agents, namespaces, ops, registry, search};
         registry::register, registry::get, registry::patch, registry::remove,
         search::search, search::registry_search,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi,
+        tlog::log_info, tlog::log_publisher,
     ),
     modifiers(&Bearer),
     tags(
@@ -31,6 +33,7 @@ use crate::api::{accounts, agents, namespaces, ops, registry, search};
         (name = "search", description = "ranked agent search"),
         (name = "registry", description = "the OFC registry API (seed 000)"),
         (name = "ops", description = "health, readiness, metrics"),
+        (name = "log", description = "the transparency log (tiles and checkpoint: C2SP tlog-tiles under /log/)"),
     )
 )]
 pub struct ApiDoc;

@@ -84,6 +84,8 @@ pub struct Published {
     pub published_at: i64,
     /// Digest of the OCI manifest recorded for the version.
     pub oci_digest: Digest,
+    /// Where the transparency log put the publish, and the tree right after it.
+    pub log: crate::store::LogAppend,
 }
 
 /// Why a publish was refused. [`PublishError::code`] is the stable code both APIs report.
@@ -459,7 +461,7 @@ async fn publish_checked(
             .publish_claiming(&actor, &new, Some(&claim), Some(&m))
     })
     .await?;
-    let (seq, at) = committed.map_err(|e| match e {
+    let (seq, at, log) = committed.map_err(|e| match e {
         StoreError::VersionExists => PublishError::VersionExists {
             name: name.clone(),
             version: version.clone(),
@@ -502,6 +504,7 @@ async fn publish_checked(
         seq,
         published_at: at,
         oci_digest: oci.digest,
+        log,
     })
 }
 

@@ -26,11 +26,18 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The search index and its follower (`None`: search answers 503).
     pub search: Option<Arc<crate::search::Search>>,
+    /// The transparency log's signing key (`DATA/log-key`): signs checkpoints.
+    pub log: Arc<index_schema::tlog::LogSigner>,
 }
 
 impl AppState {
-    /// State over a store and a blob store.
-    pub fn new(store: Store, blobs: Arc<dyn BlobStore>, config: Config) -> Self {
+    /// State over a store, a blob store and the log key.
+    pub fn new(
+        store: Store,
+        blobs: Arc<dyn BlobStore>,
+        config: Config,
+        log: index_schema::tlog::LogSigner,
+    ) -> Self {
         let limiter = FailureLimiter::new(
             config.auth_failure_limit,
             Duration::from_secs(config.auth_failure_window_secs),
@@ -42,6 +49,7 @@ impl AppState {
             limiter: Arc::new(limiter),
             metrics: Arc::new(Metrics::default()),
             search: None,
+            log: Arc::new(log),
         }
     }
 

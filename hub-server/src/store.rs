@@ -41,6 +41,9 @@ pub enum StoreError {
     /// The blob store failed while a write checked its blobs.
     #[error("blob store: {0}")]
     Blob(String),
+    /// The transparency log's tables are inconsistent, or an entry could not be formed.
+    #[error("transparency log: {0}")]
+    Log(String),
 }
 
 /// Store result.
@@ -200,6 +203,8 @@ pub struct VersionRow {
     pub deprecated_message: Option<String>,
     /// Downloads.
     pub downloads: i64,
+    /// Index of its publish entry in the transparency log (`None`: not logged yet).
+    pub log_index: Option<i64>,
 }
 
 /// An outbox entry.
@@ -360,7 +365,7 @@ pub fn latest_version<'a>(versions: impl Iterator<Item = (&'a str, bool)>) -> Op
 
 const VERSION_COLUMNS: &str = "v.id, v.version, v.manifest_digest, v.envelope, v.key_id, \
     v.source_kind, v.bundle_digest, v.bundle_size, u.name AS published_by, v.token_id, \
-    v.created_at, v.yanked_at, v.yank_reason, v.deprecated_message, v.downloads";
+    v.created_at, v.yanked_at, v.yank_reason, v.deprecated_message, v.downloads, v.log_index";
 
 /// The repository.
 #[derive(Debug, Clone)]
@@ -385,3 +390,7 @@ mod agents;
 mod namespaces;
 mod outbox;
 mod registry;
+mod tlog;
+
+pub use tlog::{LogAppend, LogEntryRow, LogVerifyReport};
+pub(crate) use tlog::{TxLog, publish_entry};

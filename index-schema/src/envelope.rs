@@ -215,7 +215,7 @@ impl PublicKey {
     }
 
     /// Checks a signature over `message` with `verify_strict`.
-    fn verify(&self, message: &[u8], sig: &[u8]) -> bool {
+    pub(crate) fn verify(&self, message: &[u8], sig: &[u8]) -> bool {
         let Ok(bytes) = <[u8; 64]>::try_from(sig) else {
             return false;
         };
@@ -316,7 +316,12 @@ impl SecretKey {
         Ok(Self::from_seed(&decode_32(b64)?))
     }
 
-    fn sign(&self, message: &[u8]) -> [u8; 64] {
+    /// The 32-byte seed.
+    pub(crate) fn seed(&self) -> [u8; 32] {
+        self.0.to_bytes()
+    }
+
+    pub(crate) fn sign(&self, message: &[u8]) -> [u8; 64] {
         self.0.sign(message).to_bytes()
     }
 }

@@ -23,6 +23,7 @@ pub mod mcp_server_json;
 pub mod media_types;
 pub mod name;
 pub mod source;
+pub mod tlog;
 pub mod version;
 pub mod wire;
 

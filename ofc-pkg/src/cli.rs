@@ -69,6 +69,9 @@ pub enum Command {
     /// Show and edit the publisher keys pinned on first use.
     #[command(subcommand)]
     Trust(crate::commands::trust::TrustCommand),
+    /// List every version and key event the hub's transparency log holds for a publisher (or
+    /// one of its agents), each verified against the log.
+    Audit(crate::commands::audit::AuditArgs),
     /// List the agents and bundles in the local cache.
     List,
     /// Remove agents or bundles from the local cache.
@@ -430,6 +433,7 @@ pub fn main() -> ExitCode {
         Command::Completions(args) => crate::commands::completions::run(args, &mut out),
         Command::Pull(args) => crate::commands::pull::run(args, &mut out),
         Command::Trust(cmd) => crate::commands::trust::run(cmd, &mut out),
+        Command::Audit(args) => crate::commands::audit::run(args, &mut out),
         Command::List => crate::commands::list::run(&mut out),
         Command::Rm(args) => crate::commands::rm::run(args, &mut out),
         Command::Gc => crate::commands::gc::run(&mut out),

@@ -443,6 +443,53 @@ impl Hub {
         self.get_json(&path::version(name, version)).await
     }
 
+    /// [`Hub::version`], asking for the log's consistency proof from a tree of `log_size`.
+    pub async fn version_since(
+        &self,
+        name: &AgentName,
+        version: &str,
+        log_size: Option<u64>,
+    ) -> Result<VersionInfo> {
+        let mut p = path::version(name, version);
+        if let Some(n) = log_size {
+            p.push_str(&format!("?log_size={n}"));
+        }
+        self.get_json(&p).await
+    }
+
+    /// The transparency log's key and head (`GET /api/v1/log`), with the consistency proof
+    /// from a tree of `log_size`.
+    pub async fn log_info(&self, log_size: Option<u64>) -> Result<index_schema::hub_api::LogInfo> {
+        let mut p = path::log();
+        if let Some(n) = log_size {
+            p.push_str(&format!("?log_size={n}"));
+        }
+        self.get_json(&p).await
+    }
+
+    /// Every log entry of `publisher` (of one of its agents, with `agent`), with proofs
+    /// (`GET /api/v1/log/publishers/{p}`).
+    pub async fn log_entries(
+        &self,
+        publisher: &str,
+        agent: Option<&str>,
+        log_size: Option<u64>,
+    ) -> Result<index_schema::hub_api::LogEntries> {
+        let mut p = path::log_publisher(publisher);
+        let mut q = Vec::new();
+        if let Some(a) = agent {
+            q.push(format!("agent={a}"));
+        }
+        if let Some(n) = log_size {
+            q.push(format!("log_size={n}"));
+        }
+        if !q.is_empty() {
+            p.push('?');
+            p.push_str(&q.join("&"));
+        }
+        self.get_json(&p).await
+    }
+
     /// Publishes a signed version (`PUT …/versions/{v}`).
     pub async fn publish(
         &self,

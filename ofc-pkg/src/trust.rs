@@ -17,6 +17,10 @@
 //! from that hub; a hub that later hides it, or offers an older version where the newer one
 //! should match, is refused as a rollback.
 //!
+//! Each hub's transparency-log key is pinned on first use too, with the last checkpoint this
+//! client verified (`[hubs."…".log] key = "origin+id+base64"`, `checkpoint = "…"`): every later
+//! checkpoint must be signed by that key and be consistent with the stored one.
+//!
 //! Every change goes through [`TrustStore::update`]: an exclusive lock on `trust.lock`, read,
 //! change, write to a temp file and rename, so concurrent pulls never lose a pin.
 
@@ -73,6 +77,19 @@ pub struct HubTrust {
     /// By `publisher/agent`.
     #[serde(default)]
     pub agents: BTreeMap<String, AgentSeen>,
+    /// The hub's transparency log: its key and the last verified checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<LogTrust>,
+}
+
+/// A hub's transparency log as this client last verified it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogTrust {
+    /// The log's verifier key, `origin+id+base64` (pinned on first use).
+    pub key: String,
+    /// The largest checkpoint verified (a signed note).
+    pub checkpoint: String,
 }
 
 /// The whole trust store.
@@ -199,6 +216,47 @@ impl TrustStore {
                 );
             }
         }
+    }
+
+    /// The hub's pinned log key and last checkpoint.
+    pub fn log(&self, hub: &str) -> Option<LogTrust> {
+        self.hubs.get(hub).and_then(|h| h.log.clone())
+    }
+
+    /// Records `checkpoint` (verified with `key`, of `size`) unless a larger one is stored; pins
+    /// `key` when the hub has none. A different key already pinned is an error the caller
+    /// checked before; it is refused here too.
+    pub fn saw_checkpoint(
+        &mut self,
+        hub: &str,
+        key: &str,
+        checkpoint: &str,
+        size: u64,
+    ) -> Result<()> {
+        let h = self.hubs.entry(hub.to_string()).or_default();
+        match &mut h.log {
+            None => {
+                h.log = Some(LogTrust {
+                    key: key.to_string(),
+                    checkpoint: checkpoint.to_string(),
+                });
+            }
+            Some(l) => {
+                anyhow::ensure!(
+                    l.key == key,
+                    "the log key pinned for {hub} changed meanwhile (to {})",
+                    l.key
+                );
+                let stored = index_schema::tlog::LogVerifier::parse(&l.key)
+                    .and_then(|v| v.verify_checkpoint(&l.checkpoint))
+                    .map(|c| c.size)
+                    .unwrap_or(0);
+                if size > stored {
+                    l.checkpoint = checkpoint.to_string();
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Forgets what was seen of `name` (after a publisher deleted versions on purpose).

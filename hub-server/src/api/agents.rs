@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use index_schema::envelope::Envelope;
 pub use index_schema::hub_api::{
     AgentInfo, AgentList, AgentSummary, AuditPage, AuditQuery, BundleInfo, DeprecateRequest,
-    EnvelopeJson, ListQuery, OutboxPage, OutboxQuery, PublishRequest, PublishResponse, SigningKey,
-    VersionInfo, VersionSummary, YankRequest,
+    EnvelopeJson, ListQuery, LogQuery, OutboxPage, OutboxQuery, PublishRequest, PublishResponse,
+    SigningKey, VersionInfo, VersionSummary, YankRequest,
 };
 use index_schema::manifest::parse_exact_version;
 use index_schema::name::{AgentName, Digest};
@@ -153,21 +153,47 @@ pub async fn publish(
     )
     .await;
     match r {
-        Ok(p) => (
-            StatusCode::CREATED,
-            Json(PublishResponse {
-                name: p.name.to_string(),
-                version: p.version,
-                manifest_digest: p.manifest_digest.to_string(),
-                bundle_digest: p.bundle_digest.map(|d| d.to_string()),
-                key_id: p.key_id,
-                seq: p.seq,
-                published_at: p.published_at,
-            }),
-        )
-            .into_response(),
+        Ok(p) => {
+            // The version is committed: a proof that cannot be made now is left out (the
+            // version API serves it), never turned into a failed publish.
+            let log = match publish_inclusion(&state, &p).await {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    tracing::warn!(agent.name = %p.name, agent.version = %p.version,
+                        error = %e.message, "cannot prove the publish's log entry");
+                    None
+                }
+            };
+            (
+                StatusCode::CREATED,
+                Json(PublishResponse {
+                    name: p.name.to_string(),
+                    version: p.version,
+                    manifest_digest: p.manifest_digest.to_string(),
+                    bundle_digest: p.bundle_digest.map(|d| d.to_string()),
+                    key_id: p.key_id,
+                    seq: p.seq,
+                    published_at: p.published_at,
+                    log,
+                }),
+            )
+                .into_response()
+        }
         Err(e) => ApiError::from(e).into_response(),
     }
+}
+
+async fn publish_inclusion(
+    state: &AppState,
+    p: &crate::publish::Published,
+) -> ApiResult<index_schema::hub_api::LogInclusion> {
+    let entry = crate::store::publish_entry(
+        &p.name.to_string(),
+        &p.version,
+        &p.manifest_digest.to_string(),
+        &p.key_id,
+    )?;
+    crate::tlog::inclusion(state, &entry, p.log.index, p.log.size, p.log.root, None).await
 }
 
 /// The JSON API's answer to a refused publish: the service's status, code and message.
@@ -268,11 +294,13 @@ pub async fn get_agent_card(
         })
 }
 
-/// One version: manifest, envelope, digests, key state.
+/// One version: manifest, envelope, digests, key state, and its transparency-log entry proven
+/// under the current checkpoint (with `log_size`, also the consistency proof from that size).
 #[utoipa::path(get, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}", tag = "agents",
     params(("publisher" = String, Path, description = "namespace"),
            ("agent" = String, Path, description = "agent"),
-           ("version" = String, Path, description = "exact version")),
+           ("version" = String, Path, description = "exact version"),
+           LogQuery),
     responses(
         (status = 200, description = "the version", body = VersionInfo),
         (status = 400, description = "invalid name or version", body = ErrorBody),
@@ -281,10 +309,19 @@ pub async fn get_agent_card(
 pub async fn get_version(
     State(state): State<AppState>,
     Path((publisher, agent, version)): Path<(String, String, String)>,
+    Query(q): Query<LogQuery>,
 ) -> ApiResult<Json<VersionInfo>> {
     let name = parse_name(&publisher, &agent)?;
     let a = agent_or_404(&state, &name).await?;
     let v = version_or_404(&state, &a, &version).await?;
+    let log = match v.log_index {
+        Some(index) => {
+            let entry =
+                crate::store::publish_entry(&a.name, &v.version, &v.manifest_digest, &v.key_id)?;
+            Some(crate::tlog::inclusion_now(&state, &entry, index as u64, q.log_size).await?)
+        }
+        None => None,
+    };
     let keys = key_map(state.store.keys(a.namespace_id).await?);
     let env = Envelope::from_json(&v.envelope).map_err(ApiError::internal)?;
     let manifest: serde_json::Value =
@@ -313,6 +350,7 @@ pub async fn get_version(
         yank_reason: v.yank_reason,
         deprecated: v.deprecated_message,
         downloads: v.downloads,
+        log,
     }))
 }
 

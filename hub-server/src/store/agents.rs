@@ -7,9 +7,9 @@ impl Store {
     // ---- agents and versions ----
 
     /// Publishes a version in one transaction: the agent row (created on first publish), the
-    /// version, the agent's latest version, an outbox row and an audit row. Returns the outbox
-    /// sequence and the publish time.
-    pub async fn publish(&self, actor: &Actor, v: &NewVersion) -> Result<(i64, i64)> {
+    /// version, the agent's latest version, its transparency-log entry, an outbox row and an
+    /// audit row. Returns the outbox sequence, the publish time and where the log put it.
+    pub async fn publish(&self, actor: &Actor, v: &NewVersion) -> Result<(i64, i64, LogAppend)> {
         self.publish_claiming(actor, v, None, None).await
     }
 
@@ -25,8 +25,9 @@ impl Store {
         v: &NewVersion,
         claim: Option<&crate::oci::db::BlobClaim>,
         oci: Option<&crate::oci::db::NewManifest<'_>>,
-    ) -> Result<(i64, i64)> {
+    ) -> Result<(i64, i64, LogAppend)> {
         let now = now_ms();
+        let entry = publish_entry(&v.agent, &v.version, &v.manifest_digest, &v.key_id)?;
         // The blobs the manifest references: the ones claimed.
         let refs: Vec<index_schema::name::Digest> = claim
             .map(|c| c.needed.iter().map(|(d, _)| *d).collect())
@@ -146,11 +147,19 @@ impl Store {
                 now,
             )
             .await?;
+            // Last, so that the log's head row is held for the shortest time (PostgreSQL).
+            let logged = tx.tlog_append(&entry, now).await?;
+            sqlx::query("UPDATE versions SET log_index = $1 WHERE agent_id = $2 AND version = $3")
+                .bind(logged.index as i64)
+                .bind(agent_id)
+                .bind(&v.version)
+                .execute(&mut *tx)
+                .await?;
             let seq = tx
                 .outbox("publish", &v.agent, Some(&v.version), now)
                 .await?;
             tx.commit().await?;
-            Ok((seq, now))
+            Ok((seq, now, logged))
         })
     }
 
@@ -302,6 +311,11 @@ impl Store {
                 format!("version.{kind}"),
                 format!("{}@{version}", agent.name),
                 yank.map(str::to_string),
+                now,
+            )
+            .await?;
+            tx.tlog_append(
+                &tlog::yank_entry(&agent.name, version, yank.is_some())?,
                 now,
             )
             .await?;

@@ -278,6 +278,25 @@ impl Store {
                     e.into()
                 }
             })?;
+            let key =
+                index_schema::envelope::PublicKey::parse(public_key).map_err(tlog::log_error)?;
+            let logged = tx
+                .tlog_append(
+                    &index_schema::tlog::Entry::KeyAdd {
+                        publisher: ns.name.clone(),
+                        key,
+                    },
+                    now,
+                )
+                .await?;
+            sqlx::query(
+                "UPDATE publisher_keys SET log_index = $1 WHERE namespace_id = $2 AND key_id = $3",
+            )
+            .bind(logged.index as i64)
+            .bind(ns.id)
+            .bind(key_id)
+            .execute(&mut *tx)
+            .await?;
             tx.audit(
                 actor,
                 "key.add",
@@ -337,7 +356,7 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?;
             let Some(id) = found else { return Ok(false) };
-            sqlx::query(
+            let first = sqlx::query(
                 "UPDATE publisher_keys SET revoked_at = $1, revoked_by = $2 \
                  WHERE id = $3 AND revoked_at IS NULL",
             )
@@ -345,7 +364,21 @@ impl Store {
             .bind(user_id)
             .bind(id)
             .execute(&mut *tx)
-            .await?;
+            .await?
+            .rows_affected()
+                == 1;
+            if first {
+                let key_id =
+                    index_schema::envelope::KeyId::parse(key_id).map_err(tlog::log_error)?;
+                tx.tlog_append(
+                    &index_schema::tlog::Entry::KeyRevoke {
+                        publisher: ns.name.clone(),
+                        key_id,
+                    },
+                    now,
+                )
+                .await?;
+            }
             tx.audit(
                 actor,
                 "key.revoke",

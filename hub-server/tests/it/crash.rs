@@ -361,7 +361,14 @@ async fn kill_9_during_concurrent_publishes_loses_nothing_acknowledged(#[case] b
         }
     }
 
-    // Every listed version is whole; every acknowledged one is listed, with what was acked.
+    // The transparency log's key, to check each version's entry and proof with.
+    let (s, log_info) = get_json(&http, &format!("{}/api/v1/log", hub.url)).await;
+    assert_eq!(s, 200, "{log_info}");
+    let log_key =
+        index_schema::tlog::LogVerifier::parse(log_info["key"].as_str().unwrap()).unwrap();
+
+    // Every listed version is whole; every acknowledged one is listed, with what was acked,
+    // and is in the log.
     let mut listed = BTreeSet::new();
     let mut unacked_present = 0usize;
     for c in 0..CLIENTS {
@@ -409,6 +416,9 @@ async fn kill_9_during_concurrent_publishes_loses_nothing_acknowledged(#[case] b
                 || v["manifest_digest"] != digest.to_string()
             {
                 problems.push(format!("{name}@{version}: manifest digest differs"));
+            }
+            if let Err(e) = logged(&log_key, &info["log"], &name, &version, &digest, &key) {
+                problems.push(format!("{name}@{version}: {e}"));
             }
             let Source::Bundle(b) = &m.source else {
                 problems.push(format!("{name}@{version}: not a bundle source"));
@@ -475,6 +485,17 @@ async fn kill_9_during_concurrent_publishes_loses_nothing_acknowledged(#[case] b
         ));
     }
 
+    // The log recomputed from the database matches what it stored.
+    let out = hub.run(&["log", "verify", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    if !out.status.success() || report["problems"] != json!([]) {
+        problems.push(format!(
+            "ofc-hub log verify: {} {report} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+
     // The restarted hub carries on: the next publish takes the next sequence number.
     let bytes = b"after the crash".to_vec();
     let m = bundle_manifest(&agent_name(0), "2.0.0", &bytes);
@@ -514,4 +535,42 @@ async fn kill_9_during_concurrent_publishes_loses_nothing_acknowledged(#[case] b
             .join("\n")
     );
     drop(hub);
+}
+
+/// The version answer's log entry names this publish and is proven under a checkpoint the
+/// log key signed.
+fn logged(
+    log_key: &index_schema::tlog::LogVerifier,
+    log: &Value,
+    name: &str,
+    version: &str,
+    digest: &Digest,
+    key: &SecretKey,
+) -> Result<(), String> {
+    let want = format!(
+        "ofc-log/v1 publish {name} {version} {digest} {}",
+        key.key_id()
+    );
+    if log["entry"] != want.as_str() {
+        return Err(format!("log entry is {}, expected {want}", log["entry"]));
+    }
+    let cp = log_key
+        .verify_checkpoint(log["checkpoint"].as_str().unwrap_or(""))
+        .map_err(|e| e.to_string())?;
+    let proof = log["inclusion"]
+        .as_array()
+        .ok_or("no inclusion proof")?
+        .iter()
+        .map(|h| index_schema::tlog::parse_hash_b64(h.as_str().unwrap_or("")))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let index = log["index"].as_u64().ok_or("no index")?;
+    index_schema::tlog::check_inclusion(
+        &proof,
+        cp.size,
+        cp.root,
+        index,
+        format!("{want}\n").as_bytes(),
+    )
+    .map_err(|e| e.to_string())
 }

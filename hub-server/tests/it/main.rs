@@ -21,3 +21,4 @@ mod registry_api;
 mod search_crash;
 mod search_http;
 mod storage;
+mod tlog;

@@ -1,6 +1,8 @@
 //! The storage suite: the same cases on SQLite and PostgreSQL.
 
 use hub_server::store::{Actor, NewVersion, StoreError};
+use index_schema::envelope::SecretKey;
+use index_schema::tlog::Entry;
 use ofc_test_kit::{Backend, fresh_store};
 use rstest::rstest;
 
@@ -91,20 +93,31 @@ async fn storage_suite(#[case] backend: Backend) {
     );
 
     // keys
+    let key1 = SecretKey::from_seed(&[1; 32]).public_key();
+    let key2 = SecretKey::from_seed(&[2; 32]).public_key();
+    let (k1, k2) = (key1.key_id().to_string(), key2.key_id().to_string());
+    let (k1, k2) = (k1.as_str(), k2.as_str());
     store
-        .add_key(&op, &ns, "k1", "ed25519:x", u.id)
+        .add_key(&op, &ns, k1, &key1.to_string(), u.id)
         .await
         .unwrap();
     assert!(matches!(
-        store.add_key(&op, &ns, "k1", "ed25519:x", u.id).await,
+        store.add_key(&op, &ns, k1, &key1.to_string(), u.id).await,
         Err(StoreError::Conflict(_))
     ));
     store
-        .add_key(&op, &ns, "k2", "ed25519:y", u.id)
+        .add_key(&op, &ns, k2, &key2.to_string(), u.id)
         .await
         .unwrap();
-    assert!(store.revoke_key(&op, &ns, "k2", Some(u.id)).await.unwrap());
+    assert!(store.revoke_key(&op, &ns, k2, Some(u.id)).await.unwrap());
+    // A second revoke changes nothing and logs nothing.
+    assert!(store.revoke_key(&op, &ns, k2, Some(u.id)).await.unwrap());
     assert!(!store.revoke_key(&op, &ns, "nope", None).await.unwrap());
+    assert_eq!(
+        store.log_head().await.unwrap().0,
+        3,
+        "two key-add, one key-revoke"
+    );
 
     let op = Actor {
         user_id: Some(u.id),
@@ -112,31 +125,34 @@ async fn storage_suite(#[case] backend: Backend) {
         token_id: Some(t.id),
     };
     // publish: versions unique, revoked key refused in the transaction, outbox gapless
-    let (s1, _) = store
-        .publish(&op, &version(ns.id, "alice/code", "1.0.0", "k1"))
+    let (s1, _, l1) = store
+        .publish(&op, &version(ns.id, "alice/code", "1.0.0", k1))
         .await
         .unwrap();
-    let (s2, _) = store
-        .publish(&op, &version(ns.id, "alice/code", "2.0.0-rc.1", "k1"))
+    let (s2, _, l2) = store
+        .publish(&op, &version(ns.id, "alice/code", "2.0.0-rc.1", k1))
         .await
         .unwrap();
     assert!(matches!(
         store
-            .publish(&op, &version(ns.id, "alice/code", "1.0.0", "k1"))
+            .publish(&op, &version(ns.id, "alice/code", "1.0.0", k1))
             .await,
         Err(StoreError::VersionExists)
     ));
     assert!(matches!(
         store
-            .publish(&op, &version(ns.id, "alice/code", "1.0.1", "k2"))
+            .publish(&op, &version(ns.id, "alice/code", "1.0.1", k2))
             .await,
         Err(StoreError::KeyRevoked)
     ));
-    let (s3, _) = store
-        .publish(&op, &version(ns.id, "alice/other", "0.1.0", "k1"))
+    let (s3, _, l3) = store
+        .publish(&op, &version(ns.id, "alice/other", "0.1.0", k1))
         .await
         .unwrap();
     assert_eq!((s1, s2, s3), (1, 2, 3));
+    // The log: refused publishes left no entry; indexes are commit order without gaps.
+    assert_eq!((l1.index, l2.index, l3.index), (3, 4, 5));
+    assert_eq!(store.log_head().await.unwrap(), (6, l3.root));
     let a = store.agent("alice/code").await.unwrap().unwrap();
     assert_eq!(a.latest_version.as_deref(), Some("1.0.0"));
     assert_eq!(store.versions(a.id).await.unwrap().len(), 2);
@@ -196,6 +212,33 @@ async fn storage_suite(#[case] backend: Backend) {
         .map(|o| o.kind)
         .collect();
     assert_eq!(kinds, ["yank", "deprecate", "delete_version"]);
+
+    // The log holds every key event, publish and yank, in commit order, and recomputes.
+    let entries: Vec<String> = store
+        .log_entries_of("alice", None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            let entry = Entry::parse(&e.data).unwrap();
+            entry.to_string().split(' ').nth(1).unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            "key-add",
+            "key-add",
+            "key-revoke",
+            "publish",
+            "publish",
+            "publish",
+            "yank"
+        ]
+    );
+    let report = store.log_verify().await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.size, 7);
 
     // listing: cursor order and updated_since
     let page1 = store.list_agents(i64::MIN, 0, 1).await.unwrap();

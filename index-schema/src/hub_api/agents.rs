@@ -110,6 +110,9 @@ pub struct PublishResponse {
     pub seq: i64,
     /// Unix ms.
     pub published_at: i64,
+    /// The publish's transparency-log entry, proven under the checkpoint right after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<super::LogInclusion>,
 }
 
 /// A version in an agent's list.
@@ -221,6 +224,9 @@ pub struct VersionInfo {
     /// Downloads.
     #[serde(default)]
     pub downloads: i64,
+    /// The publish's transparency-log entry, proven under the current checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<super::LogInclusion>,
 }
 
 /// One agent in a listing.

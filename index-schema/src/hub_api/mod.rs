@@ -18,6 +18,7 @@
 pub mod accounts;
 pub mod agents;
 pub mod error;
+pub mod log;
 pub mod namespaces;
 pub mod ops;
 pub mod search;
@@ -31,6 +32,7 @@ pub use agents::{
     PublishRequest, PublishResponse, SigningKey, VersionInfo, VersionSummary, YankRequest,
 };
 pub use error::{ErrorBody, ErrorCode};
+pub use log::{LogEntries, LogEntriesQuery, LogEntryInfo, LogInclusion, LogInfo, LogQuery};
 pub use namespaces::{
     AddKeyRequest, CreateNamespaceRequest, Key, KeyList, Member, NamespaceInfo, SetMemberRequest,
 };
@@ -87,6 +89,15 @@ pub mod route {
     pub const HEALTHZ: &str = "/healthz";
     /// `GET`: readiness (absolute).
     pub const READYZ: &str = "/readyz";
+    /// `GET`: the transparency log's key and head ([`super::LogInfo`]).
+    pub const LOG: &str = "/log";
+    /// `GET`: a publisher's log entries ([`super::LogEntries`]).
+    pub const LOG_PUBLISHER: &str = "/log/publishers/{publisher}";
+    /// C2SP `tlog-tiles`: the signed checkpoint (served outside `/api/v1`).
+    pub const TLOG_CHECKPOINT: &str = "/log/checkpoint";
+    /// C2SP `tlog-tiles`: every tile below this prefix (`tile/<L>/<N>[.p/<W>]`,
+    /// `tile/entries/<N>[.p/<W>]`).
+    pub const TLOG_TILE: &str = "/log/tile/{*tile}";
 }
 
 /// Concrete paths for a client, from the [`route`] templates. Names and versions are what the
@@ -241,6 +252,14 @@ pub mod path {
     /// `/readyz`.
     pub fn readyz() -> String {
         fill(route::READYZ, &[])
+    }
+    /// `/api/v1/log`.
+    pub fn log() -> String {
+        fill(route::LOG, &[])
+    }
+    /// `/api/v1/log/publishers/{publisher}`.
+    pub fn log_publisher(publisher: &str) -> String {
+        fill(route::LOG_PUBLISHER, &[("publisher", publisher)])
     }
 }
 

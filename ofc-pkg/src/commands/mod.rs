@@ -1,5 +1,6 @@
 //! One module per verb.
 
+pub mod audit;
 pub mod completions;
 pub mod floor;
 pub mod gc;

@@ -41,6 +41,7 @@ use crate::start::Start;
 use crate::trust::TrustStore;
 use crate::unpack::UnpackLimits;
 
+pub(crate) mod log;
 mod source;
 
 use source::{Installed, Job};
@@ -526,7 +527,7 @@ impl Ctx {
             self.cached(&hub, &name, &resolved.digest, None, Some(&resolved.version))?
         {
             // The cache holds exactly this signed manifest; still record it as seen.
-            self.commit_trust(&hub, &name, &p.version, None)?;
+            self.commit_trust(&hub, &name, &p.version, None, None)?;
             return Ok(*p);
         }
         self.fetch(&hub, &name, resolved, None).await
@@ -757,9 +758,13 @@ impl Ctx {
         name: &AgentName,
         version: &Version,
         pin: Option<&PublicKey>,
+        logged: Option<&log::Checked>,
     ) -> Result<bool> {
         let publisher = name.publisher();
         TrustStore::update(&self.paths, |t| {
+            if let Some(l) = logged {
+                t.saw_checkpoint(&hub.url, &l.key, &l.checkpoint, l.size)?;
+            }
             let mut pinned_now = false;
             if let Some(key) = pin {
                 let pins = t.pinned(&hub.url, publisher);
@@ -791,7 +796,14 @@ impl Ctx {
         resolved: Resolved,
         signer: Option<KeyId>,
     ) -> Result<Pulled> {
-        let vi = hub.version(name, &resolved.version.to_string()).await?;
+        let log_before = log::before(&self.paths, &hub.url)?;
+        let vi = hub
+            .version_since(
+                name,
+                &resolved.version.to_string(),
+                log_before.as_ref().map(log::Before::size),
+            )
+            .await?;
         let envelope = vi.envelope.parse().map_err(|d| {
             anyhow!(
                 "the hub sent an invalid signed manifest for {name} {}: {d}",
@@ -821,6 +833,16 @@ impl Ctx {
             );
         }
         check_identity(&manifest, name, Some(&resolved.version))?;
+        let logged = log::check(
+            hub,
+            log_before.as_ref(),
+            name,
+            &resolved.version,
+            &digest,
+            &key_id,
+            &vi,
+        )
+        .await?;
 
         // From here to the manifest's write the cache is held: `gc` cannot take the bundle
         // away between its install and the manifest that refers to it.
@@ -847,7 +869,8 @@ impl Ctx {
             .await
             .map_err(|e| anyhow!("{e}"))??;
         drop(hold);
-        let pinned_now = self.commit_trust(hub, name, &manifest.version, pin.as_ref())?;
+        let pinned_now =
+            self.commit_trust(hub, name, &manifest.version, pin.as_ref(), Some(&logged))?;
         Ok(Pulled {
             name: name.clone(),
             version: manifest.version.clone(),

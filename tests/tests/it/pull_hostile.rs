@@ -165,8 +165,19 @@ fn a_different_publisher_key_is_refused_until_pinned() {
     assert!(r.stderr.contains("ofc trust add acme"), "{}", r.stderr);
     assert_eq!(installed_bundles(ofc.home()).len(), 1, "only 1.0.0");
 
-    // The user checked with the publisher and pins the new key: now it verifies.
+    // Even with the new key pinned by the user, a version the hub's log does not hold under
+    // that key is refused: a key swap must be in the log, where the publisher sees it.
     ofc.ok(&["trust", "add", "acme", &other.public_key().to_string()]);
+    let r = ofc.run(&["pull", "acme/tool@2.0.0"]);
+    assert_refused(&r, "is not in its log");
+    assert!(
+        r.stderr.contains(&other.public_key().key_id().to_string()),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(installed_bundles(ofc.home()).len(), 1, "only 1.0.0");
+    // Served as published, it verifies with the key pinned first.
+    s.proxy.set(Mode::Honest);
     ofc.ok(&["pull", "acme/tool@2.0.0"]);
     assert_eq!(installed_bundles(ofc.home()).len(), 2);
 }
@@ -230,22 +241,49 @@ fn hostile_bundles_signed_by_the_publisher_are_refused_without_writing_outside_t
         .collect();
     fixtures.sort();
     assert!(fixtures.len() >= 8, "the hostile corpus is missing");
-    for f in fixtures {
-        let evil = Arc::new(std::fs::read(&f).unwrap());
-        s.proxy.set(Mode::HostileBundle(evil, key.clone()));
+    for (i, f) in fixtures.iter().enumerate() {
+        let evil = std::fs::read(f).unwrap();
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        // Served by the hub in place of a published version: not in its log, refused first.
+        s.proxy
+            .set(Mode::HostileBundle(Arc::new(evil.clone()), key.clone()));
+        let (_tmp, ofc) = s.consumer();
+        let r = ofc.run(&["pull", "acme/tool@2.0.0"]);
+        assert_refused(&r, "is not in its log");
+        assert!(installed_bundles(ofc.home()).is_empty(), "{name} installed");
+
+        // Really published with the publisher's key (so in the log): the unpacker refuses it.
+        let version = format!("3.0.{i}");
+        let m = ofc_test_kit::bundle_manifest("acme/tool", &version, &evil);
+        let env = index_schema::envelope::sign_manifest(&m, &key);
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let (status, body) = rt.block_on(
+            s.hub
+                .request(
+                    reqwest::Method::PUT,
+                    &format!("/api/v1/agents/acme/tool/versions/{version}"),
+                )
+                .token(&s.publisher.token)
+                .json(serde_json::json!({
+                    "envelope": serde_json::from_str::<serde_json::Value>(&env.to_json()).unwrap(),
+                    "bundle": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &evil),
+                }))
+                .send(),
+        );
+        assert_eq!(status, 201, "{name}: {body}");
+        s.proxy.set(Mode::Honest);
         let (tmp, ofc) = s.consumer();
         // The configured limits (the corpus's flood has 1,001 entries; gzip bomb 1 GiB).
         let r = Ofc::finish(
             ofc.cmd()
                 .env("OFC_MAX_BUNDLE_ENTRIES", "1000")
                 .env("OFC_MAX_BUNDLE_BYTES", "10000000")
-                .args(["pull", "acme/tool@2.0.0"]),
+                .args(["pull", &format!("acme/tool@{version}")]),
         );
-        let name = f.file_name().unwrap().to_string_lossy().into_owned();
         assert_eq!(r.code, Some(1), "{name} was accepted:\n{}", r.stdout);
         assert!(
             r.stderr
-                .contains("cannot install the bundle of acme/tool 2.0.0"),
+                .contains(&format!("cannot install the bundle of acme/tool {version}")),
             "{name}: {}",
             r.stderr
         );
@@ -437,4 +475,143 @@ fn text_from_the_hub_cannot_drive_the_terminal() {
         reached >= 2,
         "the injected text was shown (cleaned) somewhere:\n{search:?}\n{info:?}\n{login:?}"
     );
+}
+
+/// A second hub holding the first one's log key (as a compromised operator could run): it
+/// signs checkpoints of another log, where `<user>/tool` has other content.
+fn fork_of(s: &Setup, user: &str, versions: &[&str]) -> (HubProcess, Publisher, tempfile::TempDir) {
+    let mut fork = TestHub::process(ProcessOptions::default().stopped());
+    std::fs::create_dir_all(fork.data_dir()).unwrap();
+    std::fs::copy(
+        s.hub.data_dir().join("log-key"),
+        fork.data_dir().join("log-key"),
+    )
+    .unwrap();
+    fork.spawn();
+    let publisher = fork.publisher(user, &[]);
+    let work = tempfile::tempdir().unwrap();
+    for v in versions {
+        let dir = agent_dir(work.path(), v);
+        let yaml = std::fs::read_to_string(dir.join("agent.yaml")).unwrap();
+        let yaml = yaml.replace("acme/tool", &format!("{user}/tool"));
+        std::fs::write(dir.join("agent.yaml"), yaml).unwrap();
+        std::fs::write(dir.join("prompts/system.md"), "You are the forked tool.\n").unwrap();
+        publisher.ofc.ok(&["publish", dir.to_str().unwrap()]);
+    }
+    (fork, publisher, work)
+}
+
+#[test]
+fn a_split_view_is_refused_at_the_next_pull() {
+    let s = setup();
+    // `other/thing` on the real hub: something to pull later.
+    let other = s.hub.publisher("other", &[]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = agent_dir(work.path(), "1.0.0");
+    let yaml = std::fs::read_to_string(dir.join("agent.yaml")).unwrap();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        yaml.replace("acme/tool", "other/thing"),
+    )
+    .unwrap();
+    other.ofc.ok(&["publish", dir.to_str().unwrap()]);
+    // The fork's log is shorter than the real one: the real one could have grown from it,
+    // only the consistency proof tells them apart.
+    let (fork, _fp, _w) = fork_of(&s, "acme", &["2.0.0"]);
+
+    // Client A sees the real hub; client B is shown the fork's `acme/tool` 2.0.0 — signed,
+    // logged in a log signed by the hub's log key: on its own it verifies.
+    let (_ta, a) = s.consumer();
+    a.ok(&["pull", "acme/tool@2.0.0"]);
+    let (_tb, b) = s.consumer();
+    s.proxy.set(Mode::Fork(fork.url.clone()));
+    b.ok(&["pull", "acme/tool@2.0.0"]);
+    // Back to what everyone else sees: B's next pull proves the two logs are not one.
+    s.proxy.set(Mode::Honest);
+    let r = b.run(&["pull", "other/thing@1.0.0"]);
+    assert_refused(&r, "does not extend the log this client verified before");
+    assert!(r.stderr.contains("another view"), "{}", r.stderr);
+    // A, which only ever saw the real log, goes on.
+    a.ok(&["pull", "other/thing@1.0.0"]);
+}
+
+#[test]
+fn a_truncated_or_rewritten_log_is_refused() {
+    let s = setup();
+    let (_t, ofc) = s.consumer();
+    ofc.ok(&["pull", "acme/tool@2.0.0"]);
+
+    // Truncated: a log with fewer entries (a key registration and one version, of a publisher
+    // this client has not pinned yet) under the same log key.
+    let (short, _p1, _w1) = fork_of(&s, "zed", &["1.0.0"]);
+    s.proxy.set(Mode::Fork(short.url.clone()));
+    let r = ofc.run(&["pull", "zed/tool@1.0.0"]);
+    assert_refused(&r, "the log was truncated");
+
+    // Rewritten: more entries, but not an extension of the ones verified.
+    let (long, _p2, _w2) = fork_of(&s, "zed", &["1.0.0", "2.0.0", "2.0.1"]);
+    s.proxy.set(Mode::Fork(long.url.clone()));
+    let r = ofc.run(&["pull", "zed/tool@2.0.1"]);
+    assert_refused(&r, "its history was rewritten");
+    assert_eq!(
+        installed_bundles(ofc.home()).len(),
+        1,
+        "only the honest 2.0.0"
+    );
+
+    // A log signed by another key altogether (a hub started anew, or an impostor): refused,
+    // and the hint says how to accept a new log knowingly.
+    let other = TestHub::process(ProcessOptions::default());
+    let zed = other.publisher("zed", &[]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = agent_dir(work.path(), "1.0.0");
+    let yaml = std::fs::read_to_string(dir.join("agent.yaml")).unwrap();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        yaml.replace("acme/tool", "zed/tool"),
+    )
+    .unwrap();
+    zed.ofc.ok(&["publish", dir.to_str().unwrap()]);
+    s.proxy.set(Mode::Fork(other.url.clone()));
+    let r = ofc.run(&["pull", "zed/tool@1.0.0"]);
+    assert_refused(&r, "does not verify with the hub's pinned log key");
+    assert!(r.stderr.contains("trust.toml"), "{}", r.stderr);
+    assert_eq!(installed_bundles(ofc.home()).len(), 1);
+}
+
+#[test]
+fn audit_lists_a_publishers_logged_events_and_refuses_another_view() {
+    let s = setup();
+    let (_t, ofc) = s.consumer();
+    let key = s.publisher_key().key_id().to_string();
+    let v = ofc.json(&["audit", "acme"]);
+    let entries: Vec<&str> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["entry"].as_str().unwrap())
+        .collect();
+    assert_eq!(entries.len(), 3, "{v}");
+    assert!(
+        entries[0].starts_with(&format!("ofc-log/v1 key-add acme {key} ed25519:")),
+        "{v}"
+    );
+    assert!(
+        entries[1].starts_with("ofc-log/v1 publish acme/tool 1.0.0 sha256:"),
+        "{v}"
+    );
+    assert!(entries[2].ends_with(&format!(" {key}")), "{v}");
+    // One agent: its versions and the publisher's key events; the text form shows them too.
+    s.publisher
+        .ofc
+        .ok(&["yank", "acme/tool@1.0.0", "--reason", "old"]);
+    let text = ofc.ok(&["audit", "acme/tool"]);
+    assert!(text.contains("yank acme/tool 1.0.0"), "{text}");
+    assert_eq!(text.lines().count(), 4, "{text}");
+
+    // Shown another log under the same key afterwards: refused.
+    let (fork, _p, _w) = fork_of(&s, "acme", &["2.0.0"]);
+    s.proxy.set(Mode::Fork(fork.url.clone()));
+    let r = ofc.run(&["audit", "acme"]);
+    assert_refused(&r, "another view");
 }

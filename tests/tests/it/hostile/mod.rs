@@ -60,6 +60,9 @@ pub enum Mode {
     /// Rewrites the image of every docker source to this one, re-signed with the publisher's
     /// own key (as if the publisher had signed it) and the version list updated to match.
     SetImage(String, Arc<SecretKey>),
+    /// Forwards everything to this other hub instead (one holding the same log key): a hub
+    /// that shows some clients another log — a split view, a truncated or rewritten history.
+    Fork(String),
 }
 
 /// The running proxy.
@@ -151,7 +154,13 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
         .unwrap();
     let mut rb = p
         .http
-        .request(method, format!("{}{upstream_path}", p.upstream))
+        .request(
+            method,
+            match &mode {
+                Mode::Fork(other) => format!("{}{upstream_path}", other.trim_end_matches('/')),
+                _ => format!("{}{upstream_path}", p.upstream),
+            },
+        )
         .body(body);
     for (k, v) in headers.iter() {
         if k != "host" && k != "content-length" {

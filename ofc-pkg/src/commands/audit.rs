@@ -1,0 +1,113 @@
+//! `ofc audit PUBLISHER[/AGENT]`: every version and key event the hub's transparency log holds
+//! for a publisher (or one of its agents, with the publisher's key events), each proven to be in
+//! the log under a checkpoint signed by the hub's log key and consistent with the last one this
+//! client verified — so a publisher sees anything published in their name. The hub says which
+//! entries concern the publisher; an entry it leaves out is not found by this command (a full
+//! walk of the log's tiles, e.g. with aics-tlog, finds it).
+
+use anyhow::{Result, anyhow};
+use index_schema::name::{AgentName, check_publisher};
+use index_schema::tlog::Entry;
+use serde_json::json;
+
+use crate::config::Paths;
+use crate::hub::{self, Hub};
+use crate::output::{self, ExitStatus, Output, UserError};
+use crate::pull::log;
+use crate::trust::TrustStore;
+
+/// Arguments of `ofc audit`.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// `publisher` or `publisher/agent`.
+    #[arg(value_name = "PUBLISHER[/AGENT]")]
+    pub target: String,
+}
+
+/// Runs the verb.
+pub fn run(args: &AuditArgs, out: &mut Output) -> Result<ExitStatus> {
+    let (publisher, agent) = match args.target.split_once('/') {
+        Some(_) => {
+            let name = AgentName::parse(&args.target).map_err(|e| {
+                UserError::new(format!("invalid agent name `{}`: {e}", args.target))
+            })?;
+            (name.publisher().to_string(), Some(name.agent().to_string()))
+        }
+        None => (
+            check_publisher(&args.target)
+                .map_err(|e| UserError::new(format!("invalid publisher `{}`: {e}", args.target)))?,
+            None,
+        ),
+    };
+    let paths = Paths::from_env()?;
+    let hub = Hub::from_env(&paths)?;
+    let rt = hub::runtime()?;
+    let before = log::before(&paths, &hub.url)?;
+    let page = rt
+        .block_on(hub.log_entries(
+            &publisher,
+            agent.as_deref(),
+            before.as_ref().map(log::Before::size),
+        ))
+        .map_err(|e| {
+            hub::refused(e, format!("cannot read the log of {}", hub.url), |_| {
+                Vec::new()
+            })
+        })?;
+    let what = format!("the log entries of `{}`", args.target);
+    let (checked, cp) = rt.block_on(log::check_head(
+        &hub,
+        before.as_ref(),
+        &page.checkpoint,
+        page.consistency.as_deref(),
+        &what,
+    ))?;
+    let mut rows = Vec::new();
+    for e in &page.entries {
+        log::check_entry(&cp, e.index, &e.entry, &e.inclusion)?;
+        let entry = Entry::parse(format!("{}\n", e.entry).as_bytes())
+            .map_err(|err| anyhow!("entry {} of the hub's log: {err}", e.index))?;
+        if entry.publisher() != publisher
+            || agent
+                .as_deref()
+                .is_some_and(|a| entry.agent().is_some_and(|n| n.agent() != a))
+        {
+            return Err(UserError::new(format!(
+                "the hub answered with entry {} (`{}`), which is not about `{}`",
+                e.index, e.entry, args.target
+            ))
+            .into());
+        }
+        rows.push((e.index, e.logged_at, e.entry.clone()));
+    }
+    TrustStore::update(&paths, |t| {
+        t.saw_checkpoint(&hub.url, &checked.key, &checked.checkpoint, checked.size)
+    })?;
+    if out.json {
+        out.json_value(&json!({
+            "hub": hub.url,
+            "log_size": cp.size,
+            "entries": rows.iter().map(|(i, at, e)| json!({"index": i, "logged_at": at, "entry": e})).collect::<Vec<_>>(),
+        }));
+        return Ok(ExitStatus::Success);
+    }
+    for (index, at, entry) in &rows {
+        let when = time::OffsetDateTime::from_unix_timestamp(at / 1000)
+            .ok()
+            .and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            })
+            .unwrap_or_default();
+        let text = entry.strip_prefix("ofc-log/v1 ").unwrap_or(entry);
+        out.data(&output::clean_line(&format!("{index:>8}  {when}  {text}")));
+    }
+    out.status(&format!(
+        "{} entries of `{}` verified in the log of {} (size {})",
+        rows.len(),
+        args.target,
+        hub.url,
+        cp.size
+    ));
+    Ok(ExitStatus::Success)
+}
