@@ -15,6 +15,7 @@ pub mod publish;
 pub mod search;
 pub mod state;
 pub mod store;
+pub mod web;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -131,10 +132,12 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
     Ok(state)
 }
 
-/// The whole hub: the JSON API ([`api::router`]) and the OCI API ([`oci::router`]), every
+/// The whole hub: the JSON API ([`api::router`]), the OCI API ([`oci::router`]) and the web
+/// pages ([`web::router`]), every
 /// request counted in `/metrics` by route group (api, oci, registry, ops).
 pub fn app(state: AppState) -> axum::Router {
     oci::router(state.clone())
+        .merge(web::router(state.clone()))
         .merge(api::router(state.clone()))
         .layer(axum::middleware::from_fn_with_state(
             state,
