@@ -385,3 +385,5 @@ mod agents;
 mod namespaces;
 mod outbox;
 mod registry;
+mod sessions;
+pub use sessions::WebSession;

@@ -14,8 +14,18 @@
 //! | `GET /agents/{publisher}/{agent}` | the latest version (or `?version=`): what it does, its capabilities and schemas, what it needs, who signed it and whether the signature verifies, its versions, the `ofc pull` line and a blueprint snippet |
 //! | `GET /publishers/{name}` | a publisher's agents and members |
 //!
-//! Errors are pages too (404, 400), never JSON.
+//! | `GET/POST /login`, `POST /logout` | password log-in (the API's check and failure limiter); a server-side session ([`session`]) |
+//! | `GET /account`, `POST /account/tokens`, `POST /account/tokens/{id}/revoke` | your namespaces; create and revoke API tokens |
+//! | `GET /account/namespaces/{ns}`, `POST …/members`, `POST …/members/{user}/remove`, `POST …/keys`, `POST …/keys/{key_id}/revoke` | a namespace's members and signing keys |
+//!
+//! The signed-in pages call the JSON API's handlers with the session's principal, so the API's
+//! rules decide; every form carries the session's CSRF token (403 without it) and their
+//! answers are `Cache-Control: no-store`.
+//!
+//! Errors are pages too (404, 400, 403), never JSON.
 
+mod account;
+mod session;
 mod views;
 
 use axum::extract::rejection::QueryRejection;
@@ -23,7 +33,7 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use hub_search::{SearchParams, SearchQuery, SearchResults};
 use index_schema::envelope::{Envelope, PublicKey, verify_manifest};
@@ -48,6 +58,25 @@ pub fn router(state: AppState) -> Router {
         .route("/search", get(search))
         .route("/agents/{publisher}/{agent}", get(agent))
         .route("/publishers/{name}", get(publisher))
+        .route("/login", get(account::login_page).post(account::login))
+        .route("/logout", post(account::logout))
+        .route("/account", get(account::account))
+        .route("/account/tokens", post(account::create_token))
+        .route("/account/tokens/{id}/revoke", post(account::revoke_token))
+        .route("/account/namespaces/{ns}", get(account::namespace))
+        .route(
+            "/account/namespaces/{ns}/members",
+            post(account::set_member),
+        )
+        .route(
+            "/account/namespaces/{ns}/members/{user}/remove",
+            post(account::remove_member),
+        )
+        .route("/account/namespaces/{ns}/keys", post(account::add_key))
+        .route(
+            "/account/namespaces/{ns}/keys/{key_id}/revoke",
+            post(account::revoke_key),
+        )
         .route("/static/ofc.css", get(css))
         .route("/static/ofc.js", get(js))
         .layer(middleware::from_fn(security_headers))
@@ -96,6 +125,7 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
 }
 
 /// A page that went wrong: the status and what to do, as HTML.
+#[derive(Debug)]
 struct PageError {
     status: StatusCode,
     message: String,

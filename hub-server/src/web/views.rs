@@ -6,7 +6,7 @@
 use axum::http::StatusCode;
 use hub_search::{SearchParams, SearchResults};
 use index_schema::hub_api::search::SearchHit;
-use index_schema::hub_api::{AgentInfo, NamespaceInfo, VersionInfo};
+use index_schema::hub_api::{AgentInfo, NamespaceInfo, NewToken, TokenInfo, VersionInfo};
 use index_schema::manifest::{Capability, Manifest, Source};
 use maud::{DOCTYPE, Markup, html};
 
@@ -34,6 +34,7 @@ fn page(title: &str, query: Option<&str>, body: Markup) -> Markup {
                             placeholder="Search agents, e.g. data analysis" autocomplete="off";
                         button type="submit" { "Search" }
                     }
+                    nav aria-label="Account" { a href="/account" { "Your account" } }
                 }
                 main id="main" { (body) }
                 footer {
@@ -389,6 +390,227 @@ pub(super) fn publisher(ns: &NamespaceInfo, hits: &[SearchHit]) -> Markup {
                 section aria-labelledby="members" {
                     h2 id="members" { "Members" }
                     ul { @for m in &ns.members { li { (m.user) " (" (m.role) ")" } } }
+                }
+            }
+        },
+    )
+}
+
+fn csrf_field(csrf: &str) -> Markup {
+    html! { input type="hidden" name=(super::session::CSRF_FIELD) value=(csrf); }
+}
+
+/// A one-button form that posts to `action` (revoke, remove, log out).
+fn button_form(action: &str, csrf: &str, label: &str, described: &str) -> Markup {
+    html! {
+        form class="inline" method="post" action=(action) {
+            (csrf_field(csrf))
+            button type="submit" class="secondary" aria-label=(described) { (label) }
+        }
+    }
+}
+
+pub(super) fn login(csrf: &str, user: Option<&str>, error: Option<&str>) -> Markup {
+    page(
+        "Sign in",
+        None,
+        html! {
+            h1 { "Sign in" }
+            @if let Some(e) = error { p class="notice danger" role="alert" { (e) } }
+            form class="stack" method="post" action="/login" {
+                (csrf_field(csrf))
+                div class="field" {
+                    label for="username" { "User name" }
+                    input id="username" name="username" autocomplete="username" required value=[user];
+                }
+                div class="field" {
+                    label for="password" { "Password" }
+                    input id="password" name="password" type="password" autocomplete="current-password" required;
+                }
+                button type="submit" { "Sign in" }
+            }
+            p class="meta" { "Accounts are created by the hub's administrator (" code { "ofc-hub admin create-user" } ")." }
+        },
+    )
+}
+
+pub(super) fn account(
+    user: &str,
+    session_token: i64,
+    namespaces: &[(String, String)],
+    tokens: &[TokenInfo],
+    csrf: &str,
+    new_token: Option<&NewToken>,
+) -> Markup {
+    let scopes = [
+        ("publish-new", "publish new agents"),
+        ("publish-update", "publish new versions"),
+        ("yank", "yank and deprecate"),
+        ("manage-keys", "register and revoke signing keys"),
+        ("manage-members", "manage namespace members"),
+        ("manage-tokens", "list, create and revoke tokens"),
+    ];
+    page(
+        "Your account",
+        None,
+        html! {
+            h1 { "Signed in as " (user) }
+            (button_form("/logout", csrf, "Sign out", "Sign out"))
+            @if let Some(t) = new_token {
+                section class="notice" aria-labelledby="new-token" {
+                    h2 id="new-token" { "New token " (t.info.name) }
+                    p { "Copy it now: the hub keeps only its hash and cannot show it again." }
+                    div class="copy" {
+                        pre { code id="new-token-value" { (t.token) } }
+                        button type="button" class="copy-button" data-copy="new-token-value" hidden { "Copy" }
+                    }
+                    p { "Use it with " code { "ofc login --token-stdin" } "." }
+                }
+            }
+            section aria-labelledby="namespaces" {
+                h2 id="namespaces" { "Your namespaces" }
+                @if namespaces.is_empty() { p { "You are not a member of any namespace." } }
+                ul {
+                    @for (name, role) in namespaces {
+                        li { a href=(format!("/account/namespaces/{name}")) { (name) } " (" (role) ")" }
+                    }
+                }
+            }
+            section aria-labelledby="tokens" {
+                h2 id="tokens" { "API tokens" }
+                table {
+                    thead { tr { th scope="col" { "Name" } th scope="col" { "Scopes" } th scope="col" { "Namespaces" } th scope="col" { "Created" } th scope="col" { "Expires" } th scope="col" { "State" } } }
+                    tbody {
+                        @for t in tokens {
+                            tr {
+                                td { (t.name) @if t.id == session_token { " (this browser)" } }
+                                td { (t.scopes.join(", ")) }
+                                td { (t.namespaces.join(", ")) }
+                                td { (when(t.created_at)) }
+                                td { @if let Some(e) = t.expires_at { (when(e)) } @else { "never" } }
+                                td {
+                                    @if t.revoked_at.is_some() { "revoked" }
+                                    @else { (button_form(&format!("/account/tokens/{}/revoke", t.id), csrf, "Revoke", &format!("Revoke token {} ({})", t.name, t.id))) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            section aria-labelledby="create-token" {
+                h2 id="create-token" { "Create a token" }
+                form class="stack" method="post" action="/account/tokens" {
+                    (csrf_field(csrf))
+                    div class="field" {
+                        label for="token-name" { "Name" }
+                        input id="token-name" name="name" required maxlength="100";
+                    }
+                    fieldset {
+                        legend { "Scopes" }
+                        @for (scope, what) in scopes {
+                            div {
+                                input type="checkbox" id=(format!("scope-{scope}")) name="scope" value=(scope);
+                                " "
+                                label for=(format!("scope-{scope}")) { code { (scope) } " — " (what) }
+                            }
+                        }
+                    }
+                    div class="field" {
+                        label for="token-namespaces" { "Namespaces (" code { "*" } ", names, or prefixes ending in " code { "*" } ")" }
+                        input id="token-namespaces" name="namespaces" value="*" required;
+                    }
+                    div class="field" {
+                        label for="token-days" { "Expires after (days, empty: never)" }
+                        input id="token-days" name="expires_in_days" type="number" min="1" max="3650";
+                    }
+                    button type="submit" { "Create token" }
+                }
+            }
+        },
+    )
+}
+
+pub(super) fn namespace_admin(ns: &NamespaceInfo, role: Option<&str>, csrf: &str) -> Markup {
+    let base = format!("/account/namespaces/{}", ns.name);
+    let roles = ["owner", "maintainer", "publisher"];
+    page(
+        &ns.name,
+        None,
+        html! {
+            h1 { "Namespace " (ns.name) }
+            p class="meta" {
+                @if let Some(r) = role { "Your role: " (r) "." } @else { "You are not a member." }
+                " Only owners may change members and keys; the hub refuses what your role does not allow. "
+                a href=(format!("/publishers/{}", ns.name)) { "Public page" }
+            }
+            section aria-labelledby="members" {
+                h2 id="members" { "Members" }
+                table {
+                    thead { tr { th scope="col" { "User" } th scope="col" { "Role" } th scope="col" { "Remove" } } }
+                    tbody {
+                        @for m in &ns.members {
+                            tr {
+                                td { (m.user) }
+                                td {
+                                    form class="inline" method="post" action=(format!("{base}/members")) {
+                                        (csrf_field(csrf))
+                                        input type="hidden" name="user" value=(m.user);
+                                        select name="role" aria-label=(format!("Role of {}", m.user)) {
+                                            @for r in roles { option value=(r) selected[m.role == r] { (r) } }
+                                        }
+                                        " "
+                                        button type="submit" class="secondary" aria-label=(format!("Change the role of {}", m.user)) { "Change" }
+                                    }
+                                }
+                                td { (button_form(&format!("{base}/members/{}/remove", m.user), csrf, "Remove", &format!("Remove {}", m.user))) }
+                            }
+                        }
+                    }
+                }
+                h3 { "Add a member" }
+                form class="stack" method="post" action=(format!("{base}/members")) {
+                    (csrf_field(csrf))
+                    div class="field" {
+                        label for="member-user" { "User name" }
+                        input id="member-user" name="user" required;
+                    }
+                    div class="field" {
+                        label for="member-role" { "Role" }
+                        select id="member-role" name="role" {
+                            @for r in roles { option value=(r) selected[r == "publisher"] { (r) } }
+                        }
+                    }
+                    button type="submit" { "Add member" }
+                }
+            }
+            section aria-labelledby="keys" {
+                h2 id="keys" { "Signing keys" }
+                table {
+                    thead { tr { th scope="col" { "Key id" } th scope="col" { "Added" } th scope="col" { "State" } } }
+                    tbody {
+                        @for k in &ns.keys {
+                            tr {
+                                td { code { (k.key_id) } }
+                                td { (when(k.added_at)) " by " (k.added_by) }
+                                td {
+                                    @if let Some(at) = k.revoked_at {
+                                        "revoked " (when(at)) @if let Some(by) = &k.revoked_by { " by " (by) }
+                                    } @else {
+                                        (button_form(&format!("{base}/keys/{}/revoke", k.key_id), csrf, "Revoke", &format!("Revoke key {}", k.key_id)))
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                h3 { "Register a key" }
+                form class="stack" method="post" action=(format!("{base}/keys")) {
+                    (csrf_field(csrf))
+                    div class="field" {
+                        label for="public-key" { "Public key (" code { "ed25519:…" } ", as " code { "ofc key show" } " prints it)" }
+                        input id="public-key" name="public_key" required;
+                    }
+                    button type="submit" { "Register key" }
                 }
             }
         },
