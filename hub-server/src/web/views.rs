@@ -478,7 +478,7 @@ pub(super) fn account(
             }
             section aria-labelledby="tokens" {
                 h2 id="tokens" { "API tokens" }
-                table {
+                div class="scroll" { table {
                     thead { tr { th scope="col" { "Name" } th scope="col" { "Scopes" } th scope="col" { "Namespaces" } th scope="col" { "Created" } th scope="col" { "Expires" } th scope="col" { "State" } } }
                     tbody {
                         @for t in tokens {
@@ -495,7 +495,7 @@ pub(super) fn account(
                             }
                         }
                     }
-                }
+                } }
             }
             section aria-labelledby="create-token" {
                 h2 id="create-token" { "Create a token" }
@@ -545,7 +545,7 @@ pub(super) fn namespace_admin(ns: &NamespaceInfo, role: Option<&str>, csrf: &str
             }
             section aria-labelledby="members" {
                 h2 id="members" { "Members" }
-                table {
+                div class="scroll" { table {
                     thead { tr { th scope="col" { "User" } th scope="col" { "Role" } th scope="col" { "Remove" } } }
                     tbody {
                         @for m in &ns.members {
@@ -566,7 +566,7 @@ pub(super) fn namespace_admin(ns: &NamespaceInfo, role: Option<&str>, csrf: &str
                             }
                         }
                     }
-                }
+                } }
                 h3 { "Add a member" }
                 form class="stack" method="post" action=(format!("{base}/members")) {
                     (csrf_field(csrf))
@@ -585,7 +585,7 @@ pub(super) fn namespace_admin(ns: &NamespaceInfo, role: Option<&str>, csrf: &str
             }
             section aria-labelledby="keys" {
                 h2 id="keys" { "Signing keys" }
-                table {
+                div class="scroll" { table {
                     thead { tr { th scope="col" { "Key id" } th scope="col" { "Added" } th scope="col" { "State" } } }
                     tbody {
                         @for k in &ns.keys {
@@ -602,7 +602,7 @@ pub(super) fn namespace_admin(ns: &NamespaceInfo, role: Option<&str>, csrf: &str
                             }
                         }
                     }
-                }
+                } }
                 h3 { "Register a key" }
                 form class="stack" method="post" action=(format!("{base}/keys")) {
                     (csrf_field(csrf))

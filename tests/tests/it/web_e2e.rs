@@ -313,3 +313,410 @@ fn hostile_manifest_text_executes_nothing() {
         c.close().await.unwrap();
     });
 }
+
+/// The value of the first `csrf` field in a page's HTML.
+fn csrf_in(html: &str) -> String {
+    html.split(r#"name="csrf" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a csrf field")
+        .to_owned()
+}
+
+/// The `Set-Cookie` header that sets `name`.
+fn set_cookie_of(r: &reqwest::Response, name: &str) -> String {
+    r.headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|v| v.starts_with(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no {name} cookie set"))
+}
+
+async fn text_of(c: &Client, css: &str) -> String {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+async fn fill(c: &Client, css: &str, text: &str) {
+    let e = c.find(Locator::Css(css)).await.unwrap();
+    e.clear().await.unwrap();
+    e.send_keys(text).await.unwrap();
+}
+
+/// Waits (10 s at most) until no element matches `css`: a form posted, its page replaced.
+async fn wait_gone(c: &Client, css: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.find(Locator::Css(css)).await.is_ok() {
+        assert!(Instant::now() < deadline, "{css} is still there");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Clicks a form's submit button and waits until the answer's page has replaced this one
+/// (WebDriver's click does not wait for the navigation a form starts).
+async fn submit(c: &Client, css: &str) {
+    c.execute("window.__ofc_old_page = true;", vec![])
+        .await
+        .unwrap();
+    click(c, css).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let done = c
+            .execute(
+                "return window.__ofc_old_page === undefined && document.readyState === 'complete';",
+                vec![],
+            )
+            .await
+            .unwrap_or(Value::Bool(false));
+        if done == Value::Bool(true) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no page after submitting {css}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+#[test]
+fn sign_in_manage_tokens_keys_and_members_csrf_and_logout() {
+    use index_schema::envelope::SecretKey;
+    let axe = std::fs::read_to_string(axe_path()).unwrap();
+    let hub = ofc_test_kit::TestHub::process(ofc_test_kit::ProcessOptions::default());
+    let password = "correct horse battery staple";
+    hub.create_user_with_password("carol", password);
+    hub.create_user("dave");
+    hub.create_namespace("carol-labs", "carol");
+    let web_key = SecretKey::from_seed(&[7; 32]).public_key();
+    let driver = start_driver();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let ofc_home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(ofc_home.path(), &hub.url);
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let c = browser(&driver).await;
+        // Signed-in pages send a browser without a session to the log-in form.
+        c.goto(&format!("{}/account", hub.url)).await.unwrap();
+        assert_eq!(c.current_url().await.unwrap().path(), "/login");
+        shoot_and_audit(&c, "login", &axe).await;
+        fill(&c, "#username", "carol").await;
+        fill(&c, "#password", "not the password").await;
+        submit(&c, "form[action='/login'] button").await;
+        let alert = c
+            .wait()
+            .for_element(Locator::Css("p[role=alert]"))
+            .await
+            .unwrap();
+        assert_eq!(alert.text().await.unwrap(), "wrong user name or password");
+        fill(&c, "#password", password).await;
+        submit(&c, "form[action='/login'] button").await;
+        c.wait()
+            .for_element(Locator::Css("#create-token"))
+            .await
+            .unwrap();
+        assert_eq!(c.current_url().await.unwrap().path(), "/account");
+        assert_eq!(text_of(&c, "h1").await, "Signed in as carol");
+        shoot_and_audit(&c, "account", &axe).await;
+
+        // Create a token that may publish and manage keys.
+        fill(&c, "#token-name", "laptop").await;
+        for scope in ["publish-new", "publish-update", "manage-keys"] {
+            click(&c, &format!("#scope-{scope}")).await;
+        }
+        submit(&c, "form[action='/account/tokens'] button[type=submit]").await;
+        let token = c
+            .wait()
+            .for_element(Locator::Id("new-token-value"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(token.starts_with("ofc_"), "{token}");
+        shoot_and_audit(&c, "account-new-token", &axe).await;
+
+        // The token works with the real `ofc`: log in, make a key, register it.
+        let mut login = ofc.cmd();
+        login
+            .args(["login", "--token-stdin"])
+            .write_stdin(token.clone());
+        let run = Ofc::finish(&mut login);
+        run.assert_code(0);
+        ofc.ok(&["keygen"]);
+        ofc.ok(&["key", "register", "--namespace", "carol-labs"]);
+        let me = http
+            .get(format!("{}/api/v1/me", hub.url))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(me.status(), 200);
+
+        // The namespace page: the key `ofc` registered, one registered here, then revoked.
+        c.goto(&format!("{}/account/namespaces/carol-labs", hub.url))
+            .await
+            .unwrap();
+        assert_eq!(
+            c.find_all(Locator::Css("section[aria-labelledby=keys] tbody tr"))
+                .await
+                .unwrap()
+                .len(),
+            1,
+            "the key `ofc key register` added"
+        );
+        fill(&c, "#public-key", &web_key.to_string()).await;
+        submit(
+            &c,
+            "form[action='/account/namespaces/carol-labs/keys'] button",
+        )
+        .await;
+        let revoke = format!("button[aria-label='Revoke key {}']", web_key.key_id());
+        c.wait().for_element(Locator::Css(&revoke)).await.unwrap();
+        submit(&c, &revoke).await;
+        c.wait().for_element(Locator::Css("#keys")).await.unwrap();
+        let keys = text_of(&c, "section[aria-labelledby=keys] table").await;
+        assert!(
+            keys.contains(&web_key.key_id().to_string()) && keys.contains("revoked"),
+            "{keys}"
+        );
+        assert!(
+            c.find(Locator::Css(&revoke)).await.is_err(),
+            "revoked keys have no button"
+        );
+
+        // Members: add dave as a maintainer, make him a publisher, remove him.
+        fill(&c, "#member-user", "dave").await;
+        c.find(Locator::Css("#member-role"))
+            .await
+            .unwrap()
+            .select_by_value("maintainer")
+            .await
+            .unwrap();
+        submit(
+            &c,
+            "form.stack[action='/account/namespaces/carol-labs/members'] button",
+        )
+        .await;
+        let dave_role = c
+            .wait()
+            .for_element(Locator::Css("select[aria-label='Role of dave']"))
+            .await
+            .unwrap();
+        assert_eq!(
+            dave_role.prop("value").await.unwrap().as_deref(),
+            Some("maintainer")
+        );
+        shoot_and_audit(&c, "namespace", &axe).await;
+        c.find(Locator::Css("select[aria-label='Role of dave']"))
+            .await
+            .unwrap()
+            .select_by_value("publisher")
+            .await
+            .unwrap();
+        submit(&c, "button[aria-label='Change the role of dave']").await;
+        let dave_role = c
+            .wait()
+            .for_element(Locator::Css("select[aria-label='Role of dave']"))
+            .await
+            .unwrap();
+        assert_eq!(
+            dave_role.prop("value").await.unwrap().as_deref(),
+            Some("publisher")
+        );
+        submit(&c, "button[aria-label='Remove dave']").await;
+        c.wait()
+            .for_element(Locator::Css("#members"))
+            .await
+            .unwrap();
+        assert!(
+            c.find(Locator::Css("select[aria-label='Role of dave']"))
+                .await
+                .is_err()
+        );
+        // The API's rules hold here too: the last owner cannot leave.
+        submit(&c, "button[aria-label='Remove carol']").await;
+        assert_eq!(text_of(&c, "h1").await, "409 Conflict");
+
+        // Revoke the token from the page: `ofc`'s token stops working.
+        c.goto(&format!("{}/account", hub.url)).await.unwrap();
+        let id = http
+            .get(format!("{}/api/v1/me", hub.url))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()["token"]["id"]
+            .as_i64()
+            .unwrap();
+        submit(
+            &c,
+            &format!("form[action='/account/tokens/{id}/revoke'] button"),
+        )
+        .await;
+        wait_gone(&c, &format!("form[action='/account/tokens/{id}/revoke']")).await;
+        let me = http
+            .get(format!("{}/api/v1/me", hub.url))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(me.status(), 401);
+
+        // Forms without the session's CSRF token, or with a wrong one, are refused.
+        let session = c.get_named_cookie("ofc_session").await.unwrap();
+        let cookie = format!("ofc_session={}", session.value());
+        let csrf = c
+            .find(Locator::Css("input[name=csrf]"))
+            .await
+            .unwrap()
+            .attr("value")
+            .await
+            .unwrap()
+            .unwrap();
+        let wrong = format!(
+            "{}{}",
+            if csrf.starts_with('A') { 'B' } else { 'A' },
+            &csrf[1..]
+        );
+        let post = |path: &str, body: String| {
+            http.post(format!("{}{path}", hub.url))
+                .header("cookie", &cookie)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body)
+                .send()
+        };
+        for (body, what) in [
+            (
+                "name=forged-a&scope=yank&namespaces=*".to_owned(),
+                "no token",
+            ),
+            (
+                format!("name=forged-b&scope=yank&namespaces=*&csrf={wrong}"),
+                "a wrong token",
+            ),
+        ] {
+            let r = post("/account/tokens", body).await.unwrap();
+            assert_eq!(r.status(), 403, "a form with {what}");
+            assert!(
+                r.text()
+                    .await
+                    .unwrap()
+                    .contains("CSRF token is missing or wrong")
+            );
+        }
+        let r = post(
+            "/account/namespaces/carol-labs/members",
+            "user=dave&role=owner".to_owned(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 403, "adding a member without the token");
+        let r = post("/logout", String::new()).await.unwrap();
+        assert_eq!(r.status(), 403, "logging out without the token");
+        // With the right token the same request is accepted: the refusals above were the CSRF check.
+        let r = post(
+            "/account/tokens",
+            format!("name=genuine&scope=yank&namespaces=*&csrf={csrf}"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 201);
+        let page = http
+            .get(format!("{}/account", hub.url))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.headers()["cache-control"], "no-store");
+        let page = page.text().await.unwrap();
+        assert!(
+            page.contains("genuine") && !page.contains("forged"),
+            "{page}"
+        );
+        let members = http
+            .get(format!("{}/account/namespaces/carol-labs", hub.url))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!members.contains("Role of dave"), "dave was not added");
+
+        // Sign out: the server forgets the session, so the old cookie signs nobody in.
+        submit(&c, "form[action='/logout'] button").await;
+        c.wait()
+            .for_element(Locator::Css("form.search"))
+            .await
+            .unwrap();
+        assert_eq!(c.current_url().await.unwrap().path(), "/");
+        let r = http
+            .get(format!("{}/account", hub.url))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 303);
+        assert_eq!(r.headers()["location"], "/login");
+        let r = post(
+            "/account/tokens",
+            format!("name=late&scope=yank&namespaces=*&csrf={csrf}"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 401, "a form from the ended session");
+        c.close().await.unwrap();
+
+        // The log-in form has its own CSRF token, and the session cookie's attributes.
+        let form = http.get(format!("{}/login", hub.url)).send().await.unwrap();
+        let login_cookie = set_cookie_of(&form, "ofc_login_csrf");
+        let login_cookie = login_cookie.split(';').next().unwrap().to_owned();
+        let login_csrf = csrf_in(&form.text().await.unwrap());
+        let creds = format!("username=carol&password={}", password.replace(' ', "+"));
+        let r = http
+            .post(format!("{}/login", hub.url))
+            .header("cookie", &login_cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(creds.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403, "a log-in without its CSRF token");
+        for (tls, secure) in [(false, false), (true, true)] {
+            let mut req = http
+                .post(format!("{}/login", hub.url))
+                .header("cookie", &login_cookie)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(format!("{creds}&csrf={login_csrf}"));
+            if tls {
+                req = req.header("x-forwarded-proto", "https");
+            }
+            let r = req.send().await.unwrap();
+            assert_eq!(r.status(), 303);
+            let set = set_cookie_of(&r, "ofc_session");
+            assert!(
+                set.contains("; HttpOnly") && set.contains("; SameSite=Lax"),
+                "{set}"
+            );
+            assert_eq!(set.contains("; Secure"), secure, "{set}");
+        }
+    });
+}
