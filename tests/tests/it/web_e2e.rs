@@ -3,9 +3,9 @@
 //! real `ofc-hub`. Search → agent page → the pull line works with the real `ofc pull`; hostile
 //! manifest text executes nothing; signed in with a password, a token made on the account page
 //! works with the real `ofc`, keys and members are managed from the pages, forms without their
-//! CSRF token are refused and logging out ends the session; every page is screenshot at desktop and phone widths (to
-//! `$CARGO_TARGET_TMPDIR/web-screenshots/`, checked not blank) and audited by axe-core (npm)
-//! inside Chromium: no serious or critical violation. Fails, never skips, without the browser.
+//! CSRF token are refused and logging out ends the session; every page is screenshot at desktop
+//! and phone widths (to `$CARGO_TARGET_TMPDIR/web-screenshots/`, checked not blank) and audited
+//! by axe-core (npm) inside Chromium: no serious or critical violation. Fails, never skips, without the browser.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
