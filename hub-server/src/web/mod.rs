@@ -14,7 +14,7 @@
 //! | `GET /agents/{publisher}/{agent}` | the latest version (or `?version=`): what it does, its capabilities and schemas, what it needs, who signed it and whether the signature verifies, its versions, the `ofc pull` line and a blueprint snippet |
 //! | `GET /publishers/{name}` | a publisher's agents and members |
 //!
-//! | `GET/POST /login`, `POST /logout` | password log-in (the API's check and failure limiter); a server-side session ([`session`]) |
+//! | `GET/POST /login`, `POST /logout` | password log-in (the API's check and failure limiter); a server-side session (`session.rs`) |
 //! | `GET /account`, `POST /account/tokens`, `POST /account/tokens/{id}/revoke` | your namespaces; create and revoke API tokens |
 //! | `GET /account/namespaces/{ns}`, `POST …/members`, `POST …/members/{user}/remove`, `POST …/keys`, `POST …/keys/{key_id}/revoke` | a namespace's members and signing keys |
 //!
