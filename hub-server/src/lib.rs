@@ -17,6 +17,7 @@ pub mod search;
 pub mod state;
 pub mod store;
 pub mod tlog;
+pub mod web;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -145,10 +146,12 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
     Ok(state)
 }
 
-/// The whole hub: the JSON API ([`api::router`]) and the OCI API ([`oci::router`]), every
+/// The whole hub: the JSON API ([`api::router`]), the OCI API ([`oci::router`]) and the web
+/// pages ([`web::router`]), every
 /// request counted in `/metrics` by route group (api, oci, registry, ops).
 pub fn app(state: AppState) -> axum::Router {
     oci::router(state.clone())
+        .merge(web::router(state.clone()))
         .merge(api::router(state.clone()))
         .merge(tlog::router(state.clone()))
         .layer(axum::middleware::from_fn_with_state(

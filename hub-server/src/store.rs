@@ -394,3 +394,5 @@ mod tlog;
 
 pub use tlog::{LogAppend, LogEntryRow, LogVerifyReport};
 pub(crate) use tlog::{TxLog, publish_entry};
+mod sessions;
+pub use sessions::WebSession;

@@ -42,9 +42,10 @@ fn split(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// Creates a token for `user_id` after validating what was asked.
+/// Creates a token for `user_id` after validating what was asked (also the web pages' session
+/// token).
 #[allow(clippy::too_many_arguments)]
-async fn issue(
+pub(crate) async fn issue(
     state: &AppState,
     actor: &Actor,
     user_id: i64,
@@ -135,36 +136,7 @@ pub async fn login(
     ci: ConnectInfo<SocketAddr>,
     Json(req): Json<LoginRequest>,
 ) -> ApiResult<(StatusCode, Json<NewToken>)> {
-    let ip = ip_of(Some(ci));
-    let user_name = req.username.trim().to_ascii_lowercase();
-    let ip_key = FailureLimiter::login_ip_key(&ip);
-    let user_key = FailureLimiter::login_user_key(&user_name, &ip);
-    for k in [&ip_key, &user_key] {
-        if let Some(secs) = state.limiter.blocked(k) {
-            return Err(too_many(secs));
-        }
-    }
-    let user = if user_name.len() <= 64 {
-        state.store.user_by_name(&user_name).await?
-    } else {
-        None
-    };
-    let ok = match &user {
-        Some(u) if !u.disabled && req.password.len() <= 1024 => u
-            .password_hash
-            .as_deref()
-            .is_some_and(|h| verify_password(&req.password, h)),
-        _ => false,
-    };
-    let Some(user) = user.filter(|_| ok) else {
-        state.limiter.fail(&ip_key);
-        state.limiter.fail(&user_key);
-        state.metrics.auth_failure();
-        return Err(ApiError::unauthorized(
-            ErrorCode::InvalidCredentials,
-            "wrong user name or password",
-        ));
-    };
+    let user = check_password(&state, &ip_of(Some(ci)), &req.username, &req.password).await?;
     let scopes = req.scopes.unwrap_or_else(|| {
         Scope::ALL
             .iter()
@@ -190,6 +162,47 @@ pub async fn login(
     )
     .await?;
     Ok((StatusCode::CREATED, Json(t)))
+}
+
+/// The enabled user with this name and password, counting failures in the limiter (per client
+/// address, and per user from that address) and refusing once it blocks: the API's `login` and
+/// the web pages' log-in.
+pub(crate) async fn check_password(
+    state: &AppState,
+    ip: &str,
+    username: &str,
+    password: &str,
+) -> ApiResult<crate::store::User> {
+    let user_name = username.trim().to_ascii_lowercase();
+    let ip_key = FailureLimiter::login_ip_key(ip);
+    let user_key = FailureLimiter::login_user_key(&user_name, ip);
+    for k in [&ip_key, &user_key] {
+        if let Some(secs) = state.limiter.blocked(k) {
+            return Err(too_many(secs));
+        }
+    }
+    let user = if user_name.len() <= 64 {
+        state.store.user_by_name(&user_name).await?
+    } else {
+        None
+    };
+    let ok = match &user {
+        Some(u) if !u.disabled && password.len() <= 1024 => u
+            .password_hash
+            .as_deref()
+            .is_some_and(|h| verify_password(password, h)),
+        _ => false,
+    };
+    let Some(user) = user.filter(|_| ok) else {
+        state.limiter.fail(&ip_key);
+        state.limiter.fail(&user_key);
+        state.metrics.auth_failure();
+        return Err(ApiError::unauthorized(
+            ErrorCode::InvalidCredentials,
+            "wrong user name or password",
+        ));
+    };
+    Ok(user)
 }
 
 /// Who the token belongs to, its namespaces and scopes.

@@ -432,3 +432,43 @@ async fn migration_0017_indexes_existing_manifests(#[case] backend: Backend) {
         .collect();
     assert_eq!(got, want);
 }
+
+/// Web sessions: found by their hash while unexpired, joined to their token's hash, gone once
+/// deleted (answering the token id, so logout can revoke it).
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn web_sessions(#[case] backend: Backend) {
+    let (store, _dir, _pg) = fresh_store(backend).await;
+    let op = Actor::operator();
+    let u = store
+        .create_user(&op, "carol", None, false, false)
+        .await
+        .unwrap();
+    let t = store
+        .create_token(&op, u.id, "web session", "tokenhash", "yank", "*", None)
+        .await
+        .unwrap();
+    let now = hub_server::store::now_ms();
+    store
+        .create_web_session("live", t.id, "csrf-1", now + 60_000)
+        .await
+        .unwrap();
+    store
+        .create_web_session("old", t.id, "csrf-2", now - 1)
+        .await
+        .unwrap();
+    let s = store.web_session("live").await.unwrap().expect("stored");
+    assert_eq!(
+        (s.token_hash.as_str(), s.token_id, s.csrf.as_str()),
+        ("tokenhash", t.id, "csrf-1")
+    );
+    assert!(store.web_session("old").await.unwrap().is_none(), "expired");
+    assert!(store.web_session("nope").await.unwrap().is_none());
+    assert_eq!(store.delete_web_session("live").await.unwrap(), Some(t.id));
+    assert!(store.web_session("live").await.unwrap().is_none());
+    assert_eq!(store.delete_web_session("live").await.unwrap(), None);
+    // Deleting one session swept the expired one.
+    assert_eq!(store.delete_web_session("old").await.unwrap(), None);
+}

@@ -19,3 +19,4 @@ mod run_tui_e2e;
 mod sources_docker_e2e;
 mod sources_npm_e2e;
 mod sources_pip_e2e;
+mod web_e2e;

@@ -1,0 +1,85 @@
+//! Browser sessions of the web pages (only the SHA-256 of a session id is stored).
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+/// A stored browser session, as the cookie's hash finds it.
+#[derive(Debug, Clone)]
+pub struct WebSession {
+    /// The SHA-256 (hex) of the session's API token: the one the session acts through.
+    pub token_hash: String,
+    /// The session's API token id.
+    pub token_id: i64,
+    /// The CSRF token its forms carry.
+    pub csrf: String,
+    /// Unix ms.
+    pub expires_at: i64,
+}
+
+impl Store {
+    /// Stores a new session.
+    pub async fn create_web_session(
+        &self,
+        session_hash: &str,
+        token_id: i64,
+        csrf: &str,
+        expires_at: i64,
+    ) -> Result<()> {
+        let now = now_ms();
+        on_db!(&self.db, |pool| {
+            sqlx::query(
+                "INSERT INTO web_sessions (session_hash, token_id, csrf, created_at, expires_at) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(session_hash)
+            .bind(token_id)
+            .bind(csrf)
+            .bind(now)
+            .bind(expires_at)
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    /// The session with this hash, if stored and not expired.
+    pub async fn web_session(&self, session_hash: &str) -> Result<Option<WebSession>> {
+        let now = now_ms();
+        on_read!(&self.db, |pool| {
+            let row = sqlx::query(
+                "SELECT t.token_hash, s.token_id, s.csrf, s.expires_at FROM web_sessions s \
+                 JOIN api_tokens t ON t.id = s.token_id \
+                 WHERE s.session_hash = $1 AND s.expires_at > $2",
+            )
+            .bind(session_hash)
+            .bind(now)
+            .fetch_optional(pool)
+            .await?;
+            let Some(r) = row else { return Ok(None) };
+            Ok(Some(WebSession {
+                token_hash: r.try_get("token_hash")?,
+                token_id: r.try_get("token_id")?,
+                csrf: r.try_get("csrf")?,
+                expires_at: r.try_get("expires_at")?,
+            }))
+        })
+    }
+
+    /// Deletes a session (and the expired ones); its token id if it was stored.
+    pub async fn delete_web_session(&self, session_hash: &str) -> Result<Option<i64>> {
+        let now = now_ms();
+        on_db!(&self.db, |pool| {
+            let token_id: Option<i64> = sqlx::query_scalar(
+                "DELETE FROM web_sessions WHERE session_hash = $1 RETURNING token_id",
+            )
+            .bind(session_hash)
+            .fetch_optional(pool)
+            .await?;
+            sqlx::query("DELETE FROM web_sessions WHERE expires_at <= $1")
+                .bind(now)
+                .execute(pool)
+                .await?;
+            Ok(token_id)
+        })
+    }
+}
