@@ -738,7 +738,10 @@ impl SearchIndex {
             stems.push(stem);
         }
         let mut phrases: Vec<(Vec<Term>, Score)> = Vec::new();
-        if let (true, Some(boost)) = (stems.len() > 1, PHRASE_BOOST) {
+        // No phrase bonus for the any-word union: it ranks the agents that lack a word (full
+        // matches are taken from the conjunction), which cannot hold the whole phrase, and a
+        // phrase clause would keep the union from block-max WAND.
+        if let (true, Some(boost)) = (stems.len() > 1 && mode == Mode::All, PHRASE_BOOST) {
             for (f, boost) in [(field::TEXT, boost)] {
                 let terms: Vec<Term> = stems
                     .iter()
