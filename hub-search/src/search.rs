@@ -118,7 +118,7 @@ impl SearchIndex {
                 if first_page
                     && relaxable
                     && strict.len() < below
-                    && !(is_name && !strict.is_empty())
+                    && (!is_name || strict.is_empty())
                 {
                     mode = Mode::Any;
                     let (page, t) = self.fewer_words(&searcher, &freqs, q, &words, strict)?;
