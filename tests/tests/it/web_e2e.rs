@@ -68,15 +68,27 @@ fn start_driver() -> Driver {
 }
 
 async fn browser(driver: &Driver) -> Client {
+    browser_with(driver, &[]).await
+}
+
+/// A Chromium session with extra command-line switches.
+async fn browser_with(driver: &Driver, extra: &[&str]) -> Client {
     // Two crypto providers are compiled in (ring and aws-lc-rs): name one. A second install in
     // the same process is refused, which is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let args: Vec<&str> = [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+    ]
+    .iter()
+    .chain(extra)
+    .copied()
+    .collect();
     let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".to_owned(),
-        json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-            "--disable-dev-shm-usage", "--window-size=1280,900"]}),
-    );
+    caps.insert("goog:chromeOptions".to_owned(), json!({"args": args}));
     ClientBuilder::rustls()
         .expect("TLS roots")
         .capabilities(caps)
@@ -93,7 +105,8 @@ async fn audit(client: &Client, axe: &str) -> Vec<String> {
             "const done = arguments[arguments.length - 1];\
              axe.run().then(r => done(r.violations\
                .filter(v => v.impact === 'serious' || v.impact === 'critical')\
-               .map(v => v.id + ': ' + v.help + ' (' + v.nodes.length + ')')));",
+               .map(v => v.id + ': ' + v.help + ' (' + v.nodes.length + '): ' + v.nodes.slice(0, 3)\
+                 .map(n => n.target.join(' ') + ' — ' + ((n.any[0] || {}).message || '')).join('; '))));",
             vec![],
         )
         .await
@@ -720,5 +733,59 @@ fn sign_in_manage_tokens_keys_and_members_csrf_and_logout() {
             );
             assert_eq!(set.contains("; Secure"), secure, "{set}");
         }
+    });
+}
+
+/// The pages follow the system's dark preference (`prefers-color-scheme`), and in dark they
+/// pass the same audit (contrast included) and are not blank.
+#[test]
+fn the_pages_in_dark_mode_pass_the_audit() {
+    let axe = std::fs::read_to_string(axe_path()).unwrap();
+    let hub = ofc_test_kit::TestHub::process(ofc_test_kit::ProcessOptions::default());
+    let alice = hub.publisher("alice", &["ofc-examples"]);
+    alice.publish_examples();
+    hub.wait_for_search("q=data+analysis", |h| h.len() >= 2);
+    let driver = start_driver();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = browser_with(
+            &driver,
+            &[
+                "--force-dark-mode",
+                "--blink-settings=preferredColorScheme=0",
+            ],
+        )
+        .await;
+        for (name, path) in [
+            ("dark-home", "/"),
+            ("dark-search", "/search?q=data+analysis"),
+            ("dark-agent", "/agents/ofc-examples/data-analyst"),
+            ("dark-publisher", "/publishers/ofc-examples"),
+            ("dark-login", "/login"),
+        ] {
+            c.goto(&format!("{}{path}", hub.url)).await.unwrap();
+            let dark = c
+                .execute(
+                    "return matchMedia('(prefers-color-scheme: dark)').matches;",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            assert_eq!(dark, Value::from(true), "the browser prefers dark");
+            let background = c
+                .execute(
+                    "return getComputedStyle(document.body).backgroundColor;",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            assert_eq!(
+                background,
+                Value::from("rgb(15, 20, 25)"),
+                "{path} uses the dark palette"
+            );
+            shoot_and_audit(&c, name, &axe).await;
+        }
+        c.close().await.unwrap();
     });
 }
