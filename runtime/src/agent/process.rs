@@ -23,7 +23,7 @@ use tokio::sync::Mutex;
 use super::{Agent, AgentError, Deltas, HttpAgent};
 
 /// How to start a process agent.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ProcessCommand {
     /// The program.
     pub program: PathBuf,
@@ -39,6 +39,22 @@ pub struct ProcessCommand {
     pub output: Option<PathBuf>,
     /// Called with the process (and process group) id right after the spawn.
     pub on_spawn: Option<SpawnHook>,
+}
+
+impl std::fmt::Debug for ProcessCommand {
+    // The environment may carry secrets (`OFC_AGENT_TOKEN`, API keys): names only.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("ProcessCommand")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("startup_deadline", &self.startup_deadline)
+            .field("cwd", &self.cwd)
+            .field("output", &self.output)
+            .field("on_spawn", &self.on_spawn)
+            .finish()
+    }
 }
 
 /// A callback receiving the process group id of each spawned agent.
@@ -259,5 +275,17 @@ impl Agent for ProcessAgent {
 
     async fn shutdown(&self) {
         self.stop().await;
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    #[test]
+    fn the_debug_form_names_the_environment_without_its_values() {
+        let mut c = super::ProcessCommand::new("/bin/agent");
+        c.env.push(("OFC_AGENT_TOKEN".into(), "secret-4711".into()));
+        let text = format!("{c:?}");
+        assert!(text.contains("OFC_AGENT_TOKEN"), "{text}");
+        assert!(!text.contains("secret-4711"), "{text}");
     }
 }
