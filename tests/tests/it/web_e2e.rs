@@ -203,13 +203,7 @@ fn search_open_an_agent_and_its_pull_line_pulls() {
             .text()
             .await
             .unwrap();
-        let verified = c
-            .find(Locator::Css("section[aria-labelledby=trust] strong"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let verified = text_of(&c, "section[aria-labelledby=trust] strong").await;
         assert_eq!(verified, "the signature verifies");
         let caps = c.find_all(Locator::Css("ul.caps > li")).await.unwrap();
         assert_eq!(caps.len(), 2, "the data analyst's two capabilities");
@@ -231,13 +225,7 @@ fn search_open_an_agent_and_its_pull_line_pulls() {
         c.goto(&format!("{}/agents/nobody/nothing", hub.url))
             .await
             .unwrap();
-        let h1 = c
-            .find(Locator::Css("h1"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let h1 = text_of(&c, "h1").await;
         assert_eq!(h1, "404 Not Found");
         c.close().await.unwrap();
         pull
@@ -323,7 +311,7 @@ fn hostile_manifest_text_executes_nothing() {
         c.goto(&format!("{}/agents/mallory/trap", hub.url))
             .await
             .unwrap();
-        let body = c.find(Locator::Css("main")).await.unwrap().text().await.unwrap();
+        let body = text_of(&c, "main").await;
         assert!(body.contains("<script>window.__pwned = 1</script>"), "{body}");
         c.close().await.unwrap();
     });
@@ -348,6 +336,7 @@ fn set_cookie_of(r: &reqwest::Response, name: &str) -> String {
         .unwrap_or_else(|| panic!("no {name} cookie set"))
 }
 
+/// The text of the first element `css` selects on the current page.
 async fn text_of(c: &Client, css: &str) -> String {
     c.find(Locator::Css(css))
         .await
