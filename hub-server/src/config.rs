@@ -87,6 +87,22 @@ pub struct Config {
     /// the hub creates its log key (`DATA/log-key`); default `<registry_host>/log`. Once the
     /// key exists its name is the origin, and a different setting stops the hub at start.
     pub log_origin: Option<String>,
+    /// Witnesses asked to cosign each new checkpoint of the log (C2SP tlog-witness), e.g.
+    /// `[[log_witnesses]]` `url = "https://witness.example/w1"`
+    /// `key = "witness.example/w1+1b2c3d4e+BA…"` (as `ofc-hub witness key` prints it). The
+    /// checkpoints the hub serves then carry their cosignatures, which clients can require
+    /// (`ofc trust witness`).
+    pub log_witnesses: Vec<LogWitness>,
+}
+
+/// A witness of the hub's log.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LogWitness {
+    /// Its submission prefix: `add-checkpoint` is POSTed to `<url>/add-checkpoint`.
+    pub url: String,
+    /// Its verifier key, `<name>+<key id>+<base64(0x04 ‖ key)>`.
+    pub key: String,
 }
 
 impl std::fmt::Debug for Config {
@@ -133,6 +149,7 @@ impl Default for Config {
             search_synonyms_file: None,
             search_fewer_words_below: hub_search::index::DEFAULT_FEWER_WORDS_BELOW,
             log_origin: None,
+            log_witnesses: Vec::new(),
         }
     }
 }

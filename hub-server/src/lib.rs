@@ -6,6 +6,7 @@ pub mod api;
 pub mod auth;
 pub mod blob;
 pub mod config;
+pub mod cosigner;
 pub mod db;
 pub mod error;
 pub mod import;
@@ -18,6 +19,7 @@ pub mod state;
 pub mod store;
 pub mod tlog;
 pub mod web;
+pub mod witness;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -121,6 +123,7 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
         Role::Command => None,
     };
     let log_key = tlog::open_log_key(&config)?;
+    let witnesses = cosigner::targets(&config.log_witnesses)?;
     let mut state = AppState::new(store, blobs, config, log_key);
     state.search = search;
     if role == Role::Serve {
@@ -141,6 +144,9 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
             .map_err(|e| anyhow::anyhow!("cannot record the OCI manifests of old versions: {e}"))?;
         if n > 0 {
             tracing::info!(versions = n, "recorded the OCI manifests of older versions");
+        }
+        if !witnesses.is_empty() {
+            cosigner::start(state.clone(), witnesses);
         }
     }
     Ok(state)

@@ -61,6 +61,11 @@ enum Command {
     /// The transparency log.
     #[command(subcommand)]
     Log(LogCommand),
+    /// A witness of other hubs' logs (C2SP tlog-witness): cosigns each checkpoint a hub
+    /// submits when it extends the last one it cosigned. Its key and state live in the data dir
+    /// (`witness-key`, `witness-state.json`) unless given.
+    #[command(subcommand)]
+    Witness(WitnessCommand),
     /// Remove blobs no manifest or version references and expired upload sessions. Safe while
     /// the hub serves pushes: blobs used within the grace period are kept.
     Gc {
@@ -112,6 +117,43 @@ enum LogCommand {
     /// Print the log's verifier key (`origin+id+base64`), for clients and witnesses to pin out
     /// of band. Creates the key when the data dir has none yet.
     Key,
+}
+
+#[derive(Args, Debug)]
+struct WitnessKey {
+    /// The witness's secret key file (created, 0600, when missing): `DATA/witness-key` by
+    /// default.
+    #[arg(long, value_name = "FILE")]
+    key: Option<PathBuf>,
+    /// The name a new key gets (it names the witness in every cosignature): default
+    /// `<registry_host>/witness`.
+    #[arg(long)]
+    name: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum WitnessCommand {
+    /// Serve `POST /add-checkpoint` for the logs given.
+    Serve {
+        #[command(flatten)]
+        key: WitnessKey,
+        /// A log to witness: its verifier key, as `ofc-hub log key` prints it (repeat for
+        /// several logs).
+        #[arg(long = "log", value_name = "KEY", required = true)]
+        logs: Vec<String>,
+        /// The state file (what it cosigned of each log): `DATA/witness-state.json` by default.
+        #[arg(long, value_name = "FILE")]
+        state: Option<PathBuf>,
+        /// Address to listen on (127.0.0.1:8734 by default).
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+    },
+    /// Print the witness's verifier key (`name+id+base64`), for hubs (`log_witnesses`) and
+    /// clients (`ofc trust witness add`). Creates the key when missing.
+    Key {
+        #[command(flatten)]
+        key: WitnessKey,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -252,6 +294,74 @@ async fn shutdown_signal() {
     let term = std::future::pending::<()>();
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
     tracing::info!("shutting down");
+}
+
+fn witness_key(cfg: &Config, k: &WitnessKey) -> anyhow::Result<index_schema::tlog::WitnessSigner> {
+    let path = k
+        .key
+        .clone()
+        .unwrap_or_else(|| cfg.data_dir.join("witness-key"));
+    let name = k
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{}/witness", cfg.registry_host));
+    let key = hub_server::witness::open_witness_key(&path, &name)?;
+    if let Some(n) = &k.name
+        && n != key.name()
+    {
+        anyhow::bail!(
+            "--name is `{n}` but the witness key {} is named `{}`; a witness's name cannot \
+             change once hubs and clients configured it",
+            path.display(),
+            key.name()
+        );
+    }
+    Ok(key)
+}
+
+async fn witness_cmd(global: &Global, cmd: WitnessCommand) -> anyhow::Result<()> {
+    let cfg = config(global, None)?;
+    match cmd {
+        WitnessCommand::Key { key } => {
+            hub_server::private_dir(&cfg.data_dir)?;
+            out(witness_key(&cfg, &key)?.verifier());
+            Ok(())
+        }
+        WitnessCommand::Serve {
+            key,
+            logs,
+            state,
+            listen,
+        } => {
+            hub_server::private_dir(&cfg.data_dir)?;
+            let signer = witness_key(&cfg, &key)?;
+            let logs = logs
+                .iter()
+                .map(|l| {
+                    index_schema::tlog::LogVerifier::parse(l)
+                        .with_context(|| format!("--log `{l}` is not a log verifier key"))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let state = state.unwrap_or_else(|| cfg.data_dir.join("witness-state.json"));
+            let witness =
+                std::sync::Arc::new(hub_server::witness::Witness::open(signer, logs, state)?);
+            let listen = listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8734)));
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            let addr = listener.local_addr()?;
+            tracing::info!(%addr, key = %witness.verifier(), "witness listening");
+            eprintln!("ofc-hub witness key {}", witness.verifier());
+            eprintln!("ofc-hub witness listening on http://{addr}");
+            let limits = runtime::net::ConnLimits::new(
+                cfg.max_connections,
+                std::time::Duration::from_secs(cfg.header_timeout_secs.max(1)),
+                std::time::Duration::from_secs(cfg.body_timeout_secs.max(1)),
+            );
+            runtime::net::serve(listener, witness.router(), limits, shutdown_signal()).await;
+            Ok(())
+        }
+    }
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -399,6 +509,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             out(key.verifier().to_string());
             Ok(())
         }
+        Command::Witness(cmd) => witness_cmd(&cli.global, cmd).await,
         Command::Admin(cmd) => {
             let cfg = config(&cli.global, None)?;
             let store = hub_server::open_store(&cfg).await?;

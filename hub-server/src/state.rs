@@ -28,6 +28,9 @@ pub struct AppState {
     pub search: Option<Arc<crate::search::Search>>,
     /// The transparency log's signing key (`DATA/log-key`): signs checkpoints.
     pub log: Arc<index_schema::tlog::LogSigner>,
+    /// The latest checkpoint the witnesses cosigned (`None` without witnesses, or before their
+    /// first answer).
+    pub cosigned: crate::cosigner::Shared,
 }
 
 impl AppState {
@@ -50,6 +53,7 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             search: None,
             log: Arc::new(log),
+            cosigned: Default::default(),
         }
     }
 

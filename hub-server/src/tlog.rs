@@ -80,7 +80,7 @@ fn create_key(path: &Path, origin: &str) -> anyhow::Result<LogSigner> {
 }
 
 #[cfg(unix)]
-fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt as _;
     std::fs::OpenOptions::new()
         .write(true)
@@ -90,7 +90,7 @@ fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 #[cfg(not(unix))]
-fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -126,20 +126,22 @@ pub async fn inclusion(
     Ok(LogInclusion {
         index,
         entry: entry.to_string(),
-        checkpoint: state.log.sign_checkpoint(size, root),
+        checkpoint: state.checkpoint_note(size, root),
         inclusion: b64(&state.store.log_inclusion(index, size).await?),
         consistency: consistency(state, log_size, size).await?,
     })
 }
 
-/// `entry` at `index`, proven under the current head.
+/// `entry` at `index`, proven under the latest cosigned checkpoint when it holds the entry
+/// (and the client's `log_size`), else under the current head.
 pub async fn inclusion_now(
     state: &AppState,
     entry: &tlog::Entry,
     index: u64,
     log_size: Option<u64>,
 ) -> Result<LogInclusion, ApiError> {
-    let (size, root) = state.store.log_head().await?;
+    let need = (index + 1).max(log_size.unwrap_or(0));
+    let (size, root) = state.log_head_covering(need).await?;
     inclusion(state, entry, index, size, root, log_size).await
 }
 
@@ -167,9 +169,9 @@ fn text(status: StatusCode, body: String) -> Response {
 
 /// `GET /log/checkpoint`: the signed checkpoint of the current tree (C2SP tlog-checkpoint).
 async fn checkpoint(State(state): State<AppState>) -> Response {
-    match state.store.log_head().await {
+    match state.log_head_covering(0).await {
         Ok((size, root)) => {
-            let mut resp = text(StatusCode::OK, state.log.sign_checkpoint(size, root));
+            let mut resp = text(StatusCode::OK, state.checkpoint_note(size, root));
             resp.headers_mut()
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
             resp
@@ -226,11 +228,11 @@ pub async fn log_info(
     State(state): State<AppState>,
     Query(q): Query<LogQuery>,
 ) -> Result<Json<LogInfo>, ApiError> {
-    let (size, root) = state.store.log_head().await?;
+    let (size, root) = state.log_head_covering(q.log_size.unwrap_or(0)).await?;
     Ok(Json(LogInfo {
         origin: state.log.origin().to_string(),
         key: state.log.verifier().to_string(),
-        checkpoint: state.log.sign_checkpoint(size, root),
+        checkpoint: state.checkpoint_note(size, root),
         consistency: consistency(&state, q.log_size, size).await?,
     }))
 }
@@ -258,11 +260,17 @@ pub async fn log_publisher(
         ),
         None => None,
     };
-    let (size, root) = state.store.log_head().await?;
     let rows = state
         .store
         .log_entries_of(&publisher, agent.as_deref())
         .await?;
+    let need = rows
+        .iter()
+        .map(|r| r.index + 1)
+        .max()
+        .unwrap_or(0)
+        .max(q.log_size.unwrap_or(0));
+    let (size, root) = state.log_head_covering(need).await?;
     let mut entries = Vec::with_capacity(rows.len());
     for r in rows.into_iter().filter(|r| r.index < size) {
         entries.push(LogEntryInfo {
@@ -277,7 +285,7 @@ pub async fn log_publisher(
         });
     }
     Ok(Json(LogEntries {
-        checkpoint: state.log.sign_checkpoint(size, root),
+        checkpoint: state.checkpoint_note(size, root),
         entries,
         consistency: consistency(&state, q.log_size, size).await?,
     }))

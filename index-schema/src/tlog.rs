@@ -657,13 +657,104 @@ const ALG_ED25519: u8 = 1;
 
 /// A signed-note key id: the first 4 bytes of SHA-256(name ‖ `\n` ‖ 0x01 ‖ public key).
 fn note_key_id(name: &str, key: &PublicKey) -> u32 {
+    key_id_of(ALG_ED25519, name, key)
+}
+
+/// The signed-note key id of a key of signature type `alg`: the first 4 bytes of
+/// SHA-256(name ‖ `\n` ‖ alg ‖ public key).
+fn key_id_of(alg: u8, name: &str, key: &PublicKey) -> u32 {
     let mut h = Sha256::new();
     h.update(name.as_bytes());
     h.update(b"\n");
-    h.update([ALG_ED25519]);
+    h.update([alg]);
     h.update(key.to_bytes());
     let d = h.finalize();
     u32::from_be_bytes([d[0], d[1], d[2], d[3]])
+}
+
+/// Parses a signed-note secret key `PRIVATE+KEY+<name>+<key id hex>+<base64(alg ‖ seed)>`
+/// (surrounding whitespace ignored) of signature type `alg`, checking its key id.
+fn parse_secret_text(s: &str, alg: u8) -> Result<(String, SecretKey)> {
+    let rest = s
+        .trim()
+        .strip_prefix("PRIVATE+KEY+")
+        .ok_or_else(|| TlogError::Key("does not start with PRIVATE+KEY+".into()))?;
+    // The name holds no `+`; the base64 key may.
+    let mut parts = rest.splitn(3, '+');
+    let (Some(name), Some(id), Some(b64)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(TlogError::Key("expected <name>+<id>+<key>".into()));
+    };
+    check_origin(name)?;
+    let bytes = STANDARD
+        .decode(b64)
+        .map_err(|e| TlogError::Key(format!("secret is not base64: {e}")))?;
+    let seed: [u8; 32] = match bytes.split_first() {
+        Some((&a, seed)) if a == alg => seed
+            .try_into()
+            .map_err(|_| TlogError::Key("secret is not 1 + 32 bytes".into()))?,
+        _ => return Err(TlogError::Key(format!("not a key of type 0x{alg:02x}"))),
+    };
+    let key = SecretKey::from_seed(&seed);
+    if format!("{:08x}", key_id_of(alg, name, &key.public_key())) != id {
+        return Err(TlogError::Key(format!(
+            "key id {id} does not match the key and name"
+        )));
+    }
+    Ok((name.to_string(), key))
+}
+
+/// The secret key text [`parse_secret_text`] reads.
+fn secret_text(alg: u8, name: &str, key: &SecretKey) -> String {
+    let mut bytes = vec![alg];
+    bytes.extend_from_slice(&key.seed());
+    format!(
+        "PRIVATE+KEY+{name}+{:08x}+{}",
+        key_id_of(alg, name, &key.public_key()),
+        STANDARD.encode(bytes)
+    )
+}
+
+/// Parses a signed-note verifier key `<name>+<key id hex>+<base64(alg ‖ public key)>` of
+/// signature type `alg`, checking its key id.
+fn parse_verifier_text(s: &str, alg: u8) -> Result<(String, u32, PublicKey)> {
+    let s = s.trim();
+    // The name holds no `+`; the base64 key may.
+    let mut parts = s.splitn(3, '+');
+    let (Some(name), Some(id), Some(b64)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(TlogError::Key(format!(
+            "`{s}` is not <name>+<key id>+<key>"
+        )));
+    };
+    check_origin(name)?;
+    let bytes = STANDARD
+        .decode(b64)
+        .map_err(|e| TlogError::Key(format!("key is not base64: {e}")))?;
+    let key: [u8; 32] = match bytes.split_first() {
+        Some((&a, key)) if a == alg => key
+            .try_into()
+            .map_err(|_| TlogError::Key("key is not 1 + 32 bytes".into()))?,
+        Some((&a, _)) => {
+            return Err(TlogError::Key(format!(
+                "a key of type 0x{a:02x}, not 0x{alg:02x}"
+            )));
+        }
+        None => return Err(TlogError::Key("empty key".into())),
+    };
+    let key = PublicKey::from_bytes(&key).map_err(|e| TlogError::Key(e.to_string()))?;
+    let want = key_id_of(alg, name, &key);
+    if format!("{want:08x}") != id {
+        return Err(TlogError::Key(format!(
+            "key id {id} does not match the key and name"
+        )));
+    }
+    Ok((name.to_string(), want, key))
+}
+
+/// The verifier key text [`parse_verifier_text`] reads.
+fn verifier_text(alg: u8, name: &str, id: u32, key: &PublicKey) -> String {
+    let mut bytes = vec![alg];
+    bytes.extend_from_slice(&key.to_bytes());
+    format!("{name}+{id:08x}+{}", STANDARD.encode(bytes))
 }
 
 fn check_origin(name: &str) -> Result<()> {
@@ -708,47 +799,13 @@ impl LogSigner {
     /// `PRIVATE+KEY+<origin>+<key id hex>+<base64(0x01 ‖ seed)>` (surrounding whitespace
     /// ignored).
     pub fn from_secret_text(s: &str) -> Result<Self> {
-        let rest = s
-            .trim()
-            .strip_prefix("PRIVATE+KEY+")
-            .ok_or_else(|| TlogError::Key("does not start with PRIVATE+KEY+".into()))?;
-        // The name holds no `+`; the base64 key may.
-        let mut parts = rest.splitn(3, '+');
-        let (Some(name), Some(id), Some(b64)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(TlogError::Key("expected <origin>+<id>+<key>".into()));
-        };
-        check_origin(name)?;
-        let bytes = STANDARD
-            .decode(b64)
-            .map_err(|e| TlogError::Key(format!("secret is not base64: {e}")))?;
-        let seed: [u8; 32] = match bytes.split_first() {
-            Some((&ALG_ED25519, seed)) => seed
-                .try_into()
-                .map_err(|_| TlogError::Key("secret is not 1 + 32 bytes".into()))?,
-            _ => return Err(TlogError::Key("not an Ed25519 (type 0x01) key".into())),
-        };
-        let signer = LogSigner {
-            origin: name.to_string(),
-            key: SecretKey::from_seed(&seed),
-        };
-        if format!("{:08x}", signer.verifier().id) != id {
-            return Err(TlogError::Key(format!(
-                "key id {id} does not match the key and origin"
-            )));
-        }
-        Ok(signer)
+        let (origin, key) = parse_secret_text(s, ALG_ED25519)?;
+        Ok(LogSigner { origin, key })
     }
 
     /// The secret key text; whoever has it can sign checkpoints for this log.
     pub fn to_secret_text(&self) -> String {
-        let mut bytes = vec![ALG_ED25519];
-        bytes.extend_from_slice(&self.key.seed());
-        format!(
-            "PRIVATE+KEY+{}+{:08x}+{}",
-            self.origin,
-            self.verifier().id,
-            STANDARD.encode(bytes)
-        )
+        secret_text(ALG_ED25519, &self.origin, &self.key)
     }
 
     /// The log's origin (the key's name).
@@ -802,36 +859,8 @@ pub struct Checkpoint {
 impl LogVerifier {
     /// Parses the verifier key text.
     pub fn parse(s: &str) -> Result<Self> {
-        let s = s.trim();
-        // The name holds no `+`; the base64 key may.
-        let mut parts = s.splitn(3, '+');
-        let (Some(name), Some(id), Some(b64)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(TlogError::Key(format!(
-                "`{s}` is not <origin>+<key id>+<key>"
-            )));
-        };
-        check_origin(name)?;
-        let bytes = STANDARD
-            .decode(b64)
-            .map_err(|e| TlogError::Key(format!("key is not base64: {e}")))?;
-        let key: [u8; 32] = match bytes.split_first() {
-            Some((&ALG_ED25519, key)) => key
-                .try_into()
-                .map_err(|_| TlogError::Key("key is not 1 + 32 bytes".into()))?,
-            _ => return Err(TlogError::Key("not an Ed25519 (type 0x01) key".into())),
-        };
-        let key = PublicKey::from_bytes(&key).map_err(|e| TlogError::Key(e.to_string()))?;
-        let v = LogVerifier {
-            id: note_key_id(name, &key),
-            origin: name.to_string(),
-            key,
-        };
-        if format!("{:08x}", v.id) != id {
-            return Err(TlogError::Key(format!(
-                "key id {id} does not match the key and origin"
-            )));
-        }
-        Ok(v)
+        let (origin, id, key) = parse_verifier_text(s, ALG_ED25519)?;
+        Ok(LogVerifier { origin, id, key })
     }
 
     /// The log's origin.
@@ -841,11 +870,20 @@ impl LogVerifier {
 
     /// Checks a signed checkpoint note: signed by this key, of this origin.
     pub fn verify_checkpoint(&self, note: &str) -> Result<Checkpoint> {
+        self.open(note).map(|(cp, _, _)| cp)
+    }
+
+    /// Checks a signed checkpoint note and returns it with the signatures of keys other than
+    /// the log's (witness cosignatures among them), unverified.
+    fn open(
+        &self,
+        note: &str,
+    ) -> Result<(Checkpoint, signed_note::Note, Vec<signed_note::Signature>)> {
         let parsed = signed_note::Note::from_bytes(note.as_bytes())
             .map_err(|e| TlogError::Checkpoint(format!("not a signed note: {e}")))?;
         let verifiers =
             signed_note::VerifierList::new(vec![Box::new(OwnedNoteVerifier(self.clone()))]);
-        parsed
+        let (_, others) = parsed
             .verify(&verifiers)
             .map_err(|e| TlogError::Checkpoint(format!("not signed by the log key {self}: {e}")))?;
         let cp = tlog_tiles::Checkpoint::from_bytes(parsed.text())
@@ -857,11 +895,12 @@ impl LogVerifier {
                 self.origin
             )));
         }
-        Ok(Checkpoint {
+        let cp = Checkpoint {
             origin: cp.origin().to_string(),
             size: cp.size(),
             root: *cp.hash(),
-        })
+        };
+        Ok((cp, parsed, others))
     }
 }
 
@@ -881,17 +920,20 @@ impl signed_note::Verifier for OwnedNoteVerifier {
 
 impl fmt::Display for LogVerifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut bytes = vec![ALG_ED25519];
-        bytes.extend_from_slice(&self.key.to_bytes());
-        write!(
-            f,
-            "{}+{:08x}+{}",
-            self.origin,
+        f.write_str(&verifier_text(
+            ALG_ED25519,
+            &self.origin,
             self.id,
-            STANDARD.encode(bytes)
-        )
+            &self.key,
+        ))
     }
 }
+
+mod cosign;
+pub use cosign::{
+    AddCheckpoint, Cosignature, MAX_PROOF_LINES, WitnessSigner, WitnessVerifier, body_of,
+    cosignature_lines, origin_of,
+};
 
 #[cfg(test)]
 mod tests;

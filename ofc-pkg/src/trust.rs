@@ -21,6 +21,10 @@
 //! client verified (`[hubs."…".log] key = "origin+id+base64"`, `checkpoint = "…"`): every later
 //! checkpoint must be signed by that key and be consistent with the stored one.
 //!
+//! Witnesses are configured by hand (`ofc trust witness add KEY`, `ofc trust witness require
+//! N`): `[hubs."…".witnesses] keys = ["name+id+base64", …]`, `required = N`. Every checkpoint
+//! of that hub must then carry valid cosignatures of at least N of those witnesses.
+//!
 //! Every change goes through [`TrustStore::update`]: an exclusive lock on `trust.lock`, read,
 //! change, write to a temp file and rename, so concurrent pulls never lose a pin.
 
@@ -80,6 +84,26 @@ pub struct HubTrust {
     /// The hub's transparency log: its key and the last verified checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<LogTrust>,
+    #[serde(default, skip_serializing_if = "Witnesses::is_empty")]
+    pub witnesses: Witnesses,
+}
+
+/// The witnesses whose cosignatures a hub's checkpoints must carry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Witnesses {
+    /// Verifier keys, `name+id+base64(0x04 ‖ key)`.
+    #[serde(default)]
+    pub keys: Vec<String>,
+    /// How many of them must have cosigned (0: none required).
+    #[serde(default)]
+    pub required: usize,
+}
+
+impl Witnesses {
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty() && self.required == 0
+    }
 }
 
 /// A hub's transparency log as this client last verified it.
@@ -257,6 +281,27 @@ impl TrustStore {
             }
         }
         Ok(())
+    }
+
+    /// The witness policy of `hub`.
+    pub fn witnesses(&self, hub: &str) -> Witnesses {
+        self.hubs
+            .get(hub)
+            .map(|h| h.witnesses.clone())
+            .unwrap_or_default()
+    }
+
+    /// The witness policy of `hub`, to change.
+    pub fn witnesses_mut(&mut self, hub: &str) -> &mut Witnesses {
+        &mut self.hubs.entry(hub.to_string()).or_default().witnesses
+    }
+
+    /// Forgets the log key and checkpoint pinned for `hub` (after its operator announced a new
+    /// log); the next pull pins again on first use.
+    pub fn forget_log(&mut self, hub: &str) -> bool {
+        self.hubs
+            .get_mut(hub)
+            .is_some_and(|h| h.log.take().is_some())
     }
 
     /// Forgets what was seen of `name` (after a publisher deleted versions on purpose).

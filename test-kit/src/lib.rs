@@ -38,7 +38,8 @@ pub use fixtures::{Publisher, bundle_manifest, key_for, remote_manifest};
 pub use in_process::{Served, TestHub, add_publisher, fresh_store, test_config};
 pub use postgres::{PgDatabase, database_for, postgres_base_url};
 pub use process::{
-    COMMAND_BOUND, HubProcess, ProcessOptions, SEARCH_BOUND, START_BOUND, bin, hub_command,
+    COMMAND_BOUND, HubProcess, ProcessOptions, SEARCH_BOUND, START_BOUND, WitnessProcess, bin,
+    hub_command,
 };
 pub use request::{Request, on_own_runtime};
 

@@ -107,6 +107,46 @@ impl ProcessOptions {
     }
 }
 
+/// Spawns `cmd` (an `ofc-hub` that serves), drains its stderr into `log` for its whole life,
+/// and waits until it prints the line `<prefix><address>`; the child and that address.
+/// Panics, with what it wrote, when it does not within [`START_BOUND`].
+fn spawn_listening(
+    mut cmd: Command,
+    prefix: &'static str,
+    log: &Arc<Mutex<Vec<String>>>,
+) -> (Child, SocketAddr) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let l = log.clone();
+    // Drains stderr for the life of the process, so it never blocks writing to it.
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(addr) = line.strip_prefix(prefix) {
+                let _ = tx.send(addr.trim().to_string());
+            }
+            l.lock().unwrap().push(line);
+        }
+    });
+    match rx.recv_timeout(START_BOUND) {
+        Ok(addr) => (child, addr.parse().expect("a socket address")),
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{cmd:?} did not start ({e}):\n{}",
+                log.lock().unwrap().join("\n")
+            );
+        }
+    }
+}
+
 /// A running (or stopped) `ofc-hub serve` with its own data directory and database.
 #[derive(Debug)]
 pub struct HubProcess {
@@ -162,35 +202,9 @@ impl HubProcess {
         let listen = self
             .addr
             .map_or_else(|| "127.0.0.1:0".to_string(), |a| a.to_string());
-        let mut child = self
-            .command()
-            .args(["serve", "--listen", &listen])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn ofc-hub serve");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let l = self.log.clone();
-        // Drains stderr for the life of the process, so the hub never blocks writing to it.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if let Some(url) = line.strip_prefix("ofc-hub listening on http://") {
-                    let _ = tx.send(url.trim().to_string());
-                }
-                l.lock().unwrap().push(line);
-            }
-        });
-        let addr: SocketAddr = match rx.recv_timeout(START_BOUND) {
-            Ok(addr) => addr.parse().expect("a socket address"),
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("ofc-hub did not start ({e}):\n{}", self.log());
-            }
-        };
+        let mut cmd = self.command();
+        cmd.args(["serve", "--listen", &listen]);
+        let (child, addr) = spawn_listening(cmd, "ofc-hub listening on http://", &self.log);
         if let Some(old) = self.addr {
             assert_eq!(addr, old, "the restarted hub listens elsewhere");
         }
@@ -397,6 +411,111 @@ impl Drop for HubProcess {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+}
+
+/// A running (or stopped) `ofc-hub witness serve`, with its own data dir (its key and its
+/// state file), witnessing the logs whose verifier keys it was given.
+#[derive(Debug)]
+pub struct WitnessProcess {
+    child: Option<Child>,
+    addr: Option<SocketAddr>,
+    /// `http://127.0.0.1:PORT`, its submission prefix.
+    pub url: String,
+    /// Its verifier key (`name+id+base64`).
+    pub key: String,
+    logs: Vec<String>,
+    log: Arc<Mutex<Vec<String>>>,
+    bin: PathBuf,
+    data: PathBuf,
+    _root: tempfile::TempDir,
+}
+
+impl WitnessProcess {
+    /// A new witness named `name` following `logs` (verifier keys, as `ofc-hub log key`
+    /// prints them), started on an ephemeral loopback port.
+    pub fn start(name: &str, logs: &[&str]) -> WitnessProcess {
+        let root = tempfile::tempdir().expect("a temp dir for the witness");
+        let data = root.path().join("data");
+        let bin = bin("ofc-hub");
+        let out = hub_command(&bin, &data, None)
+            .args(["witness", "key", "--name", name])
+            .output()
+            .expect("run ofc-hub witness key");
+        assert!(
+            out.status.success(),
+            "ofc-hub witness key failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let mut w = WitnessProcess {
+            child: None,
+            addr: None,
+            url: String::new(),
+            key,
+            logs: logs.iter().map(|l| l.to_string()).collect(),
+            log: Arc::new(Mutex::new(Vec::new())),
+            bin,
+            data,
+            _root: root,
+        };
+        w.spawn();
+        w
+    }
+
+    /// Starts the stopped witness on the address it had (ephemeral the first time).
+    pub fn spawn(&mut self) {
+        assert!(self.child.is_none(), "the witness is already running");
+        let listen = self
+            .addr
+            .map_or_else(|| "127.0.0.1:0".to_string(), |a| a.to_string());
+        let mut cmd = hub_command(&self.bin, &self.data, None);
+        cmd.args(["witness", "serve", "--listen", &listen]);
+        for l in &self.logs {
+            cmd.args(["--log", l]);
+        }
+        let (child, addr) = spawn_listening(cmd, "ofc-hub witness listening on http://", &self.log);
+        self.addr = Some(addr);
+        self.url = format!("http://{addr}");
+        self.child = Some(child);
+    }
+
+    /// SIGKILL, and wait for it.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().expect("SIGKILL the witness");
+            c.wait().expect("reap the witness");
+        }
+    }
+
+    /// Kills the witness if it runs and starts it again on the same state and address.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Everything it wrote to stderr so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    /// Its data dir (`witness-key`, `witness-state.json`).
+    pub fn data_dir(&self) -> &Path {
+        &self.data
+    }
+
+    /// `[[log_witnesses]]` for a hub's `hub.toml`.
+    pub fn hub_toml(&self) -> String {
+        format!(
+            "[[log_witnesses]]\nurl = \"{}\"\nkey = \"{}\"\n",
+            self.url, self.key
+        )
+    }
+}
+
+impl Drop for WitnessProcess {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 

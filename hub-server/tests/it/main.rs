@@ -22,3 +22,4 @@ mod search_crash;
 mod search_http;
 mod storage;
 mod tlog;
+mod witness;

@@ -12,7 +12,7 @@ use ofc_test_kit::{Backend, TestHub, remote_manifest};
 use rstest::rstest;
 use serde_json::Value;
 
-fn aics_tlog() -> PathBuf {
+pub(crate) fn aics_tlog() -> PathBuf {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/aics-tlog");
     let out = Command::new(&script)
         .output()
@@ -27,7 +27,7 @@ fn aics_tlog() -> PathBuf {
 }
 
 /// Runs `aics-tlog ARGS`; its one JSON report and whether it said ok.
-fn aics(bin: &Path, args: &[&str]) -> (bool, Value) {
+pub(crate) fn aics(bin: &Path, args: &[&str]) -> (bool, Value) {
     let out = Command::new(bin).args(args).output().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(

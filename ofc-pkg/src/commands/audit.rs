@@ -43,6 +43,7 @@ pub fn run(args: &AuditArgs, out: &mut Output) -> Result<ExitStatus> {
     let hub = Hub::from_env(&paths)?;
     let rt = hub::runtime()?;
     let before = log::before(&paths, &hub.url)?;
+    let witnesses = log::witnesses(&paths, &hub.url)?;
     let page = rt
         .block_on(hub.log_entries(
             &publisher,
@@ -58,6 +59,7 @@ pub fn run(args: &AuditArgs, out: &mut Output) -> Result<ExitStatus> {
     let (checked, cp) = rt.block_on(log::check_head(
         &hub,
         before.as_ref(),
+        &witnesses,
         &page.checkpoint,
         page.consistency.as_deref(),
         &what,

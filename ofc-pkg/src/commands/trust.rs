@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::config::{self, Paths};
 use crate::output::{ExitStatus, Output, UserError};
-use crate::trust::TrustStore;
+use crate::trust::{TrustStore, Witnesses};
 
 /// `ofc trust` verbs.
 #[derive(Debug, clap::Subcommand)]
@@ -35,6 +35,39 @@ pub enum TrustCommand {
     Forget {
         /// `publisher/agent`.
         agent: String,
+    },
+    /// Show the hub's transparency-log key and the last checkpoint verified (pinned on first
+    /// use); with --forget, forget them, so the next pull pins the log the hub announces.
+    Log {
+        /// Forget the pinned log (only after the hub's operator announced a new log).
+        #[arg(long)]
+        forget: bool,
+    },
+    /// The witnesses whose cosignatures the hub's log checkpoints must carry.
+    #[command(subcommand)]
+    Witness(WitnessCommand),
+}
+
+/// `ofc trust witness` verbs.
+#[derive(Debug, clap::Subcommand)]
+pub enum WitnessCommand {
+    /// Show the witnesses trusted for the hub and how many cosignatures are required.
+    List,
+    /// Trust a witness: its verifier key (`name+id+base64`, as `ofc-hub witness key` prints
+    /// it). The first one added also makes one cosignature required.
+    Add {
+        /// The witness's verifier key.
+        key: String,
+    },
+    /// Stop trusting a witness (by key or name); the number required drops to what is left.
+    Remove {
+        /// The witness's verifier key or name.
+        witness: String,
+    },
+    /// Require valid cosignatures of N of the trusted witnesses on every checkpoint (0: none).
+    Require {
+        /// How many.
+        n: usize,
     },
 }
 
@@ -157,6 +190,144 @@ pub fn run(cmd: &TrustCommand, out: &mut Output) -> Result<ExitStatus> {
                 out.status(&format!("nothing was recorded for {name} on {hub}"));
             }
         }
+        TrustCommand::Log { forget } => {
+            let hub = hub_of()?;
+            if *forget {
+                let forgot = TrustStore::update(&paths, |t| Ok(t.forget_log(&hub)))?;
+                if out.json {
+                    out.json_value(&json!({"hub": hub, "forgotten": forgot}));
+                } else if forgot {
+                    out.status(&format!(
+                        "forgot the log pinned for {hub}; the next pull pins the log it announces"
+                    ));
+                } else {
+                    out.status(&format!("no log is pinned for {hub}"));
+                }
+                return Ok(ExitStatus::Success);
+            }
+            let log = TrustStore::load(&paths)?.log(&hub);
+            let size = log.as_ref().and_then(|l| {
+                index_schema::tlog::LogVerifier::parse(&l.key)
+                    .and_then(|v| v.verify_checkpoint(&l.checkpoint))
+                    .ok()
+                    .map(|c| c.size)
+            });
+            if out.json {
+                out.json_value(&json!({
+                    "hub": hub,
+                    "key": log.as_ref().map(|l| l.key.clone()),
+                    "size": size,
+                    "checkpoint": log.as_ref().map(|l| l.checkpoint.clone()),
+                }));
+            } else {
+                match (&log, size) {
+                    (Some(l), Some(n)) => {
+                        out.data(&format!("log key    {}", l.key));
+                        out.data(&format!("verified   {n} entries"));
+                    }
+                    (Some(l), None) => {
+                        out.data(&format!("log key    {}", l.key));
+                        out.data("verified   (the stored checkpoint does not verify)");
+                    }
+                    (None, _) => out.status(&format!(
+                        "no log is pinned for {hub}; the next pull pins the one it announces"
+                    )),
+                }
+            }
+        }
+        TrustCommand::Witness(cmd) => return witness(cmd, &paths, out),
     }
+    Ok(ExitStatus::Success)
+}
+
+fn witness_key(key: &str) -> Result<index_schema::tlog::WitnessVerifier> {
+    index_schema::tlog::WitnessVerifier::parse(key).map_err(|e| {
+        UserError::new(format!("invalid witness key `{key}`: {e}"))
+            .hint("a witness key looks like `name+1a2b3c4d+BASE64`, as `ofc-hub witness key` prints it")
+            .into()
+    })
+}
+
+fn show_witnesses(hub: &str, w: &Witnesses, out: &mut Output) {
+    if out.json {
+        out.json_value(&json!({"hub": hub, "keys": w.keys, "required": w.required}));
+    } else if w.keys.is_empty() {
+        out.status(&format!("no witnesses are trusted for {hub}"));
+    } else {
+        for k in &w.keys {
+            out.data(k);
+        }
+        out.status(&format!(
+            "{} of these {} witnesses must cosign every checkpoint of {hub}",
+            w.required,
+            w.keys.len()
+        ));
+    }
+}
+
+fn witness(cmd: &WitnessCommand, paths: &Paths, out: &mut Output) -> Result<ExitStatus> {
+    let hub = hub_of()?;
+    let w = match cmd {
+        WitnessCommand::List => TrustStore::load(paths)?.witnesses(&hub),
+        WitnessCommand::Add { key } => {
+            let v = witness_key(key)?;
+            let text = v.to_string();
+            TrustStore::update(paths, |t| {
+                let w = t.witnesses_mut(&hub);
+                if let Some(same) = w.keys.iter().find(|k| {
+                    index_schema::tlog::WitnessVerifier::parse(k)
+                        .is_ok_and(|o| o.name() == v.name())
+                }) && *same != text
+                {
+                    return Err(UserError::new(format!(
+                        "another key is trusted for the witness `{}`: {same}",
+                        v.name()
+                    ))
+                    .hint("`ofc trust witness remove NAME` first, if the witness changed its key")
+                    .into());
+                }
+                if !w.keys.contains(&text) {
+                    w.keys.push(text.clone());
+                }
+                w.required = w.required.max(1);
+                Ok(w.clone())
+            })?
+        }
+        WitnessCommand::Remove { witness } => {
+            let (removed, w) = TrustStore::update(paths, |t| {
+                let w = t.witnesses_mut(&hub);
+                let before = w.keys.len();
+                w.keys.retain(|k| {
+                    k != witness
+                        && !index_schema::tlog::WitnessVerifier::parse(k)
+                            .is_ok_and(|v| v.name() == witness)
+                });
+                w.required = w.required.min(w.keys.len());
+                Ok((before - w.keys.len(), w.clone()))
+            })?;
+            if removed == 0 {
+                return Err(
+                    UserError::new(format!("no witness `{witness}` is trusted for {hub}"))
+                        .hint("`ofc trust witness list` shows them")
+                        .into(),
+                );
+            }
+            w
+        }
+        WitnessCommand::Require { n } => TrustStore::update(paths, |t| {
+            let w = t.witnesses_mut(&hub);
+            if *n > w.keys.len() {
+                return Err(UserError::new(format!(
+                    "cannot require {n} cosignatures: {} witnesses are trusted for {hub}",
+                    w.keys.len()
+                ))
+                .hint("`ofc trust witness add KEY` adds one")
+                .into());
+            }
+            w.required = *n;
+            Ok(w.clone())
+        })?,
+    };
+    show_witnesses(&hub, &w, out);
     Ok(ExitStatus::Success)
 }

@@ -6,14 +6,19 @@
 //! for everyone, nor rewrite or truncate its history, without the pull being refused. Versions
 //! served from the cache were checked when they were fetched; nothing here needs the network
 //! but the version answer (and, on first use, `GET /api/v1/log` for the key).
+//!
+//! When the user requires witnesses for the hub (`ofc trust witness`), the checkpoint must also
+//! carry valid cosignatures (C2SP tlog-cosignature) of enough of them: witnesses cosign only
+//! checkpoints that extend what they saw, so a view of the log shown to this client alone is
+//! refused on its first use, not only at the next pull.
 
 use anyhow::{Result, anyhow, bail};
 use index_schema::envelope::KeyId;
 use index_schema::hub_api::VersionInfo;
 use index_schema::name::{AgentName, Digest};
 use index_schema::tlog::{
-    Checkpoint, Entry, Hash, LogVerifier, check_consistency, check_inclusion, hash_b64,
-    parse_hash_b64,
+    Checkpoint, Entry, Hash, LogVerifier, WitnessVerifier, check_consistency, check_inclusion,
+    hash_b64, parse_hash_b64,
 };
 use semver::Version;
 
@@ -65,6 +70,46 @@ pub(crate) fn before(paths: &Paths, hub: &str) -> Result<Option<Before>> {
     }))
 }
 
+/// The witnesses whose cosignatures a hub's checkpoints must carry.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Witnesses {
+    keys: Vec<WitnessVerifier>,
+    required: usize,
+}
+
+/// The witness policy the user set for `hub` in `trust.toml`.
+pub(crate) fn witnesses(paths: &Paths, hub: &str) -> Result<Witnesses> {
+    let w = TrustStore::load(paths)?.witnesses(hub);
+    let keys = w
+        .keys
+        .iter()
+        .map(|k| {
+            WitnessVerifier::parse(k).map_err(|e| {
+                anyhow!(
+                    UserError::new(format!(
+                        "trust.toml: the witness key `{k}` of {hub} is invalid: {e}"
+                    ))
+                    .hint("`ofc trust witness remove KEY` removes it")
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if w.required > keys.len() {
+        bail!(
+            UserError::new(format!(
+                "trust.toml: {hub} requires {} witness cosignatures, but only {} witness keys are set",
+                w.required,
+                keys.len()
+            ))
+            .hint("`ofc trust witness add KEY` adds one; `ofc trust witness require N` changes the number")
+        );
+    }
+    Ok(Witnesses {
+        keys,
+        required: w.required,
+    })
+}
+
 fn refuse(what: String) -> anyhow::Error {
     anyhow!(
         UserError::new(format!("{what}; refusing it"))
@@ -86,6 +131,7 @@ fn hashes(list: &[String], what: &str) -> Result<Vec<Hash>> {
 pub(crate) async fn check_head(
     hub: &Hub,
     before: Option<&Before>,
+    witnesses: &Witnesses,
     note: &str,
     consistency: Option<&[String]>,
     what: &str,
@@ -100,7 +146,7 @@ pub(crate) async fn check_head(
             (v, info.key)
         }
     };
-    let cp = verifier.verify_checkpoint(note).map_err(|e| {
+    let (cp, cosigned) = verifier.verify_cosigned(note, &witnesses.keys).map_err(|e| {
         anyhow!(
             UserError::new(format!(
                 "the checkpoint sent with {what} does not verify with the hub's {} log key \
@@ -114,6 +160,22 @@ pub(crate) async fn check_head(
             ))
         )
     })?;
+    if cosigned.len() < witnesses.required {
+        let names: Vec<&str> = witnesses.keys.iter().map(WitnessVerifier::name).collect();
+        bail!(
+            UserError::new(format!(
+                "the checkpoint sent with {what} (log size {}) carries valid cosignatures of {} of \
+                 the witnesses this client trusts for {} ({}), and {} are required; refusing it",
+                cp.size,
+                cosigned.len(),
+                hub.url,
+                names.join(", "),
+                witnesses.required
+            ))
+            .hint("nothing was installed; the hub's witnesses cosign new entries within seconds of a publish: retry shortly")
+            .hint("if it persists, its witnesses are down or the hub is showing this client a view of its log they did not see — report it to the hub's operator; `ofc trust witness list` shows the policy")
+        );
+    }
     if let Some(b) = before {
         let old = &b.checkpoint;
         if cp.size < old.size {
@@ -177,9 +239,11 @@ pub(crate) fn check_entry(
 }
 
 /// Checks `vi`'s log proof for the verified manifest (`digest`, signed by `key_id`).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn check(
     hub: &Hub,
     before: Option<&Before>,
+    witnesses: &Witnesses,
     name: &AgentName,
     version: &Version,
     digest: &Digest,
@@ -193,8 +257,15 @@ pub(super) async fn check(
         )));
     };
     let what = format!("{name} {version}");
-    let (checked, cp) =
-        check_head(hub, before, &l.checkpoint, l.consistency.as_deref(), &what).await?;
+    let (checked, cp) = check_head(
+        hub,
+        before,
+        witnesses,
+        &l.checkpoint,
+        l.consistency.as_deref(),
+        &what,
+    )
+    .await?;
     let want = Entry::publish(name.clone(), &version.to_string(), *digest, *key_id)
         .map_err(|e| anyhow!("{e}"))?
         .to_string();

@@ -797,6 +797,7 @@ impl Ctx {
         signer: Option<KeyId>,
     ) -> Result<Pulled> {
         let log_before = log::before(&self.paths, &hub.url)?;
+        let witnesses = log::witnesses(&self.paths, &hub.url)?;
         let vi = hub
             .version_since(
                 name,
@@ -836,6 +837,7 @@ impl Ctx {
         let logged = log::check(
             hub,
             log_before.as_ref(),
+            &witnesses,
             name,
             &resolved.version,
             &digest,

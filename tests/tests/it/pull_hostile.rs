@@ -9,7 +9,8 @@ use crate::common::Publishers as _;
 use crate::common::{Ofc, Publisher};
 use crate::hostile::{HostileHub, Mode};
 use index_schema::envelope::SecretKey;
-use ofc_test_kit::{HubProcess, ProcessOptions, TestHub};
+use index_schema::tlog::{LogVerifier, WitnessSigner, WitnessVerifier};
+use ofc_test_kit::{HubProcess, ProcessOptions, TestHub, WitnessProcess};
 use std::time::Duration;
 
 /// A hub with `acme/tool` 1.0.0 and 2.0.0 published by `acme`, and a proxy in front of it.
@@ -40,7 +41,53 @@ fn agent_dir(root: &Path, version: &str) -> PathBuf {
 }
 
 fn setup() -> Setup {
-    let hub = TestHub::process(ProcessOptions::default());
+    setup_on(TestHub::process(ProcessOptions::default()))
+}
+
+/// [`setup`] on a hub whose log a real `ofc-hub witness` cosigns, with `other/thing` 1.0.0
+/// published too; returns once the hub serves a checkpoint the witness cosigned of all 5
+/// entries (the two keys and the three versions).
+fn witnessed_setup() -> (Setup, WitnessProcess) {
+    let mut hub = TestHub::process(ProcessOptions::default().stopped());
+    let out = hub.run(&["log", "key"]);
+    assert!(out.status.success(), "{out:?}");
+    let log_key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let w = WitnessProcess::start("witness.test/w1", &[&log_key]);
+    std::fs::write(hub.data_dir().join("hub.toml"), w.hub_toml()).unwrap();
+    hub.spawn();
+    let s = setup_on(hub);
+    let other = s.hub.publisher("other", &[]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = agent_dir(work.path(), "1.0.0");
+    let yaml = std::fs::read_to_string(dir.join("agent.yaml")).unwrap();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        yaml.replace("acme/tool", "other/thing"),
+    )
+    .unwrap();
+    other.ofc.ok(&["publish", dir.to_str().unwrap()]);
+    let log = LogVerifier::parse(&log_key).unwrap();
+    let wv = WitnessVerifier::parse(&w.key).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let note = String::from_utf8(s.hub.get_bytes("/log/checkpoint")).unwrap();
+        let (cp, sigs) = log
+            .verify_cosigned(&note, std::slice::from_ref(&wv))
+            .unwrap();
+        if cp.size >= 5 && !sigs.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never cosigned: {note}\n{}",
+            s.hub.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (s, w)
+}
+
+fn setup_on(hub: HubProcess) -> Setup {
     let publisher = hub.publisher("acme", &[]);
     let work = tempfile::tempdir().unwrap();
     for v in ["1.0.0", "2.0.0"] {
@@ -480,8 +527,19 @@ fn text_from_the_hub_cannot_drive_the_terminal() {
 /// A second hub holding the first one's log key (as a compromised operator could run): it
 /// signs checkpoints of another log, where `<user>/tool` has other content.
 fn fork_of(s: &Setup, user: &str, versions: &[&str]) -> (HubProcess, Publisher, tempfile::TempDir) {
+    fork_with(s, user, versions, "")
+}
+
+/// [`fork_of`] with `hub_toml` as the fork's settings.
+fn fork_with(
+    s: &Setup,
+    user: &str,
+    versions: &[&str],
+    hub_toml: &str,
+) -> (HubProcess, Publisher, tempfile::TempDir) {
     let mut fork = TestHub::process(ProcessOptions::default().stopped());
     std::fs::create_dir_all(fork.data_dir()).unwrap();
+    std::fs::write(fork.data_dir().join("hub.toml"), hub_toml).unwrap();
     std::fs::copy(
         s.hub.data_dir().join("log-key"),
         fork.data_dir().join("log-key"),
@@ -614,4 +672,85 @@ fn audit_lists_a_publishers_logged_events_and_refuses_another_view() {
     s.proxy.set(Mode::Fork(fork.url.clone()));
     let r = ofc.run(&["audit", "acme"]);
     assert_refused(&r, "another view");
+}
+
+#[test]
+fn with_a_witness_required_a_view_it_did_not_cosign_is_refused_at_once() {
+    let (s, w) = witnessed_setup();
+    // The compromised operator's fork asks the same witness to cosign its log: refused, as
+    // the witness saw the real one.
+    let (fork, _fp, _w) = fork_with(&s, "acme", &["2.0.0"], &w.hub_toml());
+
+    // A client that requires the witness pulls from the real hub.
+    let (_ta, a) = s.consumer();
+    let v = a.json(&["trust", "witness", "add", &w.key]);
+    assert_eq!(v["required"], 1, "{v}");
+    a.ok(&["pull", "acme/tool@2.0.0"]);
+    // Another is shown the fork on its very first pull: no cosignature, refused — without a
+    // checkpoint verified before, only the witness can tell.
+    let (_tb, b) = s.consumer();
+    b.ok(&["trust", "witness", "add", &w.key]);
+    s.proxy.set(Mode::Fork(fork.url.clone()));
+    let r = b.run(&["pull", "acme/tool@2.0.0"]);
+    assert_refused(&r, "carries valid cosignatures of 0 of the witnesses");
+    assert!(r.stderr.contains("witness.test/w1"), "{}", r.stderr);
+    assert!(installed_bundles(b.home()).is_empty());
+    // The fork's hub says the witness refused it (its rounds run every 200 ms).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !fork.log().contains("the witness cosigned a larger tree") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fork's hub never said the witness refused:\n{}",
+            fork.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A client that requires no witness is fooled on first use (and caught at its next pull,
+    // as `a_split_view_is_refused_at_the_next_pull` shows): what witnesses add.
+    let (_tc, c) = s.consumer();
+    c.ok(&["pull", "acme/tool@2.0.0"]);
+
+    // Back to the real hub, B pulls, and the policy shows.
+    s.proxy.set(Mode::Honest);
+    b.ok(&["pull", "acme/tool@2.0.0"]);
+    let v = b.json(&["trust", "witness", "list"]);
+    assert_eq!(v["keys"][0], w.key.as_str(), "{v}");
+    let v = b.json(&["trust", "log"]);
+    assert_eq!(v["size"], 5, "{v}");
+}
+
+#[test]
+fn a_required_witness_a_hub_does_not_have_refuses_until_the_policy_changes() {
+    let s = setup();
+    let (_t, ofc) = s.consumer();
+    let stranger = WitnessSigner::generate("witness.test/none", &mut rand::rngs::OsRng)
+        .unwrap()
+        .verifier()
+        .to_string();
+    ofc.ok(&["trust", "witness", "add", &stranger]);
+    let r = ofc.run(&["pull", "acme/tool@2.0.0"]);
+    assert_refused(&r, "carries valid cosignatures of 0 of the witnesses");
+    assert!(r.stderr.contains("ofc trust witness list"), "{}", r.stderr);
+    // Asking for more than are trusted, or an invalid key: clear errors, nothing changed.
+    let r = ofc.run(&["trust", "witness", "require", "2"]);
+    assert!(
+        r.code == Some(1) && r.stderr.contains("1 witnesses are trusted"),
+        "{}",
+        r.stderr
+    );
+    let r = ofc.run(&["trust", "witness", "add", "not-a-key"]);
+    assert!(
+        r.code == Some(1) && r.stderr.contains("invalid witness key"),
+        "{}",
+        r.stderr
+    );
+    ofc.ok(&["trust", "witness", "require", "0"]);
+    ofc.ok(&["pull", "acme/tool@2.0.0"]);
+    // Forgetting the pinned log: the next pull pins it again.
+    ofc.ok(&["trust", "witness", "remove", "witness.test/none"]);
+    let v = ofc.json(&["trust", "log", "--forget"]);
+    assert_eq!(v["forgotten"], true, "{v}");
+    ofc.ok(&["pull", "acme/tool@1.0.0"]);
+    let v = ofc.json(&["trust", "log"]);
+    assert_eq!(v["size"], 3, "{v}");
 }
