@@ -162,7 +162,8 @@ async fn submit(
         if old > size {
             bail!(
                 "the witness cosigned a larger tree ({old} entries) than this log's ({size}): \
-                 the log lost entries it showed, or the witness follows another log of this \
+                 another replica of this hub submitted a newer head (then the next round \
+                 passes), or the log lost entries it showed, or it is another log with this \
                  origin"
             );
         }

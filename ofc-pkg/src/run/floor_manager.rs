@@ -98,6 +98,32 @@ struct State {
     news: Vec<String>,
 }
 
+/// Most access requests waiting for the user at once: an agent can ask once per turn, and a
+/// floor can run for many turns.
+const MAX_PENDING_REQUESTS: usize = 16;
+
+impl State {
+    /// Queues `r` for the user and returns its number — the number of the same request (same
+    /// agent, class and furniture) when one is waiting already. Past [`MAX_PENDING_REQUESTS`]
+    /// waiting, nothing is queued: the error is how many are waiting.
+    fn queue(&mut self, mut r: AccessRequest) -> Result<usize, usize> {
+        if let Some(same) = self
+            .requests
+            .iter()
+            .find(|q| q.agent == r.agent && q.class == r.class && q.furniture == r.furniture)
+        {
+            return Ok(same.id);
+        }
+        if self.requests.len() >= MAX_PENDING_REQUESTS {
+            return Err(self.requests.len());
+        }
+        self.next_request += 1;
+        r.id = self.next_request;
+        self.requests.push(r);
+        Ok(self.next_request)
+    }
+}
+
 /// An access request put to the user.
 #[derive(Debug, Clone)]
 struct AccessRequest {
@@ -561,18 +587,20 @@ impl FloorManagerAgent {
                 }
             ),
             Decision::Ask => {
-                let id = {
-                    let mut state = lock(&self.state);
-                    state.next_request += 1;
-                    let id = state.next_request;
-                    state.requests.push(AccessRequest {
-                        id,
-                        agent: agent.clone(),
-                        furniture: furniture.to_owned(),
-                        class,
-                        asked_by: asker.to_owned(),
-                    });
-                    id
+                let queued = lock(&self.state).queue(AccessRequest {
+                    id: 0,
+                    agent: agent.clone(),
+                    furniture: furniture.to_owned(),
+                    class,
+                    asked_by: asker.to_owned(),
+                });
+                let id = match queued {
+                    Ok(id) => id,
+                    Err(waiting) => {
+                        return format!(
+                            "{asker} refused for now: {waiting} access requests are waiting for @user already; ask again once they are answered."
+                        );
+                    }
                 };
                 format!(
                     "@user {asker} asks for {class} on `{furniture}`{} ({why}, so you decide): `@floor-manager? approve {id}` or `@floor-manager? deny {id}`.",
@@ -758,6 +786,37 @@ mod tests {
             Ask::Find("read PDFs".into())
         );
         assert_eq!(parse("@floor-manager?", &f), Ask::Help);
+    }
+
+    #[test]
+    fn waiting_access_requests_are_deduplicated_and_bounded() {
+        let mut state = State::default();
+        let req = |agent: &str, furniture: &str| AccessRequest {
+            id: 0,
+            agent: agent.into(),
+            furniture: furniture.into(),
+            class: Class::Write,
+            asked_by: agent.into(),
+        };
+        assert_eq!(state.queue(req("@a", "board")), Ok(1));
+        // The same request again: the same number, nothing new waiting.
+        assert_eq!(state.queue(req("@a", "board")), Ok(1));
+        assert_eq!(state.requests.len(), 1);
+        for i in 1..MAX_PENDING_REQUESTS {
+            assert_eq!(state.queue(req("@a", &format!("f{i}"))), Ok(i + 1));
+        }
+        assert_eq!(
+            state.queue(req("@b", "board")),
+            Err(MAX_PENDING_REQUESTS),
+            "full"
+        );
+        assert_eq!(state.requests.len(), MAX_PENDING_REQUESTS);
+        // One answered (removed): room again, with a new number.
+        state.requests.remove(0);
+        assert_eq!(
+            state.queue(req("@b", "board")),
+            Ok(MAX_PENDING_REQUESTS + 1)
+        );
     }
 
     #[test]
