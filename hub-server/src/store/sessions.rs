@@ -65,6 +65,27 @@ impl Store {
         })
     }
 
+    /// Ends all but the `keep` newest sessions of `user_id`; the token ids of those ended, for
+    /// the caller to revoke.
+    pub async fn trim_web_sessions(&self, user_id: i64, keep: u32) -> Result<Vec<i64>> {
+        on_db!(&self.db, |pool| {
+            let ids: Vec<i64> = sqlx::query_scalar(
+                "DELETE FROM web_sessions WHERE session_hash IN ( \
+                   SELECT s.session_hash FROM web_sessions s \
+                   JOIN api_tokens t ON t.id = s.token_id \
+                   WHERE t.user_id = $1 \
+                   ORDER BY s.created_at DESC, s.session_hash DESC \
+                   LIMIT 1000000 OFFSET $2) \
+                 RETURNING token_id",
+            )
+            .bind(user_id)
+            .bind(i64::from(keep))
+            .fetch_all(pool)
+            .await?;
+            Ok(ids)
+        })
+    }
+
     /// Deletes a session (and the expired ones); its token id if it was stored.
     pub async fn delete_web_session(&self, session_hash: &str) -> Result<Option<i64>> {
         let now = now_ms();

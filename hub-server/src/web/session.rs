@@ -30,6 +30,8 @@ pub const LOGIN_CSRF_COOKIE: &str = "ofc_login_csrf";
 pub const CSRF_FIELD: &str = "csrf";
 /// How long a session (and its token) lasts, in days.
 pub const SESSION_DAYS: u32 = 1;
+/// Most sessions one user keeps: a log-in past it ends the oldest (and revokes its token).
+pub const MAX_SESSIONS_PER_USER: u32 = 10;
 
 /// A signed-in browser: who, through which token, and its CSRF token.
 #[derive(Debug, Clone)]

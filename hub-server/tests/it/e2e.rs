@@ -735,3 +735,74 @@ async fn downloads_count_once_per_client_and_day(#[case] backend: Backend) {
     assert_eq!(downloads().await, 2);
     app.stop().await;
 }
+
+/// A web log-in past the tenth open session of a user ends the oldest one: its cookie no
+/// longer opens `/account`, and the API token it acted through is revoked.
+#[tokio::test]
+async fn web_log_ins_past_the_cap_end_the_oldest_session() {
+    let app = TestHub::in_process(Backend::Sqlite).await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let cookie_of = |r: &reqwest::Response, name: &str| {
+        r.headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .find(|c| c.starts_with(&format!("{name}=")))
+            .and_then(|c| c.split(';').next().map(str::to_owned))
+            .unwrap_or_else(|| panic!("no {name} cookie"))
+    };
+    let mut sessions = Vec::new();
+    for _ in 0..11 {
+        let form = http.get(app.url("/login")).send().await.unwrap();
+        let login_cookie = cookie_of(&form, "ofc_login_csrf");
+        let html = form.text().await.unwrap();
+        let csrf = html
+            .split(r#"name="csrf" value=""#)
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap()
+            .to_owned();
+        let r = http
+            .post(app.url("/login"))
+            .header("cookie", &login_cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("username=alice&password=correct+horse&csrf={csrf}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 303);
+        sessions.push(cookie_of(&r, "ofc_session"));
+    }
+    let account = |cookie: String| {
+        let http = http.clone();
+        let url = app.url("/account");
+        async move {
+            http.get(url)
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(account(sessions[0].clone()).await, 303, "the oldest ended");
+    for s in &sessions[1..] {
+        assert_eq!(account(s.clone()).await, 200);
+    }
+    let (s, list) = app
+        .call(Method::GET, "/api/v1/tokens", Some(&app.user.token), None)
+        .await;
+    assert_eq!(s, 200, "{list}");
+    let live = list
+        .as_array()
+        .or_else(|| list["tokens"].as_array())
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"] == "web session" && t["revoked_at"].is_null())
+        .count();
+    assert_eq!(live, 10, "{list}");
+}

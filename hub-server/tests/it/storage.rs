@@ -471,4 +471,48 @@ async fn web_sessions(#[case] backend: Backend) {
     assert_eq!(store.delete_web_session("live").await.unwrap(), None);
     // Deleting one session swept the expired one.
     assert_eq!(store.delete_web_session("old").await.unwrap(), None);
+
+    // Trimming keeps the newest sessions of the user, and only of that user.
+    let dave = store
+        .create_user(&op, "dave", None, false, false)
+        .await
+        .unwrap();
+    let other = store
+        .create_token(&op, dave.id, "web session", "davehash", "yank", "*", None)
+        .await
+        .unwrap();
+    store
+        .create_web_session("dave-1", other.id, "c", now + 60_000)
+        .await
+        .unwrap();
+    let mut tokens = Vec::new();
+    for i in 0..4 {
+        let t = store
+            .create_token(
+                &op,
+                u.id,
+                "web session",
+                &format!("h{i}"),
+                "yank",
+                "*",
+                None,
+            )
+            .await
+            .unwrap();
+        store
+            .create_web_session(&format!("s{i}"), t.id, "c", now + 60_000)
+            .await
+            .unwrap();
+        tokens.push(t.id);
+        // Distinct creation times.
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    }
+    let mut ended = store.trim_web_sessions(u.id, 2).await.unwrap();
+    ended.sort();
+    assert_eq!(ended, tokens[..2].to_vec(), "the two oldest");
+    assert!(store.web_session("s0").await.unwrap().is_none());
+    assert!(store.web_session("s1").await.unwrap().is_none());
+    assert!(store.web_session("s3").await.unwrap().is_some());
+    assert!(store.web_session("dave-1").await.unwrap().is_some());
+    assert!(store.trim_web_sessions(u.id, 2).await.unwrap().is_empty());
 }
