@@ -463,6 +463,23 @@ impl WitnessProcess {
         w
     }
 
+    /// A hub started with `opts` whose log this new witness (`name`) follows and which
+    /// submits its checkpoints to it (`log_witnesses` in its `hub.toml`): the hub's log key is
+    /// made first (`ofc-hub log key`), the witness started with it, then the hub.
+    pub fn with_hub(opts: ProcessOptions, name: &str) -> (HubProcess, WitnessProcess) {
+        let mut hub = HubProcess::start(opts.stopped());
+        let out = hub.run(&["log", "key"]);
+        assert!(out.status.success(), "ofc-hub log key: {out:?}");
+        let log_key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let w = WitnessProcess::start(name, &[&log_key]);
+        let toml = hub.data_dir().join("hub.toml");
+        let mut settings = std::fs::read_to_string(&toml).unwrap_or_default();
+        settings.push_str(&w.hub_toml());
+        std::fs::write(&toml, settings).expect("write hub.toml");
+        hub.spawn();
+        (hub, w)
+    }
+
     /// Starts the stopped witness on the address it had (ephemeral the first time).
     pub fn spawn(&mut self) {
         assert!(self.child.is_none(), "the witness is already running");

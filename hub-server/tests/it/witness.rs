@@ -15,7 +15,7 @@ use index_schema::tlog::{
     tree_hash,
 };
 use ofc_test_kit::{
-    HubProcess, ProcessOptions, Publisher, TestHub, WitnessProcess, on_own_runtime, remote_manifest,
+    HubProcess, ProcessOptions, Publisher, WitnessProcess, on_own_runtime, remote_manifest,
 };
 use serde_json::{Value, json};
 
@@ -248,22 +248,9 @@ fn wait_cosigned(
     }
 }
 
-/// A stopped hub with its log key created, a witness following that log, and the hub started
-/// with the witness in its `hub.toml`.
-pub fn witnessed_hub() -> (HubProcess, WitnessProcess) {
-    let mut hub = TestHub::process(ProcessOptions::default().stopped());
-    let out = hub.run(&["log", "key"]);
-    assert!(out.status.success(), "{out:?}");
-    let log_key = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let w = WitnessProcess::start("witness.test/w1", &[&log_key]);
-    std::fs::write(hub.data_dir().join("hub.toml"), w.hub_toml()).unwrap();
-    hub.spawn();
-    (hub, w)
-}
-
 #[test]
 fn a_witnessed_hub_serves_cosigned_checkpoints_that_aics_tlog_verifies() {
-    let (hub, w) = witnessed_hub();
+    let (hub, w) = WitnessProcess::with_hub(ProcessOptions::default(), "witness.test/w1");
     let info = get_json(&hub, "/api/v1/log");
     let log = LogVerifier::parse(info["key"].as_str().unwrap()).unwrap();
     let wv = WitnessVerifier::parse(&w.key).unwrap();

@@ -48,25 +48,11 @@ fn setup() -> Setup {
 /// published too; returns once the hub serves a checkpoint the witness cosigned of all 5
 /// entries (the two keys and the three versions).
 fn witnessed_setup() -> (Setup, WitnessProcess) {
-    let mut hub = TestHub::process(ProcessOptions::default().stopped());
-    let out = hub.run(&["log", "key"]);
-    assert!(out.status.success(), "{out:?}");
-    let log_key = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let w = WitnessProcess::start("witness.test/w1", &[&log_key]);
-    std::fs::write(hub.data_dir().join("hub.toml"), w.hub_toml()).unwrap();
-    hub.spawn();
+    let (hub, w) = WitnessProcess::with_hub(ProcessOptions::default(), "witness.test/w1");
+    let log_key = String::from_utf8(hub.run(&["log", "key"]).stdout).unwrap();
     let s = setup_on(hub);
-    let other = s.hub.publisher("other", &[]);
-    let work = tempfile::tempdir().unwrap();
-    let dir = agent_dir(work.path(), "1.0.0");
-    let yaml = std::fs::read_to_string(dir.join("agent.yaml")).unwrap();
-    std::fs::write(
-        dir.join("agent.yaml"),
-        yaml.replace("acme/tool", "other/thing"),
-    )
-    .unwrap();
-    other.ofc.ok(&["publish", dir.to_str().unwrap()]);
-    let log = LogVerifier::parse(&log_key).unwrap();
+    s.publish_other_thing();
+    let log = LogVerifier::parse(log_key.trim()).unwrap();
     let wv = WitnessVerifier::parse(&w.key).unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
@@ -104,6 +90,20 @@ fn setup_on(hub: HubProcess) -> Setup {
 }
 
 impl Setup {
+    /// `other/thing` 1.0.0, by the publisher `other`, on the real hub.
+    fn publish_other_thing(&self) {
+        let other = self.hub.publisher("other", &[]);
+        let work = tempfile::tempdir().unwrap();
+        let dir = agent_dir(work.path(), "1.0.0");
+        let yaml = std::fs::read_to_string(dir.join("agent.yaml")).unwrap();
+        std::fs::write(
+            dir.join("agent.yaml"),
+            yaml.replace("acme/tool", "other/thing"),
+        )
+        .unwrap();
+        other.ofc.ok(&["publish", dir.to_str().unwrap()]);
+    }
+
     /// A consumer with an empty home, talking to the proxy.
     fn consumer(&self) -> (tempfile::TempDir, Ofc) {
         let home = tempfile::tempdir().unwrap();
@@ -563,16 +563,7 @@ fn fork_with(
 fn a_split_view_is_refused_at_the_next_pull() {
     let s = setup();
     // `other/thing` on the real hub: something to pull later.
-    let other = s.hub.publisher("other", &[]);
-    let work = tempfile::tempdir().unwrap();
-    let dir = agent_dir(work.path(), "1.0.0");
-    let yaml = std::fs::read_to_string(dir.join("agent.yaml")).unwrap();
-    std::fs::write(
-        dir.join("agent.yaml"),
-        yaml.replace("acme/tool", "other/thing"),
-    )
-    .unwrap();
-    other.ofc.ok(&["publish", dir.to_str().unwrap()]);
+    s.publish_other_thing();
     // The fork's log is shorter than the real one: the real one could have grown from it,
     // only the consistency proof tells them apart.
     let (fork, _fp, _w) = fork_of(&s, "acme", &["2.0.0"]);
