@@ -443,9 +443,11 @@ fn line_mode_in_a_real_terminal_commands_streaming_and_ctrl_c() {
     tmux.ok(&["send-keys", "-t", "t", "C-c"]);
     tmux.wait_for("ofc exited 0", 1);
     let start = std::time::Instant::now();
+    // Bounded generously: on a loaded machine the supervisor's SIGTERM-then-SIGKILL and the
+    // reaping take seconds; what matters is that they end.
     while !processes_with(&t).is_empty() {
         assert!(
-            start.elapsed() < Duration::from_secs(5),
+            start.elapsed() < Duration::from_secs(30),
             "agents outlived ofc"
         );
         std::thread::sleep(Duration::from_millis(50));
