@@ -730,6 +730,15 @@ impl SearchIndex {
                 _ => None,
             };
             match mode {
+                // A word of several, with several alternatives: [`AnyOf`], which a conjunction
+                // led by another word seeks cheaply. (One word alone stays a union Tantivy
+                // prunes with block-max WAND.)
+                Mode::All if words.len() > 1 && alts.len() > 1 => {
+                    per_word.push((
+                        Occur::Must,
+                        Box::new(AnyOf(alts.into_iter().map(|(_, q)| q).collect())),
+                    ));
+                }
                 Mode::All => per_word.push((Occur::Must, Box::new(BooleanQuery::new(alts)))),
                 // Any word: the union of every word's alternatives, flat (same matches, same
                 // score sum) so that a union of plain terms can use block-max WAND.
@@ -833,6 +842,134 @@ enum Shape {
     LooseOnly(Score),
     /// Anything else.
     Other,
+}
+
+/// The documents of any of the queries, scored by the sum of the scores of those that match (in
+/// clause order): the matches and scores of a union `BooleanQuery` of them. Tantivy's union
+/// refills a window of 4096 documents on every seek, which makes a conjunction that a rarer
+/// word leads cost about the whole union; here a seek moves each clause to its next document.
+#[derive(Debug)]
+struct AnyOf(Vec<Box<dyn Query>>);
+
+impl Clone for AnyOf {
+    fn clone(&self) -> Self {
+        Self(self.0.iter().map(|q| q.box_clone()).collect())
+    }
+}
+
+impl Query for AnyOf {
+    fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        Ok(Box::new(AnyOfWeight(
+            self.0
+                .iter()
+                .map(|q| q.weight(scoring))
+                .collect::<tantivy::Result<_>>()?,
+        )))
+    }
+
+    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        for q in &self.0 {
+            q.query_terms(visitor);
+        }
+    }
+}
+
+struct AnyOfWeight(Vec<Box<dyn Weight>>);
+
+impl Weight for AnyOfWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        let mut scorers = Vec::with_capacity(self.0.len());
+        for w in &self.0 {
+            let s = w.scorer(reader, boost)?;
+            if s.doc() != tantivy::TERMINATED {
+                scorers.push(s);
+            }
+        }
+        let doc = scorers
+            .iter()
+            .map(|s| s.doc())
+            .min()
+            .unwrap_or(tantivy::TERMINATED);
+        Ok(Box::new(AnyOfScorer { scorers, doc }))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let mut s = self.scorer(reader, 1.0)?;
+        if s.seek(doc) != doc {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "document {doc} does not match"
+            )));
+        }
+        let mut e = Explanation::new("any of (sum)", s.score());
+        for w in &self.0 {
+            if let Ok(d) = w.explain(reader, doc) {
+                e.add_detail(d);
+            }
+        }
+        Ok(e)
+    }
+}
+
+struct AnyOfScorer {
+    scorers: Vec<Box<dyn Scorer>>,
+    doc: DocId,
+}
+
+impl DocSet for AnyOfScorer {
+    fn advance(&mut self) -> DocId {
+        if self.doc == tantivy::TERMINATED {
+            return self.doc;
+        }
+        let current = self.doc;
+        let mut next = tantivy::TERMINATED;
+        for s in &mut self.scorers {
+            let d = if s.doc() == current {
+                s.advance()
+            } else {
+                s.doc()
+            };
+            next = next.min(d);
+        }
+        self.doc = next;
+        next
+    }
+    fn seek(&mut self, target: DocId) -> DocId {
+        if target <= self.doc {
+            return self.doc;
+        }
+        let mut next = tantivy::TERMINATED;
+        for s in &mut self.scorers {
+            let d = if s.doc() < target {
+                s.seek(target)
+            } else {
+                s.doc()
+            };
+            next = next.min(d);
+        }
+        self.doc = next;
+        next
+    }
+    fn doc(&self) -> DocId {
+        self.doc
+    }
+    fn size_hint(&self) -> u32 {
+        self.scorers
+            .iter()
+            .fold(0u32, |n, s| n.saturating_add(s.size_hint()))
+    }
+}
+
+impl Scorer for AnyOfScorer {
+    fn score(&mut self) -> Score {
+        let doc = self.doc;
+        let mut total = 0.0;
+        for s in &mut self.scorers {
+            if s.doc() == doc {
+                total += s.score();
+            }
+        }
+        total
+    }
 }
 
 /// Document frequencies looked up during one search (each term dictionary lookup decompresses
@@ -2761,6 +2898,62 @@ mod tests {
             conjunctions >= 1,
             "no TermConjunction among the required parts"
         );
+    }
+
+    /// [`AnyOf`] matches the documents and gives the scores of a union `BooleanQuery` of the
+    /// same clauses, alone and as a required clause of a conjunction.
+    #[test]
+    fn any_of_scores_like_a_union() {
+        let index = synthetic_index(3, 2000);
+        let searcher = index.reader.searcher();
+        let text = index.fields.get(field::TEXT);
+        let term = |w: &str| Term::from_field_text(text, &tokens(analyzer::TEXT, w)[0]);
+        let alts = |words: &[&str]| -> Vec<Box<dyn Query>> {
+            words
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    Box::new(BoostQuery::new(
+                        Box::new(TermQuery::new(term(w), IndexRecordOption::WithFreqs)),
+                        1.0 - 0.1 * i as Score,
+                    )) as Box<dyn Query>
+                })
+                .collect()
+        };
+        let union = |q: Vec<Box<dyn Query>>| {
+            BooleanQuery::new(q.into_iter().map(|q| (Occur::Should, q)).collect())
+        };
+        let all = TopDocs::with_limit(100_000);
+        let same = |ours: &dyn Query, theirs: &dyn Query, what: &str| {
+            let mut a = searcher.search(ours, &all).unwrap();
+            let mut b = searcher.search(theirs, &all).unwrap();
+            assert!(!b.is_empty(), "{what}");
+            a.sort_by_key(|x| x.1);
+            b.sort_by_key(|x| x.1);
+            assert_eq!(a.len(), b.len(), "{what}");
+            for ((x, dx), (y, dy)) in a.iter().zip(&b) {
+                assert_eq!(dx, dy, "{what}");
+                assert!((x - y).abs() <= 1e-5 * y.abs(), "{what}: {x} vs {y}");
+            }
+            a.len()
+        };
+        let scraping = ["scraping", "scrape", "crawl", "web"];
+        same(&AnyOf(alts(&scraping)), &union(alts(&scraping)), "alone");
+        let led = |first: Box<dyn Query>| {
+            BooleanQuery::new(vec![
+                (Occur::Must, first),
+                (
+                    Occur::Must,
+                    Box::new(TermQuery::new(term("data"), IndexRecordOption::WithFreqs)),
+                ),
+            ])
+        };
+        let n = same(
+            &led(Box::new(AnyOf(alts(&scraping)))),
+            &led(Box::new(union(alts(&scraping)))),
+            "in a conjunction",
+        );
+        assert!(n > 0);
     }
 
     /// [`LooseMatch`] matches what Tantivy's `FuzzyTermQuery` matches, with the same constant
