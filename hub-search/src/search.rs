@@ -65,11 +65,14 @@ const DEPRECATED_FACTOR: f32 = 0.5;
 /// words is exact (14 groups), and the first two of five or six words.
 const MAX_WORD_GROUPS: usize = 24;
 /// A word of a conjunction with several alternatives is an [`AnyOf`] when its terms have more
-/// than this many times the documents of the rarest word's, a union `BooleanQuery` otherwise.
-/// At 1M agents: `monitor schema zyx19`'s groups take 1.7 ms with 2 (2.3 ms with 4, and with a
-/// union for every word); `web scraping` takes 4.1 ms with 2 and with unions, 10.1 ms with
-/// `AnyOf` for every word.
-const ANY_OF_DOCS_RATIO: u64 = 2;
+/// documents than this many times (in halves) its number of alternatives times the rarest
+/// word's documents, a union `BooleanQuery` otherwise: `AnyOf` costs about a seek per
+/// alternative at each of the rarest word's documents, Tantivy's union about a read of each of
+/// its own. At 1M agents (medians): `monitor schema` (167k documents in 2 alternatives, next
+/// to 44k) 1.7 ms as `AnyOf`, 2.3 ms as a union; `sql databases` (238k in 4, next to 98k) 5.1
+/// ms as `AnyOf`, 2.2 ms as a union; `web scraping` 10.1 ms with `AnyOf` for both words, 4.1
+/// ms with unions.
+const ANY_OF_HALF_RATIO: u64 = 3;
 /// Highlight fragment length.
 const HIGHLIGHT_CHARS: usize = 160;
 
@@ -918,14 +921,16 @@ impl SearchIndex {
         }
         // A word with several alternatives in a conjunction: Tantivy's union suits a word that
         // leads the conjunction or has about as many documents as the one that does (it reads
-        // its terms' documents window by window); a word with more than twice the documents of
-        // the rarest is only sought where the others are, which `AnyOf` does cheaply (see
-        // `ANY_OF_DOCS_RATIO`). One word alone stays a union Tantivy prunes with block-max WAND.
+        // its terms' documents window by window); a word with far more documents than the
+        // rarest is only sought where the others are, which `AnyOf` does cheaply (see
+        // `ANY_OF_HALF_RATIO`). One word alone stays a union Tantivy prunes with block-max WAND.
         let rarest = required.iter().map(|(_, n)| *n).min().unwrap_or(0);
         let several = required.len() > 1;
         for (alts, docs) in required {
-            let any_of =
-                several && alts.len() > 1 && docs > rarest.saturating_mul(ANY_OF_DOCS_RATIO);
+            let any_of = several
+                && alts.len() > 1
+                && docs.saturating_mul(2)
+                    > rarest.saturating_mul(ANY_OF_HALF_RATIO * alts.len() as u64);
             per_word.push((
                 Occur::Must,
                 if any_of {
