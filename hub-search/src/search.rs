@@ -388,7 +388,10 @@ impl SearchIndex {
             out.missing.push(Some(Vec::new()));
         }
         let n = words.len();
-        let last = n - 1;
+        // No words (only a hand-made cursor carries a tier to a query without words).
+        let Some(last) = n.checked_sub(1) else {
+            return Ok(out);
+        };
         // One word's query (its alternatives as in the whole query), unscored uses only.
         let word_query = |i: usize| -> Result<Option<Box<dyn Query>>> {
             let one = std::slice::from_ref(&words[i]);

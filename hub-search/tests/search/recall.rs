@@ -178,6 +178,24 @@ fn partial_matches_lacking_fewer_words_come_first() {
 }
 
 #[test]
+fn a_cursor_with_a_tier_on_a_query_of_one_word_or_none_is_harmless() {
+    let index = index(&fewest_missing_corpus(), Synonyms::none(), 10);
+    for text in ["", "prices", "monitor web prices"] {
+        for tier in [0, 1, 2, 9] {
+            let mut q = SearchQuery::text(text);
+            q.cursor = Some(hub_search::Cursor {
+                key: u64::MAX,
+                name: "a/full".into(),
+                query: q.digest(),
+                tier: Some(tier),
+            });
+            let page = index.search(&q);
+            assert!(page.is_ok(), "{text:?} tier {tier}: {page:?}");
+        }
+    }
+}
+
+#[test]
 fn a_long_query_ranks_the_rest_by_the_any_word_union() {
     // Seven words: the agents lacking one word are found exactly; those lacking more come
     // after them, ranked by the any-word union, their missing words looked up.
