@@ -178,6 +178,31 @@ fn partial_matches_lacking_fewer_words_come_first() {
 }
 
 #[test]
+fn tiers_hold_in_every_sort_order() {
+    let index = index(&fewest_missing_corpus(), Synonyms::none(), 10);
+    let mut q = SearchQuery::text("monitor web prices");
+    q.sort = hub_search::Sort::Downloads;
+    let page = index.search(&q).unwrap();
+    let got: Vec<&str> = page.hits.iter().map(|h| h.name.as_str()).collect();
+    // Full match, then the agents lacking one word by downloads, then the one lacking two
+    // (the most downloaded of all).
+    assert_eq!(
+        got,
+        [
+            "a/full",
+            "f/pages-5",
+            "f/pages-4",
+            "f/pages-3",
+            "f/pages-2",
+            "f/pages-1",
+            "f/pages-0",
+            "b/first",
+            "c/first"
+        ]
+    );
+}
+
+#[test]
 fn a_cursor_with_a_tier_on_a_query_of_one_word_or_none_is_harmless() {
     let index = index(&fewest_missing_corpus(), Synonyms::none(), 10);
     for text in ["", "prices", "monitor web prices"] {
