@@ -59,6 +59,20 @@ const EXACT_NAME_BOOST: Score = 20.0;
 const POPULARITY: f32 = 0.03;
 /// Deprecated agents keep this fraction of their score.
 const DEPRECATED_FACTOR: f32 = 0.5;
+/// Most conjunctions (groups of the words) a query answered with fewer words may run, over all
+/// its tiers; past it, the agents with even fewer words form one last tier ranked by the
+/// any-word union (see [`fewer_words_tiers`]). With 24, every tier of a query of up to four
+/// words is exact (14 groups), and the first two of five or six words.
+const MAX_WORD_GROUPS: usize = 24;
+/// A word of a conjunction with several alternatives is an [`AnyOf`] when its terms have more
+/// documents than this many times (in halves) its number of alternatives times the rarest
+/// word's documents, a union `BooleanQuery` otherwise: `AnyOf` costs about a seek per
+/// alternative at each of the rarest word's documents, Tantivy's union about a read of each of
+/// its own. At 1M agents (medians): `monitor schema` (167k documents in 2 alternatives, next
+/// to 44k) 1.7 ms as `AnyOf`, 2.3 ms as a union; `sql databases` (238k in 4, next to 98k) 5.1
+/// ms as `AnyOf`, 2.2 ms as a union; `web scraping` 10.1 ms with `AnyOf` for both words, 4.1
+/// ms with unions.
+const ANY_OF_HALF_RATIO: u64 = 3;
 /// Highlight fragment length.
 const HIGHLIGHT_CHARS: usize = 160;
 
@@ -95,8 +109,9 @@ impl SearchIndex {
         let freqs = DocFreqs::default();
         let below = self.tuning().fewer_words_below;
         // Fewer words: when every word together finds fewer than `below` agents, agents with
-        // only some of the words follow (tier 1), below every full match (tier 0). The first
-        // page decides; its cursor carries the tier, so every page of a query agrees.
+        // only some of the words follow, below every full match (tier 0): those lacking one
+        // word (tier 1), then two (tier 2), ... (see `fewer_words`). The first page decides;
+        // its cursor carries the tier, so every page of a query agrees.
         let relaxable = words.len() > 1 && below > 0;
         // A `publisher/agent` name that finds agents is answered by them: whoever types a name
         // wants that agent, not every agent sharing one of its words.
@@ -104,6 +119,8 @@ impl SearchIndex {
         let cursor_tier = q.cursor.as_ref().and_then(|c| c.tier);
         let mut mode = Mode::All;
         let mut tiers: Option<Vec<u8>> = None;
+        // With fewer words, the words each hit lacks when its tier says it.
+        let mut lacks: Vec<Option<Vec<String>>> = Vec::new();
         let mut hits = match cursor_tier {
             None => {
                 let first_page = q.cursor.is_none();
@@ -121,20 +138,26 @@ impl SearchIndex {
                     && (!is_name || strict.is_empty())
                 {
                     mode = Mode::Any;
-                    let (page, t) = self.fewer_words(&searcher, &freqs, q, &words, strict)?;
-                    tiers = Some(t);
-                    page
+                    let page = self.fewer_words(&searcher, &freqs, q, &words, strict)?;
+                    tiers = Some(page.tiers);
+                    lacks = page.missing;
+                    page.hits
                 } else {
                     strict
                 }
             }
-            Some(_) => {
+            Some(tier) => {
                 mode = Mode::Any;
-                let strict =
-                    self.collect_k(&searcher, &freqs, q, &words, Mode::All, below, None, true)?;
-                let (page, t) = self.fewer_words(&searcher, &freqs, q, &words, strict)?;
-                tiers = Some(t);
-                page
+                // The full matches are needed only while the cursor is among them.
+                let strict = if tier == 0 {
+                    self.collect_k(&searcher, &freqs, q, &words, Mode::All, below, None, true)?
+                } else {
+                    Vec::new()
+                };
+                let page = self.fewer_words(&searcher, &freqs, q, &words, strict)?;
+                tiers = Some(page.tiers);
+                lacks = page.missing;
+                page.hits
             }
         };
         let text = self.text_query(&searcher, &freqs, &q.text, &words, mode, None)?;
@@ -217,13 +240,23 @@ impl SearchIndex {
         };
         let mut dropped_words: Vec<String> = Vec::new();
         if let Some(t) = &tiers {
+            // The words a hit lacks, from its tier or else looked up.
             let partial: Vec<(usize, DocAddress)> = hits_addrs
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| t.get(*i) == Some(&1))
+                .filter(|(i, _)| {
+                    t.get(*i).is_some_and(|t| *t > 0) && lacks.get(*i).is_none_or(Option::is_none)
+                })
                 .map(|(i, a)| (i, *a))
                 .collect();
-            let missing = self.missing_words(&searcher, &freqs, &words, &partial)?;
+            let mut missing = self.missing_words(&searcher, &freqs, &words, &partial)?;
+            missing.extend(
+                lacks
+                    .iter_mut()
+                    .take(out.len())
+                    .enumerate()
+                    .filter_map(|(i, m)| Some((i, m.take()?))),
+            );
             for (i, m) in missing {
                 for w in &m {
                     if !dropped_words.contains(w) {
@@ -318,9 +351,11 @@ impl SearchIndex {
     }
 
     /// A page of a query whose full matches (`strict`: all of them, fewer than the threshold,
-    /// names resolved) are followed by agents with only some of the words: the full matches
-    /// after the cursor, then the best partial matches (tier 1) after it. Returns the hits
-    /// (up to `limit + 1`) and each one's tier.
+    /// names resolved; empty when the cursor is past them) are followed by agents with only
+    /// some of the words, fewest dropped words first (see [`fewer_words_tiers`]): tier 0 is the
+    /// full matches, tier `t` the agents lacking exactly `t` words, each tier in sort order.
+    /// Returns the hits (up to `limit + 1`), each one's tier, and the words each one lacks
+    /// when the tier says it (`None` in a last [`Tier::AtMost`] tier).
     fn fewer_words(
         &self,
         searcher: &Searcher,
@@ -328,36 +363,134 @@ impl SearchIndex {
         q: &SearchQuery,
         words: &[String],
         strict: Vec<Ranked>,
-    ) -> Result<(Vec<Ranked>, Vec<u8>)> {
+    ) -> Result<FewerWordsPage> {
         let want = q.limit + 1;
-        let (start, after_partial) = match &q.cursor {
-            None => (0, None),
+        let (start, cursor_tier, after) = match &q.cursor {
+            None => (0, 0, None),
             Some(c) if c.tier == Some(0) => (
                 strict
                     .iter()
                     .position(|r| r.key == c.key && r.name == c.name)
                     .map_or(strict.len(), |i| i + 1),
+                0,
                 None,
             ),
-            Some(c) => (strict.len(), Some((c.key, c.name.clone()))),
+            Some(c) => (
+                strict.len(),
+                c.tier.unwrap_or(0),
+                Some((c.key, c.name.clone())),
+            ),
         };
-        let full: std::collections::HashSet<DocAddress> = strict.iter().map(|r| r.addr).collect();
-        let mut page: Vec<Ranked> = strict.into_iter().skip(start).take(want).collect();
-        let mut tiers = vec![0u8; page.len()];
-        if page.len() < want {
-            // The union ranks full matches too: ask for enough to fill the page without them.
-            let k = want - page.len() + full.len();
-            let any =
-                self.collect_k(searcher, freqs, q, words, Mode::Any, k, after_partial, true)?;
-            for r in any.into_iter().filter(|r| !full.contains(&r.addr)) {
-                if page.len() == want {
-                    break;
+        let mut out = FewerWordsPage::default();
+        for r in strict.into_iter().skip(start).take(want) {
+            out.hits.push(r);
+            out.tiers.push(0);
+            out.missing.push(Some(Vec::new()));
+        }
+        let n = words.len();
+        // No words (only a hand-made cursor carries a tier to a query without words).
+        let Some(last) = n.checked_sub(1) else {
+            return Ok(out);
+        };
+        // One word's query (its alternatives as in the whole query), unscored uses only.
+        let word_query = |i: usize| -> Result<Option<Box<dyn Query>>> {
+            let one = std::slice::from_ref(&words[i]);
+            Ok(self
+                .text_query_shaped(searcher, freqs, &words[i], one, Mode::All, i == last, None)?
+                .map(|(q, _)| q))
+        };
+        for (t, tier) in fewer_words_tiers(n).into_iter().enumerate() {
+            let t = t as u8 + 1;
+            if out.hits.len() >= want {
+                break;
+            }
+            if t < cursor_tier {
+                continue;
+            }
+            let after = if t == cursor_tier {
+                after.clone()
+            } else {
+                None
+            };
+            let k = want - out.hits.len();
+            let mut found: Vec<(Ranked, Option<Vec<String>>)> = Vec::new();
+            match tier {
+                Tier::Exactly(size) => {
+                    for kept in subsets(n, size) {
+                        // The agents with these words and none of the others.
+                        let part_words: Vec<String> =
+                            kept.iter().map(|&i| words[i].clone()).collect();
+                        let dropped: Vec<usize> = (0..n).filter(|i| !kept.contains(i)).collect();
+                        let dropped_words: Vec<String> =
+                            dropped.iter().map(|&i| words[i].clone()).collect();
+                        let mut others = Vec::with_capacity(dropped.len());
+                        for &i in &dropped {
+                            others.extend(word_query(i)?);
+                        }
+                        let without = AnyOf(others);
+                        let part = Part {
+                            text: &part_words.join(" "),
+                            words: &part_words,
+                            mode: Mode::All,
+                            prefix_last: kept.contains(&last),
+                            without: Some(&without),
+                        };
+                        let hits = self.collect_part(
+                            searcher,
+                            freqs,
+                            q,
+                            &part,
+                            &RankCollector {
+                                sort: q.sort,
+                                k,
+                                after: after.clone(),
+                                prune: true,
+                                names: true,
+                            },
+                        )?;
+                        found.extend(hits.into_iter().map(|r| (r, Some(dropped_words.clone()))));
+                    }
                 }
-                page.push(r);
-                tiers.push(1);
+                Tier::AtMost(size) => {
+                    // Every agent with at most `size` of the words, by the any-word union.
+                    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+                    for i in 0..n {
+                        if let Some(w) = word_query(i)? {
+                            clauses.push((Occur::Should, w));
+                        }
+                    }
+                    let more = BooleanQuery::with_minimum_required_clauses(clauses, size + 1);
+                    let part = Part {
+                        text: &q.text,
+                        words,
+                        mode: Mode::Any,
+                        prefix_last: true,
+                        without: Some(&more),
+                    };
+                    let hits = self.collect_part(
+                        searcher,
+                        freqs,
+                        q,
+                        &part,
+                        &RankCollector {
+                            sort: q.sort,
+                            k,
+                            after,
+                            prune: true,
+                            names: true,
+                        },
+                    )?;
+                    found.extend(hits.into_iter().map(|r| (r, None)));
+                }
+            }
+            found.sort_by(|a, b| a.0.order(&b.0));
+            for (r, missing) in found.into_iter().take(k) {
+                out.hits.push(r);
+                out.tiers.push(t);
+                out.missing.push(missing);
             }
         }
-        Ok((page, tiers))
+        Ok(out)
     }
 
     /// The query with each word the index does not know replaced by the most common indexed
@@ -430,10 +563,15 @@ impl SearchIndex {
         if partial.is_empty() {
             return Ok(out);
         }
-        let scoring = EnableScoring::enabled_from_searcher(searcher);
-        for w in words {
+        let scoring = EnableScoring::disabled_from_searcher(searcher);
+        for (i, w) in words.iter().enumerate() {
+            // The word's alternatives as in the whole query (only the last word is also
+            // matched as a prefix).
             let one = std::slice::from_ref(w);
-            let Some(query) = self.text_query(searcher, freqs, w, one, Mode::All, None)? else {
+            let prefix = i + 1 == words.len();
+            let Some((query, _)) =
+                self.text_query_shaped(searcher, freqs, w, one, Mode::All, prefix, None)?
+            else {
                 continue;
             };
             let weight = query.weight(scoring)?;
@@ -487,6 +625,26 @@ impl SearchIndex {
         mode: Mode,
         collector: &RankCollector,
     ) -> Result<Vec<Ranked>> {
+        let part = Part {
+            text: &q.text,
+            words,
+            mode,
+            prefix_last: true,
+            without: None,
+        };
+        self.collect_part(searcher, freqs, q, &part, collector)
+    }
+
+    /// [`Self::collect_with`] for the text query of `part` (some of the query's words, less
+    /// the documents `part.without` matches).
+    fn collect_part(
+        &self,
+        searcher: &Searcher,
+        freqs: &DocFreqs,
+        q: &SearchQuery,
+        part: &Part<'_>,
+        collector: &RankCollector,
+    ) -> Result<Vec<Ranked>> {
         let scoring = if collector.requires_scoring() {
             EnableScoring::enabled_from_searcher(searcher)
         } else {
@@ -494,8 +652,15 @@ impl SearchIndex {
         };
         let mut fruits = Vec::with_capacity(searcher.segment_readers().len());
         for (ord, reader) in searcher.segment_readers().iter().enumerate() {
-            let shaped =
-                self.text_query_shaped(searcher, freqs, &q.text, words, mode, Some(reader))?;
+            let shaped = self.text_query_shaped(
+                searcher,
+                freqs,
+                part.text,
+                part.words,
+                part.mode,
+                part.prefix_last,
+                Some(reader),
+            )?;
             let unfiltered = q.capabilities.is_empty()
                 && q.keywords.is_empty()
                 && q.kind.is_none()
@@ -513,6 +678,16 @@ impl SearchIndex {
             if let Some(p) = text.as_mut().and_then(|t| t.downcast_mut::<PhraseBonus>()) {
                 // The collector below bounds thresholds with these (see `Visit::blocks`).
                 p.popularity.clone_from(&bounds);
+            }
+            if let Some(without) = part.without {
+                // The excluded documents are skipped as the text query's loop passes them
+                // on: its own pruning stays.
+                text = text.map(|inner| {
+                    Box::new(Without {
+                        inner,
+                        excluded: without.box_clone(),
+                    }) as Box<dyn Query>
+                });
             }
             let query = self.full_query(q, text.as_deref());
             let weight = query.weight(scoring)?;
@@ -585,11 +760,14 @@ impl SearchIndex {
         segment: Option<&SegmentReader>,
     ) -> Result<Option<Box<dyn Query>>> {
         Ok(self
-            .text_query_shaped(searcher, freqs, text, words, mode, segment)?
+            .text_query_shaped(searcher, freqs, text, words, mode, true, segment)?
             .map(|(q, _)| q))
     }
 
-    /// [`Self::text_query`] and its [`Shape`].
+    /// [`Self::text_query`] and its [`Shape`]. The last of `words` is also matched as a
+    /// prefix only with `prefix_last` (it is the query's last word: a query of some of the
+    /// words keeps each word's alternatives as in the whole query).
+    #[allow(clippy::too_many_arguments)]
     fn text_query_shaped(
         &self,
         searcher: &Searcher,
@@ -597,6 +775,7 @@ impl SearchIndex {
         text: &str,
         words: &[String],
         mode: Mode,
+        prefix_last: bool,
         segment: Option<&SegmentReader>,
     ) -> Result<Option<(Box<dyn Query>, Shape)>> {
         if words.is_empty() {
@@ -622,6 +801,8 @@ impl SearchIndex {
         let typo = self.fields.get(field::TYPO);
         let synonyms = self.tuning().synonyms;
         let mut per_word: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        // Mode::All: each word's alternatives and how many documents its terms have (summed).
+        let mut required: Vec<(Vec<Clause>, u64)> = Vec::new();
         let mut stems = Vec::new();
         // The last word's alternatives when they are one plain term (see the end).
         let mut lone_term = None;
@@ -703,21 +884,25 @@ impl SearchIndex {
                     Some(r) => m.matches_in(r),
                 }
             };
-            if !known && i + 1 == words.len() && chars >= PREFIX_MIN_CHARS {
-                let m = LooseMatch::new_prefix(exact.clone());
+            if !known && prefix_last && i + 1 == words.len() && chars >= PREFIX_MIN_CHARS {
+                let m = freqs.loose(&exact, 0, true);
                 if useful(&m)? {
                     alts.push(loose(m));
                 }
             }
             if !known && chars >= FUZZY_MIN_CHARS && doc_freq < FUZZY_MAX_DOC_FREQ {
                 let edits = if chars >= FUZZY_TWO_EDITS_CHARS { 2 } else { 1 };
-                let m = LooseMatch::new(exact, edits);
+                let m = freqs.loose(&exact, edits, false);
                 if useful(&m)? {
                     alts.push(loose(m));
                 }
             }
             term_clauses += terms.len();
             other_clauses += alts.len() - terms.len();
+            let mut word_docs = 0u64;
+            for (t, _) in &terms {
+                word_docs += freqs.get(searcher, t)?;
+            }
             lone_term = match (alts.len(), terms.pop()) {
                 (1, Some(t)) => Some(t),
                 _ => None,
@@ -730,12 +915,33 @@ impl SearchIndex {
                 _ => None,
             };
             match mode {
-                Mode::All => per_word.push((Occur::Must, Box::new(BooleanQuery::new(alts)))),
+                Mode::All => required.push((alts, word_docs)),
                 // Any word: the union of every word's alternatives, flat (same matches, same
                 // score sum) so that a union of plain terms can use block-max WAND.
                 Mode::Any => per_word.extend(alts),
             }
             stems.push(stem);
+        }
+        // A word with several alternatives in a conjunction: Tantivy's union suits a word that
+        // leads the conjunction or has about as many documents as the one that does (it reads
+        // its terms' documents window by window); a word with far more documents than the
+        // rarest is only sought where the others are, which `AnyOf` does cheaply (see
+        // `ANY_OF_HALF_RATIO`). One word alone stays a union Tantivy prunes with block-max WAND.
+        let rarest = required.iter().map(|(_, n)| *n).min().unwrap_or(0);
+        let several = required.len() > 1;
+        for (alts, docs) in required {
+            let any_of = several
+                && alts.len() > 1
+                && docs.saturating_mul(2)
+                    > rarest.saturating_mul(ANY_OF_HALF_RATIO * alts.len() as u64);
+            per_word.push((
+                Occur::Must,
+                if any_of {
+                    Box::new(AnyOf(alts.into_iter().map(|(_, q)| q).collect()))
+                } else {
+                    Box::new(BooleanQuery::new(alts))
+                },
+            ));
         }
         let mut phrases: Vec<(Vec<Term>, Score)> = Vec::new();
         // No phrase bonus for the any-word union: it ranks the agents that lack a word (full
@@ -824,6 +1030,9 @@ impl SearchIndex {
     }
 }
 
+/// A clause of a `BooleanQuery`.
+type Clause = (Occur, Box<dyn Query>);
+
 /// What the pruning loop may rely on in a text query.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Shape {
@@ -835,19 +1044,327 @@ enum Shape {
     Other,
 }
 
-/// Document frequencies looked up during one search (each term dictionary lookup decompresses
-/// a block; a search asks for the same terms several times).
+/// A page answered with fewer words (see [`SearchIndex::fewer_words`]).
 #[derive(Default)]
-struct DocFreqs(std::cell::RefCell<std::collections::HashMap<Term, u64>>);
+struct FewerWordsPage {
+    hits: Vec<Ranked>,
+    tiers: Vec<u8>,
+    /// The words each hit lacks, when its tier says it.
+    missing: Vec<Option<Vec<String>>>,
+}
+
+/// How the agents lacking some words are found, tier after tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tier {
+    /// Agents with exactly this many of the words: one conjunction per group of that many
+    /// words, less the agents with any other word.
+    Exactly(usize),
+    /// Agents with at most this many of the words, by the any-word union's score.
+    AtMost(usize),
+}
+
+/// The tiers after the full matches for a query of `n` words: the agents lacking one word,
+/// then two, ... while the tiers so far take at most [`MAX_WORD_GROUPS`] conjunctions in all;
+/// then, if words are left to drop, one last tier of all the rest.
+fn fewer_words_tiers(n: usize) -> Vec<Tier> {
+    let mut out = Vec::new();
+    let mut groups = 0usize;
+    for size in (1..n).rev() {
+        groups = groups.saturating_add(binomial(n, size));
+        if groups > MAX_WORD_GROUPS {
+            out.push(Tier::AtMost(size));
+            break;
+        }
+        out.push(Tier::Exactly(size));
+    }
+    out
+}
+
+/// `n` choose `k` (saturating).
+fn binomial(n: usize, k: usize) -> usize {
+    let k = k.min(n - k);
+    let mut out: usize = 1;
+    for i in 0..k {
+        out = out.saturating_mul(n - i) / (i + 1);
+    }
+    out
+}
+
+/// Every `size`-element subset of `0..n`, each ascending, in lexicographic order.
+fn subsets(n: usize, size: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut cur: Vec<usize> = (0..size).collect();
+    if size == 0 || size > n {
+        return out;
+    }
+    loop {
+        out.push(cur.clone());
+        // The rightmost index that can still move right.
+        let Some(i) = (0..size).rev().find(|&i| cur[i] < n - size + i) else {
+            return out;
+        };
+        cur[i] += 1;
+        for j in i + 1..size {
+            cur[j] = cur[j - 1] + 1;
+        }
+    }
+}
+
+/// What a collection ranks: the text query of some of the query's words, less the documents
+/// another query matches.
+struct Part<'a> {
+    /// The text the words come from (an exact `publisher/agent` name is matched against it).
+    text: &'a str,
+    words: &'a [String],
+    mode: Mode,
+    /// The last of `words` is the query's last word (it may also match as a prefix).
+    prefix_last: bool,
+    /// Documents left out (unscored).
+    without: Option<&'a dyn Query>,
+}
+
+/// The documents of `inner` that `excluded` does not match, scored by `inner`. Pruned, it is
+/// `inner`'s own loop (block-max WAND, a conjunction's block loop, ...) with the excluded
+/// documents skipped as they are passed on: the threshold only comes from documents kept.
+#[derive(Debug)]
+struct Without {
+    inner: Box<dyn Query>,
+    excluded: Box<dyn Query>,
+}
+
+impl Clone for Without {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.box_clone(),
+            excluded: self.excluded.box_clone(),
+        }
+    }
+}
+
+impl Query for Without {
+    fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let unscored = match scoring.searcher() {
+            Some(s) => EnableScoring::disabled_from_searcher(s),
+            None => EnableScoring::disabled_from_schema(scoring.schema()),
+        };
+        Ok(Box::new(WithoutWeight {
+            inner: self.inner.weight(scoring)?,
+            excluded: self.excluded.weight(unscored)?,
+        }))
+    }
+
+    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        self.inner.query_terms(visitor);
+    }
+}
+
+struct WithoutWeight {
+    inner: Box<dyn Weight>,
+    excluded: Box<dyn Weight>,
+}
+
+impl Weight for WithoutWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        Ok(Box::new(tantivy::query::Exclude::new(
+            self.inner.scorer(reader, boost)?,
+            self.excluded.scorer(reader, boost)?,
+        )))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let mut excluded = self.excluded.scorer(reader, 1.0)?;
+        if excluded.doc() <= doc && excluded.seek(doc) == doc {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "document {doc} does not match"
+            )));
+        }
+        self.inner.explain(reader, doc)
+    }
+
+    fn for_each_pruning(
+        &self,
+        threshold: Score,
+        reader: &SegmentReader,
+        callback: &mut dyn FnMut(DocId, Score) -> Score,
+    ) -> tantivy::Result<()> {
+        let mut excluded = self.excluded.scorer(reader, 1.0)?;
+        let mut current = threshold;
+        // Documents come in increasing order.
+        self.inner
+            .for_each_pruning(threshold, reader, &mut |doc, score| {
+                if excluded.doc() < doc {
+                    excluded.seek(doc);
+                }
+                if excluded.doc() != doc {
+                    current = callback(doc, score);
+                }
+                current
+            })
+    }
+}
+
+/// The documents of any of the queries, scored by the sum of the scores of those that match (in
+/// clause order): the matches and scores of a union `BooleanQuery` of them. Tantivy's union
+/// refills a window of 4096 documents on every seek, which makes a conjunction that a rarer
+/// word leads cost about the whole union; here a seek moves each clause to its next document.
+#[derive(Debug)]
+struct AnyOf(Vec<Box<dyn Query>>);
+
+impl Clone for AnyOf {
+    fn clone(&self) -> Self {
+        Self(self.0.iter().map(|q| q.box_clone()).collect())
+    }
+}
+
+impl Query for AnyOf {
+    fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        Ok(Box::new(AnyOfWeight(
+            self.0
+                .iter()
+                .map(|q| q.weight(scoring))
+                .collect::<tantivy::Result<_>>()?,
+        )))
+    }
+
+    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        for q in &self.0 {
+            q.query_terms(visitor);
+        }
+    }
+}
+
+struct AnyOfWeight(Vec<Box<dyn Weight>>);
+
+impl Weight for AnyOfWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        let mut scorers = Vec::with_capacity(self.0.len());
+        for w in &self.0 {
+            let s = w.scorer(reader, boost)?;
+            if s.doc() != tantivy::TERMINATED {
+                scorers.push(s);
+            }
+        }
+        let doc = scorers
+            .iter()
+            .map(|s| s.doc())
+            .min()
+            .unwrap_or(tantivy::TERMINATED);
+        Ok(Box::new(AnyOfScorer { scorers, doc }))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let mut s = self.scorer(reader, 1.0)?;
+        if s.seek(doc) != doc {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "document {doc} does not match"
+            )));
+        }
+        let mut e = Explanation::new("any of (sum)", s.score());
+        for w in &self.0 {
+            if let Ok(d) = w.explain(reader, doc) {
+                e.add_detail(d);
+            }
+        }
+        Ok(e)
+    }
+}
+
+struct AnyOfScorer {
+    scorers: Vec<Box<dyn Scorer>>,
+    doc: DocId,
+}
+
+impl DocSet for AnyOfScorer {
+    fn advance(&mut self) -> DocId {
+        if self.doc == tantivy::TERMINATED {
+            return self.doc;
+        }
+        let current = self.doc;
+        let mut next = tantivy::TERMINATED;
+        for s in &mut self.scorers {
+            let d = if s.doc() == current {
+                s.advance()
+            } else {
+                s.doc()
+            };
+            next = next.min(d);
+        }
+        self.doc = next;
+        next
+    }
+    fn seek(&mut self, target: DocId) -> DocId {
+        if target <= self.doc {
+            return self.doc;
+        }
+        let mut next = tantivy::TERMINATED;
+        for s in &mut self.scorers {
+            let d = if s.doc() < target {
+                s.seek(target)
+            } else {
+                s.doc()
+            };
+            next = next.min(d);
+        }
+        self.doc = next;
+        next
+    }
+    fn doc(&self) -> DocId {
+        self.doc
+    }
+    fn size_hint(&self) -> u32 {
+        self.scorers
+            .iter()
+            .fold(0u32, |n, s| n.saturating_add(s.size_hint()))
+    }
+}
+
+impl Scorer for AnyOfScorer {
+    fn score(&mut self) -> Score {
+        let doc = self.doc;
+        let mut total = 0.0;
+        for s in &mut self.scorers {
+            if s.doc() == doc {
+                total += s.score();
+            }
+        }
+        total
+    }
+}
+
+/// Document frequencies looked up during one search (each term dictionary lookup decompresses
+/// a block; a search asks for the same terms several times), and the typo and prefix matches
+/// built during it (a query answered with fewer words builds a word's alternatives once per
+/// group of words: the automaton and its matched terms are found once).
+#[derive(Default)]
+struct DocFreqs {
+    freqs: std::cell::RefCell<std::collections::HashMap<Term, u64>>,
+    loose: std::cell::RefCell<std::collections::HashMap<(Term, u8, bool), LooseMatch>>,
+}
 
 impl DocFreqs {
     fn get(&self, searcher: &Searcher, term: &Term) -> Result<u64> {
-        if let Some(n) = self.0.borrow().get(term) {
+        if let Some(n) = self.freqs.borrow().get(term) {
             return Ok(*n);
         }
         let n = searcher.doc_freq(term)?;
-        self.0.borrow_mut().insert(term.clone(), n);
+        self.freqs.borrow_mut().insert(term.clone(), n);
         Ok(n)
+    }
+
+    /// [`LooseMatch::new`] (`prefix`: [`LooseMatch::new_prefix`]), shared by every query of
+    /// the search.
+    fn loose(&self, term: &Term, distance: u8, prefix: bool) -> LooseMatch {
+        self.loose
+            .borrow_mut()
+            .entry((term.clone(), distance, prefix))
+            .or_insert_with(|| {
+                if prefix {
+                    LooseMatch::new_prefix(term.clone())
+                } else {
+                    LooseMatch::new(term.clone(), distance)
+                }
+            })
+            .clone()
     }
 }
 
@@ -2761,6 +3278,201 @@ mod tests {
             conjunctions >= 1,
             "no TermConjunction among the required parts"
         );
+    }
+
+    #[test]
+    fn word_groups_and_tiers() {
+        assert_eq!(subsets(3, 2), [vec![0, 1], vec![0, 2], vec![1, 2]]);
+        assert_eq!(subsets(3, 1), [vec![0], vec![1], vec![2]]);
+        assert_eq!(subsets(2, 2), [vec![0, 1]]);
+        assert!(subsets(2, 0).is_empty() && subsets(2, 3).is_empty());
+        for (n, k) in [(4, 2), (6, 3), (7, 5), (16, 8)] {
+            assert_eq!(subsets(n, k).len(), binomial(n, k), "{n} choose {k}");
+        }
+        assert_eq!(binomial(16, 8), 12_870);
+        use Tier::{AtMost, Exactly};
+        assert_eq!(fewer_words_tiers(2), [Exactly(1)]);
+        assert_eq!(fewer_words_tiers(3), [Exactly(2), Exactly(1)]);
+        // 4 + 6 + 4 groups.
+        assert_eq!(fewer_words_tiers(4), [Exactly(3), Exactly(2), Exactly(1)]);
+        // 5 + 10, then 10 more would pass 24.
+        assert_eq!(fewer_words_tiers(5), [Exactly(4), Exactly(3), AtMost(2)]);
+        assert_eq!(fewer_words_tiers(7), [Exactly(6), AtMost(5)]);
+        assert_eq!(fewer_words_tiers(16), [Exactly(15), AtMost(14)]);
+    }
+
+    /// [`AnyOf`] matches the documents and gives the scores of a union `BooleanQuery` of the
+    /// same clauses, alone and as a required clause of a conjunction.
+    #[test]
+    fn any_of_scores_like_a_union() {
+        let index = synthetic_index(3, 2000);
+        let searcher = index.reader.searcher();
+        let text = index.fields.get(field::TEXT);
+        let term = |w: &str| Term::from_field_text(text, &tokens(analyzer::TEXT, w)[0]);
+        let alts = |words: &[&str]| -> Vec<Box<dyn Query>> {
+            words
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    Box::new(BoostQuery::new(
+                        Box::new(TermQuery::new(term(w), IndexRecordOption::WithFreqs)),
+                        1.0 - 0.1 * i as Score,
+                    )) as Box<dyn Query>
+                })
+                .collect()
+        };
+        let union = |q: Vec<Box<dyn Query>>| {
+            BooleanQuery::new(q.into_iter().map(|q| (Occur::Should, q)).collect())
+        };
+        let all = TopDocs::with_limit(100_000);
+        let same = |ours: &dyn Query, theirs: &dyn Query, what: &str| {
+            let mut a = searcher.search(ours, &all).unwrap();
+            let mut b = searcher.search(theirs, &all).unwrap();
+            assert!(!b.is_empty(), "{what}");
+            a.sort_by_key(|x| x.1);
+            b.sort_by_key(|x| x.1);
+            assert_eq!(a.len(), b.len(), "{what}");
+            for ((x, dx), (y, dy)) in a.iter().zip(&b) {
+                assert_eq!(dx, dy, "{what}");
+                assert!((x - y).abs() <= 1e-5 * y.abs(), "{what}: {x} vs {y}");
+            }
+            a.len()
+        };
+        let scraping = ["scraping", "scrape", "crawl", "web"];
+        same(&AnyOf(alts(&scraping)), &union(alts(&scraping)), "alone");
+        let led = |first: Box<dyn Query>| {
+            BooleanQuery::new(vec![
+                (Occur::Must, first),
+                (
+                    Occur::Must,
+                    Box::new(TermQuery::new(term("data"), IndexRecordOption::WithFreqs)),
+                ),
+            ])
+        };
+        let n = same(
+            &led(Box::new(AnyOf(alts(&scraping)))),
+            &led(Box::new(union(alts(&scraping)))),
+            "in a conjunction",
+        );
+        assert!(n > 0);
+    }
+
+    /// A word with several alternatives is an [`AnyOf`] in a conjunction where another word is
+    /// far rarer, and stays a union where the words have about as many documents.
+    #[test]
+    fn a_word_is_any_of_only_next_to_a_far_rarer_word() {
+        let spec = |name: &str, tagline: &str| -> crate::SearchDoc {
+            let spec: crate::corpus::AgentSpec = serde_json::from_value(serde_json::json!({
+                "name": name,
+                "displayName": name.split('/').nth(1).unwrap(),
+                "tagline": tagline,
+                "description": tagline,
+                "kind": "remote",
+            }))
+            .unwrap();
+            spec.to_doc().unwrap()
+        };
+        let mut docs: Vec<crate::SearchDoc> = (0..30)
+            .map(|i| spec(&format!("a/tool-{i}"), "scrape and crawl any web site"))
+            .collect();
+        docs.push(spec("b/frames", "scrape a web site into pandas"));
+        let index = crate::relevance::index_of(&docs).unwrap();
+        let searcher = index.reader.searcher();
+        let kinds = |text: &str| -> Vec<bool> {
+            let q = index
+                .text_query(
+                    &searcher,
+                    &DocFreqs::default(),
+                    text,
+                    &query_words(text),
+                    Mode::All,
+                    None,
+                )
+                .unwrap()
+                .unwrap();
+            let b = q.downcast_ref::<BooleanQuery>().expect("a BooleanQuery");
+            b.clauses()
+                .iter()
+                .map(|(_, c)| c.downcast_ref::<AnyOf>().is_some())
+                .collect()
+        };
+        // `scraping` (scrape, crawl, ...) has 31 agents, `pandas` 1.
+        assert_eq!(kinds("scraping pandas"), [true, false]);
+        // `scraping` and `website` (web, site, ...) have 31 each.
+        assert_eq!(kinds("scraping website"), [false, false]);
+    }
+
+    /// [`Without`]: the pruned collection (the inner query's loop, excluded documents skipped)
+    /// equals the exhaustive one (Tantivy's `Exclude` scorer), and no hit has an excluded word.
+    #[test]
+    fn without_prunes_like_the_exhaustive_exclusion() {
+        let index = synthetic_index(5, 3000);
+        let searcher = index.reader.searcher();
+        let freqs = DocFreqs::default();
+        let mut compared = 0;
+        for (kept, dropped) in [
+            ("data", "report"),
+            ("code review", "request"),
+            ("web scraping", "data"),
+            ("analyze", "dataset code"),
+        ] {
+            let kept_words = query_words(kept);
+            let dropped_words = query_words(dropped);
+            let excluded = index
+                .text_query(&searcher, &freqs, dropped, &dropped_words, Mode::Any, None)
+                .unwrap()
+                .unwrap();
+            let q = SearchQuery::text(kept);
+            let run = |prune: bool, k: usize, after: Option<(u64, String)>| {
+                let part = Part {
+                    text: kept,
+                    words: &kept_words,
+                    mode: Mode::All,
+                    prefix_last: true,
+                    without: Some(excluded.as_ref()),
+                };
+                let c = RankCollector {
+                    sort: Sort::Relevance,
+                    k,
+                    after,
+                    prune,
+                    names: true,
+                };
+                index
+                    .collect_part(&searcher, &freqs, &q, &part, &c)
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| (r.key, r.name, r.addr))
+                    .collect::<Vec<_>>()
+            };
+            let exhaustive = run(false, 40, None);
+            if exhaustive.len() < 40 {
+                continue;
+            }
+            compared += 1;
+            let pruned = run(true, 40, None);
+            assert_eq!(pruned, exhaustive, "{kept} without {dropped}");
+            let after = Some((pruned[19].0, pruned[19].1.clone()));
+            assert_eq!(
+                run(true, 20, after.clone()),
+                run(false, 20, after),
+                "{kept}"
+            );
+            // No hit has a dropped word.
+            let weight = excluded
+                .weight(EnableScoring::disabled_from_searcher(&searcher))
+                .unwrap();
+            for (_, name, addr) in &pruned {
+                let mut s = weight
+                    .scorer(searcher.segment_reader(addr.segment_ord), 1.0)
+                    .unwrap();
+                assert!(
+                    s.doc() > addr.doc_id || s.seek(addr.doc_id) != addr.doc_id,
+                    "{name} has a word of {dropped}"
+                );
+            }
+        }
+        assert!(compared >= 2, "too few queries to compare");
     }
 
     /// [`LooseMatch`] matches what Tantivy's `FuzzyTermQuery` matches, with the same constant

@@ -114,6 +114,141 @@ fn pages_of_a_relaxed_query_keep_the_tiers_and_repeat_nothing() {
     assert!(missing[2..].iter().all(|m| *m > 0), "{seen:?}");
 }
 
+/// Agents with all of "monitor web prices", lacking one word, or two. "monitor" and "web" are
+/// common here and "prices" rare, so an agent with "prices" alone outscores those with
+/// "monitor web" (and it is the most popular): only the tiers put it after them.
+fn fewest_missing_corpus() -> Vec<SearchDoc> {
+    let mut docs = vec![
+        doc("a/full", "monitor web prices for you", 1),
+        doc("b/first", "monitor the web for you", 10),
+        doc("c/first", "prices for everything", 9_000_000),
+        doc("d/nothing", "translate documents", 10_000_000),
+    ];
+    for i in 0..6 {
+        docs.push(doc(&format!("f/pages-{i}"), "monitor web pages", 100 + i));
+    }
+    docs
+}
+
+#[test]
+fn partial_matches_lacking_fewer_words_come_first() {
+    let index = index(&fewest_missing_corpus(), Synonyms::none(), 10);
+    let page = index
+        .search(&SearchQuery::text("monitor web prices"))
+        .unwrap();
+    let got: Vec<(&str, usize)> = page
+        .hits
+        .iter()
+        .map(|h| (h.name.as_str(), h.missing_words.len()))
+        .collect();
+    assert_eq!(got.len(), 9, "{got:?}");
+    assert_eq!(got[0], ("a/full", 0), "{got:?}");
+    assert!(got[1..8].iter().all(|(_, m)| *m == 1), "{got:?}");
+    assert_eq!(got[8], ("c/first", 2), "{got:?}");
+    // Without the tiers the one rare word would rank first among the partial matches.
+    let c = &page.hits[8];
+    assert!(
+        page.hits[1..8].iter().all(|h| h.score < c.score),
+        "{:?}",
+        page.hits
+    );
+    let by = |n: &str| page.hits.iter().find(|h| h.name == n).unwrap();
+    assert_eq!(by("b/first").missing_words, ["prices"]);
+    assert_eq!(by("c/first").missing_words, ["monitor", "web"]);
+    assert_eq!(page.dropped_words, ["monitor", "web", "prices"]);
+    // Pages of two give the same sequence.
+    let mut q = SearchQuery::text("monitor web prices");
+    q.limit = 2;
+    let mut paged = Vec::new();
+    loop {
+        let p = index.search(&q).unwrap();
+        paged.extend(p.hits.iter().map(|h| h.name.clone()));
+        let Some(c) = p.next_cursor else { break };
+        q = SearchQuery::parse(&hub_search::SearchParams {
+            q: Some("monitor web prices".into()),
+            limit: Some("2".into()),
+            cursor: Some(c),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(paged.len() <= 9, "{paged:?}");
+    }
+    let whole: Vec<String> = page.hits.iter().map(|h| h.name.clone()).collect();
+    assert_eq!(paged, whole);
+}
+
+#[test]
+fn tiers_hold_in_every_sort_order() {
+    let index = index(&fewest_missing_corpus(), Synonyms::none(), 10);
+    let mut q = SearchQuery::text("monitor web prices");
+    q.sort = hub_search::Sort::Downloads;
+    let page = index.search(&q).unwrap();
+    let got: Vec<&str> = page.hits.iter().map(|h| h.name.as_str()).collect();
+    // Full match, then the agents lacking one word by downloads, then the one lacking two
+    // (the most downloaded of all).
+    assert_eq!(
+        got,
+        [
+            "a/full",
+            "f/pages-5",
+            "f/pages-4",
+            "f/pages-3",
+            "f/pages-2",
+            "f/pages-1",
+            "f/pages-0",
+            "b/first",
+            "c/first"
+        ]
+    );
+}
+
+#[test]
+fn a_cursor_with_a_tier_on_a_query_of_one_word_or_none_is_harmless() {
+    let index = index(&fewest_missing_corpus(), Synonyms::none(), 10);
+    for text in ["", "prices", "monitor web prices"] {
+        for tier in [0, 1, 2, 9] {
+            let mut q = SearchQuery::text(text);
+            q.cursor = Some(hub_search::Cursor {
+                key: u64::MAX,
+                name: "a/full".into(),
+                query: q.digest(),
+                tier: Some(tier),
+            });
+            let page = index.search(&q);
+            assert!(page.is_ok(), "{text:?} tier {tier}: {page:?}");
+        }
+    }
+}
+
+#[test]
+fn a_long_query_ranks_the_rest_by_the_any_word_union() {
+    // Seven words: the agents lacking one word are found exactly; those lacking more come
+    // after them, ranked by the any-word union, their missing words looked up.
+    let mut docs = fewest_missing_corpus();
+    docs.push(doc(
+        "e/six",
+        "monitor web prices alpha beta gamma in one go",
+        1,
+    ));
+    let index = index(&docs, Synonyms::none(), 10);
+    let text = "monitor web prices alpha beta gamma delta";
+    let page = index.search(&SearchQuery::text(text)).unwrap();
+    assert_eq!(page.hits[0].name, "e/six");
+    assert_eq!(page.hits[0].missing_words, ["delta"]);
+    let names: Vec<&str> = page.hits.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names.len(), 10, "{names:?}");
+    assert!(!names.contains(&"d/nothing"));
+    let by = |n: &str| page.hits.iter().find(|h| h.name == n).unwrap();
+    assert_eq!(
+        by("a/full").missing_words,
+        ["alpha", "beta", "gamma", "delta"]
+    );
+    assert_eq!(
+        by("c/first").missing_words,
+        ["monitor", "web", "alpha", "beta", "gamma", "delta"]
+    );
+}
+
 #[test]
 fn enough_full_matches_need_no_fewer_words() {
     // Two full matches: with a threshold of 2 nothing partial is added; with 3 it is.
