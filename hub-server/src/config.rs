@@ -93,6 +93,10 @@ pub struct Config {
     /// checkpoints the hub serves then carry their cosignatures, which clients can require
     /// (`ofc trust witness`).
     pub log_witnesses: Vec<LogWitness>,
+    /// Seconds after which an unchanged head is submitted to the witnesses again, so their
+    /// cosignatures stay recent for clients that require fresh ones (`ofc trust witness
+    /// require N --max-age SECS`, which should be well above this).
+    pub log_witness_refresh_secs: u64,
 }
 
 /// A witness of the hub's log.
@@ -150,6 +154,7 @@ impl Default for Config {
             search_fewer_words_below: hub_search::index::DEFAULT_FEWER_WORDS_BELOW,
             log_origin: None,
             log_witnesses: Vec::new(),
+            log_witness_refresh_secs: 600,
         }
     }
 }

@@ -24,9 +24,6 @@ use crate::state::AppState;
 const POLL: Duration = Duration::from_millis(200);
 /// Longest pause after failures.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// A head cosigned this long ago is submitted again, so its cosignatures' timestamps stay
-/// recent even when nothing is published.
-const REFRESH: Duration = Duration::from_secs(600);
 /// The largest witness answer read.
 const MAX_ANSWER: usize = 16 * 1024;
 
@@ -89,6 +86,9 @@ async fn run(state: AppState, targets: Vec<Target>) {
     // The size each witness last cosigned, as far as this hub knows (0 at first: a witness
     // that cosigned before answers 409 with its size).
     let mut known: Vec<u64> = vec![0; targets.len()];
+    // An unchanged head cosigned this long ago is submitted again, so the cosignatures'
+    // timestamps stay recent even when nothing is published.
+    let refresh = Duration::from_secs(state.config.log_witness_refresh_secs.max(1));
     let mut done: Option<(u64, Hash, Instant)> = None;
     let mut pause = POLL;
     loop {
@@ -104,7 +104,7 @@ async fn run(state: AppState, targets: Vec<Target>) {
         if let Some((s, r, at)) = &done
             && *s == size
             && *r == root
-            && at.elapsed() < REFRESH
+            && at.elapsed() < refresh
         {
             pause = POLL;
             continue;

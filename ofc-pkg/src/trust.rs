@@ -98,11 +98,14 @@ pub struct Witnesses {
     /// How many of them must have cosigned (0: none required).
     #[serde(default)]
     pub required: usize,
+    /// Cosignatures older than this many seconds (or dated more than 30 s ahead) do not count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_age_secs: Option<u64>,
 }
 
 impl Witnesses {
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty() && self.required == 0
+        self.keys.is_empty() && self.required == 0 && self.max_age_secs.is_none()
     }
 }
 

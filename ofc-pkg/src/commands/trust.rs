@@ -68,6 +68,11 @@ pub enum WitnessCommand {
     Require {
         /// How many.
         n: usize,
+        /// Only cosignatures made within this many seconds count (a hub cannot then keep
+        /// serving an old cosigned view; its witnesses re-cosign an unchanged head every
+        /// `log_witness_refresh_secs`, 600 by default, so keep this well above that). 0: any age.
+        #[arg(long, value_name = "SECS")]
+        max_age: Option<u64>,
     },
 }
 
@@ -250,7 +255,9 @@ fn witness_key(key: &str) -> Result<index_schema::tlog::WitnessVerifier> {
 
 fn show_witnesses(hub: &str, w: &Witnesses, out: &mut Output) {
     if out.json {
-        out.json_value(&json!({"hub": hub, "keys": w.keys, "required": w.required}));
+        out.json_value(&json!({
+            "hub": hub, "keys": w.keys, "required": w.required, "maxAgeSecs": w.max_age_secs,
+        }));
     } else if w.keys.is_empty() {
         out.status(&format!("no witnesses are trusted for {hub}"));
     } else {
@@ -258,9 +265,12 @@ fn show_witnesses(hub: &str, w: &Witnesses, out: &mut Output) {
             out.data(k);
         }
         out.status(&format!(
-            "{} of these {} witnesses must cosign every checkpoint of {hub}",
+            "{} of these {} witnesses must cosign every checkpoint of {hub}{}",
             w.required,
-            w.keys.len()
+            w.keys.len(),
+            w.max_age_secs
+                .map(|s| format!(", within the last {s} s"))
+                .unwrap_or_default()
         ));
     }
 }
@@ -314,7 +324,7 @@ fn witness(cmd: &WitnessCommand, paths: &Paths, out: &mut Output) -> Result<Exit
             }
             w
         }
-        WitnessCommand::Require { n } => TrustStore::update(paths, |t| {
+        WitnessCommand::Require { n, max_age } => TrustStore::update(paths, |t| {
             let w = t.witnesses_mut(&hub);
             if *n > w.keys.len() {
                 return Err(UserError::new(format!(
@@ -325,6 +335,9 @@ fn witness(cmd: &WitnessCommand, paths: &Paths, out: &mut Output) -> Result<Exit
                 .into());
             }
             w.required = *n;
+            if let Some(secs) = max_age {
+                w.max_age_secs = (*secs > 0).then_some(*secs);
+            }
             Ok(w.clone())
         })?,
     };

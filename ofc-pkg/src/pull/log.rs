@@ -75,6 +75,18 @@ pub(crate) fn before(paths: &Paths, hub: &str) -> Result<Option<Before>> {
 pub(crate) struct Witnesses {
     keys: Vec<WitnessVerifier>,
     required: usize,
+    max_age_secs: Option<u64>,
+}
+
+/// How far ahead of this machine's clock a cosignature may be dated (clock skew) when
+/// freshness is required.
+const MAX_FUTURE_SECS: u64 = 30;
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// The witness policy the user set for `hub` in `trust.toml`.
@@ -107,6 +119,7 @@ pub(crate) fn witnesses(paths: &Paths, hub: &str) -> Result<Witnesses> {
     Ok(Witnesses {
         keys,
         required: w.required,
+        max_age_secs: w.max_age_secs,
     })
 }
 
@@ -160,14 +173,34 @@ pub(crate) async fn check_head(
             ))
         )
     })?;
-    if cosigned.len() < witnesses.required {
+    let now = now_secs();
+    let fresh = cosigned
+        .iter()
+        .filter(|c| match witnesses.max_age_secs {
+            Some(max) => {
+                c.timestamp <= now + MAX_FUTURE_SECS && c.timestamp.saturating_add(max) >= now
+            }
+            None => true,
+        })
+        .count();
+    if fresh < witnesses.required {
         let names: Vec<&str> = witnesses.keys.iter().map(WitnessVerifier::name).collect();
+        let stale = match (
+            witnesses.max_age_secs,
+            cosigned.iter().map(|c| c.timestamp).max(),
+        ) {
+            (Some(max), Some(newest)) => format!(
+                " (cosignatures older than {max} s do not count; the newest was made {} s ago)",
+                now.saturating_sub(newest)
+            ),
+            _ => String::new(),
+        };
         bail!(
             UserError::new(format!(
-                "the checkpoint sent with {what} (log size {}) carries valid cosignatures of {} of \
-                 the witnesses this client trusts for {} ({}), and {} are required; refusing it",
+                "the checkpoint sent with {what} (log size {}) carries valid cosignatures of {fresh} \
+                 of the witnesses this client trusts for {} ({}), and {} are required{stale}; \
+                 refusing it",
                 cp.size,
-                cosigned.len(),
                 hub.url,
                 names.join(", "),
                 witnesses.required

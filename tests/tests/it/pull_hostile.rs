@@ -44,11 +44,15 @@ fn setup() -> Setup {
     setup_on(TestHub::process(ProcessOptions::default()))
 }
 
-/// [`setup`] on a hub whose log a real `ofc-hub witness` cosigns, with `other/thing` 1.0.0
+/// [`setup`] on a hub (with `hub_toml`) whose log a real `ofc-hub witness` cosigns, with
+/// `other/thing` 1.0.0
 /// published too; returns once the hub serves a checkpoint the witness cosigned of all 5
 /// entries (the two keys and the three versions).
-fn witnessed_setup() -> (Setup, WitnessProcess) {
-    let (hub, w) = WitnessProcess::with_hub(ProcessOptions::default(), "witness.test/w1");
+fn witnessed_setup(hub_toml: &str) -> (Setup, WitnessProcess) {
+    let (hub, w) = WitnessProcess::with_hub(
+        ProcessOptions::default().hub_toml(hub_toml),
+        "witness.test/w1",
+    );
     let log_key = String::from_utf8(hub.run(&["log", "key"]).stdout).unwrap();
     let s = setup_on(hub);
     s.publish_other_thing();
@@ -667,7 +671,7 @@ fn audit_lists_a_publishers_logged_events_and_refuses_another_view() {
 
 #[test]
 fn with_a_witness_required_a_view_it_did_not_cosign_is_refused_at_once() {
-    let (s, w) = witnessed_setup();
+    let (s, w) = witnessed_setup("");
     // The compromised operator's fork asks the same witness to cosign its log: refused, as
     // the witness saw the real one.
     let (fork, _fp, _w) = fork_with(&s, "acme", &["2.0.0"], &w.hub_toml());
@@ -744,4 +748,39 @@ fn a_required_witness_a_hub_does_not_have_refuses_until_the_policy_changes() {
     ofc.ok(&["pull", "acme/tool@1.0.0"]);
     let v = ofc.json(&["trust", "log"]);
     assert_eq!(v["size"], 3, "{v}");
+}
+
+#[test]
+fn with_fresh_cosignatures_required_a_hub_whose_witness_is_gone_is_refused_once_they_age() {
+    // The hub submits its unchanged head again every second.
+    let (s, mut w) = witnessed_setup("log_witness_refresh_secs = 1\n");
+    let (_t, ofc) = s.consumer();
+    ofc.ok(&["trust", "witness", "add", &w.key]);
+    let v = ofc.json(&["trust", "witness", "require", "1", "--max-age", "4"]);
+    assert_eq!(v["maxAgeSecs"], 4, "{v}");
+    // Past the max age of the first cosignature, re-cosigned ones keep the pulls going.
+    std::thread::sleep(Duration::from_secs(5));
+    ofc.ok(&["pull", "acme/tool@1.0.0"]);
+    // The witness gone, the served cosignature ages: refused past the max age.
+    w.kill();
+    std::thread::sleep(Duration::from_secs(6));
+    let r = ofc.run(&["pull", "acme/tool@2.0.0"]);
+    assert_refused(&r, "cosignatures older than 4 s do not count");
+    assert!(installed_bundles(ofc.home()).len() == 1, "only 1.0.0");
+    // Back: the hub's next round has it cosign again (its retries back off, bounded).
+    w.spawn();
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let r = ofc.run(&["pull", "acme/tool@2.0.0"]);
+        if r.code == Some(0) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never fresh again: {}\n{}",
+            r.stderr,
+            s.hub.log()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
