@@ -1274,39 +1274,51 @@ struct AnyOfScorer {
     doc: DocId,
 }
 
+/// Moves a union of `members` (at `doc`, the least of their docs) to its next doc: the members
+/// on `doc` advance, the others stay.
+fn union_advance<D: DocSet>(members: &mut [D], doc: &mut DocId) -> DocId {
+    if *doc == tantivy::TERMINATED {
+        return *doc;
+    }
+    let current = *doc;
+    let mut next = tantivy::TERMINATED;
+    for m in members {
+        let d = if m.doc() == current {
+            m.advance()
+        } else {
+            m.doc()
+        };
+        next = next.min(d);
+    }
+    *doc = next;
+    next
+}
+
+/// Seeks a union of `members` (at `doc`) to the first doc at or past `target`: only the
+/// members before `target` seek.
+fn union_seek<D: DocSet>(members: &mut [D], doc: &mut DocId, target: DocId) -> DocId {
+    if target <= *doc {
+        return *doc;
+    }
+    let mut next = tantivy::TERMINATED;
+    for m in members {
+        let d = if m.doc() < target {
+            m.seek(target)
+        } else {
+            m.doc()
+        };
+        next = next.min(d);
+    }
+    *doc = next;
+    next
+}
+
 impl DocSet for AnyOfScorer {
     fn advance(&mut self) -> DocId {
-        if self.doc == tantivy::TERMINATED {
-            return self.doc;
-        }
-        let current = self.doc;
-        let mut next = tantivy::TERMINATED;
-        for s in &mut self.scorers {
-            let d = if s.doc() == current {
-                s.advance()
-            } else {
-                s.doc()
-            };
-            next = next.min(d);
-        }
-        self.doc = next;
-        next
+        union_advance(&mut self.scorers, &mut self.doc)
     }
     fn seek(&mut self, target: DocId) -> DocId {
-        if target <= self.doc {
-            return self.doc;
-        }
-        let mut next = tantivy::TERMINATED;
-        for s in &mut self.scorers {
-            let d = if s.doc() < target {
-                s.seek(target)
-            } else {
-                s.doc()
-            };
-            next = next.min(d);
-        }
-        self.doc = next;
-        next
+        union_seek(&mut self.scorers, &mut self.doc, target)
     }
     fn doc(&self) -> DocId {
         self.doc
@@ -2405,37 +2417,10 @@ impl FewPostings {
 
 impl DocSet for FewPostings {
     fn advance(&mut self) -> DocId {
-        if self.doc == tantivy::TERMINATED {
-            return self.doc;
-        }
-        let current = self.doc;
-        let mut next = tantivy::TERMINATED;
-        for p in &mut self.postings {
-            let d = if p.doc() == current {
-                p.advance()
-            } else {
-                p.doc()
-            };
-            next = next.min(d);
-        }
-        self.doc = next;
-        next
+        union_advance(&mut self.postings, &mut self.doc)
     }
     fn seek(&mut self, target: DocId) -> DocId {
-        if target <= self.doc {
-            return self.doc;
-        }
-        let mut next = tantivy::TERMINATED;
-        for p in &mut self.postings {
-            let d = if p.doc() < target {
-                p.seek(target)
-            } else {
-                p.doc()
-            };
-            next = next.min(d);
-        }
-        self.doc = next;
-        next
+        union_seek(&mut self.postings, &mut self.doc, target)
     }
     fn doc(&self) -> DocId {
         self.doc
