@@ -16,10 +16,8 @@ use serde_json::{Map, Value};
 
 use crate::agent_yaml::ManifestDefaults;
 use crate::diagnostic::{Diagnostics, FieldPath};
-use crate::manifest::{
-    self, Activation, Capability, Manifest, Origin, RemoteSource, Source, parse_exact_version,
-};
-use crate::name::{AgentHandle, AgentName};
+use crate::manifest::{self, Activation, Capability, Manifest, Origin, RemoteSource, Source};
+
 use crate::source::{self, SourceDoc};
 
 /// The file name of an A2A agent card.
@@ -351,56 +349,14 @@ impl A2aCard {
         let root = FieldPath::root();
         let mut d = Diagnostics::default();
         let slug = slug(self.str("name"));
-        let name = match defaults.name.clone() {
-            Some(n) => Some(n),
-            None => match defaults.publisher.as_deref() {
-                Some(publisher) => match AgentName::new(publisher, &slug) {
-                    Ok(n) => Some(n),
-                    Err(e) => {
-                        d.push(
-                            root.key("name"),
-                            format!("cannot be made into the agent part of a hub name: {e}"),
-                        );
-                        None
-                    }
-                },
-                None => {
-                    d.push(
-                        root.key("name"),
-                        "publishing an A2A card needs its hub name `publisher/agent` (or the publisher)",
-                    );
-                    None
-                }
-            },
-        };
-        let id = match defaults.id.clone() {
-            Some(h) => Some(h),
-            None => name
-                .as_ref()
-                .and_then(|n| match AgentHandle::new(n.agent()) {
-                    Ok(h) => Some(h),
-                    Err(e) => {
-                        d.push(
-                            root.key("name"),
-                            format!("cannot be used as a floor handle: {e}"),
-                        );
-                        None
-                    }
-                }),
-        };
-        let version = match defaults.version.clone() {
-            Some(v) => Some(v),
-            None => match parse_exact_version(self.str("version")) {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    d.push(
-                        root.key("version"),
-                        format!("must be an exact semver version to publish (or pass one): {e}"),
-                    );
-                    None
-                }
-            },
-        };
+        let (name, id, version) = defaults.identity(
+            "an A2A card",
+            &slug,
+            self.str("version"),
+            &root.key("name"),
+            &root.key("version"),
+            &mut d,
+        );
         let description = self.str("description").trim().to_string();
         let tagline = defaults.tagline.clone().unwrap_or_else(|| {
             description

@@ -259,6 +259,75 @@ pub struct ManifestDefaults {
     pub source: Option<Source>,
 }
 
+impl ManifestDefaults {
+    /// The hub name, floor handle and version of a manifest made from a document of another
+    /// format (`what`, e.g. "an A2A card"): each from these defaults when given, else the name
+    /// from the publisher and the document's `slug`, the handle from the name's agent part, and
+    /// the version from the document's `version` text (exact semver). Problems go to `d`, under
+    /// `name_at` and `version_at`.
+    pub(crate) fn identity(
+        &self,
+        what: &str,
+        slug: &str,
+        version: &str,
+        name_at: &FieldPath,
+        version_at: &FieldPath,
+        d: &mut Diagnostics,
+    ) -> (Option<AgentName>, Option<AgentHandle>, Option<Version>) {
+        let name = match (&self.name, self.publisher.as_deref()) {
+            (Some(n), _) => Some(n.clone()),
+            (None, Some(publisher)) => match AgentName::new(publisher, slug) {
+                Ok(n) => Some(n),
+                Err(e) => {
+                    d.push(
+                        name_at.clone(),
+                        format!("cannot be made into the agent part of a hub name: {e}"),
+                    );
+                    None
+                }
+            },
+            (None, None) => {
+                d.push(
+                    name_at.clone(),
+                    format!(
+                        "publishing {what} needs its hub name `publisher/agent` (or the publisher)"
+                    ),
+                );
+                None
+            }
+        };
+        let id = match &self.id {
+            Some(h) => Some(h.clone()),
+            None => name
+                .as_ref()
+                .and_then(|n| match AgentHandle::new(n.agent()) {
+                    Ok(h) => Some(h),
+                    Err(e) => {
+                        d.push(
+                            name_at.clone(),
+                            format!("cannot be used as a floor handle: {e}"),
+                        );
+                        None
+                    }
+                }),
+        };
+        let version = match &self.version {
+            Some(v) => Some(v.clone()),
+            None => match manifest::parse_exact_version(version) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    d.push(
+                        version_at.clone(),
+                        format!("must be an exact semver version to publish (or pass one): {e}"),
+                    );
+                    None
+                }
+            },
+        };
+        (name, id, version)
+    }
+}
+
 /// Translates a manifest field path (camelCase) into the path of the file field it came from.
 /// `rename` maps whole leading segments (`displayName` → `name`); other keys become snake_case.
 pub(crate) fn manifest_path_to_file(path: &FieldPath, rename: &[(&str, &str)]) -> FieldPath {

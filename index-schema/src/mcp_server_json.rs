@@ -28,7 +28,7 @@ use crate::manifest::{
     self, Activation, DockerSource, Manifest, NpmSource, Origin, PipSource, RemoteSource, Source,
     parse_exact_version,
 };
-use crate::name::{AgentHandle, AgentName, Digest};
+use crate::name::Digest;
 use crate::source::{self, SourceDoc};
 
 /// The file name of a `server.json`.
@@ -540,56 +540,14 @@ impl ServerJson {
         let mut d = Diagnostics::default();
         let short = self.name().rsplit('/').next().unwrap_or("");
         let slug = slug(short);
-        let name = match defaults.name.clone() {
-            Some(n) => Some(n),
-            None => match defaults.publisher.as_deref() {
-                Some(publisher) => match AgentName::new(publisher, &slug) {
-                    Ok(n) => Some(n),
-                    Err(e) => {
-                        d.push(
-                            root.key("name"),
-                            format!("cannot be made into the agent part of a hub name: {e}"),
-                        );
-                        None
-                    }
-                },
-                None => {
-                    d.push(
-                        root.key("name"),
-                        "publishing a server.json needs its hub name `publisher/agent` (or the publisher)",
-                    );
-                    None
-                }
-            },
-        };
-        let id = match defaults.id.clone() {
-            Some(h) => Some(h),
-            None => name
-                .as_ref()
-                .and_then(|n| match AgentHandle::new(n.agent()) {
-                    Ok(h) => Some(h),
-                    Err(e) => {
-                        d.push(
-                            root.key("name"),
-                            format!("cannot be used as a floor handle: {e}"),
-                        );
-                        None
-                    }
-                }),
-        };
-        let version = match defaults.version.clone() {
-            Some(v) => Some(v),
-            None => match parse_exact_version(self.version()) {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    d.push(
-                        root.key("version"),
-                        format!("must be an exact semver version to publish (or pass one): {e}"),
-                    );
-                    None
-                }
-            },
-        };
+        let (name, id, version) = defaults.identity(
+            "a server.json",
+            &slug,
+            self.version(),
+            &root.key("name"),
+            &root.key("version"),
+            &mut d,
+        );
         let (source, source_field) = match self.source(&root) {
             Ok(s) => (Some(s.0), s.1),
             Err(e) => {
