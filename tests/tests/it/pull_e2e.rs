@@ -348,21 +348,12 @@ fn installed(home: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// A free loopback port (bound, then released for the agent to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `ofc-test-agent` (the runtime's OFC agent server) on a loopback port; killed on drop.
 struct AgentProc(std::process::Child, String);
 
 impl AgentProc {
     fn start() -> AgentProc {
-        let port = free_port();
+        let port = crate::common::free_port();
         let child = std::process::Command::new(crate::common::bin("ofc-test-agent"))
             .args(["--name", "remote"])
             .env("OFC_PORT", port.to_string())

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::common::Publishers as _;
 use crate::common::{Ofc, Publisher};
 use ofc_test_kit::{ProcessOptions, TestHub};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -142,70 +142,9 @@ fn pull_json(ofc: &Ofc, dir: &Path, installer: &str, args: &[&str]) -> Value {
     serde_json::from_str(&r.stdout).unwrap()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts a pulled agent as `ofc run` does with a `process` start (OFC_PORT set), and checks
-/// that it answers `/ofc/info` and a respond call.
+/// Starts a pulled agent and checks its answer, which its dependency upper-cases.
 fn start_and_call(start: &Value) {
-    assert_eq!(start["kind"], "process", "{start}");
-    let port = free_port();
-    let mut cmd = Command::new(start["program"].as_str().unwrap());
-    for a in start["args"].as_array().unwrap() {
-        cmd.arg(a.as_str().unwrap());
-    }
-    for kv in start["env"].as_array().unwrap() {
-        cmd.env(kv[0].as_str().unwrap(), kv[1].as_str().unwrap());
-    }
-    let mut child = cmd
-        .current_dir(start["cwd"].as_str().unwrap())
-        .env("OFC_PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}/ofc");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let result = rt.block_on(async {
-        let client = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let info: Value = loop {
-            match client.get(format!("{base}/info")).send().await {
-                Ok(r) if r.status().is_success() => break r.json().await.unwrap(),
-                _ if Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(50)).await
-                }
-                other => panic!("the agent did not answer /ofc/info: {other:?}"),
-            }
-        };
-        let reply: Value = client
-            .post(format!("{base}/respond"))
-            .header("OFC-Floor-Id", "floor-1")
-            .json(&json!({
-                "floor_id": "floor-1",
-                "messages": [{"id": "m1", "from": "@user", "content": "hello @pyecho",
-                              "timestamp": "2026-01-01T00:00:00Z"}]
-            }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        (info, reply)
-    });
-    let _ = child.kill();
-    let _ = child.wait();
-    let (info, reply) = result;
-    assert_eq!(info["id"], "@pyecho", "{info}");
+    let reply = crate::common::start_and_call(start, "@pyecho", "hello @pyecho");
     // The dependency did its part.
     assert_eq!(reply["content"], "HELLO @PYECHO!", "{reply}");
 }
