@@ -199,6 +199,9 @@ mod tests {
         assert!(s.of("db").contains(&"postgres".to_string()));
         assert!(s.of("plots").contains(&"charts".to_string()));
         assert!(s.of("crawl").contains(&"scrape".to_string()));
-        assert!(s.of("translate").contains(&"localization".to_string()));
+        assert!(s.of("translate").contains(&"l10n".to_string()));
+        assert!(s.of("localization").contains(&"i18n".to_string()));
+        // Never a target: it stems to `local`.
+        assert!(!s.of("translate").contains(&"localization".to_string()));
     }
 }

@@ -359,3 +359,27 @@ fn an_exact_name_that_is_found_is_the_answer_and_one_that_is_not_falls_back() {
     assert!(!page.hits.is_empty());
     assert!(!page.dropped_words.is_empty());
 }
+
+/// The default synonym set does not turn a word into a stem of an unrelated one: `translate`
+/// also finds localisation agents (one-way), but not agents that keep things "local"
+/// (`localization` stems to `local`, so it cannot be one of its targets).
+#[test]
+fn the_default_set_does_not_send_translate_to_local() {
+    let docs = vec![
+        doc("a/translator", "translate documents into any language", 1),
+        doc("a/l10n-kit", "l10n and i18n for your app strings", 1),
+        doc(
+            "b/local-data-pilot",
+            "keeps your data local and private",
+            1_000_000,
+        ),
+    ];
+    let index = index(&docs, Synonyms::default_set(), 10);
+    let found = names(&index, "translate");
+    assert!(found.contains(&"a/translator".to_owned()), "{found:?}");
+    assert!(found.contains(&"a/l10n-kit".to_owned()), "{found:?}");
+    assert!(
+        !found.contains(&"b/local-data-pilot".to_owned()),
+        "{found:?}"
+    );
+}
