@@ -424,6 +424,8 @@ struct Recruiter {
     opts: PullOptions,
     starter: Starter,
     furniture: Option<Arc<FloorFurniture>>,
+    /// The floor's MCP endpoints, for the agents added (with `furniture`).
+    mcp: Option<Arc<runtime::furniture::ServedEndpoints>>,
     /// The floor's LLM agents, told who is on the floor when someone joins.
     llm: std::sync::Mutex<Vec<(String, Arc<runtime::llm::LlmAgent>)>>,
 }
@@ -499,13 +501,16 @@ impl floor_manager::Recruit for Recruiter {
             Kind::Llm(agent) => Some(Arc::clone(agent)),
             _ => None,
         };
-        let planned = Planned {
+        let mut planned = Planned {
             handle,
             activation,
             kind,
             field: reference.to_string(),
             blame: FieldPath::root(),
         };
+        if let (Some(served), Some(f)) = (&self.mcp, &self.furniture) {
+            equip(served, f, &mut planned);
+        }
         let (handle, activation, started) = self.starter.start(planned).await;
         let (agent, endpoint) = started?;
         if let Some(agent) = llm {
@@ -534,78 +539,63 @@ fn lock_llm<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Serves the floor's MCP endpoints on loopback. Each ACP agent gets the pieces it holds a
-/// grant on (`session/new` `mcpServers`, with its bearer token); each local HTTP (process)
-/// agent gets its token in `OFC_AGENT_TOKEN` and the endpoints' base in `OFC_FLOOR_MCP`, and
-/// the grants it is told of later (`POST /ofc/mcp/grant`) name URLs there. The endpoints stop
-/// when the answer is dropped.
-async fn serve_furniture_to_agents(
+/// Serves the floor's MCP endpoints on loopback for this run (seed 000); they stop when the
+/// answer is dropped. Agents are given their part with [`equip`].
+async fn serve_furniture(
     furniture: &Arc<FloorFurniture>,
     run_id: &str,
-    planned: &mut [Planned],
-) -> Result<runtime::furniture::ServedEndpoints> {
-    let mut endpoints = runtime::furniture::McpEndpoints::new(Arc::clone(furniture), run_id);
-    let grants = furniture.grants();
-    let mut tokens = std::collections::HashMap::new();
-    let mut held = std::collections::HashMap::new();
-    for p in planned.iter() {
-        let me = p.handle.to_string();
-        match &p.kind {
-            Kind::Acp(_) => {
-                let pieces: Vec<(String, String)> = furniture
-                    .pieces()
-                    .iter()
-                    .filter(|f| !grants.classes(&me, f.name()).is_empty())
-                    .map(|f| (f.name().to_owned(), endpoints.path(f.name())))
-                    .collect();
-                if !pieces.is_empty() {
-                    tokens.insert(me.clone(), endpoints.issue(&me));
-                    held.insert(me, pieces);
-                }
-            }
-            Kind::Process(_) => {
-                tokens.insert(me.clone(), endpoints.issue(&me));
-            }
-            _ => {}
-        }
-    }
-    let base_path = endpoints.path("");
+) -> Result<Arc<runtime::furniture::ServedEndpoints>> {
+    let endpoints = runtime::furniture::McpEndpoints::new(Arc::clone(furniture), run_id);
     let served = endpoints
         .serve_loopback()
         .await
         .context("cannot serve the floor's MCP endpoints on 127.0.0.1")?;
-    let mcp_base = format!("{}{}", served.base, base_path.trim_end_matches('/'));
-    for p in planned.iter_mut() {
-        let me = p.handle.to_string();
-        let Some(token) = tokens.get(&me) else {
-            continue;
-        };
-        match &mut p.kind {
-            Kind::Acp(command) => {
-                command.mcp_servers = held
-                    .get(&me)
-                    .into_iter()
-                    .flatten()
-                    .map(|(name, path)| runtime::agent::AcpMcpServer {
-                        name: name.clone(),
-                        url: format!("{}{path}", served.base),
-                        headers: vec![("Authorization".to_owned(), format!("Bearer {token}"))],
-                    })
-                    .collect();
+    Ok(Arc::new(served))
+}
+
+/// Gives an agent about to start (on the blueprint, or added by `@floor-manager` later) what
+/// it needs to reach the furniture at the served endpoints: an ACP agent the pieces it holds a
+/// grant on (`session/new` `mcpServers`, with its bearer token); a local HTTP (process) agent
+/// its token in `OFC_AGENT_TOKEN` and the endpoints' base in `OFC_FLOOR_MCP`, and the grants it
+/// is told of later (`POST /ofc/mcp/grant`) name URLs there. Other agents reach it otherwise
+/// (in process) or not at all (remote and container agents: loopback is not theirs).
+fn equip(
+    served: &runtime::furniture::ServedEndpoints,
+    furniture: &FloorFurniture,
+    p: &mut Planned,
+) {
+    let me = p.handle.to_string();
+    match &mut p.kind {
+        Kind::Acp(command) => {
+            let grants = furniture.grants();
+            let held: Vec<&str> = furniture
+                .pieces()
+                .iter()
+                .map(|f| f.name())
+                .filter(|name| !grants.classes(&me, name).is_empty())
+                .collect();
+            if held.is_empty() {
+                return;
             }
-            Kind::Process(command) => {
-                command
-                    .env
-                    .push(("OFC_AGENT_TOKEN".to_owned(), token.clone()));
-                command
-                    .env
-                    .push(("OFC_FLOOR_MCP".to_owned(), mcp_base.clone()));
-                furniture.reach_over_http(&me, &mcp_base);
-            }
-            _ => {}
+            let token = served.issue(&me);
+            command.mcp_servers = held
+                .into_iter()
+                .map(|name| runtime::agent::AcpMcpServer {
+                    name: name.to_owned(),
+                    url: served.url(name),
+                    headers: vec![("Authorization".to_owned(), format!("Bearer {token}"))],
+                })
+                .collect();
         }
+        Kind::Process(command) => {
+            let token = served.issue(&me);
+            let base = served.url("").trim_end_matches('/').to_owned();
+            command.env.push(("OFC_AGENT_TOKEN".to_owned(), token));
+            command.env.push(("OFC_FLOOR_MCP".to_owned(), base.clone()));
+            furniture.reach_over_http(&me, &base);
+        }
+        _ => {}
     }
-    Ok(served)
 }
 
 /// How long a remote agent may take to answer `/ofc/info` when checked before the start.
@@ -699,17 +689,18 @@ async fn run_floor(
     project_dir::make_private(&agent_log);
     let furniture = furniture?;
     // Agents outside the process (ACP agents, local HTTP agents) reach the furniture at the
-    // floor's MCP endpoints (seed 000), served on loopback for this run, each with a token.
+    // floor's MCP endpoints (seed 000), served on loopback for this run, each with a token —
+    // those on the blueprint now, those `@floor-manager` adds when they join.
     let mut planned = planned;
-    let _mcp_served = match &furniture {
-        Some(f)
-            if planned
-                .iter()
-                .any(|p| matches!(p.kind, Kind::Acp(_) | Kind::Process(_))) =>
-        {
-            Some(serve_furniture_to_agents(f, &run_id, &mut planned).await?)
+    let mcp_served = match &furniture {
+        Some(f) => {
+            let served = serve_furniture(f, &run_id).await?;
+            for p in planned.iter_mut() {
+                equip(&served, f, p);
+            }
+            Some(served)
         }
-        _ => None,
+        None => None,
     };
     // Every LLM agent's prompt introduces the others (its own handle left out).
     let roster: Vec<RosterEntry> = planned
@@ -802,6 +793,7 @@ async fn run_floor(
                 opts,
                 starter: starter.clone(),
                 furniture: furniture.clone(),
+                mcp: mcp_served.clone(),
                 llm: std::sync::Mutex::new(llm_agents),
             }) as Arc<dyn floor_manager::Recruit>
         }),

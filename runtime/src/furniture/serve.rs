@@ -35,13 +35,32 @@ use crate::llm::Toolbox;
 #[derive(Debug, Clone)]
 struct Caller(String);
 
+/// token → agent handle, shared by the endpoints and whoever issues tokens while they serve.
+type Tokens = Arc<std::sync::RwLock<HashMap<String, String>>>;
+
+fn issue_into(tokens: &Tokens, agent: &str) -> String {
+    let token = format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    );
+    tokens
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(token.clone(), agent.to_owned());
+    token
+}
+
+fn path_of(floor_id: &str, name: &str) -> String {
+    format!("/floors/{floor_id}/mcp/{name}")
+}
+
 /// The MCP endpoints of one floor.
 #[derive(Debug, Clone)]
 pub struct McpEndpoints {
     floor: Arc<FloorFurniture>,
     floor_id: String,
-    /// token → agent handle.
-    tokens: HashMap<String, String>,
+    tokens: Tokens,
 }
 
 impl McpEndpoints {
@@ -50,24 +69,18 @@ impl McpEndpoints {
         Self {
             floor,
             floor_id: floor_id.into(),
-            tokens: HashMap::new(),
+            tokens: Tokens::default(),
         }
     }
 
     /// A new token for `agent` (32 random bytes, hex), to be given to it with its grants.
     pub fn issue(&mut self, agent: &str) -> String {
-        let token = format!(
-            "{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        );
-        self.tokens.insert(token.clone(), agent.to_owned());
-        token
+        issue_into(&self.tokens, agent)
     }
 
     /// The path of a piece (`/floors/{id}/mcp/{name}`), to join to the server's base URL.
     pub fn path(&self, name: &str) -> String {
-        format!("/floors/{}/mcp/{name}", self.floor_id)
+        path_of(&self.floor_id, name)
     }
 
     /// Serves the routes on 127.0.0.1, on a port of the system's choosing, until the answer
@@ -75,13 +88,19 @@ impl McpEndpoints {
     pub async fn serve_loopback(self) -> std::io::Result<ServedEndpoints> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
+        let (tokens, floor_id) = (Arc::clone(&self.tokens), self.floor_id.clone());
         let router = self.router();
         let task = tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, router).await {
                 tracing::warn!(%error, "the floor's MCP endpoints stopped");
             }
         });
-        Ok(ServedEndpoints { base, task })
+        Ok(ServedEndpoints {
+            base,
+            floor_id,
+            tokens,
+            task,
+        })
     }
 
     /// The routes; serve them on loopback (the MCP service accepts `localhost`, `127.0.0.1`
@@ -122,7 +141,21 @@ impl McpEndpoints {
 pub struct ServedEndpoints {
     /// `http://127.0.0.1:PORT`, to which [`McpEndpoints::path`] is joined.
     pub base: String,
+    floor_id: String,
+    tokens: Tokens,
     task: tokio::task::JoinHandle<()>,
+}
+
+impl ServedEndpoints {
+    /// A new token for `agent`, valid at once: for an agent that joins the running floor.
+    pub fn issue(&self, agent: &str) -> String {
+        issue_into(&self.tokens, agent)
+    }
+
+    /// The URL of a piece (the endpoints' base with `name` empty).
+    pub fn url(&self, name: &str) -> String {
+        format!("{}{}", self.base, path_of(&self.floor_id, name))
+    }
 }
 
 impl Drop for ServedEndpoints {
@@ -141,8 +174,14 @@ async fn authenticate(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .and_then(|t| endpoints.tokens.get(t.trim()))
-        .cloned();
+        .and_then(|t| {
+            endpoints
+                .tokens
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(t.trim())
+                .cloned()
+        });
     match agent {
         Some(agent) => {
             request.extensions_mut().insert(Caller(agent));

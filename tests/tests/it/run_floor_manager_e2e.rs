@@ -425,3 +425,67 @@ fn an_http_agent_reaches_granted_furniture_at_the_floors_mcp_endpoints() {
     );
     s.end();
 }
+
+/// A local HTTP agent that `@floor-manager` adds from the hub gets its token and the
+/// endpoints' base like the blueprint's agents: once granted, it calls the furniture at the
+/// floor's MCP endpoints.
+#[test]
+fn an_http_agent_the_floor_manager_adds_reaches_the_furniture_too() {
+    use crate::common::Publishers as _;
+    use crate::common::run::process_agent;
+    let hub = ofc_test_kit::TestHub::process(ofc_test_kit::ProcessOptions::default());
+    let acme = hub.publisher("acme", &[]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("helper");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        format!(
+            "id: \"@helper\"\nname: Helper\npackage: acme/helper\nversion: 1.0.0\n\
+             tagline: Calls the board's tools\ndescription: A local HTTP agent for the floor \
+             manager test.\ncommand: {:?}\nargs: [\"--name\", \"helper\", \"--behaviour\", \"tools\"]\n",
+            crate::common::bin("ofc-test-agent").display().to_string()
+        ),
+    )
+    .unwrap();
+    acme.ofc.ok(&["publish", dir.to_str().unwrap()]);
+
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    process_agent(proj.path(), "worker", &["--behaviour", "echo"]);
+    blueprint(
+        proj.path(),
+        "furniture:\n  - {name: board, type: taskboard}\nagents:\n  - ./worker.agent.yaml\n",
+    );
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let mut s = Session::start(proj.path(), &ofc);
+    let said = s.turn("@floor-manager? add acme/helper");
+    let answer = Session::said(&said, "@floor-manager");
+    assert!(
+        answer.contains("@helper (`acme/helper@1.0.0`, locked in ofc.lock) is started"),
+        "{answer}"
+    );
+    s.until(|e| {
+        e["type"] == "roster"
+            && e["agents"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|h| h == "@helper"))
+    });
+    let said = s.turn("@helper? TOOL board__list_tasks {}");
+    assert_eq!(
+        Session::said(&said, "@helper"),
+        "tool error: no grant for board__list_tasks"
+    );
+    let said = s.turn("@floor-manager? give @helper write on board");
+    assert_eq!(
+        Session::said(&said, "@floor-manager"),
+        "@user granted: @helper holds write on `board`."
+    );
+    let said = s.turn("@helper? TOOL board__add_task {\"title\": \"from an added agent\"}");
+    let added = Session::said(&said, "@helper");
+    assert!(
+        added.starts_with("tool board__add_task: ") && added.contains("from an added agent"),
+        "{added}"
+    );
+    s.end();
+}
