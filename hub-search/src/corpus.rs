@@ -620,6 +620,21 @@ const FILLER: &[&str] = &[
     "Maintained by a small team; issues welcome.",
 ];
 
+/// The `n` agents of the synthetic corpus with `seed` as `ofc-hub reindex` writes an index:
+/// most downloaded first, ties by number. The corpus is generated twice (once for the order),
+/// which is part of what a benchmark's build costs.
+pub fn synthetic_docs_in_reindex_order(seed: u64, n: u64) -> impl Iterator<Item = SearchDoc> {
+    let mut order: Vec<(u64, u64)> = (0..n)
+        .map(|i| (synthetic_agent(seed, i).downloads, i))
+        .collect();
+    order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    order.into_iter().map(move |(_, i)| {
+        synthetic_agent(seed, i)
+            .to_doc()
+            .expect("a synthetic agent is valid")
+    })
+}
+
 /// The synthetic agent number `i` of the corpus with `seed` (each agent depends only on
 /// `(seed, i)`, so any slice can be generated independently).
 pub fn synthetic_agent(seed: u64, i: u64) -> AgentSpec {

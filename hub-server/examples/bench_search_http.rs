@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use hub_search::corpus::{BenchQuery, QueryClass, query_set, synthetic_agent};
+use hub_search::corpus::{BenchQuery, QueryClass, query_set, synthetic_docs_in_reindex_order};
 use hub_search::{SearchIndex, WriterConfig};
 use hub_server::Config;
 
@@ -162,18 +162,8 @@ async fn main() -> anyhow::Result<()> {
                 heap_bytes: heap_mb << 20,
                 threads,
             })?;
-            // Most downloaded first, as `ofc-hub reindex` orders them.
-            let mut order: Vec<(u64, u64)> = (0..n)
-                .map(|i| (synthetic_agent(seed, i).downloads, i))
-                .collect();
-            order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             // Sequence 0: the hub's (empty) outbox has nothing after it.
-            w.rebuild(
-                0,
-                order
-                    .into_iter()
-                    .map(|(_, i)| synthetic_agent(seed, i).to_doc().expect("valid agent")),
-            )?;
+            w.rebuild(0, synthetic_docs_in_reindex_order(seed, n))?;
             w.close()?;
             Ok(())
         })

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use clap::Parser;
-use hub_search::corpus::{query_set, synthetic_agent};
+use hub_search::corpus::{query_set, synthetic_docs_in_reindex_order};
 use hub_search::{SearchIndex, WriterConfig};
 use index_schema::manifest::Manifest;
 use ofc_test_kit::Backend;
@@ -134,16 +134,7 @@ async fn main() -> anyhow::Result<()> {
             heap_bytes: heap_mb << 20,
             threads,
         })?;
-        let mut order: Vec<(u64, u64)> = (0..n)
-            .map(|i| (synthetic_agent(seed, i).downloads, i))
-            .collect();
-        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        w.rebuild(
-            0,
-            order
-                .into_iter()
-                .map(|(_, i)| synthetic_agent(seed, i).to_doc().expect("valid agent")),
-        )?;
+        w.rebuild(0, synthetic_docs_in_reindex_order(seed, n))?;
         w.close()?;
         Ok(())
     })

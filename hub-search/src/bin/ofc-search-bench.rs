@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use hub_search::corpus::{BenchQuery, QueryClass, query_set, synthetic_agent};
+use hub_search::corpus::{
+    BenchQuery, QueryClass, query_set, synthetic_agent, synthetic_docs_in_reindex_order,
+};
 use hub_search::search::query_words;
 use hub_search::{SearchIndex, SearchQuery, WriterConfig};
 
@@ -287,18 +289,8 @@ fn main() -> anyhow::Result<()> {
             heap_bytes: args.heap_mb << 20,
             threads: args.threads,
         })?;
-        // Most downloaded first, as `ofc-hub reindex` writes them (see `Indexer::rebuild`);
-        // generating the corpus twice (once for the order) is part of the build time.
-        let mut order: Vec<(u64, u64)> = (0..args.n)
-            .map(|i| (synthetic_agent(seed, i).downloads, i))
-            .collect();
-        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        w.rebuild(
-            args.n,
-            order
-                .into_iter()
-                .map(|(_, i)| synthetic_agent(seed, i).to_doc().expect("valid agent")),
-        )?;
+        // In the order `ofc-hub reindex` writes (see `Indexer::rebuild`).
+        w.rebuild(args.n, synthetic_docs_in_reindex_order(seed, args.n))?;
         let build = t.elapsed();
         w.close()?;
         let merged = t.elapsed();
