@@ -36,6 +36,41 @@ pub struct Cosigned {
     pub root: Hash,
     /// The log-signed note with the cosignature lines appended.
     pub note: String,
+    /// How many witnesses cosigned it.
+    pub count: usize,
+    /// When the round that cosigned it ended.
+    pub at: Instant,
+}
+
+/// The cosigned checkpoints the hub serves: the latest, and the latest that every configured
+/// witness cosigned (older when a witness is down), so that a witness failing does not take
+/// its cosignature away from the entries it did cosign.
+#[derive(Debug, Clone, Default)]
+pub struct CosignedHeads {
+    /// The latest checkpoint any witness cosigned.
+    pub latest: Option<Cosigned>,
+    /// The latest checkpoint every witness cosigned.
+    pub full: Option<Cosigned>,
+}
+
+/// A head to prove against, with its note when witnesses cosigned it.
+#[derive(Debug, Clone)]
+pub struct Head {
+    /// Tree size.
+    pub size: u64,
+    /// Tree root.
+    pub root: Hash,
+    cosigned: Option<String>,
+}
+
+impl Head {
+    /// The signed checkpoint note: the cosigned one, or one signed now.
+    pub fn note(&self, log: &index_schema::tlog::LogSigner) -> String {
+        match &self.cosigned {
+            Some(n) => n.clone(),
+            None => log.sign_checkpoint(self.size, self.root),
+        }
+    }
 }
 
 /// A configured witness, checked.
@@ -50,8 +85,12 @@ pub fn targets(list: &[LogWitness]) -> anyhow::Result<Vec<Target>> {
     list.iter()
         .enumerate()
         .map(|(i, w)| {
-            let key = WitnessVerifier::parse(&w.key)
-                .with_context(|| format!("log_witnesses[{i}].key `{}` is invalid", w.key))?;
+            let key = WitnessVerifier::parse(&w.key).with_context(|| {
+                format!(
+                    "log_witnesses[{i}].key `{}` is invalid",
+                    index_schema::tlog::shown_key(&w.key)
+                )
+            })?;
             let url = url::Url::parse(&w.url)
                 .ok()
                 .filter(|u| matches!(u.scheme(), "http" | "https"))
@@ -90,6 +129,9 @@ async fn run(state: AppState, targets: Vec<Target>) {
     // timestamps stay recent even when nothing is published.
     let refresh = Duration::from_secs(state.config.log_witness_refresh_secs.max(1));
     let mut done: Option<(u64, Hash, Instant)> = None;
+    // The last cosignature line(s) each witness gave, with the tree they are for: a witness
+    // failing a later round of the same tree keeps its line.
+    let mut last: Vec<Option<(u64, Hash, String)>> = vec![None; targets.len()];
     let mut pause = POLL;
     loop {
         tokio::time::sleep(pause).await;
@@ -119,24 +161,35 @@ async fn run(state: AppState, targets: Vec<Target>) {
             .iter()
             .zip(futures::future::join_all(rounds).await)
             .collect();
-        let mut lines = String::new();
         let mut failed = 0;
-        for (t, r) in answers {
+        for (i, (t, r)) in answers.into_iter().enumerate() {
             match r {
-                Ok(l) => lines.push_str(&l),
+                Ok(l) => last[i] = Some((size, root, l)),
                 Err(e) => {
                     failed += 1;
                     tracing::warn!(witness = %t.url, size, error = %format!("{e:#}"), "no cosignature");
                 }
             }
         }
+        let lines: Vec<&str> = last
+            .iter()
+            .flatten()
+            .filter(|(s, r, _)| *s == size && *r == root)
+            .map(|(_, _, l)| l.as_str())
+            .collect();
         if !lines.is_empty() {
             let cosigned = Cosigned {
                 size,
                 root,
-                note: format!("{note}{lines}"),
+                note: format!("{note}{}", lines.concat()),
+                count: lines.len(),
+                at: Instant::now(),
             };
-            *state.cosigned.write().unwrap_or_else(|p| p.into_inner()) = Some(cosigned);
+            let mut heads = state.cosigned.write().unwrap_or_else(|p| p.into_inner());
+            if cosigned.count == targets.len() {
+                heads.full = Some(cosigned.clone());
+            }
+            heads.latest = Some(cosigned);
         }
         if failed == 0 {
             done = Some((size, root, Instant::now()));
@@ -259,32 +312,57 @@ async fn read_limited(resp: reqwest::Response) -> anyhow::Result<String> {
 }
 
 impl AppState {
-    /// The head to prove against: the latest cosigned checkpoint when it holds at least `need`
-    /// entries, else the log's current head.
-    pub async fn log_head_covering(&self, need: u64) -> crate::store::Result<(u64, Hash)> {
-        if let Some(c) = self.cosigned_head()
-            && c.size >= need
-        {
-            return Ok((c.size, c.root));
-        }
-        self.store.log_head().await
-    }
-
-    /// The signed checkpoint note of (`size`, `root`): the cosigned one when it is that tree.
-    pub fn checkpoint_note(&self, size: u64, root: Hash) -> String {
-        match self.cosigned_head() {
-            Some(c) if c.size == size && c.root == root => c.note,
-            _ => self.log.sign_checkpoint(size, root),
-        }
-    }
-
-    fn cosigned_head(&self) -> Option<Cosigned> {
-        self.cosigned
+    /// The head to prove against, one snapshot: of the cosigned checkpoints that hold at least
+    /// `need` entries, the one most witnesses cosigned (then the larger); else the log's
+    /// current head. With `need` 0 (a reader that holds nothing of the log, such as a tiles
+    /// reader or a monitor), the newest cosigned checkpoint, and one behind the head only while
+    /// recent (twice `log_witness_refresh_secs`): with every witness down the log must not look
+    /// frozen.
+    pub async fn log_head_covering(&self, need: u64) -> crate::store::Result<Head> {
+        let (size, root) = self.store.log_head().await?;
+        let heads = self
+            .cosigned
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .clone()
+            .clone();
+        let stale_after = Duration::from_secs(self.config.log_witness_refresh_secs.max(1) * 2);
+        let candidates = [heads.full, heads.latest]
+            .into_iter()
+            .flatten()
+            .filter(|c| c.size >= need && c.size <= size);
+        let best = if need > 0 {
+            candidates.max_by_key(|c| (c.count, c.size))
+        } else {
+            candidates
+                .filter(|c| c.size == size || c.at.elapsed() < stale_after)
+                .max_by_key(|c| (c.size, c.count))
+        };
+        Ok(match best {
+            Some(c) => Head {
+                size: c.size,
+                root: c.root,
+                cosigned: Some(c.note),
+            },
+            None => Head {
+                size,
+                root,
+                cosigned: None,
+            },
+        })
+    }
+
+    /// The signed checkpoint note of (`size`, `root`): a cosigned one when it is that tree.
+    pub fn checkpoint_note(&self, size: u64, root: Hash) -> String {
+        let heads = self.cosigned.read().unwrap_or_else(|p| p.into_inner());
+        [&heads.full, &heads.latest]
+            .into_iter()
+            .flatten()
+            .filter(|c| c.size == size && c.root == root)
+            .max_by_key(|c| c.count)
+            .map(|c| c.note.clone())
+            .unwrap_or_else(|| self.log.sign_checkpoint(size, root))
     }
 }
 
-/// The latest cosigned checkpoint, shared by the rounds and the handlers.
-pub type Shared = Arc<std::sync::RwLock<Option<Cosigned>>>;
+/// The cosigned checkpoints, shared by the rounds and the handlers.
+pub type Shared = Arc<std::sync::RwLock<CosignedHeads>>;

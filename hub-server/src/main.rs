@@ -338,8 +338,12 @@ async fn witness_cmd(global: &Global, cmd: WitnessCommand) -> anyhow::Result<()>
             let logs = logs
                 .iter()
                 .map(|l| {
-                    index_schema::tlog::LogVerifier::parse(l)
-                        .with_context(|| format!("--log `{l}` is not a log verifier key"))
+                    index_schema::tlog::LogVerifier::parse(l).with_context(|| {
+                        format!(
+                            "--log `{}` is not a log verifier key",
+                            index_schema::tlog::shown_key(l)
+                        )
+                    })
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let state = state.unwrap_or_else(|| cfg.data_dir.join("witness-state.json"));

@@ -141,8 +141,14 @@ pub async fn inclusion_now(
     log_size: Option<u64>,
 ) -> Result<LogInclusion, ApiError> {
     let need = (index + 1).max(log_size.unwrap_or(0));
-    let (size, root) = state.log_head_covering(need).await?;
-    inclusion(state, entry, index, size, root, log_size).await
+    let head = state.log_head_covering(need).await?;
+    Ok(LogInclusion {
+        index,
+        entry: entry.to_string(),
+        checkpoint: head.note(&state.log),
+        inclusion: b64(&state.store.log_inclusion(index, head.size).await?),
+        consistency: consistency(state, log_size, head.size).await?,
+    })
 }
 
 /// The routes of the log: tiles and checkpoint under `/log/`, the JSON views under `/api/v1`.
@@ -170,8 +176,8 @@ fn text(status: StatusCode, body: String) -> Response {
 /// `GET /log/checkpoint`: the signed checkpoint of the current tree (C2SP tlog-checkpoint).
 async fn checkpoint(State(state): State<AppState>) -> Response {
     match state.log_head_covering(0).await {
-        Ok((size, root)) => {
-            let mut resp = text(StatusCode::OK, state.checkpoint_note(size, root));
+        Ok(head) => {
+            let mut resp = text(StatusCode::OK, head.note(&state.log));
             resp.headers_mut()
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
             resp
@@ -228,12 +234,12 @@ pub async fn log_info(
     State(state): State<AppState>,
     Query(q): Query<LogQuery>,
 ) -> Result<Json<LogInfo>, ApiError> {
-    let (size, root) = state.log_head_covering(q.log_size.unwrap_or(0)).await?;
+    let head = state.log_head_covering(q.log_size.unwrap_or(0)).await?;
     Ok(Json(LogInfo {
         origin: state.log.origin().to_string(),
         key: state.log.verifier().to_string(),
-        checkpoint: state.checkpoint_note(size, root),
-        consistency: consistency(&state, q.log_size, size).await?,
+        checkpoint: head.note(&state.log),
+        consistency: consistency(&state, q.log_size, head.size).await?,
     }))
 }
 
@@ -270,7 +276,8 @@ pub async fn log_publisher(
         .max()
         .unwrap_or(0)
         .max(q.log_size.unwrap_or(0));
-    let (size, root) = state.log_head_covering(need).await?;
+    let head = state.log_head_covering(need).await?;
+    let size = head.size;
     let mut entries = Vec::with_capacity(rows.len());
     for r in rows.into_iter().filter(|r| r.index < size) {
         entries.push(LogEntryInfo {
@@ -285,7 +292,7 @@ pub async fn log_publisher(
         });
     }
     Ok(Json(LogEntries {
-        checkpoint: state.checkpoint_note(size, root),
+        checkpoint: head.note(&state.log),
         entries,
         consistency: consistency(&state, q.log_size, size).await?,
     }))

@@ -23,7 +23,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use index_schema::tlog::{
-    AddCheckpoint, LogVerifier, WitnessSigner, WitnessVerifier, body_of, check_consistency,
+    AddCheckpoint, LogVerifier, WitnessSigner, WitnessVerifier, check_consistency, checkpoint_text,
     hash_b64, origin_of, parse_hash_b64,
 };
 use serde::{Deserialize, Serialize};
@@ -82,6 +82,31 @@ pub struct Witness {
     logs: HashMap<String, LogVerifier>,
     state_path: PathBuf,
     state: tokio::sync::Mutex<WitnessState>,
+    /// `<state>.lock`, held (flock) for the witness's life: two witnesses on one state file
+    /// could each cosign another fork.
+    _lock: std::fs::File,
+}
+
+/// Takes the exclusive lock of the state file `state_path`, or says who holds it.
+fn lock_state(state_path: &Path) -> anyhow::Result<std::fs::File> {
+    let path = state_path.with_extension("lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    #[cfg(unix)]
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+        |_| {
+            anyhow::anyhow!(
+                "another witness uses the state file {} (its lock {} is held)",
+                state_path.display(),
+                path.display()
+            )
+        },
+    )?;
+    Ok(file)
 }
 
 impl Witness {
@@ -105,6 +130,7 @@ impl Witness {
                 );
             }
         }
+        let lock = lock_state(&state_path)?;
         let state = match std::fs::read_to_string(&state_path) {
             Ok(text) => serde_json::from_str(&text).with_context(|| {
                 format!(
@@ -123,6 +149,7 @@ impl Witness {
             logs: by_origin,
             state_path,
             state: tokio::sync::Mutex::new(state),
+            _lock: lock,
         })
     }
 
@@ -140,27 +167,28 @@ impl Witness {
             .with_state(self)
     }
 
-    fn save(&self, state: &WitnessState) -> anyhow::Result<()> {
+    /// Writes `state` (temp file, fsync, rename, fsync dir) on a blocking thread; the caller
+    /// holds the state's lock throughout.
+    async fn save(&self, state: &WitnessState) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(state)?;
-        let tmp = self
-            .state_path
-            .with_extension(format!("tmp-{}", std::process::id()));
-        {
-            let mut f = std::fs::File::create(&tmp)
-                .with_context(|| format!("cannot write {}", tmp.display()))?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, &self.state_path)
-            .with_context(|| format!("cannot replace {}", self.state_path.display()))?;
-        if let Some(dir) = self
-            .state_path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-        {
-            std::fs::File::open(dir)?.sync_all()?;
-        }
-        Ok(())
+        let path = self.state_path.clone();
+        tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+            let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+            {
+                let mut f = std::fs::File::create(&tmp)
+                    .with_context(|| format!("cannot write {}", tmp.display()))?;
+                f.write_all(text.as_bytes())?;
+                f.sync_all()?;
+            }
+            std::fs::rename(&tmp, &path)
+                .with_context(|| format!("cannot replace {}", path.display()))?;
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::File::open(dir)?.sync_all()?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("the save stopped: {e}"))?
     }
 
     /// The answer to one `add-checkpoint` body, as tlog-witness specifies it.
@@ -170,6 +198,12 @@ impl Witness {
         };
         let req = match AddCheckpoint::parse(body) {
             Ok(r) => r,
+            Err(e) => return text(StatusCode::BAD_REQUEST, format!("{e}\n")),
+        };
+        // What a cosignature signs: the checkpoint's text, extension lines included. A note
+        // that is not a checkpoint is the submitter's mistake (400), not a bad signature.
+        let body = match checkpoint_text(&req.checkpoint) {
+            Ok(b) => b,
             Err(e) => return text(StatusCode::BAD_REQUEST, format!("{e}\n")),
         };
         let Some(origin) = origin_of(&req.checkpoint) else {
@@ -262,9 +296,13 @@ impl Witness {
             root: hash_b64(&cp.root),
             checkpoint: req.checkpoint.clone(),
         };
-        if seen.as_ref() != Some(&next) {
+        // Persisted when the tree changes (not for another note of the same tree).
+        if seen
+            .as_ref()
+            .is_none_or(|s| s.size != next.size || s.root != next.root)
+        {
             state.logs.insert(origin.to_string(), next);
-            if let Err(e) = self.save(&state) {
+            if let Err(e) = self.save(&state).await {
                 // Not persisted: not cosigned, and not remembered either.
                 match seen {
                     Some(s) => state.logs.insert(origin.to_string(), s),
@@ -282,7 +320,7 @@ impl Witness {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        text(StatusCode::OK, self.signer.cosign(&body_of(&cp), now))
+        text(StatusCode::OK, self.signer.cosign(&body, now))
     }
 }
 

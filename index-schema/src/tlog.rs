@@ -714,10 +714,27 @@ fn secret_text(alg: u8, name: &str, key: &SecretKey) -> String {
     )
 }
 
+/// Key text as it may be shown in a message: a secret key (`PRIVATE+KEY+…`, given where a
+/// verifier key belongs by mistake) is never repeated.
+pub fn shown_key(s: &str) -> &str {
+    if s.trim_start().starts_with("PRIVATE+KEY+") {
+        "PRIVATE+KEY+… (a secret key, not shown)"
+    } else {
+        s
+    }
+}
+
 /// Parses a signed-note verifier key `<name>+<key id hex>+<base64(alg ‖ public key)>` of
 /// signature type `alg`, checking its key id.
 fn parse_verifier_text(s: &str, alg: u8) -> Result<(String, u32, PublicKey)> {
     let s = s.trim();
+    if s.starts_with("PRIVATE+KEY+") {
+        return Err(TlogError::Key(
+            "this is a secret key, not a verifier key: keep it secret, and give the verifier \
+             key its owner prints"
+                .into(),
+        ));
+    }
     // The name holds no `+`; the base64 key may.
     let mut parts = s.splitn(3, '+');
     let (Some(name), Some(id), Some(b64)) = (parts.next(), parts.next(), parts.next()) else {
@@ -932,7 +949,7 @@ impl fmt::Display for LogVerifier {
 mod cosign;
 pub use cosign::{
     AddCheckpoint, Cosignature, MAX_PROOF_LINES, WitnessSigner, WitnessVerifier, body_of,
-    cosignature_lines, origin_of,
+    checkpoint_text, cosignature_lines, origin_of,
 };
 
 #[cfg(test)]

@@ -65,10 +65,17 @@ impl Store {
         })
     }
 
-    /// Ends all but the `keep` newest sessions of `user_id`; the token ids of those ended, for
-    /// the caller to revoke.
-    pub async fn trim_web_sessions(&self, user_id: i64, keep: u32) -> Result<Vec<i64>> {
+    /// Ends all but the `keep` newest sessions of `user_id` and revokes their tokens, in one
+    /// transaction (each revocation audited as `actor`'s); the token ids revoked.
+    pub async fn trim_web_sessions(
+        &self,
+        actor: &Actor,
+        user_id: i64,
+        keep: u32,
+    ) -> Result<Vec<i64>> {
+        let now = now_ms();
         on_db!(&self.db, |pool| {
+            let mut tx = pool.begin().await?;
             let ids: Vec<i64> = sqlx::query_scalar(
                 "DELETE FROM web_sessions WHERE session_hash IN ( \
                    SELECT s.session_hash FROM web_sessions s \
@@ -80,8 +87,26 @@ impl Store {
             )
             .bind(user_id)
             .bind(i64::from(keep))
-            .fetch_all(pool)
+            .fetch_all(&mut *tx)
             .await?;
+            for id in &ids {
+                sqlx::query(
+                    "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
+                )
+                .bind(now)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+                tx.audit(
+                    actor,
+                    "token.revoke",
+                    format!("token:{id}"),
+                    Some("web session trimmed"),
+                    now,
+                )
+                .await?;
+            }
+            tx.commit().await?;
             Ok(ids)
         })
     }

@@ -156,18 +156,11 @@ pub(super) async fn login(
         .map_err(|e| PageError::from(crate::error::ApiError::from(e)))?;
     // Each log-in needs the password, but nothing else bounds the sessions (and their tokens)
     // one user keeps open: past the newest MAX_SESSIONS_PER_USER, the oldest end.
-    let ended = state
+    state
         .store
-        .trim_web_sessions(user.id, session::MAX_SESSIONS_PER_USER)
+        .trim_web_sessions(&actor, user.id, session::MAX_SESSIONS_PER_USER)
         .await
         .map_err(|e| PageError::from(crate::error::ApiError::from(e)))?;
-    for token_id in ended {
-        state
-            .store
-            .revoke_token(&actor, Some(user.id), token_id)
-            .await
-            .map_err(|e| PageError::from(crate::error::ApiError::from(e)))?;
-    }
     let tls = session::over_tls(&headers);
     let r = Redirect::to("/account").into_response();
     let r = with_cookie(

@@ -507,12 +507,18 @@ async fn web_sessions(#[case] backend: Backend) {
         // Distinct creation times.
         tokio::time::sleep(std::time::Duration::from_millis(3)).await;
     }
-    let mut ended = store.trim_web_sessions(u.id, 2).await.unwrap();
+    let mut ended = store.trim_web_sessions(&op, u.id, 2).await.unwrap();
     ended.sort();
     assert_eq!(ended, tokens[..2].to_vec(), "the two oldest");
     assert!(store.web_session("s0").await.unwrap().is_none());
     assert!(store.web_session("s1").await.unwrap().is_none());
     assert!(store.web_session("s3").await.unwrap().is_some());
     assert!(store.web_session("dave-1").await.unwrap().is_some());
-    assert!(store.trim_web_sessions(u.id, 2).await.unwrap().is_empty());
+    assert!(
+        store
+            .trim_web_sessions(&op, u.id, 2)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

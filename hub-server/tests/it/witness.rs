@@ -200,6 +200,22 @@ fn the_witness_cosigns_only_extensions_and_answers_as_tlog_witness_says() {
     assert_eq!(s, 404);
     let (s, _, _) = add(&w, "hello\n");
     assert_eq!(s, 400);
+    let (s, _, text) = add(&w, "old 0\n\nnot a checkpoint\n");
+    assert_eq!(
+        s, 400,
+        "a body that is no signed note is malformed, not unsigned: {text}"
+    );
+    // A second witness on the same state: refused at start, the first one unharmed.
+    let second = ofc_test_kit::hub_command(&ofc_test_kit::bin("ofc-hub"), w.data_dir(), None)
+        .args(["witness", "serve", "--listen", "127.0.0.1:0", "--log"])
+        .arg(log.key.verifier().to_string())
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("another witness uses the state file"),
+        "{second:?}"
+    );
     let (s, _, _) = add(&w, &format!("old 11\n\n{}", log.note()));
     assert_eq!(s, 400);
     let (s, _, _) = add(
@@ -322,4 +338,63 @@ fn a_witnessed_hub_serves_cosigned_checkpoints_that_aics_tlog_verifies() {
     assert!(v["log"]["checkpoint"].is_string(), "{v}");
     w.spawn();
     wait_cosigned(&hub, &log, &wv, 3);
+}
+
+/// Two witnesses: one going down keeps the cosignatures it gave — the versions it cosigned
+/// are still served under a checkpoint both cosigned — while new versions are served under
+/// the checkpoint the other one cosigns.
+#[test]
+fn a_witness_going_down_keeps_the_cosignatures_it_gave() {
+    let mut hub = HubProcess::start(
+        ProcessOptions::default()
+            .hub_toml("log_witness_refresh_secs = 1\n")
+            .stopped(),
+    );
+    let out = hub.run(&["log", "key"]);
+    assert!(out.status.success(), "{out:?}");
+    let log_key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let w1 = WitnessProcess::start("witness.test/w1", &[&log_key]);
+    let mut w2 = WitnessProcess::start("witness.test/w2", &[&log_key]);
+    let toml = hub.data_dir().join("hub.toml");
+    let settings = std::fs::read_to_string(&toml).unwrap() + &w1.hub_toml() + &w2.hub_toml();
+    std::fs::write(&toml, settings).unwrap();
+    hub.spawn();
+    let log = LogVerifier::parse(&log_key).unwrap();
+    let keys = [
+        WitnessVerifier::parse(&w1.key).unwrap(),
+        WitnessVerifier::parse(&w2.key).unwrap(),
+    ];
+    let p = hub.new_user("alice");
+    publish(&hub, &p, "alice/code", "1.0.0");
+    let cosigners = |path: &str| {
+        let v = get_json(&hub, path);
+        let (_, sigs) = log
+            .verify_cosigned(v["log"]["checkpoint"].as_str().unwrap(), &keys)
+            .unwrap();
+        sigs.len()
+    };
+    let start = Instant::now();
+    while cosigners("/api/v1/agents/alice/code/versions/1.0.0") < 2 {
+        assert!(start.elapsed() < Duration::from_secs(60), "{}", hub.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // w2 down for several refresh rounds: 1.0.0 keeps both cosignatures.
+    w2.kill();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(cosigners("/api/v1/agents/alice/code/versions/1.0.0"), 2);
+    // A new version: under the checkpoint w1 cosigns; 1.0.0 still under both.
+    publish(&hub, &p, "alice/code", "1.0.1");
+    let start = Instant::now();
+    while cosigners("/api/v1/agents/alice/code/versions/1.0.1") < 1 {
+        assert!(start.elapsed() < Duration::from_secs(60), "{}", hub.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(cosigners("/api/v1/agents/alice/code/versions/1.0.1"), 1);
+    assert_eq!(cosigners("/api/v1/agents/alice/code/versions/1.0.0"), 2);
+    // The checkpoint a tiles reader gets is the current one (the latest, cosigned by w1),
+    // not the older one both cosigned.
+    let note = get_text(&hub, "/log/checkpoint");
+    let (cp, sigs) = log.verify_cosigned(&note, &keys).unwrap();
+    assert_eq!((cp.size, sigs.len()), (3, 1), "{note}");
+    drop(w1);
 }

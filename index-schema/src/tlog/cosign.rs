@@ -122,6 +122,11 @@ impl WitnessVerifier {
         &self.name
     }
 
+    /// Whether `other` is the same public key (under whatever name).
+    pub fn same_key(&self, other: &WitnessVerifier) -> bool {
+        self.key == other.key
+    }
+
     /// The timestamp of `sig` (a signature line's bytes after the key id) when it is this
     /// witness's cosignature on the checkpoint of `body`.
     fn check(&self, body: &[u8], sig: &[u8]) -> Option<u64> {
@@ -157,9 +162,10 @@ pub struct Cosignature {
 
 impl LogVerifier {
     /// Checks a signed checkpoint note as [`LogVerifier::verify_checkpoint`] does, and returns
-    /// the valid cosignatures it carries of `witnesses` (one per witness). Signatures of other
-    /// keys are ignored, and so is a line that names a witness key but does not verify — it
-    /// counts for nothing.
+    /// the valid cosignatures it carries of `witnesses`: one per public key (the signed message
+    /// does not hold the witness's name, so one key trusted under two names counts once).
+    /// Signatures of other keys are ignored, and so is a line that names a witness key but does
+    /// not verify — it counts for nothing.
     pub fn verify_cosigned(
         &self,
         note: &str,
@@ -167,6 +173,7 @@ impl LogVerifier {
     ) -> Result<(Checkpoint, Vec<Cosignature>)> {
         let (cp, parsed, others) = self.open(note)?;
         let mut found: Vec<Cosignature> = Vec::new();
+        let mut keys: Vec<[u8; 32]> = Vec::new();
         for sig in &others {
             let Some(w) = witnesses
                 .iter()
@@ -174,10 +181,11 @@ impl LogVerifier {
             else {
                 continue;
             };
-            if found.iter().any(|c| c.witness == w.name) {
+            if keys.contains(&w.key.to_bytes()) {
                 continue;
             }
             if let Some(timestamp) = w.check(parsed.text(), sig.signature()) {
+                keys.push(w.key.to_bytes());
                 found.push(Cosignature {
                     witness: w.name.clone(),
                     timestamp,
@@ -280,6 +288,16 @@ impl AddCheckpoint {
     }
 }
 
+/// The text of a checkpoint note (every line before the blank line, extension lines included:
+/// what a cosignature signs), when the note is a well-formed signed note holding a checkpoint.
+pub fn checkpoint_text(note: &str) -> Result<String> {
+    let parsed = signed_note::Note::from_bytes(note.as_bytes())
+        .map_err(|e| TlogError::Checkpoint(format!("not a signed note: {e}")))?;
+    tlog_tiles::Checkpoint::from_bytes(parsed.text())
+        .map_err(|e| TlogError::Checkpoint(format!("not a checkpoint: {e}")))?;
+    String::from_utf8(parsed.text().to_vec()).map_err(|_| TlogError::Checkpoint("not UTF-8".into()))
+}
+
 /// The origin (first line) of a checkpoint note, to find the log's key by.
 pub fn origin_of(note: &str) -> Option<&str> {
     note.split_once('\n')
@@ -287,7 +305,8 @@ pub fn origin_of(note: &str) -> Option<&str> {
         .filter(|o| !o.is_empty())
 }
 
-/// A checkpoint's body (its text up to the blank line before the signatures).
+/// The body of a checkpoint without extension lines (origin, size, root); a note with
+/// extension lines has its own ([`checkpoint_text`]).
 pub fn body_of(cp: &Checkpoint) -> String {
     format!("{}\n{}\n{}\n", cp.origin, cp.size, hash_b64(&cp.root))
 }
@@ -315,6 +334,14 @@ mod tests {
         assert!(e.to_string().contains("type 0x01"), "{e}");
         LogVerifier::parse(&w.verifier().to_string()).unwrap_err();
         LogSigner::from_secret_text(&w.to_secret_text()).unwrap_err();
+        // A secret key where a verifier key belongs: refused, and never repeated.
+        let secret = w.to_secret_text();
+        let e = WitnessVerifier::parse(&secret).unwrap_err().to_string();
+        assert!(
+            e.contains("secret key") && !e.contains(&secret[20..]),
+            "{e}"
+        );
+        assert!(!crate::tlog::shown_key(&secret).contains(&secret[20..]));
         // A wrong id.
         let text = w.verifier().to_string();
         let mut parts: Vec<&str> = text.splitn(3, '+').collect();
@@ -390,6 +417,27 @@ mod tests {
             .verify_cosigned(&forged, &[w1.verifier()])
             .unwrap();
         assert!(sigs.is_empty());
+    }
+
+    #[test]
+    fn one_key_under_two_names_counts_once() {
+        let l = log();
+        let note = l.sign_checkpoint(5, Hash([7; 32]));
+        let cp = l.verifier().verify_checkpoint(&note).unwrap();
+        let w = WitnessSigner::generate("w1.example", &mut rand_core::OsRng).unwrap();
+        // The same key renamed: another key id, the same signature over the same message.
+        let renamed = WitnessSigner {
+            name: "w2.example".into(),
+            key: SecretKey::from_seed(&w.key.seed()),
+        };
+        let body = body_of(&cp);
+        let cosigned = format!("{note}{}{}", w.cosign(&body, 1), renamed.cosign(&body, 1));
+        let (_, sigs) = l
+            .verifier()
+            .verify_cosigned(&cosigned, &[w.verifier(), renamed.verifier()])
+            .unwrap();
+        assert_eq!(sigs.len(), 1, "{sigs:?}");
+        assert!(w.verifier().same_key(&renamed.verifier()));
     }
 
     #[test]

@@ -247,9 +247,12 @@ pub fn run(cmd: &TrustCommand, out: &mut Output) -> Result<ExitStatus> {
 
 fn witness_key(key: &str) -> Result<index_schema::tlog::WitnessVerifier> {
     index_schema::tlog::WitnessVerifier::parse(key).map_err(|e| {
-        UserError::new(format!("invalid witness key `{key}`: {e}"))
-            .hint("a witness key looks like `name+1a2b3c4d+BASE64`, as `ofc-hub witness key` prints it")
-            .into()
+        UserError::new(format!(
+            "invalid witness key `{}`: {e}",
+            index_schema::tlog::shown_key(key)
+        ))
+        .hint("a witness key looks like `name+1a2b3c4d+BASE64`, as `ofc-hub witness key` prints it")
+        .into()
     })
 }
 
@@ -294,6 +297,16 @@ fn witness(cmd: &WitnessCommand, paths: &Paths, out: &mut Output) -> Result<Exit
                         v.name()
                     ))
                     .hint("`ofc trust witness remove NAME` first, if the witness changed its key")
+                    .into());
+                }
+                // One key under two names would look like two witnesses.
+                if let Some(same) = w.keys.iter().find(|k| {
+                    index_schema::tlog::WitnessVerifier::parse(k)
+                        .is_ok_and(|o| o.same_key(&v) && o.name() != v.name())
+                }) {
+                    return Err(UserError::new(format!(
+                        "this public key is trusted already, as {same}: one witness cannot count twice"
+                    ))
                     .into());
                 }
                 if !w.keys.contains(&text) {

@@ -99,7 +99,8 @@ pub(crate) fn witnesses(paths: &Paths, hub: &str) -> Result<Witnesses> {
             WitnessVerifier::parse(k).map_err(|e| {
                 anyhow!(
                     UserError::new(format!(
-                        "trust.toml: the witness key `{k}` of {hub} is invalid: {e}"
+                        "trust.toml: the witness key `{}` of {hub} is invalid: {e}",
+                        index_schema::tlog::shown_key(k)
                     ))
                     .hint("`ofc trust witness remove KEY` removes it")
                 )

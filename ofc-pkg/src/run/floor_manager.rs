@@ -101,12 +101,22 @@ struct State {
 /// Most access requests waiting for the user at once: an agent can ask once per turn, and a
 /// floor can run for many turns.
 const MAX_PENDING_REQUESTS: usize = 16;
+/// Most of them asked by one agent, so that one cannot fill the list for everyone.
+const MAX_PENDING_PER_ASKER: usize = 4;
+
+/// Why an access request was not queued: how many wait, of everyone's or of its asker's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Full {
+    Everyone(usize),
+    Asker(usize),
+}
 
 impl State {
     /// Queues `r` for the user and returns its number — the number of the same request (same
     /// agent, class and furniture) when one is waiting already. Past [`MAX_PENDING_REQUESTS`]
-    /// waiting, nothing is queued: the error is how many are waiting.
-    fn queue(&mut self, mut r: AccessRequest) -> Result<usize, usize> {
+    /// waiting, or [`MAX_PENDING_PER_ASKER`] of its asker's, nothing is queued: the error is
+    /// how many are waiting.
+    fn queue(&mut self, mut r: AccessRequest) -> Result<usize, Full> {
         if let Some(same) = self
             .requests
             .iter()
@@ -115,7 +125,15 @@ impl State {
             return Ok(same.id);
         }
         if self.requests.len() >= MAX_PENDING_REQUESTS {
-            return Err(self.requests.len());
+            return Err(Full::Everyone(self.requests.len()));
+        }
+        let mine = self
+            .requests
+            .iter()
+            .filter(|q| q.asked_by == r.asked_by)
+            .count();
+        if mine >= MAX_PENDING_PER_ASKER {
+            return Err(Full::Asker(mine));
         }
         self.next_request += 1;
         r.id = self.next_request;
@@ -596,9 +614,14 @@ impl FloorManagerAgent {
                 });
                 let id = match queued {
                     Ok(id) => id,
-                    Err(waiting) => {
+                    Err(Full::Everyone(n)) => {
                         return format!(
-                            "{asker} refused for now: {waiting} access requests are waiting for @user already; ask again once they are answered."
+                            "{asker} refused for now: {n} access requests are waiting for @user already; ask again once they are answered."
+                        );
+                    }
+                    Err(Full::Asker(n)) => {
+                        return format!(
+                            "{asker} refused for now: {n} of your access requests are waiting for @user already; ask again once they are answered."
                         );
                     }
                 };
@@ -802,12 +825,31 @@ mod tests {
         // The same request again: the same number, nothing new waiting.
         assert_eq!(state.queue(req("@a", "board")), Ok(1));
         assert_eq!(state.requests.len(), 1);
-        for i in 1..MAX_PENDING_REQUESTS {
+        // One asker: at most MAX_PENDING_PER_ASKER waiting.
+        for i in 1..MAX_PENDING_PER_ASKER {
             assert_eq!(state.queue(req("@a", &format!("f{i}"))), Ok(i + 1));
         }
         assert_eq!(
+            state.queue(req("@a", "one-more")),
+            Err(Full::Asker(MAX_PENDING_PER_ASKER))
+        );
+        // Everyone: at most MAX_PENDING_REQUESTS.
+        let mut n = MAX_PENDING_PER_ASKER;
+        'fill: for asker in 0.. {
+            for f in 0..MAX_PENDING_PER_ASKER {
+                if n == MAX_PENDING_REQUESTS {
+                    break 'fill;
+                }
+                n += 1;
+                assert_eq!(
+                    state.queue(req(&format!("@x{asker}"), &format!("f{f}"))),
+                    Ok(n)
+                );
+            }
+        }
+        assert_eq!(
             state.queue(req("@b", "board")),
-            Err(MAX_PENDING_REQUESTS),
+            Err(Full::Everyone(MAX_PENDING_REQUESTS)),
             "full"
         );
         assert_eq!(state.requests.len(), MAX_PENDING_REQUESTS);

@@ -512,7 +512,16 @@ impl floor_manager::Recruit for Recruiter {
             equip(served, f, &mut planned);
         }
         let (handle, activation, started) = self.starter.start(planned).await;
-        let (agent, endpoint) = started?;
+        let (agent, endpoint) = match started {
+            Ok(s) => s,
+            Err(e) => {
+                // Its token, issued by `equip`, must not outlive the failed start.
+                if let Some(served) = &self.mcp {
+                    served.revoke(&me);
+                }
+                return Err(e);
+            }
+        };
         if let Some(agent) = llm {
             lock_llm(&self.llm).push((me, agent));
         }

@@ -152,6 +152,14 @@ impl ServedEndpoints {
         issue_into(&self.tokens, agent)
     }
 
+    /// Withdraws every token of `agent` (one that failed to start, or left).
+    pub fn revoke(&self, agent: &str) {
+        self.tokens
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, a| a != agent);
+    }
+
     /// The URL of a piece (the endpoints' base with `name` empty).
     pub fn url(&self, name: &str) -> String {
         format!("{}{}", self.base, path_of(&self.floor_id, name))

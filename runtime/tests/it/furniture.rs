@@ -839,6 +839,38 @@ async fn a_refused_call_is_a_tool_error_the_model_reads_and_the_transcript_keeps
     assert!(transcript.contains("refused: `lab__poke`"), "{transcript}");
 }
 
+/// Tokens issued while the endpoints serve (an agent joining the running floor) work at once,
+/// and a revoked one (an agent that failed to start) no longer does.
+#[tokio::test]
+async fn tokens_issued_and_revoked_while_serving() {
+    let (floor, _lab, _shop) = matrix_floor(READ_ONLY).await;
+    let served = McpEndpoints::new(floor, "m")
+        .serve_loopback()
+        .await
+        .unwrap();
+    let granted = served.url("granted");
+    let client = reqwest::Client::new();
+    let status = |token: String| {
+        let (client, granted) = (client.clone(), granted.clone());
+        async move {
+            client
+                .get(granted)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let bob = served.issue("@bob");
+    let carol = served.issue("@carol");
+    assert_eq!(status(bob.clone()).await, 200);
+    served.revoke("@bob");
+    assert_eq!(status(bob).await, 401);
+    assert_eq!(status(carol).await, 200, "only @bob's token went");
+}
+
 #[tokio::test]
 async fn http_agents_reach_what_they_hold_at_the_floors_mcp_endpoints() {
     let (floor, lab, shop) = matrix_floor(READ_ONLY).await;
