@@ -17,7 +17,6 @@ use serde_json::{Map, Value};
 use crate::agent_yaml::ManifestDefaults;
 use crate::diagnostic::{Diagnostics, FieldPath};
 use crate::manifest::{self, Activation, Capability, Manifest, Origin, RemoteSource, Source};
-
 use crate::source::{self, SourceDoc};
 
 /// The file name of an A2A agent card.
