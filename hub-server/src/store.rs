@@ -393,6 +393,6 @@ mod registry;
 mod tlog;
 
 pub use tlog::{LogAppend, LogEntryRow, LogVerifyReport};
-pub(crate) use tlog::{TxLog, publish_entry};
+pub(crate) use tlog::{TxLog, delete_entry, publish_entry};
 mod sessions;
 pub use sessions::WebSession;

@@ -14,6 +14,7 @@
 //! ofc-log/v1 key-revoke <publisher> <key id>
 //! ofc-log/v1 yank <publisher>/<agent> <version>
 //! ofc-log/v1 unyank <publisher>/<agent> <version>
+//! ofc-log/v1 delete <publisher>/<agent> <version>
 //! ```
 //!
 //! Every field is in its canonical form (names lowercase, the manifest digest as the envelope's
@@ -163,6 +164,14 @@ pub enum Entry {
         /// The version.
         version: String,
     },
+    /// An operator deleted a version (deleting an agent logs one per version); the version can
+    /// never be published again.
+    Delete {
+        /// `publisher/agent`.
+        agent: AgentName,
+        /// The version.
+        version: String,
+    },
 }
 
 fn canonical_version(s: &str) -> Result<String> {
@@ -197,7 +206,8 @@ impl Entry {
         match self {
             Entry::Publish { agent, .. }
             | Entry::Yank { agent, .. }
-            | Entry::Unyank { agent, .. } => agent.publisher(),
+            | Entry::Unyank { agent, .. }
+            | Entry::Delete { agent, .. } => agent.publisher(),
             Entry::KeyAdd { publisher, .. } | Entry::KeyRevoke { publisher, .. } => publisher,
         }
     }
@@ -207,7 +217,8 @@ impl Entry {
         match self {
             Entry::Publish { agent, .. }
             | Entry::Yank { agent, .. }
-            | Entry::Unyank { agent, .. } => Some(agent),
+            | Entry::Unyank { agent, .. }
+            | Entry::Delete { agent, .. } => Some(agent),
             Entry::KeyAdd { .. } | Entry::KeyRevoke { .. } => None,
         }
     }
@@ -273,6 +284,10 @@ impl Entry {
                 agent: agent(a)?,
                 version: canonical_version(v)?,
             },
+            ["delete", a, v] => Entry::Delete {
+                agent: agent(a)?,
+                version: canonical_version(v)?,
+            },
             _ => {
                 return Err(TlogError::Entry(format!(
                     "`{line}` is no known entry kind with its fields"
@@ -305,6 +320,7 @@ impl fmt::Display for Entry {
             Entry::KeyRevoke { publisher, key_id } => write!(f, "key-revoke {publisher} {key_id}"),
             Entry::Yank { agent, version } => write!(f, "yank {agent} {version}"),
             Entry::Unyank { agent, version } => write!(f, "unyank {agent} {version}"),
+            Entry::Delete { agent, version } => write!(f, "delete {agent} {version}"),
         }
     }
 }

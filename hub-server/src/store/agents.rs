@@ -388,6 +388,9 @@ impl Store {
             if n == 0 {
                 return Ok(false);
             }
+            // In the transparency log, in this transaction: a publisher's audit shows it.
+            tx.tlog_append(&delete_entry(&agent.name, version)?, now)
+                .await?;
             sqlx::query(
                 "INSERT INTO deleted_versions (agent, version, deleted_at) VALUES ($1, $2, $3) \
                  ON CONFLICT DO NOTHING",
@@ -448,6 +451,15 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
             let Some(id) = id else { return Ok(false) };
+            // One transparency-log entry per version, in publish order, in this transaction.
+            let versions: Vec<String> =
+                sqlx::query_scalar("SELECT version FROM versions WHERE agent_id = $1 ORDER BY id")
+                    .bind(id)
+                    .fetch_all(&mut *tx)
+                    .await?;
+            for version in &versions {
+                tx.tlog_append(&delete_entry(name, version)?, now).await?;
+            }
             sqlx::query(
                 "INSERT INTO deleted_versions (agent, version, deleted_at) \
                  SELECT $1, version, $2 FROM versions WHERE agent_id = $3 ON CONFLICT DO NOTHING",

@@ -572,6 +572,14 @@ pub(crate) fn publish_entry(
 }
 
 /// The yank (or unyank) entry of a version.
+/// The entry of an operator's deletion of a version.
+pub(crate) fn delete_entry(agent: &str, version: &str) -> Result<Entry> {
+    Ok(Entry::Delete {
+        agent: AgentName::parse(agent).map_err(log_error)?,
+        version: version.to_string(),
+    })
+}
+
 pub(crate) fn yank_entry(agent: &str, version: &str, yank: bool) -> Result<Entry> {
     let agent = AgentName::parse(agent).map_err(log_error)?;
     let version = version.to_string();

@@ -372,6 +372,58 @@ async fn tlog_independent(#[case] backend: Backend) {
     assert!(!ok, "a rewritten old tree");
 }
 
+/// An operator's deletions are in the log too: one `delete` entry for a version, one per
+/// version for an agent, each in the publisher's entries; the log still verifies.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn operator_deletions_are_logged(#[case] backend: Backend) {
+    let app = TestHub::in_process(backend).await;
+    let u = app.user.clone();
+    for (a, v) in [
+        ("alice/code", "1.0.0"),
+        ("alice/code", "1.1.0"),
+        ("alice/docs", "2.0.0"),
+        ("alice/docs", "2.0.1"),
+    ] {
+        let (s, b) = app
+            .publish(&u.token, &u.key, &remote_manifest(a, v), None)
+            .await;
+        assert_eq!(s, 201, "{b}");
+    }
+    assert!(
+        hub_server::admin::delete(app.store(), "alice/code", Some("1.0.0"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        hub_server::admin::delete(app.store(), "alice/docs", None)
+            .await
+            .unwrap()
+    );
+    let (s, v) = app.get("/api/v1/log/publishers/alice").await;
+    assert_eq!(s, 200, "{v}");
+    let entries: Vec<&str> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["entry"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        entries[entries.len() - 3..],
+        [
+            "ofc-log/v1 delete alice/code 1.0.0",
+            "ofc-log/v1 delete alice/docs 2.0.0",
+            "ofc-log/v1 delete alice/docs 2.0.1",
+        ],
+        "{v}"
+    );
+    let report = app.store().log_verify().await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.size, 8, "a key, four publishes, three deletions");
+}
+
 /// `ofc-hub log verify`'s check finds an entry rewritten in the database, a stored hash
 /// changed, and a version whose entry is gone.
 #[rstest]

@@ -120,6 +120,10 @@ fn entries_print_and_parse_in_one_canonical_form() {
             agent: AgentName::parse("alice/echo").unwrap(),
             version: "1.0.0".into(),
         },
+        Entry::Delete {
+            agent: AgentName::parse("alice/echo").unwrap(),
+            version: "1.0.0".into(),
+        },
     ];
     for e in cases {
         let bytes = e.to_bytes();
@@ -146,6 +150,8 @@ fn entries_print_and_parse_in_one_canonical_form() {
         text.replace("ofc-log/v1", "ofc-log/v2"),
         text.replace("publish", "publishes"),
         format!("{text}{text}"),
+        "ofc-log/v1 delete alice/echo\n".to_string(),
+        "ofc-log/v1 delete alice/echo 1.0\n".to_string(),
         format!(
             "ofc-log/v1 key-add alice {} {}\n",
             SecretKey::from_seed(&[8; 32]).key_id(),
