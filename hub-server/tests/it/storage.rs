@@ -213,7 +213,8 @@ async fn storage_suite(#[case] backend: Backend) {
         .collect();
     assert_eq!(kinds, ["yank", "deprecate", "delete_version"]);
 
-    // The log holds every key event, publish and yank, in commit order, and recomputes.
+    // The log holds every key event, publish, yank and deletion, in commit order, and
+    // recomputes.
     let entries: Vec<String> = store
         .log_entries_of("alice", None)
         .await
@@ -233,12 +234,13 @@ async fn storage_suite(#[case] backend: Backend) {
             "publish",
             "publish",
             "publish",
-            "yank"
+            "yank",
+            "delete"
         ]
     );
     let report = store.log_verify().await.unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
-    assert_eq!(report.size, 7);
+    assert_eq!(report.size, 8);
 
     // listing: cursor order and updated_since
     let page1 = store.list_agents(i64::MIN, 0, 1).await.unwrap();
