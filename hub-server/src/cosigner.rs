@@ -267,10 +267,9 @@ async fn submit(
                 return Ok(keep);
             }
             409 => {
-                let theirs: u64 = text
-                    .trim()
-                    .parse()
-                    .map_err(|_| anyhow!("the witness answered 409 without a size: {text:?}"))?;
+                let theirs: u64 = text.trim().parse().map_err(|_| {
+                    anyhow!("the witness answered 409 without a size: {}", quoted(&text))
+                })?;
                 if theirs == old {
                     tracing::error!(
                         witness = %t.url, size,
@@ -289,13 +288,20 @@ async fn submit(
                 );
                 bail!(
                     "the witness refuses the consistency proof from {old}: {}",
-                    text.trim()
+                    quoted(&text)
                 );
             }
-            s => bail!("the witness answered {s}: {}", text.trim()),
+            s => bail!("the witness answered {s}: {}", quoted(&text)),
         }
     }
     bail!("the witness's size kept changing")
+}
+
+/// A witness's answer as the hub's log may show it: at most 200 characters, control
+/// characters escaped (a witness is not trusted to write to the operator's terminal).
+fn quoted(text: &str) -> String {
+    let short: String = text.trim().chars().take(200).collect();
+    format!("{:?}", short)
 }
 
 async fn read_limited(resp: reqwest::Response) -> anyhow::Result<String> {

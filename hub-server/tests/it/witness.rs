@@ -200,6 +200,8 @@ fn the_witness_cosigns_only_extensions_and_answers_as_tlog_witness_says() {
     assert_eq!(s, 404);
     let (s, _, _) = add(&w, "hello\n");
     assert_eq!(s, 400);
+    let (s, _, _) = add(&w, &format!("old 0\n\n{}", "x".repeat(100 * 1024)));
+    assert_eq!(s, 413, "a body past 64 KiB is not read");
     let (s, _, text) = add(&w, "old 0\n\nnot a checkpoint\n");
     assert_eq!(
         s, 400,
@@ -397,4 +399,74 @@ fn a_witness_going_down_keeps_the_cosignatures_it_gave() {
     let (cp, sigs) = log.verify_cosigned(&note, &keys).unwrap();
     assert_eq!((cp.size, sigs.len()), (3, 1), "{note}");
     drop(w1);
+}
+
+/// A witness that answers with too much, or with text meant for a terminal: the hub serves no
+/// cosignature from it, keeps serving its log, and its own log shows the answer escaped.
+#[test]
+fn a_hostile_witness_gets_nothing_in_and_nothing_to_the_terminal() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let calls = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async move {
+            let app = axum::Router::new().route(
+                "/add-checkpoint",
+                axum::routing::post(move || {
+                    let n = seen.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        if n % 2 == 0 {
+                            // Far past what the hub reads of an answer.
+                            (axum::http::StatusCode::OK, "\u{2014} w x\n".repeat(10_000))
+                        } else {
+                            (
+                                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                                "\u{1b}[2J\u{1b}[31mowned\u{7}".to_string(),
+                            )
+                        }
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    let addr = rx.recv().unwrap();
+    let key = index_schema::tlog::WitnessSigner::generate("evil.test/w", &mut rand::rngs::OsRng)
+        .unwrap()
+        .verifier()
+        .to_string();
+    let hub = HubProcess::start(ProcessOptions::default().hub_toml(&format!(
+        "[[log_witnesses]]\nurl = \"http://{addr}\"\nkey = \"{key}\"\n"
+    )));
+    let p = hub.new_user("alice");
+    publish(&hub, &p, "alice/code", "1.0.0");
+    // Both kinds of answer were given (the hub retries with a pause).
+    let start = Instant::now();
+    while calls.load(Ordering::SeqCst) < 2 {
+        assert!(start.elapsed() < Duration::from_secs(60), "{}", hub.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(hub.log().contains("larger than") && hub.log().contains("owned")) {
+        assert!(Instant::now() < deadline, "{}", hub.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = hub.log();
+    assert!(!log.contains('\u{1b}') && !log.contains('\u{7}'), "{log:?}");
+    assert!(
+        log.contains("\\u{1b}[2J"),
+        "the answer is shown escaped: {log}"
+    );
+    // The log goes on, uncosigned.
+    let note = get_text(&hub, "/log/checkpoint");
+    let info = get_json(&hub, "/api/v1/log");
+    let v = LogVerifier::parse(info["key"].as_str().unwrap()).unwrap();
+    let (cp, sigs) = v
+        .verify_cosigned(&note, &[WitnessVerifier::parse(&key).unwrap()])
+        .unwrap();
+    assert_eq!((cp.size, sigs.len()), (2, 0), "{note}");
 }
