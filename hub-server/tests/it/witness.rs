@@ -417,7 +417,7 @@ fn a_hostile_witness_gets_nothing_in_and_nothing_to_the_terminal() {
                 axum::routing::post(move || {
                     let n = seen.fetch_add(1, Ordering::SeqCst);
                     async move {
-                        if n % 2 == 0 {
+                        if n.is_multiple_of(2) {
                             // Far past what the hub reads of an answer.
                             (axum::http::StatusCode::OK, "\u{2014} w x\n".repeat(10_000))
                         } else {
