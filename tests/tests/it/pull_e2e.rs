@@ -1,6 +1,7 @@
 //! `ofc pull` end to end with the real `ofc-hub` and `ofc` binaries: publish → search → pull →
 //! verify of the example agents, the lockfile, `--offline` with the hub stopped, `--locked`,
-//! 16 concurrent pulls, and `kill -9` in the middle of pulls.
+//! 16 concurrent pulls, `kill -9` in the middle of pulls, and remote agents (probed, and
+//! refused when their endpoint redirects).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -448,6 +449,95 @@ fn remote_agents_are_probed_and_local_ones_used_in_place() {
     );
     let r = ofc.fails(1, &["pull", "./no/such/dir"]);
     assert!(r.stderr.contains("does not exist"), "{}", r.stderr);
+}
+
+/// A server on 127.0.0.1 that answers every request with `status` and `Location: {to}{path}`,
+/// counting the requests; stopped on drop.
+struct Redirector {
+    url: String,
+    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    _rt: tokio::runtime::Runtime,
+}
+
+impl Redirector {
+    fn start(status: u16, to: &str) -> Redirector {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let hits = std::sync::Arc::new(AtomicUsize::new(0));
+        let (to, counter) = (to.to_string(), hits.clone());
+        let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let location = format!("{to}{}", uri.path());
+            async move {
+                axum::response::Response::builder()
+                    .status(status)
+                    .header("location", location)
+                    .body(axum::body::Body::empty())
+                    .unwrap()
+            }
+        });
+        rt.spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Redirector { url, hits, _rt: rt }
+    }
+}
+
+/// A remote agent's endpoint that redirects to a real agent: the probe follows no redirect,
+/// names the endpoint and where it pointed, and locks nothing (the floor, too, follows none).
+#[test]
+fn a_remote_agent_that_redirects_is_refused() {
+    let hub = TestHub::process(ProcessOptions::default());
+    let publisher = hub.publisher("acme", &[]);
+    let agent = AgentProc::start();
+    for status in [302u16, 308] {
+        let redirector = Redirector::start(status, &agent.1);
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("remote");
+        std::fs::create_dir_all(&dir).unwrap();
+        let package = format!("acme/moved{status}");
+        std::fs::write(
+            dir.join("agent.yaml"),
+            format!(
+                "id: \"@moved\"\nname: Moved\npackage: {package}\nversion: 1.0.0\n\
+                 tagline: Redirects\ndescription: A remote agent that redirects.\nactivation: mention\n\
+                 source: {{type: remote, endpoint: \"{}\"}}\n",
+                redirector.url
+            ),
+        )
+        .unwrap();
+        publisher.ofc.ok(&["publish", dir.to_str().unwrap()]);
+
+        let home = tempfile::tempdir().unwrap();
+        let ofc = Ofc::new(home.path(), &hub.url);
+        let proj = project();
+        let r = in_dir(&ofc, proj.path(), &["pull", &package]);
+        assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr
+                .contains(&format!("{}/ofc/info answered {status}", redirector.url))
+                && r.stderr
+                    .contains(&format!("a redirect to {}/ofc/info", agent.1))
+                && r.stderr.contains("follows no redirect"),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("hint:"), "{}", r.stderr);
+        assert_eq!(
+            redirector.hits.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "one probe"
+        );
+        let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
+        assert!(!lock.contains("remote"), "{lock}");
+        assert!(!home.path().join("cache/remote-info-v1").exists());
+    }
 }
 
 mod reqwest {

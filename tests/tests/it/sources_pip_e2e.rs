@@ -1,9 +1,11 @@
 //! pip agents end to end, against the real `ofc-hub` and `ofc` binaries and a real package index
 //! (pypiserver, started by `scripts/peers/pypiserver`): a Python OFC agent wheel with a
-//! dependency, built here, is published → pulled → started → answers `/ofc/info` and a respond
-//! call; a warm pull with the lock and the index stopped needs no network; the refusals (a file
-//! other than the signed pin, an sdist without `--allow-sdist`, a lock that no longer matches)
-//! and `kill -9` in the middle of an install.
+//! dependency, built here, is published → pulled → started (by ofc, and its console script on
+//! its own, with uv and with pip as the installer) → answers `/ofc/info` and a respond call; a
+//! warm pull with the lock and the index stopped needs no network; the refusals (a file other
+//! than the signed pin, an sdist without `--allow-sdist`, a lock that no longer matches, a
+//! dependency that would take over the agent's entry point, an index trickling a file) and
+//! `kill -9` in the middle of an install.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -149,6 +151,42 @@ fn start_and_call(start: &Value) {
     assert_eq!(reply["content"], "HELLO @PYECHO!", "{reply}");
 }
 
+/// The environment at `env` works on its own, where it is: its console script runs directly
+/// (not through ofc, nor its interpreter), no script names the build directory it was made in,
+/// and its activation script names the environment itself.
+fn works_on_its_own(env: &Path) {
+    start_and_call(&serde_json::json!({
+        "kind": "process",
+        "program": env.join("bin/ofc-py-echo"),
+        "args": [],
+        "env": [],
+        "cwd": std::env::temp_dir(),
+    }));
+    for e in std::fs::read_dir(env.join("bin")).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_symlink() {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        assert!(!text.contains("tmp-v1"), "{}:\n{text}", path.display());
+    }
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            ". \"$1/bin/activate\" && printf %s \"$VIRTUAL_ENV\"",
+            "bash",
+        ])
+        .arg(env)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), env.to_str().unwrap());
+}
+
 #[test]
 fn pip_agent_publish_pull_start_and_warm_pull_without_the_index() {
     let hub = TestHub::process(ProcessOptions::default());
@@ -177,6 +215,7 @@ fn pip_agent_publish_pull_start_and_warm_pull_without_the_index() {
         "{lock}"
     );
     start_and_call(&p["start"]);
+    works_on_its_own(Path::new(p["path"].as_str().unwrap()));
 
     let out2 = pull_json(&ofc, proj.path(), "uv", &["acme/pyecho2"]);
     let p2 = &out2["pulled"][0];
@@ -360,6 +399,7 @@ fn a_lock_that_no_longer_matches_is_refused_and_a_killed_install_leaves_nothing(
         .count();
     assert_eq!(envs, 1);
     start_and_call(&outs[0]["pulled"][0]["start"]);
+    works_on_its_own(Path::new(outs[0]["pulled"][0]["path"].as_str().unwrap()));
     ofc.ok(&["gc"]);
     let tmp = home.path().join("cache/tmp-v1");
     assert_eq!(
@@ -384,4 +424,255 @@ fn a_lock_that_no_longer_matches_is_refused_and_a_killed_install_leaves_nothing(
     assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("no longer matches"), "{}", r.stderr);
     assert!(!home2.path().join("cache/pip-v1/envs").exists());
+}
+
+/// Writes a Python package `name` (one `__init__.py` with `source`) under `root`; its folder.
+fn package(root: &Path, name: &str, source: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("__init__.py"), source).unwrap();
+    dir
+}
+
+/// Builds a wheel from a package folder anywhere (see [`wheel`]).
+fn wheel_of(out: &Path, name: &str, pkg: &Path, extra: &[&str]) {
+    let o = Command::new("python3")
+        .arg(repo().join("tests/pip-agent/build_wheel.py"))
+        .arg(out)
+        .args([name, "1.0.0"])
+        .arg(pkg)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Dependencies that would take the agent's entry point over: one declaring a console script
+/// of the agent's name, one shipping the agent's own module, and a manifest naming a console
+/// script only a dependency declares. Installers let the last wheel written win (which one
+/// depends on their order), so ofc refuses the environment, names the dependency and installs
+/// nothing; the entry point comes from the agent's own distribution only.
+#[test]
+fn a_dependency_cannot_take_over_the_agents_entry_point() {
+    let hub = TestHub::process(ProcessOptions::default());
+    let publisher = hub.publisher("acme", &[]);
+    let pkgs = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let out = pkgs.path();
+    wheel(out, "ofc-py-shout", "1.0.0", "ofc_py_shout", &[]);
+    let evil = package(
+        src.path(),
+        "ofc_py_evil",
+        "def main():\n    raise SystemExit('the dependency ran instead of the agent')\n",
+    );
+    // Declares the agent's console script.
+    wheel_of(
+        out,
+        "ofc-py-evil-script",
+        &evil,
+        &["--script", "ofc-py-echo=ofc_py_evil:main"],
+    );
+    // Ships the agent's own module.
+    let shadow = src.path().join("shadow/ofc_py_echo");
+    std::fs::create_dir_all(&shadow).unwrap();
+    std::fs::write(
+        shadow.join("server.py"),
+        "def main():\n    raise SystemExit('the dependency ran instead of the agent')\n",
+    )
+    .unwrap();
+    wheel_of(out, "ofc-py-evil-module", &shadow, &[]);
+    // Declares a console script of its own.
+    wheel_of(
+        out,
+        "ofc-py-evil-tool",
+        &evil,
+        &["--script", "evil-tool=ofc_py_evil:main"],
+    );
+    let agent_dir = repo().join("tests/pip-agent/ofc_py_echo");
+    let agent = |name: &str, dep: &str| {
+        wheel_of(
+            out,
+            name,
+            &agent_dir,
+            &[
+                "--requires",
+                "ofc-py-shout>=1.0",
+                "--requires",
+                dep,
+                "--script",
+                "ofc-py-echo=ofc_py_echo.server:main",
+            ],
+        );
+    };
+    agent("ofc-py-echo-a", "ofc-py-evil-script");
+    agent("ofc-py-echo-b", "ofc-py-evil-module");
+    agent("ofc-py-echo-c", "ofc-py-evil-tool");
+    let index = Index::start(out);
+    publish(&publisher, "pya", "ofc-py-echo-a", &index.url, None);
+    publish(&publisher, "pyb", "ofc-py-echo-b", &index.url, None);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("pyc");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        format!(
+            "id: \"@pyc\"\nname: Py C\npackage: acme/pyc\nversion: 1.0.0\n\
+             tagline: Names a script\ndescription: A Python agent.\nactivation: mention\n\
+             source: {{type: pip, package: ofc-py-echo-c, version: \"1.0.0\", index: \"{}\", \
+             entry_point: evil-tool}}\n",
+            index.url
+        ),
+    )
+    .unwrap();
+    publisher.ofc.ok(&["publish", dir.to_str().unwrap()]);
+
+    for (agent, installer, needles) in [
+        (
+            "acme/pya",
+            "uv",
+            vec![
+                "1 file(s) of ofc-py-echo-a==1.0.0 itself are also installed by a dependency: bin/ofc-py-echo (ofc-py-evil-script 1.0.0)",
+                "its dependency ofc-py-evil-script 1.0.0 collides with it",
+            ],
+        ),
+        (
+            "acme/pyb",
+            "pip",
+            vec![
+                "ofc_py_echo/server.py (ofc-py-evil-module 1.0.0)",
+                "its dependency ofc-py-evil-module 1.0.0 collides with it",
+            ],
+        ),
+        (
+            "acme/pyc",
+            "uv",
+            vec![
+                "ofc-py-echo-c 1.0.0 declares no console script `evil-tool`",
+                "its dependency ofc-py-evil-tool 1.0.0 declares one",
+            ],
+        ),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        let ofc = Ofc::new(home.path(), &hub.url);
+        let proj = project();
+        let r = run_in(&ofc, proj.path(), installer, &["pull", agent]);
+        assert_eq!(r.code, Some(1), "{agent}\n{}\n{}", r.stdout, r.stderr);
+        for n in needles {
+            assert!(r.stderr.contains(n), "{agent}: `{n}` not in\n{}", r.stderr);
+        }
+        let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
+        assert!(!lock.contains(agent), "{lock}");
+        // Refused before the environment was moved into place.
+        let envs = home.path().join("cache/pip-v1/envs");
+        assert!(
+            std::fs::read_dir(&envs).map(|d| d.count()).unwrap_or(0) == 0,
+            "{agent}: an environment was installed"
+        );
+    }
+}
+
+/// A proxy on 127.0.0.1 in front of an index that sends the files ofc downloads itself (its
+/// user agent is `ofc/…`) one byte every 100 ms; everything else (pip's own requests) whole.
+struct TricklingIndex {
+    url: String,
+    _rt: tokio::runtime::Runtime,
+}
+
+impl TricklingIndex {
+    fn start(upstream: &str) -> TricklingIndex {
+        use axum::body::Body;
+        use axum::extract::Request;
+        use axum::response::Response;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let base = upstream.trim_end_matches("/simple").to_string();
+        let http = reqwest::Client::new();
+        let app = axum::Router::new().fallback(move |req: Request| {
+            let (base, http) = (base.clone(), http.clone());
+            async move {
+                let path = req
+                    .uri()
+                    .path_and_query()
+                    .map(|p| p.as_str().to_string())
+                    .unwrap_or_default();
+                let ofc = req
+                    .headers()
+                    .get("user-agent")
+                    .is_some_and(|u| u.as_bytes().starts_with(b"ofc/"));
+                let r = http.get(format!("{base}{path}")).send().await.unwrap();
+                let status = r.status().as_u16();
+                let content_type = r.headers().get("content-type").cloned();
+                let bytes = r.bytes().await.unwrap().to_vec();
+                let body = if ofc && path.contains("/packages/") {
+                    let chunks: Vec<Vec<u8>> = bytes.chunks(1).map(<[u8]>::to_vec).collect();
+                    Body::from_stream(futures::stream::unfold(
+                        chunks.into_iter(),
+                        |mut it| async move {
+                            let c = it.next()?;
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            Some((Ok::<_, std::io::Error>(c), it))
+                        },
+                    ))
+                } else {
+                    Body::from(bytes)
+                };
+                let mut answer = Response::builder().status(status);
+                if let Some(t) = content_type {
+                    answer = answer.header("content-type", t.as_bytes());
+                }
+                answer.body(body).unwrap()
+            }
+        });
+        rt.spawn(async move { axum::serve(listener, app).await.unwrap() });
+        TricklingIndex {
+            url: format!("http://{addr}/simple"),
+            _rt: rt,
+        }
+    }
+}
+
+/// An index that trickles the files ofc downloads (10 bytes/s: no read waits long) is given up
+/// on within the rate floor's window (2 s here), with a clear error; nothing is installed.
+#[test]
+fn an_index_trickling_a_file_is_given_up_on() {
+    let hub = TestHub::process(ProcessOptions::default());
+    let publisher = hub.publisher("acme", &[]);
+    let pkgs = tempfile::tempdir().unwrap();
+    agent_wheels(pkgs.path(), None);
+    let index = Index::start(pkgs.path());
+    let trickling = TricklingIndex::start(&index.url);
+    publish(&publisher, "pyecho", "ofc-py-echo", &trickling.url, None);
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let started = Instant::now();
+    let r = Ofc::finish(
+        ofc.cmd()
+            .env("OFC_MIN_DOWNLOAD_RATE", "1024")
+            .env("OFC_DOWNLOAD_RATE_WINDOW", "2")
+            .args(["pull", "acme/pyecho"]),
+    );
+    let took = started.elapsed();
+    assert_eq!(
+        r.code,
+        Some(1),
+        "after {took:?}\n{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("ofc_py_echo-1.0.0-py3-none-any.whl at ")
+            && r.stderr.contains("below the minimum of 1024 bytes/s")
+            && r.stderr.contains("nothing was installed"),
+        "{}",
+        r.stderr
+    );
+    assert!(took < Duration::from_secs(60), "gave up after {took:?}");
+    assert!(!home.path().join("cache/pip-v1/envs").exists());
 }

@@ -1,5 +1,8 @@
 //! `remote`: an agent that already runs elsewhere. Pulling probes `{endpoint}/ofc/info`; the
 //! lockfile records the digest of the document seen, kept in the cache for offline pulls.
+//!
+//! The probe follows no redirect, as the floor does not when it calls the agent: a redirect
+//! would lock a document served from another address than the signed endpoint.
 
 use std::fs;
 use std::io::Write as _;
@@ -14,8 +17,7 @@ use index_schema::name::Digest;
 
 use super::{Installed, Job, Source};
 use crate::cache::Cache;
-use crate::hub::Hub;
-use crate::output::UserError;
+use crate::output::{UserError, truncate};
 use crate::pull::Ctx;
 use crate::start::Start;
 
@@ -51,7 +53,7 @@ impl Source for Remote {
 
     async fn install(&self, cx: &Ctx, job: &Job<'_>) -> Result<Installed> {
         let endpoint = endpoint(job);
-        let info_digest = probe(cx, job.hub, endpoint, job.digest).await?;
+        let info_digest = probe(cx, endpoint, job.digest).await?;
         Ok(installed(endpoint, info_digest))
     }
 }
@@ -73,10 +75,14 @@ fn installed(endpoint: &str, info_digest: Digest) -> Installed {
 
 /// `GET {endpoint}/ofc/info`: the agent must answer with a JSON object. Returns the digest
 /// of the document and keeps it in the cache for offline pulls.
-async fn probe(cx: &Ctx, hub: &Hub, endpoint: &str, manifest: &Digest) -> Result<Digest> {
+async fn probe(cx: &Ctx, endpoint: &str, manifest: &Digest) -> Result<Digest> {
     let url = format!("{}/ofc/info", endpoint.trim_end_matches('/'));
-    let resp = hub
-        .http()
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("ofc/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| anyhow!(e).context("cannot build the HTTP client"))?;
+    let resp = client
         .get(&url)
         .timeout(PROBE_TIMEOUT)
         .send()
@@ -88,6 +94,22 @@ async fn probe(cx: &Ctx, hub: &Hub, endpoint: &str, manifest: &Digest) -> Result
             )
         })?;
     let status = resp.status();
+    if status.is_redirection() {
+        let redirect = match resp.headers().get(reqwest::header::LOCATION) {
+            Some(l) => format!(
+                "a redirect to {}",
+                truncate(&String::from_utf8_lossy(l.as_bytes()), 200)
+            ),
+            None => "a redirect without a Location".into(),
+        };
+        bail!(
+            UserError::new(format!(
+                "{} answered {status}, {redirect}; ofc follows no redirect from a remote agent, nothing was locked",
+                truncate(&url, 200)
+            ))
+            .hint("the signed endpoint must serve the OFC agent API itself; ask the publisher to publish the address the agent answers at")
+        );
+    }
     if !status.is_success() {
         bail!(
             UserError::new(format!("{url} answered {status}"))

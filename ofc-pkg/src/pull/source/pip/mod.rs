@@ -9,12 +9,16 @@
 //!    manifest has one; under `--locked` the set of hashes must be the lock's.
 //! 3. **Fetch.** Each file is downloaded by ofc into `pip-v1/files/<sha256>/`, hashed while it
 //!    streams and refused unless it matches the resolution.
+//!    ofc's own downloads are held to the rate floor of [`crate::transfer`].
 //! 4. **Install.** The environment is keyed by what was resolved (interpreter version and every
 //!    file's hash), so agents with the same resolution share it. It is built in `tmp-v1/`
 //!    (`python3 -m venv --without-pip`, then `uv pip install` when uv is on PATH, else
 //!    `pip --python`), from the verified files only (`--no-index --no-deps --require-hashes`),
+//!    checked (exactly the resolved distributions, none installing over the agent's own files),
+//!    made to work at its final path (its console scripts run on their own, see [`relocate`]),
 //!    and renamed into `pip-v1/envs/<key>` when complete, under a per-key file lock.
-//! 5. **Start.** The environment's interpreter, isolated (`-I`), calls the entry point.
+//! 5. **Start.** The environment's interpreter, isolated (`-I`), calls the entry point, which
+//!    is taken from the agent's own distribution (see [`installed`]).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -32,7 +36,13 @@ use serde::{Deserialize, Serialize};
 use super::{Installed, Job, Source};
 use crate::output::{UserError, truncate};
 use crate::pull::Ctx;
-use crate::start::Start;
+use crate::transfer::{MIN_RATE_ENV, RateFloor, Stalled};
+
+mod build;
+mod installed;
+mod relocate;
+
+use installed::start_of;
 
 /// Root of everything pip in the cache.
 const PIP_DIR: &str = "pip-v1";
@@ -87,7 +97,8 @@ impl Resolution {
     /// What the environment is keyed by: the interpreter and every file's hash, not where the
     /// files came from.
     fn key(&self) -> Digest {
-        let mut text = format!("ofc-pip-env-v1\npython {}\n", self.python);
+        // v2: environments are checked and relocatable (v1 ones had scripts naming `tmp-v1/`).
+        let mut text = format!("ofc-pip-env-v2\npython {}\n", self.python);
         for d in &self.dists {
             text.push_str(&format!("{}=={} {}\n", d.name, d.version, d.sha256));
         }
@@ -170,6 +181,12 @@ impl Source for Pip {
         let Some(rec) = read_record(cx, job.digest) else {
             return Ok(Err("its Python environment is not in the cache".into()));
         };
+        if rec.key != rec.resolution.key() {
+            return Ok(Err(
+                "its Python environment was built by an older ofc, whose console scripts do not run on their own"
+                    .into(),
+            ));
+        }
         if let Some(locked) = locked_hashes(job)
             && locked != rec.resolution.hashes()
         {
@@ -184,7 +201,7 @@ impl Source for Pip {
                 dir.display()
             )));
         }
-        let start = match start_of(&dir, &p.entry_point) {
+        let start = match start_of(&dir, p) {
             Ok(s) => s,
             Err(e) => return Ok(Err(format!("{e:#}"))),
         };
@@ -257,10 +274,11 @@ impl Source for Pip {
             if env_complete(&dir, &resolution) {
                 false
             } else {
-                build_env(cx, &python, &files, &resolution, &dir, cx.opts.allow_sdist).await?;
+                build::build_env(cx, &python, &files, &resolution, p, &dir).await?;
                 true
             }
         };
+        let start = start_of(&dir, p)?;
         write_record(
             cx,
             job.digest,
@@ -269,7 +287,6 @@ impl Source for Pip {
                 resolution: resolution.clone(),
             },
         )?;
-        let start = start_of(&dir, &p.entry_point)?;
         Ok(Installed {
             source: locked_source(p, &resolution),
             path: Some(dir),
@@ -585,31 +602,58 @@ async fn fetch_file(cx: &Ctx, job: &Job<'_>, d: &Dist) -> Result<(PathBuf, u64)>
         return Ok((path, 0));
     }
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut resp = job
-        .hub
-        .http()
-        .get(&d.url)
-        .timeout(STEP_TIMEOUT)
-        .send()
-        .await
-        .with_context(|| format!("cannot download {}", truncate(&d.url, 160)))?;
-    if !resp.status().is_success() {
-        bail!("{} answered {}", truncate(&d.url, 160), resp.status());
-    }
+    let url = truncate(&d.url, 160);
     let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
     let mut h = <sha2::Sha256 as sha2::Digest>::new();
     let mut n: u64 = 0;
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .with_context(|| format!("downloading {}", truncate(&d.url, 160)))?
-    {
+    // The floor's first window covers the request too: an index slow to answer is as stalled
+    // as one slow to send.
+    let mut floor = RateFloor::from_env()?;
+    let mut resp = None;
+    loop {
+        let piece = floor
+            .next(async {
+                let r = match &mut resp {
+                    Some(r) => r,
+                    None => {
+                        let r = job
+                            .hub
+                            .http()
+                            .get(&d.url)
+                            .send()
+                            .await
+                            .with_context(|| format!("cannot download {url}"))?;
+                        if !r.status().is_success() {
+                            bail!("{url} answered {}", r.status());
+                        }
+                        resp.insert(r)
+                    }
+                };
+                r.chunk()
+                    .await
+                    .with_context(|| format!("downloading {url}"))
+            })
+            .await;
+        let chunk = match piece {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(Stalled::Transport(e)) => return Err(e),
+            Err(Stalled::TooSlow {
+                got,
+                window,
+                min_rate,
+            }) => bail!(
+                UserError::new(format!(
+                    "the index sent {url} at {} bytes/s over the last {} s ({n} bytes so far), below the minimum of {min_rate} bytes/s; gave up, nothing was installed",
+                    got / window.as_secs().max(1),
+                    window.as_secs()
+                ))
+                .hint(format!("the index or a proxy is stalling the download; retry later, or lower {MIN_RATE_ENV} (0 turns the floor off)"))
+            ),
+        };
         n += chunk.len() as u64;
         if n > MAX_FILE_BYTES {
-            bail!(
-                "{} is more than {MAX_FILE_BYTES} bytes; refusing it",
-                truncate(&d.url, 160)
-            );
+            bail!("{url} is more than {MAX_FILE_BYTES} bytes; refusing it");
         }
         sha2::Digest::update(&mut h, &chunk);
         tmp.write_all(&chunk)?;
@@ -629,74 +673,6 @@ async fn fetch_file(cx: &Ctx, job: &Job<'_>, d: &Dist) -> Result<(PathBuf, u64)>
     Ok((path, n))
 }
 
-/// Builds the environment in `tmp-v1/` from the verified files and renames it to `dir`.
-async fn build_env(
-    cx: &Ctx,
-    python: &Python,
-    files: &[(PathBuf, Digest)],
-    resolution: &Resolution,
-    dir: &Path,
-    allow_sdist: bool,
-) -> Result<()> {
-    let stage = cx.cache.staging_dir()?;
-    let env = stage.path().join("env");
-    run(
-        tokio::process::Command::new(&python.exe)
-            .args(["-I", "-m", "venv", "--without-pip"])
-            .arg(&env),
-        "python3 -m venv",
-    )
-    .await?;
-    let mut req = String::new();
-    for (path, sha) in files {
-        req.push_str(&format!("{} --hash=sha256:{}\n", path.display(), sha.hex()));
-    }
-    let req_file = stage.path().join("requirements.txt");
-    fs::write(&req_file, req)?;
-    let env_python = env.join("bin").join("python");
-    let mut cmd;
-    let what;
-    if use_uv() {
-        cmd = tokio::process::Command::new("uv");
-        cmd.args(["pip", "install", "--quiet", "--offline", "--python"])
-            .arg(&env_python);
-        what = "uv pip install";
-    } else {
-        cmd = tokio::process::Command::new(&python.exe);
-        cmd.args(["-I", "-m", "pip", "--python"])
-            .arg(&env_python)
-            .args(["install", "--quiet", "--no-input"]);
-        what = "pip install";
-    }
-    cmd.args(["--no-index", "--no-deps", "--require-hashes"]);
-    if !allow_sdist {
-        cmd.args(["--only-binary", ":all:"]);
-    }
-    cmd.arg("-r").arg(&req_file);
-    run(&mut cmd, what).await?;
-    fs::write(env.join(MARKER), serde_json::to_vec_pretty(resolution)?)?;
-    let parent = dir.parent().expect("envs/<key> has a parent");
-    fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    if dir.exists() {
-        // An incomplete or stale environment (its marker did not match): set it aside.
-        let aside = cx.cache.staging_dir()?.keep();
-        fs::rename(dir, aside.join("stale"))
-            .with_context(|| format!("cannot move {} aside", dir.display()))?;
-    }
-    fs::rename(&env, dir).with_context(|| format!("cannot install {}", dir.display()))?;
-    Ok(())
-}
-
-/// uv when forced by [`INSTALLER_ENV`] or found on PATH.
-fn use_uv() -> bool {
-    match std::env::var(INSTALLER_ENV).as_deref() {
-        Ok("uv") => true,
-        Ok("pip") => false,
-        _ => std::env::var_os("PATH")
-            .is_some_and(|paths| std::env::split_paths(&paths).any(|p| p.join("uv").is_file())),
-    }
-}
-
 fn write_record(cx: &Ctx, manifest: &Digest, rec: &Record) -> Result<()> {
     let file = record_file(cx, manifest);
     let dir = file.parent().expect("has a parent");
@@ -705,89 +681,6 @@ fn write_record(cx: &Ctx, manifest: &Digest, rec: &Record) -> Result<()> {
     tmp.write_all(&serde_json::to_vec(rec)?)?;
     tmp.persist(&file).map_err(|e| e.error)?;
     Ok(())
-}
-
-/// How the environment's interpreter runs `entry` (`module:attr` or a console script name).
-fn start_of(env: &Path, entry: &str) -> Result<Start> {
-    let target = if entry.contains(':') {
-        entry.to_string()
-    } else {
-        console_script(env, entry)?
-    };
-    let target = target.split('[').next().unwrap_or_default().trim();
-    let (module, attr) = target.split_once(':').ok_or_else(|| {
-        anyhow!(
-            "entry point `{}` is not `module:function`",
-            truncate(target, 80)
-        )
-    })?;
-    let (module, attr) = (module.trim(), attr.trim());
-    let dotted = |s: &str| {
-        !s.is_empty()
-            && s.split('.').all(|part| {
-                let mut c = part.chars();
-                c.next()
-                    .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
-                    && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
-            })
-    };
-    if !dotted(module) || !dotted(attr) {
-        bail!(
-            "entry point `{}` is not `module:function` made of Python identifiers",
-            truncate(target, 80)
-        );
-    }
-    let first = attr.split('.').next().unwrap_or(attr);
-    Ok(Start::Process {
-        program: env.join("bin").join("python"),
-        // Isolated: no PYTHONPATH, no user site-packages, nothing from the working directory.
-        args: vec![
-            "-I".into(),
-            "-c".into(),
-            format!("import sys; from {module} import {first}; sys.exit({attr}())"),
-        ],
-        env: Vec::new(),
-        cwd: env.to_path_buf(),
-    })
-}
-
-/// The `module:function` of a console script, from the installed `entry_points.txt` files.
-fn console_script(env: &Path, name: &str) -> Result<String> {
-    let lib = env.join("lib");
-    for py in fs::read_dir(&lib).with_context(|| format!("cannot read {}", lib.display()))? {
-        let site = py?.path().join("site-packages");
-        let Ok(entries) = fs::read_dir(&site) else {
-            continue;
-        };
-        for e in entries {
-            let p = e?.path();
-            if p.extension().is_none_or(|x| x != "dist-info") {
-                continue;
-            }
-            let Ok(text) = fs::read_to_string(p.join("entry_points.txt")) else {
-                continue;
-            };
-            let mut in_scripts = false;
-            for line in text.lines() {
-                let line = line.trim();
-                if line.starts_with('[') {
-                    in_scripts = line == "[console_scripts]";
-                } else if in_scripts
-                    && let Some((k, v)) = line.split_once('=')
-                    && k.trim() == name
-                {
-                    return Ok(v.trim().to_string());
-                }
-            }
-        }
-    }
-    bail!(
-        UserError::new(format!(
-            "no installed distribution declares the console script `{}`",
-            truncate(name, 80)
-        ))
-        .hint("the manifest's entryPoint must name a console script of the package, or be `module:function`")
-    )
 }
 
 #[cfg(test)]
@@ -814,22 +707,6 @@ mod tests {
             "http://h/a%2f..whl",
         ] {
             assert!(file_name(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn entry_points_must_be_identifiers() {
-        let env = tempfile::tempdir().unwrap();
-        let s = start_of(env.path(), "pkg.server:main").unwrap();
-        let Start::Process { args, .. } = s else {
-            panic!("not a process")
-        };
-        assert_eq!(
-            args[2],
-            "import sys; from pkg.server import main; sys.exit(main())"
-        );
-        for bad in ["os:system('x')", "a;b:c", "m:", ":f", "m:f()"] {
-            assert!(start_of(env.path(), bad).is_err(), "{bad}");
         }
     }
 
