@@ -115,7 +115,7 @@ pub async fn create_namespace(store: &Store, name: &str, owner: &str) -> anyhow:
     let name = check_publisher(name)?;
     let u = user(store, owner).await?;
     store
-        .create_namespace(&Actor::operator(), &name, u.id)
+        .create_namespace(&Actor::operator(), &name, u.id, None)
         .await?;
     Ok(())
 }
@@ -211,6 +211,7 @@ pub async fn import_mcp_registry(
         token_id: row.id,
         scopes: scopes.to_vec(),
         namespaces: vec![ns_name.clone()],
+        expires_at: row.expires_at,
     };
     let report = crate::import::mcp_registry(app, &principal, key, &ns_name, registry, text).await;
     store.revoke_token(&Actor::operator(), None, row.id).await?;

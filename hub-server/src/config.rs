@@ -56,6 +56,9 @@ pub struct Config {
     pub header_timeout_secs: u64,
     /// Seconds a request body may go without sending anything.
     pub body_timeout_secs: u64,
+    /// Seconds an answer may go without the client taking any of it (a download that stalls
+    /// this long is cut, and its connection closed).
+    pub write_timeout_secs: u64,
     /// Seconds a JSON API request (`/api/v1`, `/registry`, health, metrics) may take to be
     /// answered before it gets 503 `request_timeout`; 0: no limit. Bundle downloads and `/v2/`
     /// are not bounded by it (they stream; `body_timeout_secs` bounds their bodies).
@@ -72,6 +75,13 @@ pub struct Config {
     pub max_namespace_bytes: u64,
     /// Most manifests the repositories of one namespace may hold (`DENIED` past it).
     pub max_manifests_per_namespace: u64,
+    /// Most namespaces one user may create (`quota_exceeded` past it; administrators and
+    /// `ofc-hub admin create-namespace` are not limited). The per-namespace quotas would
+    /// otherwise be one new namespace away.
+    pub max_namespaces_per_user: u64,
+    /// Manifest bytes the `/v2/` answers being written may hold at once (a manifest, a page
+    /// of referrers); past it an answer waits up to 5 s, then gets 503 with `Retry-After`.
+    pub manifest_memory_bytes: u64,
     /// Milliseconds between the search follower's looks at the outbox when no write of this
     /// hub woke it (every publish, yank, … and `/v2/` push wakes it at once; the poll catches
     /// writes by other replicas sharing the database).
@@ -143,12 +153,15 @@ impl Default for Config {
             max_connections: 0,
             header_timeout_secs: 10,
             body_timeout_secs: 60,
+            write_timeout_secs: 30,
             request_timeout_secs: 30,
             upload_ttl_secs: 6 * 3600,
             max_uploads_per_user: 16,
             max_upload_bytes_per_user: 4 << 30,
             max_namespace_bytes: 20 << 30,
             max_manifests_per_namespace: 10_000,
+            max_namespaces_per_user: 20,
+            manifest_memory_bytes: 256 << 20,
             search_poll_ms: 250,
             search_synonyms_file: None,
             search_fewer_words_below: hub_search::index::DEFAULT_FEWER_WORDS_BELOW,

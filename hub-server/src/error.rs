@@ -79,6 +79,9 @@ impl From<crate::store::StoreError> for ApiError {
         match e {
             crate::store::StoreError::Conflict(m) => ApiError::conflict(ErrorCode::Conflict, m),
             crate::store::StoreError::NotFound(m) => ApiError::not_found(ErrorCode::NotFound, m),
+            crate::store::StoreError::Quota(m) => {
+                ApiError::forbidden(ErrorCode::QuotaExceeded, format!("quota exceeded: {m}"))
+            }
             other => ApiError::internal(other),
         }
     }

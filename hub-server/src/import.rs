@@ -130,6 +130,51 @@ fn original_url(registry: &str, server: &str, version: &str) -> String {
     )
 }
 
+/// `text` from a dump as a terminal may show it: control characters (escape sequences, bell,
+/// line breaks) and Unicode bidirectional controls (which reorder what is displayed) escaped
+/// as `\u{…}`; everything else as it is.
+pub fn for_terminal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+        if c.is_control() || bidi {
+            out.push_str(&format!("\\u{{{:04X}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The largest dump `ofc-hub import` reads (checked before reading it).
+pub const MAX_DUMP_BYTES: u64 = index_schema::source::MAX_DOCUMENT_BYTES as u64;
+
+/// Reads a dump file, refusing one past [`MAX_DUMP_BYTES`] before reading it (and reading no
+/// more than that if it grows meanwhile).
+pub fn read_dump(path: &std::path::Path) -> anyhow::Result<String> {
+    use anyhow::Context as _;
+    use std::io::Read as _;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    anyhow::ensure!(
+        len <= MAX_DUMP_BYTES,
+        "{} is {len} bytes; a dump may have at most {MAX_DUMP_BYTES} (split it)",
+        path.display()
+    );
+    let mut text = String::new();
+    file.take(MAX_DUMP_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("cannot read {} (is it UTF-8 text?)", path.display()))?;
+    anyhow::ensure!(
+        text.len() as u64 <= MAX_DUMP_BYTES,
+        "{} grew past {MAX_DUMP_BYTES} bytes while it was read",
+        path.display()
+    );
+    Ok(text)
+}
+
+
 /// Imports the dump `text` into `namespace` (see the module documentation), publishing as
 /// `principal` and signing with `key`. `Err` only when the dump as a whole cannot be read (not
 /// JSON, no `servers` list): the message names the field and line.
@@ -292,5 +337,18 @@ async fn publish_one(
             }
         }
         Err(e) => Err(format!("the hub refused it ({}): {e}", e.code().as_str())),
+    }
+}
+
+#[cfg(test)]
+mod terminal_tests {
+    #[test]
+    fn escapes_reach_no_terminal() {
+        assert_eq!(
+            super::for_terminal("a\x1b[31mred\x07"),
+            "a\\u{001B}[31mred\\u{0007}"
+        );
+        assert_eq!(super::for_terminal("x\u{202E}gpj.exe"), "x\\u{202E}gpj.exe");
+        assert_eq!(super::for_terminal("plain-name/ok"), "plain-name/ok");
     }
 }

@@ -164,7 +164,23 @@ pub fn app(state: AppState) -> axum::Router {
             state,
             api::count_requests,
         ))
+        // Every answer (JSON, errors, 404s, blobs and tiles, not only the pages) is what its
+        // Content-Type says: no browser may sniff a JSON error or a blob into HTML.
+        .layer(axum::middleware::map_response(
+            |mut r: axum::response::Response| async move {
+                r.headers_mut()
+                    .entry(axum::http::header::X_CONTENT_TYPE_OPTIONS)
+                    .or_insert(axum::http::HeaderValue::from_static("nosniff"));
+                r
+            },
+        ))
 }
+
+/// The hub's log filter unless `OFC_HUB_LOG` sets one: ofc's own crates at `info`, every
+/// library (tantivy's commits and merges, sqlx's statements, hyper) at `warn`. Ask for more
+/// with e.g. `OFC_HUB_LOG=info,tantivy=info`.
+pub const DEFAULT_LOG: &str =
+    "warn,ofc_hub=info,hub_server=info,hub_search=info,index_schema=info,runtime=info";
 
 /// Serves the hub on `listener` until `shutdown` resolves, then finishes in-flight requests
 /// and closes the database.
@@ -179,7 +195,10 @@ pub async fn serve(
         state.config.max_connections,
         std::time::Duration::from_secs(state.config.header_timeout_secs.max(1)),
         std::time::Duration::from_secs(state.config.body_timeout_secs.max(1)),
-    );
+    )
+    .with_write_timeout(std::time::Duration::from_secs(
+        state.config.write_timeout_secs.max(1),
+    ));
     let app = app(state);
     runtime::net::serve(listener, app, limits, shutdown).await;
     if let Some(search) = &search {

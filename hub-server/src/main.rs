@@ -361,7 +361,10 @@ async fn witness_cmd(global: &Global, cmd: WitnessCommand) -> anyhow::Result<()>
                 cfg.max_connections,
                 std::time::Duration::from_secs(cfg.header_timeout_secs.max(1)),
                 std::time::Duration::from_secs(cfg.body_timeout_secs.max(1)),
-            );
+            )
+            .with_write_timeout(std::time::Duration::from_secs(
+                cfg.write_timeout_secs.max(1),
+            ));
             runtime::net::serve(listener, witness.router(), limits, shutdown_signal()).await;
             Ok(())
         }
@@ -446,8 +449,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             registry_url,
             json,
         }) => {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
+            let text = hub_server::import::read_dump(&file)?;
             let key_text = std::fs::read_to_string(&key)
                 .with_context(|| format!("cannot read {}", key.display()))?;
             let key = index_schema::envelope::SecretKey::from_secret_text(&key_text)
@@ -525,24 +527,30 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn print_import(file: &std::path::Path, r: &hub_server::import::ImportReport) {
+    // Names, reasons and messages come from the dump: escaped before they reach a terminal.
+    use hub_server::import::for_terminal as t;
     for i in &r.imported {
         out(format!(
             "imported  {}@{}  ({})",
-            i.agent, i.version, i.server
+            t(&i.agent),
+            t(&i.version),
+            t(&i.server)
         ));
     }
     for i in &r.unchanged {
         out(format!(
             "unchanged {}@{}  ({})",
-            i.agent, i.version, i.server
+            t(&i.agent),
+            t(&i.version),
+            t(&i.server)
         ));
     }
     for s in &r.skipped {
         out(format!(
             "skipped   servers[{}] {}: {}",
             s.index,
-            s.server.as_deref().unwrap_or("(no name)"),
-            s.reason
+            t(s.server.as_deref().unwrap_or("(no name)")),
+            t(&s.reason)
         ));
     }
     for f in &r.failed {
@@ -551,14 +559,14 @@ fn print_import(file: &std::path::Path, r: &hub_server::import::ImportReport) {
             out(format!(
                 "failed    servers[{}] {}: {}:{line} {}: {}",
                 f.index,
-                f.server.as_deref().unwrap_or("(no name)"),
-                file.display(),
+                t(f.server.as_deref().unwrap_or("(no name)")),
+                t(&file.display().to_string()),
                 if p.field.is_empty() {
-                    "(entry)"
+                    "(entry)".to_owned()
                 } else {
-                    &p.field
+                    t(&p.field)
                 },
-                p.message
+                t(&p.message)
             ));
         }
     }
@@ -764,7 +772,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("OFC_HUB_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(hub_server::DEFAULT_LOG)),
         )
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal, and never when NO_COLOR is set.

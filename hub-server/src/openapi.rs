@@ -23,7 +23,7 @@ use crate::tlog;
         registry::register, registry::get, registry::patch, registry::remove,
         search::search, search::registry_search,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi,
-        tlog::log_info, tlog::log_publisher,
+        tlog::log_info, tlog::log_publisher, tlog::checkpoint, tlog::tile,
     ),
     modifiers(&Bearer),
     tags(

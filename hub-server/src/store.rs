@@ -44,6 +44,9 @@ pub enum StoreError {
     /// The transparency log's tables are inconsistent, or an entry could not be formed.
     #[error("transparency log: {0}")]
     Log(String),
+    /// A quota of the hub would be passed (the message names the setting).
+    #[error("quota exceeded: {0}")]
+    Quota(String),
 }
 
 /// Store result.

@@ -174,7 +174,17 @@ fn text(status: StatusCode, body: String) -> Response {
 }
 
 /// `GET /log/checkpoint`: the signed checkpoint of the current tree (C2SP tlog-checkpoint).
-async fn checkpoint(State(state): State<AppState>) -> Response {
+///
+/// A signed note (C2SP signed-note): the origin, the tree size and the root hash (base64),
+/// a blank line, then a signature line by the hub's log key and one cosignature line per
+/// witness (C2SP tlog-cosignature). Never cached for long: the tree grows.
+#[utoipa::path(get, path = "/log/checkpoint", tag = "log",
+    responses(
+        (status = 200, description = "the signed checkpoint (C2SP tlog-checkpoint as a signed note)",
+         content_type = "text/plain; charset=utf-8", body = String),
+        (status = 503, description = "the database does not answer", body = ErrorBody),
+    ))]
+pub async fn checkpoint(State(state): State<AppState>) -> Response {
     match state.log_head_covering(0).await {
         Ok(head) => {
             let mut resp = text(StatusCode::OK, head.note(&state.log));
@@ -188,7 +198,19 @@ async fn checkpoint(State(state): State<AppState>) -> Response {
 
 /// `GET /log/tile/…`: a hash tile or an entry bundle (C2SP tlog-tiles). A full tile never
 /// changes and is cacheable for good; a partial one (`.p/<W>`) neither, but is superseded.
-async fn tile(State(state): State<AppState>, UrlPath(rest): UrlPath<String>) -> Response {
+///
+/// `tile` is `<L>/<N>` (a level-L hash tile; N in the spec's `x001/x234/067` form),
+/// `<L>/<N>.p/<W>` (a partial tile of width W), `entries/<N>` or `entries/<N>.p/<W>` (a
+/// bundle of entries).
+#[utoipa::path(get, path = "/log/tile/{tile}", tag = "log",
+    params(("tile" = String, Path, description = "`<L>/<N>[.p/<W>]` or `entries/<N>[.p/<W>]` (C2SP tlog-tiles; may hold `/`)")),
+    responses(
+        (status = 200, description = "the tile's bytes (hashes, or length-prefixed entries)",
+         content_type = "application/octet-stream", body = TileBytes),
+        (status = 404, description = "no such tile (yet)", content_type = "text/plain; charset=utf-8", body = String),
+        (status = 503, description = "the database does not answer", body = ErrorBody),
+    ))]
+pub async fn tile(State(state): State<AppState>, UrlPath(rest): UrlPath<String>) -> Response {
     let path = format!("tile/{rest}");
     let tile = match TileId::parse(&path) {
         Ok(t) => t,
@@ -222,6 +244,11 @@ async fn tile(State(state): State<AppState>, UrlPath(rest): UrlPath<String>) -> 
         Err(e) => ApiError::from(e).into_response(),
     }
 }
+
+/// A tile's bytes, as the OpenAPI document describes them.
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(value_type = String, format = Binary)]
+pub struct TileBytes(pub Vec<u8>);
 
 /// The log's origin, verifier key and current checkpoint.
 #[utoipa::path(get, path = "/api/v1/log", tag = "log",
@@ -266,10 +293,23 @@ pub async fn log_publisher(
         ),
         None => None,
     };
-    let rows = state
+    // In pages: a publisher with many versions is many entries, each with its proof.
+    let limit = match q.limit {
+        None => MAX_LOG_PAGE,
+        Some(n) if (1..=MAX_LOG_PAGE).contains(&n) => n,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                ErrorCode::InvalidLimit,
+                format!("limit is 1 to {MAX_LOG_PAGE}"),
+            ));
+        }
+    };
+    let mut rows = state
         .store
-        .log_entries_of(&publisher, agent.as_deref())
+        .log_entries_of(&publisher, agent.as_deref(), q.after, limit + 1)
         .await?;
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
     let need = rows
         .iter()
         .map(|r| r.index + 1)
@@ -279,6 +319,11 @@ pub async fn log_publisher(
     let head = state.log_head_covering(need).await?;
     let size = head.size;
     let mut entries = Vec::with_capacity(rows.len());
+    let next_after = if more {
+        rows.last().map(|r| r.index)
+    } else {
+        None
+    };
     for r in rows.into_iter().filter(|r| r.index < size) {
         entries.push(LogEntryInfo {
             index: r.index,
@@ -295,5 +340,9 @@ pub async fn log_publisher(
         checkpoint: head.note(&state.log),
         entries,
         consistency: consistency(&state, q.log_size, size).await?,
+        next_after,
     }))
 }
+
+/// The most entries in one page of a publisher's log entries.
+const MAX_LOG_PAGE: u32 = 1000;

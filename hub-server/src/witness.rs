@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -31,6 +30,13 @@ use serde::{Deserialize, Serialize};
 /// The largest `add-checkpoint` body taken: 63 proof lines and a checkpoint with a few
 /// signatures fit many times over.
 const MAX_BODY: usize = 64 * 1024;
+
+/// The largest tree size a witness cosigns (2^48).
+const MAX_TREE_SIZE: u64 = 1 << 48;
+
+/// Time a request's body may take to arrive whole, however it trickles (the connection
+/// layer's body timeout ends only a body that sends nothing).
+const BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Reads the witness key from `path`, creating it (0600) named `name` when it does not exist.
 pub fn open_witness_key(path: &Path, name: &str) -> anyhow::Result<WitnessSigner> {
@@ -222,6 +228,17 @@ impl Witness {
             Ok(cp) => cp,
             Err(e) => return text(StatusCode::FORBIDDEN, format!("{e}\n")),
         };
+        // A tree past 2^48 entries is no log anyone runs; taken on first sight (when no proof
+        // can be asked for), it would have pinned this witness above every real checkpoint.
+        if cp.size > MAX_TREE_SIZE {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "a tree of {} entries is past what this witness takes ({MAX_TREE_SIZE})\n",
+                    cp.size
+                ),
+            );
+        }
         if req.old > cp.size {
             return text(
                 StatusCode::BAD_REQUEST,
@@ -333,7 +350,34 @@ fn text(status: StatusCode, body: String) -> Response {
         .into_response()
 }
 
-async fn add_checkpoint(State(w): State<Arc<Witness>>, body: Bytes) -> Response {
+async fn add_checkpoint(State(w): State<Arc<Witness>>, body: axum::body::Body) -> Response {
+    let body = match tokio::time::timeout(BODY_DEADLINE, axum::body::to_bytes(body, MAX_BODY)).await
+    {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
+            // axum's error says which: a body past the limit, or one that failed to arrive.
+            let status = if e.to_string().contains("length limit") {
+                StatusCode::PAYLOAD_TOO_LARGE
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            return (
+                status,
+                format!("cannot read the body (at most {MAX_BODY} bytes): {e}\n"),
+            )
+                .into_response();
+        }
+        Err(_) => {
+            return (
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the body did not arrive within {} s\n",
+                    BODY_DEADLINE.as_secs()
+                ),
+            )
+                .into_response();
+        }
+    };
     w.add(&body).await
 }
 

@@ -759,7 +759,7 @@ fn check_manifest_version(d: &mut Diagnostics, path: &FieldPath, v: &Version) {
 }
 
 /// Unicode bidirectional embeddings, overrides and isolates: they reorder displayed text.
-fn is_bidi_control(c: char) -> bool {
+pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 

@@ -176,32 +176,46 @@ pub(crate) async fn check_password(
     let user_name = username.trim().to_ascii_lowercase();
     let ip_key = FailureLimiter::login_ip_key(ip);
     let user_key = FailureLimiter::login_user_key(&user_name, ip);
-    for k in [&ip_key, &user_key] {
-        if let Some(secs) = state.limiter.blocked(k) {
-            return Err(too_many(secs));
-        }
-    }
+    // Reserved before the slow hash, so concurrent guesses count while they are checked.
+    let attempt = state
+        .limiter
+        .reserve(&[&ip_key, &user_key])
+        .map_err(too_many)?;
     let user = if user_name.len() <= 64 {
         state.store.user_by_name(&user_name).await?
     } else {
         None
     };
-    let ok = match &user {
-        Some(u) if !u.disabled && password.len() <= 1024 => u
-            .password_hash
-            .as_deref()
-            .is_some_and(|h| verify_password(password, h)),
-        _ => false,
+    // The hash is checked whether or not the user exists (a dummy hash otherwise), so the
+    // answer's time does not tell which names are accounts.
+    let phc = match &user {
+        Some(u) if !u.disabled => u.password_hash.clone(),
+        _ => None,
     };
+    let password = (password.len() <= 1024).then(|| password.to_string());
+    let ok = tokio::task::spawn_blocking(move || {
+        let Some(password) = password else {
+            return false;
+        };
+        match phc {
+            Some(h) => verify_password(&password, &h),
+            None => {
+                let _ = verify_password(&password, crate::auth::dummy_password_hash());
+                false
+            }
+        }
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("password check: {e}")))?;
     let Some(user) = user.filter(|_| ok) else {
-        state.limiter.fail(&ip_key);
-        state.limiter.fail(&user_key);
+        attempt.failed();
         state.metrics.auth_failure();
         return Err(ApiError::unauthorized(
             ErrorCode::InvalidCredentials,
             "wrong user name or password",
         ));
     };
+    drop(attempt);
     Ok(user)
 }
 
@@ -303,6 +317,9 @@ pub async fn create_token(
             }
         }
     }
+    // Nor does it outlive the calling token (administrators' included: a stolen one-day
+    // token must not turn into one that never expires).
+    check_outlives(p.expires_at, req.expires_in_days)?;
     let t = issue(
         &state,
         &auth.actor(),
@@ -315,6 +332,55 @@ pub async fn create_token(
     )
     .await?;
     Ok((StatusCode::CREATED, Json(t)))
+}
+
+/// Refuses a new token expiring after `days` (never, for `None`) when the calling token
+/// expires at `parent` (ms since the epoch).
+fn check_outlives(parent: Option<i64>, days: Option<u32>) -> ApiResult<()> {
+    let Some(parent) = parent else {
+        return Ok(());
+    };
+    let whole_days_left = (parent - now_ms()).max(0) / 86_400_000;
+    let refused = match days {
+        None => true,
+        Some(d) => now_ms() + i64::from(d) * 86_400_000 > parent,
+    };
+    if refused {
+        let hint = if whole_days_left >= 1 {
+            format!("ask for expires_in_days of at most {whole_days_left}, or ")
+        } else {
+            String::new()
+        };
+        return Err(ApiError::forbidden(
+            ErrorCode::ForbiddenExpiry,
+            format!(
+                "the calling token expires in {}; a token it creates cannot outlive it: \
+                 {hint}create it with a token that lasts longer (`ofc login` with a password, \
+                 or the web page's form with your password)",
+                human_duration_ms(parent - now_ms())
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `ms` as people say it: "3 days", "5 hours", "12 minutes" (rounded down; "under a minute").
+fn human_duration_ms(ms: i64) -> String {
+    let m = ms.max(0) / 60_000;
+    let (n, unit) = if m >= 2 * 1440 {
+        (m / 1440, "days")
+    } else if m >= 120 {
+        (m / 60, "hours")
+    } else if m >= 1 {
+        (m, "minutes")
+    } else {
+        return "under a minute".to_owned();
+    };
+    if n == 1 {
+        format!("1 {}", unit.trim_end_matches('s'))
+    } else {
+        format!("{n} {unit}")
+    }
 }
 
 /// Revokes one of the caller's tokens (administrators: any token).

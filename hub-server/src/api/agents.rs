@@ -505,6 +505,19 @@ fn check_text(field: &str, s: &str) -> ApiResult<()> {
             ),
         ));
     }
+    // Nor text that reads otherwise than it is (as the manifest's own fields).
+    if let Some(c) = s
+        .chars()
+        .find(|c| index_schema::manifest::is_bidi_control(*c))
+    {
+        return Err(ApiError::bad_request(
+            ErrorCode::InvalidMessage,
+            format!(
+                "{field} contains a bidirectional override U+{:04X}, which can disguise text",
+                c as u32
+            ),
+        ));
+    }
     Ok(())
 }
 

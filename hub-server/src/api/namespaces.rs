@@ -45,9 +45,12 @@ pub async fn create_namespace(
     auth.0
         .authorize(Scope::ManageMembers, &name, Some(Role::Owner))
         .map_err(denied_error)?;
+    // Namespaces are where quotas apply (bytes, manifests): a user may create only so many,
+    // or the quotas would be one namespace away (administrators are not limited).
+    let limit = (!auth.0.acts_as_admin()).then_some(state.config.max_namespaces_per_user);
     state
         .store
-        .create_namespace(&auth.actor(), &name, auth.0.user_id)
+        .create_namespace(&auth.actor(), &name, auth.0.user_id, limit)
         .await
         .map_err(|e| match e {
             crate::store::StoreError::Conflict(m) => {

@@ -96,6 +96,10 @@ pub(super) async fn authenticate(
             "unsupported authorization scheme; use Basic (password = ofc API token) or Bearer",
         ));
     };
+    if token.starts_with(ANONYMOUS_TOKEN_PREFIX) {
+        // Grants nothing beyond what needs no token, so it is neither stored nor checked.
+        return Ok(Caller::Anonymous);
+    }
     if token.starts_with(ACCESS_TOKEN_PREFIX) {
         return match db::access_token(st.app.store.db(), &hash_token(&token)).await? {
             Some((None, _)) => Ok(Caller::Anonymous),
@@ -153,9 +157,13 @@ pub(super) fn narrow_to_bearer(mut p: Principal, push_namespaces: &str) -> Princ
     p
 }
 
+/// The most namespaces one bearer token may be asked to push to.
+const MAX_PUSH_NAMESPACES: usize = 16;
+
 /// The namespaces of the repositories a `/v2/token` request asks to push to
-/// (`scope=repository:NAME:pull,push`, any number of `scope` parameters).
-pub(super) fn push_namespaces_asked(query: Option<&str>) -> String {
+/// (`scope=repository:NAME:pull,push`, any number of `scope` parameters); refused past
+/// [`MAX_PUSH_NAMESPACES`] (or a name past 64 characters, which no namespace has).
+pub(super) fn push_namespaces_asked(query: Option<&str>) -> OciResult<String> {
     let mut out: Vec<String> = Vec::new();
     for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         if k != "scope" {
@@ -169,13 +177,30 @@ pub(super) fn push_namespaces_asked(query: Option<&str>) -> String {
                 && let Some((ns, _)) = name.split_once('/')
             {
                 let ns = ns.to_ascii_lowercase();
+                if ns.len() > 64 {
+                    return Err(OciError::new(
+                        StatusCode::BAD_REQUEST,
+                        "DENIED",
+                        "a scope names a namespace longer than 64 characters",
+                    ));
+                }
                 if !out.contains(&ns) {
+                    if out.len() == MAX_PUSH_NAMESPACES {
+                        return Err(OciError::new(
+                            StatusCode::BAD_REQUEST,
+                            "DENIED",
+                            format!(
+                                "a token may push to at most {MAX_PUSH_NAMESPACES} namespaces; \
+                                 ask for fewer repositories at a time"
+                            ),
+                        ));
+                    }
                     out.push(ns);
                 }
             }
         }
     }
-    out.join(",")
+    Ok(out.join(","))
 }
 
 /// `GET /v2/token`: trades Basic credentials (password = ofc API token) for a short-lived
@@ -195,8 +220,15 @@ pub(super) async fn token(State(st): State<OciState>, req: Request) -> Response 
                 Some(hash_token(&pw))
             }
         };
+        let Some(api_hash) = api_hash else {
+            // Anonymous: pull only, which needs no token; what is handed out is a token of
+            // that kind, never stored (anonymous calls used to add a row each, scopes and all).
+            let t = crate::auth::generate_token(ANONYMOUS_TOKEN_PREFIX);
+            return Ok(token_answer(t.expose()));
+        };
+        let api_hash = Some(api_hash);
         let t = crate::auth::generate_token(ACCESS_TOKEN_PREFIX);
-        let push = push_namespaces_asked(parts.uri.query());
+        let push = push_namespaces_asked(parts.uri.query())?;
         db::put_access_token(
             st.app.store.db(),
             &hash_token(t.expose()),
@@ -205,19 +237,24 @@ pub(super) async fn token(State(st): State<OciState>, req: Request) -> Response 
             now_ms() + ACCESS_TOKEN_TTL_SECS * 1000,
         )
         .await?;
-        let issued = time::OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default();
-        Ok(axum::Json(json!({
-            "token": t.expose(),
-            "access_token": t.expose(),
-            "expires_in": ACCESS_TOKEN_TTL_SECS,
-            "issued_at": issued,
-        }))
-        .into_response())
+        Ok(token_answer(t.expose()))
     }
     .await;
     r.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// The token endpoint's answer for `token`.
+fn token_answer(token: &str) -> Response {
+    let issued = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    axum::Json(json!({
+        "token": token,
+        "access_token": token,
+        "expires_in": ACCESS_TOKEN_TTL_SECS,
+        "issued_at": issued,
+    }))
+    .into_response()
 }
 
 /// Requires a user allowed to push to `repository`: a member of its namespace whose token has

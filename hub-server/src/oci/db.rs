@@ -87,17 +87,18 @@ macro_rules! claim_blobs {
 }
 pub(crate) use claim_blobs;
 
-/// A stored manifest.
+/// A stored manifest, without its bytes (they are read on their own, by
+/// [`manifest_content`], once the memory for them is granted).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ManifestRow {
-    /// `sha256:…` of `content`.
+    /// `sha256:…` of the content.
     pub digest: String,
     /// `mediaType` (also the `Content-Type` it was pushed with).
     pub media_type: String,
     /// `artifactType`, else the config media type of an image manifest.
     pub artifact_type: Option<String>,
-    /// The exact bytes pushed.
-    pub content: Vec<u8>,
+    /// The content's length in bytes.
+    pub size: i64,
 }
 
 /// A manifest about to be stored.
@@ -186,8 +187,8 @@ pub async fn put_manifest(db: &Db, m: &NewManifest<'_>, claim: &BlobClaim) -> Re
 pub async fn manifest(db: &Db, repository: &str, digest: &str) -> Result<Option<ManifestRow>> {
     on_read!(db, |pool| {
         let row = sqlx::query(
-            "SELECT digest, media_type, artifact_type, content FROM oci_manifests \
-             WHERE repository = $1 AND digest = $2",
+            "SELECT digest, media_type, artifact_type, CAST(LENGTH(content) AS BIGINT) AS size \
+             FROM oci_manifests WHERE repository = $1 AND digest = $2",
         )
         .bind(repository)
         .bind(digest)
@@ -204,7 +205,8 @@ pub async fn manifest(db: &Db, repository: &str, digest: &str) -> Result<Option<
 pub async fn manifest_by_tag(db: &Db, repository: &str, tag: &str) -> Result<Option<ManifestRow>> {
     on_read!(db, |pool| {
         let row = sqlx::query(
-            "SELECT m.digest, m.media_type, m.artifact_type, m.content FROM oci_tags t \
+            "SELECT m.digest, m.media_type, m.artifact_type, \
+             CAST(LENGTH(m.content) AS BIGINT) AS size FROM oci_tags t \
              JOIN oci_manifests m ON m.repository = t.repository AND m.digest = t.digest \
              WHERE t.repository = $1 AND t.tag = $2",
         )
@@ -247,15 +249,41 @@ pub async fn tags(db: &Db, repository: &str, last: Option<&str>, n: i64) -> Resu
     })
 }
 
-/// Manifests whose subject is `digest`.
-pub async fn referrers(db: &Db, repository: &str, digest: &str) -> Result<Vec<ManifestRow>> {
+/// The bytes of a manifest.
+pub async fn manifest_content(db: &Db, repository: &str, digest: &str) -> Result<Option<Vec<u8>>> {
     on_read!(db, |pool| {
-        let rows = sqlx::query(
-            "SELECT digest, media_type, artifact_type, content FROM oci_manifests \
-             WHERE repository = $1 AND subject = $2 ORDER BY created_at, digest",
+        let content: Option<Vec<u8>> = sqlx::query_scalar(
+            "SELECT content FROM oci_manifests WHERE repository = $1 AND digest = $2",
         )
         .bind(repository)
         .bind(digest)
+        .fetch_optional(pool)
+        .await?;
+        Ok(content)
+    })
+}
+
+/// Manifests whose subject is `digest` (of `artifact_type` when given), in digest order after
+/// `after`, at most `n`.
+pub async fn referrers(
+    db: &Db,
+    repository: &str,
+    digest: &str,
+    artifact_type: Option<&str>,
+    after: &str,
+    n: i64,
+) -> Result<Vec<ManifestRow>> {
+    on_read!(db, |pool| {
+        let rows = sqlx::query(
+            "SELECT digest, media_type, artifact_type, CAST(LENGTH(content) AS BIGINT) AS size \
+             FROM oci_manifests WHERE repository = $1 AND subject = $2 AND digest > $3 \
+             AND ($4 = '' OR artifact_type = $4) ORDER BY digest LIMIT $5",
+        )
+        .bind(repository)
+        .bind(digest)
+        .bind(after)
+        .bind(artifact_type.unwrap_or(""))
+        .bind(n)
         .fetch_all(pool)
         .await?;
         rows.iter()
@@ -580,8 +608,8 @@ fn namespace_range(ns: &str) -> (String, String) {
     (format!("{ns}/"), format!("{ns}0"))
 }
 
-/// Bytes held by the repositories of namespace `ns`: blobs linked to them and live uploads to
-/// them other than `except`.
+/// Bytes held by the repositories of namespace `ns`: blobs linked to them, their manifests, and
+/// live uploads to them other than `except`.
 pub async fn namespace_bytes(db: &Db, ns: &str, ttl_ms: i64, except: &str) -> Result<u64> {
     let (lo, hi) = namespace_range(ns);
     on_read!(db, |pool| {
@@ -591,7 +619,9 @@ pub async fn namespace_bytes(db: &Db, ns: &str, ttl_ms: i64, except: &str) -> Re
                      WHERE repository >= $1 AND repository < $2) AS BIGINT), \
                CAST((SELECT COALESCE(SUM(bytes), 0) FROM oci_uploads \
                      WHERE repository >= $1 AND repository < $2 AND updated_at > $3 \
-                     AND id <> $4) AS BIGINT)",
+                     AND id <> $4) AS BIGINT) \
+               + CAST((SELECT COALESCE(SUM(LENGTH(content)), 0) FROM oci_manifests \
+                     WHERE repository >= $1 AND repository < $2) AS BIGINT)",
         )
         .bind(&lo)
         .bind(&hi)

@@ -72,11 +72,22 @@ pub(super) async fn get_manifest(
     h.insert(header::CONTENT_TYPE, hv(&m.media_type));
     h.insert("docker-content-digest", hv(&m.digest));
     h.insert(header::ETAG, hv(&format!("\"{}\"", m.digest)));
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(m.content.len()));
+    let size = usize::try_from(m.size.max(0)).unwrap_or(usize::MAX);
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
     if parts.method == Method::HEAD {
         return Ok((StatusCode::OK, h).into_response());
     }
-    Ok((StatusCode::OK, h, m.content).into_response())
+    let permit = st.manifest_memory(size).await?;
+    let Some(content) = db::manifest_content(st.app.store.db(), repository, &m.digest).await?
+    else {
+        return Err(OciError::new(
+            StatusCode::NOT_FOUND,
+            "MANIFEST_UNKNOWN",
+            format!("manifest `{reference}` was deleted"),
+        ));
+    };
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(content.len()));
+    Ok((StatusCode::OK, h, held_body(content, permit)).into_response())
 }
 
 /// A descriptor in a manifest.
@@ -291,6 +302,17 @@ pub(super) async fn put_manifest(
             return Err(OciError::denied(format!(
                 "quota exceeded: namespace `{ns}` holds {n} manifests and \
                  max_manifests_per_namespace is {max}; delete some, or ask the hub's operator"
+            )));
+        }
+        // Manifests are bytes the namespace holds too (they count in max_namespace_bytes).
+        let quota = st.app.config.max_namespace_bytes;
+        let held = db::namespace_bytes(dbh, ns, st.app.config.upload_ttl_ms(), "").await?;
+        if held.saturating_add(bytes.len() as u64) > quota {
+            return Err(OciError::denied(format!(
+                "quota exceeded: namespace `{ns}` holds {held} bytes of blobs, manifests and \
+                 uploads, and this manifest of {} bytes would pass max_namespace_bytes \
+                 ({quota}); delete some, or ask the hub's operator",
+                bytes.len()
             )));
         }
     }
@@ -520,6 +542,10 @@ pub(super) async fn tags_list(
     Ok((StatusCode::OK, h, body.to_string()).into_response())
 }
 
+/// Referrers in pages: at most [`REFERRERS_PAGE`] descriptors and about
+/// [`REFERRERS_PAGE_BYTES`] of answer (one descriptor always fits), with a `Link` to the next
+/// page. The manifests are read one at a time for their annotations, so an answer never holds
+/// more than one manifest and its own page (it held every referrer's bytes at once).
 pub(super) async fn referrers(
     st: &OciState,
     parts: &Parts,
@@ -528,26 +554,56 @@ pub(super) async fn referrers(
 ) -> OciResult<Response> {
     let d = parse_digest(digest)?;
     let q = query(parts);
-    let filter = q.get("artifactType");
-    let rows = db::referrers(st.app.store.db(), repository, &d.to_string()).await?;
+    let filter = q.get("artifactType").map(String::as_str);
+    let after = match q.get("last") {
+        Some(l) => parse_digest(l)?.to_string(),
+        None => String::new(),
+    };
+    let dbh = st.app.store.db();
+    let rows = db::referrers(
+        dbh,
+        repository,
+        &d.to_string(),
+        filter,
+        &after,
+        REFERRERS_PAGE as i64 + 1,
+    )
+    .await?;
+    let more_rows = rows.len() > REFERRERS_PAGE;
     let mut out = Vec::new();
-    for m in rows {
-        if filter.is_some_and(|f| m.artifact_type.as_deref() != Some(f.as_str())) {
-            continue;
+    let mut page_bytes = 0usize;
+    let mut next = None;
+    for (i, m) in rows.into_iter().take(REFERRERS_PAGE).enumerate() {
+        if !out.is_empty() && page_bytes >= REFERRERS_PAGE_BYTES {
+            next = out
+                .last()
+                .map(|d: &Value| d["digest"].as_str().unwrap_or("").to_owned());
+            break;
         }
-        let v: Value = serde_json::from_slice(&m.content).unwrap_or(Value::Null);
+        let size = usize::try_from(m.size.max(0)).unwrap_or(usize::MAX);
+        let annotations = {
+            let _permit = st.manifest_memory(size).await?;
+            db::manifest_content(dbh, repository, &m.digest)
+                .await?
+                .and_then(|c| serde_json::from_slice::<Value>(&c).ok())
+                .and_then(|v| v.get("annotations").cloned())
+        };
         let mut desc = json!({
             "mediaType": m.media_type,
             "digest": m.digest,
-            "size": m.content.len(),
+            "size": m.size,
         });
         if let Some(a) = &m.artifact_type {
             desc["artifactType"] = json!(a);
         }
-        if let Some(a) = v.get("annotations") {
-            desc["annotations"] = a.clone();
+        if let Some(a) = annotations {
+            desc["annotations"] = a;
         }
+        page_bytes += desc.to_string().len();
         out.push(desc);
+        if i + 1 == REFERRERS_PAGE && more_rows {
+            next = Some(m.digest.clone());
+        }
     }
     let mut h = HeaderMap::new();
     h.insert(
@@ -560,10 +616,30 @@ pub(super) async fn referrers(
             HeaderValue::from_static("artifactType"),
         );
     }
+    if let Some(last) = next {
+        let mut q = vec![("last", last.as_str())];
+        if let Some(f) = filter {
+            q.push(("artifactType", f));
+        }
+        let q = serde_urlencoded::to_string(q).map_err(OciError::internal)?;
+        h.insert(
+            header::LINK,
+            hv(&format!(
+                "</v2/{repository}/referrers/{d}?{q}>; rel=\"next\""
+            )),
+        );
+    }
     let body = json!({
         "schemaVersion": 2,
         "mediaType": media_types::OCI_IMAGE_INDEX,
         "manifests": out,
-    });
-    Ok((StatusCode::OK, h, body.to_string()).into_response())
+    })
+    .to_string();
+    let permit = st.manifest_memory(body.len()).await?;
+    Ok((StatusCode::OK, h, held_body(body.into_bytes(), permit)).into_response())
 }
+
+/// Most descriptors in a page of referrers.
+const REFERRERS_PAGE: usize = 100;
+/// A page of referrers ends once its answer passes this many bytes.
+const REFERRERS_PAGE_BYTES: usize = 1024 * 1024;

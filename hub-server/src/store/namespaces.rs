@@ -6,16 +6,38 @@ use super::*;
 impl Store {
     // ---- namespaces ----
 
-    /// Creates a namespace owned by `owner`.
+    /// Creates a namespace owned by `owner`; with `limit`, only while `owner` has created fewer
+    /// than that many ([`StoreError::Quota`] otherwise; the count and the insert are one
+    /// transaction that holds the owner's row, so concurrent creations cannot pass it).
     pub async fn create_namespace(
         &self,
         actor: &Actor,
         name: &str,
         owner: i64,
+        limit: Option<u64>,
     ) -> Result<Namespace> {
         let now = now_ms();
         on_db!(&self.db, |pool| {
             let mut tx = pool.begin().await?;
+            if let Some(limit) = limit {
+                // A write to the owner's row: PostgreSQL holds its lock to the commit, so the
+                // next creation by the same user waits here (SQLite has one writer anyway).
+                sqlx::query("UPDATE users SET id = id WHERE id = $1")
+                    .bind(owner)
+                    .execute(&mut *tx)
+                    .await?;
+                let made: i64 =
+                    sqlx::query_scalar("SELECT COUNT(*) FROM namespaces WHERE created_by = $1")
+                        .bind(owner)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                if made.max(0) as u64 >= limit {
+                    return Err(StoreError::Quota(format!(
+                        "you have created {made} namespaces and max_namespaces_per_user is \
+                         {limit}; ask the hub's operator for more"
+                    )));
+                }
+            }
             let id: i64 = sqlx::query_scalar(
                 "INSERT INTO namespaces (name, created_by, created_at) VALUES ($1, $2, $3) \
                  RETURNING id",

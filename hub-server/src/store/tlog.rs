@@ -290,14 +290,20 @@ impl Store {
         &self,
         publisher: &str,
         agent: Option<&str>,
+        after: Option<u64>,
+        limit: u32,
     ) -> Result<Vec<LogEntryRow>> {
+        let after = after.map_or(-1, |a| i64::try_from(a).unwrap_or(i64::MAX));
         on_read!(&self.db, |pool| {
             let rows: Vec<(i64, Vec<u8>, i64)> = sqlx::query_as(
                 "SELECT idx, data, created_at FROM tlog_entries WHERE publisher = $1 \
-                 AND ($2 IS NULL OR agent IS NULL OR agent = $2) ORDER BY idx",
+                 AND ($2 IS NULL OR agent IS NULL OR agent = $2) AND idx > $3 \
+                 ORDER BY idx LIMIT $4",
             )
             .bind(publisher)
             .bind(agent)
+            .bind(after)
+            .bind(i64::from(limit))
             .fetch_all(pool)
             .await?;
             Ok(rows

@@ -255,14 +255,24 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// `POST /account/tokens`: the API's token creation; the new token is shown once.
+/// `POST /account/tokens`: the API's token creation; the new token is shown once. The
+/// session's own token lasts a day and a token it creates cannot outlive it; with the
+/// password in the form (checked as a log-in is, failure limiter included), the new token
+/// has the password's authority instead and may last longer.
 pub(super) async fn create_token(
     State(state): State<AppState>,
+    ci: ConnectInfo<SocketAddr>,
     s: Session,
     form: FormFields,
 ) -> PageResult {
     let f = fields(form);
     s.check_csrf(f.csrf())?;
+    let mut authority = auth(&s);
+    if let Some(password) = f.get("password").filter(|p| !p.is_empty()) {
+        accounts::check_password(&state, &ip_of(Some(ci)), &s.principal.user_name, password)
+            .await?;
+        authority.0.expires_at = None;
+    }
     let expires_in_days = match f.get("expires_in_days").map(str::trim) {
         None | Some("") => None,
         Some(d) => Some(d.parse::<u32>().map_err(|_| PageError {
@@ -277,7 +287,7 @@ pub(super) async fn create_token(
         expires_in_days,
     };
     let (_, Json(token)) =
-        accounts::create_token(State(state.clone()), auth(&s), Json(req)).await?;
+        accounts::create_token(State(state.clone()), authority, Json(req)).await?;
     account_page(&state, &s, StatusCode::CREATED, Some(&token)).await
 }
 

@@ -90,7 +90,7 @@ fn hit_list(hits: &[SearchHit], marked: bool) -> Markup {
                     p class="meta" {
                         span { "by " a href=(format!("/publishers/{}", publisher_of(&hit.name))) { (publisher_of(&hit.name)) } }
                         span { (hit.kind) }
-                        span { (hit.downloads) " downloads" }
+                        span { (count(hit.downloads, "download", "downloads")) }
                         @if !hit.missing_words.is_empty() {
                             span class="partial" { "without: " (hit.missing_words.join(", ")) }
                         }
@@ -283,7 +283,7 @@ pub(super) fn agent(
                         span { "by " a href=(format!("/publishers/{}", info.namespace)) { (info.namespace) } }
                         @if let Some(h) = &info.handle { span { "answers as " code { (h) } } }
                         span { (v.source_kind) }
-                        span { (info.downloads) " downloads" }
+                        span { (count(info.downloads, "download", "downloads")) }
                         span { "published " (when(v.published_at)) }
                     }
                     @if v.yanked { p class="badge danger" { "This version is yanked" @if let Some(r) = &v.yank_reason { ": " (r) } } }
@@ -523,6 +523,10 @@ pub(super) fn account(
                         label for="token-days" { "Expires after (days, empty: never)" }
                         input id="token-days" name="expires_in_days" type="number" min="1" max="3650";
                     }
+                    div class="field" {
+                        label for="token-password" { "Your password (needed for a token that outlives this session, which ends within a day)" }
+                        input id="token-password" name="password" type="password" autocomplete="current-password";
+                    }
                     button type="submit" { "Create token" }
                 }
             }
@@ -615,4 +619,20 @@ pub(super) fn namespace_admin(ns: &NamespaceInfo, role: Option<&str>, csrf: &str
             }
         },
     )
+}
+
+/// `n` and the noun in the number it takes ("1 download", "2 downloads", "0 downloads").
+fn count(n: impl Into<i128>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn one_download_is_singular() {
+        assert_eq!(super::count(1u64, "download", "downloads"), "1 download");
+        assert_eq!(super::count(0u64, "download", "downloads"), "0 downloads");
+        assert_eq!(super::count(2u64, "download", "downloads"), "2 downloads");
+    }
 }

@@ -354,3 +354,65 @@ async fn ofc_hub_imports_an_mcp_registry_dump_entry_by_entry() {
     );
     hub.stop().await;
 }
+
+/// A hostile dump's names went to the operator's terminal raw (escape sequences, bell, bidi
+/// controls), and the file was read whole before its 4 MiB check. Names are escaped now, and
+/// a file past the limit is refused before it is read (here a 64 GiB sparse file).
+#[tokio::test]
+async fn ofc_hub_import_escapes_hostile_names_and_checks_the_size_first() {
+    let hub = TestHub::in_process(Backend::Sqlite).await;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("alice.key");
+    std::fs::write(&key, hub.user.key.to_secret_text()).unwrap();
+    let mut hostile = server("npm-minimal.json");
+    hostile["name"] = json!("io.github.evil/\u{1b}[2J\u{7}x\u{202e}gpj");
+    hostile["packages"][0]["transport"] = json!({"type": "carrier-pigeon"});
+    let dump = json!({"servers": [{"server": hostile}], "metadata": {"count": 1}});
+    let dump_file = dir.path().join("servers.json");
+    std::fs::write(&dump_file, serde_json::to_string(&dump).unwrap()).unwrap();
+    let out = hub
+        .command()
+        .args(["import", "mcp-registry", "--namespace", "alice", "--key"])
+        .arg(&key)
+        .arg(&dump_file)
+        .output()
+        .unwrap();
+    let shown = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(shown.contains("failed"), "{shown}");
+    for raw in ['\u{1b}', '\u{7}', '\u{202e}'] {
+        assert!(
+            !shown.contains(raw),
+            "{raw:?} reached the terminal: {shown:?}"
+        );
+    }
+    assert!(
+        shown.contains("\\u{001B}[2J") && shown.contains("\\u{202E}"),
+        "{shown}"
+    );
+
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(64 << 30)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let out = hub
+        .command()
+        .args(["import", "mcp-registry", "--namespace", "alice", "--key"])
+        .arg(&key)
+        .arg(&huge)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("a dump may have at most 4194304"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    hub.stop().await;
+}

@@ -4,6 +4,7 @@
 //! the `ofc-test-kit` crate (`TestHub::in_process`, `TestHub::process`).
 
 mod admin_while_serving;
+mod attacks;
 mod authz;
 mod connections;
 mod crash;

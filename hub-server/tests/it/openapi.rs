@@ -15,6 +15,11 @@ fn openapi_document_snapshot() {
         "/registry/agents",
         "/registry/agents/{agent_id}",
         "/openapi.json",
+        "/api/v1/log",
+        "/api/v1/log/publishers/{publisher}",
+        // The C2SP formats served outside /api/v1.
+        "/log/checkpoint",
+        "/log/tile/{tile}",
     ] {
         assert!(paths.contains_key(p), "{p} missing");
     }

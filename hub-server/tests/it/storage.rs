@@ -42,7 +42,7 @@ async fn storage_suite(#[case] backend: Backend) {
         .await
         .unwrap();
     assert!(matches!(
-        store.create_namespace(&op, "alice", bob.id).await,
+        store.create_namespace(&op, "alice", bob.id, None).await,
         Err(StoreError::Conflict(_))
     ));
     let ns = store.namespace("alice").await.unwrap().unwrap();
@@ -216,7 +216,7 @@ async fn storage_suite(#[case] backend: Backend) {
     // The log holds every key event, publish, yank and deletion, in commit order, and
     // recomputes.
     let entries: Vec<String> = store
-        .log_entries_of("alice", None)
+        .log_entries_of("alice", None, None, 1000)
         .await
         .unwrap()
         .into_iter()

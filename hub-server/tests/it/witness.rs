@@ -470,3 +470,62 @@ fn a_hostile_witness_gets_nothing_in_and_nothing_to_the_terminal() {
         .unwrap();
     assert_eq!((cp.size, sigs.len()), (2, 0), "{note}");
 }
+
+/// A witness took any first checkpoint of a log it follows, a tree of 2^64−1 entries too (no
+/// proof can be asked on first sight), and was then pinned above every real checkpoint. Past
+/// 2^48 entries it refuses; the log's real checkpoints are cosigned after that. And a body that
+/// trickles in (a byte a second) is cut at the body deadline instead of holding a connection.
+#[test]
+fn the_witness_refuses_absurd_trees_and_slow_bodies() {
+    let mut log = TestLog::new("log.example/huge");
+    let w = WitnessProcess::start("witness.test/w9", &[&log.key.verifier().to_string()]);
+    let body = AddCheckpoint {
+        old: 0,
+        proof: Vec::new(),
+        checkpoint: log.key.sign_checkpoint(u64::MAX, log.root()),
+    }
+    .to_body();
+    let (s, _, text) = add(&w, &body);
+    assert_eq!(s, 400, "{text}");
+    assert!(text.contains("past what this witness takes"), "{text}");
+    log.grow(3, "a");
+    assert_cosigned(&w, &log, &log.request(0));
+
+    // A slow body: one byte a second.
+    let url = w.url.trim_start_matches("http://").to_owned();
+    let started = Instant::now();
+    let answer = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut tcp = std::net::TcpStream::connect(url).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+        write!(
+            tcp,
+            "POST /add-checkpoint HTTP/1.1\r\nHost: w\r\nContent-Length: 1000\r\n\r\n"
+        )
+        .unwrap();
+        for _ in 0..30 {
+            if tcp.write_all(b"x").is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+            let mut peek = [0u8; 1];
+            tcp.set_nonblocking(true).unwrap();
+            let got = tcp.peek(&mut peek);
+            tcp.set_nonblocking(false).unwrap();
+            if matches!(got, Ok(n) if n > 0) {
+                break;
+            }
+        }
+        let mut text = String::new();
+        let _ = tcp.read_to_string(&mut text);
+        text
+    })
+    .join()
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -30,6 +30,10 @@ open_enum! {
         ForbiddenRole = "forbidden_role",
         /// Only a hub administrator may do this.
         AdminOnly = "admin_only",
+        /// The token asked for would outlive the token that asks for it.
+        ForbiddenExpiry = "forbidden_expiry",
+        /// A quota of the hub would be passed (the message names the setting).
+        QuotaExceeded = "quota_exceeded",
         /// A malformed `publisher/agent` name.
         InvalidName = "invalid_name",
         /// A malformed or disallowed version.
@@ -169,6 +173,7 @@ impl ErrorCode {
                 | ErrorCode::NotMember
                 | ErrorCode::ForbiddenRole
                 | ErrorCode::AdminOnly
+                | ErrorCode::ForbiddenExpiry
         )
     }
 }

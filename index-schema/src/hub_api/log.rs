@@ -82,6 +82,9 @@ pub struct LogEntries {
     /// With `?log_size=N`: the consistency proof from the tree of size N.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consistency: Option<Vec<String>>,
+    /// More entries follow: ask again with `?after=` this index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_after: Option<u64>,
 }
 
 /// `GET /api/v1/log/publishers/{publisher}` query.
@@ -100,4 +103,10 @@ pub struct LogEntriesQuery {
     /// proof from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_size: Option<u64>,
+    /// Only entries after this index (the previous page's `next_after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u64>,
+    /// At most this many entries (1 to 1000, default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
 }
