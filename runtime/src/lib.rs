@@ -20,6 +20,7 @@ pub mod error;
 pub mod floor;
 pub mod furniture;
 pub mod handle;
+pub mod lines;
 pub mod llm;
 pub mod mention;
 pub mod net;

@@ -5,7 +5,11 @@
 //!   that, a new connection gets an immediate `503` with a JSON body and `Retry-After: 1`, and
 //!   is closed: the hub sheds load instead of running out of file descriptors (which used to
 //!   stop it answering `/healthz`). The default leaves a reserve of the process's open-file
-//!   limit for the database, blobs and search index.
+//!   limit for the database, blobs and search index, and counts two files per connection (its
+//!   socket and the file a download streams from).
+//! - **Answers**: an answer the client takes nothing of for [`ConnLimits::write_timeout`] is
+//!   cut and its connection closed, so stalled downloads give their connections (and open
+//!   files) back.
 //! - **Headers**: a request's headers must arrive within [`ConnLimits::header_timeout`]; the
 //!   same timer closes a keep-alive connection that stays idle that long (hyper starts it
 //!   whenever the connection waits for a request head), so slow-loris and idle floods end.
@@ -51,6 +55,8 @@ pub struct ConnLimits {
     pub header_timeout: Duration,
     /// Time a request body may send nothing.
     pub body_timeout: Duration,
+    /// Time an answer may wait for the client to take any of it.
+    pub write_timeout: Duration,
 }
 
 impl ConnLimits {
@@ -65,9 +71,23 @@ impl ConnLimits {
             },
             header_timeout: header_timeout.max(Duration::from_millis(100)),
             body_timeout: body_timeout.max(Duration::from_millis(100)),
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
         }
     }
+
+    /// These limits with answers cut after `d` without progress.
+    pub fn with_write_timeout(mut self, d: Duration) -> Self {
+        self.write_timeout = d.max(Duration::from_millis(100));
+        self
+    }
 }
+
+/// How long an answer may wait for its client by default.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Open files one connection may hold: its socket, and the blob or bundle file a download
+/// streams from.
+const FILES_PER_CONNECTION: u64 = 2;
 
 impl Default for ConnLimits {
     fn default() -> Self {
@@ -75,14 +95,16 @@ impl Default for ConnLimits {
     }
 }
 
-/// The open-file limit minus [`FD_RESERVE`], between 64 and 16384.
+/// The open-file limit minus [`FD_RESERVE`], shared by [`FILES_PER_CONNECTION`] files a
+/// connection, between 64 and 16384.
 pub fn default_max_connections() -> usize {
     #[cfg(unix)]
     {
         let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
             .current
             .unwrap_or(65_536);
-        usize::try_from(limit.saturating_sub(FD_RESERVE).clamp(64, 16_384)).unwrap_or(1024)
+        let n = limit.saturating_sub(FD_RESERVE) / FILES_PER_CONNECTION;
+        usize::try_from(n.clamp(64, 16_384)).unwrap_or(1024)
     }
     #[cfg(not(unix))]
     {
@@ -149,7 +171,10 @@ pub async fn serve(
         };
         let app = app.clone();
         let requests = Pending::default();
-        let io = TokioIo::new(JsonErrors::new(tcp, requests.clone()));
+        let io = TokioIo::new(JsonErrors::new(
+            WriteDeadline::new(tcp, limits.write_timeout),
+            requests.clone(),
+        ));
         let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
             requests
                 .lock()
@@ -595,6 +620,95 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for JsonErrors<T> {
         let this = self.get_mut();
         ready!(this.poll_replacement(cx))?;
         Pin::new(&mut this.inner).poll_shutdown(cx)
+    }
+}
+
+/// A connection whose writes fail with `TimedOut` once one has waited `timeout` for the peer
+/// to take anything (a client that stops reading an answer).
+#[derive(Debug)]
+struct WriteDeadline<T> {
+    inner: T,
+    timeout: Duration,
+    /// Armed when a write, flush or shutdown waits; cleared when one makes progress.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> WriteDeadline<T> {
+    fn new(inner: T, timeout: Duration) -> Self {
+        WriteDeadline {
+            inner,
+            timeout,
+            stalled: None,
+        }
+    }
+
+    /// `poll` is what the inner IO answered: progress disarms the deadline, waiting arms it,
+    /// and waiting past it fails.
+    fn watch<R>(&mut self, cx: &mut Context<'_>, poll: Poll<io::Result<R>>) -> Poll<io::Result<R>> {
+        if poll.is_ready() {
+            self.stalled = None;
+            return poll;
+        }
+        let timeout = self.timeout;
+        let sleep = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        if sleep.as_mut().poll(cx).is_ready() {
+            self.stalled = None;
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client took nothing of the answer in time",
+            )));
+        }
+        Poll::Pending
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for WriteDeadline<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.watch(cx, poll)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.watch(cx, poll)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_flush(cx);
+        this.watch(cx, poll)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_shutdown(cx);
+        this.watch(cx, poll)
     }
 }
 

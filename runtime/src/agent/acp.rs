@@ -40,7 +40,6 @@ use index_schema::wire::{
     ShouldWakeResponse, ToolCall,
 };
 use serde_json::{Map, Value};
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
@@ -244,6 +243,25 @@ enum Event {
     },
 }
 
+/// The id of a tool event.
+fn event_id(event: &Event) -> &str {
+    match event {
+        Event::Text(_) => "",
+        Event::ToolCall { id, .. }
+        | Event::ToolUpdate { id, .. }
+        | Event::Permission { id, .. } => id,
+    }
+}
+
+/// The most text of one reply an ACP agent's turn keeps (as the HTTP transport's body limit).
+const MAX_REPLY_BYTES: usize = 4 * 1024 * 1024;
+/// Appended once when a reply's text passed [`MAX_REPLY_BYTES`].
+const CUT_MARKER: &str = "\n[… the rest of the reply was cut: an ACP reply keeps at most 4 MiB]";
+/// The most tool calls of one reply kept in its record.
+const MAX_TOOL_CALLS: usize = 256;
+/// Appended once when a reply made more than [`MAX_TOOL_CALLS`] tool calls.
+const CALLS_CUT_MARKER: &str = "\n[… more than 256 tool calls; the rest are not recorded]";
+
 struct Turn {
     prompt: String,
     events: mpsc::UnboundedSender<Event>,
@@ -342,8 +360,8 @@ impl AcpAgent {
                         .open(p)
                         .ok()
                 });
-                let mut lines = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
+                let mut lines = crate::lines::BoundedLines::new(stderr, crate::lines::MAX_LINE);
+                while let Some(line) = lines.next_line().await {
                     if let Some(f) = &mut file {
                         let _ = writeln!(f, "[{handle}] {line}");
                     }
@@ -710,7 +728,26 @@ impl Agent for AcpAgent {
                 if let Some(d) = &deltas {
                     d.send(t.clone());
                 }
-                content.push_str(&t);
+                // Bounded whether or not the floor streams: past the cap the text is cut once,
+                // with a marker, and the rest is dropped.
+                if content.len() + t.len() <= MAX_REPLY_BYTES {
+                    content.push_str(&t);
+                } else if !content.ends_with(CUT_MARKER) {
+                    let mut end = MAX_REPLY_BYTES.saturating_sub(content.len()).min(t.len());
+                    while !t.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    content.push_str(&t[..end]);
+                    content.push_str(CUT_MARKER);
+                }
+            }
+            Event::ToolCall { .. } | Event::ToolUpdate { .. } | Event::Permission { .. }
+                if calls.len() >= MAX_TOOL_CALLS && !index.contains_key(event_id(&event)) =>
+            {
+                // A bounded record: the calls past the cap are not kept, and the reply says so.
+                if !content.contains(CALLS_CUT_MARKER) {
+                    content.push_str(CALLS_CUT_MARKER);
+                }
             }
             Event::ToolCall { id, title, input } => {
                 let arguments = match input {

@@ -33,7 +33,7 @@ pub use http::HttpAgent;
 pub(crate) use http::error_chain;
 pub use process::{ProcessAgent, ProcessCommand, STOP_GRACE, SpawnHook};
 #[cfg(unix)]
-pub use process::{group_alive, signal_group};
+pub use process::{group_alive, process_alive, signal_group, signal_process};
 pub use serve::{AgentServer, router, serve};
 
 /// An agent of a floor. Every method is one call of the OFC agent API.

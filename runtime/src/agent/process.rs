@@ -42,7 +42,7 @@ pub struct ProcessCommand {
 }
 
 impl std::fmt::Debug for ProcessCommand {
-    // The environment may carry secrets (`OFC_AGENT_TOKEN`, API keys): names only.
+    // The environment may carry secrets (API keys): names only.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let env: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
         f.debug_struct("ProcessCommand")
@@ -60,6 +60,21 @@ impl std::fmt::Debug for ProcessCommand {
 /// A callback receiving the process group id of each spawned agent.
 #[derive(Clone)]
 pub struct SpawnHook(pub Arc<dyn Fn(u32) + Send + Sync>);
+
+impl SpawnHook {
+    /// A hook that calls `first` (when there is one), then `then`.
+    pub fn chain(
+        first: Option<SpawnHook>,
+        then: impl Fn(u32) + Send + Sync + 'static,
+    ) -> SpawnHook {
+        SpawnHook(Arc::new(move |pgid| {
+            if let Some(f) = &first {
+                (f.0)(pgid);
+            }
+            then(pgid);
+        }))
+    }
+}
 
 impl std::fmt::Debug for SpawnHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -215,6 +230,25 @@ async fn stop_child(child: &mut Child) {
         signal_group(pid, true);
     }
     let _ = child.kill().await;
+}
+
+/// Sends SIGTERM (or SIGKILL) to process `pid` alone. Errors (it is gone) are ignored.
+#[cfg(unix)]
+pub fn signal_process(pid: u32, kill: bool) {
+    use rustix::process::{Pid, Signal, kill_process};
+    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = kill_process(pid, if kill { Signal::KILL } else { Signal::TERM });
+    }
+}
+
+/// Whether process `pid` exists (a zombie too).
+#[cfg(unix)]
+pub fn process_alive(pid: u32) -> bool {
+    use rustix::process::{Pid, test_kill_process};
+    i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .is_some_and(|p| test_kill_process(p).is_ok())
 }
 
 /// Sends SIGTERM (or SIGKILL) to process group `pgid`. Errors (the group is gone) are ignored.

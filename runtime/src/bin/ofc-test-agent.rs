@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! ofc-test-agent --name NAME [--behaviour B] [--target AGENT] [--delay-ms N] [--wake]
-//!                [--activation mention|always]
+//!                [--activation mention|always] [--detach PIDFILE]
 //! ```
 //!
 //! Behaviours (`--behaviour`, default `echo`):
@@ -14,13 +14,16 @@
 //! - `crash-mid-respond`: starts streaming its response, then the process exits;
 //! - `stream`: streams its response in pieces `--delay-ms` apart;
 //! - `pass`: passes;
+//! - `flood`: streams 64 KiB pieces without end (until the floor stops reading);
 //! - `tools`: keeps the workstations the floor grants it (`POST /ofc/mcp/grant`); asked with a
 //!   last line holding `TOOL <name>__<tool> <json arguments>`, calls that tool on the granted MCP server
-//!   (streamable HTTP, with the official MCP SDK, sending `Authorization: Bearer
-//!   $OFC_AGENT_TOKEN`) and answers `tool <name>__<tool>: <result>` or `tool error: <why>`;
+//!   (streamable HTTP, with the official MCP SDK, sending `Authorization: Bearer <the token
+//!   in the file $OFC_AGENT_TOKEN_FILE>`) and answers `tool <name>__<tool>: <result>` or `tool error: <why>`;
 //!   otherwise it lists what it holds.
 //!
-//! Should-wake answers yes when `--wake` is given, no otherwise.
+//! Should-wake answers yes when `--wake` is given, no otherwise. `--detach PIDFILE` starts
+//! `sleep 600` in a session of its own (`setsid`, out of the agent's process group, as a
+//! daemonising child would) and writes its pid to PIDFILE.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +45,7 @@ enum Behaviour {
     Stream,
     Pass,
     Tools,
+    Flood,
 }
 
 #[derive(Debug)]
@@ -124,6 +128,16 @@ impl Agent for TestAgent {
                 tokio::time::sleep(NEVER).await;
                 Ok(RespondResponse::pass(None))
             }
+            Behaviour::Flood => {
+                let piece = "flood ".repeat(64 * 1024 / 6);
+                if let Some(deltas) = &deltas {
+                    // Until the floor hangs up (the stream's receiver is gone).
+                    while deltas.send(piece.clone()) {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                }
+                Ok(RespondResponse::reply(piece))
+            }
             Behaviour::CrashMidRespond => {
                 if let Some(deltas) = &deltas {
                     deltas.send("I was about to say");
@@ -204,8 +218,12 @@ async fn call_tool(url: &str, tool: &str, arguments: &str) -> Result<String, Str
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
-    if let Ok(token) = std::env::var("OFC_AGENT_TOKEN") {
-        config = config.auth_header(token);
+    // The floor hands the token over in a file of the agent's own (not in the environment,
+    // which other local processes can read).
+    if let Some(path) = std::env::var_os("OFC_AGENT_TOKEN_FILE") {
+        let token = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
+        config = config.auth_header(token.trim().to_owned());
     }
     let client =
         ().serve(StreamableHttpClientTransport::from_config(config))
@@ -262,6 +280,18 @@ fn parse(args: &[String]) -> Result<TestAgent, String> {
                 );
             }
             "--wake" => agent.wake = true,
+            "--detach" => {
+                let pidfile = value()?;
+                let child = std::process::Command::new("setsid")
+                    .args(["sleep", "600"])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .map_err(|e| format!("cannot start setsid sleep: {e}"))?;
+                std::fs::write(&pidfile, child.id().to_string())
+                    .map_err(|e| format!("cannot write {pidfile}: {e}"))?;
+            }
             "--activation" => agent.activation = Activation::from(value()?.as_str()),
             "--behaviour" => {
                 agent.behaviour = match value()?.as_str() {
@@ -273,6 +303,7 @@ fn parse(args: &[String]) -> Result<TestAgent, String> {
                     "stream" => Behaviour::Stream,
                     "pass" => Behaviour::Pass,
                     "tools" => Behaviour::Tools,
+                    "flood" => Behaviour::Flood,
                     other => return Err(format!("unknown behaviour {other}")),
                 }
             }

@@ -1105,6 +1105,7 @@ impl FloorTask {
         let deadline = self.settings.respond_deadline;
         let stream = self.settings.stream;
         let events = self.events.clone();
+        let max_reply = self.settings.max_message_bytes;
         async move {
             let started = Instant::now();
             let Some(target) = target else {
@@ -1120,17 +1121,54 @@ impl FloorTask {
                     return target.respond(&request, None).await;
                 }
                 let (deltas, mut pieces) = Deltas::channel();
+                // Whatever the transport, a reply streams at most `max_reply` bytes: past them
+                // the call is ended and what came is the reply (cut with a marker below), so an
+                // agent that streams without end holds neither the floor nor its frontends'
+                // memory.
                 let forward = async {
+                    let mut streamed = String::new();
                     while let Some(content) = pieces.recv().await {
+                        if streamed.len() + content.len() > max_reply {
+                            let room = max_reply - streamed.len();
+                            let mut end = room.min(content.len());
+                            while !content.is_char_boundary(end) {
+                                end -= 1;
+                            }
+                            streamed.push_str(&content[..end]);
+                            // One byte past the cap, so the reply is seen as cut.
+                            streamed.push('…');
+                            return Some(streamed);
+                        }
+                        streamed.push_str(&content);
                         let _ = events.send(FloorEvent::Delta {
                             call,
                             agent: agent.clone(),
                             content,
                         });
                     }
+                    None
                 };
-                let (result, ()) = tokio::join!(target.respond(&request, Some(deltas)), forward);
-                result
+                let respond = target.respond(&request, Some(deltas));
+                tokio::pin!(respond, forward);
+                let (mut answered, mut forwarded) = (None, false);
+                while answered.is_none() || !forwarded {
+                    tokio::select! {
+                        r = &mut respond, if answered.is_none() => answered = Some(r),
+                        over = &mut forward, if !forwarded => match over {
+                            Some(streamed) => {
+                                tracing::warn!(
+                                    agent = %agent,
+                                    limit = max_reply,
+                                    "an agent's streamed reply passed the limit; the call is ended"
+                                );
+                                return Ok(RespondResponse::reply(streamed));
+                            }
+                            // Every piece is forwarded (the senders went with the call).
+                            None => forwarded = true,
+                        },
+                    }
+                }
+                answered.expect("the loop ends once the call has answered")
             };
             let result = match tokio::time::timeout(deadline, respond).await {
                 Ok(Ok(response)) => Ok(response),

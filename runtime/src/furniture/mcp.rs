@@ -13,7 +13,6 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
-use tokio::io::AsyncBufReadExt;
 
 use super::{FurnitureError, FurnitureSettings, FurnitureTool, Hints, classify};
 use crate::llm::{ToolError, ToolSpec, Toolbox};
@@ -51,7 +50,9 @@ impl McpToolbox {
         settings: &FurnitureSettings,
     ) -> Result<McpToolbox, FurnitureError> {
         let mut cmd = tokio::process::Command::new(command);
-        cmd.args(args).kill_on_drop(true);
+        cmd.args(args)
+            .envs(settings.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .kill_on_drop(true);
         if let Some(dir) = &settings.working_dir {
             cmd.current_dir(dir);
         }
@@ -84,8 +85,8 @@ impl McpToolbox {
             };
             reader = Some(tokio::spawn(async move {
                 use tokio::io::AsyncWriteExt;
-                let mut lines = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
+                let mut lines = crate::lines::BoundedLines::new(stderr, crate::lines::MAX_LINE);
+                while let Some(line) = lines.next_line().await {
                     tracing::debug!(furniture = %name, "{line}");
                     // tokio's File buffers: flush each line so that the log is complete
                     // when the server's failure is reported.

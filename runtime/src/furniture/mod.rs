@@ -14,6 +14,7 @@
 
 pub mod access;
 pub mod mcp;
+pub mod peer;
 pub mod sandbox;
 pub mod serve;
 pub mod taskboard;
@@ -85,6 +86,9 @@ pub struct FurnitureSettings {
     pub on_container: Option<ContainerHook>,
     /// How sandbox workstations run commands.
     pub sandbox: SandboxSettings,
+    /// Added to the environment of every MCP server command started (`ofc run` marks its
+    /// processes with the run's id, so that what they leave behind is found and stopped).
+    pub env: Vec<(String, String)>,
 }
 
 /// What a [`ContainerHook`] calls: with the engine program and the container's name.
@@ -118,6 +122,7 @@ impl Default for FurnitureSettings {
             stderr_log: None,
             on_container: None,
             sandbox: SandboxSettings::default(),
+            env: Vec::new(),
         }
     }
 }

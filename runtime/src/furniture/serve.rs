@@ -35,8 +35,18 @@ use crate::llm::Toolbox;
 #[derive(Debug, Clone)]
 struct Caller(String);
 
-/// token → agent handle, shared by the endpoints and whoever issues tokens while they serve.
-type Tokens = Arc<std::sync::RwLock<HashMap<String, String>>>;
+/// token → its agent, shared by the endpoints and whoever issues tokens while they serve.
+type Tokens = Arc<std::sync::RwLock<HashMap<String, TokenHolder>>>;
+
+/// Whom a token was issued to.
+#[derive(Debug, Clone)]
+struct TokenHolder {
+    /// The agent's handle.
+    agent: String,
+    /// The process group the agent runs in, once it is started: the token is then taken only
+    /// on connections from a process of that group (see [`super::peer`]).
+    group: Option<u32>,
+}
 
 fn issue_into(tokens: &Tokens, agent: &str) -> String {
     let token = format!(
@@ -44,10 +54,13 @@ fn issue_into(tokens: &Tokens, agent: &str) -> String {
         uuid::Uuid::new_v4().simple(),
         uuid::Uuid::new_v4().simple()
     );
-    tokens
-        .write()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(token.clone(), agent.to_owned());
+    tokens.write().unwrap_or_else(|e| e.into_inner()).insert(
+        token.clone(),
+        TokenHolder {
+            agent: agent.to_owned(),
+            group: None,
+        },
+    );
     token
 }
 
@@ -55,12 +68,17 @@ fn path_of(floor_id: &str, name: &str) -> String {
     format!("/floors/{floor_id}/mcp/{name}")
 }
 
+/// Most connections the floor's MCP endpoints serve at once.
+pub const MAX_ENDPOINT_CONNECTIONS: usize = 256;
+
 /// The MCP endpoints of one floor.
 #[derive(Debug, Clone)]
 pub struct McpEndpoints {
     floor: Arc<FloorFurniture>,
     floor_id: String,
     tokens: Tokens,
+    /// The address served on, which the check of a bound token needs.
+    local: Option<std::net::SocketAddr>,
 }
 
 impl McpEndpoints {
@@ -70,6 +88,7 @@ impl McpEndpoints {
             floor,
             floor_id: floor_id.into(),
             tokens: Tokens::default(),
+            local: None,
         }
     }
 
@@ -85,20 +104,33 @@ impl McpEndpoints {
 
     /// Serves the routes on 127.0.0.1, on a port of the system's choosing, until the answer
     /// is dropped.
-    pub async fn serve_loopback(self) -> std::io::Result<ServedEndpoints> {
+    pub async fn serve_loopback(mut self) -> std::io::Result<ServedEndpoints> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let base = format!("http://{}", listener.local_addr()?);
+        let local = listener.local_addr()?;
+        self.local = Some(local);
+        let base = format!("http://{local}");
+        let secrets = SecretsDir::create(&self.floor_id)?;
         let (tokens, floor_id) = (Arc::clone(&self.tokens), self.floor_id.clone());
         let router = self.router();
-        let task = tokio::spawn(async move {
-            if let Err(error) = axum::serve(listener, router).await {
-                tracing::warn!(%error, "the floor's MCP endpoints stopped");
-            }
-        });
+        // The connection layer of ofc's servers: a cap (the floor's agents need a few
+        // connections each, not thousands), header and body deadlines that end idle and slow
+        // clients, and answers cut when their client stops reading.
+        let limits = crate::net::ConnLimits::new(
+            MAX_ENDPOINT_CONNECTIONS,
+            std::time::Duration::from_secs(10),
+            std::time::Duration::from_secs(30),
+        );
+        let task = tokio::spawn(crate::net::serve(
+            listener,
+            router,
+            limits,
+            std::future::pending(),
+        ));
         Ok(ServedEndpoints {
             base,
             floor_id,
             tokens,
+            secrets,
             task,
         })
     }
@@ -143,7 +175,43 @@ pub struct ServedEndpoints {
     pub base: String,
     floor_id: String,
     tokens: Tokens,
+    secrets: SecretsDir,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// A private directory (0700) for the agents' token files, removed with the endpoints.
+#[derive(Debug)]
+struct SecretsDir {
+    path: std::path::PathBuf,
+}
+
+impl SecretsDir {
+    fn create(floor_id: &str) -> std::io::Result<Self> {
+        let path = std::env::temp_dir().join(format!(
+            "ofc-floor-{}-{}",
+            floor_id
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect::<String>(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        private_dir(&path)?;
+        Ok(Self { path })
+    }
+}
+
+impl Drop for SecretsDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Creates `dir` (and its parents) and makes it 0700.
+fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    Ok(())
 }
 
 impl ServedEndpoints {
@@ -157,7 +225,37 @@ impl ServedEndpoints {
         self.tokens
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|_, a| a != agent);
+            .retain(|_, h| h.agent != agent);
+    }
+
+    /// Binds `token` to the process group its agent runs in: from then on, it is accepted
+    /// only on connections from a process of that group, so a token another local process
+    /// reads (its environment, its files) cannot be used from there.
+    pub fn bind(&self, token: &str, process_group: u32) {
+        if let Some(h) = self
+            .tokens
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(token)
+        {
+            h.group = Some(process_group);
+        }
+    }
+
+    /// Writes `token` for `agent` into a file only the owner may read, in a directory of its
+    /// own (0700) under the endpoints' private directory; the agent is told the file's path
+    /// (`OFC_AGENT_TOKEN_FILE`) instead of the token, which would be readable in its
+    /// environment (`/proc/<pid>/environ`).
+    pub fn token_file(&self, agent: &str, token: &str) -> std::io::Result<std::path::PathBuf> {
+        let dir = self.secrets.path.join(agent.trim_start_matches('@'));
+        private_dir(&dir)?;
+        let path = dir.join("token");
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        std::io::Write::write_all(&mut options.open(&path)?, token.as_bytes())?;
+        Ok(path)
     }
 
     /// The URL of a piece (the endpoints' base with `name` empty).
@@ -177,7 +275,7 @@ async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let agent = request
+    let holder = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -190,9 +288,36 @@ async fn authenticate(
                 .get(t.trim())
                 .cloned()
         });
-    match agent {
-        Some(agent) => {
-            request.extensions_mut().insert(Caller(agent));
+    match holder {
+        Some(holder) => {
+            if let Some(group) = holder.group {
+                let peer = request
+                    .extensions()
+                    .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                    .map(|c| c.0);
+                let from_agent = match (endpoints.local, peer) {
+                    (Some(server), Some(peer)) => tokio::task::spawn_blocking(move || {
+                        super::peer::connection_from_group(server, peer, group)
+                    })
+                    .await
+                    .unwrap_or(false),
+                    _ => false,
+                };
+                if !from_agent {
+                    tracing::warn!(
+                        agent = %holder.agent,
+                        "an agent's token was sent from a process outside the agent's own; refused"
+                    );
+                    return (
+                        StatusCode::UNAUTHORIZED,
+                        [(header::WWW_AUTHENTICATE, "Bearer")],
+                        "this agent token belongs to another process: tokens are taken only \
+                         from the processes of the agent they were issued to",
+                    )
+                        .into_response();
+                }
+            }
+            request.extensions_mut().insert(Caller(holder.agent));
             next.run(request).await
         }
         None => (

@@ -959,3 +959,66 @@ async fn http_agents_reach_what_they_hold_at_the_floors_mcp_endpoints() {
         .unwrap();
     assert_eq!(r.status(), 404);
 }
+
+/// The floor's MCP endpoints had no connection limit: 2,500 idle sockets were all held. They
+/// are served by ofc's connection layer now: past `MAX_ENDPOINT_CONNECTIONS` a connection gets
+/// an immediate 503, and a bound token is refused from a process outside its group.
+#[tokio::test]
+async fn the_floors_mcp_endpoints_bound_their_connections_and_bind_tokens() {
+    use runtime::furniture::serve::MAX_ENDPOINT_CONNECTIONS;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (floor, _lab, _shop) = matrix_floor(READ_ONLY).await;
+    let served = McpEndpoints::new(floor, "m")
+        .serve_loopback()
+        .await
+        .unwrap();
+    let addr = served.base.trim_start_matches("http://").to_owned();
+    let mut idle = Vec::new();
+    for _ in 0..MAX_ENDPOINT_CONNECTIONS {
+        idle.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut extra = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    extra
+        .write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(5), extra.read_to_string(&mut answer))
+        .await
+        .expect("an answer at once")
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    drop(idle);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // A token bound to a process group this test is not in: refused from here; unbound (or
+    // bound to this test's own group), taken.
+    let granted = served.url("granted");
+    let client = reqwest::Client::new();
+    let status = |token: String| {
+        let (client, granted) = (client.clone(), granted.clone());
+        async move {
+            client
+                .get(granted)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let bob = served.issue("@bob");
+    assert_eq!(status(bob.clone()).await, 200);
+    served.bind(&bob, 999_999_999);
+    assert_eq!(
+        status(bob).await,
+        401,
+        "a bound token from another process group"
+    );
+    let own = rustix::process::getpgrp().as_raw_nonzero().get() as u32;
+    let carol = served.issue("@carol");
+    served.bind(&carol, own);
+    assert_eq!(status(carol).await, 200, "from the agent's own group");
+}
