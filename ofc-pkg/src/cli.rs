@@ -321,6 +321,15 @@ pub struct PublishArgs {
     /// The signing key (see `ofc keygen`).
     #[arg(long, value_name = "NAME", default_value = crate::keys::DEFAULT_KEY)]
     pub key: String,
+
+    /// Return as soon as the hub has the version, without waiting until its search finds it
+    /// (by default `ofc publish` waits, up to `--wait-secs`, as `cargo publish` does).
+    #[arg(long, conflicts_with = "wait_secs")]
+    pub no_wait: bool,
+
+    /// How long to wait for the hub's search to find the new version.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub wait_secs: u64,
 }
 
 /// Arguments of `ofc rm`.

@@ -467,13 +467,15 @@ impl Hub {
         self.get_json(&p).await
     }
 
-    /// Every log entry of `publisher` (of one of its agents, with `agent`), with proofs
-    /// (`GET /api/v1/log/publishers/{p}`).
+    /// A page of the log entries of `publisher` (of one of its agents, with `agent`) after
+    /// index `after`, with proofs (`GET /api/v1/log/publishers/{p}`); the next page starts
+    /// after the answer's `next_after`.
     pub async fn log_entries(
         &self,
         publisher: &str,
         agent: Option<&str>,
         log_size: Option<u64>,
+        after: Option<u64>,
     ) -> Result<index_schema::hub_api::LogEntries> {
         let mut p = path::log_publisher(publisher);
         let mut q = Vec::new();
@@ -482,6 +484,9 @@ impl Hub {
         }
         if let Some(n) = log_size {
             q.push(format!("log_size={n}"));
+        }
+        if let Some(n) = after {
+            q.push(format!("after={n}"));
         }
         if !q.is_empty() {
             p.push('?');

@@ -42,46 +42,71 @@ pub fn run(args: &AuditArgs, out: &mut Output) -> Result<ExitStatus> {
     let paths = Paths::from_env()?;
     let hub = Hub::from_env(&paths)?;
     let rt = hub::runtime()?;
-    let before = log::before(&paths, &hub.url)?;
+    let mut before = log::before(&paths, &hub.url)?;
     let witnesses = log::witnesses(&paths, &hub.url)?;
-    let page = rt
-        .block_on(hub.log_entries(
-            &publisher,
-            agent.as_deref(),
-            before.as_ref().map(log::Before::size),
-        ))
-        .map_err(|e| {
-            hub::refused(e, format!("cannot read the log of {}", hub.url), |_| {
-                Vec::new()
-            })
-        })?;
     let what = format!("the log entries of `{}`", args.target);
-    let (checked, cp) = rt.block_on(log::check_head(
-        &hub,
-        before.as_ref(),
-        &witnesses,
-        &page.checkpoint,
-        page.consistency.as_deref(),
-        &what,
-    ))?;
+    // Page by page (the hub answers at most 1000 entries at a time); each page's checkpoint
+    // must extend the one verified before it.
+    let mut after: Option<u64> = None;
     let mut rows = Vec::new();
-    for e in &page.entries {
-        log::check_entry(&cp, e.index, &e.entry, &e.inclusion)?;
-        let entry = Entry::parse(format!("{}\n", e.entry).as_bytes())
-            .map_err(|err| anyhow!("entry {} of the hub's log: {err}", e.index))?;
-        if entry.publisher() != publisher
-            || agent
-                .as_deref()
-                .is_some_and(|a| entry.agent().is_some_and(|n| n.agent() != a))
-        {
-            return Err(UserError::new(format!(
-                "the hub answered with entry {} (`{}`), which is not about `{}`",
-                e.index, e.entry, args.target
+    let (checked, cp) = loop {
+        let page = rt
+            .block_on(hub.log_entries(
+                &publisher,
+                agent.as_deref(),
+                before.as_ref().map(log::Before::size),
+                after,
             ))
-            .into());
+            .map_err(|e| {
+                hub::refused(e, format!("cannot read the log of {}", hub.url), |_| {
+                    Vec::new()
+                })
+            })?;
+        let (checked, cp) = rt.block_on(log::check_head(
+            &hub,
+            before.as_ref(),
+            &witnesses,
+            &page.checkpoint,
+            page.consistency.as_deref(),
+            &what,
+        ))?;
+        for e in &page.entries {
+            if after.is_some_and(|a| e.index <= a) {
+                return Err(UserError::new(format!(
+                    "the hub answered entry {} on a page of entries after {}",
+                    e.index,
+                    after.unwrap_or_default()
+                ))
+                .into());
+            }
+            log::check_entry(&cp, e.index, &e.entry, &e.inclusion)?;
+            let entry = Entry::parse(format!("{}\n", e.entry).as_bytes())
+                .map_err(|err| anyhow!("entry {} of the hub's log: {err}", e.index))?;
+            if entry.publisher() != publisher
+                || agent
+                    .as_deref()
+                    .is_some_and(|a| entry.agent().is_some_and(|n| n.agent() != a))
+            {
+                return Err(UserError::new(format!(
+                    "the hub answered with entry {} (`{}`), which is not about `{}`",
+                    e.index, e.entry, args.target
+                ))
+                .into());
+            }
+            rows.push((e.index, e.logged_at, e.entry.clone()));
         }
-        rows.push((e.index, e.logged_at, e.entry.clone()));
-    }
+        before = Some(log::Before::verified(&checked, cp.clone())?);
+        match page.next_after {
+            Some(n) if after.is_none_or(|a| n > a) => after = Some(n),
+            Some(n) => {
+                return Err(UserError::new(format!(
+                    "the hub's next page starts after entry {n}, which is not past this page"
+                ))
+                .into());
+            }
+            None => break (checked, cp),
+        }
+    };
     TrustStore::update(&paths, |t| {
         t.saw_checkpoint(&hub.url, &checked.key, &checked.checkpoint, checked.size)
     })?;

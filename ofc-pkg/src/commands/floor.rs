@@ -32,7 +32,10 @@ async fn serve_async(args: &FloorServeArgs, out: &mut Output) -> Result<ExitStat
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                // ofc's own crates at info; libraries (hyper, rmcp, …) only when they warn.
+                .unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new("warn,ofc=info,ofc_pkg=info,runtime=info")
+                }),
         )
         .with_writer(std::io::stderr)
         .try_init();
@@ -46,7 +49,9 @@ async fn serve_async(args: &FloorServeArgs, out: &mut Output) -> Result<ExitStat
                 .hint("pick another address with `--listen 127.0.0.1:PORT`")
         })?;
     let addr = listener.local_addr()?;
-    std::fs::create_dir_all(&args.logs)
+    // Transcripts are private conversations: the directory (and the `.ofc` it may be made in)
+    // is the user's alone, as `ofc run`'s.
+    crate::run::project_dir::private_dirs(&args.logs)
         .with_context(|| format!("cannot create {}", args.logs.display()))?;
     if !addr.ip().is_loopback() {
         out.status(&format!(

@@ -24,12 +24,22 @@ pub fn run(args: &InitArgs, out: &mut Output) -> Result<ExitStatus> {
                 .hint("use lowercase letters, digits and `-`, e.g. `--name my-agent`")
         );
     }
+    // As cargo and npm do, the package is yours: the namespace of the hub you are logged in
+    // to, when there is one to choose.
+    let publisher = if args.blueprint || args.card {
+        None
+    } else {
+        your_namespace(out)
+    };
     let (file, text) = if args.blueprint {
         (PathBuf::from("blueprint.yaml"), blueprint(&name))
     } else if args.card {
         (PathBuf::from(format!("{name}.md")), card(&name))
     } else {
-        (PathBuf::from("agent.yaml"), agent_yaml(&name))
+        (
+            PathBuf::from("agent.yaml"),
+            agent_yaml(&name, publisher.as_deref()),
+        )
     };
     fs::create_dir_all(&args.dir)
         .with_context(|| format!("cannot create {}", args.dir.display()))?;
@@ -50,9 +60,20 @@ pub fn run(args: &InitArgs, out: &mut Output) -> Result<ExitStatus> {
     };
     f.write_all(text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
+    let package = publisher.as_ref().map(|p| format!("{p}/{name}"));
     if out.json {
-        out.json_value(&json!({ "created": path.display().to_string(), "name": name }));
+        out.json_value(&json!({
+            "created": path.display().to_string(),
+            "name": name,
+            "package": package,
+        }));
     } else {
+        if let Some(p) = &package {
+            out.status(&format!(
+                "package: {p} (your namespace on {})",
+                crate::config::hub_url()
+            ));
+        }
         out.data(&format!("created {}", path.display()));
         if !args.blueprint {
             out.status(&format!(
@@ -100,14 +121,50 @@ fn default_name(dir: &Path) -> Result<String> {
     Ok(name)
 }
 
-fn agent_yaml(name: &str) -> String {
+/// The namespace the logged-in user publishes to by default (see
+/// [`crate::hub::default_namespace`]), asked of the hub within 5 s; `None` (with a note why)
+/// when there is no token, no answer or no single choice.
+fn your_namespace(out: &mut Output) -> Option<String> {
+    let paths = crate::config::Paths::from_env().ok()?;
+    let hub = crate::hub::Hub::from_env(&paths).ok()?;
+    if !hub.has_token() {
+        out.status("note: not logged in, so `package:` is left for you to fill in (`ofc login` first, or edit it)");
+        return None;
+    }
+    let rt = crate::hub::runtime().ok()?;
+    let me = rt.block_on(async {
+        tokio::time::timeout(std::time::Duration::from_secs(5), hub.me()).await
+    });
+    let found = match me {
+        Ok(Ok(me)) => crate::hub::default_namespace(&me).map_err(|e| e.to_string()),
+        Ok(Err(e)) => Err(format!("the hub did not say who you are: {e}")),
+        Err(_) => Err("the hub did not answer within 5 s".to_owned()),
+    };
+    match found {
+        Ok(ns) => Some(ns),
+        Err(why) => {
+            out.status(&format!(
+                "note: `package:` is left for you to fill in: {}",
+                crate::output::clean_line(&why)
+            ));
+            None
+        }
+    }
+}
+
+fn agent_yaml(name: &str, publisher: Option<&str>) -> String {
+    let package = match publisher {
+        Some(p) => format!("# The hub name (your namespace).\npackage: {p}/{name}"),
+        None => format!(
+            "# The hub name; or pass `ofc publish --name publisher/{name}`.\n# package: your-publisher/{name}"
+        ),
+    };
     format!(
         r#"# An OFC agent. Check it with `ofc validate`, publish it with `ofc publish`.
 id: "@{name}"
 name: {name}
 version: 0.1.0
-# The hub name; or pass `ofc publish --name publisher/{name}`.
-# package: your-publisher/{name}
+{package}
 tagline: Say what to send me in one line
 description: |
   What this agent does, for people browsing the hub.

@@ -87,6 +87,17 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
         Some(hub) => upload(hub, &prepared)?,
         None => false,
     };
+    // Like `cargo publish`: back only once the version can be found and pulled, so a search
+    // right after finds it (the search index follows the database a moment later).
+    let indexed = match &hub {
+        Some(hub) if !args.no_wait => Some(wait_until_found(
+            hub,
+            m,
+            std::time::Duration::from_secs(args.wait_secs.max(1)),
+            out,
+        )?),
+        _ => None,
+    };
 
     if out.json {
         out.json_value(&json!({
@@ -102,6 +113,7 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
             "dryRun": args.dry_run,
             "alreadyPublished": hub.is_some() && !fresh,
             "hub": hub.as_ref().map(|h| h.url.clone()),
+            "searchable": indexed,
         }));
     } else {
         out.data(&format!("name      {}@{}", m.name, m.version));
@@ -129,6 +141,66 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// Waits (at most `limit`, telling the user after a second) until the hub serves the version
+/// and its search finds the agent at this version or a newer one. `Ok(true)` when found; when
+/// the time runs out, a warning and `Ok(false)`: the version is published either way.
+fn wait_until_found(
+    hub: &Hub,
+    m: &Manifest,
+    limit: std::time::Duration,
+    out: &mut Output,
+) -> Result<bool> {
+    use index_schema::hub_api::SearchParams;
+    let rt = hub::runtime()?;
+    let name = m.name.to_string();
+    let started = std::time::Instant::now();
+    let mut told = false;
+    let params = SearchParams {
+        q: Some(m.name.agent().to_string()),
+        publisher: Some(m.name.publisher().to_string()),
+        limit: Some("50".to_owned()),
+        ..SearchParams::default()
+    };
+    let mut delay = std::time::Duration::from_millis(25);
+    loop {
+        let pullable = rt
+            .block_on(hub.version(&m.name, &m.version.to_string()))
+            .is_ok();
+        let found = pullable
+            && rt.block_on(hub.search(&params)).is_ok_and(|page| {
+                page.hits.iter().any(|h| {
+                    h.name == name
+                        && semver::Version::parse(&h.version).is_ok_and(|v| v >= m.version)
+                })
+            });
+        if found {
+            if told {
+                out.status(&format!("{name}@{} is searchable", m.version));
+            }
+            return Ok(true);
+        }
+        let elapsed = started.elapsed();
+        if elapsed >= limit {
+            out.status(&format!(
+                "warning: {name}@{} is published, but the hub's search did not find it within {} s; \
+                 it will show once the hub has indexed it (`ofc-hub search-check` on the hub tells why not)",
+                m.version,
+                limit.as_secs()
+            ));
+            return Ok(false);
+        }
+        if !told && elapsed >= std::time::Duration::from_secs(1) {
+            out.status(&format!(
+                "waiting for the hub to index {name}@{} (--no-wait to skip)…",
+                m.version
+            ));
+            told = true;
+        }
+        std::thread::sleep(delay.min(limit.saturating_sub(elapsed)));
+        delay = (delay * 2).min(std::time::Duration::from_millis(500));
+    }
 }
 
 /// Finds the folder's `agent.yaml`, A2A `agent-card.json` or single AgentCard (at its root).

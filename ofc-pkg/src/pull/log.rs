@@ -40,6 +40,18 @@ impl Before {
     pub(crate) fn size(&self) -> u64 {
         self.checkpoint.size
     }
+
+    /// What was just verified (`checked`, whose checkpoint is `cp`), as the start of the next
+    /// check (the next page of an answer must extend it).
+    pub(crate) fn verified(checked: &Checked, cp: Checkpoint) -> Result<Self> {
+        let verifier = LogVerifier::parse(&checked.key)
+            .map_err(|e| anyhow!("the log key {} is invalid: {e}", checked.key))?;
+        Ok(Self {
+            key: checked.key.clone(),
+            verifier,
+            checkpoint: cp,
+        })
+    }
 }
 
 /// A checked version's checkpoint, to record once the pull succeeded.

@@ -37,6 +37,7 @@ use index_schema::wire::{
 use runtime::agent::{Agent, AgentError, Deltas};
 use runtime::floor::WeakFloor;
 use runtime::furniture::{Class, FloorFurniture};
+use runtime::mention::inert;
 
 use crate::hub::Hub;
 
@@ -346,7 +347,7 @@ pub fn offered_to(capabilities: &[Capability], requester: &str) -> bool {
 impl FloorManagerAgent {
     async fn find(&self, asker: &str, query: &str) -> String {
         let hub = match &self.hub {
-            Err(e) => return format!("{asker} I cannot search a hub: {e}"),
+            Err(e) => return format!("{asker} I cannot search a hub: {}", inert(&e.to_string())),
             Ok(hub) => hub,
         };
         // A capability's name (`crunch_numbers`) is looked up as one, as Agent Lobby's
@@ -365,7 +366,11 @@ impl FloorManagerAgent {
         for params in by_name.iter().chain([&by_words]) {
             match hub.search(params).await {
                 Err(e) => {
-                    return format!("{asker} I could not search {}: {e:#}", hub.endpoint(""));
+                    return format!(
+                        "{asker} I could not search {}: {}",
+                        hub.endpoint(""),
+                        inert(&format!("{e:#}"))
+                    );
                 }
                 Ok(p) if p.hits.is_empty() => page = Some(p),
                 Ok(p) => {
@@ -379,8 +384,9 @@ impl FloorManagerAgent {
         };
         if page.hits.is_empty() {
             return format!(
-                "{asker} no agent on {} matches \"{query}\".",
-                hub.endpoint("")
+                "{asker} no agent on {} matches \"{}\".",
+                hub.endpoint(""),
+                inert(query)
             );
         }
         let present = self.present().await;
@@ -398,25 +404,28 @@ impl FloorManagerAgent {
         }
         if listed.is_empty() {
             return format!(
-                "{asker} {closed} agent(s) on {} match \"{query}\", but their capabilities are only for other requesters (authorized_requesters).",
-                hub.endpoint("")
+                "{asker} {closed} agent(s) on {} match \"{}\", but their capabilities are only for other requesters (authorized_requesters).",
+                hub.endpoint(""),
+                inert(query)
             );
         }
         let mut text = format!(
-            "{asker} these agents on {} can help with \"{query}\":\n",
-            hub.endpoint("")
+            "{asker} these agents on {} can help with \"{}\":\n",
+            hub.endpoint(""),
+            inert(query)
         );
         let mut proposals = Vec::new();
         for (i, hit) in listed.iter().enumerate() {
             let agent = hit.name.rsplit('/').next().unwrap_or(&hit.name);
             let here = present.iter().any(|h| h == &format!("@{agent}"));
             text.push_str(&format!(
-                "{}. `{}@{}` — {}: {}{}{}\n",
+                "{}. `{}@{}` — \"{}\": \"{}\"{}{}\n",
                 i + 1,
                 hit.name,
                 hit.version,
-                hit.display_name,
-                hit.tagline,
+                // What publishers wrote is data: quoted, on one line, mentioning no one.
+                inert(&hit.display_name),
+                inert(&hit.tagline),
                 if hit.deprecated { " (deprecated)" } else { "" },
                 if here { " (already on this floor)" } else { "" },
             ));
@@ -491,7 +500,7 @@ impl FloorManagerAgent {
         let present = self.present().await;
         let (agent, pulled) = match recruiter.recruit(&parsed, &present).await {
             Ok(x) => x,
-            Err(e) => return format!("{asker} `{parsed}` cannot join: {e}"),
+            Err(e) => return format!("{asker} `{parsed}` cannot join: {}", inert(&e.to_string())),
         };
         let handle = agent.handle.to_string();
         let mut everyone = present.clone();
@@ -507,7 +516,8 @@ impl FloorManagerAgent {
                 let mut state = lock(&state);
                 state.agents.remove(&joining);
                 state.news.push(format!(
-                    "(earlier: {joining} could not join the floor: {e})"
+                    "(earlier: {joining} could not join the floor: {})",
+                    inert(&e.to_string())
                 ));
             }
         });

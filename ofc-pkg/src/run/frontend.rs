@@ -83,11 +83,12 @@ pub(super) fn ready_line(handles: &[String], transcript: &Path, ms: f64) -> Stri
     )
 }
 
-/// The exit code for how a turn ended.
+/// The exit code for how a turn ended; `responses`: the agents' messages in it.
 ///
 /// A turn that went quiet after agents responded ("no one woke" for the next hop) is an
-/// answered turn; only a turn in which no agent responded at all is `NO_ONE_WOKE`.
-pub fn code_of(reason: &TurnEndReason, cancelled: bool, hops: u32) -> u8 {
+/// answered turn; a turn in which no agent responded at all — none woke, or every one that
+/// was asked passed — is `NO_ONE_WOKE`.
+pub fn code_of(reason: &TurnEndReason, cancelled: bool, responses: usize) -> u8 {
     if cancelled {
         return exit::CANCELLED;
     }
@@ -95,7 +96,7 @@ pub fn code_of(reason: &TurnEndReason, cancelled: bool, hops: u32) -> u8 {
         TurnEndReason::ReturnedToUser { .. } | TurnEndReason::WaitingForUser { .. } => {
             exit::ANSWERED
         }
-        TurnEndReason::NoOneWoke if hops > 0 => exit::ANSWERED,
+        TurnEndReason::NoOneWoke if responses > 0 => exit::ANSWERED,
         TurnEndReason::NoOneWoke => exit::NO_ONE_WOKE,
         TurnEndReason::AgentError { .. } => exit::AGENT_ERROR,
         _ => exit::GUARD,
@@ -260,7 +261,12 @@ impl Frontend {
                     }
                     self.end_speech();
                     return match summary {
-                        Ok(s) => code_of(&s.reason, s.cancelled || cancelled_by_user, s.hops),
+                        // The summary's messages are the user's, then the agents'.
+                        Ok(s) => code_of(
+                            &s.reason,
+                            s.cancelled || cancelled_by_user,
+                            s.messages.len().saturating_sub(1),
+                        ),
                         Err(e) => {
                             self.info(&format!("error: {e}"));
                             exit::FAILURE
@@ -398,9 +404,10 @@ pub(super) fn narration(event: &FloorEvent) -> Option<String> {
             elapsed_ms,
             ..
         } => format!(
-            "— turn ended{}: {} ({hops} responses, {elapsed_ms:.0} ms)",
+            "— turn ended{}: {} ({hops} {}, {elapsed_ms:.0} ms)",
             if *cancelled { " (cancelled)" } else { "" },
-            clean(&reason.to_string())
+            clean(&reason.to_string()),
+            if *hops == 1 { "hop" } else { "hops" }
         ),
         FloorEvent::Queued { position, .. } => {
             format!("· queued behind the running turn (#{position})")

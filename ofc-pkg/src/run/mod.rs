@@ -19,7 +19,7 @@ pub mod agents;
 pub mod floor_manager;
 mod frontend;
 pub mod plan;
-mod project_dir;
+pub(crate) mod project_dir;
 pub mod supervisor;
 mod tui;
 
@@ -177,6 +177,9 @@ fn run(args: &RunArgs, out: &mut Output) -> Result<u8> {
     }
     // The project lock comes before the pulls: they write the project's ofc.lock.
     let project = ProjectDir::open(&loaded.dir)?;
+    if let Some(cleaned) = supervisor::clean_after_unfinished_run(&project.root) {
+        out.status(&format!("note: {cleaned}"));
+    }
     let planned = resolve(&loaded, args)?;
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -343,6 +346,8 @@ pub(crate) struct Starter {
     client: reqwest::Client,
     supervisor: Option<supervisor::Supervisor>,
     agent_log: PathBuf,
+    /// The run's id, put in every process's environment ([`supervisor::RUN_MARK`]).
+    run_id: String,
 }
 
 impl Starter {
@@ -387,8 +392,14 @@ impl Starter {
                 }
             }
             Kind::Acp(mut command) => {
+                command
+                    .env
+                    .push((supervisor::RUN_MARK.to_owned(), self.run_id.clone()));
                 if let Some(s) = supervisor {
-                    command.on_spawn = Some(SpawnHook(Arc::new(move |pgid| s.watch(pgid))));
+                    command.on_spawn =
+                        Some(SpawnHook::chain(command.on_spawn.take(), move |pgid| {
+                            s.watch(pgid)
+                        }));
                 }
                 command.stderr_log = Some(agent_log);
                 match AcpAgent::spawn(*command).await {
@@ -397,8 +408,14 @@ impl Starter {
                 }
             }
             Kind::Process(mut command) => {
+                command
+                    .env
+                    .push((supervisor::RUN_MARK.to_owned(), self.run_id.clone()));
                 if let Some(s) = supervisor {
-                    command.on_spawn = Some(SpawnHook(Arc::new(move |pgid| s.watch(pgid))));
+                    command.on_spawn =
+                        Some(SpawnHook::chain(command.on_spawn.take(), move |pgid| {
+                            s.watch(pgid)
+                        }));
                 }
                 command.output = Some(agent_log);
                 match ProcessAgent::spawn(&command, client).await {
@@ -508,8 +525,11 @@ impl floor_manager::Recruit for Recruiter {
             field: reference.to_string(),
             blame: FieldPath::root(),
         };
-        if let (Some(served), Some(f)) = (&self.mcp, &self.furniture) {
-            equip(served, f, &mut planned);
+        if let (Some(served), Some(f)) = (&self.mcp, &self.furniture)
+            && let Err(e) = equip(served, f, &mut planned)
+        {
+            served.revoke(&me);
+            return Err(e);
         }
         let (handle, activation, started) = self.starter.start(planned).await;
         let (agent, endpoint) = match started {
@@ -565,14 +585,17 @@ async fn serve_furniture(
 /// Gives an agent about to start (on the blueprint, or added by `@floor-manager` later) what
 /// it needs to reach the furniture at the served endpoints: an ACP agent the pieces it holds a
 /// grant on (`session/new` `mcpServers`, with its bearer token); a local HTTP (process) agent
-/// its token in `OFC_AGENT_TOKEN` and the endpoints' base in `OFC_FLOOR_MCP`, and the grants it
-/// is told of later (`POST /ofc/mcp/grant`) name URLs there. Other agents reach it otherwise
-/// (in process) or not at all (remote and container agents: loopback is not theirs).
+/// a file holding its token (`OFC_AGENT_TOKEN_FILE`, 0600 in a 0700 directory of its own: not
+/// the environment, which other local processes read in `/proc/<pid>/environ`) and the
+/// endpoints' base in `OFC_FLOOR_MCP`, the token bound to its process group once it starts;
+/// the grants it is told of later (`POST /ofc/mcp/grant`) name URLs there. Other agents reach
+/// it otherwise (in process) or not at all (remote and container agents: loopback is not
+/// theirs).
 fn equip(
-    served: &runtime::furniture::ServedEndpoints,
+    served: &Arc<runtime::furniture::ServedEndpoints>,
     furniture: &FloorFurniture,
     p: &mut Planned,
-) {
+) -> Result<(), String> {
     let me = p.handle.to_string();
     match &mut p.kind {
         Kind::Acp(command) => {
@@ -584,7 +607,7 @@ fn equip(
                 .filter(|name| !grants.classes(&me, name).is_empty())
                 .collect();
             if held.is_empty() {
-                return;
+                return Ok(());
             }
             let token = served.issue(&me);
             command.mcp_servers = held
@@ -598,13 +621,24 @@ fn equip(
         }
         Kind::Process(command) => {
             let token = served.issue(&me);
+            let file = served
+                .token_file(&me, &token)
+                .map_err(|e| format!("cannot write {me}'s token file: {e}"))?;
             let base = served.url("").trim_end_matches('/').to_owned();
-            command.env.push(("OFC_AGENT_TOKEN".to_owned(), token));
+            command.env.push((
+                "OFC_AGENT_TOKEN_FILE".to_owned(),
+                file.display().to_string(),
+            ));
             command.env.push(("OFC_FLOOR_MCP".to_owned(), base.clone()));
+            let bind = Arc::clone(served);
+            command.on_spawn = Some(SpawnHook::chain(command.on_spawn.take(), move |pgid| {
+                bind.bind(&token, pgid);
+            }));
             furniture.reach_over_http(&me, &base);
         }
         _ => {}
     }
+    Ok(())
 }
 
 /// How long a remote agent may take to answer `/ofc/info` when checked before the start.
@@ -679,6 +713,12 @@ async fn run_floor(
     }
 
     let run_id = run_id();
+    // Recorded before anything starts: if this run is killed, the next one finds what it left.
+    project.write_state(&serde_json::json!({
+        "pid": std::process::id(),
+        "run": run_id,
+        "state": "starting",
+    }))?;
     let agent_log = project.logs.join(format!("{run_id}.agents.log"));
     let supervisor = if planned
         .iter()
@@ -690,7 +730,9 @@ async fn run_floor(
             .any(|f| f.command.is_some())
         || !loaded.blueprint.workstations.is_empty()
     {
-        Some(supervisor::Supervisor::start()?)
+        let s = supervisor::Supervisor::start()?;
+        s.mark_run(&run_id);
+        Some(s)
     } else {
         None
     };
@@ -705,7 +747,7 @@ async fn run_floor(
         Some(f) => {
             let served = serve_furniture(f, &run_id).await?;
             for p in planned.iter_mut() {
-                equip(&served, f, p);
+                equip(&served, f, p).map_err(|e| anyhow::anyhow!(e))?;
             }
             Some(served)
         }
@@ -742,6 +784,7 @@ async fn run_floor(
         client: client.clone(),
         supervisor: supervisor.clone(),
         agent_log: agent_log.clone(),
+        run_id: run_id.clone(),
     };
     let starts = planned.into_iter().map(|p| starter.start(p));
     let results = futures::future::join_all(starts).await;
@@ -906,6 +949,7 @@ async fn start_furniture(
                 s.watch_container(engine, name)
             }))
         }),
+        env: vec![(supervisor::RUN_MARK.to_owned(), run_id.to_owned())],
         ..FurnitureSettings::default()
     };
     let pieces = match FloorFurniture::start_with_workstations(
@@ -926,11 +970,11 @@ async fn start_furniture(
                 | FurnitureError::Config { name, .. } => name.clone(),
             };
             let mut diags = Diagnostics::default();
-            let field = match bp
+            let station = bp
                 .workstations
                 .iter()
-                .position(|w| w.effective_name() == name)
-            {
+                .position(|w| w.effective_name() == name);
+            let field = match station {
                 Some(i) => FieldPath::root().key("workstations").index(i),
                 None => FieldPath::root().key("furniture").index(
                     bp.furniture
@@ -940,11 +984,28 @@ async fn start_furniture(
                 ),
             };
             diags.push(field, e.to_string());
+            // The hint speaks of what failed: a sandbox is a container, not an MCP server.
+            let hint = if station.is_some() {
+                format!(
+                    "check that podman (or docker) works (`podman info`) and that the sandbox's image or Dockerfile is right; what it printed is in {}; nothing else was started",
+                    agent_log.display()
+                )
+            } else {
+                format!(
+                    "check the furniture's command (or url) and that the MCP server is installed; what it printed is in {}; nothing else was started",
+                    agent_log.display()
+                )
+            };
             return Err(UserError::new(format!(
-                "furniture did not start:\n{}",
+                "{} did not start:\n{}",
+                if station.is_some() {
+                    "a workstation"
+                } else {
+                    "furniture"
+                },
                 plan::report(&loaded.path, &loaded.doc, diags)
             ))
-            .hint(format!("check the furniture's command (or url) and that the MCP server is installed, and for a sandbox that podman (or docker) works and the image or Dockerfile is right; what it printed is in {}; nothing else was started", agent_log.display()))
+            .hint(hint)
             .into());
         }
     };

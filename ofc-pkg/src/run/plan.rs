@@ -23,6 +23,8 @@ use crate::start::Start;
 
 /// The most bytes a blueprint or agent file may have.
 const MAX_FILE_BYTES: u64 = 1 << 20;
+/// The most pieces of furniture (and workstations) a blueprint may list.
+const MAX_FURNITURE: usize = 64;
 
 /// How long a process agent may take to answer `/ofc/info` after it starts.
 pub const STARTUP_DEADLINE: Duration = Duration::from_secs(15);
@@ -116,6 +118,32 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         let empty = SourceDoc::from_value(serde_json::Value::Null);
         report(path, &empty, d)
     })?;
+    // The floor's limits come before any work per agent (checks and plans that compare agents
+    // with each other grew with the square of their number: a 10,000-agent blueprint took
+    // gigabytes before the floor refused it).
+    for (field, max) in [
+        (
+            "agents",
+            runtime::floor::FloorSettings::default().max_agents,
+        ),
+        ("furniture", MAX_FURNITURE),
+        ("workstations", MAX_FURNITURE),
+    ] {
+        if let Some(n) = doc
+            .value
+            .get(field)
+            .and_then(|v| v.as_array())
+            .map(Vec::len)
+            && n > max
+        {
+            let mut d = Diagnostics::default();
+            d.push(
+                FieldPath::root().key(field),
+                format!("{n} entries; a floor holds at most {max}"),
+            );
+            return Err(report(path, &doc, d));
+        }
+    }
     let blueprint = Blueprint::from_doc(&doc).map_err(|d| report(path, &doc, d))?;
     let dir = path
         .parent()

@@ -41,6 +41,21 @@ fn create_private_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Creates `dir` and the parents it lacks, each new one 0700, and makes `dir` itself 0700.
+pub fn private_dirs(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
 /// Makes a file readable by its owner only.
 pub fn make_private(path: &Path) {
     #[cfg(unix)]

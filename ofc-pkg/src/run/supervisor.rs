@@ -9,6 +9,14 @@
 //! file, sends SIGTERM to every group still listed, SIGKILL to those alive after a grace
 //! period, and exits. It runs in a process group of its own, so the terminal's Ctrl-C (sent
 //! to `ofc`'s group) does not reach it. This works the same on Linux and macOS.
+//!
+//! A process that leaves its group (`setsid`, a daemonising child) is out of reach of group
+//! signals, so every process `ofc run` starts carries the run's id in its environment
+//! ([`RUN_MARK`]), which its children inherit: the supervisor also stops every process so
+//! marked (Linux: read from `/proc/<pid>/environ`). And when `ofc` and its supervisor are
+//! killed together, the next `ofc run` in the project finds the last run unfinished in
+//! `run.json` and stops what it left: marked processes, and containers labelled with its pid
+//! ([`clean_after_unfinished_run`]).
 
 use std::io::{BufRead, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -22,6 +30,9 @@ pub const SUBCOMMAND: &str = "__supervise";
 
 /// The most groups one supervisor tracks (a floor has at most 64 agents).
 const MAX_GROUPS: usize = 1024;
+
+/// The environment variable naming the run a process belongs to (inherited by its children).
+pub const RUN_MARK: &str = "OFC_RUN_ID";
 
 /// `ofc run`'s side: where agent process groups are registered.
 #[derive(Debug, Clone)]
@@ -69,6 +80,13 @@ impl Supervisor {
         self.send(&format!("-{pgid}\n"));
     }
 
+    /// Names the run whose marked processes ([`RUN_MARK`]) to stop when `ofc` dies.
+    pub fn mark_run(&self, run_id: &str) {
+        if run_id_ok(run_id) {
+            self.send(&format!("R{run_id}\n"));
+        }
+    }
+
     fn send(&self, line: &str) {
         if let Ok(mut pipe) = self.pipe.lock()
             && let Some(p) = pipe.as_mut()
@@ -94,9 +112,16 @@ impl Supervisor {
 pub fn main() -> std::process::ExitCode {
     let mut groups: Vec<u32> = Vec::new();
     let mut containers: Vec<(String, String)> = Vec::new();
+    let mut runs: Vec<String> = Vec::new();
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
+        if let Some(run) = line.trim().strip_prefix('R') {
+            if run_id_ok(run) && runs.len() < MAX_GROUPS && !runs.iter().any(|r| r == run) {
+                runs.push(run.to_owned());
+            }
+            continue;
+        }
         if let Some(c) = container_line(&line) {
             if containers.len() < MAX_GROUPS && !containers.contains(&c) {
                 containers.push(c);
@@ -106,6 +131,10 @@ pub fn main() -> std::process::ExitCode {
         apply(&mut groups, &line);
     }
     stop_groups(&groups, runtime::agent::STOP_GRACE * 2);
+    // What left the groups (setsid) but carries the run's mark.
+    for run in &runs {
+        stop_marked(run, runtime::agent::STOP_GRACE * 2);
+    }
     for (name, engine) in &containers {
         let _ = Command::new(engine)
             .args(["rm", "-f", name])
@@ -115,6 +144,118 @@ pub fn main() -> std::process::ExitCode {
             .status();
     }
     std::process::ExitCode::SUCCESS
+}
+
+/// A run id as `ofc run` makes them (`20261127T073000Z-0a1b2c3d`): letters, digits, `-`.
+fn run_id_ok(run: &str) -> bool {
+    !run.is_empty() && run.len() <= 64 && run.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+}
+
+/// The processes (other than this one) whose environment carries `RUN_MARK=run`. Linux only
+/// (`/proc/<pid>/environ`); none elsewhere.
+pub fn marked_processes(run: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    if !cfg!(target_os = "linux") || !run_id_ok(run) {
+        return found;
+    }
+    let needle = format!("{RUN_MARK}={run}");
+    let me = std::process::id();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        // Another user's processes (and kernel threads) are unreadable: not ours anyway.
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if environ
+            .split(|b| *b == 0)
+            .any(|var| var == needle.as_bytes())
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// SIGTERM to every process marked with `run`, then SIGKILL to those alive after `grace`.
+/// Answers how many there were.
+#[cfg(unix)]
+pub fn stop_marked(run: &str, grace: Duration) -> usize {
+    use runtime::agent::{process_alive, signal_process};
+    let pids = marked_processes(run);
+    for pid in &pids {
+        signal_process(*pid, false);
+    }
+    let alive = |pid: u32| process_alive(pid) && marked_processes(run).contains(&pid);
+    let started = Instant::now();
+    while started.elapsed() < grace && pids.iter().any(|p| alive(*p)) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for pid in marked_processes(run) {
+        signal_process(pid, true);
+    }
+    pids.len()
+}
+
+#[cfg(not(unix))]
+pub fn stop_marked(_run: &str, _grace: Duration) -> usize {
+    0
+}
+
+/// When the last run of the project (`.ofc/run.json` in `root`) did not end (`ofc` and its
+/// supervisor killed together), stops what it left: processes marked with its id and
+/// containers labelled with its pid (`ofc.pid`). Called with the project lock held, so that
+/// run is over. Answers what was stopped, for the user.
+pub fn clean_after_unfinished_run(root: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(root.join("run.json")).ok()?;
+    let state: serde_json::Value = serde_json::from_str(&text).ok()?;
+    if state.get("state").and_then(|s| s.as_str()) == Some("ended") {
+        return None;
+    }
+    let run = state.get("run").and_then(|r| r.as_str())?;
+    let processes = stop_marked(run, runtime::agent::STOP_GRACE * 2);
+    let mut containers = 0;
+    if let (Some(pid), Ok(engine)) = (
+        state.get("pid").and_then(serde_json::Value::as_u64),
+        crate::container::find_engine(),
+    ) && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    {
+        let filter = format!("label=ofc.pid={pid}");
+        if let Ok(out) = Command::new(&engine.program)
+            .args(["ps", "-aq", "--filter", &filter])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+        {
+            for id in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                let removed = Command::new(&engine.program)
+                    .args(["rm", "-f", id])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+                containers += usize::from(removed);
+            }
+        }
+    }
+    (processes + containers > 0).then(|| {
+        format!(
+            "the last run here ({run}) did not end cleanly: stopped {processes} process(es) and \
+             removed {containers} container(s) it left"
+        )
+    })
 }
 
 /// A `Cofc-NAME\tENGINE` line: a container named by ofc (`ofc-` and letters, digits, `-`) and

@@ -108,3 +108,32 @@ fn serve_refuses_an_address_it_cannot_listen_on() {
         "{stderr}"
     );
 }
+
+/// `ofc floor serve` made its default `.ofc/logs` 0755 (transcripts are private
+/// conversations); it is 0700 now, `.ofc` too, as `ofc run` makes them.
+#[test]
+fn serve_keeps_its_transcripts_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ofc"))
+        .args(["floor", "serve", "--listen", "127.0.0.1:0", "--json"])
+        .current_dir(project.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let server = Server(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    assert!(line.contains("url"), "{line}");
+    for dir in [".ofc", ".ofc/logs"] {
+        let mode = std::fs::metadata(project.path().join(dir))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o700, "{dir}");
+    }
+    drop(server);
+}

@@ -1,11 +1,13 @@
 //! The integration tests of `tests` in one test binary (one link instead of one per file):
 //! each former test file is a module.
 
+mod audit_pages_e2e;
 mod client_verbs;
 mod common;
 mod examples_publishable;
 mod hostile;
 mod hub_files;
+mod newcomer_e2e;
 mod publish_blob_e2e;
 mod pull_e2e;
 mod pull_hostile;
@@ -14,6 +16,7 @@ mod run_acp_e2e;
 mod run_e2e;
 mod run_floor_manager_e2e;
 mod run_furniture_e2e;
+mod run_hardening_e2e;
 mod run_sandbox_e2e;
 mod run_tui_e2e;
 mod sources_docker_e2e;

@@ -437,11 +437,13 @@ fn sign_in_manage_tokens_keys_and_members_csrf_and_logout() {
         assert_eq!(text_of(&c, "h1").await, "Signed in as carol");
         shoot_and_audit(&c, "account", &axe).await;
 
-        // Create a token that may publish and manage keys.
+        // Create a token that may publish and manage keys. It never expires, so it outlives
+        // the session: the form needs the password.
         fill(&c, "#token-name", "laptop").await;
         for scope in ["publish-new", "publish-update", "manage-keys"] {
             click(&c, &format!("#scope-{scope}")).await;
         }
+        fill(&c, "#token-password", password).await;
         submit(&c, "form[action='/account/tokens'] button[type=submit]").await;
         let token = c
             .wait()
@@ -634,10 +636,33 @@ fn sign_in_manage_tokens_keys_and_members_csrf_and_logout() {
         assert_eq!(r.status(), 403, "adding a member without the token");
         let r = post("/logout", String::new()).await.unwrap();
         assert_eq!(r.status(), 403, "logging out without the token");
-        // With the right token the same request is accepted: the refusals above were the CSRF check.
+        // With the right token the same request is accepted: the refusals above were the CSRF
+        // check. (The session's own token ends within a day: a token that outlives it needs
+        // the password; without it, one day at most.)
         let r = post(
             "/account/tokens",
-            format!("name=genuine&scope=yank&namespaces=*&csrf={csrf}"),
+            format!("name=forever&scope=yank&namespaces=*&csrf={csrf}"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            r.status(),
+            403,
+            "a never-expiring token from a one-day session"
+        );
+        let r = post(
+            "/account/tokens",
+            format!("name=genuine&scope=yank&namespaces=*&expires_in_days=1&csrf={csrf}"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 403, "a day from now is past the session's end");
+        let r = post(
+            "/account/tokens",
+            format!(
+                "name=genuine&scope=yank&namespaces=*&csrf={csrf}&password={}",
+                password.replace(' ', "+")
+            ),
         )
         .await
         .unwrap();
