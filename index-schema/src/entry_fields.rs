@@ -13,7 +13,7 @@
 //! Nothing is ignored silently. A kind is one [`EntryKind`], so adding a kind to a document is
 //! one entry in its table.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::diagnostic::{Diagnostics, FieldPath};
 
@@ -105,11 +105,37 @@ pub(crate) fn check<'a>(
 pub(crate) fn present(value: &Value) -> Vec<&str> {
     value
         .as_object()
-        .map(serde_json::Map::keys)
+        .map(Map::keys)
         .into_iter()
         .flatten()
         .map(String::as_str)
         .collect()
+}
+
+/// Names the `keys` of `m` that are not `known`, as warnings: for formats whose schema lets an
+/// object carry fields it does not define (an A2A card, an MCP `server.json`), which the format's
+/// own tools accept and ofc keeps as written but does not act on. `what` names the object
+/// ("an A2A agent card's skill").
+pub(crate) fn warn_unknown(
+    m: &Map<String, Value>,
+    known: &[&str],
+    what: &str,
+    path: &FieldPath,
+    warnings: &mut Diagnostics,
+) {
+    for key in m.keys() {
+        if !known.contains(&key.as_str()) {
+            warnings.push(
+                path.key(key.clone()),
+                format!(
+                    "`{}` is not a field of {what}: accepted, as the format allows fields it does \
+                     not define, but not used by ofc (the fields it knows: {})",
+                    crate::name::shown(key),
+                    list(known)
+                ),
+            );
+        }
+    }
 }
 
 fn list(fields: &[&str]) -> String {
