@@ -67,6 +67,9 @@ pub enum Kind {
 /// A loaded blueprint: the parsed document (for positions) and its directory.
 #[derive(Debug)]
 pub struct Loaded {
+    /// What the blueprint has that ofc accepts but does not act on, one
+    /// `file:line:col: field: …` line each.
+    pub warnings: Vec<String>,
     /// The file.
     pub path: PathBuf,
     /// Its directory (the project).
@@ -75,6 +78,14 @@ pub struct Loaded {
     pub blueprint: Blueprint,
     /// The parsed text, for line numbers.
     pub doc: SourceDoc,
+}
+
+/// Says what the blueprint and its agent files have that ofc accepts but does not act on (never
+/// ignored silently), one `warning:` line each on stderr.
+pub fn say_warnings(out: &mut crate::output::Output, warnings: &[String]) {
+    for w in warnings {
+        out.status(&format!("warning: {w}"));
+    }
 }
 
 /// Problems with the blueprint, positioned: `file:line:col: field: message`, one per line.
@@ -117,6 +128,15 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         report(path, &empty, d)
     })?;
     let blueprint = Blueprint::from_doc(&doc).map_err(|d| report(path, &doc, d))?;
+    let found = blueprint.warnings();
+    let warnings = if found.is_empty() {
+        Vec::new()
+    } else {
+        report(path, &doc, found)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -124,6 +144,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         .to_path_buf();
     let dir = dir.canonicalize().unwrap_or(dir);
     Ok(Loaded {
+        warnings,
         path: path.to_path_buf(),
         dir,
         blueprint,
@@ -238,8 +259,13 @@ fn resolve_program(command: &str, dir: &Path) -> Result<PathBuf, String> {
     Err(format!("`{command}` is not found in PATH"))
 }
 
-/// An agent described by an `agent.yaml` in `dir`.
-pub fn from_agent_yaml(file: &Path, dir: &Path) -> Result<(Handle, Activation, Kind), String> {
+/// An agent described by an `agent.yaml` in `dir`. What the file has that ofc accepts but does
+/// not act on is added to `warnings`, one `file:line:col: field: …` line each.
+pub fn from_agent_yaml(
+    file: &Path,
+    dir: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<(Handle, Activation, Kind), String> {
     let meta =
         std::fs::metadata(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     if meta.len() > MAX_FILE_BYTES {
@@ -259,10 +285,11 @@ pub fn from_agent_yaml(file: &Path, dir: &Path) -> Result<(Handle, Activation, K
     }
     let doc = source::parse_yaml(&text)
         .map_err(|d| report(file, &SourceDoc::from_value(serde_json::Value::Null), d))?;
-    let y: AgentYaml = doc
-        .deserialize()
-        .and_then(|y: AgentYaml| y.validate().map(|()| y))
-        .map_err(|d| report(file, &doc, d))?;
+    let y = AgentYaml::from_doc(&doc).map_err(|d| report(file, &doc, d))?;
+    let found = y.warnings();
+    if !found.is_empty() {
+        warnings.extend(report(file, &doc, found).lines().map(str::to_owned));
+    }
     let handle = handle_of(&y.id)?;
     let act = activation(y.activation.as_ref());
     if let Some(command) = &y.command {
@@ -343,7 +370,8 @@ pub fn from_start(
 ) -> Result<(Option<(Handle, Activation)>, Kind), String> {
     match start {
         Start::AgentFile { file, dir } => {
-            let (h, a, k) = from_agent_yaml(file, dir)?;
+            // A pulled agent's file is its publisher's: `ofc publish` showed them its warnings.
+            let (h, a, k) = from_agent_yaml(file, dir, &mut Vec::new())?;
             Ok((Some((h, a)), k))
         }
         Start::Process {
