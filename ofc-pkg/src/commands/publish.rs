@@ -29,7 +29,7 @@ use serde_json::json;
 use crate::cli::PublishArgs;
 use crate::config::Paths;
 use crate::credentials::TOKEN_ENV;
-use crate::detect::{DocumentKind, detect};
+use crate::detect::{DocumentKind, detect, in_fast_agent_card_folder};
 use crate::hub::{self, Hub};
 use crate::keys;
 use crate::output::{ExitStatus, Output, UserError};
@@ -137,10 +137,11 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
 }
 
 /// Finds the folder's `agent.yaml`, A2A `agent-card.json` or single AgentCard (at its root).
+/// In fast-agent's card folders every YAML file is a card, `agent.yaml` too.
 pub fn find_entrypoint(dir: &Path) -> Result<(PathBuf, DocumentKind)> {
     for name in ["agent.yaml", "agent.yml"] {
         let p = dir.join(name);
-        if p.is_file() {
+        if p.is_file() && !in_fast_agent_card_folder(&p) {
             return Ok((p, DocumentKind::AgentYaml));
         }
     }

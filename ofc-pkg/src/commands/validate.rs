@@ -415,4 +415,36 @@ mod tests {
             "{line}"
         );
     }
+
+    /// In fast-agent's card folders every YAML file is a card: `agent.yaml` holding an A2A card
+    /// is read as the card it is, not refused as ofc's agent.yaml.
+    #[test]
+    fn an_agent_yaml_in_a_card_folder_is_a_card() {
+        let d = tempfile::tempdir().unwrap();
+        let a2a =
+            "type: a2a\nurl: https://agents.example/a2a\ninstruction: Ask the remote agent.\n";
+        for folder in ["agent-cards", "tool-cards"] {
+            let p = file(
+                d.path(),
+                &format!("project/.fast-agent/{folder}/agent.yaml"),
+                a2a,
+            );
+            let r = check_file(&p, None).unwrap().unwrap();
+            assert_eq!(r.kind, DocumentKind::CardYaml);
+            assert!(r.diagnostics.is_empty(), "{}", r.diagnostics);
+            assert_eq!(r.card_name.as_deref(), Some("agent"));
+        }
+        // Publishing the folder finds that card as its one agent.
+        let (entry, kind) = crate::commands::publish::find_entrypoint(
+            &d.path().join("project/.fast-agent/agent-cards"),
+        )
+        .unwrap();
+        assert_eq!(kind, DocumentKind::CardYaml);
+        assert!(entry.ends_with("agent.yaml"));
+        // Outside a card folder the name keeps its meaning.
+        let p = file(d.path(), "project/agent.yaml", a2a);
+        let r = check_file(&p, None).unwrap().unwrap();
+        assert_eq!(r.kind, DocumentKind::AgentYaml);
+        assert!(!r.diagnostics.is_empty());
+    }
 }

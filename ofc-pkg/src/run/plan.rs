@@ -277,7 +277,13 @@ pub fn from_agent_yaml(
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let lower = file.to_string_lossy().to_ascii_lowercase();
-    if lower.ends_with(".md") || lower.ends_with(".json") {
+    // A YAML file in fast-agent's card folders is a card, whatever its name.
+    if lower.ends_with(".md")
+        || lower.ends_with(".json")
+        || lower.ends_with(".card.yaml")
+        || lower.ends_with(".card.yml")
+        || crate::detect::in_fast_agent_card_folder(file)
+    {
         return Err(format!(
             "{}: AgentCards are not runnable by `ofc run` in this build; use an agent.yaml",
             file.display()
@@ -405,5 +411,28 @@ pub fn from_start(
             ))
         }
         Start::Remote { endpoint } => Ok((None, Kind::Remote(endpoint.clone()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A blueprint naming `.fast-agent/agent-cards/agent.yaml` names a card (every YAML file
+    /// there is one), which `ofc run` cannot run yet; it is not read as an agent.yaml.
+    #[test]
+    fn an_agent_yaml_in_a_card_folder_is_not_run_as_an_agent_yaml() {
+        let d = tempfile::tempdir().unwrap();
+        let folder = d.path().join(".fast-agent/agent-cards");
+        std::fs::create_dir_all(&folder).unwrap();
+        let file = folder.join("agent.yaml");
+        std::fs::write(&file, "type: a2a\nurl: https://agents.example/a2a\n").unwrap();
+        let e = from_agent_yaml(&file, &folder, &mut Vec::new()).unwrap_err();
+        assert!(e.contains("AgentCards are not runnable"), "{e}");
+        // The same text outside a card folder is an agent.yaml, refused as one.
+        let file = d.path().join("agent.yaml");
+        std::fs::write(&file, "type: a2a\nurl: https://agents.example/a2a\n").unwrap();
+        let e = from_agent_yaml(&file, d.path(), &mut Vec::new()).unwrap_err();
+        assert!(e.contains("unknown field `type`"), "{e}");
     }
 }
