@@ -7,8 +7,9 @@
 //! manifest has no place for stay in [`Origin::fields`].
 //!
 //! Rules that follow the SDK and may surprise: strings may be empty, `url` and the other URLs are
-//! not checked as URLs (the manifest conversion checks `url`), unknown fields are ignored, booleans
-//! accept `"yes"`/`"no"`/`0`/`1` (pydantic's lax mode). The differential test
+//! not checked as URLs (the manifest conversion checks `url`), unknown fields are accepted (and
+//! named by [`A2aCard::warnings`]: ofc keeps them but acts on none), booleans accept
+//! `"yes"`/`"no"`/`0`/`1` (pydantic's lax mode). The differential test
 //! `index-schema/tests/it/a2a_differential.rs` runs the SDK's model on a corpus and checks that
 //! both agree on every file.
 
@@ -18,6 +19,10 @@ use crate::agent_yaml::ManifestDefaults;
 use crate::diagnostic::{Diagnostics, FieldPath};
 use crate::manifest::{self, Activation, Capability, Manifest, Origin, RemoteSource, Source};
 use crate::source::{self, SourceDoc};
+
+mod unknown;
+#[cfg(test)]
+mod unknown_tests;
 
 /// The file name of an A2A agent card.
 pub const FILE_NAME: &str = "agent-card.json";
@@ -326,6 +331,13 @@ impl A2aCard {
             value: m.clone(),
             doc,
         })
+    }
+
+    /// One warning per field the card has that A2A v0.3 does not define (the A2A SDK accepts
+    /// such a card, and so does ofc; the manifest keeps the field as written, but nothing acts
+    /// on it), with its line.
+    pub fn warnings(&self) -> Diagnostics {
+        self.doc.locate(unknown::warnings(&self.value))
     }
 
     fn str(&self, field: &str) -> &str {

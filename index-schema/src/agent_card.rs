@@ -24,8 +24,8 @@
 //!   (MAKER); `url` (a2a).
 //! - `name` defaults to the file name without its extension; blanks in it become `_`.
 //!   `schema_version` is an optional integer, default 1.
-//! - `instruction` is optional (fast-agent then uses its default instruction) and comes from at
-//!   most one source: the Markdown body or the `instruction` attribute. Both is an error, and so is
+//! - `instruction` is optional (fast-agent then uses its default instruction; the RFC requires
+//!   one, so [`AgentCard::warnings`] says so) and comes from at most one source: the Markdown body or the `instruction` attribute. Both is an error, and so is
 //!   a blank attribute. A leading `---SYSTEM` line in the body is stripped. Inline `---USER`/
 //!   `---ASSISTANT`/`---RESOURCE` lines in the body are refused (history is external only).
 //! - `tool_only: true` excludes `default: true` and `harness_tools: true`; `save_trajectory: true`
@@ -41,8 +41,9 @@
 //!   schema whose `required` names defined properties), `lifecycle_hooks` keys, `commands`,
 //!   typed `request_params`. Fields fast-agent takes as written (`model`, `skills`, `variables`,
 //!   …) are kept as written. The agents-as-tools options (`history_source`, `max_parallel`, …)
-//!   are read only when an `agent` card has `agents`, as in fast-agent. A field set to `null`
-//!   counts as absent, except where fast-agent refuses `null` (`subagents`, `k`, …).
+//!   are read only when an `agent` card has `agents`, as in fast-agent (and warned otherwise).
+//!   A field set to `null` counts as absent, except where fast-agent refuses `null`
+//!   (`subagents`, `k`, …).
 //! - YAML is read with YAML 1.1 booleans (`yes`/`no`/`on`/`off`), as fast-agent's YAML loader
 //!   does; a UTF-8 byte order mark is tolerated. Unlike fast-agent, a key written twice is refused
 //!   (fast-agent keeps the last one).
@@ -66,8 +67,11 @@ use crate::name::{AgentHandle, AgentName};
 use crate::source::{self, SourceDoc};
 
 mod fields;
+#[cfg(test)]
+mod fields_tests;
+mod warnings;
 
-use fields::{Kind, kind_of};
+use fields::{Kind, kind_of, string_list, truncate};
 
 /// File extensions (lowercase) that hold AgentCards.
 pub const CARD_EXTENSIONS: [&str; 4] = ["md", "markdown", "yaml", "yml"];
@@ -466,25 +470,6 @@ fn field_kind(t: CardType, field: &str) -> Kind {
         // fast-agent takes them as written (a `use_history` that is not a boolean means the
         // type's default).
         _ => Kind::Any,
-    }
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(max).collect::<String>())
-    }
-}
-
-fn string_list(v: &Value) -> Vec<String> {
-    match v {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(items) => items
-            .iter()
-            .filter_map(|i| i.as_str().map(str::to_string))
-            .collect(),
-        _ => Vec::new(),
     }
 }
 
@@ -1171,6 +1156,8 @@ pub struct LoadedCard {
     pub history: Vec<HistoryFile>,
     /// Where `name` is written in the file; `None` when the name came from the file name.
     pub name_position: Option<Position>,
+    /// What the card says that has no effect ([`AgentCard::warnings`]), with lines.
+    pub warnings: Diagnostics,
 }
 
 /// Problems with one file of a card directory.
@@ -1246,6 +1233,7 @@ impl AgentCard {
         Ok(LoadedCard {
             path: path.to_path_buf(),
             format,
+            warnings: parsed.doc.locate(parsed.card.warnings()),
             card: parsed.card,
             history,
             name_position,

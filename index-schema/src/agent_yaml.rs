@@ -30,9 +30,12 @@
 //! | `source` | how a packaged agent is installed: `{type: pip, package, version, index?, entry_point?}`, `{type: npm, package, version, registry?, bin?}`, `{type: docker, image, port?}` or `{type: remote, endpoint}` |
 //!
 //! Rules: unknown fields are refused; an agent says how it runs with at least one of `model`,
-//! `command` or `source`; `command` and `source` exclude each other (a packaged agent runs from
-//! its source); `args` needs `command`; `temperature` is within 0..=2; `context_window` is
-//! positive; `publisher` and `package` exclude each other; capability names are unique.
+//! `command` or `source`, and takes only the fields of that kind (`agent_yaml/fields.rs`): an
+//! LLM agent's `env` or `args`, a process or packaged agent's `prompt`, `endpoint`,
+//! `temperature`… are refused, `command` and `source` exclude each other; `tools` (and `model`
+//! on an agent that runs its own) are published but not acted on, and [`AgentYaml::warnings`]
+//! says so; `temperature` is within 0..=2; `context_window` is positive; `publisher` and
+//! `package` exclude each other; capability names are unique.
 
 use std::fmt;
 
@@ -49,6 +52,10 @@ use crate::manifest::{
 };
 use crate::name::{self, AgentHandle, AgentName};
 use crate::source;
+
+mod fields;
+#[cfg(test)]
+mod fields_tests;
 
 pub use crate::manifest::Activation;
 
@@ -462,7 +469,11 @@ pub struct AgentYaml {
 impl AgentYaml {
     /// Parses and validates `agent.yaml` text.
     pub fn from_yaml(text: &str) -> Result<AgentYaml, Diagnostics> {
-        let doc = source::parse_yaml(text)?;
+        Self::from_doc(&source::parse_yaml(text)?)
+    }
+
+    /// Validates an already parsed document (its positions locate [`AgentYaml::warnings`]).
+    pub fn from_doc(doc: &source::SourceDoc) -> Result<AgentYaml, Diagnostics> {
         if doc.value.is_null() {
             return Err(Diagnostics::one(FieldPath::root(), "the file is empty"));
         }
@@ -477,7 +488,8 @@ impl AgentYaml {
 
     /// Checks the rules that serde cannot express.
     pub fn validate(&self) -> Result<(), Diagnostics> {
-        let mut d = Diagnostics::default();
+        // First how it runs, and the fields that do not belong to that kind of agent.
+        let mut d = self.entry_findings().errors;
         let root = FieldPath::root();
         if self.id.is_reserved() {
             d.push(
@@ -552,22 +564,6 @@ impl AgentYaml {
             );
         }
         check_env(&self.env, &root.key("env"), &mut d);
-        if self.model.is_none() && self.command.is_none() && self.source.is_none() {
-            d.push(
-                root.key("model"),
-                "the agent must say how it runs: `model` (an LLM agent), `command` (a local \
-                 process) or `source` (a packaged agent)",
-            );
-        }
-        if self.command.is_some() && self.source.is_some() {
-            d.push(
-                root.key("command"),
-                "a packaged agent runs from its `source`; `command` is for local process agents",
-            );
-        }
-        if !self.args.is_empty() && self.command.is_none() {
-            d.push(root.key("args"), "`args` needs a `command`");
-        }
         let mut seen = std::collections::HashMap::new();
         for (i, c) in self.capabilities.iter().enumerate() {
             let p = root.key("capabilities").index(i);
@@ -1038,7 +1034,7 @@ tools:
     )]
     #[case("id: \"@a\"\nmodel: m\npackage: acme\n", "package", "")]
     #[case(
-        "id: \"@a\"\nmodel: m\nenv: {\"A-B\": x}\n",
+        "id: \"@a\"\ncommand: m\nenv: {\"A-B\": x}\n",
         "env.A-B",
         "environment variable"
     )]
@@ -1248,7 +1244,6 @@ tools:
             prop::option::of(1u32..100),
             prop::collection::vec("[a-z]{1,6}", 0..3),
             prop::option::of((0u32..=20).prop_map(|t| f64::from(t) / 10.0)),
-            prop::collection::vec(("[A-Z][A-Z0-9_]{0,5}", "[ -~]{0,6}"), 0..3),
             prop::option::of((0u64..5, 0u64..10, 0u64..10)),
             prop::collection::vec(("[a-z_]{1,8}", prop::option::of("[A-Za-z ]{1,12}")), 0..3),
         )
@@ -1263,7 +1258,6 @@ tools:
                     context_window,
                     tools,
                     temperature,
-                    env,
                     version,
                     caps,
                 )| {
@@ -1302,7 +1296,8 @@ tools:
                         capabilities,
                         temperature,
                         can_use_tools: Some(true),
-                        env: env.into_iter().collect(),
+                        // An LLM agent has no process to give an environment to.
+                        env: IndexMap::new(),
                         command: None,
                         args: Vec::new(),
                         source: None,

@@ -42,14 +42,17 @@
 //!   narrow the policy. A request no policy matches is approved when it is a read and
 //!   `auto_approve_read` is true, and otherwise asked of the user.
 //!
-//! Rules checked here: unknown fields refused everywhere; inline agent ids unique and not
-//! `@user`/`@floor-manager`; the same hub agent or local file not listed twice; `type` `llm`
-//! (default) needs a `model` (its own or `defaults.model`), `acp` needs a `command`; `args`
-//! needs `command`; `temperature` within 0..=2; `activation` `mention`|`always`; `tool_context`
+//! Rules checked here: unknown fields refused everywhere, and each entry takes only the fields
+//! of its kind (`blueprint/fields.rs`: an `llm` agent's `command`, `args` or `env`, an `acp`
+//! agent's `model`, a sandbox's `path`… are refused; a furniture's `config` and an `acp` agent's
+//! `tool_context`, which ofc does not act on, are accepted and named by
+//! [`Blueprint::warnings`]); inline agent ids unique and not `@user`/`@floor-manager`; the
+//! same hub agent or local file not listed twice; `type` `llm` (default) needs a `model` (its
+//! own or `defaults.model`), `acp` needs a `command`; an `mcp` furniture's `args` needs its
+//! `command`; `temperature` within 0..=2; `activation` `mention`|`always`; `tool_context`
 //! `full`|`summary`|`none`; LLM agents' `memory` 1..=10000 messages (a number, or
-//! `{window, summary}`), `context_window`
-//! 256..=10000000 tokens, `api_key_env` a variable name (never the key), all three refused on
-//! `acp` agents; furniture named by an agent exists; workstation and furniture names
+//! `{window, summary}`), `context_window` 256..=10000000 tokens, `api_key_env` a variable name
+//! (never the key); furniture named by an agent exists; workstation and furniture names
 //! unique (a workstation without a `name` is named by its type); endpoints are http(s) URLs.
 //!
 //! Workstation types are `sandbox` (a container: `image`, default [`DEFAULT_SANDBOX_IMAGE`];
@@ -75,6 +78,10 @@ use crate::agent_yaml::{
 use crate::diagnostic::{Diagnostics, FieldPath};
 use crate::name::{AgentHandle, Reference};
 use crate::source::{self, SourceDoc};
+
+mod fields;
+#[cfg(test)]
+mod fields_tests;
 
 /// A parsed blueprint.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -635,7 +642,8 @@ impl Blueprint {
 
     /// Checks every rule (for blueprints built or changed in code, e.g. by the floor manager).
     pub fn validate(&self) -> Result<(), Diagnostics> {
-        let mut d = Diagnostics::default();
+        // First what does not belong to its entry's kind (an llm agent's `command`, …).
+        let mut d = self.entry_findings().errors;
         let root = FieldPath::root();
         if let Some(defaults) = &self.defaults {
             if let Some(e) = &defaults.endpoint {
@@ -733,16 +741,7 @@ impl Blueprint {
                 FurnitureType::Mcp if f.command.is_some() && f.url.is_some() => {
                     d.push(p.key("url"), "give either `command` or `url`, not both");
                 }
-                FurnitureType::Taskboard if f.command.is_some() || f.url.is_some() => {
-                    d.push(
-                        p.key(if f.command.is_some() {
-                            "command"
-                        } else {
-                            "url"
-                        }),
-                        "a `taskboard` is built in: it takes no `command` or `url`",
-                    );
-                }
+                // A taskboard's `command`, `url` or `args`: refused by its field table.
                 _ => {}
             }
             if let Some(url) = &f.url {
@@ -759,7 +758,7 @@ impl Blueprint {
             if f.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
                 d.push(p.key("command"), "must not be empty");
             }
-            if !f.args.is_empty() && f.command.is_none() {
+            if f.furniture_type == FurnitureType::Mcp && !f.args.is_empty() && f.command.is_none() {
                 d.push(p.key("args"), "`args` needs a `command`");
             }
         }
@@ -915,9 +914,6 @@ fn check_inline(
             }
         }
     }
-    if !a.args.is_empty() && a.command.is_none() {
-        d.push(p.key("args"), "`args` needs a `command`");
-    }
     if let Some(e) = &a.endpoint {
         check_http_url(e, &p.key("endpoint"), d);
     }
@@ -945,17 +941,6 @@ fn check_inline(
                 p.key("api_key_env"),
                 "must name an environment variable (letters, digits and `_`), not hold the key",
             );
-        }
-    }
-    if a.agent_type() == InlineAgentType::Acp {
-        for (field, set) in [
-            ("memory", a.memory.is_some()),
-            ("context_window", a.context_window.is_some()),
-            ("api_key_env", a.api_key_env.is_some()),
-        ] {
-            if set {
-                d.push(p.key(field), "applies only to `llm` agents");
-            }
         }
     }
     check_env(&a.env, &p.key("env"), d);
@@ -988,15 +973,7 @@ fn check_workstation(w: &Workstation, p: &FieldPath, d: &mut Diagnostics) {
     if let Some(n) = &w.name {
         check_station_name(n, &p.key("name"), d);
     }
-    let not_for = |field: &str, d: &mut Diagnostics| {
-        d.push(
-            p.key(field),
-            format!(
-                "`{field}` does not apply to a {} workstation",
-                w.workstation_type.as_str()
-            ),
-        );
-    };
+    // A field of the other type is refused by the field tables (`fields.rs`).
     match w.workstation_type {
         WorkstationType::Sandbox => {
             // As in the reference: no `image` means DEFAULT_SANDBOX_IMAGE; `image` with a
@@ -1008,29 +985,15 @@ fn check_workstation(w: &Workstation, p: &FieldPath, d: &mut Diagnostics) {
                     d.push(p.key(field), "must be non-empty and without spaces");
                 }
             }
-            if w.path.is_some() {
-                not_for("path", d);
-            }
             if let Some(m) = &w.mount {
                 check_mount(m, &p.key("mount"), d);
             }
         }
-        WorkstationType::Filesystem => {
-            match &w.path {
-                None => d.push(p.key("path"), "a filesystem workstation needs a `path`"),
-                Some(s) if s.trim().is_empty() => d.push(p.key("path"), "must not be empty"),
-                Some(_) => {}
-            }
-            for (field, v) in [
-                ("image", &w.image),
-                ("dockerfile", &w.dockerfile),
-                ("mount", &w.mount),
-            ] {
-                if v.is_some() {
-                    not_for(field, d);
-                }
-            }
-        }
+        WorkstationType::Filesystem => match &w.path {
+            None => d.push(p.key("path"), "a filesystem workstation needs a `path`"),
+            Some(s) if s.trim().is_empty() => d.push(p.key("path"), "must not be empty"),
+            Some(_) => {}
+        },
     }
 }
 
@@ -1211,7 +1174,7 @@ floor_manager:
         "http"
     )]
     #[case(
-        "agents:\n  - id: \"@a\"\n    model: m\n    env: {1X: y}\n",
+        "agents:\n  - id: \"@a\"\n    type: acp\n    command: c\n    env: {1X: y}\n",
         "agents[0].env.1X",
         "environment"
     )]
@@ -1384,7 +1347,7 @@ floor_manager:
     #[case(
         "agents:\n  - id: \"@a\"\n    type: acp\n    command: c\n    memory: 5\n",
         "agents[0].memory",
-        "only to `llm`"
+        "only to an `llm` agent"
     )]
     #[case("", "(document)", "empty")]
     #[case("- a\n", "(document)", "")]
@@ -1549,14 +1512,18 @@ workstations:
                             InlineAgentType::Llm
                         }),
                         model: if acp { None } else { Some("qwen3:32b".into()) },
-                        endpoint,
+                        endpoint: endpoint.filter(|_| !acp),
                         command: if acp { Some("agent-acp".into()) } else { None },
                         args: if acp { args } else { Vec::new() },
-                        env: env.into_iter().collect(),
+                        env: if acp {
+                            env.into_iter().collect()
+                        } else {
+                            IndexMap::new()
+                        },
                         prompt,
                         activation,
                         can_use_tools,
-                        temperature,
+                        temperature: temperature.filter(|_| !acp),
                         tool_context,
                         furniture,
                         memory: if acp { None } else { Some(Memory::window(20)) },

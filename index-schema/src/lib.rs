@@ -14,6 +14,7 @@ pub mod agent_card;
 pub mod agent_yaml;
 pub mod blueprint;
 pub mod diagnostic;
+mod entry_fields;
 pub mod envelope;
 pub mod http_url;
 pub mod hub_api;

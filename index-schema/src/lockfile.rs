@@ -34,7 +34,7 @@
 //! | `remote` | `endpoint` and `info_digest`, the sha256 of the `/ofc/info` document seen |
 //! | `local` | `path` and optionally the `digest` of the file |
 //!
-//! A `local` agent comes from no hub: it has no `hub`, and `manifest_digest` is optional.
+//! A `local` agent comes from no hub: no `hub` or `signed_by`; `manifest_digest` is optional.
 //! Names are unique. [`Lockfile::to_toml_string`] writes entries sorted by name and pip hashes
 //! sorted, so the same content always gives the same bytes; [`Lockfile::from_toml`] reads any order.
 //! Syntax errors are reported with line and column; other errors name the field
@@ -454,6 +454,9 @@ fn check_agents(agents: &[LockedAgent]) -> Result<(), Diagnostics> {
             ),
             (Some(h), false) => check_hub(h, &p.key("hub"), &mut d),
             (None, true) => {}
+        }
+        if local && a.signed_by.is_some() {
+            d.push(p.key("signed_by"), "a local agent is not signed");
         }
         if a.manifest_digest.is_none() && !local {
             d.push(
@@ -952,6 +955,7 @@ source = {{ kind = "bundle", digest = "{D1}" }}
                         manifest_digest: Some(md),
                         hub: (!local).then_some(hub),
                         signed_by: key
+                            .filter(|_| !local)
                             .map(|k| KeyId::parse(&hex::encode(k)).expect("32 hex digits")),
                         source,
                     })

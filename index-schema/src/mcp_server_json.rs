@@ -15,8 +15,8 @@
 //!
 //! Rules the schema leaves open and ofc decides: a version range (`^1`, `~1.2`, `>=1`, `1.x`,
 //! `*`, `latest`) is refused where the registry refuses it; unknown fields are allowed (the
-//! schema allows them); `registryType` may be any non-empty string (the schema lists examples),
-//! only conversion needs one ofc runs.
+//! schema allows them) and named by [`ServerJson::warnings`]; `registryType` may be any
+//! non-empty string (the schema lists examples), only conversion needs one ofc runs.
 
 use std::sync::Arc;
 
@@ -30,6 +30,10 @@ use crate::manifest::{
 };
 use crate::name::Digest;
 use crate::source::{self, SourceDoc};
+
+mod unknown;
+#[cfg(test)]
+mod unknown_tests;
 
 /// The file name of a `server.json`.
 pub const FILE_NAME: &str = "server.json";

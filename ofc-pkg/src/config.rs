@@ -81,7 +81,8 @@ impl Paths {
 }
 
 /// Reads a TOML file of ofc's (credentials, trust store); a missing file is the default value.
-/// A file that does not parse is an error naming it as `what`, with `hint`.
+/// A file that does not parse is an error naming it as `what`, with `hint`: every field ofc
+/// does not know is refused, as `file:line:col: field.path: what is wrong`.
 pub fn read_toml<T: serde::de::DeserializeOwned + Default>(
     path: &Path,
     what: &str,
@@ -94,10 +95,39 @@ pub fn read_toml<T: serde::de::DeserializeOwned + Default>(
             return Err(anyhow::Error::new(e).context(format!("cannot read {}", path.display())));
         }
     };
-    toml::from_str(&text).map_err(|e| {
-        UserError::new(format!("{} is not a valid {what}: {e}", path.display()))
+    parse_toml(&text).map_err(|problem| {
+        let file = path.display();
+        UserError::new(format!("{file} is not a valid {what}:\n{file}:{problem}"))
             .hint(hint)
             .into()
+    })
+}
+
+/// Parses TOML text into `T`; the error is `line:col: field.path: message` (` field.path:
+/// message` when TOML gives no position).
+fn parse_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|e| {
+        let mut field = e.path().to_string();
+        let inner = e.into_inner();
+        let message = inner.message().trim_end().to_string();
+        // Some deserializers name an unknown field at its parent; name the field itself.
+        if let Some(name) = message
+            .strip_prefix("unknown field `")
+            .and_then(|r| r.split('`').next())
+            && field != name
+            && !field.ends_with(&format!(".{name}"))
+        {
+            field = if field == "." {
+                name.to_string()
+            } else {
+                format!("{field}.{name}")
+            };
+        }
+        let at = inner.span().map_or(" ".to_string(), |s| {
+            let p = index_schema::source::offset_to_position(text, s.start);
+            format!("{}:{}: ", p.line, p.col)
+        });
+        format!("{at}{field}: {message}")
     })
 }
 
@@ -169,6 +199,75 @@ pub fn hub_url() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
+
+    fn refused<T: serde::de::DeserializeOwned + std::fmt::Debug>(text: &str) -> String {
+        parse_toml::<T>(text).expect_err("should be refused")
+    }
+
+    /// Every field of the trust store and the credentials file that ofc does not define is
+    /// refused with its line and its path.
+    #[rstest]
+    #[case("colour = 1\n", "1:1: colour: unknown field `colour`")]
+    #[case(
+        "[hubs.local.publishers.acme]\nkeys = []\nfingerprint = \"x\"\n",
+        "3:1: hubs.local.publishers.acme.fingerprint: unknown field `fingerprint`"
+    )]
+    #[case(
+        "[hubs.local.witnesses]\nkeys = []\nquorum = 2\n",
+        "3:1: hubs.local.witnesses.quorum: unknown field `quorum`"
+    )]
+    #[case(
+        "[hubs.local.log]\nkey = \"k\"\ncheckpoint = \"c\"\nsize = 3\n",
+        "4:1: hubs.local.log.size: unknown field `size`"
+    )]
+    #[case(
+        "[hubs.local.agents.\"a/b\"]\nhighest = \"1.0.0\"\nlowest = \"0.1.0\"\n",
+        "3:1: hubs.local.agents.a/b.lowest: unknown field `lowest`"
+    )]
+    #[case(
+        "[hubs.local]\nmirror = \"x\"\n",
+        "2:1: hubs.local.mirror: unknown field `mirror`"
+    )]
+    fn trust_store_fields_it_does_not_define_are_refused(
+        #[case] text: &str,
+        #[case] expected: &str,
+    ) {
+        let e = refused::<crate::trust::TrustStore>(text);
+        assert!(e.starts_with(expected), "{e}");
+    }
+
+    #[rstest]
+    #[case("user = \"a\"\n", "1:1: user: unknown field `user`")]
+    #[case(
+        "[hubs.local]\ntoken = \"ofc_x\"\nexpires = 3\n",
+        "3:1: hubs.local.expires: unknown field `expires`"
+    )]
+    fn credentials_fields_it_does_not_define_are_refused(
+        #[case] text: &str,
+        #[case] expected: &str,
+    ) {
+        let e = refused::<crate::credentials::Credentials>(text);
+        assert!(e.starts_with(expected), "{e}");
+    }
+
+    #[test]
+    fn a_refused_file_is_named_with_the_line_and_field() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("trust.toml");
+        std::fs::write(&path, "[hubs.local]\nmirror = \"x\"\n").unwrap();
+        let e = read_toml::<crate::trust::TrustStore>(&path, "trust store", "fix it")
+            .unwrap_err()
+            .to_string();
+        let line = format!(
+            "{}:2:1: hubs.local.mirror: unknown field `mirror`",
+            path.display()
+        );
+        assert!(
+            e.contains("is not a valid trust store") && e.contains(&line),
+            "{e}"
+        );
+    }
 
     #[test]
     fn home_puts_config_and_cache_under_it() {

@@ -2,6 +2,7 @@
 //!
 //! | name | kind |
 //! |---|---|
+//! | `*.yaml`, `*.yml` in a `.fast-agent/agent-cards/` or `.fast-agent/tool-cards/` folder, whatever its name (`agent.yaml` too) | AgentCard (YAML) |
 //! | `ofc.lock`, `*.lock` | lockfile |
 //! | `agent.yaml`, `*.agent.yaml` (`.yml` too) | agent.yaml |
 //! | `blueprint.yaml`, `*.blueprint.yaml` (`.yml` too) | blueprint |
@@ -10,7 +11,6 @@
 //! | `agent-card.json`, `*.agent-card.json` | A2A agent card |
 //! | `server.json`, `*.server.json` | MCP Registry server.json |
 //! | `*.card.yaml`, `*.card.yml` | AgentCard (YAML) |
-//! | `*.yaml`, `*.yml` in a `.fast-agent/agent-cards/` or `.fast-agent/tool-cards/` folder | AgentCard (YAML) |
 //! | `*.md`, `*.markdown` starting with `---` front matter | AgentCard (Markdown) |
 //! | other `*.json` | envelope if it has `payloadType`, manifest if it has `schemaVersion`, A2A agent card if it has `defaultInputModes` or `skills` and `url`, MCP server.json if its `$schema` is a server.json schema |
 //! | other `*.yaml`/`*.yml` | blueprint if it has an `agents` list or `workstations`/`floor_manager`; AgentCard if it has `instruction` or a card `type` (any case); agent.yaml if it has `id`, `prompt` or `model` |
@@ -85,11 +85,21 @@ impl DocumentKind {
     }
 }
 
+/// Whether `path` is in `.fast-agent/agent-cards/` or `.fast-agent/tool-cards/`, also when it is
+/// written relative to that folder (`./agent.yaml` from inside it).
+pub fn in_fast_agent_card_folder(path: &Path) -> bool {
+    in_card_folder(path) || path.canonicalize().is_ok_and(|p| in_card_folder(&p))
+}
+
 /// Detects the kind of the file at `path` whose text is `text`; `None` when it is not an ofc
 /// document.
 pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
     let name = path.file_name()?.to_str()?.to_ascii_lowercase();
     let ends = |suffixes: &[&str]| suffixes.iter().any(|s| name.ends_with(s));
+    // Inside fast-agent's card folders every YAML file is a card, `agent.yaml` included.
+    if ends(&[".yaml", ".yml"]) && in_fast_agent_card_folder(path) {
+        return Some(DocumentKind::CardYaml);
+    }
     if name == "ofc.lock" || name.ends_with(".lock") {
         return Some(DocumentKind::Lockfile);
     }
@@ -116,7 +126,7 @@ pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
     if name == mcp_server_json::FILE_NAME || name.ends_with(".server.json") {
         return Some(DocumentKind::McpServerJson);
     }
-    if ends(&[".card.yaml", ".card.yml"]) || (ends(&[".yaml", ".yml"]) && in_card_folder(path)) {
+    if ends(&[".card.yaml", ".card.yml"]) {
         return Some(DocumentKind::CardYaml);
     }
     if ends(&[".md", ".markdown"]) {
@@ -242,6 +252,27 @@ mod tests {
         }
         assert_eq!(
             detect(Path::new("agent-cards/helper.yaml"), "model: x\n"),
+            Some(DocumentKind::AgentYaml)
+        );
+    }
+
+    /// A card folder's `agent.yaml` (or `blueprint.yaml`, `x.agent.yaml`) is a card, as every
+    /// YAML file there is; outside such a folder the names keep their meaning.
+    #[test]
+    fn every_yaml_in_a_card_folder_is_a_card_whatever_its_name() {
+        let a2a = "type: a2a\nurl: https://a.example/a2a\n";
+        for dir in [".fast-agent/agent-cards", "p/.fast-agent/tool-cards"] {
+            for name in ["agent.yaml", "agent.yml", "x.agent.yaml", "blueprint.yaml"] {
+                let p = Path::new(dir).join(name);
+                assert_eq!(detect(&p, a2a), Some(DocumentKind::CardYaml), "{p:?}");
+            }
+        }
+        assert_eq!(
+            detect(Path::new("p/agent.yaml"), a2a),
+            Some(DocumentKind::AgentYaml)
+        );
+        assert_eq!(
+            detect(Path::new(".fast-agent/agent.yaml"), a2a),
             Some(DocumentKind::AgentYaml)
         );
     }

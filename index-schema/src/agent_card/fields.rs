@@ -77,6 +77,27 @@ const CONNECTOR_IDS: [&str; 8] = [
     "connector_sharepoint",
 ];
 
+/// `s`, cut to `max` characters with `…`.
+pub(super) fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(max).collect::<String>())
+    }
+}
+
+/// The strings of a string or a list (other items left out).
+pub(super) fn string_list(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|i| i.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 pub(super) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",

@@ -14,5 +14,6 @@ mod manifest_fixtures;
 mod manifest_roundtrip;
 mod mcp_server_json_fixtures;
 mod names_api;
+mod unknown_fields;
 mod wire_cases;
 mod wire_seed000;

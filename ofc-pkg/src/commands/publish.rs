@@ -14,7 +14,6 @@ use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
-use index_schema::Diagnostics;
 use index_schema::a2a_card::{self, A2aCard};
 use index_schema::agent_card::AgentCard;
 use index_schema::agent_yaml::{AgentYaml, ManifestDefaults};
@@ -24,12 +23,13 @@ use index_schema::manifest::{BundleSource, Manifest, Source, parse_exact_version
 use index_schema::mcp_server_json::{self, ServerJson};
 use index_schema::media_types::AGENT_BUNDLE_V1;
 use index_schema::name::AgentName;
+use index_schema::{Diagnostics, source};
 use serde_json::json;
 
 use crate::cli::PublishArgs;
 use crate::config::Paths;
 use crate::credentials::TOKEN_ENV;
-use crate::detect::{DocumentKind, detect};
+use crate::detect::{DocumentKind, detect, in_fast_agent_card_folder};
 use crate::hub::{self, Hub};
 use crate::keys;
 use crate::output::{ExitStatus, Output, UserError};
@@ -49,6 +49,8 @@ pub struct Prepared {
     pub bundle: Option<Packed>,
     /// The file the manifest came from, relative to the folder.
     pub entrypoint: String,
+    /// What that file has that ofc accepts but does not act on, `file:line:col: field: …`.
+    pub warnings: Vec<String>,
 }
 
 /// Runs the verb.
@@ -79,6 +81,9 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
         args.version.as_deref(),
         |m| sign_manifest(m, &key),
     )?;
+    for w in &prepared.warnings {
+        out.status(&format!("warning: {w}"));
+    }
     let m = &prepared.manifest;
     let manifest_digest = prepared.envelope.payload_digest();
     let key_id = key.key_id();
@@ -204,10 +209,11 @@ fn wait_until_found(
 }
 
 /// Finds the folder's `agent.yaml`, A2A `agent-card.json` or single AgentCard (at its root).
+/// In fast-agent's card folders every YAML file is a card, `agent.yaml` too.
 pub fn find_entrypoint(dir: &Path) -> Result<(PathBuf, DocumentKind)> {
     for name in ["agent.yaml", "agent.yml"] {
         let p = dir.join(name);
-        if p.is_file() {
+        if p.is_file() && !in_fast_agent_card_folder(&p) {
             return Ok((p, DocumentKind::AgentYaml));
         }
     }
@@ -321,25 +327,39 @@ pub fn prepare(
         }));
     }
 
+    let mut warnings = Diagnostics::default();
     let built: Result<Manifest, Diagnostics> = match kind {
         DocumentKind::AgentYaml => {
             let text = fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
-            AgentYaml::from_yaml(&text).and_then(|y| y.to_manifest(defaults))
+            source::parse_yaml(&text).and_then(|doc| {
+                let y = AgentYaml::from_doc(&doc)?;
+                warnings = doc.locate(y.warnings());
+                y.to_manifest(defaults)
+            })
         }
         // A remote agent: the manifest points at the card's `url`, no bundle is uploaded.
         DocumentKind::A2aCard => {
             let text = fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
-            A2aCard::from_json(&text).and_then(|c| c.to_manifest(defaults, &entrypoint))
+            A2aCard::from_json(&text).and_then(|c| {
+                warnings = c.warnings();
+                c.to_manifest(defaults, &entrypoint)
+            })
         }
         // The server's package (npm, pip, docker) or remote; no bundle is uploaded.
         DocumentKind::McpServerJson => {
             let text = fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
-            ServerJson::from_json(&text).and_then(|c| c.to_manifest(defaults, &entrypoint))
+            ServerJson::from_json(&text).and_then(|c| {
+                warnings = c.warnings();
+                c.to_manifest(defaults, &entrypoint)
+            })
         }
-        _ => AgentCard::load_file(&file).and_then(|c| c.card.to_manifest(defaults)),
+        _ => AgentCard::load_file(&file).and_then(|c| {
+            warnings = c.warnings;
+            c.card.to_manifest(defaults)
+        }),
     };
     let manifest = built.map_err(|d| {
         let mut msg = format!("{} cannot be published:", file.display());
@@ -365,6 +385,10 @@ pub fn prepare(
         envelope,
         bundle,
         entrypoint,
+        warnings: warnings
+            .iter()
+            .map(|w| format!("{}:{w}", file.display()))
+            .collect(),
     })
 }
 

@@ -1,5 +1,7 @@
 //! `ofc validate PATH...`: detects each document's kind, checks it, and prints `ok` per file or
-//! one `file:line:col: field: what is wrong` line per problem. Directories are walked, skipping
+//! one `file:line:col: field: what is wrong` line per problem. A valid file's fields that ofc
+//! accepts but does not act on are named in `warning: file:line:col: field: …` lines (they do
+//! not change the exit code). Directories are walked, skipping
 //! dot-folders except fast-agent's `.fast-agent/` (its card folders hold AgentCards). An Agent
 //! Skill (`SKILL.md`) is named as such and skipped: it is not a card, so it gets no verdict.
 
@@ -8,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use index_schema::agent_card::{FAST_AGENT_DIR, is_agent_skill};
-use index_schema::{Diagnostics, FieldPath};
+use index_schema::{Diagnostic, Diagnostics, FieldPath};
 use serde_json::json;
 
 use crate::cli::ValidateArgs;
@@ -27,6 +29,8 @@ pub struct FileReport {
     pub kind: DocumentKind,
     /// Problems found; empty when valid.
     pub diagnostics: Diagnostics,
+    /// What a valid file has that ofc accepts but does not act on.
+    pub warnings: Diagnostics,
     /// For AgentCards, the card's name (for the load-set uniqueness rule).
     pub card_name: Option<String>,
 }
@@ -85,6 +89,7 @@ pub fn run(args: &ValidateArgs, out: &mut Output) -> Result<ExitStatus> {
     check_card_sets(&mut reports);
 
     let invalid = reports.iter().filter(|r| !r.diagnostics.is_empty()).count();
+    let warnings: usize = reports.iter().map(|r| r.warnings.0.len()).sum();
     if out.json {
         let files: Vec<_> = reports.iter().map(report_json).collect();
         let skipped: Vec<_> = skills
@@ -95,7 +100,7 @@ pub fn run(args: &ValidateArgs, out: &mut Output) -> Result<ExitStatus> {
             "ok": invalid == 0,
             "files": files,
             "skipped": skipped,
-            "summary": {"checked": reports.len(), "valid": reports.len() - invalid, "invalid": invalid},
+            "summary": {"checked": reports.len(), "valid": reports.len() - invalid, "invalid": invalid, "warnings": warnings},
         }));
     } else {
         for r in &reports {
@@ -106,13 +111,21 @@ pub fn run(args: &ValidateArgs, out: &mut Output) -> Result<ExitStatus> {
                     out.data(&format!("{}:{d}", r.path.display()));
                 }
             }
+            for w in r.warnings.iter() {
+                out.data(&warning_line(&r.path, w));
+            }
         }
         out.status(&format!(
-            "checked {} file{}: {} ok, {} invalid",
+            "checked {} file{}: {} ok, {} invalid{}",
             reports.len(),
             if reports.len() == 1 { "" } else { "s" },
             reports.len() - invalid,
-            invalid
+            invalid,
+            match warnings {
+                0 => String::new(),
+                1 => ", 1 warning".to_string(),
+                n => format!(", {n} warnings"),
+            }
         ));
     }
     Ok(if invalid == 0 {
@@ -122,24 +135,30 @@ pub fn run(args: &ValidateArgs, out: &mut Output) -> Result<ExitStatus> {
     })
 }
 
+/// `warning: file:line:col: field: message`: a field accepted but not acted on.
+pub fn warning_line(file: &Path, w: &Diagnostic) -> String {
+    format!("warning: {}:{w}", file.display())
+}
+
 fn report_json(r: &FileReport) -> serde_json::Value {
-    let errors: Vec<_> = r
-        .diagnostics
-        .iter()
-        .map(|d| {
-            json!({
-                "line": d.position.map(|p| p.line),
-                "column": d.position.map(|p| p.col),
-                "field": if d.path.is_root() { serde_json::Value::Null } else { json!(d.path.to_string()) },
-                "message": d.message,
+    let list = |d: &Diagnostics| -> Vec<serde_json::Value> {
+        d.iter()
+            .map(|d| {
+                json!({
+                    "line": d.position.map(|p| p.line),
+                    "column": d.position.map(|p| p.col),
+                    "field": if d.path.is_root() { serde_json::Value::Null } else { json!(d.path.to_string()) },
+                    "message": d.message,
+                })
             })
-        })
-        .collect();
+            .collect()
+    };
     json!({
         "path": r.path.display().to_string(),
         "kind": r.kind.id(),
         "ok": r.diagnostics.is_empty(),
-        "errors": errors,
+        "errors": list(&r.diagnostics),
+        "warnings": list(&r.warnings),
     })
 }
 
@@ -188,6 +207,7 @@ pub fn check_file(path: &Path, forced: Option<DocumentKind>) -> Result<Option<Fi
                         ),
                     ),
                     card_name: None,
+                    warnings: Diagnostics::default(),
                 }));
             }
         },
@@ -208,36 +228,80 @@ pub fn check_file(path: &Path, forced: Option<DocumentKind>) -> Result<Option<Fi
                 ),
             ),
             card_name: None,
+            warnings: Diagnostics::default(),
         }));
     };
-    let (diagnostics, card_name) = match check_text(kind, path, text) {
-        Ok(name) => (Diagnostics::default(), name),
-        Err(d) => (d, None),
+    let (diagnostics, card_name, warnings) = match check_text(kind, path, text) {
+        Ok(Checked {
+            card_name,
+            warnings,
+        }) => (Diagnostics::default(), card_name, warnings),
+        Err(d) => (d, None, Diagnostics::default()),
     };
     Ok(Some(FileReport {
         path: path.to_path_buf(),
         kind,
         diagnostics,
         card_name,
+        warnings,
     }))
 }
 
-/// Checks a document's text; for cards returns the card's name.
-fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Option<String>, Diagnostics> {
+/// What checking a valid document found.
+struct Checked {
+    /// For AgentCards, the card's name.
+    card_name: Option<String>,
+    /// Fields accepted but not acted on, positioned.
+    warnings: Diagnostics,
+}
+
+impl Checked {
+    fn clean() -> Self {
+        Self {
+            card_name: None,
+            warnings: Diagnostics::default(),
+        }
+    }
+
+    fn warned(warnings: Diagnostics) -> Self {
+        Self {
+            card_name: None,
+            warnings,
+        }
+    }
+}
+
+/// Checks a document's text.
+fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Checked, Diagnostics> {
     use index_schema::{
         a2a_card, agent_card, agent_yaml, blueprint, envelope, lockfile, manifest, mcp_server_json,
+        source,
     };
     match kind {
-        DocumentKind::Manifest => manifest::Manifest::from_json(text).map(|_| None),
-        DocumentKind::Envelope => envelope::Envelope::from_json(text).map(|_| None),
-        DocumentKind::AgentYaml => agent_yaml::AgentYaml::from_yaml(text).map(|_| None),
-        DocumentKind::Blueprint => blueprint::Blueprint::from_yaml(text).map(|_| None),
-        DocumentKind::Lockfile => lockfile::Lockfile::from_toml(text).map(|_| None),
-        DocumentKind::A2aCard => a2a_card::A2aCard::from_json(text).map(|_| None),
-        DocumentKind::McpServerJson => mcp_server_json::ServerJson::from_json(text).map(|_| None),
-        DocumentKind::CardMd | DocumentKind::CardYaml => {
-            agent_card::AgentCard::load_file(path).map(|c| Some(c.card.name.clone()))
+        DocumentKind::Manifest => manifest::Manifest::from_json(text).map(|_| Checked::clean()),
+        DocumentKind::Envelope => envelope::Envelope::from_json(text).map(|_| Checked::clean()),
+        DocumentKind::AgentYaml => {
+            let doc = source::parse_yaml(text)?;
+            let a = agent_yaml::AgentYaml::from_doc(&doc)?;
+            Ok(Checked::warned(doc.locate(a.warnings())))
         }
+        DocumentKind::Blueprint => {
+            let doc = source::parse_yaml(text)?;
+            let bp = blueprint::Blueprint::from_doc(&doc)?;
+            Ok(Checked::warned(doc.locate(bp.warnings())))
+        }
+        DocumentKind::Lockfile => lockfile::Lockfile::from_toml(text).map(|_| Checked::clean()),
+        DocumentKind::A2aCard => {
+            a2a_card::A2aCard::from_json(text).map(|c| Checked::warned(c.warnings()))
+        }
+        DocumentKind::McpServerJson => {
+            mcp_server_json::ServerJson::from_json(text).map(|c| Checked::warned(c.warnings()))
+        }
+        DocumentKind::CardMd | DocumentKind::CardYaml => agent_card::AgentCard::load_file(path)
+            .map(|c| Checked {
+                card_name: Some(c.card.name.clone()),
+                warnings: c.warnings,
+            }),
     }
 }
 
@@ -261,5 +325,126 @@ fn check_card_sets(reports: &mut [FileReport]) {
                 format!("card name `{name}` is already used by {first} in the same directory"),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn fields(d: &Diagnostics) -> Vec<(String, Option<u32>)> {
+        d.iter()
+            .map(|d| (d.path.to_string(), d.position.map(|p| p.line)))
+            .collect()
+    }
+
+    /// The newcomer's blueprint: a command on an agent without `type: acp` was dropped and the
+    /// file said ok.
+    #[test]
+    fn a_command_on_an_llm_agent_is_refused_with_the_way_out() {
+        let d = tempfile::tempdir().unwrap();
+        let p = file(
+            d.path(),
+            "blueprint.yaml",
+            "agents:\n  - id: \"@claude\"\n    command: claude-code-acp\n    args: [--verbose]\n",
+        );
+        let r = check_file(&p, None).unwrap().unwrap();
+        assert_eq!(
+            fields(&r.diagnostics),
+            [
+                ("agents[0].command".to_string(), Some(3)),
+                ("agents[0].args".to_string(), Some(4)),
+                ("agents[0].model".to_string(), Some(2)),
+            ]
+        );
+        let m = &r.diagnostics.0[0].message;
+        assert!(
+            m.contains("a local agent file") && m.contains("`type: acp`"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn fields_ofc_does_not_act_on_are_warned_with_their_lines() {
+        let d = tempfile::tempdir().unwrap();
+        let bp = file(
+            d.path(),
+            "blueprint.yaml",
+            "agents:\n  - id: \"@a\"\n    model: m\n    furniture: [b]\nfurniture:\n  - name: b\n    type: taskboard\n    config: {columns: [a]}\n",
+        );
+        let r = check_file(&bp, None).unwrap().unwrap();
+        assert!(r.diagnostics.is_empty(), "{}", r.diagnostics);
+        assert_eq!(
+            fields(&r.warnings),
+            [("furniture[0].config".to_string(), Some(8))]
+        );
+        let line = warning_line(&r.path, &r.warnings.0[0]);
+        assert!(
+            line.starts_with(&format!(
+                "warning: {}:8:13: furniture[0].config: `config` is accepted but not used by ofc",
+                bp.display()
+            )),
+            "{line}"
+        );
+        let agent = file(
+            d.path(),
+            "agent.yaml",
+            "id: \"@a\"\nmodel: m\ntools: [bash]\n",
+        );
+        let r = check_file(&agent, None).unwrap().unwrap();
+        assert_eq!(fields(&r.warnings), [("tools".to_string(), Some(3))]);
+        let card = file(d.path(), "helper.md", "---\nname: helper\n---\n");
+        let r = check_file(&card, None).unwrap().unwrap();
+        assert!(r.diagnostics.is_empty(), "{}", r.diagnostics);
+        // No instruction is written anywhere: the warning points at the card's first line.
+        assert_eq!(fields(&r.warnings), [("instruction".to_string(), Some(1))]);
+        let line = warning_line(&r.path, &r.warnings.0[0]);
+        assert!(
+            line.starts_with(&format!(
+                "warning: {}:1:1: instruction: the card has no instruction, which the AgentCard \
+                 RFC requires: fast-agent gives the agent its default instruction",
+                card.display()
+            )),
+            "{line}"
+        );
+    }
+
+    /// In fast-agent's card folders every YAML file is a card: `agent.yaml` holding an A2A card
+    /// is read as the card it is, not refused as ofc's agent.yaml.
+    #[test]
+    fn an_agent_yaml_in_a_card_folder_is_a_card() {
+        let d = tempfile::tempdir().unwrap();
+        let a2a =
+            "type: a2a\nurl: https://agents.example/a2a\ninstruction: Ask the remote agent.\n";
+        for folder in ["agent-cards", "tool-cards"] {
+            let p = file(
+                d.path(),
+                &format!("project/.fast-agent/{folder}/agent.yaml"),
+                a2a,
+            );
+            let r = check_file(&p, None).unwrap().unwrap();
+            assert_eq!(r.kind, DocumentKind::CardYaml);
+            assert!(r.diagnostics.is_empty(), "{}", r.diagnostics);
+            assert_eq!(r.card_name.as_deref(), Some("agent"));
+        }
+        // Publishing the folder finds that card as its one agent.
+        let (entry, kind) = crate::commands::publish::find_entrypoint(
+            &d.path().join("project/.fast-agent/agent-cards"),
+        )
+        .unwrap();
+        assert_eq!(kind, DocumentKind::CardYaml);
+        assert!(entry.ends_with("agent.yaml"));
+        // Outside a card folder the name keeps its meaning.
+        let p = file(d.path(), "project/agent.yaml", a2a);
+        let r = check_file(&p, None).unwrap().unwrap();
+        assert_eq!(r.kind, DocumentKind::AgentYaml);
+        assert!(!r.diagnostics.is_empty());
     }
 }

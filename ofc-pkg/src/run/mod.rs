@@ -167,6 +167,7 @@ fn run(args: &RunArgs, out: &mut Output) -> Result<u8> {
         );
     }
     let loaded = plan::load(&args.file).map_err(blueprint_error)?;
+    plan::say_warnings(out, &loaded.warnings);
     let problems = plan::unsupported(&loaded.blueprint);
     if !problems.is_empty() {
         return Err(blueprint_error(plan::report(
@@ -180,7 +181,10 @@ fn run(args: &RunArgs, out: &mut Output) -> Result<u8> {
     if let Some(cleaned) = supervisor::clean_after_unfinished_run(&project.root) {
         out.status(&format!("note: {cleaned}"));
     }
-    let planned = resolve(&loaded, args)?;
+    let mut file_warnings = Vec::new();
+    let planned = resolve(&loaded, args, &mut file_warnings);
+    plan::say_warnings(out, &file_warnings);
+    let planned = planned?;
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -193,8 +197,13 @@ fn run(args: &RunArgs, out: &mut Output) -> Result<u8> {
     code
 }
 
-/// Resolves every agent entry. Every problem is collected and reported with its field.
-fn resolve(loaded: &plan::Loaded, args: &RunArgs) -> Result<Vec<Planned>> {
+/// Resolves every agent entry. Every problem is collected and reported with its field; what
+/// local agent files have that ofc does not act on goes to `warnings`.
+fn resolve(
+    loaded: &plan::Loaded,
+    args: &RunArgs,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Planned>> {
     let bp = &loaded.blueprint;
     let root = FieldPath::root();
     let mut diags = Diagnostics::default();
@@ -228,7 +237,7 @@ fn resolve(loaded: &plan::Loaded, args: &RunArgs) -> Result<Vec<Planned>> {
                     .parent()
                     .map(Path::to_path_buf)
                     .unwrap_or_else(|| loaded.dir.clone());
-                plan::from_agent_yaml(&file, &dir).map_err(|e| (field.clone(), e))
+                plan::from_agent_yaml(&file, &dir, warnings).map_err(|e| (field.clone(), e))
             }
             AgentEntry::Hub(reference) => {
                 let ctx = match &hub_ctx {
@@ -712,7 +721,7 @@ async fn run_floor(
         .into());
     }
 
-    let run_id = run_id();
+    let run_id = project_dir::run_id();
     // Recorded before anything starts: if this run is killed, the next one finds what it left.
     project.write_state(&serde_json::json!({
         "pid": std::process::id(),
@@ -1031,21 +1040,4 @@ async fn start_furniture(
         lists.iter().map(|(h, f)| (h, f.as_slice())),
     );
     Ok(Some(FloorFurniture::new(run_id, pieces, grants)))
-}
-
-/// A run id: UTC time, then random hex (sortable, unique, safe as a file name).
-fn run_id() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    let mut bytes = [0u8; 4];
-    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut bytes);
-    format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}Z-{}",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second(),
-        hex::encode(bytes)
-    )
 }

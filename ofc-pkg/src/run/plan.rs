@@ -69,6 +69,9 @@ pub enum Kind {
 /// A loaded blueprint: the parsed document (for positions) and its directory.
 #[derive(Debug)]
 pub struct Loaded {
+    /// What the blueprint has that ofc accepts but does not act on, one
+    /// `file:line:col: field: …` line each.
+    pub warnings: Vec<String>,
     /// The file.
     pub path: PathBuf,
     /// Its directory (the project).
@@ -77,6 +80,14 @@ pub struct Loaded {
     pub blueprint: Blueprint,
     /// The parsed text, for line numbers.
     pub doc: SourceDoc,
+}
+
+/// Says what the blueprint and its agent files have that ofc accepts but does not act on (never
+/// ignored silently), one `warning:` line each on stderr.
+pub fn say_warnings(out: &mut crate::output::Output, warnings: &[String]) {
+    for w in warnings {
+        out.status(&format!("warning: {w}"));
+    }
 }
 
 /// Problems with the blueprint, positioned: `file:line:col: field: message`, one per line.
@@ -145,6 +156,15 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         }
     }
     let blueprint = Blueprint::from_doc(&doc).map_err(|d| report(path, &doc, d))?;
+    let found = blueprint.warnings();
+    let warnings = if found.is_empty() {
+        Vec::new()
+    } else {
+        report(path, &doc, found)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -152,6 +172,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         .to_path_buf();
     let dir = dir.canonicalize().unwrap_or(dir);
     Ok(Loaded {
+        warnings,
         path: path.to_path_buf(),
         dir,
         blueprint,
@@ -266,8 +287,13 @@ fn resolve_program(command: &str, dir: &Path) -> Result<PathBuf, String> {
     Err(format!("`{command}` is not found in PATH"))
 }
 
-/// An agent described by an `agent.yaml` in `dir`.
-pub fn from_agent_yaml(file: &Path, dir: &Path) -> Result<(Handle, Activation, Kind), String> {
+/// An agent described by an `agent.yaml` in `dir`. What the file has that ofc accepts but does
+/// not act on is added to `warnings`, one `file:line:col: field: …` line each.
+pub fn from_agent_yaml(
+    file: &Path,
+    dir: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<(Handle, Activation, Kind), String> {
     let meta =
         std::fs::metadata(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     if meta.len() > MAX_FILE_BYTES {
@@ -279,7 +305,13 @@ pub fn from_agent_yaml(file: &Path, dir: &Path) -> Result<(Handle, Activation, K
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let lower = file.to_string_lossy().to_ascii_lowercase();
-    if lower.ends_with(".md") || lower.ends_with(".json") {
+    // A YAML file in fast-agent's card folders is a card, whatever its name.
+    if lower.ends_with(".md")
+        || lower.ends_with(".json")
+        || lower.ends_with(".card.yaml")
+        || lower.ends_with(".card.yml")
+        || crate::detect::in_fast_agent_card_folder(file)
+    {
         return Err(format!(
             "{}: AgentCards are not runnable by `ofc run` in this build; use an agent.yaml",
             file.display()
@@ -287,10 +319,11 @@ pub fn from_agent_yaml(file: &Path, dir: &Path) -> Result<(Handle, Activation, K
     }
     let doc = source::parse_yaml(&text)
         .map_err(|d| report(file, &SourceDoc::from_value(serde_json::Value::Null), d))?;
-    let y: AgentYaml = doc
-        .deserialize()
-        .and_then(|y: AgentYaml| y.validate().map(|()| y))
-        .map_err(|d| report(file, &doc, d))?;
+    let y = AgentYaml::from_doc(&doc).map_err(|d| report(file, &doc, d))?;
+    let found = y.warnings();
+    if !found.is_empty() {
+        warnings.extend(report(file, &doc, found).lines().map(str::to_owned));
+    }
     let handle = handle_of(&y.id)?;
     let act = activation(y.activation.as_ref());
     if let Some(command) = &y.command {
@@ -371,7 +404,8 @@ pub fn from_start(
 ) -> Result<(Option<(Handle, Activation)>, Kind), String> {
     match start {
         Start::AgentFile { file, dir } => {
-            let (h, a, k) = from_agent_yaml(file, dir)?;
+            // A pulled agent's file is its publisher's: `ofc publish` showed them its warnings.
+            let (h, a, k) = from_agent_yaml(file, dir, &mut Vec::new())?;
             Ok((Some((h, a)), k))
         }
         Start::Process {
@@ -405,5 +439,28 @@ pub fn from_start(
             ))
         }
         Start::Remote { endpoint } => Ok((None, Kind::Remote(endpoint.clone()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A blueprint naming `.fast-agent/agent-cards/agent.yaml` names a card (every YAML file
+    /// there is one), which `ofc run` cannot run yet; it is not read as an agent.yaml.
+    #[test]
+    fn an_agent_yaml_in_a_card_folder_is_not_run_as_an_agent_yaml() {
+        let d = tempfile::tempdir().unwrap();
+        let folder = d.path().join(".fast-agent/agent-cards");
+        std::fs::create_dir_all(&folder).unwrap();
+        let file = folder.join("agent.yaml");
+        std::fs::write(&file, "type: a2a\nurl: https://agents.example/a2a\n").unwrap();
+        let e = from_agent_yaml(&file, &folder, &mut Vec::new()).unwrap_err();
+        assert!(e.contains("AgentCards are not runnable"), "{e}");
+        // The same text outside a card folder is an agent.yaml, refused as one.
+        let file = d.path().join("agent.yaml");
+        std::fs::write(&file, "type: a2a\nurl: https://agents.example/a2a\n").unwrap();
+        let e = from_agent_yaml(&file, d.path(), &mut Vec::new()).unwrap_err();
+        assert!(e.contains("unknown field `type`"), "{e}");
     }
 }

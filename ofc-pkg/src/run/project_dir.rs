@@ -118,3 +118,20 @@ impl ProjectDir {
         Ok(())
     }
 }
+
+/// A run id: UTC time, then random hex (sortable, unique, safe as a file name).
+pub(crate) fn run_id() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let mut bytes = [0u8; 4];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut bytes);
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z-{}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        hex::encode(bytes)
+    )
+}

@@ -296,3 +296,58 @@ fn a2a_agent_cards_are_checked_with_line_and_field() {
         "{out}"
     );
 }
+
+/// What ofc accepts but does not act on is named in `warning:` lines (and in `--json`), and a
+/// file with only warnings still passes; a field of another kind of entry is refused.
+#[test]
+fn warnings_are_printed_and_leave_the_exit_code_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let bp = dir.path().join("blueprint.yaml");
+    std::fs::write(
+        &bp,
+        "agents:\n  - id: \"@a\"\n    model: m\nfurniture:\n  - name: b\n    type: taskboard\n    config: {columns: [a]}\n",
+    )
+    .unwrap();
+    let card = dir.path().join("helper.md");
+    std::fs::write(&card, "---\nname: helper\n---\n").unwrap();
+    let o = ofc(&["validate", bp.to_str().unwrap(), card.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!(
+            "warning: {}:7:13: furniture[0].config: `config` is accepted but not used by ofc",
+            bp.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "warning: {}:1:1: instruction: the card has no instruction",
+            card.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        stderr(&o).contains("2 ok, 0 invalid, 2 warnings"),
+        "{}",
+        stderr(&o)
+    );
+    let o = ofc(&["validate", "--json", bp.to_str().unwrap()]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["files"][0]["warnings"][0]["field"], "furniture[0].config");
+    assert_eq!(v["files"][0]["warnings"][0]["line"], 7);
+    assert_eq!(v["summary"]["warnings"], 1);
+
+    std::fs::write(
+        &bp,
+        "agents:\n  - id: \"@claude\"\n    command: claude-code-acp\n",
+    )
+    .unwrap();
+    let o = ofc(&["validate", bp.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("3:14: agents[0].command: `command` does not apply to an `llm` agent"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -242,6 +242,70 @@ fn what_cannot_run_is_refused_with_its_line_before_anything_starts() {
     );
 }
 
+/// A field that does not belong to its entry is refused before anything starts (the newcomer's
+/// command on an agent without `type: acp` was dropped and the agent run as an LLM agent); a
+/// field ofc does not act on is named in a `warning:` line, for the blueprint and for a local
+/// agent file alike.
+#[test]
+fn fields_ofc_would_ignore_are_refused_or_warned_before_anything_starts() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let t = tag("fields");
+    let ok = format!("{t}ok");
+    process_agent(proj.path(), &ok, &[]);
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    blueprint(
+        proj.path(),
+        &format!(
+            "defaults:\n  model: m\nagents:\n  - ./{ok}.agent.yaml\n  - id: \"@claude\"\n    command: claude-code-acp\n"
+        ),
+    );
+    let r = run_in(&ofc, proj.path(), &["run", "hello"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "blueprint.yaml:6:14: agents[1].command: `command` does not apply to an `llm` agent \
+             (the default type), only to an `acp` agent; to run a program, use a local agent \
+             file (`./x.agent.yaml` with `command`), or `type: acp`"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(processes_with(&t).is_empty(), "nothing started");
+
+    // Warnings, then the refusal of what cannot run (nothing starts either way).
+    std::fs::write(
+        proj.path().join("tools.agent.yaml"),
+        "id: \"@tools\"\ncommand: no-such-program-xyz\ntools: [bash]\n",
+    )
+    .unwrap();
+    blueprint(
+        proj.path(),
+        "agents:\n  - ./tools.agent.yaml\nfurniture:\n  - name: b\n    type: taskboard\n    config: {columns: [a]}\n",
+    );
+    let r = run_in(&ofc, proj.path(), &["run", "hello"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "warning: blueprint.yaml:6:13: furniture[0].config: `config` is accepted but not used by ofc"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("tools.agent.yaml:3:8: tools: `tools` is accepted but not used by ofc"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("`no-such-program-xyz` is not found in PATH"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// Starts `ofc run` (interactive, stdin held open) in `dir`; returns the child once the floor
 /// is ready.
 pub(crate) fn start_interactive(dir: &Path, home: &Path) -> std::process::Child {
