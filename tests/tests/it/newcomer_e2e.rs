@@ -46,7 +46,7 @@ fn init_then_publish_then_at_once_search_and_pull() {
             .collect();
         assert_eq!(names, [format!("alice/{folder}")], "{found}");
         let pulled = alice.ofc.json(&["pull", &format!("alice/{folder}")]);
-        assert_eq!(pulled["version"], "0.1.0", "{pulled}");
+        assert_eq!(pulled["pulled"][0]["version"], "0.1.0", "{pulled}");
     }
     // `--no-wait` is there for scripts that do not need it.
     let dir = work.path().join("no-wait");
