@@ -5,9 +5,10 @@
 //! a container that answers `/ofc/info` and a respond call, and removed when the floor closes; a
 //! warm pull and run with the lock and the hub stopped need no network. A tag-only image is
 //! refused at publish, and at pull when a hub serves one signed with the publisher's key; a
-//! registry that alters the manifest or a layer is refused at pull, with nothing installed. A
-//! pull killed mid-download leaves no image, concurrent pulls install once, a killed `ofc run`
-//! leaves no container, and without podman or docker a run is refused before anything starts.
+//! registry that alters the manifest or a layer is refused at pull, with nothing installed, and
+//! one that trickles them is given up on within the download rate floor's window. A pull killed
+//! mid-download leaves no image, concurrent pulls install once, a killed `ofc run` leaves no
+//! container, and without podman or docker a run is refused before anything starts.
 //!
 //! Every test has a podman store of its own (`CONTAINERS_STORAGE_CONF`, vfs driver) for the
 //! image build and for `ofc`.
@@ -506,6 +507,74 @@ fn a_tag_only_image_and_an_altered_image_are_refused() {
     // Honest again, the same pull installs it.
     proxy.set(Mode::Honest);
     ok_in(&ofc, &podman, proj.path(), &["pull", "acme/altered"]);
+    assert!(images.join(digest.trim_start_matches("sha256:")).is_dir());
+}
+
+/// A registry that trickles (one byte every 100 ms: no read waits long, but the rate is 10
+/// bytes/s) a manifest, then a layer: each pull gives up within the rate floor's window (2 s
+/// here) with a clear error and installs nothing; honest again, the same pull installs it.
+#[test]
+fn a_registry_trickling_a_manifest_or_a_layer_is_given_up_on() {
+    let podman = Podman::new();
+    let hub = TestHub::process(ProcessOptions::default());
+    let publisher = hub.publisher("acme", &[]);
+    let digest = podman.build_and_push(host(&hub.url), "1", &publisher.token);
+    let proxy = HostileHub::start(&hub.url);
+    let image = format!("{}/acme/dockecho-image@{digest}", host(&proxy.url));
+    let r = publish(&publisher, "trickled", &image);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let proj = project("agents:\n  - acme/trickled\n");
+    let images = home.path().join("cache/docker-v1/images");
+    let pull = || {
+        let started = Instant::now();
+        let r = Ofc::finish(
+            ofc.cmd()
+                .env("CONTAINERS_STORAGE_CONF", &podman.conf)
+                .env("OFC_MIN_DOWNLOAD_RATE", "1024")
+                .env("OFC_DOWNLOAD_RATE_WINDOW", "2")
+                .current_dir(proj.path())
+                .args(["pull", "acme/trickled"]),
+        );
+        (r, started.elapsed())
+    };
+
+    for (mode, needle) in [
+        (
+            Mode::TrickleOciManifest(Duration::from_millis(100)),
+            format!("did not send the manifest {digest} within 2 s"),
+        ),
+        (
+            Mode::TrickleOciBlob(Duration::from_millis(100)),
+            "below the minimum of 1024 bytes/s".to_string(),
+        ),
+    ] {
+        proxy.set(mode);
+        let (r, took) = pull();
+        assert_eq!(
+            r.code,
+            Some(1),
+            "after {took:?}\n{}\n{}",
+            r.stdout,
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains(&needle)
+                && r.stderr.contains("nothing was installed")
+                && r.stderr.contains("OFC_MIN_DOWNLOAD_RATE"),
+            "{}",
+            r.stderr
+        );
+        assert!(took < Duration::from_secs(30), "gave up after {took:?}");
+        assert!(!images.exists() || std::fs::read_dir(&images).unwrap().next().is_none());
+    }
+    let lock = std::fs::read_to_string(proj.path().join("ofc.lock")).unwrap();
+    assert!(!lock.contains("trickled"), "{lock}");
+
+    proxy.set(Mode::Honest);
+    let (r, _) = pull();
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     assert!(images.join(digest.trim_start_matches("sha256:")).is_dir());
 }
 

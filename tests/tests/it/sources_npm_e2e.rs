@@ -1,9 +1,10 @@
 //! npm agents end to end, against the real `ofc-hub` and `ofc` binaries and a real npm registry
 //! (verdaccio 4, started by `scripts/peers/verdaccio`): a Node OFC agent package with a
-//! dependency, published here, is pulled → started → answers `/ofc/info` and a respond call; a
-//! warm pull with the lock and the registry stopped needs no network; install scripts are refused
-//! without the opt-in (and do not run); a tarball other than the signed pin and a lock that no
-//! longer matches are refused; `ofc pull` killed with SIGKILL at several points of a cold install
+//! dependency, published here, is pulled → started (by ofc, and its bin on its own) → answers
+//! `/ofc/info` and a respond call; a warm pull with the lock and the registry stopped needs no
+//! network; install scripts are refused without the opt-in (and do not run), those the
+//! registry's metadata hides too; a tarball other than the signed pin and a lock that no longer
+//! matches are refused; `ofc pull` killed with SIGKILL at several points of a cold install
 //! leaves no half-installed prefix nor a running `npm install`, and concurrent pulls of the same
 //! agent install it once.
 
@@ -24,6 +25,8 @@ fn repo() -> PathBuf {
 struct Registry {
     url: String,
     pid: u32,
+    /// The test user's token.
+    token: String,
     _storage: tempfile::TempDir,
 }
 
@@ -67,8 +70,97 @@ impl Registry {
         Registry {
             url: url.to_string(),
             pid: pid.parse().unwrap(),
+            token: token.to_string(),
             _storage: storage,
         }
+    }
+
+    /// Publishes `tests/npm-agent/ofc-node-scripted` as `name`, by hand: the tarball keeps its
+    /// `package.json` with its install script, the metadata sent to the registry (and served
+    /// by it) has no `scripts` — as a registry or a publisher hiding them would serve it.
+    fn publish_hiding_scripts(&self, name: &str) {
+        use base64::Engine as _;
+        let work = tempfile::tempdir().unwrap();
+        let pkg = work.path().join("pkg");
+        std::fs::create_dir_all(&pkg).unwrap();
+        let src = repo().join("tests/npm-agent/ofc-node-scripted");
+        std::fs::copy(src.join("index.js"), pkg.join("index.js")).unwrap();
+        let mut manifest: Value =
+            serde_json::from_slice(&std::fs::read(src.join("package.json")).unwrap()).unwrap();
+        manifest["name"] = name.into();
+        manifest["bin"] = serde_json::json!({ name: "index.js" });
+        assert!(manifest["scripts"]["postinstall"].is_string());
+        std::fs::write(
+            pkg.join("package.json"),
+            serde_json::to_vec_pretty(&manifest).unwrap(),
+        )
+        .unwrap();
+        let o = Command::new("npm")
+            .args(["pack", "--json", "--loglevel=error", "--pack-destination"])
+            .arg(work.path())
+            .current_dir(&pkg)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "npm pack: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let packed: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let packed = &packed[0];
+        let file = packed["filename"].as_str().unwrap();
+        let tarball = std::fs::read(work.path().join(file)).unwrap();
+        let version = manifest["version"].as_str().unwrap().to_string();
+        let mut shown = manifest.clone();
+        shown.as_object_mut().unwrap().remove("scripts");
+        shown["_id"] = format!("{name}@{version}").into();
+        shown["dist"] = serde_json::json!({
+            "integrity": packed["integrity"],
+            "shasum": packed["shasum"],
+            "tarball": format!("{}{name}/-/{file}", self.url),
+        });
+        let doc = serde_json::json!({
+            "_id": name,
+            "name": name,
+            "description": manifest["description"],
+            "dist-tags": { "latest": version },
+            "versions": { version.clone(): shown },
+            "_attachments": { file: {
+                "content_type": "application/octet-stream",
+                "data": base64::engine::general_purpose::STANDARD.encode(&tarball),
+                "length": tarball.len(),
+            }},
+        });
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let served: Value = rt.block_on(async {
+            let client = reqwest::Client::new();
+            let r = client
+                .put(format!("{}{name}", self.url))
+                .bearer_auth(&self.token)
+                .json(&doc)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status();
+            assert!(status.is_success(), "{status}: {}", r.text().await.unwrap());
+            client
+                .get(format!("{}{name}", self.url))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap()
+        });
+        let v = &served["versions"][&version];
+        assert_eq!(v["dist"]["integrity"], packed["integrity"], "{served}");
+        assert!(
+            v.get("scripts").is_none() && v.get("hasInstallScript").is_none(),
+            "the registry shows the scripts: {served}"
+        );
     }
 
     fn integrity(&self, package: &str) -> String {
@@ -181,6 +273,18 @@ fn npm_agent_publish_pull_start_and_warm_pull_without_the_registry() {
         "{lock}"
     );
     start_and_call(&p["start"], "@nodeecho");
+    // The package's bin runs on its own, straight from the cache, without ofc.
+    let prefix = Path::new(p["path"].as_str().unwrap());
+    start_and_call(
+        &serde_json::json!({
+            "kind": "process",
+            "program": prefix.join("node_modules/.bin/ofc-node-echo"),
+            "args": [],
+            "env": [],
+            "cwd": std::env::temp_dir(),
+        }),
+        "@nodeecho",
+    );
 
     // The lock edited to another integrity no longer matches what the registry serves.
     let edited = lock.replace(&pin, &format!("sha512-{}==", "A".repeat(86)));
@@ -267,6 +371,50 @@ fn install_scripts_need_the_opt_in_and_a_swapped_tarball_is_refused() {
         r.stderr.contains("pins") && r.stderr.contains(&other),
         "{}",
         r.stderr
+    );
+}
+
+/// A package whose registry metadata shows no install script, but whose tarball's
+/// `package.json` has one: refused like a visible one (npm would run it), and it did not run;
+/// with the opt-in it is accepted and runs.
+#[test]
+fn install_scripts_the_registry_metadata_hides_are_refused() {
+    let hub = TestHub::process(ProcessOptions::default());
+    let publisher = hub.publisher("acme", &[]);
+    let registry = Registry::start();
+    registry.publish_hiding_scripts("ofc-node-hidden");
+    publish(&publisher, "hidden", "ofc-node-hidden", &registry.url, None);
+
+    let home = tempfile::tempdir().unwrap();
+    let ofc = Ofc::new(home.path(), &hub.url);
+    let mark = home.path().join("mark");
+    let r = Ofc::finish(
+        ofc.cmd()
+            .env("OFC_TEST_MARK", &mark)
+            .args(["pull", "acme/hidden"]),
+    );
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("ofc-node-hidden (`postinstall` in its packed package.json")
+            && r.stderr.contains("install scripts")
+            && r.stderr.contains("--allow-install-scripts"),
+        "{}",
+        r.stderr
+    );
+    assert!(!mark.exists(), "the install script ran");
+    assert!(!home.path().join("cache/npm-v1/envs").exists());
+
+    let r = Ofc::finish(ofc.cmd().env("OFC_TEST_MARK", &mark).args([
+        "pull",
+        "--allow-install-scripts",
+        "acme/hidden",
+    ]));
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&mark).unwrap(),
+        "ran",
+        "with the opt-in, the install script ran"
     );
 }
 

@@ -11,11 +11,14 @@
 //! or docker when the agent starts (see [`crate::container`]).
 //!
 //! Registries are read anonymously; loopback registries are reached over plain HTTP (as docker
-//! does for `localhost`), every other one over HTTPS.
+//! does for `localhost`), every other one over HTTPS. Every download is held to the rate floor
+//! of [`crate::transfer`] (a registry trickling a layer a byte at a time is given up on after
+//! one window), and a manifest must arrive whole within one window.
 
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use async_trait::async_trait;
@@ -33,6 +36,7 @@ use super::{Installed, Job, Source};
 use crate::output::{UserError, truncate};
 use crate::pull::Ctx;
 use crate::start::Start;
+use crate::transfer::{MIN_RATE_ENV, RateFloor, Stalled};
 
 /// The cache directory of images.
 pub const DOCKER_DIR: &str = "docker-v1";
@@ -48,6 +52,12 @@ const MAX_MANIFEST_BYTES: usize = 4 * 1024 * 1024;
 
 /// The most layers one image may have.
 const MAX_LAYERS: usize = 256;
+
+/// How long connecting to a registry may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a read from a registry may wait for a byte (the rate floor aside).
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
@@ -271,21 +281,43 @@ async fn manifest_bytes(
     image: &str,
 ) -> Result<(Vec<u8>, String)> {
     let r = reference.clone_with_digest(digest.to_string());
-    let (bytes, _) = client
-        .pull_manifest_raw(
-            &r,
-            &RegistryAuth::Anonymous,
-            &[OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_LIST],
-        )
-        .await
-        .map_err(|e| match e {
-            // oci-client checks the digest of a manifest fetched by digest itself.
-            oci_client::errors::OciDistributionError::DigestError(e) => altered(format!(
+    // oci-client reads the manifest whole: the floor's window bounds the whole document (one
+    // piece, counted when it has arrived).
+    let mut floor = RateFloor::from_env()?;
+    let fetched = floor
+        .next(async {
+            client
+                .pull_manifest_raw(
+                    &r,
+                    &RegistryAuth::Anonymous,
+                    &[OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_LIST],
+                )
+                .await
+                .map(|(bytes, _)| Some(bytes))
+        })
+        .await;
+    let bytes = match fetched {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => unreachable!("a fetched manifest is one piece"),
+        // oci-client checks the digest of a manifest fetched by digest itself.
+        Err(Stalled::Transport(oci_client::errors::OciDistributionError::DigestError(e))) => {
+            return Err(altered(format!(
                 "the registry served a manifest for `{}` that does not hash to {digest} ({e})",
                 truncate(image, 200)
-            )),
-            e => registry_error(e, image),
-        })?;
+            )));
+        }
+        Err(Stalled::Transport(e)) => return Err(registry_error(e, image)),
+        Err(Stalled::TooSlow { window, .. }) => {
+            return Err(stalled(
+                format!(
+                    "the registry of `{}` did not send the manifest {digest} within {} s",
+                    truncate(image, 200),
+                    window.as_secs()
+                ),
+                "the registry or a proxy is stalling the download; retry later",
+            ));
+        }
+    };
     if bytes.len() > MAX_MANIFEST_BYTES {
         bail!(
             "the manifest {digest} is {} bytes, more than {MAX_MANIFEST_BYTES}",
@@ -318,6 +350,15 @@ fn altered(what: String) -> anyhow::Error {
         UserError::new(format!("{what}; nothing was installed")).hint(
             "the registry or a proxy altered the image; report it to the registry's operator"
         )
+    )
+}
+
+/// The refusal of a download that stalled or went below the rate floor.
+fn stalled(what: String, hint: &str) -> anyhow::Error {
+    anyhow!(
+        UserError::new(format!("{what}; gave up, nothing was installed")).hint(format!(
+            "{hint}, or lower {MIN_RATE_ENV} (0 turns the floor off)"
+        ))
     )
 }
 
@@ -359,6 +400,8 @@ async fn fetch_layout(
     };
     let client = Client::new(ClientConfig {
         protocol,
+        connect_timeout: Some(CONNECT_TIMEOUT),
+        read_timeout: Some(READ_TIMEOUT),
         ..ClientConfig::default()
     });
     let blobs = layout.join("blobs").join("sha256");
@@ -493,29 +536,62 @@ async fn fetch_blob(
     bar: &indicatif::ProgressBar,
 ) -> Result<u64> {
     let d = digest.to_string();
-    let mut stream = client
-        .pull_blob_stream(reference, d.as_str())
-        .await
-        .map_err(|e| registry_error(e, image))?
-        .stream;
     let path = blobs.join(digest.hex());
     let mut file = std::io::BufWriter::new(fs::File::create(&path)?);
     let mut h = sha2::Sha256::new();
     let mut n = 0u64;
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| {
-            // oci-client checks the digest of the stream itself, at its end.
-            if e.get_ref()
-                .is_some_and(|i| i.is::<oci_client::errors::DigestError>())
-            {
-                altered(format!(
-                    "a blob of `{}` does not hash to {digest}, the digest its manifest names ({e})",
-                    truncate(image, 200)
-                ))
-            } else {
-                anyhow!("cannot read {digest} from the registry: {e}")
+    // The floor's first window covers the request too: a registry slow to answer is as stalled
+    // as one slow to send.
+    let mut floor = RateFloor::from_env()?;
+    let mut stream = None;
+    loop {
+        let piece = floor
+            .next(async {
+                let s = match &mut stream {
+                    Some(s) => s,
+                    None => stream.insert(
+                        client
+                            .pull_blob_stream(reference, d.as_str())
+                            .await
+                            .map_err(|e| registry_error(e, image))?
+                            .stream,
+                    ),
+                };
+                s.next().await.transpose().map_err(|e| {
+                    // oci-client checks the digest of the stream itself, at its end.
+                    if e.get_ref()
+                        .is_some_and(|i| i.is::<oci_client::errors::DigestError>())
+                    {
+                        altered(format!(
+                            "a blob of `{}` does not hash to {digest}, the digest its manifest names ({e})",
+                            truncate(image, 200)
+                        ))
+                    } else {
+                        anyhow!("cannot read {digest} from the registry: {e}")
+                    }
+                })
+            })
+            .await;
+        let chunk = match piece {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(Stalled::Transport(e)) => return Err(e),
+            Err(Stalled::TooSlow {
+                got,
+                window,
+                min_rate,
+            }) => {
+                return Err(stalled(
+                    format!(
+                        "the registry of `{}` sent {digest} at {} bytes/s over the last {} s ({n} of {size} bytes), below the minimum of {min_rate} bytes/s",
+                        truncate(image, 200),
+                        got / window.as_secs().max(1),
+                        window.as_secs()
+                    ),
+                    "the registry or a proxy is stalling the download; retry later",
+                ));
             }
-        })?;
+        };
         n += chunk.len() as u64;
         if n > size {
             return Err(altered(format!(

@@ -6,9 +6,11 @@
 //! `package-lock.json`: every package must carry an integrity hash, the package's own must be
 //! the publisher's signed pin (when the manifest has one) and, under `--locked`, the lock's; a
 //! package that declares install scripts is refused unless the user opted in
-//! (`--allow-install-scripts`, which then runs them with `npm rebuild`). The prefix is keyed by
-//! the Node version and every package's integrity (agents with the same resolution share it)
-//! and renamed into `npm-v1/envs/<key>` under a per-key file lock.
+//! (`--allow-install-scripts`, which then runs them with `npm rebuild`). The lock says what the
+//! registry's metadata declares; the `package.json` packed in each tarball is what npm would
+//! run, so it is read too, and scripts only it declares are refused the same way. The prefix is
+//! keyed by the Node version and every package's integrity (agents with the same resolution
+//! share it) and renamed into `npm-v1/envs/<key>` under a per-key file lock.
 
 use std::fs;
 use std::io::Write as _;
@@ -41,6 +43,12 @@ const MAX_PACKAGES: usize = 2000;
 
 /// Largest `package-lock.json` read.
 const MAX_LOCK_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Largest installed `package.json` read.
+const MAX_PACKAGE_JSON_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The scripts npm runs when it installs a package.
+const INSTALL_SCRIPTS: [&str; 3] = ["preinstall", "install", "postinstall"];
 
 /// Marker written inside a complete prefix, before it is renamed into place.
 const MARKER: &str = "ofc-resolution.json";
@@ -209,6 +217,14 @@ impl Source for Npm {
             );
         }
         if cx.opts.allow_install_scripts {
+            // npm reads its hidden lockfile instead of the installed `package.json` files when
+            // it can, and that lockfile holds only what the registry's metadata declared:
+            // without it, `npm rebuild` runs the scripts the packages themselves declare.
+            let hidden = prefix.join("node_modules").join(".package-lock.json");
+            if hidden.exists() {
+                fs::remove_file(&hidden)
+                    .with_context(|| format!("cannot remove {}", hidden.display()))?;
+            }
             let mut cmd = npm_command(&npm_cache, stage.path())?;
             cmd.arg("rebuild")
                 .arg("--prefix")
@@ -372,8 +388,18 @@ fn read_lock(prefix: &Path, n: &NpmSource, node: &str, allow_scripts: bool) -> R
                 .hint("the registry must publish `dist.integrity` for every tarball")
             );
         };
+        let shown = p.trim_start_matches("node_modules/");
         if v["hasInstallScript"].as_bool() == Some(true) {
-            scripted.push(p.trim_start_matches("node_modules/").to_string());
+            scripted.push(truncate(shown, 80));
+        } else {
+            let packed = packed_install_scripts(prefix, p)?;
+            if !packed.is_empty() {
+                scripted.push(format!(
+                    "{} (`{}` in its packed package.json, which the registry's metadata does not show)",
+                    truncate(shown, 80),
+                    packed.join("`, `")
+                ));
+            }
         }
         if p == &own_path {
             if version != n.version.to_string() {
@@ -392,7 +418,7 @@ fn read_lock(prefix: &Path, n: &NpmSource, node: &str, allow_scripts: bool) -> R
         bail!(
             UserError::new(format!(
                 "{} declare{} install scripts, which run code from the package at install time; refused, and they did not run",
-                scripted.iter().map(|s| truncate(s, 80)).collect::<Vec<_>>().join(", "),
+                scripted.join(", "),
                 if scripted.len() == 1 { "s" } else { "" }
             ))
             .hint("if you trust them, pass --allow-install-scripts")
@@ -406,6 +432,46 @@ fn read_lock(prefix: &Path, n: &NpmSource, node: &str, allow_scripts: bool) -> R
         packages,
         integrity,
     })
+}
+
+/// The install scripts the package installed at `prefix/<path>` declares in its own
+/// `package.json` (the one packed in its tarball, which npm runs whatever the registry's
+/// metadata says): `preinstall`, `install`, `postinstall`, and the `node-gyp rebuild` npm runs
+/// for a `binding.gyp` without an install script.
+fn packed_install_scripts(prefix: &Path, path: &str) -> Result<Vec<&'static str>> {
+    let rel = Path::new(path);
+    if !rel
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)))
+    {
+        bail!(
+            "npm's lock names a package at `{}`, outside its prefix",
+            truncate(path, 120)
+        );
+    }
+    let dir = prefix.join(rel);
+    let file = dir.join("package.json");
+    let Ok(meta) = fs::metadata(&file) else {
+        // Not installed here (an optional package for another platform): nothing runs.
+        return Ok(Vec::new());
+    };
+    if meta.len() > MAX_PACKAGE_JSON_BYTES {
+        bail!(
+            "{} is {} bytes, more than {MAX_PACKAGE_JSON_BYTES}",
+            file.display(),
+            meta.len()
+        );
+    }
+    let pj: serde_json::Value = serde_json::from_slice(&fs::read(&file)?)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    let mut found: Vec<&'static str> = INSTALL_SCRIPTS
+        .into_iter()
+        .filter(|s| !pj["scripts"][*s].is_null())
+        .collect();
+    if !found.iter().any(|s| *s != "postinstall") && dir.join("binding.gyp").is_file() {
+        found.push("binding.gyp");
+    }
+    Ok(found)
 }
 
 /// `node <bin file>` for the package's bin named in the manifest.

@@ -57,6 +57,12 @@ pub enum Mode {
     CorruptOciBlob,
     /// Sends every OCI blob in small chunks with a pause between them.
     SlowOciBlob(Duration),
+    /// Sends every OCI blob one byte at a time with a pause between bytes (a stalling
+    /// registry).
+    TrickleOciBlob(Duration),
+    /// Sends every OCI manifest fetched by digest one byte at a time with a pause between
+    /// bytes.
+    TrickleOciManifest(Duration),
     /// Rewrites the image of every docker source to this one, re-signed with the publisher's
     /// own key (as if the publisher had signed it) and the version list updated to match.
     SetImage(String, Arc<SecretKey>),
@@ -352,13 +358,13 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
             }
             Mode::HostileBundle(evil, _) if is_bundle => bytes = evil.as_ref().clone(),
             Mode::TrickleBundle(pause) if is_bundle => {
-                let chunks: Vec<Vec<u8>> = bytes.chunks(1).map(<[u8]>::to_vec).collect();
-                let stream = futures_stream(chunks, *pause);
-                let mut r = Response::builder().status(status);
-                for (k, v) in out_headers.iter() {
-                    r = r.header(k, v);
-                }
-                return r.body(Body::from_stream(stream)).unwrap();
+                return trickle(status, &out_headers, bytes, *pause);
+            }
+            Mode::TrickleOciBlob(pause) if is_oci_blob => {
+                return trickle(status, &out_headers, bytes, *pause);
+            }
+            Mode::TrickleOciManifest(pause) if is_oci_manifest => {
+                return trickle(status, &out_headers, bytes, *pause);
             }
             Mode::SlowBundle(pause) | Mode::SlowOciBlob(pause)
                 if (is_bundle && matches!(mode, Mode::SlowBundle(_)))
@@ -381,6 +387,17 @@ async fn forward(State(p): State<Proxy>, req: Request) -> Response {
         r = r.header(k, v);
     }
     r.body(Body::from(bytes)).unwrap()
+}
+
+/// The answer `bytes`, sent one byte at a time with `pause` before each.
+fn trickle(status: StatusCode, headers: &HeaderMap, bytes: Vec<u8>, pause: Duration) -> Response {
+    let chunks: Vec<Vec<u8>> = bytes.chunks(1).map(<[u8]>::to_vec).collect();
+    let mut r = Response::builder().status(status);
+    for (k, v) in headers.iter() {
+        r = r.header(k, v);
+    }
+    r.body(Body::from_stream(futures_stream(chunks, pause)))
+        .unwrap()
 }
 
 fn futures_stream(
