@@ -174,7 +174,6 @@ pub fn read_dump(path: &std::path::Path) -> anyhow::Result<String> {
     Ok(text)
 }
 
-
 /// Imports the dump `text` into `namespace` (see the module documentation), publishing as
 /// `principal` and signing with `key`. `Err` only when the dump as a whole cannot be read (not
 /// JSON, no `servers` list): the message names the field and line.
