@@ -180,7 +180,7 @@ pub fn app(state: AppState) -> axum::Router {
 /// library (tantivy's commits and merges, sqlx's statements, hyper) at `warn`. Ask for more
 /// with e.g. `OFC_HUB_LOG=info,tantivy=info`.
 pub const DEFAULT_LOG: &str =
-    "warn,ofc_hub=info,hub_server=info,hub_search=info,index_schema=info,runtime=info";
+    "warn,ofc_hub=info,hub_server=info,hub_search=info,index_schema=info,ofc_net=info";
 
 /// Serves the hub on `listener` until `shutdown` resolves, then finishes in-flight requests
 /// and closes the database.
@@ -191,7 +191,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let store = state.store.clone();
     let search = state.search.clone();
-    let limits = runtime::net::ConnLimits::new(
+    let limits = ofc_net::ConnLimits::new(
         state.config.max_connections,
         std::time::Duration::from_secs(state.config.header_timeout_secs.max(1)),
         std::time::Duration::from_secs(state.config.body_timeout_secs.max(1)),
@@ -200,7 +200,7 @@ pub async fn serve(
         state.config.write_timeout_secs.max(1),
     ));
     let app = app(state);
-    runtime::net::serve(listener, app, limits, shutdown).await;
+    ofc_net::serve(listener, app, limits, shutdown).await;
     if let Some(search) = &search {
         search.shutdown().await?;
     }

@@ -357,7 +357,7 @@ async fn witness_cmd(global: &Global, cmd: WitnessCommand) -> anyhow::Result<()>
             tracing::info!(%addr, key = %witness.verifier(), "witness listening");
             eprintln!("ofc-hub witness key {}", witness.verifier());
             eprintln!("ofc-hub witness listening on http://{addr}");
-            let limits = runtime::net::ConnLimits::new(
+            let limits = ofc_net::ConnLimits::new(
                 cfg.max_connections,
                 std::time::Duration::from_secs(cfg.header_timeout_secs.max(1)),
                 std::time::Duration::from_secs(cfg.body_timeout_secs.max(1)),
@@ -365,7 +365,7 @@ async fn witness_cmd(global: &Global, cmd: WitnessCommand) -> anyhow::Result<()>
             .with_write_timeout(std::time::Duration::from_secs(
                 cfg.write_timeout_secs.max(1),
             ));
-            runtime::net::serve(listener, witness.router(), limits, shutdown_signal()).await;
+            ofc_net::serve(listener, witness.router(), limits, shutdown_signal()).await;
             Ok(())
         }
     }

@@ -23,7 +23,6 @@ pub mod handle;
 pub mod lines;
 pub mod llm;
 pub mod mention;
-pub mod net;
 pub mod server;
 pub mod transcript;
 

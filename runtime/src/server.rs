@@ -76,7 +76,7 @@ pub struct ServerSettings {
     /// unless a turn runs on it.
     pub idle_ttl: Duration,
     /// Bounds of the server's connections (count, header/idle and body timeouts).
-    pub connections: crate::net::ConnLimits,
+    pub connections: ofc_net::ConnLimits,
     /// When set, the `Host` header of every request must name one of these hosts (any port):
     /// a server on loopback accepts `localhost`, `127.0.0.1` and `[::1]` only, so a web page
     /// cannot reach it through DNS rebinding.
@@ -92,7 +92,7 @@ impl Default for ServerSettings {
             create_token: None,
             agent_hosts: AgentHosts::Loopback,
             idle_ttl: Duration::from_secs(3600),
-            connections: crate::net::ConnLimits::default(),
+            connections: ofc_net::ConnLimits::default(),
             allowed_host_headers: None,
         }
     }
@@ -241,7 +241,7 @@ impl FloorServer {
             })
         };
         let _sweeper = AbortOnDrop(sweeper);
-        crate::net::serve(
+        ofc_net::serve(
             listener,
             self.router(),
             self.inner.settings.connections,

@@ -103,7 +103,7 @@ pub fn router(state: AppState) -> Router {
         .route("/openapi.json", get(ops::openapi))
         .fallback(ops::not_found)
         // Every route above answers within request_timeout_secs; the streaming routes added
-        // below (and /v2/, in its own router) are bounded by runtime::net's body timeouts and
+        // below (and /v2/, in its own router) are bounded by ofc-net's body timeouts and
         // rate floors instead.
         .layer(middleware::from_fn_with_state(state.clone(), time_limit))
         .route(route::BUNDLE, get(agents::get_bundle))

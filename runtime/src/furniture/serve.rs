@@ -115,12 +115,12 @@ impl McpEndpoints {
         // The connection layer of ofc's servers: a cap (the floor's agents need a few
         // connections each, not thousands), header and body deadlines that end idle and slow
         // clients, and answers cut when their client stops reading.
-        let limits = crate::net::ConnLimits::new(
+        let limits = ofc_net::ConnLimits::new(
             MAX_ENDPOINT_CONNECTIONS,
             std::time::Duration::from_secs(10),
             std::time::Duration::from_secs(30),
         );
-        let task = tokio::spawn(crate::net::serve(
+        let task = tokio::spawn(ofc_net::serve(
             listener,
             router,
             limits,

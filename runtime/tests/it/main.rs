@@ -12,6 +12,5 @@ mod floor_agents;
 mod floor_server;
 mod furniture;
 mod llm_agent;
-mod net_parse_errors;
 mod sandbox;
 mod support;

@@ -1,5 +1,5 @@
-//! HTTP connections bounded in number and in time, for the servers of ofc (the hub, the floor
-//! server).
+//! HTTP connections bounded in number and in time, for the servers of ofc (the hub and its
+//! witness, the floor server and its MCP endpoints).
 //!
 //! - **Number**: at most [`ConnLimits::max_connections`] connections are served at once. Past
 //!   that, a new connection gets an immediate `503` with a JSON body and `Retry-After: 1`, and

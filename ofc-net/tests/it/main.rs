@@ -1,0 +1,3 @@
+//! The integration tests of `ofc-net`, in one test binary: each file is a module.
+
+mod net_parse_errors;
