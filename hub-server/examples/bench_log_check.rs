@@ -7,7 +7,7 @@
 //!
 //! - `hub proofs`: what the log adds to the version answer — the inclusion proof, the
 //!   consistency proof from an older size the client holds, and the signed checkpoint
-//!   (`hub_server::tlog::inclusion_now`, the function the answer calls);
+//!   (`hub_core::tlog::inclusion_now`, the function the answer calls);
 //! - `client checks`: what `ofc pull` does with it — the checkpoint's signature, the entry
 //!   rebuilt from the verified manifest, the inclusion and the consistency proofs
 //!   (the `index_schema::tlog` functions `ofc-pkg/src/pull/log.rs` calls);
@@ -69,7 +69,7 @@ async fn main() -> anyhow::Result<()> {
         ..Config::default()
     };
     let state = hub_server::build_state(cfg).await?;
-    let store = state.store.clone();
+    let store = state.core.store.clone();
     let served = Served::start(state.clone()).await;
     let url = served.url.clone();
     let user = "bench";
@@ -168,7 +168,7 @@ async fn main() -> anyhow::Result<()> {
         // What the log adds to that answer, on the hub.
         let entry = Entry::publish(agent.clone(), &version, digest, key_id)?;
         let t = Instant::now();
-        let again = hub_server::tlog::inclusion_now(&state, &entry, l.index, Some(old))
+        let again = hub_core::tlog::inclusion_now(&state.core, &entry, l.index, Some(old))
             .await
             .map_err(|e| anyhow::anyhow!("{}", e.message))?;
         hub.push(t.elapsed());

@@ -30,7 +30,7 @@ async fn main() -> anyhow::Result<()> {
         ..Config::default()
     };
     let state = hub_server::build_state(cfg).await?;
-    let store = state.store.clone();
+    let store = state.core.store.clone();
     let served = Served::start(state).await;
     let url = served.url.clone();
     let user = format!("bench{}", std::process::id());

@@ -135,7 +135,7 @@ async fn main() -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&data_dir)?;
-    let index_dir = hub_server::search::index_dir(&data_dir);
+    let index_dir = hub_core::search::index_dir(&data_dir);
     let marker = data_dir.join("ofc-bench-corpus.json");
     let wanted = format!("{{\"n\":{},\"seed\":{}}}", args.n, args.seed);
     let reuse = std::fs::read_to_string(&marker).is_ok_and(|m| m == wanted);

@@ -125,7 +125,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let queries = query_set(args.seed, args.n, args.per_class);
     let data = tempfile::tempdir()?;
-    let index_dir = hub_server::search::index_dir(data.path());
+    let index_dir = hub_core::search::index_dir(data.path());
     let t = Instant::now();
     let (n, seed, heap_mb, threads) = (args.n, args.seed, args.heap_mb, args.threads);
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {

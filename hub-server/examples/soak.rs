@@ -152,7 +152,7 @@ async fn main() -> anyhow::Result<()> {
         ..Config::default()
     };
     let state = hub_server::build_state(cfg).await?;
-    let store = state.store.clone();
+    let store = state.core.store.clone();
     let served = Served::start(state).await;
     let (addr, url) = (served.addr, served.url.clone());
     let p = add_publisher(&store, "soak", None, false, SecretKey::from_seed(&[7; 32])).await;

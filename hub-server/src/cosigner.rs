@@ -1,24 +1,24 @@
 //! The hub's side of witnessing: each new checkpoint of the log is submitted to the configured
 //! witnesses (`log_witnesses`, C2SP `tlog-witness` `add-checkpoint`, with the consistency proof
-//! from the size each last cosigned), and their cosignatures are kept with it. From then on the
-//! hub serves that cosigned checkpoint (`/log/checkpoint`, the log's JSON views, and the proofs
-//! of the versions it covers); entries newer than it are proven under a fresh, uncosigned head
-//! until the next round, a fraction of a second later.
+//! from the size each last cosigned), and their cosignatures are kept with it (in the core's
+//! [`hub_core::log_heads`]). From then on the hub serves that cosigned checkpoint
+//! (`/log/checkpoint`, the log's JSON views, and the proofs of the versions it covers); entries
+//! newer than it are proven under a fresh, uncosigned head until the next round, a fraction of
+//! a second later.
 //!
 //! A witness that is down or refuses is retried with a growing pause (up to 30 s), and said in
 //! the hub's log; the others' cosignatures are served meanwhile. A refusal that means the
 //! witness saw another history (409 at the same size, 422) is logged as an error: it is what
 //! witnesses are for.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, anyhow, bail};
 use futures::StreamExt as _;
+use hub_core::Hub;
+use hub_core::config::LogWitness;
+use hub_core::log_heads::Cosigned;
 use index_schema::tlog::{AddCheckpoint, Hash, WitnessVerifier, cosignature_lines};
-
-use crate::config::LogWitness;
-use crate::state::AppState;
 
 /// How often the log's head is looked at.
 const POLL: Duration = Duration::from_millis(200);
@@ -26,52 +26,6 @@ const POLL: Duration = Duration::from_millis(200);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// The largest witness answer read.
 const MAX_ANSWER: usize = 16 * 1024;
-
-/// A checkpoint with the witnesses' cosignatures.
-#[derive(Debug, Clone)]
-pub struct Cosigned {
-    /// Tree size.
-    pub size: u64,
-    /// Tree root.
-    pub root: Hash,
-    /// The log-signed note with the cosignature lines appended.
-    pub note: String,
-    /// How many witnesses cosigned it.
-    pub count: usize,
-    /// When the round that cosigned it ended.
-    pub at: Instant,
-}
-
-/// The cosigned checkpoints the hub serves: the latest, and the latest that every configured
-/// witness cosigned (older when a witness is down), so that a witness failing does not take
-/// its cosignature away from the entries it did cosign.
-#[derive(Debug, Clone, Default)]
-pub struct CosignedHeads {
-    /// The latest checkpoint any witness cosigned.
-    pub latest: Option<Cosigned>,
-    /// The latest checkpoint every witness cosigned.
-    pub full: Option<Cosigned>,
-}
-
-/// A head to prove against, with its note when witnesses cosigned it.
-#[derive(Debug, Clone)]
-pub struct Head {
-    /// Tree size.
-    pub size: u64,
-    /// Tree root.
-    pub root: Hash,
-    cosigned: Option<String>,
-}
-
-impl Head {
-    /// The signed checkpoint note: the cosigned one, or one signed now.
-    pub fn note(&self, log: &index_schema::tlog::LogSigner) -> String {
-        match &self.cosigned {
-            Some(n) => n.clone(),
-            None => log.sign_checkpoint(self.size, self.root),
-        }
-    }
-}
 
 /// A configured witness, checked.
 #[derive(Debug, Clone)]
@@ -106,11 +60,11 @@ pub fn targets(list: &[LogWitness]) -> anyhow::Result<Vec<Target>> {
 }
 
 /// Runs the rounds until the process ends.
-pub fn start(state: AppState, targets: Vec<Target>) -> tokio::task::JoinHandle<()> {
+pub fn start(state: Hub, targets: Vec<Target>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move { run(state, targets).await })
 }
 
-async fn run(state: AppState, targets: Vec<Target>) {
+async fn run(state: Hub, targets: Vec<Target>) {
     let client = match reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .connect_timeout(Duration::from_secs(5))
@@ -203,7 +157,7 @@ async fn run(state: AppState, targets: Vec<Target>) {
 /// One witness's cosignature line(s) on the checkpoint `note` of (`size`, `root`).
 async fn submit(
     client: &reqwest::Client,
-    state: &AppState,
+    state: &Hub,
     t: &Target,
     known: &mut u64,
     note: &str,
@@ -316,59 +270,3 @@ async fn read_limited(resp: reqwest::Response) -> anyhow::Result<String> {
     }
     String::from_utf8(body).map_err(|_| anyhow!("the witness's answer is not UTF-8"))
 }
-
-impl AppState {
-    /// The head to prove against, one snapshot: of the cosigned checkpoints that hold at least
-    /// `need` entries, the one most witnesses cosigned (then the larger); else the log's
-    /// current head. With `need` 0 (a reader that holds nothing of the log, such as a tiles
-    /// reader or a monitor), the newest cosigned checkpoint, and one behind the head only while
-    /// recent (twice `log_witness_refresh_secs`): with every witness down the log must not look
-    /// frozen.
-    pub async fn log_head_covering(&self, need: u64) -> crate::store::Result<Head> {
-        let (size, root) = self.store.log_head().await?;
-        let heads = self
-            .cosigned
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let stale_after = Duration::from_secs(self.config.log_witness_refresh_secs.max(1) * 2);
-        let candidates = [heads.full, heads.latest]
-            .into_iter()
-            .flatten()
-            .filter(|c| c.size >= need && c.size <= size);
-        let best = if need > 0 {
-            candidates.max_by_key(|c| (c.count, c.size))
-        } else {
-            candidates
-                .filter(|c| c.size == size || c.at.elapsed() < stale_after)
-                .max_by_key(|c| (c.size, c.count))
-        };
-        Ok(match best {
-            Some(c) => Head {
-                size: c.size,
-                root: c.root,
-                cosigned: Some(c.note),
-            },
-            None => Head {
-                size,
-                root,
-                cosigned: None,
-            },
-        })
-    }
-
-    /// The signed checkpoint note of (`size`, `root`): a cosigned one when it is that tree.
-    pub fn checkpoint_note(&self, size: u64, root: Hash) -> String {
-        let heads = self.cosigned.read().unwrap_or_else(|p| p.into_inner());
-        [&heads.full, &heads.latest]
-            .into_iter()
-            .flatten()
-            .filter(|c| c.size == size && c.root == root)
-            .max_by_key(|c| c.count)
-            .map(|c| c.note.clone())
-            .unwrap_or_else(|| self.log.sign_checkpoint(size, root))
-    }
-}
-
-/// The cosigned checkpoints, shared by the rounds and the handlers.
-pub type Shared = Arc<std::sync::RwLock<CosignedHeads>>;

@@ -1,8 +1,12 @@
-//! The API error: a status, a stable machine `code` and a human `message`, always sent as JSON.
+//! The API error: a status, a stable machine `code` and a human `message`, always sent as JSON;
+//! and the one mapping of the core's errors ([`CoreError`]) to it.
 
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use hub_core::publish::PublishError;
+use hub_core::store::StoreError;
+use hub_core::{CoreError, Kind};
 pub use index_schema::hub_api::{ErrorBody, ErrorCode};
 
 /// An error an HTTP handler returns.
@@ -37,10 +41,6 @@ impl ApiError {
     pub fn unauthorized(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, code, message)
     }
-    /// 403.
-    pub fn forbidden(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, code, message)
-    }
     /// 404.
     pub fn not_found(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, code, message)
@@ -55,12 +55,41 @@ impl ApiError {
     }
     /// 500, logged once here; the client sees no internals.
     pub fn internal(err: impl std::fmt::Display) -> Self {
-        tracing::error!(error = %err, "internal error");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorCode::Internal,
-            "internal server error",
-        )
+        ApiError::from(CoreError::internal(err))
+    }
+}
+
+/// The status of each kind of core error.
+pub fn status_of(kind: Kind) -> StatusCode {
+    match kind {
+        Kind::Invalid => StatusCode::BAD_REQUEST,
+        Kind::Unauthenticated => StatusCode::UNAUTHORIZED,
+        Kind::Forbidden => StatusCode::FORBIDDEN,
+        Kind::NotFound => StatusCode::NOT_FOUND,
+        Kind::Conflict => StatusCode::CONFLICT,
+        Kind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        Kind::TooMany => StatusCode::TOO_MANY_REQUESTS,
+        Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        Kind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl From<CoreError> for ApiError {
+    fn from(e: CoreError) -> Self {
+        ApiError::new(status_of(e.kind), e.code, e.message)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        CoreError::from(e).into()
+    }
+}
+
+/// The JSON API's answer to a refused publish: the service's status, code and message.
+impl From<PublishError> for ApiError {
+    fn from(e: PublishError) -> Self {
+        CoreError::from(e).into()
     }
 }
 
@@ -71,25 +100,6 @@ impl IntoResponse for ApiError {
             message: self.message,
         };
         (self.status, Json(body)).into_response()
-    }
-}
-
-impl From<crate::store::StoreError> for ApiError {
-    fn from(e: crate::store::StoreError) -> Self {
-        match e {
-            crate::store::StoreError::Conflict(m) => ApiError::conflict(ErrorCode::Conflict, m),
-            crate::store::StoreError::NotFound(m) => ApiError::not_found(ErrorCode::NotFound, m),
-            crate::store::StoreError::Quota(m) => {
-                ApiError::forbidden(ErrorCode::QuotaExceeded, format!("quota exceeded: {m}"))
-            }
-            other => ApiError::internal(other),
-        }
-    }
-}
-
-impl From<crate::blob::BlobError> for ApiError {
-    fn from(e: crate::blob::BlobError) -> Self {
-        ApiError::internal(e)
     }
 }
 
@@ -111,43 +121,4 @@ pub fn code_for_status(status: StatusCode) -> ErrorCode {
         s if s.is_server_error() => ErrorCode::Internal,
         _ => ErrorCode::Error,
     }
-}
-
-/// The 403 for a refusal.
-pub fn denied_error(d: crate::auth::Denied) -> ApiError {
-    use crate::auth::Denied;
-    match d {
-        Denied::Scope(s) => ApiError::forbidden(
-            ErrorCode::ForbiddenScope,
-            format!("this token lacks the `{}` scope", s.as_str()),
-        ),
-        Denied::Namespace(n) => ApiError::forbidden(
-            ErrorCode::ForbiddenNamespace,
-            format!("this token is not valid for namespace `{n}`"),
-        ),
-        Denied::NotMember(n) => ApiError::forbidden(
-            ErrorCode::NotMember,
-            format!("you are not a member of namespace `{n}`"),
-        ),
-        Denied::Role(r, s) => ApiError::forbidden(
-            ErrorCode::ForbiddenRole,
-            format!(
-                "your role `{}` does not allow `{}` in this namespace",
-                r.as_str(),
-                s.as_str()
-            ),
-        ),
-        Denied::AdminOnly => {
-            ApiError::forbidden(ErrorCode::AdminOnly, "only a hub administrator may do this")
-        }
-    }
-}
-
-/// 429 for a blocked client.
-pub fn too_many(secs: u64) -> ApiError {
-    ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        ErrorCode::TooManyAuthFailures,
-        format!("too many failed authentications from this client; retry in {secs} s"),
-    )
 }

@@ -1,8 +1,11 @@
-//! Counters exposed in the Prometheus text format at `/metrics`.
+//! Counters exposed in the Prometheus text format at `/metrics`: the requests of each route
+//! group, counted here, and the core's own events ([`Counters`]).
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+use hub_core::counters::Counters;
 
 /// Which part of the hub a request went to: the `group` label of the request metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,13 +58,10 @@ struct GroupCounters {
     duration_micros: AtomicU64,
 }
 
-/// Process-wide counters.
+/// Process-wide request counters.
 #[derive(Debug, Default)]
 pub struct Metrics {
     groups: [GroupCounters; 4],
-    publishes: AtomicU64,
-    publish_refusals: AtomicU64,
-    auth_failures: AtomicU64,
 }
 
 impl Metrics {
@@ -73,21 +73,8 @@ impl Metrics {
         g.duration_micros
             .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
     }
-    /// Records a stored publish.
-    pub fn publish(&self) {
-        self.publishes.fetch_add(1, Ordering::Relaxed);
-    }
-    /// Records a refused publish.
-    pub fn publish_refused(&self) {
-        self.publish_refusals.fetch_add(1, Ordering::Relaxed);
-    }
-    /// Records a failed authentication.
-    pub fn auth_failure(&self) {
-        self.auth_failures.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The Prometheus text exposition.
-    pub fn render(&self, backend: &str) -> String {
+    /// The Prometheus text exposition, with the core's `counters`.
+    pub fn render(&self, backend: &str, counters: &Counters) -> String {
         let mut s = String::new();
         s.push_str(
             "# HELP ofc_hub_http_requests_total HTTP requests by route group (api: /api/v1, oci: /v2, registry: /registry, ops: the rest) and status class.\n",
@@ -128,21 +115,21 @@ impl Metrics {
             (
                 "ofc_hub_publishes_total",
                 "Versions published.",
-                &self.publishes,
+                counters.publishes(),
             ),
             (
                 "ofc_hub_publish_refusals_total",
                 "Publishes refused.",
-                &self.publish_refusals,
+                counters.publish_refusals(),
             ),
             (
                 "ofc_hub_auth_failures_total",
                 "Failed authentications.",
-                &self.auth_failures,
+                counters.auth_failures(),
             ),
         ] {
             let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter");
-            let _ = writeln!(s, "{name} {}", v.load(Ordering::Relaxed));
+            let _ = writeln!(s, "{name} {v}");
         }
         let _ = writeln!(
             s,
@@ -155,7 +142,11 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::time::Duration;
+
+    use hub_core::counters::Counters;
+
+    use super::{Metrics, RouteGroup};
 
     #[test]
     fn paths_fall_in_their_group() {
@@ -181,7 +172,7 @@ mod tests {
         m.request(RouteGroup::Oci, 201, Duration::from_millis(2));
         m.request(RouteGroup::Oci, 404, Duration::from_millis(1));
         m.request(RouteGroup::Api, 200, Duration::from_millis(1));
-        let text = m.render("sqlite");
+        let text = m.render("sqlite", &Counters::default());
         for line in [
             "ofc_hub_http_requests_total{group=\"oci\",status=\"2xx\"} 1",
             "ofc_hub_http_requests_total{group=\"oci\",status=\"4xx\"} 1",

@@ -50,7 +50,7 @@ pub fn open_witness_key(path: &Path, name: &str) -> anyhow::Result<WitnessSigner
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("cannot create {}", dir.display()))?;
             }
-            let mut f = crate::tlog::private_file(path)
+            let mut f = hub_core::private::private_file(path)
                 .with_context(|| format!("cannot create {}", path.display()))?;
             f.write_all(key.to_secret_text().as_bytes())?;
             f.write_all(b"\n")?;

@@ -1,6 +1,6 @@
 //! Assertions on `(status, JSON body)` answers, and tables of refusals.
 
-use hub_server::auth::Scope;
+use hub_core::auth::Scope;
 use serde_json::Value;
 
 use crate::TestHub;

@@ -5,9 +5,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use base64::Engine as _;
-use hub_server::auth::Scope;
-use hub_server::store::{Actor, Store};
-use hub_server::{AppState, Config, admin};
+use hub_core::auth::Scope;
+use hub_core::store::{Actor, Store};
+use hub_core::{Config, admin};
+use hub_server::AppState;
 use index_schema::envelope::{Envelope, SecretKey, sign_manifest};
 use index_schema::manifest::Manifest;
 use serde_json::{Value, json};
@@ -139,7 +140,7 @@ pub fn test_config(dir: &tempfile::TempDir, pg: Option<&PgDatabase>) -> Config {
 pub async fn fresh_store(backend: Backend) -> (Store, tempfile::TempDir, Option<PgDatabase>) {
     let dir = tempfile::tempdir().unwrap();
     let pg = database_for(backend).await;
-    let store = hub_server::open_store(&test_config(&dir, pg.as_ref()))
+    let store = hub_core::start::open_store(&test_config(&dir, pg.as_ref()))
         .await
         .unwrap();
     (store, dir, pg)
@@ -185,7 +186,7 @@ impl TestHub {
     }
 
     pub fn store(&self) -> &Store {
-        &self.state.store
+        &self.state.core.store
     }
 
     /// The database's URL, on PostgreSQL.

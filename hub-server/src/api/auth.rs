@@ -1,16 +1,16 @@
 //! The `Auth` extractor: the authenticated caller of a JSON API request
-//! (`Authorization: Bearer ofc_…`), through [`crate::auth::principal_for_token`].
+//! (`Authorization: Bearer ofc_…`), through the core's one token check
+//! ([`hub_core::accounts::principal_for_token`]).
 
-use std::net::{IpAddr, SocketAddr};
-
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::FromRequestParts;
 use axum::http::header;
 use axum::http::request::Parts;
+use hub_core::auth::Principal;
+use hub_core::store::Actor;
 
-use crate::auth::Principal;
+use crate::client::client_ip;
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
-use crate::store::Actor;
 
 /// The authenticated caller of a request (`Authorization: Bearer ofc_…`).
 #[derive(Debug, Clone)]
@@ -19,19 +19,8 @@ pub struct Auth(pub Principal);
 impl Auth {
     /// The audit actor.
     pub fn actor(&self) -> Actor {
-        Actor {
-            user_id: Some(self.0.user_id),
-            user_name: self.0.user_name.clone(),
-            token_id: Some(self.0.token_id),
-        }
+        hub_core::accounts::actor(&self.0)
     }
-}
-
-fn client_ip(parts: &Parts) -> Option<IpAddr> {
-    parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
 }
 
 impl FromRequestParts<AppState> for Auth {
@@ -53,8 +42,8 @@ impl FromRequestParts<AppState> for Auth {
             })
             .map(str::trim)
             .unwrap_or("");
-        crate::auth::principal_for_token(state, client_ip(parts), token)
-            .await
-            .map(Auth)
+        Ok(Auth(
+            hub_core::accounts::principal_for_token(&state.core, client_ip(parts), token).await?,
+        ))
     }
 }

@@ -6,15 +6,15 @@ pub mod accounts;
 pub mod agents;
 pub mod auth;
 pub mod namespaces;
+pub mod openapi;
 pub mod ops;
 pub mod registry;
 pub mod search;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -22,26 +22,16 @@ use axum::routing::{delete, get, post, put};
 
 use index_schema::hub_api::route;
 
-use crate::auth::FailureLimiter;
 use crate::error::{ApiError, ErrorBody, ErrorCode, code_for_status};
-
-pub use self::auth::Auth;
-pub use crate::error::{denied_error, too_many};
-pub use crate::state::AppState;
-
-/// The client address of a request, for the limiter.
-pub fn ip_of(ci: Option<ConnectInfo<SocketAddr>>) -> String {
-    FailureLimiter::ip_key(ci.map(|c| c.0.ip()))
-}
+use crate::metrics::RouteGroup;
+use crate::state::AppState;
 
 /// The whole router.
 pub fn router(state: AppState) -> Router {
     // The JSON publish carries a bundle inline (base64) only up to max_inline_bundle_bytes;
     // bigger ones are uploaded as blobs through /v2/, which streams them to disk.
-    let inline = state
-        .config
-        .max_inline_bundle_bytes
-        .min(state.config.max_bundle_bytes);
+    let config = &state.core.config;
+    let inline = config.max_inline_bundle_bytes.min(config.max_bundle_bytes);
     let publish_limit = (usize::try_from(inline).unwrap_or(usize::MAX))
         .saturating_mul(4)
         .div_ceil(3)
@@ -100,7 +90,7 @@ pub fn router(state: AppState) -> Router {
         .route(route::HEALTHZ, get(ops::healthz))
         .route(route::READYZ, get(ops::readyz))
         .route("/metrics", get(ops::metrics))
-        .route("/openapi.json", get(ops::openapi))
+        .route("/openapi.json", get(openapi::openapi))
         .fallback(ops::not_found)
         // Every route above answers within request_timeout_secs; the streaming routes added
         // below (and /v2/, in its own router) are bounded by ofc-net's body timeouts and
@@ -115,7 +105,7 @@ pub fn router(state: AppState) -> Router {
 /// Answers 503 `request_timeout` when a request takes longer than `request_timeout_secs`
 /// (0: no limit) to produce its response head.
 async fn time_limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let secs = state.config.request_timeout_secs;
+    let secs = state.core.config.request_timeout_secs;
     if secs == 0 {
         return next.run(req).await;
     }
@@ -144,17 +134,14 @@ pub(crate) async fn count_requests(
     req: Request,
     next: Next,
 ) -> Response {
-    let group = crate::metrics::RouteGroup::of_path(req.uri().path());
+    let group = RouteGroup::of_path(req.uri().path());
     let start = std::time::Instant::now();
     let writes = !(req.method().is_safe());
     let resp = next.run(req).await;
     // A successful write (publish, yank, deprecate, delete, registry change) may have appended
     // to the outbox: wake the search follower instead of waiting for its next poll.
-    if writes
-        && resp.status().is_success()
-        && let Some(search) = &state.search
-    {
-        search.wake();
+    if writes && resp.status().is_success() {
+        state.core.wake_search();
     }
     state
         .metrics

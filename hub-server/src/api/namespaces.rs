@@ -3,26 +3,17 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use index_schema::envelope::PublicKey;
+use hub_core::namespaces;
 pub use index_schema::hub_api::{
     AddKeyRequest, CreateNamespaceRequest, KeyList, NamespaceInfo, SetMemberRequest,
 };
-use index_schema::name::check_publisher;
 
-use super::{AppState, Auth, denied_error};
-use crate::auth::{Role, Scope};
-use crate::error::{ApiError, ApiResult, ErrorBody, ErrorCode};
-use crate::store::KeyRow;
+use super::auth::Auth;
+use crate::error::{ApiResult, ErrorBody};
+use crate::state::AppState;
 
-async fn info(state: &AppState, name: &str) -> ApiResult<NamespaceInfo> {
-    let ns = state.namespace_or_404(name).await?;
-    Ok(NamespaceInfo {
-        members: state.store.members(ns.id).await?,
-        keys: state.store.keys(ns.id).await?,
-        name: ns.name,
-        created_at: ns.created_at,
-    })
-}
+/// A publisher key.
+pub use hub_core::store::KeyRow;
 
 /// Creates a namespace owned by the caller.
 #[utoipa::path(post, path = "/api/v1/namespaces", tag = "namespaces",
@@ -39,26 +30,8 @@ pub async fn create_namespace(
     auth: Auth,
     Json(req): Json<CreateNamespaceRequest>,
 ) -> ApiResult<(StatusCode, Json<NamespaceInfo>)> {
-    let name = check_publisher(&req.name)
-        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidName, e.to_string()))?;
-    // Creating is owning: the token must be allowed to manage members there.
-    auth.0
-        .authorize(Scope::ManageMembers, &name, Some(Role::Owner))
-        .map_err(denied_error)?;
-    // Namespaces are where quotas apply (bytes, manifests): a user may create only so many,
-    // or the quotas would be one namespace away (administrators are not limited).
-    let limit = (!auth.0.acts_as_admin()).then_some(state.config.max_namespaces_per_user);
-    state
-        .store
-        .create_namespace(&auth.actor(), &name, auth.0.user_id, limit)
-        .await
-        .map_err(|e| match e {
-            crate::store::StoreError::Conflict(m) => {
-                ApiError::conflict(ErrorCode::NamespaceExists, m)
-            }
-            other => other.into(),
-        })?;
-    Ok((StatusCode::CREATED, Json(info(&state, &name).await?)))
+    let info = namespaces::create(&state.core, &auth.0, &req.name).await?;
+    Ok((StatusCode::CREATED, Json(info)))
 }
 
 /// A namespace, its members and its keys.
@@ -72,7 +45,7 @@ pub async fn get_namespace(
     State(state): State<AppState>,
     Path(namespace): Path<String>,
 ) -> ApiResult<Json<NamespaceInfo>> {
-    Ok(Json(info(&state, &namespace).await?))
+    Ok(Json(namespaces::info(&state.core, &namespace).await?))
 }
 
 /// Adds a member or changes their role.
@@ -94,35 +67,9 @@ pub async fn set_member(
     Path((namespace, user)): Path<(String, String)>,
     Json(req): Json<SetMemberRequest>,
 ) -> ApiResult<Json<NamespaceInfo>> {
-    let ns = state.namespace_or_404(&namespace).await?;
-    state.authorize(&auth.0, Scope::ManageMembers, &ns).await?;
-    let role = Role::parse(&req.role).ok_or_else(|| {
-        ApiError::bad_request(
-            ErrorCode::InvalidRole,
-            format!(
-                "unknown role `{}`; roles: owner, maintainer, publisher",
-                req.role
-            ),
-        )
-    })?;
-    let user = user.to_ascii_lowercase();
-    let u =
-        state.store.user_by_name(&user).await?.ok_or_else(|| {
-            ApiError::not_found(ErrorCode::UserNotFound, format!("no user `{user}`"))
-        })?;
-    state
-        .store
-        .set_member(&auth.actor(), &ns, u.id, &u.name, role.as_str())
-        .await
-        .map_err(last_owner)?;
-    Ok(Json(info(&state, &ns.name).await?))
-}
-
-fn last_owner(e: crate::store::StoreError) -> ApiError {
-    match e {
-        crate::store::StoreError::Conflict(m) => ApiError::conflict(ErrorCode::LastOwner, m),
-        other => other.into(),
-    }
+    Ok(Json(
+        namespaces::set_member(&state.core, &auth.0, &namespace, &user, &req.role).await?,
+    ))
 }
 
 /// Removes a member.
@@ -141,30 +88,8 @@ pub async fn remove_member(
     auth: Auth,
     Path((namespace, user)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let ns = state.namespace_or_404(&namespace).await?;
-    state.authorize(&auth.0, Scope::ManageMembers, &ns).await?;
-    let user = user.to_ascii_lowercase();
-    let not_member = || {
-        ApiError::not_found(
-            ErrorCode::MemberNotFound,
-            format!("`{user}` is not a member"),
-        )
-    };
-    let u = state
-        .store
-        .user_by_name(&user)
-        .await?
-        .ok_or_else(not_member)?;
-    if state
-        .store
-        .remove_member(&auth.actor(), &ns, u.id, &u.name)
-        .await
-        .map_err(last_owner)?
-    {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(not_member())
-    }
+    namespaces::remove_member(&state.core, &auth.0, &namespace, &user).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// The namespace's publisher keys, revoked ones included (with who revoked them and when).
@@ -178,10 +103,7 @@ pub async fn list_keys(
     State(state): State<AppState>,
     Path(namespace): Path<String>,
 ) -> ApiResult<Json<KeyList>> {
-    let ns = state.namespace_or_404(&namespace).await?;
-    Ok(Json(KeyList {
-        keys: state.store.keys(ns.id).await?,
-    }))
+    Ok(Json(namespaces::keys(&state.core, &namespace).await?))
 }
 
 /// Registers an ed25519 publisher key.
@@ -202,32 +124,7 @@ pub async fn add_key(
     Path(namespace): Path<String>,
     Json(req): Json<AddKeyRequest>,
 ) -> ApiResult<(StatusCode, Json<KeyRow>)> {
-    let ns = state.namespace_or_404(&namespace).await?;
-    state.authorize(&auth.0, Scope::ManageKeys, &ns).await?;
-    let key = PublicKey::parse(req.public_key.trim())
-        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidKey, e.to_string()))?;
-    let key_id = key.key_id().to_string();
-    state
-        .store
-        .add_key(
-            &auth.actor(),
-            &ns,
-            &key_id,
-            &key.to_string(),
-            auth.0.user_id,
-        )
-        .await
-        .map_err(|e| match e {
-            crate::store::StoreError::Conflict(m) => ApiError::conflict(ErrorCode::KeyExists, m),
-            other => other.into(),
-        })?;
-    let row = state
-        .store
-        .keys(ns.id)
-        .await?
-        .into_iter()
-        .find(|k| k.key_id == key_id)
-        .ok_or_else(|| ApiError::internal("key vanished"))?;
+    let row = namespaces::add_key(&state.core, &auth.0, &namespace, &req.public_key).await?;
     Ok((StatusCode::CREATED, Json(row)))
 }
 
@@ -246,18 +143,6 @@ pub async fn revoke_key(
     auth: Auth,
     Path((namespace, key_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let ns = state.namespace_or_404(&namespace).await?;
-    state.authorize(&auth.0, Scope::ManageKeys, &ns).await?;
-    if state
-        .store
-        .revoke_key(&auth.actor(), &ns, &key_id, Some(auth.0.user_id))
-        .await?
-    {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found(
-            ErrorCode::KeyNotFound,
-            format!("namespace `{}` has no key `{key_id}`", ns.name),
-        ))
-    }
+    namespaces::revoke_key(&state.core, &auth.0, &namespace, &key_id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

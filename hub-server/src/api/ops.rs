@@ -1,14 +1,13 @@
-//! Health, readiness, metrics, the OpenAPI document and the JSON 404.
+//! Health, readiness, metrics and the JSON 404 (the OpenAPI document is `openapi.rs`'s).
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 pub use index_schema::hub_api::{Health, Ready};
-use utoipa::OpenApi;
 
-use super::AppState;
 use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::state::AppState;
 
 /// Liveness: the process answers.
 #[utoipa::path(get, path = "/healthz", tag = "ops",
@@ -26,7 +25,7 @@ pub async fn healthz() -> Json<Health> {
         (status = 503, description = "database unavailable", body = ErrorBody),
     ))]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiError> {
-    state.store.db().ping().await.map_err(|e| {
+    state.core.store.db().ping().await.map_err(|e| {
         tracing::warn!(error = %e, "readiness check failed");
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -34,10 +33,11 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiErr
             "the database is unavailable",
         )
     })?;
+    let search = state.core.search.as_ref();
     Ok(Json(Ready {
         status: "ok".into(),
-        search_lag: state.search.as_ref().map(|s| s.lag()),
-        search_seq: state.search.as_ref().map(|s| s.status().committed_seq()),
+        search_lag: search.map(|s| s.lag()),
+        search_seq: search.map(|s| s.status().committed_seq()),
     }))
 }
 
@@ -47,15 +47,10 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiErr
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(state.store.db().backend()),
+        state
+            .metrics
+            .render(state.core.store.db().backend(), &state.core.counters),
     )
-}
-
-/// This document.
-#[utoipa::path(get, path = "/openapi.json", tag = "ops",
-    responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json")))]
-pub async fn openapi() -> impl IntoResponse {
-    Json(crate::openapi::ApiDoc::openapi())
 }
 
 /// Unknown routes.

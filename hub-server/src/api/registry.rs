@@ -22,7 +22,7 @@
 //!   its *holder* namespace: the registration's, else that of the oldest published agent using
 //!   it. `GET`, `PATCH` and `DELETE` act on the holder's agent (its registration, else its most
 //!   recently updated one), never on an agent another namespace added later; see
-//!   [`crate::store::Store::agents_by_handle`].
+//!   [`hub_core::store::Store::agents_by_handle`].
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -37,10 +37,14 @@ use index_schema::wire::registry::{
 };
 use utoipa::ToSchema;
 
-use super::{AppState, Auth, denied_error};
-use crate::auth::{AGENT_TOKEN_PREFIX, Scope, generate_token, hash_token};
+use hub_core::CoreError;
+use hub_core::auth::{AGENT_TOKEN_PREFIX, Scope, generate_token, hash_token};
+use hub_core::namespaces;
+use hub_core::store::{AgentRow, NewRegistryAgent, StoreError};
+
+use super::auth::Auth;
 use crate::error::{ApiError, ApiResult, ErrorBody, ErrorCode};
-use crate::store::{AgentRow, NewRegistryAgent, StoreError};
+use crate::state::AppState;
 
 /// `metadata` (OpenAPI description of `AgentMetadata`).
 #[derive(Debug, ToSchema)]
@@ -200,11 +204,12 @@ pub async fn register(
         .map_err(|e| ApiError::bad_request(ErrorCode::InvalidName, e.to_string()))?;
     let name = AgentName::new(&owner, handle.name())
         .map_err(|e| ApiError::bad_request(ErrorCode::InvalidName, e.to_string()))?;
-    let ns = state.namespace_or_404(&owner).await?;
-    state.authorize(&auth.0, Scope::PublishNew, &ns).await?;
+    let ns = namespaces::find(&state.core, &owner).await?;
+    namespaces::authorize(&state.core, &auth.0, Scope::PublishNew, &ns).await?;
     let metadata = check_metadata(&req.metadata)?;
     let token = generate_token(AGENT_TOKEN_PREFIX);
     state
+        .core
         .store
         .register_agent(
             &auth.actor(),
@@ -229,7 +234,7 @@ pub async fn register(
             agent_id: handle.to_string(),
             agent_token: Token::new(token.expose().to_string()),
             status: RegistryStatus::Active,
-            registry: state.config.registry_host.clone(),
+            registry: state.core.config.registry_host.clone(),
         }),
     ))
 }
@@ -237,6 +242,7 @@ pub async fn register(
 async fn find(state: &AppState, agent_id: &str) -> ApiResult<AgentRow> {
     let handle = handle_of(agent_id)?;
     state
+        .core
         .store
         .agents_by_handle(handle.name())
         .await?
@@ -264,7 +270,7 @@ async fn view(state: &AppState, a: &AgentRow) -> ApiResult<RegistryAgent> {
         });
     }
     let latest = match &a.latest_version {
-        Some(v) => state.store.version(a.id, v).await?,
+        Some(v) => state.core.store.version(a.id, v).await?,
         None => None,
     };
     let Some(v) = latest else {
@@ -333,8 +339,8 @@ pub async fn patch(
 ) -> ApiResult<Json<RegistryAgent>> {
     let a = find(&state, &agent_id).await?;
     let ns_name = a.name.split('/').next().unwrap_or_default().to_string();
-    let ns = state.namespace_or_404(&ns_name).await?;
-    state.authorize(&auth.0, Scope::PublishUpdate, &ns).await?;
+    let ns = namespaces::find(&state.core, &ns_name).await?;
+    namespaces::authorize(&state.core, &auth.0, Scope::PublishUpdate, &ns).await?;
     if a.registry_endpoint.is_none() {
         return Err(ApiError::conflict(
             ErrorCode::SignedAgent,
@@ -349,11 +355,12 @@ pub async fn patch(
     m.apply_patch(&req.metadata);
     let text = check_metadata(&m)?;
     state
+        .core
         .store
         .update_registry_metadata(&auth.actor(), &a, &text)
         .await?;
     let a =
-        state.store.agent(&a.name).await?.ok_or_else(|| {
+        state.core.store.agent(&a.name).await?.ok_or_else(|| {
             ApiError::not_found(ErrorCode::AgentNotFound, "the agent was removed")
         })?;
     Ok(Json(view(&state, &a).await?))
@@ -377,11 +384,15 @@ pub async fn remove(
     let a = find(&state, &agent_id).await?;
     if a.registry_endpoint.is_some() {
         let ns_name = a.name.split('/').next().unwrap_or_default().to_string();
-        let ns = state.namespace_or_404(&ns_name).await?;
-        state.authorize(&auth.0, Scope::Yank, &ns).await?;
+        let ns = namespaces::find(&state.core, &ns_name).await?;
+        namespaces::authorize(&state.core, &auth.0, Scope::Yank, &ns).await?;
     } else {
-        auth.0.authorize_admin().map_err(denied_error)?;
+        auth.0.authorize_admin().map_err(CoreError::from)?;
     }
-    state.store.delete_agent(&auth.actor(), &a.name).await?;
+    state
+        .core
+        .store
+        .delete_agent(&auth.actor(), &a.name)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -12,9 +12,10 @@ use index_schema::wire::registry::{SearchQuery as RegistryQuery, SearchResponse,
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::AppState;
+use hub_core::search::Search;
+
 use crate::error::{ApiError, ApiResult, ErrorBody, ErrorCode};
-use crate::search::Search;
+use crate::state::AppState;
 
 /// The OFC registry search response (seed 000).
 #[derive(Debug, Serialize, ToSchema)]
@@ -37,7 +38,7 @@ pub struct RegistrySearchResultDoc {
 }
 
 fn search_of(state: &AppState) -> ApiResult<Arc<Search>> {
-    state.search.clone().ok_or_else(|| {
+    state.core.search.clone().ok_or_else(|| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::SearchUnavailable,
@@ -111,7 +112,7 @@ pub async fn registry_search(
     let mut results = Vec::with_capacity(hits.len());
     for h in hits {
         // The handle is the agent's, not stored in the index.
-        let Some(a) = state.store.agent(&h.name).await? else {
+        let Some(a) = state.core.store.agent(&h.name).await? else {
             continue;
         };
         let Some(handle) = a.handle else { continue };

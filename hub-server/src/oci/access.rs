@@ -1,8 +1,31 @@
 //! Authentication and authorization of `/v2/`: ofc API tokens as the Basic password or a
 //! Bearer, the `/v2/token` endpoint and its scoped bearers, the `WWW-Authenticate` challenge.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use axum::extract::{Request, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use hub_core::accounts::{principal_for_hash, principal_for_token};
+use hub_core::auth::{Principal, Scope, generate_token, hash_token, pattern_covers};
+use hub_core::namespaces;
+use hub_core::store::now_ms;
+use serde_json::json;
+
+use super::error::{OciError, OciResult};
+use super::names::check_repository;
+use super::state::OciState;
+use crate::client::client_ip;
+use crate::error::ApiError;
+
+/// Lifetime of a bearer token from `/v2/token`, in seconds.
+pub const ACCESS_TOKEN_TTL_SECS: i64 = 300;
+/// Prefix of bearer tokens issued by `/v2/token`.
+const ACCESS_TOKEN_PREFIX: &str = "ofc_oci_";
+/// Prefix of the anonymous (pull-only) bearer tokens `/v2/token` issues: not stored.
+const ANONYMOUS_TOKEN_PREFIX: &str = "ofc_ociANON_";
+/// The `service` of the bearer challenge.
+const SERVICE: &str = "ofc-hub";
 
 /// Who is calling.
 #[derive(Debug, Clone)]
@@ -13,7 +36,7 @@ pub enum Caller {
     User(Principal),
 }
 
-pub(super) fn challenge(parts: &Parts, repository: Option<&str>, error: Option<&str>) -> String {
+pub(crate) fn challenge(parts: &Parts, repository: Option<&str>, error: Option<&str>) -> String {
     let host = parts
         .headers
         .get(header::HOST)
@@ -38,7 +61,7 @@ pub(super) fn challenge(parts: &Parts, repository: Option<&str>, error: Option<&
     c
 }
 
-pub(super) fn unauthorized(
+pub(crate) fn unauthorized(
     parts: &Parts,
     repository: Option<&str>,
     message: impl Into<String>,
@@ -48,21 +71,17 @@ pub(super) fn unauthorized(
     e
 }
 
-/// Checks an ofc API token as the JSON API does ([`crate::auth::principal_for_token`]:
-/// limiter, revocation, expiry, disabled users, use recorded).
-pub(super) async fn api_token(
+/// Checks an ofc API token as the JSON API does ([`principal_for_token`]: limiter,
+/// revocation, expiry, disabled users, use recorded).
+pub(crate) async fn api_token(
     st: &OciState,
     parts: &Parts,
     token: &str,
 ) -> Result<Principal, ApiError> {
-    let ip = parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip());
-    crate::auth::principal_for_token(&st.app, ip, token).await
+    Ok(principal_for_token(&st.app.core, client_ip(parts), token).await?)
 }
 
-pub(super) fn basic_password(value: &str) -> Option<String> {
+pub(crate) fn basic_password(value: &str) -> Option<String> {
     let b64 = value
         .strip_prefix("Basic ")
         .or_else(|| value.strip_prefix("basic "))?;
@@ -73,7 +92,7 @@ pub(super) fn basic_password(value: &str) -> Option<String> {
     Some(text.split_once(':')?.1.to_string())
 }
 
-pub(super) async fn authenticate(
+pub(crate) async fn authenticate(
     st: &OciState,
     parts: &Parts,
     repository: Option<&str>,
@@ -101,7 +120,7 @@ pub(super) async fn authenticate(
         return Ok(Caller::Anonymous);
     }
     if token.starts_with(ACCESS_TOKEN_PREFIX) {
-        return match db::access_token(st.app.store.db(), &hash_token(&token)).await? {
+        return match st.app.core.store.access_token(&hash_token(&token)).await? {
             Some((None, _)) => Ok(Caller::Anonymous),
             Some((Some(api_hash), push)) => principal_by_hash(st, &api_hash)
                 .await?
@@ -127,16 +146,14 @@ pub(super) async fn authenticate(
 }
 
 /// The principal of an API token by its hash, if it is still usable.
-pub(super) async fn principal_by_hash(st: &OciState, hash: &str) -> OciResult<Option<Principal>> {
-    Ok(crate::auth::principal_for_hash(&st.app.store, hash)
-        .await?
-        .ok())
+pub(crate) async fn principal_by_hash(st: &OciState, hash: &str) -> OciResult<Option<Principal>> {
+    Ok(principal_for_hash(&st.app.core.store, hash).await?.ok())
 }
 
 /// A bearer token's rights: those of its API token, narrowed to what was asked for at
 /// `/v2/token` — push only to the namespaces of the repositories asked for with `push`
 /// (pull needs no rights), and nothing beyond pushing.
-pub(super) fn narrow_to_bearer(mut p: Principal, push_namespaces: &str) -> Principal {
+pub(crate) fn narrow_to_bearer(mut p: Principal, push_namespaces: &str) -> Principal {
     let asked: Vec<String> = push_namespaces
         .split(',')
         .filter(|n| !n.is_empty())
@@ -148,11 +165,7 @@ pub(super) fn narrow_to_bearer(mut p: Principal, push_namespaces: &str) -> Princ
     // only if one of them covers it.
     p.namespaces = asked
         .into_iter()
-        .filter(|n| {
-            p.namespaces
-                .iter()
-                .any(|pat| crate::auth::pattern_covers(pat, n))
-        })
+        .filter(|n| p.namespaces.iter().any(|pat| pattern_covers(pat, n)))
         .collect();
     p
 }
@@ -163,7 +176,7 @@ const MAX_PUSH_NAMESPACES: usize = 16;
 /// The namespaces of the repositories a `/v2/token` request asks to push to
 /// (`scope=repository:NAME:pull,push`, any number of `scope` parameters); refused past
 /// [`MAX_PUSH_NAMESPACES`] (or a name past 64 characters, which no namespace has).
-pub(super) fn push_namespaces_asked(query: Option<&str>) -> OciResult<String> {
+pub(crate) fn push_namespaces_asked(query: Option<&str>) -> OciResult<String> {
     let mut out: Vec<String> = Vec::new();
     for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         if k != "scope" {
@@ -205,7 +218,7 @@ pub(super) fn push_namespaces_asked(query: Option<&str>) -> OciResult<String> {
 
 /// `GET /v2/token`: trades Basic credentials (password = ofc API token) for a short-lived
 /// bearer token; without credentials, an anonymous (pull-only) one.
-pub(super) async fn token(State(st): State<OciState>, req: Request) -> Response {
+pub(crate) async fn token(State(st): State<OciState>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
     let r: OciResult<Response> = async {
         let api_hash = match parts.headers.get(header::AUTHORIZATION) {
@@ -223,20 +236,22 @@ pub(super) async fn token(State(st): State<OciState>, req: Request) -> Response 
         let Some(api_hash) = api_hash else {
             // Anonymous: pull only, which needs no token; what is handed out is a token of
             // that kind, never stored (anonymous calls used to add a row each, scopes and all).
-            let t = crate::auth::generate_token(ANONYMOUS_TOKEN_PREFIX);
+            let t = generate_token(ANONYMOUS_TOKEN_PREFIX);
             return Ok(token_answer(t.expose()));
         };
         let api_hash = Some(api_hash);
-        let t = crate::auth::generate_token(ACCESS_TOKEN_PREFIX);
+        let t = generate_token(ACCESS_TOKEN_PREFIX);
         let push = push_namespaces_asked(parts.uri.query())?;
-        db::put_access_token(
-            st.app.store.db(),
-            &hash_token(t.expose()),
-            api_hash.as_deref(),
-            &push,
-            now_ms() + ACCESS_TOKEN_TTL_SECS * 1000,
-        )
-        .await?;
+        st.app
+            .core
+            .store
+            .put_access_token(
+                &hash_token(t.expose()),
+                api_hash.as_deref(),
+                &push,
+                now_ms() + ACCESS_TOKEN_TTL_SECS * 1000,
+            )
+            .await?;
         Ok(token_answer(t.expose()))
     }
     .await;
@@ -259,7 +274,7 @@ fn token_answer(token: &str) -> Response {
 
 /// Requires a user allowed to push to `repository`: a member of its namespace whose token has
 /// one of `scopes` for it.
-pub(super) async fn authorize(
+pub(crate) async fn authorize(
     st: &OciState,
     parts: &Parts,
     caller: &Caller,
@@ -274,14 +289,12 @@ pub(super) async fn authorize(
         ));
     };
     let ns_name = check_repository(repository)?;
-    let ns = st
-        .app
-        .namespace_or_404(ns_name)
+    let ns = namespaces::find(&st.app.core, ns_name)
         .await
         .map_err(|_| OciError::denied(format!("no namespace `{ns_name}` on this hub")))?;
     let mut last = None;
     for s in scopes {
-        match st.app.authorize(p, *s, &ns).await {
+        match namespaces::authorize(&st.app.core, p, *s, &ns).await {
             Ok(()) => return Ok(p.clone()),
             Err(e) => last = Some(e),
         }

@@ -2,7 +2,7 @@
 //! image manifest with `artifactType` [`AGENT_ARTIFACT_V1`], the signed envelope as its config
 //! blob and the bundle (for `bundle` sources) as its layer.
 //!
-//! Both ways in end in the same publish service ([`crate::publish`]): a manifest pushed through
+//! Both ways in end in the same publish service ([`hub_core::publish`]): a manifest pushed through
 //! `/v2/` is checked for the artifact's shape here, then published and recorded byte-exact in
 //! the service's one transaction; a publish through the JSON API records the manifest the
 //! service derives from the version.
@@ -14,8 +14,12 @@ use index_schema::media_types::{
 };
 use index_schema::name::Digest;
 
-use super::{OciError, OciResult, Parsed};
-use crate::auth::Principal;
+use hub_core::auth::Principal;
+use hub_core::oci::Parsed;
+use hub_core::publish::{self, Pushed, Request};
+
+use super::error::{OciError, OciResult};
+use crate::error::ApiError;
 use crate::state::AppState;
 
 /// Publishes a pushed agent manifest (`parsed`, `bytes`) to `repository` as version `tag`,
@@ -62,6 +66,7 @@ pub async fn publish_pushed(
         return Err(OciError::manifest_invalid("the envelope is too large"));
     }
     let text = app
+        .core
         .blobs
         .get(config.digest)
         .await?
@@ -80,16 +85,16 @@ pub async fn publish_pushed(
     {
         check_layers(&m, parsed)?;
     }
-    crate::publish::publish(
-        app,
+    publish::publish(
+        &app.core,
         principal,
-        crate::publish::Request {
+        Request {
             publisher,
             agent,
             version,
             envelope,
             inline_bundle: None,
-            pushed: Some(crate::publish::Pushed {
+            pushed: Some(Pushed {
                 bytes,
                 digest: *digest,
                 parsed,
@@ -97,7 +102,7 @@ pub async fn publish_pushed(
         },
     )
     .await
-    .map_err(|e| OciError::from(crate::error::ApiError::from(e)))?;
+    .map_err(|e| OciError::from(ApiError::from(e)))?;
     Ok(())
 }
 

@@ -1,16 +1,30 @@
 //! Manifests: read by tag or digest, push (an agent artifact is a publish), delete, tags
-//! list, referrers, and the parsing of image manifests and indexes.
+//! list, referrers. Their structure is checked by the core ([`hub_core::oci`]).
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use axum::body::Body;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use hub_core::auth::Scope;
+use hub_core::oci::{mirror, parse_manifest};
+use hub_core::store::{BlobClaim, ManifestRow, NewManifest, StoreError};
+use index_schema::media_types;
+use index_schema::name::Digest;
+use serde_json::{Value, json};
+
+use super::access::{Caller, authorize, unauthorized};
+use super::artifact::publish_pushed;
+use super::error::{OciError, OciResult};
+use super::names::{check_repository, hv, parse_digest, query, tag_ok};
+use super::state::{MAX_MANIFEST_BYTES, OciState, held_body};
 
 /// A reference: a tag or a digest.
-pub(super) enum Reference {
+pub(crate) enum Reference {
     Tag(String),
     Digest(Digest),
 }
 
-pub(super) fn parse_reference(r: &str) -> OciResult<Reference> {
+pub(crate) fn parse_reference(r: &str) -> OciResult<Reference> {
     if r.contains(':') {
         Ok(Reference::Digest(parse_digest(r)?))
     } else if tag_ok(r) {
@@ -24,28 +38,28 @@ pub(super) fn parse_reference(r: &str) -> OciResult<Reference> {
     }
 }
 
-pub(super) async fn find_manifest(
+pub(crate) async fn find_manifest(
     st: &OciState,
     repository: &str,
     reference: &Reference,
-) -> OciResult<Option<db::ManifestRow>> {
-    let dbh = st.app.store.db();
+) -> OciResult<Option<ManifestRow>> {
+    let store = &st.app.core.store;
     match reference {
-        Reference::Digest(d) => Ok(db::manifest(dbh, repository, &d.to_string()).await?),
-        Reference::Tag(t) => match db::manifest_by_tag(dbh, repository, t).await? {
+        Reference::Digest(d) => Ok(store.manifest(repository, &d.to_string()).await?),
+        Reference::Tag(t) => match store.manifest_by_tag(repository, t).await? {
             // An agent version deleted by an administrator takes its tag with it.
             Some(m)
                 if m.artifact_type.as_deref() == Some(media_types::AGENT_ARTIFACT_V1)
                     || m.artifact_type.as_deref() == Some(media_types::AGENT_ENVELOPE_V1) =>
             {
-                let live = match st.app.store.agent(repository).await? {
-                    Some(a) => st.app.store.version(a.id, t).await?.is_some(),
+                let live = match st.app.core.store.agent(repository).await? {
+                    Some(a) => st.app.core.store.version(a.id, t).await?.is_some(),
                     None => false,
                 };
                 if live {
                     Ok(Some(m))
                 } else {
-                    db::delete_tag(dbh, repository, t).await?;
+                    store.delete_tag(repository, t).await?;
                     Ok(None)
                 }
             }
@@ -54,7 +68,7 @@ pub(super) async fn find_manifest(
     }
 }
 
-pub(super) async fn get_manifest(
+pub(crate) async fn get_manifest(
     st: &OciState,
     parts: &Parts,
     repository: &str,
@@ -78,7 +92,12 @@ pub(super) async fn get_manifest(
         return Ok((StatusCode::OK, h).into_response());
     }
     let permit = st.manifest_memory(size).await?;
-    let Some(content) = db::manifest_content(st.app.store.db(), repository, &m.digest).await?
+    let Some(content) = st
+        .app
+        .core
+        .store
+        .manifest_content(repository, &m.digest)
+        .await?
     else {
         return Err(OciError::new(
             StatusCode::NOT_FOUND,
@@ -90,146 +109,7 @@ pub(super) async fn get_manifest(
     Ok((StatusCode::OK, h, held_body(content, permit)).into_response())
 }
 
-/// A descriptor in a manifest.
-#[derive(Debug, Clone)]
-pub struct Descriptor {
-    /// Media type.
-    pub media_type: String,
-    /// Digest.
-    pub digest: Digest,
-    /// Size.
-    pub size: u64,
-}
-
-pub(super) fn descriptor(v: &Value, what: &str) -> OciResult<Descriptor> {
-    let bad = |m: &str| OciError::manifest_invalid(format!("{what}: {m}"));
-    let media_type = v
-        .get("mediaType")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("`mediaType` is missing"))?
-        .to_string();
-    let digest = v
-        .get("digest")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("`digest` is missing"))?;
-    let digest = Digest::parse(digest).map_err(|e| bad(&e.to_string()))?;
-    let size = v
-        .get("size")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| bad("`size` is missing or not a non-negative integer"))?;
-    Ok(Descriptor {
-        media_type,
-        digest,
-        size,
-    })
-}
-
-/// A parsed manifest: what the API checks and records.
-#[derive(Debug)]
-pub struct Parsed {
-    /// Media type.
-    pub media_type: String,
-    /// `artifactType`, else the config media type of an image manifest.
-    pub artifact_type: Option<String>,
-    /// Whether `artifactType` was in the manifest (rather than taken from the config).
-    pub artifact_type_declared: bool,
-    /// Config of an image manifest.
-    pub config: Option<Descriptor>,
-    /// Layers of an image manifest.
-    pub layers: Vec<Descriptor>,
-    /// Children of an index.
-    pub manifests: Vec<Descriptor>,
-    /// Subject.
-    pub subject: Option<Descriptor>,
-}
-
-/// Parses and checks a manifest's structure.
-pub fn parse_manifest(content_type: Option<&str>, bytes: &[u8]) -> OciResult<Parsed> {
-    let v: Value = serde_json::from_slice(bytes)
-        .map_err(|e| OciError::manifest_invalid(format!("not JSON: {e}")))?;
-    if v.get("schemaVersion").and_then(Value::as_i64) != Some(2) {
-        return Err(OciError::manifest_invalid("`schemaVersion` must be 2"));
-    }
-    let body_type = v.get("mediaType").and_then(Value::as_str);
-    let ct = content_type.map(|c| c.split(';').next().unwrap_or("").trim());
-    let media_type = match (body_type, ct) {
-        (Some(b), Some(c)) if !c.is_empty() && b != c => {
-            return Err(OciError::manifest_invalid(format!(
-                "the body's mediaType `{b}` differs from Content-Type `{c}`"
-            )));
-        }
-        (Some(b), _) => b.to_string(),
-        (None, Some(c)) if !c.is_empty() => c.to_string(),
-        _ => {
-            return Err(OciError::manifest_invalid(
-                "no media type: send Content-Type or `mediaType`",
-            ));
-        }
-    };
-    let mut p = Parsed {
-        media_type: media_type.clone(),
-        artifact_type: v
-            .get("artifactType")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        artifact_type_declared: v.get("artifactType").is_some(),
-        config: None,
-        layers: Vec::new(),
-        manifests: Vec::new(),
-        subject: v
-            .get("subject")
-            .map(|s| descriptor(s, "subject"))
-            .transpose()?,
-    };
-    match media_type.as_str() {
-        media_types::OCI_IMAGE_MANIFEST | media_types::DOCKER_MANIFEST_V2 => {
-            let config = descriptor(
-                v.get("config")
-                    .ok_or_else(|| OciError::manifest_invalid("`config` is missing"))?,
-                "config",
-            )?;
-            let layers = v
-                .get("layers")
-                .and_then(Value::as_array)
-                .ok_or_else(|| OciError::manifest_invalid("`layers` is missing"))?;
-            for (i, l) in layers.iter().enumerate() {
-                p.layers.push(descriptor(l, &format!("layers[{i}]"))?);
-            }
-            if p.artifact_type.is_none() {
-                p.artifact_type = Some(config.media_type.clone());
-            }
-            p.config = Some(config);
-        }
-        media_types::OCI_IMAGE_INDEX | media_types::DOCKER_MANIFEST_LIST_V2 => {
-            let ms = v
-                .get("manifests")
-                .and_then(Value::as_array)
-                .ok_or_else(|| OciError::manifest_invalid("`manifests` is missing"))?;
-            for (i, l) in ms.iter().enumerate() {
-                p.manifests.push(descriptor(l, &format!("manifests[{i}]"))?);
-            }
-        }
-        other => {
-            return Err(OciError::manifest_invalid(format!(
-                "unsupported manifest media type `{other}`"
-            )));
-        }
-    }
-    Ok(p)
-}
-
-impl Parsed {
-    /// Whether this is an ofc agent version.
-    pub fn is_agent(&self) -> bool {
-        self.artifact_type.as_deref() == Some(media_types::AGENT_ARTIFACT_V1)
-            || self
-                .config
-                .as_ref()
-                .is_some_and(|c| c.media_type == media_types::AGENT_ENVELOPE_V1)
-    }
-}
-
-pub(super) async fn read_limited(body: Body, limit: usize) -> OciResult<Vec<u8>> {
+pub(crate) async fn read_limited(body: Body, limit: usize) -> OciResult<Vec<u8>> {
     axum::body::to_bytes(body, limit)
         .await
         .map(|b| b.to_vec())
@@ -242,7 +122,7 @@ pub(super) async fn read_limited(body: Body, limit: usize) -> OciResult<Vec<u8>>
         })
 }
 
-pub(super) async fn put_manifest(
+pub(crate) async fn put_manifest(
     st: &OciState,
     parts: &Parts,
     caller: &Caller,
@@ -290,14 +170,15 @@ pub(super) async fn put_manifest(
 
     // A namespace holds at most `max_manifests_per_namespace` manifests (a manifest pushed
     // again is no new one).
-    let dbh = st.app.store.db();
-    let max = st.app.config.max_manifests_per_namespace;
-    if db::manifest(dbh, repository, &digest.to_string())
+    let store = &st.app.core.store;
+    let max = st.app.core.config.max_manifests_per_namespace;
+    if store
+        .manifest(repository, &digest.to_string())
         .await?
         .is_none()
     {
         let ns = check_repository(repository)?;
-        let n = db::namespace_manifests(dbh, ns).await?;
+        let n = store.namespace_manifests(ns).await?;
         if n >= max {
             return Err(OciError::denied(format!(
                 "quota exceeded: namespace `{ns}` holds {n} manifests and \
@@ -305,8 +186,10 @@ pub(super) async fn put_manifest(
             )));
         }
         // Manifests are bytes the namespace holds too (they count in max_namespace_bytes).
-        let quota = st.app.config.max_namespace_bytes;
-        let held = db::namespace_bytes(dbh, ns, st.app.config.upload_ttl_ms(), "").await?;
+        let quota = st.app.core.config.max_namespace_bytes;
+        let held = store
+            .namespace_bytes(ns, st.app.core.config.upload_ttl_ms(), "")
+            .await?;
         if held.saturating_add(bytes.len() as u64) > quota {
             return Err(OciError::denied(format!(
                 "quota exceeded: namespace `{ns}` holds {held} bytes of blobs, manifests and \
@@ -319,8 +202,8 @@ pub(super) async fn put_manifest(
 
     // Everything referenced must be here already: checked now for a prompt answer, and again
     // inside the transaction that records the manifest, after claiming the blobs (see `gc`).
-    let claim = db::BlobClaim::new(
-        st.app.blobs.clone(),
+    let claim = BlobClaim::new(
+        st.app.core.blobs.clone(),
         parsed
             .config
             .iter()
@@ -329,13 +212,19 @@ pub(super) async fn put_manifest(
             .collect(),
     );
     if let Some((d, why)) = claim.check_present().await? {
-        return Err(crate::store::StoreError::BlobUnavailable { digest: d, why }.into());
+        return Err(StoreError::BlobUnavailable { digest: d, why }.into());
     }
     // And in this repository: a manifest cannot adopt another repository's blob by naming its
     // digest (upload it here, or mount it from a repository it belongs to).
     for (d, _) in &claim.needed {
-        if !db::blob_in_repository(st.app.store.db(), repository, &d.to_string()).await? {
-            return Err(crate::store::StoreError::BlobUnavailable {
+        if !st
+            .app
+            .core
+            .store
+            .blob_in_repository(repository, &d.to_string())
+            .await?
+        {
+            return Err(StoreError::BlobUnavailable {
                 digest: d.to_string(),
                 why: format!("is not in `{repository}`: upload it there or mount it"),
             }
@@ -343,7 +232,11 @@ pub(super) async fn put_manifest(
         }
     }
     for m in &parsed.manifests {
-        if db::manifest(st.app.store.db(), repository, &m.digest.to_string())
+        if st
+            .app
+            .core
+            .store
+            .manifest(repository, &m.digest.to_string())
             .await?
             .is_none()
         {
@@ -368,9 +261,9 @@ pub(super) async fn put_manifest(
                 "authentication required",
             ));
         };
-        artifact::publish_pushed(&st.app, p, repository, tag, &parsed, &bytes, &digest).await?;
+        publish_pushed(&st.app, p, repository, tag, &parsed, &bytes, &digest).await?;
     } else {
-        let agent_repo = st.app.store.agent(repository).await?.is_some();
+        let agent_repo = st.app.core.store.agent(repository).await?.is_some();
         if agent_repo && tag.is_some() {
             return Err(OciError::denied(format!(
                 "`{repository}` is an ofc agent: its tags are versions, pushed as ofc agent \
@@ -378,32 +271,34 @@ pub(super) async fn put_manifest(
                 media_types::AGENT_ARTIFACT_V1
             )));
         }
-        let scope = if db::repository_exists(st.app.store.db(), repository).await? {
+        let scope = if st.app.core.store.repository_exists(repository).await? {
             Scope::PublishUpdate
         } else {
             Scope::PublishNew
         };
         authorize(st, parts, caller, repository, &[scope]).await?;
         let reference = tag.map_or_else(|| digest.to_string(), str::to_string);
-        mirror(&st.app, repository, &reference, &parsed, &bytes).await?;
-        db::put_manifest(
-            st.app.store.db(),
-            &db::NewManifest {
-                repository,
-                digest: &digest.to_string(),
-                media_type: &parsed.media_type,
-                artifact_type: parsed.artifact_type.as_deref(),
-                subject: parsed
-                    .subject
-                    .as_ref()
-                    .map(|s| s.digest.to_string())
-                    .as_deref(),
-                content: &bytes,
-                tag,
-            },
-            &claim,
-        )
-        .await?;
+        mirror(&st.app.core, repository, &reference, &parsed, &bytes).await?;
+        st.app
+            .core
+            .store
+            .put_manifest(
+                &NewManifest {
+                    repository,
+                    digest: &digest.to_string(),
+                    media_type: &parsed.media_type,
+                    artifact_type: parsed.artifact_type.as_deref(),
+                    subject: parsed
+                        .subject
+                        .as_ref()
+                        .map(|s| s.digest.to_string())
+                        .as_deref(),
+                    content: &bytes,
+                    tag,
+                },
+                &claim,
+            )
+            .await?;
     }
     let mut h = HeaderMap::new();
     h.insert(
@@ -417,34 +312,7 @@ pub(super) async fn put_manifest(
     Ok((StatusCode::CREATED, h).into_response())
 }
 
-/// Mirrors a manifest to the blob store's registry, if it has one (see
-/// [`crate::blob::BlobStore::mirror_manifest`]).
-pub async fn mirror(
-    app: &AppState,
-    repository: &str,
-    reference: &str,
-    parsed: &Parsed,
-    bytes: &[u8],
-) -> OciResult<()> {
-    let names: Vec<Digest> = parsed
-        .config
-        .iter()
-        .chain(parsed.layers.iter())
-        .map(|d| d.digest)
-        .collect();
-    app.blobs
-        .mirror_manifest(
-            repository.to_string(),
-            reference.to_string(),
-            parsed.media_type.clone(),
-            bytes.to_vec(),
-            names,
-        )
-        .await?;
-    Ok(())
-}
-
-pub(super) async fn delete_manifest(
+pub(crate) async fn delete_manifest(
     st: &OciState,
     parts: &Parts,
     caller: &Caller,
@@ -458,26 +326,26 @@ pub(super) async fn delete_manifest(
             "agent versions are immutable; yank `{repository}` versions through the ofc API instead"
         ))
     };
-    let dbh = st.app.store.db();
+    let store = &st.app.core.store;
     let found = match &r {
         Reference::Tag(t) => {
-            if let Some(a) = st.app.store.agent(repository).await?
-                && st.app.store.version(a.id, t).await?.is_some()
+            if let Some(a) = st.app.core.store.agent(repository).await?
+                && st.app.core.store.version(a.id, t).await?.is_some()
             {
                 return Err(immutable());
             }
-            db::delete_tag(dbh, repository, t).await?
+            store.delete_tag(repository, t).await?
         }
         Reference::Digest(d) => {
             let d = d.to_string();
-            match db::manifest(dbh, repository, &d).await? {
+            match store.manifest(repository, &d).await? {
                 Some(m)
                     if m.artifact_type.as_deref() == Some(media_types::AGENT_ARTIFACT_V1)
                         || m.artifact_type.as_deref() == Some(media_types::AGENT_ENVELOPE_V1) =>
                 {
                     return Err(immutable());
                 }
-                Some(_) => db::delete_manifest(dbh, repository, &d).await?,
+                Some(_) => store.delete_manifest(repository, &d).await?,
                 None => false,
             }
         }
@@ -492,7 +360,7 @@ pub(super) async fn delete_manifest(
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
-pub(super) async fn tags_list(
+pub(crate) async fn tags_list(
     st: &OciState,
     parts: &Parts,
     repository: &str,
@@ -514,9 +382,9 @@ pub(super) async fn tags_list(
         None => None,
     };
     let last = q.get("last").map(String::as_str);
-    let dbh = st.app.store.db();
-    let tags = db::tags(dbh, repository, last, n.unwrap_or(100_000)).await?;
-    if tags.is_empty() && last.is_none() && !db::repository_exists(dbh, repository).await? {
+    let store = &st.app.core.store;
+    let tags = store.tags(repository, last, n.unwrap_or(100_000)).await?;
+    if tags.is_empty() && last.is_none() && !store.repository_exists(repository).await? {
         return Err(OciError::new(
             StatusCode::NOT_FOUND,
             "NAME_UNKNOWN",
@@ -546,7 +414,7 @@ pub(super) async fn tags_list(
 /// [`REFERRERS_PAGE_BYTES`] of answer (one descriptor always fits), with a `Link` to the next
 /// page. The manifests are read one at a time for their annotations, so an answer never holds
 /// more than one manifest and its own page (it held every referrer's bytes at once).
-pub(super) async fn referrers(
+pub(crate) async fn referrers(
     st: &OciState,
     parts: &Parts,
     repository: &str,
@@ -559,16 +427,16 @@ pub(super) async fn referrers(
         Some(l) => parse_digest(l)?.to_string(),
         None => String::new(),
     };
-    let dbh = st.app.store.db();
-    let rows = db::referrers(
-        dbh,
-        repository,
-        &d.to_string(),
-        filter,
-        &after,
-        REFERRERS_PAGE as i64 + 1,
-    )
-    .await?;
+    let store = &st.app.core.store;
+    let rows = store
+        .referrers(
+            repository,
+            &d.to_string(),
+            filter,
+            &after,
+            REFERRERS_PAGE as i64 + 1,
+        )
+        .await?;
     let more_rows = rows.len() > REFERRERS_PAGE;
     let mut out = Vec::new();
     let mut page_bytes = 0usize;
@@ -583,7 +451,8 @@ pub(super) async fn referrers(
         let size = usize::try_from(m.size.max(0)).unwrap_or(usize::MAX);
         let annotations = {
             let _permit = st.manifest_memory(size).await?;
-            db::manifest_content(dbh, repository, &m.digest)
+            store
+                .manifest_content(repository, &m.digest)
                 .await?
                 .and_then(|c| serde_json::from_slice::<Value>(&c).ok())
                 .and_then(|v| v.get("annotations").cloned())

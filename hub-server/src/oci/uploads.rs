@@ -16,25 +16,25 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
+use hub_core::auth::Scope;
+use hub_core::claims::{store_file, use_existing};
 use index_schema::name::Digest;
 use sha2::{Digest as _, Sha256};
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _, AsyncWriteExt as _};
 
-use super::{Caller, OciError, OciResult, OciState, authorize, db, hv, parse_digest, query};
-use crate::auth::Scope;
-
-/// An upload session's progress.
-#[derive(Debug)]
-pub(super) struct Session {
-    offset: u64,
-    /// `None` until rebuilt from the staged file (after a restart).
-    hasher: Option<Sha256>,
-}
+use super::access::{Caller, authorize};
+use super::error::{OciError, OciResult};
+use super::names::{check_repository, hv, parse_digest, query};
+use super::state::{OciState, Session};
 
 const PUSH: [Scope; 2] = [Scope::PublishNew, Scope::PublishUpdate];
 
 fn staged(st: &OciState, id: &str) -> PathBuf {
-    st.app.blobs.staging_dir().join(format!("session-{id}"))
+    st.app
+        .core
+        .blobs
+        .staging_dir()
+        .join(format!("session-{id}"))
 }
 
 fn upload_unknown() -> OciError {
@@ -103,12 +103,12 @@ impl Limit {
 /// namespace's blobs and other live uploads leave of `max_namespace_bytes`. `except`: the
 /// session being written (its own bytes count in `total`, not against it).
 async fn room(st: &OciState, user_id: i64, repository: &str, except: &str) -> OciResult<Limit> {
-    let cfg = &st.app.config;
-    let dbh = st.app.store.db();
+    let cfg = &st.app.core.config;
+    let store = &st.app.core.store;
     let ttl = cfg.upload_ttl_ms();
-    let (_, user_bytes) = db::user_uploads(dbh, user_id, ttl, except).await?;
-    let ns = super::check_repository(repository)?;
-    let ns_bytes = db::namespace_bytes(dbh, ns, ttl, except).await?;
+    let (_, user_bytes) = store.user_uploads(user_id, ttl, except).await?;
+    let ns = check_repository(repository)?;
+    let ns_bytes = store.namespace_bytes(ns, ttl, except).await?;
     let limits = [
         Limit {
             total: cfg.max_blob_bytes,
@@ -135,13 +135,16 @@ async fn room(st: &OciState, user_id: i64, repository: &str, except: &str) -> Oc
 /// Before a new upload of `user_id`: drops the user's dead sessions (and their staged bytes),
 /// then refuses when the user has `max_uploads_per_user` live ones.
 async fn admit(st: &OciState, user_id: i64) -> OciResult<()> {
-    let cfg = &st.app.config;
-    let dbh = st.app.store.db();
-    for id in db::expire_user_uploads(dbh, user_id, cfg.upload_ttl_ms()).await? {
+    let cfg = &st.app.core.config;
+    let store = &st.app.core.store;
+    for id in store
+        .expire_user_uploads(user_id, cfg.upload_ttl_ms())
+        .await?
+    {
         forget(st, &id);
         let _ = tokio::fs::remove_file(staged(st, &id)).await;
     }
-    let (n, _) = db::user_uploads(dbh, user_id, cfg.upload_ttl_ms(), "").await?;
+    let (n, _) = store.user_uploads(user_id, cfg.upload_ttl_ms(), "").await?;
     if n >= cfg.max_uploads_per_user {
         return Err(OciError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -196,14 +199,14 @@ fn too_large(limit: u64) -> OciError {
 }
 
 /// Moves a fully written, verified staged file into the blob store (registered, and present
-/// whatever garbage collections run meanwhile: see [`super::gc`]).
+/// whatever garbage collections run meanwhile: see [`hub_core::gc`]).
 async fn commit(st: &OciState, digest: Digest, path: PathBuf) -> OciResult<()> {
     let p = path.clone();
     tokio::task::spawn_blocking(move || std::fs::File::open(&p)?.sync_all())
         .await
         .map_err(OciError::internal)?
         .map_err(OciError::internal)?;
-    super::gc::store_file(&st.app, &digest, path).await
+    Ok(store_file(&st.app.core, &digest, path).await?)
 }
 
 fn mismatch(expected: &Digest, actual: &Digest) -> OciError {
@@ -214,7 +217,7 @@ fn mismatch(expected: &Digest, actual: &Digest) -> OciError {
 }
 
 /// `POST /v2/<name>/blobs/uploads/`.
-pub(super) async fn start(
+pub(crate) async fn start(
     st: &OciState,
     parts: &Parts,
     caller: &Caller,
@@ -231,28 +234,28 @@ pub(super) async fn start(
         // its manifests); everything in this hub is readable, so `from` needs no grant.
         let from = match q.get("from") {
             Some(from) => {
-                super::check_repository(from)?;
+                check_repository(from)?;
                 Some(from.as_str())
             }
             None => None,
         };
-        let dbh = st.app.store.db();
+        let store = &st.app.core.store;
         let key = d.to_string();
         let visible = match from {
-            Some(from) => db::blob_in_repository(dbh, from, &key).await?,
-            None => db::blob_in_repository(dbh, repository, &key).await?,
+            Some(from) => store.blob_in_repository(from, &key).await?,
+            None => store.blob_in_repository(repository, &key).await?,
         };
         // A use of the stored blob, recorded so that garbage collection keeps it; a blob
         // being collected is not mountable.
-        if visible && super::gc::use_existing(&st.app, &d).await? {
-            let size = st.app.blobs.size(d).await?.unwrap_or(0);
-            if !db::blob_in_repository(dbh, repository, &key).await? {
+        if visible && use_existing(&st.app.core, &d).await? {
+            let size = st.app.core.blobs.size(d).await?.unwrap_or(0);
+            if !store.blob_in_repository(repository, &key).await? {
                 let limit = room(st, user, repository, "").await?;
                 if size > limit.total && limit.setting == "max_namespace_bytes" {
                     return Err(limit.refuse());
                 }
             }
-            db::link_blob(dbh, repository, &key, size).await?;
+            store.link_blob(repository, &key, size).await?;
             return Ok(created(repository, &d));
         }
         // Not mountable: fall through to a new session, as the spec asks.
@@ -262,9 +265,13 @@ pub(super) async fn start(
         let limit = room(st, user, repository, "").await?;
         // Counted among the user's uploads while it streams.
         let id = uuid::Uuid::new_v4().simple().to_string();
-        db::create_upload(st.app.store.db(), &id, repository, user).await?;
+        st.app
+            .core
+            .store
+            .create_upload(&id, repository, user)
+            .await?;
         let r = monolithic(st, repository, d, body, limit).await;
-        db::delete_upload(st.app.store.db(), &id).await?;
+        st.app.core.store.delete_upload(&id).await?;
         return r;
     }
     admit(st, user).await?;
@@ -273,14 +280,18 @@ pub(super) async fn start(
         return Err(limit.refuse());
     }
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let dir = st.app.blobs.staging_dir();
+    let dir = st.app.core.blobs.staging_dir();
     tokio::fs::create_dir_all(&dir)
         .await
         .map_err(OciError::internal)?;
     tokio::fs::File::create(staged(st, &id))
         .await
         .map_err(OciError::internal)?;
-    db::create_upload(st.app.store.db(), &id, repository, user).await?;
+    st.app
+        .core
+        .store
+        .create_upload(&id, repository, user)
+        .await?;
     st.sessions.lock().expect("sessions lock").insert(
         id.clone(),
         Arc::new(tokio::sync::Mutex::new(Session {
@@ -300,7 +311,7 @@ async fn monolithic(
     limit: Limit,
 ) -> OciResult<Response> {
     {
-        let dir = st.app.blobs.staging_dir();
+        let dir = st.app.core.blobs.staging_dir();
         tokio::fs::create_dir_all(&dir)
             .await
             .map_err(OciError::internal)?;
@@ -325,7 +336,11 @@ async fn monolithic(
             .map_err(OciError::internal)?
             .len();
         commit(st, d, path).await?;
-        db::link_blob(st.app.store.db(), repository, &d.to_string(), size).await?;
+        st.app
+            .core
+            .store
+            .link_blob(repository, &d.to_string(), size)
+            .await?;
         Ok(created(repository, &d))
     }
 }
@@ -365,7 +380,13 @@ async fn load_session(
     if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(upload_unknown());
     }
-    match db::upload(st.app.store.db(), id, st.app.config.upload_ttl_ms()).await? {
+    match st
+        .app
+        .core
+        .store
+        .upload(id, st.app.core.config.upload_ttl_ms())
+        .await?
+    {
         Some(r) if r == repository => {}
         _ => return Err(upload_unknown()),
     }
@@ -489,12 +510,12 @@ async fn write_chunk(
     }
     s.offset += n;
     s.hasher = Some(hasher);
-    db::touch_upload(st.app.store.db(), id, s.offset).await?;
+    st.app.core.store.touch_upload(id, s.offset).await?;
     Ok(())
 }
 
 /// `PATCH`, `PUT`, `GET` and `DELETE` on `/v2/<name>/blobs/uploads/<id>`.
-pub(super) async fn session(
+pub(crate) async fn session(
     st: &OciState,
     parts: &Parts,
     caller: &Caller,
@@ -532,142 +553,26 @@ pub(super) async fn session(
             let actual = Digest::from_bytes(hasher.finalize().into());
             let path = staged(st, id);
             // The session ends either way: a client retries with a new one.
-            db::delete_upload(st.app.store.db(), id).await?;
+            st.app.core.store.delete_upload(id).await?;
             forget(st, id);
             if actual != d {
                 let _ = tokio::fs::remove_file(&path).await;
                 return Err(mismatch(&d, &actual));
             }
             commit(st, d, path).await?;
-            db::link_blob(st.app.store.db(), repository, &d.to_string(), s.offset).await?;
+            st.app
+                .core
+                .store
+                .link_blob(repository, &d.to_string(), s.offset)
+                .await?;
             Ok(created(repository, &d))
         }
         "DELETE" => {
-            db::delete_upload(st.app.store.db(), id).await?;
+            st.app.core.store.delete_upload(id).await?;
             forget(st, id);
             let _ = tokio::fs::remove_file(staged(st, id)).await;
             Ok(StatusCode::NO_CONTENT.into_response())
         }
         _ => Err(OciError::unsupported()),
-    }
-}
-
-/// `bytes=a-b`, `bytes=a-` or `bytes=-n` against `len`: the inclusive range, `Err` when
-/// unsatisfiable, `Ok(None)` when absent or not a single byte range.
-fn byte_range(h: &HeaderMap, len: u64) -> Result<Option<(u64, u64)>, ()> {
-    let Some(v) = h.get(header::RANGE).and_then(|v| v.to_str().ok()) else {
-        return Ok(None);
-    };
-    let Some(spec) = v.trim().strip_prefix("bytes=") else {
-        return Ok(None);
-    };
-    if spec.contains(',') {
-        return Ok(None);
-    }
-    let (a, b) = spec.split_once('-').ok_or(())?;
-    let (a, b) = (a.trim(), b.trim());
-    let r = if a.is_empty() {
-        let n: u64 = b.parse().map_err(|_| ())?;
-        if n == 0 || len == 0 {
-            return Err(());
-        }
-        (len.saturating_sub(n), len - 1)
-    } else {
-        let a: u64 = a.parse().map_err(|_| ())?;
-        let b: u64 = if b.is_empty() {
-            len.saturating_sub(1)
-        } else {
-            b.parse::<u64>().map_err(|_| ())?.min(len.saturating_sub(1))
-        };
-        if a >= len || b < a {
-            return Err(());
-        }
-        (a, b)
-    };
-    Ok(Some(r))
-}
-
-/// `GET`/`HEAD /v2/<name>/blobs/<digest>`, with single `Range`s.
-pub(super) async fn get_blob(
-    st: &OciState,
-    parts: &Parts,
-    repository: &str,
-    digest: &str,
-) -> OciResult<Response> {
-    let d = parse_digest(digest)?;
-    // A blob is read only through a repository it belongs to: no probing the whole store.
-    let opened = if db::blob_in_repository(st.app.store.db(), repository, &d.to_string()).await? {
-        st.app.blobs.open(d).await?
-    } else {
-        None
-    };
-    let Some((file, len)) = opened else {
-        return Err(OciError::new(
-            StatusCode::NOT_FOUND,
-            "BLOB_UNKNOWN",
-            format!("blob {d} is not in `{repository}`"),
-        )
-        .detail(serde_json::json!({"digest": d.to_string()})));
-    };
-    let mut h = HeaderMap::new();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/octet-stream"),
-    );
-    h.insert("docker-content-digest", hv(&d.to_string()));
-    h.insert(header::ETAG, hv(&format!("\"{d}\"")));
-    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("max-age=31536000, immutable"),
-    );
-    let (status, start, count) = match byte_range(&parts.headers, len) {
-        Ok(None) => (StatusCode::OK, 0, len),
-        Ok(Some((a, b))) => {
-            h.insert(header::CONTENT_RANGE, hv(&format!("bytes {a}-{b}/{len}")));
-            (StatusCode::PARTIAL_CONTENT, a, b - a + 1)
-        }
-        Err(()) => {
-            return Err(OciError::new(
-                StatusCode::RANGE_NOT_SATISFIABLE,
-                "BLOB_UNKNOWN",
-                format!("the range cannot be satisfied; the blob is {len} bytes"),
-            )
-            .header(header::CONTENT_RANGE, format!("bytes */{len}")));
-        }
-    };
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(count));
-    if parts.method == axum::http::Method::HEAD {
-        return Ok((status, h).into_response());
-    }
-    let mut file = tokio::fs::File::from_std(file);
-    if start > 0 {
-        file.seek(SeekFrom::Start(start))
-            .await
-            .map_err(OciError::internal)?;
-    }
-    let stream = tokio_util::io::ReaderStream::with_capacity(file.take(count), 256 * 1024);
-    Ok((status, h, Body::from_stream(stream)).into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn h(v: &str) -> HeaderMap {
-        let mut m = HeaderMap::new();
-        m.insert(header::RANGE, HeaderValue::from_str(v).unwrap());
-        m
-    }
-
-    #[test]
-    fn ranges() {
-        assert_eq!(byte_range(&HeaderMap::new(), 10), Ok(None));
-        assert_eq!(byte_range(&h("bytes=0-3"), 10), Ok(Some((0, 3))));
-        assert_eq!(byte_range(&h("bytes=5-"), 10), Ok(Some((5, 9))));
-        assert_eq!(byte_range(&h("bytes=-3"), 10), Ok(Some((7, 9))));
-        assert_eq!(byte_range(&h("bytes=8-100"), 10), Ok(Some((8, 9))));
-        assert_eq!(byte_range(&h("bytes=10-"), 10), Err(()));
-        assert_eq!(byte_range(&h("bytes=4-2"), 10), Err(()));
     }
 }

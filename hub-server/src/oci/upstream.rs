@@ -23,7 +23,7 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
-use crate::blob::{BlobError, BlobStore, FsBlobStore};
+use hub_core::blob::{BlobError, BlobStore, FsBlobStore};
 
 /// Blobs in an upstream OCI registry, cached in the data dir.
 pub struct UpstreamBlobStore {

@@ -1,23 +1,21 @@
 //! The signed-in pages: log in and out, API tokens, and for each namespace its members and
-//! signing keys. Every change calls the JSON API's handler with the session's principal, so
-//! the rules (scopes, roles, no escalation, the last owner) are the API's; every form carries
-//! the session's CSRF token and is refused (403) without it.
+//! signing keys. Every change calls the core's service with the session's principal, so the
+//! rules (scopes, roles, no escalation, the last owner) are the API's; every form carries the
+//! session's CSRF token and is refused (403) without it.
 
 use std::net::SocketAddr;
 
-use axum::Json;
 use axum::extract::{ConnectInfo, Form, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use index_schema::hub_api::{AddKeyRequest, CreateTokenRequest, SetMemberRequest};
+use hub_core::{Kind, accounts, namespaces, web_sessions};
+use index_schema::hub_api::{CreateTokenRequest, NewToken};
 
-use super::session::{
-    self, CSRF_FIELD, LOGIN_CSRF_COOKIE, SESSION_COOKIE, SESSION_DAYS, Session, set_cookie,
-};
-use super::{PageError, PageResult, views};
-use crate::api::{AppState, Auth, accounts, ip_of, namespaces};
-use crate::auth::{Scope, hash_token};
-use crate::store::{Actor, now_ms};
+use super::page::{PageError, PageResult};
+use super::session::{self, LOGIN_CSRF_COOKIE, SESSION_COOKIE, SESSION_DAYS, Session, set_cookie};
+use super::views::{self, CSRF_FIELD};
+use crate::client::ip_of;
+use crate::state::AppState;
 
 /// A form's fields, in order (a name may repeat: the scope checkboxes).
 pub(super) struct Fields(Vec<(String, String)>);
@@ -106,61 +104,20 @@ pub(super) async fn login(
     }
     let username = f.get("username").unwrap_or("");
     let password = f.get("password").unwrap_or("");
-    let user = match accounts::check_password(&state, &ip_of(Some(ci)), username, password).await {
-        Ok(u) => u,
-        Err(e) if e.status == StatusCode::UNAUTHORIZED => {
-            return Ok(login_form(
-                &headers,
-                StatusCode::UNAUTHORIZED,
-                Some(username),
-                Some(&e.message),
-            ));
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let actor = Actor {
-        user_id: Some(user.id),
-        user_name: user.name.clone(),
-        token_id: None,
-    };
-    let scopes: Vec<String> = Scope::ALL
-        .iter()
-        .filter(|s| **s != Scope::Admin)
-        .map(|s| s.as_str().to_owned())
-        .collect();
-    let token = accounts::issue(
-        &state,
-        &actor,
-        user.id,
-        user.is_admin,
-        "web session",
-        &scopes,
-        &["*".to_owned()],
-        Some(SESSION_DAYS),
-    )
-    .await?;
-    let id = session::random_secret();
-    let expires_at = token
-        .info
-        .expires_at
-        .unwrap_or_else(|| now_ms() + i64::from(SESSION_DAYS) * 86_400_000);
-    state
-        .store
-        .create_web_session(
-            &hash_token(&id),
-            token.info.id,
-            &session::random_secret(),
-            expires_at,
-        )
-        .await
-        .map_err(|e| PageError::from(crate::error::ApiError::from(e)))?;
-    // Each log-in needs the password, but nothing else bounds the sessions (and their tokens)
-    // one user keeps open: past the newest MAX_SESSIONS_PER_USER, the oldest end.
-    state
-        .store
-        .trim_web_sessions(&actor, user.id, session::MAX_SESSIONS_PER_USER)
-        .await
-        .map_err(|e| PageError::from(crate::error::ApiError::from(e)))?;
+    let user =
+        match accounts::check_password(&state.core, &ip_of(Some(ci)), username, password).await {
+            Ok(u) => u,
+            Err(e) if e.kind == Kind::Unauthenticated => {
+                return Ok(login_form(
+                    &headers,
+                    StatusCode::UNAUTHORIZED,
+                    Some(username),
+                    Some(&e.message),
+                ));
+            }
+            Err(e) => return Err(e.into()),
+        };
+    let id = web_sessions::start(&state.core, &user).await?;
     let tls = session::over_tls(&headers);
     let r = Redirect::to("/account").into_response();
     let r = with_cookie(
@@ -188,19 +145,7 @@ pub(super) async fn logout(
     form: FormFields,
 ) -> PageResult {
     s.check_csrf(fields(form).csrf())?;
-    let store_err = |e| PageError::from(crate::error::ApiError::from(e));
-    if let Some(token_id) = state
-        .store
-        .delete_web_session(&s.hash)
-        .await
-        .map_err(store_err)?
-    {
-        state
-            .store
-            .revoke_token(&auth(&s).actor(), Some(s.principal.user_id), token_id)
-            .await
-            .map_err(store_err)?;
-    }
+    web_sessions::end(&state.core, &s.0).await?;
     let r = Redirect::to("/").into_response();
     Ok(no_store(with_cookie(
         r,
@@ -215,10 +160,6 @@ pub(super) async fn logout(
     )))
 }
 
-fn auth(s: &Session) -> Auth {
-    Auth(s.principal.clone())
-}
-
 /// `GET /account`: your namespaces and tokens, and the form for a new token.
 pub(super) async fn account(State(state): State<AppState>, s: Session) -> PageResult {
     account_page(&state, &s, StatusCode::OK, None).await
@@ -228,20 +169,17 @@ async fn account_page(
     state: &AppState,
     s: &Session,
     status: StatusCode,
-    new_token: Option<&accounts::NewToken>,
+    new_token: Option<&NewToken>,
 ) -> PageResult {
-    let Json(tokens) = accounts::list_tokens(State(state.clone()), auth(s)).await?;
-    let namespaces = state
-        .store
-        .namespaces_of(s.principal.user_id)
-        .await
-        .map_err(|e| PageError::from(crate::error::ApiError::from(e)))?;
+    let p = &s.0.principal;
+    let tokens = accounts::list_tokens(&state.core, p).await?;
+    let namespaces = accounts::memberships(&state.core, p.user_id).await?;
     let page = views::account(
-        &s.principal.user_name,
-        s.principal.token_id,
+        &p.user_name,
+        p.token_id,
         &namespaces,
         &tokens.tokens,
-        &s.csrf,
+        &s.0.csrf,
         new_token,
     );
     Ok(no_store((status, page).into_response()))
@@ -267,11 +205,16 @@ pub(super) async fn create_token(
 ) -> PageResult {
     let f = fields(form);
     s.check_csrf(f.csrf())?;
-    let mut authority = auth(&s);
+    let mut authority = s.0.principal.clone();
     if let Some(password) = f.get("password").filter(|p| !p.is_empty()) {
-        accounts::check_password(&state, &ip_of(Some(ci)), &s.principal.user_name, password)
-            .await?;
-        authority.0.expires_at = None;
+        accounts::check_password(
+            &state.core,
+            &ip_of(Some(ci)),
+            &authority.user_name,
+            password,
+        )
+        .await?;
+        authority.expires_at = None;
     }
     let expires_in_days = match f.get("expires_in_days").map(str::trim) {
         None | Some("") => None,
@@ -286,8 +229,7 @@ pub(super) async fn create_token(
         namespaces: words(f.get("namespaces").unwrap_or("")),
         expires_in_days,
     };
-    let (_, Json(token)) =
-        accounts::create_token(State(state.clone()), authority, Json(req)).await?;
+    let token = accounts::create_token(&state.core, &authority, &req).await?;
     account_page(&state, &s, StatusCode::CREATED, Some(&token)).await
 }
 
@@ -299,7 +241,7 @@ pub(super) async fn revoke_token(
     form: FormFields,
 ) -> PageResult {
     s.check_csrf(fields(form).csrf())?;
-    accounts::revoke_token(State(state), auth(&s), Path(id)).await?;
+    accounts::revoke_token(&state.core, &s.0.principal, id).await?;
     Ok(Redirect::to("/account").into_response())
 }
 
@@ -313,14 +255,14 @@ pub(super) async fn namespace(
     s: Session,
     Path(ns): Path<String>,
 ) -> PageResult {
-    let Json(info) = namespaces::get_namespace(State(state.clone()), Path(ns)).await?;
+    let info = namespaces::info(&state.core, &ns).await?;
     let role = info
         .members
         .iter()
-        .find(|m| m.user == s.principal.user_name)
+        .find(|m| m.user == s.0.principal.user_name)
         .map(|m| m.role.clone());
     Ok(no_store(
-        views::namespace_admin(&info, role.as_deref(), &s.csrf).into_response(),
+        views::namespace_admin(&info, role.as_deref(), &s.0.csrf).into_response(),
     ))
 }
 
@@ -334,9 +276,7 @@ pub(super) async fn set_member(
     let f = fields(form);
     s.check_csrf(f.csrf())?;
     let user = f.get("user").unwrap_or("").trim().to_owned();
-    let req = SetMemberRequest {
-        role: f.get("role").unwrap_or("").to_owned(),
-    };
+    let role = f.get("role").unwrap_or("");
     if user.is_empty() {
         return Err(PageError {
             status: StatusCode::BAD_REQUEST,
@@ -344,7 +284,7 @@ pub(super) async fn set_member(
         });
     }
     let _namespace_now =
-        namespaces::set_member(State(state), auth(&s), Path((ns.clone(), user)), Json(req)).await?;
+        namespaces::set_member(&state.core, &s.0.principal, &ns, &user, role).await?;
     Ok(Redirect::to(&namespace_href(&ns)).into_response())
 }
 
@@ -356,7 +296,7 @@ pub(super) async fn remove_member(
     form: FormFields,
 ) -> PageResult {
     s.check_csrf(fields(form).csrf())?;
-    namespaces::remove_member(State(state), auth(&s), Path((ns.clone(), user))).await?;
+    namespaces::remove_member(&state.core, &s.0.principal, &ns, &user).await?;
     Ok(Redirect::to(&namespace_href(&ns)).into_response())
 }
 
@@ -369,11 +309,8 @@ pub(super) async fn add_key(
 ) -> PageResult {
     let f = fields(form);
     s.check_csrf(f.csrf())?;
-    let req = AddKeyRequest {
-        public_key: f.get("public_key").unwrap_or("").to_owned(),
-    };
-    let _registered =
-        namespaces::add_key(State(state), auth(&s), Path(ns.clone()), Json(req)).await?;
+    let public_key = f.get("public_key").unwrap_or("");
+    let _registered = namespaces::add_key(&state.core, &s.0.principal, &ns, public_key).await?;
     Ok(Redirect::to(&namespace_href(&ns)).into_response())
 }
 
@@ -385,6 +322,6 @@ pub(super) async fn revoke_key(
     form: FormFields,
 ) -> PageResult {
     s.check_csrf(fields(form).csrf())?;
-    namespaces::revoke_key(State(state), auth(&s), Path((ns.clone(), key_id))).await?;
+    namespaces::revoke_key(&state.core, &s.0.principal, &ns, &key_id).await?;
     Ok(Redirect::to(&namespace_href(&ns)).into_response())
 }

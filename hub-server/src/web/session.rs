@@ -3,9 +3,8 @@
 //! The cookie (`ofc_session`, `HttpOnly; SameSite=Lax; Path=/`, plus `Secure` when the request
 //! came over TLS — the hub sits behind a TLS proxy, so `X-Forwarded-Proto: https` or
 //! `Forwarded: proto=https` says so) holds 32 random bytes; the database keeps only their
-//! SHA-256. A session acts through an API token of its own, created at log-in with the scopes
-//! `ofc login` gets (every scope but `admin`, every namespace, one day), so a page calls the
-//! JSON API's handlers with that token's [`Principal`] and the API's rules decide. Logging out
+//! SHA-256. A session acts through an API token of its own ([`hub_core::web_sessions`]), so a
+//! page calls the core with that token's principal and the API's rules decide. Logging out
 //! deletes the session row and revokes its token.
 //!
 //! The log-in form, which has no session yet, carries a token that must equal a short-lived
@@ -17,32 +16,21 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 
-use crate::api::AppState;
-use crate::auth::{Principal, generate_token, hash_token, principal_for_hash};
+use hub_core::web_sessions::{self, LiveSession};
 
-use super::PageError;
+use super::page::PageError;
+use crate::state::AppState;
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "ofc_session";
 /// The log-in form's CSRF cookie.
 pub const LOGIN_CSRF_COOKIE: &str = "ofc_login_csrf";
-/// Name of the hidden field every form carries.
-pub const CSRF_FIELD: &str = "csrf";
-/// How long a session (and its token) lasts, in days.
-pub const SESSION_DAYS: u32 = 1;
-/// Most sessions one user keeps: a log-in past it ends the oldest (and revokes its token).
-pub const MAX_SESSIONS_PER_USER: u32 = 10;
+/// How long a session (and its cookie) lasts, in days.
+pub use hub_core::web_sessions::SESSION_DAYS;
 
 /// A signed-in browser: who, through which token, and its CSRF token.
 #[derive(Debug, Clone)]
-pub struct Session {
-    /// The session token's principal.
-    pub principal: Principal,
-    /// The CSRF token of this session's forms.
-    pub csrf: String,
-    /// SHA-256 of the cookie's value.
-    pub hash: String,
-}
+pub struct Session(pub LiveSession);
 
 /// A cookie's value from the request's `Cookie` headers.
 pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -86,9 +74,7 @@ pub fn set_cookie(
 }
 
 /// A new random secret for a cookie or a form (32 bytes, URL-safe base64).
-pub fn random_secret() -> String {
-    generate_token("").expose().to_owned()
-}
+pub use hub_core::web_sessions::random_secret;
 
 /// Equal, in time that does not depend on where two equally long strings differ.
 pub fn constant_time_eq(a: &str, b: &str) -> bool {
@@ -134,32 +120,13 @@ impl Session {
         else {
             return Ok(None);
         };
-        let hash = hash_token(id);
-        let Some(stored) = state
-            .store
-            .web_session(&hash)
-            .await
-            .map_err(|e| PageError::from(crate::error::ApiError::from(e)))?
-        else {
-            return Ok(None);
-        };
-        match principal_for_hash(&state.store, &stored.token_hash)
-            .await
-            .map_err(|e| PageError::from(crate::error::ApiError::from(e)))?
-        {
-            Ok(principal) => Ok(Some(Session {
-                principal,
-                csrf: stored.csrf,
-                hash,
-            })),
-            Err(_) => Ok(None),
-        }
+        Ok(web_sessions::find(&state.core, id).await?.map(Session))
     }
 
     /// Refuses (403) unless `sent` is this session's CSRF token.
     pub fn check_csrf(&self, sent: Option<&str>) -> Result<(), PageError> {
         match sent {
-            Some(s) if constant_time_eq(s, &self.csrf) => Ok(()),
+            Some(s) if constant_time_eq(s, &self.0.csrf) => Ok(()),
             _ => Err(csrf_refused()),
         }
     }
@@ -192,7 +159,9 @@ impl FromRequestParts<AppState> for Session {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use axum::http::{HeaderMap, header};
+
+    use super::{SESSION_COOKIE, constant_time_eq, cookie, over_tls, set_cookie};
 
     #[test]
     fn cookies_and_comparison() {

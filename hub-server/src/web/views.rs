@@ -10,7 +10,20 @@ use index_schema::hub_api::{AgentInfo, NamespaceInfo, NewToken, TokenInfo, Versi
 use index_schema::manifest::{Capability, Manifest, Source};
 use maud::{DOCTYPE, Markup, html};
 
-use super::Signature;
+/// Name of the hidden field every form carries: the session's CSRF token.
+pub(crate) const CSRF_FIELD: &str = "csrf";
+
+/// Whether the stored envelope verifies, checked again for the page: by the key it names,
+/// registered for the namespace and not revoked.
+#[derive(Debug)]
+pub(crate) enum Signature {
+    /// It verifies with the key.
+    Verified,
+    /// It verifies, but the key was revoked since.
+    KeyRevoked,
+    /// It does not verify: the reason.
+    Failed(String),
+}
 
 fn page(title: &str, query: Option<&str>, body: Markup) -> Markup {
     html! {
@@ -397,7 +410,7 @@ pub(super) fn publisher(ns: &NamespaceInfo, hits: &[SearchHit]) -> Markup {
 }
 
 fn csrf_field(csrf: &str) -> Markup {
-    html! { input type="hidden" name=(super::session::CSRF_FIELD) value=(csrf); }
+    html! { input type="hidden" name=(CSRF_FIELD) value=(csrf); }
 }
 
 /// A one-button form that posts to `action` (revoke, remove, log out).

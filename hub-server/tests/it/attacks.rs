@@ -132,7 +132,7 @@ async fn login_time_does_not_tell_which_users_exist() {
 /// itself" covered scopes and namespaces, not time. A token now cannot outlive its maker.
 #[tokio::test]
 async fn a_token_cannot_mint_one_that_outlives_it() {
-    use hub_server::auth::Scope;
+    use hub_core::auth::Scope;
     let app = TestHub::in_process(Backend::Sqlite).await;
     let day = app
         .token(

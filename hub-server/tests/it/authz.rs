@@ -1,8 +1,8 @@
 //! The authorization matrix: every case states the exact status and code; a success where a
 //! refusal is expected is an escalation and fails the test.
 
-use hub_server::auth::{Scope, TOKEN_PREFIX, generate_token, hash_token};
-use hub_server::store::{Actor, now_ms};
+use hub_core::auth::{Scope, TOKEN_PREFIX, generate_token, hash_token};
+use hub_core::store::{Actor, now_ms};
 use index_schema::envelope::SecretKey;
 use ofc_test_kit::{Backend, TestHub, remote_manifest};
 use reqwest::Method;
@@ -126,10 +126,10 @@ async fn authorization_matrix_has_no_escalation() {
     let carol = app.new_user("carol", false).await;
     let dave = app.new_user("dave", false).await;
     let root = app.new_user("root-admin", true).await;
-    hub_server::admin::set_member(app.store(), "alice", "carol", "publisher")
+    hub_core::admin::set_member(app.store(), "alice", "carol", "publisher")
         .await
         .unwrap();
-    hub_server::admin::set_member(app.store(), "alice", "dave", "maintainer")
+    hub_core::admin::set_member(app.store(), "alice", "dave", "maintainer")
         .await
         .unwrap();
     assert_eq!(
@@ -196,7 +196,7 @@ async fn authorization_matrix_has_no_escalation() {
         .id;
     // A disabled user.
     let eve = app.new_user("eve", false).await;
-    hub_server::admin::set_member(app.store(), "alice", "eve", "owner")
+    hub_core::admin::set_member(app.store(), "alice", "eve", "owner")
         .await
         .unwrap();
     app.store()

@@ -13,8 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
-use hub_server::db::Db;
-use hub_server::on_read;
+use hub_core::db::Db;
 use index_schema::envelope::{Envelope, SecretKey, sign_manifest, verify_manifest};
 use index_schema::manifest::Source;
 use index_schema::name::Digest;
@@ -173,12 +172,10 @@ async fn check_database(url: &str, data: &Path, problems: &mut Vec<String>) -> i
     let scalar = |sql: &'static str| {
         let db = db.clone();
         async move {
-            on_read!(&db, |pool| {
-                sqlx::query_scalar::<_, i64>(sql)
-                    .fetch_one(pool)
-                    .await
-                    .unwrap_or_else(|e| panic!("{sql}: {e}"))
-            })
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(db.read())
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
         }
     };
     let checks: [(&str, &'static str); 6] = [
@@ -229,15 +226,13 @@ async fn check_database(url: &str, data: &Path, problems: &mut Vec<String>) -> i
             "database: outbox has {count} rows up to seq {max}, counter says {last_seq}"
         ));
     }
-    let digests: Vec<(String, i64)> = on_read!(&db, |pool| {
-        sqlx::query_as(
-            "SELECT DISTINCT bundle_digest, bundle_size FROM versions \
-             WHERE bundle_digest IS NOT NULL",
-        )
-        .fetch_all(pool)
-        .await
-        .unwrap()
-    });
+    let digests: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT DISTINCT bundle_digest, bundle_size FROM versions \
+         WHERE bundle_digest IS NOT NULL",
+    )
+    .fetch_all(db.read())
+    .await
+    .unwrap();
     for (d, size) in digests {
         match std::fs::read(blob_path(data, &d)) {
             Ok(bytes) => {

@@ -333,7 +333,7 @@ async fn skopeo_copies_a_multi_layer_image_in_and_out(#[case] storage: Storage) 
     let other = app
         .token(
             "alice",
-            &[hub_server::auth::Scope::PublishNew],
+            &[hub_core::auth::Scope::PublishNew],
             &["elsewhere"],
             None,
         )

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine as _;
 use futures::StreamExt as _;
-use hub_server::oci::gc;
+use hub_core::gc;
 use index_schema::media_types as mt;
 use index_schema::name::Digest;
 use ofc_test_kit::{Backend, TestHub, bundle_manifest};
@@ -127,7 +127,7 @@ async fn gc_keeps_what_is_referenced_or_recent() {
     let session = r.headers()["location"].to_str().unwrap().to_string();
 
     // Everything is old except `fresh`; `mounted` is used again by a mount.
-    let all = app.state.blobs.list().await.unwrap();
+    let all = app.state.core.blobs.list().await.unwrap();
     for (d, _) in &all {
         if *d != fresh {
             age(&app, d);
@@ -142,7 +142,7 @@ async fn gc_keeps_what_is_referenced_or_recent() {
     .await;
     assert_eq!(r, 201);
 
-    let report = gc::collect(&app.state, Duration::from_secs(3600), Duration::ZERO)
+    let report = gc::collect(&app.state.core, Duration::from_secs(3600), Duration::ZERO)
         .await
         .unwrap();
     assert_eq!(report.blobs_deleted, 1, "{report:?}");
@@ -186,7 +186,7 @@ async fn gc_keeps_what_is_referenced_or_recent() {
 
     // A second run with nothing old left to collect removes nothing.
     let report = gc::collect(
-        &app.state,
+        &app.state.core,
         Duration::from_secs(3600),
         Duration::from_secs(3600),
     )
@@ -842,7 +842,7 @@ async fn gc_during_pushes(backend: Backend, grace: Duration) {
         .with_test_writer()
         .try_init();
     let app = TestHub::in_process(backend).await;
-    let upload_ttl = Duration::from_secs(hub_server::config::Config::default().upload_ttl_secs);
+    let upload_ttl = Duration::from_secs(hub_core::config::Config::default().upload_ttl_secs);
     let ctx = Arc::new(Ctx {
         url: app.url.clone(),
         client: app.client.clone(),
@@ -860,16 +860,16 @@ async fn gc_during_pushes(backend: Backend, grace: Duration) {
                 let mut rounds = Vec::new();
                 while !(done.load(Ordering::SeqCst) && rounds.len() >= MIN_GC_ROUNDS) {
                     let start = ctx.ms();
-                    match gc::collect(&state, grace, upload_ttl).await {
+                    match gc::collect(&state.core, grace, upload_ttl).await {
                         Ok(r) => rounds.push(Round {
                             start,
                             end: ctx.ms(),
                             deleted: r.blobs_deleted,
                         }),
                         Err(e) => ctx.violation(format!(
-                            "gc round {} failed at {start} ms: {} {} {}",
+                            "gc round {} failed at {start} ms: {:?} {} {}",
                             rounds.len(),
-                            e.status,
+                            e.kind,
                             e.code,
                             e.message
                         )),
@@ -893,16 +893,19 @@ async fn gc_during_pushes(backend: Backend, grace: Duration) {
         let acked = std::mem::take(&mut ctx.ledger.lock().unwrap().acked);
         verify_all(&ctx, &acked, "after the run").await;
         // Once old, what no acknowledged manifest references goes, and nothing else.
-        for (d, _) in app.state.blobs.list().await.unwrap() {
+        for (d, _) in app.state.core.blobs.list().await.unwrap() {
             try_age(&app.data_dir, &d);
         }
-        let last = gc::collect(&app.state, grace, upload_ttl).await.unwrap();
+        let last = gc::collect(&app.state.core, grace, upload_ttl)
+            .await
+            .unwrap();
         let referenced: HashSet<Digest> = acked
             .iter()
             .flat_map(|a| a.blobs.iter().map(|b| b.digest))
             .collect();
         let left: HashSet<Digest> = app
             .state
+            .core
             .blobs
             .list()
             .await
@@ -1058,10 +1061,10 @@ async fn gc_while_agents_are_published(#[case] backend: Backend) {
         let (state, done) = (app.state.clone(), done.clone());
         tokio::spawn(async move {
             let upload_ttl =
-                Duration::from_secs(hub_server::config::Config::default().upload_ttl_secs);
+                Duration::from_secs(hub_core::config::Config::default().upload_ttl_secs);
             let mut rounds = 0usize;
             while !done.load(Ordering::SeqCst) || rounds < MIN_GC_ROUNDS {
-                gc::collect(&state, DEFAULT_GRACE, upload_ttl)
+                gc::collect(&state.core, DEFAULT_GRACE, upload_ttl)
                     .await
                     .unwrap();
                 rounds += 1;
@@ -1117,11 +1120,11 @@ async fn gc_while_agents_are_published(#[case] backend: Backend) {
         }
     }
     // Once old, published bundles are still referenced: a last gc keeps them.
-    for (d, _) in app.state.blobs.list().await.unwrap() {
+    for (d, _) in app.state.core.blobs.list().await.unwrap() {
         try_age(&app.data_dir, &d);
     }
-    let upload_ttl = Duration::from_secs(hub_server::config::Config::default().upload_ttl_secs);
-    gc::collect(&app.state, DEFAULT_GRACE, upload_ttl)
+    let upload_ttl = Duration::from_secs(hub_core::config::Config::default().upload_ttl_secs);
+    gc::collect(&app.state.core, DEFAULT_GRACE, upload_ttl)
         .await
         .unwrap();
     for (name, d, _, _) in &published {
@@ -1233,7 +1236,7 @@ async fn a_takedown_removes_tags_manifests_and_at_gc_the_blobs(#[case] backend: 
     );
 
     // The next collection frees both bundles: nothing references them any more.
-    let report = gc::collect(&app.state, Duration::ZERO, Duration::ZERO)
+    let report = gc::collect(&app.state.core, Duration::ZERO, Duration::ZERO)
         .await
         .unwrap();
     for bytes in [&one, &two] {

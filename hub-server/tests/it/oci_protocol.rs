@@ -3,7 +3,7 @@
 //! path traversal in repository names and pushes without scope.
 
 use base64::Engine as _;
-use hub_server::auth::Scope;
+use hub_core::auth::Scope;
 use index_schema::envelope::sign_manifest;
 use index_schema::media_types as mt;
 use index_schema::name::Digest;
@@ -1447,7 +1447,7 @@ async fn agent_versions_are_oci_artifacts(#[case] backend: Backend) {
 
     // A version an administrator deletes is no longer served by tag.
     assert!(
-        hub_server::admin::delete(app.store(), "alice/remote", Some("2.0.0"))
+        hub_core::admin::delete(app.store(), "alice/remote", Some("2.0.0"))
             .await
             .unwrap()
     );
@@ -1645,7 +1645,7 @@ async fn blobs_belong_to_repositories(#[case] backend: Backend) {
     assert_eq!(del("alice/two", &c).await.status, 202);
     assert_eq!(head("alice/two", &c).await, 404);
     assert!(
-        app.state.blobs.size(c).await.unwrap().is_none(),
+        app.state.core.blobs.size(c).await.unwrap().is_none(),
         "the last link took the file"
     );
 
@@ -1784,7 +1784,7 @@ async fn uploads_and_manifests_have_quotas() {
 
     // Idle sessions end: after the TTL they neither count nor keep their bytes.
     tokio::time::sleep(std::time::Duration::from_millis(2300)).await;
-    let staging = app.state.blobs.staging_dir();
+    let staging = app.state.core.blobs.staging_dir();
     let staged_before = std::fs::read_dir(&staging).unwrap().count();
     assert!(staged_before >= 3);
     let r = open().await;
@@ -1905,10 +1905,10 @@ async fn uploads_and_manifests_have_quotas() {
 async fn v2_records_token_use() {
     let app = TestHub::in_process(Backend::Sqlite).await;
     let last_used = |token: String| {
-        let store = app.state.store.clone();
+        let store = app.state.core.store.clone();
         async move {
             let (t, _) = store
-                .token_by_hash(&hub_server::auth::hash_token(&token))
+                .token_by_hash(&hub_core::auth::hash_token(&token))
                 .await
                 .unwrap()
                 .unwrap();
@@ -1935,9 +1935,7 @@ async fn v2_records_token_use() {
                 .await;
                 assert_eq!(r.status, 200);
                 // The exchange used the token; what is checked below is the bearer's use.
-                let hub_server::db::Db::Sqlite { write, .. } = app.state.store.db() else {
-                    unreachable!("SQLite");
-                };
+                let write = app.state.core.store.db().write();
                 sqlx::query("UPDATE api_tokens SET last_used_at = NULL")
                     .execute(write)
                     .await
@@ -2323,9 +2321,7 @@ async fn token_requests_do_not_grow_the_database() {
         .collect::<Vec<_>>()
         .join("&");
     let rows = || async {
-        let hub_server::db::Db::Sqlite { write, .. } = app.state.store.db() else {
-            unreachable!("SQLite");
-        };
+        let write = app.state.core.store.db().write();
         sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM oci_access_tokens")
             .fetch_one(write)
             .await

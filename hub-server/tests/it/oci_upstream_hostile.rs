@@ -7,7 +7,7 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use hub_server::blob::BlobStore;
+use hub_core::blob::BlobStore;
 use hub_server::oci::upstream::UpstreamBlobStore;
 use index_schema::name::Digest;
 

@@ -4,7 +4,7 @@ use utoipa::OpenApi as _;
 
 #[test]
 fn openapi_document_snapshot() {
-    let doc = hub_server::openapi::ApiDoc::openapi();
+    let doc = hub_server::api::openapi::ApiDoc::openapi();
     let json: serde_json::Value = serde_json::from_str(&doc.to_json().unwrap()).unwrap();
     // Every route the router serves is documented.
     let paths = json["paths"].as_object().unwrap();
@@ -33,7 +33,7 @@ async fn served_document_is_the_same() {
         .call(reqwest::Method::GET, "/openapi.json", None, None)
         .await;
     assert_eq!(s, 200);
-    let doc = hub_server::openapi::ApiDoc::openapi();
+    let doc = hub_server::api::openapi::ApiDoc::openapi();
     let expected: serde_json::Value = serde_json::from_str(&doc.to_json().unwrap()).unwrap();
     assert_eq!(served, expected);
     app.stop().await;

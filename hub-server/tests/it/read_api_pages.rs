@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Output;
 
-use hub_server::db::Db;
+use hub_core::db::{Db, Flag};
 use ofc_test_kit::{
     Backend, ProcessOptions, TestHub, assert_refused, assert_status, bin, hub_command,
     remote_manifest, strings,
@@ -115,15 +115,13 @@ async fn publish_many(app: &TestHub, n: usize) -> Vec<String> {
 
 /// Sets an agent's `updated_at` directly in the database, to build exact orders and ties.
 async fn set_updated_at(app: &TestHub, name: &str, at: i64) {
-    hub_server::on_db!(app.store().db(), |pool| {
-        let r = sqlx::query("UPDATE agents SET updated_at = $1 WHERE name = $2")
-            .bind(at)
-            .bind(name)
-            .execute(pool)
-            .await
-            .unwrap();
-        assert_eq!(r.rows_affected(), 1, "{name}");
-    });
+    let r = sqlx::query("UPDATE agents SET updated_at = $1 WHERE name = $2")
+        .bind(at)
+        .bind(name)
+        .execute(app.store().db().write())
+        .await
+        .unwrap();
+    assert_eq!(r.rows_affected(), 1, "{name}");
 }
 
 #[rstest]
@@ -370,21 +368,22 @@ async fn applied(url: &str) -> Vec<(i64, bool, Vec<u8>, String)> {
     let db = Db::connect(url, 1)
         .await
         .expect("open the migrated database");
-    let rows = hub_server::on_read!(&db, |pool| {
-        sqlx::query_as::<_, (i64, bool, Vec<u8>, String)>(
-            "SELECT version, success, checksum, CAST(installed_on AS TEXT) \
-             FROM _sqlx_migrations ORDER BY version",
-        )
-        .fetch_all(pool)
+    // SQLite declares `success` BOOLEAN, which the backend-generic driver reads as an integer.
+    let rows: Vec<(i64, Flag, Vec<u8>, String)> = sqlx::query_as(
+        "SELECT version, CAST(success AS INTEGER), checksum, CAST(installed_on AS TEXT) \
+         FROM _sqlx_migrations ORDER BY version",
+    )
+    .fetch_all(db.read())
+    .await
+    .expect("read _sqlx_migrations");
+    let rows: Vec<(i64, bool, Vec<u8>, String)> = rows
+        .into_iter()
+        .map(|(v, ok, checksum, at)| (v, ok.into(), checksum, at))
+        .collect();
+    let tables: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agents")
+        .fetch_one(db.read())
         .await
-        .expect("read _sqlx_migrations")
-    });
-    let tables: i64 = hub_server::on_read!(&db, |pool| {
-        sqlx::query_scalar("SELECT COUNT(*) FROM agents")
-            .fetch_one(pool)
-            .await
-            .expect("the schema is there")
-    });
+        .expect("the schema is there");
     assert_eq!(tables, 0);
     db.close().await;
     rows

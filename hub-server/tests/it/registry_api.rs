@@ -3,7 +3,7 @@
 //! (signed) agents through the same endpoints, and every refusal the module emits with its exact
 //! status and `code` (and proof that a refused request stored nothing).
 
-use hub_server::auth::Scope;
+use hub_core::auth::Scope;
 use index_schema::manifest::Manifest;
 use ofc_test_kit::{
     Backend, Case, TestHub, assert_cases, assert_refused, assert_status, bundle_manifest, code,
@@ -253,7 +253,7 @@ async fn owner_registers_for_another_namespace_and_members_manage_it(#[case] bac
     let app = start(backend).await;
     let alice = app.user.clone();
     let bob = app.new_user("bob", false).await;
-    hub_server::admin::set_member(app.store(), "alice", "bob", "maintainer")
+    hub_core::admin::set_member(app.store(), "alice", "bob", "maintainer")
         .await
         .unwrap();
     // Bob registers into alice's namespace as its maintainer, naming the owner explicitly
@@ -461,7 +461,7 @@ async fn every_registry_refusal_has_its_status_and_code(#[case] backend: Backend
     let alice = app.user.clone();
     let bob = app.new_user("bob", false).await;
     let carol = app.new_user("carol", false).await;
-    hub_server::admin::set_member(app.store(), "alice", "carol", "publisher")
+    hub_core::admin::set_member(app.store(), "alice", "carol", "publisher")
         .await
         .unwrap();
     let admin = app.new_user("root-admin", true).await;
@@ -1167,7 +1167,7 @@ async fn concurrent_registrations_of_one_handle_give_exactly_one_201(#[case] bac
 /// Inserts a row into `agents` directly, past the store's checks: a registration when
 /// `endpoint` is set, else a published agent's row. `Err(true)` is a unique violation.
 async fn insert_agent_row(
-    store: &hub_server::store::Store,
+    store: &hub_core::store::Store,
     namespace: &str,
     name: &str,
     handle: &str,
@@ -1184,26 +1184,22 @@ async fn insert_agent_row(
         e.as_database_error()
             .is_some_and(|d| d.is_unique_violation())
     };
-    hub_server::on_db!(store.db(), |pool| {
-        sqlx::query(sql)
-            .bind(ns)
-            .bind(name)
-            .bind(handle)
-            .bind(endpoint)
-            .bind(meta)
-            .bind(key)
-            .bind(created_at)
-            .execute(pool)
-            .await
-            .map(|_| ())
-            .map_err(unique)
-    })
+    sqlx::query(sql)
+        .bind(ns)
+        .bind(name)
+        .bind(handle)
+        .bind(endpoint)
+        .bind(meta)
+        .bind(key)
+        .bind(created_at)
+        .execute(store.db().write())
+        .await
+        .map(|_| ())
+        .map_err(unique)
 }
 
-async fn execute(store: &hub_server::store::Store, sql: &str) {
-    hub_server::on_db!(store.db(), |pool| {
-        sqlx::query(sql).execute(pool).await.unwrap();
-    });
+async fn execute(store: &hub_core::store::Store, sql: &str) {
+    sqlx::query(sql).execute(store.db().write()).await.unwrap();
 }
 
 #[rstest]
@@ -1247,7 +1243,7 @@ async fn the_database_refuses_a_second_registration_of_a_handle(#[case] backend:
 async fn migration_0011_keeps_the_oldest_registration_of_a_shared_handle(#[case] backend: Backend) {
     let (store, _dir, _pg) = ofc_test_kit::fresh_store(backend).await;
     for n in ["alice", "bob", "carol", "dave"] {
-        hub_server::admin::create_user(&store, n, None, false, false)
+        hub_core::admin::create_user(&store, n, None, false, false)
             .await
             .unwrap();
     }
@@ -1325,9 +1321,7 @@ async fn a_registration_that_loses_the_race_at_the_index_is_a_409_on_postgres() 
     let app = start(Backend::Postgres).await;
     app.new_user("bob", false).await;
     let bob_ns = app.store().namespace("bob").await.unwrap().unwrap().id;
-    let hub_server::db::Db::Postgres(pool) = app.store().db() else {
-        unreachable!()
-    };
+    let pool = app.store().db().write();
     let mut tx = pool.begin().await.unwrap();
     sqlx::query(
         "INSERT INTO agents (namespace_id, name, handle, registry_endpoint, registry_metadata, \

@@ -258,7 +258,7 @@ async fn synonyms_reload_without_reindexing_and_fewer_words_are_reported() {
 
     // A mistake: the hub does not start, and says where.
     std::fs::write(&syn, "# ok\nchart, plot\nlonely\n").unwrap();
-    let cfg = hub_server::config::Config {
+    let cfg = hub_core::config::Config {
         data_dir: files.path().join("data"),
         search_synonyms_file: Some(syn.clone()),
         ..Default::default()

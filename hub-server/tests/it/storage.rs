@@ -1,6 +1,6 @@
 //! The storage suite: the same cases on SQLite and PostgreSQL.
 
-use hub_server::store::{Actor, NewVersion, StoreError};
+use hub_core::store::{Actor, NewVersion, StoreError};
 use index_schema::envelope::SecretKey;
 use index_schema::tlog::Entry;
 use ofc_test_kit::{Backend, fresh_store};
@@ -306,13 +306,13 @@ async fn storage_suite(#[case] backend: Backend) {
 #[case::postgres(Backend::Postgres)]
 #[tokio::test]
 async fn token_use_is_recorded_at_most_once_a_minute(#[case] backend: Backend) {
-    use hub_server::store::TOKEN_USE_PRECISION_MS;
+    use hub_core::store::TOKEN_USE_PRECISION_MS;
     let (store, _dir, _pg) = fresh_store(backend).await;
-    let c = hub_server::admin::create_user(&store, "alice", None, false, true)
+    let c = hub_core::admin::create_user(&store, "alice", None, false, true)
         .await
         .unwrap();
     let id = c.token_row.id;
-    let last_used = |store: hub_server::store::Store| async move {
+    let last_used = |store: hub_core::store::Store| async move {
         store
             .list_tokens(c.user.id)
             .await
@@ -452,7 +452,7 @@ async fn web_sessions(#[case] backend: Backend) {
         .create_token(&op, u.id, "web session", "tokenhash", "yank", "*", None)
         .await
         .unwrap();
-    let now = hub_server::store::now_ms();
+    let now = hub_core::store::now_ms();
     store
         .create_web_session("live", t.id, "csrf-1", now + 60_000)
         .await

@@ -393,12 +393,12 @@ async fn operator_deletions_are_logged(#[case] backend: Backend) {
         assert_eq!(s, 201, "{b}");
     }
     assert!(
-        hub_server::admin::delete(app.store(), "alice/code", Some("1.0.0"))
+        hub_core::admin::delete(app.store(), "alice/code", Some("1.0.0"))
             .await
             .unwrap()
     );
     assert!(
-        hub_server::admin::delete(app.store(), "alice/docs", None)
+        hub_core::admin::delete(app.store(), "alice/docs", None)
             .await
             .unwrap()
     );
@@ -449,7 +449,8 @@ async fn log_verify_finds_what_was_changed_behind_the_log(#[case] backend: Backe
         index_schema::name::Digest::of(b"other"),
         u.key.key_id()
     );
-    hub_server::on_db!(app.store().db(), |pool| {
+    {
+        let pool = app.store().db().write();
         sqlx::query("UPDATE tlog_entries SET data = $1 WHERE idx = 2")
             .bind(rewritten.as_bytes())
             .execute(pool)
@@ -466,7 +467,7 @@ async fn log_verify_finds_what_was_changed_behind_the_log(#[case] backend: Backe
             .execute(pool)
             .await
             .unwrap();
-    });
+    }
     let problems = app.store().log_verify().await.unwrap().problems.join("\n");
     assert!(
         problems.contains("alice/code@1.0.1: the log says digest"),

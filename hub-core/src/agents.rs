@@ -1,0 +1,441 @@
+//! Agents and versions as the read API and the pages show them, and the changes to a version
+//! after its publish: yank, deprecate, delete; the outbox and the audit log.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use index_schema::envelope::Envelope;
+use index_schema::hub_api::{
+    AgentInfo, AgentList, AgentSummary, BundleInfo, EnvelopeJson, SigningKey, VersionInfo,
+    VersionSummary,
+};
+use index_schema::manifest::{Manifest, parse_exact_version};
+use index_schema::name::{AgentName, Digest};
+use sha2::Digest as _;
+
+use crate::accounts::actor;
+use crate::auth::{Principal, Scope};
+use crate::error::{CoreError, CoreResult, ErrorCode};
+use crate::hub::Hub;
+use crate::namespaces;
+use crate::store::{AgentRow, AuditRow, KeyRow, OutboxRow, VersionRow, publish_entry};
+use crate::tlog::inclusion_now;
+
+/// `publisher/agent` from the path's two parts.
+pub fn parse_name(publisher: &str, agent: &str) -> CoreResult<AgentName> {
+    AgentName::new(publisher, agent)
+        .map_err(|e| CoreError::invalid(ErrorCode::InvalidName, e.to_string()))
+}
+
+/// An exact version, as an OCI tag can carry it (no build metadata).
+pub fn parse_version(v: &str) -> CoreResult<String> {
+    let parsed = parse_exact_version(v)
+        .map_err(|m| CoreError::invalid(ErrorCode::InvalidVersion, format!("`{v}`: {m}")))?;
+    if !parsed.build.is_empty() {
+        return Err(CoreError::invalid(
+            ErrorCode::InvalidVersion,
+            format!("`{v}`: build metadata (`+…`) is not allowed; versions are OCI tags"),
+        ));
+    }
+    Ok(parsed.to_string())
+}
+
+/// An agent by name, or 404 `agent_not_found`.
+pub async fn agent(hub: &Hub, name: &AgentName) -> CoreResult<AgentRow> {
+    hub.store
+        .agent(&name.to_string())
+        .await?
+        .ok_or_else(|| CoreError::not_found(ErrorCode::AgentNotFound, format!("no agent `{name}`")))
+}
+
+/// A version of `agent`, or 404 `version_not_found`.
+pub async fn version(hub: &Hub, agent: &AgentRow, version: &str) -> CoreResult<VersionRow> {
+    let v = parse_version(version)?;
+    hub.store.version(agent.id, &v).await?.ok_or_else(|| {
+        CoreError::not_found(
+            ErrorCode::VersionNotFound,
+            format!("`{}` has no version {v}", agent.name),
+        )
+    })
+}
+
+fn key_map(keys: Vec<KeyRow>) -> HashMap<String, KeyRow> {
+    keys.into_iter().map(|k| (k.key_id.clone(), k)).collect()
+}
+
+/// An agent: latest version and every version with its yanked/deprecated state.
+pub async fn info(hub: &Hub, publisher: &str, agent_name: &str) -> CoreResult<AgentInfo> {
+    let name = parse_name(publisher, agent_name)?;
+    let a = agent(hub, &name).await?;
+    let keys = key_map(hub.store.keys(a.namespace_id).await?);
+    let versions = hub
+        .store
+        .versions(a.id)
+        .await?
+        .into_iter()
+        .map(|v| VersionSummary {
+            key_revoked_at: keys.get(&v.key_id).and_then(|k| k.revoked_at),
+            version: v.version,
+            manifest_digest: v.manifest_digest,
+            published_at: v.created_at,
+            yanked: v.yanked_at.is_some(),
+            yank_reason: v.yank_reason,
+            deprecated: v.deprecated_message,
+            key_id: v.key_id,
+            downloads: v.downloads,
+        })
+        .collect();
+    Ok(AgentInfo {
+        namespace: name.publisher().to_string(),
+        name: a.name,
+        handle: a.handle.map(|h| format!("@{h}")),
+        latest: a.latest_version,
+        versions,
+        downloads: a.downloads,
+        created_at: a.created_at,
+        updated_at: a.updated_at,
+    })
+}
+
+/// The signed manifest of a stored version.
+pub fn manifest_of(v: &VersionRow) -> CoreResult<Manifest> {
+    let env = Envelope::from_json(&v.envelope).map_err(CoreError::internal)?;
+    let text = std::str::from_utf8(&env.payload).map_err(CoreError::internal)?;
+    Manifest::from_json(text).map_err(CoreError::internal)
+}
+
+/// The A2A agent card (v0.3) of a `remote` agent, built from its latest version's signed
+/// manifest; other sources have none (404 `no_agent_card`).
+pub async fn agent_card(
+    hub: &Hub,
+    publisher: &str,
+    agent_name: &str,
+) -> CoreResult<serde_json::Map<String, serde_json::Value>> {
+    let name = parse_name(publisher, agent_name)?;
+    let a = agent(hub, &name).await?;
+    let Some(latest) = a.latest_version.clone() else {
+        return Err(CoreError::not_found(
+            ErrorCode::VersionNotFound,
+            format!("`{name}` has no version that is not yanked"),
+        ));
+    };
+    let v = version(hub, &a, &latest).await?;
+    let manifest = manifest_of(&v)?;
+    index_schema::a2a_card::from_manifest(&manifest).ok_or_else(|| {
+        CoreError::not_found(
+            ErrorCode::NoAgentCard,
+            format!(
+                "`{name}` is a `{}` agent, not a remote one, so it has no A2A card",
+                manifest.source.kind()
+            ),
+        )
+    })
+}
+
+/// One version: manifest, envelope, digests, key state, and its transparency-log entry proven
+/// under the current checkpoint (with `log_size`, also the consistency proof from that size).
+pub async fn version_info(
+    hub: &Hub,
+    publisher: &str,
+    agent_name: &str,
+    version_text: &str,
+    log_size: Option<u64>,
+) -> CoreResult<VersionInfo> {
+    let name = parse_name(publisher, agent_name)?;
+    let a = agent(hub, &name).await?;
+    let v = version(hub, &a, version_text).await?;
+    let log = match v.log_index {
+        Some(index) => {
+            let entry = publish_entry(&a.name, &v.version, &v.manifest_digest, &v.key_id)?;
+            Some(inclusion_now(hub, &entry, index as u64, log_size).await?)
+        }
+        None => None,
+    };
+    let keys = key_map(hub.store.keys(a.namespace_id).await?);
+    let env = Envelope::from_json(&v.envelope).map_err(CoreError::internal)?;
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&env.payload).map_err(CoreError::internal)?;
+    let envelope = EnvelopeJson::from_text(v.envelope).map_err(CoreError::internal)?;
+    let k = keys.get(&v.key_id);
+    Ok(VersionInfo {
+        name: a.name,
+        version: v.version,
+        manifest,
+        envelope,
+        manifest_digest: v.manifest_digest,
+        source_kind: v.source_kind,
+        bundle: v.bundle_digest.map(|digest| BundleInfo {
+            digest,
+            size: v.bundle_size.unwrap_or(0),
+        }),
+        key: SigningKey {
+            key_id: v.key_id.clone(),
+            public_key: k.map(|k| k.public_key.clone()),
+            revoked_at: k.and_then(|k| k.revoked_at),
+        },
+        published_by: v.published_by,
+        published_at: v.created_at,
+        yanked: v.yanked_at.is_some(),
+        yank_reason: v.yank_reason,
+        deprecated: v.deprecated_message,
+        downloads: v.downloads,
+        log,
+    })
+}
+
+/// Who downloads, for counting a download once per client and day: a hash of the address
+/// (IPv6 by its /64, which one host can fill), so addresses are not stored.
+pub fn download_client(ip: Option<IpAddr>) -> String {
+    let key = match ip {
+        Some(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+        Some(IpAddr::V6(v6)) => v6
+            .to_ipv4_mapped()
+            .map(|v4| v4.to_string())
+            .unwrap_or_default(),
+        Some(ip) => ip.to_string(),
+        None => "unknown".to_owned(),
+    };
+    hex::encode(&sha2::Sha256::digest(format!("ofc-download\0{key}").as_bytes())[..16])
+}
+
+/// The bundle of a version, opened for reading (its file, size and digest), counted as a
+/// download by the client at `ip` (reading metadata is not pulling the agent).
+pub async fn bundle(
+    hub: &Hub,
+    publisher: &str,
+    agent_name: &str,
+    version_text: &str,
+    ip: Option<IpAddr>,
+) -> CoreResult<(std::fs::File, u64, String)> {
+    let name = parse_name(publisher, agent_name)?;
+    let a = agent(hub, &name).await?;
+    let v = version(hub, &a, version_text).await?;
+    let Some(d) = v.bundle_digest.as_deref() else {
+        return Err(CoreError::not_found(
+            ErrorCode::NoBundle,
+            format!(
+                "`{}` {} has a `{}` source, not a bundle",
+                a.name, v.version, v.source_kind
+            ),
+        ));
+    };
+    let digest = Digest::parse(d).map_err(CoreError::internal)?;
+    let (file, size) = hub
+        .blobs
+        .open(digest)
+        .await?
+        .ok_or_else(|| CoreError::internal(format!("blob {d} missing from the blob store")))?;
+    hub.store
+        .count_download(a.id, v.id, &download_client(ip))
+        .await?;
+    Ok((file, size, d.to_string()))
+}
+
+/// The most entries of a page of agents, outbox entries or audit entries (100 by default).
+pub fn clamp_limit(l: Option<i64>) -> CoreResult<i64> {
+    match l {
+        None => Ok(100),
+        Some(l) if (1..=1000).contains(&l) => Ok(l),
+        Some(_) => Err(CoreError::invalid(
+            ErrorCode::InvalidLimit,
+            "limit is 1 to 1000",
+        )),
+    }
+}
+
+/// Agents ordered by last change, after `cursor` (a previous page's) or changed since
+/// `updated_since`.
+pub async fn list(
+    hub: &Hub,
+    cursor: Option<&str>,
+    updated_since: Option<i64>,
+    limit: Option<i64>,
+) -> CoreResult<AgentList> {
+    let limit = clamp_limit(limit)?;
+    let (after_t, after_id) = match (cursor, updated_since) {
+        (Some(c), _) => {
+            let bad = || {
+                CoreError::invalid(
+                    ErrorCode::InvalidCursor,
+                    "the cursor is not one this hub gave",
+                )
+            };
+            let (t, id) = c.split_once('.').ok_or_else(bad)?;
+            (
+                t.parse::<i64>().map_err(|_| bad())?,
+                id.parse::<i64>().map_err(|_| bad())?,
+            )
+        }
+        (None, Some(since)) => (since, 0),
+        (None, None) => (i64::MIN, 0),
+    };
+    let rows = hub.store.list_agents(after_t, after_id, limit).await?;
+    let next_cursor = (rows.len() as i64 == limit)
+        .then(|| rows.last().map(|r| format!("{}.{}", r.updated_at, r.id)))
+        .flatten();
+    Ok(AgentList {
+        agents: rows
+            .into_iter()
+            .map(|a| AgentSummary {
+                name: a.name,
+                latest: a.latest_version,
+                updated_at: a.updated_at,
+                downloads: a.downloads,
+            })
+            .collect(),
+        next_cursor,
+    })
+}
+
+/// The agent and exact version a change by `p` (yank, deprecate) acts on, once `p` may.
+async fn changing(
+    hub: &Hub,
+    p: &Principal,
+    publisher: &str,
+    agent_name: &str,
+    version_text: &str,
+) -> CoreResult<(AgentRow, String)> {
+    let name = parse_name(publisher, agent_name)?;
+    let ns = namespaces::find(hub, name.publisher()).await?;
+    namespaces::authorize(hub, p, Scope::Yank, &ns).await?;
+    let a = agent(hub, &name).await?;
+    let v = version(hub, &a, version_text).await?;
+    Ok((a, v.version))
+}
+
+/// A reason or message shown on terminals by clients: at most 1000 characters on one line,
+/// no control characters, no bidirectional overrides.
+fn check_text(field: &str, s: &str) -> CoreResult<()> {
+    if s.chars().count() > 1000 {
+        return Err(CoreError::invalid(
+            ErrorCode::InvalidMessage,
+            format!("{field} is at most 1000 characters"),
+        ));
+    }
+    // Shown on terminals by clients: one line, no escape sequences.
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        return Err(CoreError::invalid(
+            ErrorCode::InvalidMessage,
+            format!(
+                "{field} must be one line of text without control characters (found U+{:04X})",
+                c as u32
+            ),
+        ));
+    }
+    // Nor text that reads otherwise than it is (as the manifest's own fields).
+    if let Some(c) = s
+        .chars()
+        .find(|c| index_schema::manifest::is_bidi_control(*c))
+    {
+        return Err(CoreError::invalid(
+            ErrorCode::InvalidMessage,
+            format!(
+                "{field} contains a bidirectional override U+{:04X}, which can disguise text",
+                c as u32
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Yanks a version (`reason`: `Some`, possibly empty) or unyanks it (`None`): selectors skip a
+/// yanked version; it stays downloadable by exact version.
+pub async fn set_yanked(
+    hub: &Hub,
+    p: &Principal,
+    publisher: &str,
+    agent_name: &str,
+    version_text: &str,
+    reason: Option<&str>,
+) -> CoreResult<()> {
+    if let Some(r) = reason {
+        check_text("reason", r)?;
+    }
+    let (a, v) = changing(hub, p, publisher, agent_name, version_text).await?;
+    hub.store.set_yanked(&actor(p), &a, &v, reason).await?;
+    Ok(())
+}
+
+/// Deprecates a version with `message`, or clears its deprecation (`None`).
+pub async fn set_deprecated(
+    hub: &Hub,
+    p: &Principal,
+    publisher: &str,
+    agent_name: &str,
+    version_text: &str,
+    message: Option<&str>,
+) -> CoreResult<()> {
+    if let Some(m) = message {
+        check_text("message", m)?;
+        if m.trim().is_empty() {
+            return Err(CoreError::invalid(
+                ErrorCode::InvalidMessage,
+                "the deprecation message is empty",
+            ));
+        }
+    }
+    let (a, v) = changing(hub, p, publisher, agent_name, version_text).await?;
+    hub.store.set_deprecated(&actor(p), &a, &v, message).await?;
+    Ok(())
+}
+
+/// Deletes an agent and all its versions (administrators only); each version stays a
+/// tombstone.
+pub async fn delete_agent(
+    hub: &Hub,
+    p: &Principal,
+    publisher: &str,
+    agent_name: &str,
+) -> CoreResult<()> {
+    p.authorize_admin()?;
+    let name = parse_name(publisher, agent_name)?;
+    if hub.store.delete_agent(&actor(p), &name.to_string()).await? {
+        Ok(())
+    } else {
+        Err(CoreError::not_found(
+            ErrorCode::AgentNotFound,
+            format!("no agent `{name}`"),
+        ))
+    }
+}
+
+/// Deletes one version (administrators only); it stays a tombstone.
+pub async fn delete_version(
+    hub: &Hub,
+    p: &Principal,
+    publisher: &str,
+    agent_name: &str,
+    version_text: &str,
+) -> CoreResult<()> {
+    p.authorize_admin()?;
+    let name = parse_name(publisher, agent_name)?;
+    let a = agent(hub, &name).await?;
+    let v = version(hub, &a, version_text).await?;
+    hub.store.delete_version(&actor(p), &a, &v.version).await?;
+    Ok(())
+}
+
+/// The outbox that search indexes and mirrors follow, after `after`.
+pub async fn outbox(
+    hub: &Hub,
+    after: Option<i64>,
+    limit: Option<i64>,
+) -> CoreResult<Vec<OutboxRow>> {
+    let limit = clamp_limit(limit)?;
+    Ok(hub.store.outbox_after(after.unwrap_or(0), limit).await?)
+}
+
+/// The audit log (administrators only), newest first, of targets starting with `target`.
+pub async fn audit(
+    hub: &Hub,
+    p: &Principal,
+    target: Option<&str>,
+    limit: Option<i64>,
+) -> CoreResult<Vec<AuditRow>> {
+    p.authorize_admin()?;
+    let limit = clamp_limit(limit)?;
+    Ok(hub.store.audit_log(target, limit).await?)
+}

@@ -1,0 +1,68 @@
+//! The storage contract: [`BlobStore`] and its errors.
+
+use std::path::{Path, PathBuf};
+
+use index_schema::name::Digest;
+
+/// What can go wrong in a blob store.
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    /// Filesystem error.
+    #[error("blob store i/o: {0}")]
+    Io(#[from] std::io::Error),
+    /// The upstream OCI registry failed.
+    #[error("upstream registry: {0}")]
+    Upstream(String),
+    /// The bytes do not hash to the digest they were stored under.
+    #[error("blob digest mismatch: expected {expected}, got {actual}")]
+    DigestMismatch {
+        /// Claimed.
+        expected: Digest,
+        /// Computed.
+        actual: Digest,
+    },
+}
+
+/// Storage of immutable blobs by digest.
+pub trait BlobStore: Send + Sync + std::fmt::Debug + 'static {
+    /// Stores `bytes` under `digest` after checking that they hash to it. Idempotent: when the
+    /// blob is there already, refreshes its time as [`touch`] does.
+    ///
+    /// [`touch`]: BlobStore::touch
+    fn put(&self, digest: &Digest, bytes: &[u8]) -> Result<(), BlobError>;
+    /// The blob's bytes, if present.
+    fn get(&self, digest: &Digest) -> Result<Option<Vec<u8>>, BlobError>;
+    /// The blob's size, if present.
+    fn size(&self, digest: &Digest) -> Result<Option<u64>, BlobError>;
+    /// A directory on the store's filesystem where uploads are staged before [`put_file`].
+    ///
+    /// [`put_file`]: BlobStore::put_file
+    fn staging_dir(&self) -> PathBuf;
+    /// Moves `file` (in [`staging_dir`], already fsynced, whose bytes its writer hashed to
+    /// `digest` while they streamed in) into the store. Idempotent; `file` is gone afterwards.
+    ///
+    /// [`staging_dir`]: BlobStore::staging_dir
+    fn put_file(&self, digest: &Digest, file: &Path) -> Result<(), BlobError>;
+    /// The blob opened for reading, with its size.
+    fn open(&self, digest: &Digest) -> Result<Option<(std::fs::File, u64)>, BlobError>;
+    /// Marks the blob as used now, so a garbage collection running concurrently keeps it for
+    /// its grace period. Whether it exists.
+    fn touch(&self, digest: &Digest) -> Result<bool, BlobError>;
+    /// Every blob with the time it was last stored or touched.
+    fn list(&self) -> Result<Vec<(Digest, std::time::SystemTime)>, BlobError>;
+    /// Removes the blob. Whether it existed.
+    fn delete(&self, digest: &Digest) -> Result<bool, BlobError>;
+    /// Mirrors a manifest of `repository` (tag or digest `reference`) and the `blobs` it names
+    /// where this store keeps blobs, when that is an OCI registry; a local store keeps
+    /// manifests in SQL only and does nothing.
+    fn mirror_manifest(
+        &self,
+        _repository: &str,
+        _reference: &str,
+        _media_type: &str,
+        _bytes: &[u8],
+        _blobs: &[Digest],
+    ) -> Result<(), BlobError> {
+        Ok(())
+    }
+}

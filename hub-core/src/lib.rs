@@ -1,0 +1,47 @@
+//! The hub's rules without HTTP: what `ofc-hub` does, below the wire.
+//!
+//! - the [`Store`](store::Store), which owns every SQL statement of the hub, on SQLite or
+//!   PostgreSQL through one backend-generic layer ([`db`]);
+//! - the publish service ([`publish`]): the one way a version enters the hub;
+//! - blobs ([`blob`]: the store trait and the local filesystem store), their bookkeeping and
+//!   claims ([`claims`]) and garbage collection ([`gc`]);
+//! - the transparency log: its key ([`log_key`]), the heads it proves against
+//!   ([`log_heads`]), its proofs and views ([`tlog`]);
+//! - accounts, tokens and namespaces: the rules ([`auth`]) and the services ([`accounts`],
+//!   [`namespaces`]); agents and versions as the read API shows them ([`agents`]);
+//! - search: the glue that follows the outbox into the `hub-search` index ([`search`]);
+//! - the settings ([`config`]), the operator's verbs ([`admin`], [`import`]), and opening a
+//!   hub ([`start`]).
+//!
+//! Everything a service needs is a [`Hub`](hub::Hub); what it refuses is a
+//! [`CoreError`](error::CoreError) with a [`Kind`](error::Kind) the HTTP adapters of
+//! `hub-server` map to a status, once.
+
+pub mod accounts;
+pub mod admin;
+pub mod agents;
+pub mod auth;
+pub mod blob;
+pub mod claims;
+pub mod config;
+pub mod counters;
+pub mod db;
+pub mod error;
+pub mod gc;
+pub mod hub;
+pub mod import;
+pub mod log_heads;
+pub mod log_key;
+pub mod namespaces;
+pub mod oci;
+pub mod private;
+pub mod publish;
+pub mod search;
+pub mod start;
+pub mod store;
+pub mod tlog;
+pub mod web_sessions;
+
+pub use config::Config;
+pub use error::{CoreError, CoreResult, Kind};
+pub use hub::Hub;

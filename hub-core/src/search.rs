@@ -1,0 +1,363 @@
+//! The hub's side of search: the outbox source the `hub-search` follower reads, the index under
+//! `<data>/search-v3`, and the database snapshot that `ofc-hub reindex` and
+//! `ofc-hub search-check` use.
+//!
+//! An outbox row only names an agent; the source resolves it to the agent's *current* state
+//! (the manifest of `agents.latest_version`, the highest non-yanked version, plus statistics),
+//! or to a delete when nothing is visible, so a replay after a crash is idempotent.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use hub_search::follow::SourceError;
+use hub_search::index::INDEX_DIR_NAME;
+use hub_search::{
+    AgentStats, Change, Check, FollowConfig, FollowStatus, Follower, OutboxEntry, OutboxSource,
+    SearchDoc, SearchIndex, Synonyms, Tuning, WriterConfig,
+};
+use index_schema::envelope::Envelope;
+use index_schema::manifest::Manifest;
+use index_schema::name::AgentName;
+use serde::Serialize;
+
+use crate::store::{Store, VisibleAgent};
+
+/// Where the index lives under the data directory.
+pub fn index_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join(INDEX_DIR_NAME)
+}
+
+/// The running search: the index (for queries) and the follower that keeps it up to date.
+#[derive(Debug)]
+pub struct Search {
+    /// Queries run on it.
+    pub index: SearchIndex,
+    status: Arc<FollowStatus>,
+    follower: std::sync::Mutex<Option<Follower>>,
+    /// Re-reads the synonym file when it changes; aborted at shutdown.
+    reloader: Option<tokio::task::AbortHandle>,
+}
+
+/// Where the query-time settings come from.
+#[derive(Debug, Clone, Default)]
+pub struct TuningSource {
+    /// The synonym file (None: hub-search's default set).
+    pub synonyms_file: Option<PathBuf>,
+    /// See `Config::search_fewer_words_below`.
+    pub fewer_words_below: usize,
+}
+
+/// How often the synonym file is looked at for changes.
+const SYNONYMS_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Largest synonym file read (the default set is ≈ 3 KiB).
+pub const MAX_SYNONYMS_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads and checks a synonym file; the error names the file and the line.
+pub fn read_synonyms(path: &Path) -> anyhow::Result<Synonyms> {
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("cannot read the synonym file {}", path.display()))?
+        .len();
+    if len > MAX_SYNONYMS_FILE_BYTES {
+        anyhow::bail!(
+            "the synonym file {} is {len} bytes, more than the {MAX_SYNONYMS_FILE_BYTES} accepted",
+            path.display()
+        );
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the synonym file {}", path.display()))?;
+    Ok(Synonyms::parse(&text, &path.display().to_string())?)
+}
+
+/// What identifies a version of a file for reloading: modification time and length.
+fn stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+impl Search {
+    /// Opens the index in `data_dir` and starts following the outbox of `store`, looking at it
+    /// every `poll` when no write of this hub wakes the follower ([`Search::wake`]).
+    pub fn start(
+        store: Store,
+        data_dir: &Path,
+        poll: std::time::Duration,
+        tuning: TuningSource,
+    ) -> anyhow::Result<Search> {
+        let dir = index_dir(data_dir);
+        let index = SearchIndex::open_or_create(&dir)
+            .with_context(|| format!("cannot open the search index {}", dir.display()))?;
+        let config = FollowConfig {
+            poll_interval: poll,
+            ..FollowConfig::default()
+        };
+        let synonyms = match &tuning.synonyms_file {
+            Some(p) => read_synonyms(p)?,
+            None => Synonyms::default_set(),
+        };
+        index.set_tuning(Tuning {
+            synonyms: Arc::new(synonyms),
+            fewer_words_below: tuning.fewer_words_below,
+        });
+        let reloader = tuning.synonyms_file.clone().map(|path| {
+            let index = index.clone();
+            let mut seen = stamp(&path);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(SYNONYMS_POLL).await;
+                    let now = stamp(&path);
+                    if now == seen {
+                        continue;
+                    }
+                    seen = now;
+                    // A broken edit keeps the set in use (and says why); the next save retries.
+                    match read_synonyms(&path) {
+                        Ok(s) => {
+                            let words = s.len();
+                            let mut t = index.tuning();
+                            t.synonyms = Arc::new(s);
+                            index.set_tuning(t);
+                            tracing::info!(file = %path.display(), words, "search synonyms reloaded");
+                        }
+                        Err(e) => tracing::error!(
+                            error = %format!("{e:#}"),
+                            "synonym file not reloaded; the previous set stays in use"
+                        ),
+                    }
+                }
+            })
+            .abort_handle()
+        });
+        let follower = Follower::start(index.clone(), HubOutbox { store }, config)
+            .context("cannot start the search follower (is another hub using this data dir?)")?;
+        Ok(Search {
+            index,
+            status: follower.status(),
+            follower: std::sync::Mutex::new(Some(follower)),
+            reloader,
+        })
+    }
+
+    /// Tells the follower the outbox grew (after a publish, yank, … commits).
+    pub fn wake(&self) {
+        if let Some(f) = self
+            .follower
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+        {
+            f.wake();
+        }
+    }
+
+    /// Outbox entries not yet searchable.
+    pub fn lag(&self) -> u64 {
+        self.status.lag()
+    }
+
+    /// Progress of the follower.
+    pub fn status(&self) -> &FollowStatus {
+        &self.status
+    }
+
+    /// Stops the follower after committing what it applied.
+    pub async fn shutdown(&self) -> anyhow::Result<()> {
+        if let Some(r) = &self.reloader {
+            r.abort();
+        }
+        let f = self
+            .follower
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(f) = f {
+            f.shutdown().await.context("search follower")?;
+        }
+        Ok(())
+    }
+}
+
+/// The outbox as [`OutboxSource`].
+#[derive(Debug, Clone)]
+pub struct HubOutbox {
+    /// The database.
+    pub store: Store,
+}
+
+fn source_err(e: impl std::error::Error + Send + Sync + 'static) -> SourceError {
+    Box::new(e)
+}
+
+fn msg_err(m: String) -> SourceError {
+    m.into()
+}
+
+fn doc_of(r: &VisibleAgent) -> Result<SearchDoc, SourceError> {
+    let env = Envelope::from_json(&r.envelope)
+        .map_err(|d| msg_err(format!("envelope of `{}`: {d}", r.name)))?;
+    let text = std::str::from_utf8(&env.payload)
+        .map_err(|e| msg_err(format!("manifest of `{}`: {e}", r.name)))?;
+    let manifest =
+        Manifest::from_json(text).map_err(|d| msg_err(format!("manifest of `{}`: {d}", r.name)))?;
+    Ok(SearchDoc::new(
+        manifest,
+        AgentStats {
+            downloads: u64::try_from(r.downloads).unwrap_or(0),
+            updated_at: r.updated_at_ms.div_euclid(1000),
+            yanked: false,
+            deprecated: r.deprecated,
+        },
+    ))
+}
+
+impl OutboxSource for HubOutbox {
+    async fn entries_after(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, SourceError> {
+        let after = i64::try_from(after).map_err(source_err)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let (entries, states) = self
+            .store
+            .outbox_with_states(after, limit)
+            .await
+            .map_err(source_err)?;
+        let mut docs: HashMap<&str, SearchDoc> = HashMap::new();
+        let mut out = Vec::with_capacity(entries.len());
+        for (seq, agent) in &entries {
+            let change = match states.get(agent) {
+                Some(row) => {
+                    let doc = match docs.get(agent.as_str()) {
+                        Some(d) => d.clone(),
+                        None => {
+                            let d = doc_of(row)?;
+                            docs.insert(agent, d.clone());
+                            d
+                        }
+                    };
+                    Change::Upsert(Box::new(doc))
+                }
+                None => Change::Delete(
+                    agent
+                        .parse::<AgentName>()
+                        .map_err(|e| msg_err(format!("outbox {seq}: agent `{agent}`: {e}")))?,
+                ),
+            };
+            out.push(OutboxEntry {
+                seq: u64::try_from(*seq).map_err(source_err)?,
+                change,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn head(&self) -> Result<u64, SourceError> {
+        let head = self.store.outbox_head().await.map_err(source_err)?;
+        u64::try_from(head).map_err(source_err)
+    }
+}
+
+/// Every visible agent's document and the outbox head, read in one transaction.
+pub async fn snapshot(store: &Store) -> anyhow::Result<(u64, Vec<SearchDoc>)> {
+    let (head, rows) = store.visible_agents().await?;
+    let docs = rows
+        .iter()
+        .map(doc_of)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok((u64::try_from(head)?, docs))
+}
+
+/// The outcome of `ofc-hub search-check`.
+#[derive(Debug, Serialize)]
+pub struct CheckReport {
+    /// The last outbox sequence the index committed.
+    pub index_seq: u64,
+    /// The outbox head in the database.
+    pub database_seq: u64,
+    /// The comparison.
+    #[serde(flatten)]
+    pub check: Check,
+}
+
+impl CheckReport {
+    /// The index equals the database.
+    pub fn is_consistent(&self) -> bool {
+        self.check.is_consistent()
+    }
+}
+
+/// Compares the committed index in `data_dir` with the database.
+pub async fn check(store: &Store, data_dir: &Path) -> anyhow::Result<CheckReport> {
+    let dir = index_dir(data_dir);
+    let index = SearchIndex::open_or_create(&dir)
+        .with_context(|| format!("cannot open the search index {}", dir.display()))?;
+    let index_seq = index.committed_seq()?;
+    let (database_seq, docs) = snapshot(store).await?;
+    let check = tokio::task::spawn_blocking(move || index.check(&docs)).await??;
+    Ok(CheckReport {
+        index_seq,
+        database_seq,
+        check,
+    })
+}
+
+/// Rebuilds the index in `data_dir` from the database (the hub must not be running: the index
+/// has one writer, which a serving hub's follower holds). Takes the writer lock before reading
+/// the database, so it fails at once while a hub serves. Returns the sequence the index now
+/// carries and the document count.
+pub async fn reindex(store: &Store, data_dir: &Path) -> anyhow::Result<(u64, usize)> {
+    let dir = index_dir(data_dir);
+    let index = SearchIndex::open_or_create(&dir)
+        .with_context(|| format!("cannot open the search index {}", dir.display()))?;
+    let mut w = index.writer(WriterConfig::default()).with_context(|| {
+        format!(
+            "cannot take the search index's writer lock in {} (the index has one writer: is a \
+             hub serving this data dir? stop it, run `ofc-hub reindex`, then start the hub \
+             again)",
+            dir.display()
+        )
+    })?;
+    let (seq, mut docs) = snapshot(store).await?;
+    // Most downloaded first: relevance pruning skips more of an index in that order.
+    hub_search::index::by_popularity(&mut docs);
+    let n = docs.len();
+    let seq = tokio::task::spawn_blocking(move || -> anyhow::Result<u64> {
+        let seq = w.rebuild(seq, docs)?;
+        w.close()?;
+        Ok(seq)
+    })
+    .await??;
+    Ok((seq, n))
+}
+
+#[cfg(test)]
+mod synonym_file_tests {
+    use super::{MAX_SYNONYMS_FILE_BYTES, read_synonyms};
+
+    #[test]
+    fn a_synonym_file_is_bounded_and_its_mistakes_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.txt");
+        let line = "alpha, beta\n";
+        std::fs::write(
+            &big,
+            line.repeat((MAX_SYNONYMS_FILE_BYTES as usize) / line.len() + 1),
+        )
+        .unwrap();
+        let e = format!("{:#}", read_synonyms(&big).unwrap_err());
+        assert!(e.contains("more than the 1048576 accepted"), "{e}");
+        let bad = dir.path().join("bad.txt");
+        std::fs::write(&bad, "alpha, beta\nnot valid, x y\n").unwrap();
+        let e = format!("{:#}", read_synonyms(&bad).unwrap_err());
+        assert!(e.contains("bad.txt:2:"), "{e}");
+        let e = format!(
+            "{:#}",
+            read_synonyms(&dir.path().join("none.txt")).unwrap_err()
+        );
+        assert!(e.contains("cannot read the synonym file"), "{e}");
+    }
+}

@@ -1,0 +1,38 @@
+//! The hub's repository: every SQL statement of the hub lives under this module, written once
+//! for both backends (see [`crate::db`]). Each write that changes what search shows appends an
+//! outbox row, and every write appends an audit row, in the same transaction.
+//!
+//! `repo.rs` holds the [`Store`] handle and its errors; `rows.rs` the rows; `tx.rs` what every
+//! writing transaction does besides its change (audit, outbox, the agent's derived state); one
+//! file per aggregate holds its `impl Store`: `accounts`, `namespaces`, `agents`, `registry`,
+//! `outbox`, `sessions`, `search` (what the index follows), `tlog` and `tlog_check` (the
+//! transparency log), `oci` (manifests, tags, uploads, bearer tokens) and `blobs` (blob rows,
+//! claims and marks, links to repositories).
+
+mod accounts;
+mod agents;
+mod blobs;
+mod namespaces;
+mod oci;
+mod outbox;
+mod registry;
+mod repo;
+mod rows;
+mod search;
+mod sessions;
+mod tlog;
+mod tlog_check;
+mod tx;
+
+pub use blobs::{BlobClaim, Registered};
+pub use oci::{ManifestRow, NewManifest, Unrecorded};
+pub use repo::{Actor, Result, Store, StoreError, now_ms};
+pub use rows::{
+    AgentRow, AuditRow, KeyRow, Member, Namespace, NewRegistryAgent, NewVersion, OutboxRow,
+    TOKEN_USE_PRECISION_MS, TokenRow, User, VersionRow,
+};
+pub use search::VisibleAgent;
+pub use sessions::WebSession;
+pub use tlog::{LogAppend, LogEntryRow, delete_entry, log_error, publish_entry, yank_entry};
+pub use tlog_check::LogVerifyReport;
+pub use tx::latest_version;

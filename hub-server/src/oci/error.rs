@@ -1,0 +1,171 @@
+//! The OCI error envelope: `{"errors":[{"code","message","detail"}]}`, and what the core's
+//! errors become in it.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use hub_core::blob::BlobError;
+use hub_core::oci::ManifestInvalid;
+use hub_core::store::StoreError;
+use hub_core::{CoreError, Kind};
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ErrorCode};
+
+/// An error in the OCI envelope: `{"errors":[{"code","message","detail"}]}`.
+#[derive(Debug, Clone)]
+pub struct OciError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// OCI error code (`BLOB_UNKNOWN`, `DENIED`, …).
+    pub code: &'static str,
+    /// For people.
+    pub message: String,
+    /// Structured detail.
+    pub detail: Option<Value>,
+    /// `WWW-Authenticate` value, on 401.
+    pub challenge: Option<String>,
+    /// Extra headers (`Range` on 416).
+    pub headers: Vec<(header::HeaderName, String)>,
+}
+
+/// OCI handler result.
+pub type OciResult<T> = Result<T, OciError>;
+
+impl OciError {
+    /// An error.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        OciError {
+            status,
+            code,
+            message: message.into(),
+            detail: None,
+            challenge: None,
+            headers: Vec::new(),
+        }
+    }
+    pub(crate) fn detail(mut self, d: Value) -> Self {
+        self.detail = Some(d);
+        self
+    }
+    pub(crate) fn header(mut self, name: header::HeaderName, value: String) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+    pub(crate) fn internal(e: impl std::fmt::Display) -> Self {
+        let _ = CoreError::internal(&e);
+        OciError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "UNKNOWN",
+            "internal server error",
+        )
+    }
+    pub(crate) fn name_invalid(m: impl Into<String>) -> Self {
+        OciError::new(StatusCode::BAD_REQUEST, "NAME_INVALID", m)
+    }
+    pub(crate) fn digest_invalid(m: impl Into<String>) -> Self {
+        OciError::new(StatusCode::BAD_REQUEST, "DIGEST_INVALID", m)
+    }
+    pub(crate) fn manifest_invalid(m: impl Into<String>) -> Self {
+        OciError::new(StatusCode::BAD_REQUEST, "MANIFEST_INVALID", m)
+    }
+    pub(crate) fn denied(m: impl Into<String>) -> Self {
+        OciError::new(StatusCode::FORBIDDEN, "DENIED", m)
+    }
+    pub(crate) fn unsupported() -> Self {
+        OciError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "UNSUPPORTED",
+            "the operation is unsupported",
+        )
+    }
+}
+
+impl IntoResponse for OciError {
+    fn into_response(self) -> Response {
+        let body = json!({"errors": [{
+            "code": self.code,
+            "message": self.message,
+            "detail": self.detail.unwrap_or(Value::Null),
+        }]});
+        let mut resp = (
+            self.status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response();
+        if let Some(c) = self.challenge
+            && let Ok(v) = HeaderValue::from_str(&c)
+        {
+            resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+        }
+        for (k, v) in self.headers {
+            if let Ok(v) = HeaderValue::from_str(&v) {
+                resp.headers_mut().insert(k, v);
+            }
+        }
+        resp
+    }
+}
+
+impl From<StoreError> for OciError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            // A commit found a blob it references gone, or being collected (see `hub_core::gc`).
+            StoreError::BlobUnavailable { digest, why } => OciError::new(
+                StatusCode::BAD_REQUEST,
+                "MANIFEST_BLOB_UNKNOWN",
+                format!("blob {digest} {why}"),
+            )
+            .detail(json!({ "digest": digest })),
+            e => OciError::internal(e),
+        }
+    }
+}
+
+impl From<BlobError> for OciError {
+    fn from(e: BlobError) -> Self {
+        OciError::internal(e)
+    }
+}
+
+/// Maps a JSON-API error (from the shared publish path) to the OCI envelope, keeping its status
+/// and naming the ofc code in the message.
+impl From<ApiError> for OciError {
+    fn from(e: ApiError) -> Self {
+        let code = match e.status {
+            StatusCode::UNAUTHORIZED => "UNAUTHORIZED",
+            StatusCode::FORBIDDEN => "DENIED",
+            StatusCode::NOT_FOUND => "NAME_UNKNOWN",
+            StatusCode::PAYLOAD_TOO_LARGE => "SIZE_INVALID",
+            StatusCode::TOO_MANY_REQUESTS => "TOOMANYREQUESTS",
+            s if s.is_server_error() => "UNKNOWN",
+            StatusCode::CONFLICT => "DENIED",
+            _ if e.code == ErrorCode::BundleMissing => "MANIFEST_BLOB_UNKNOWN",
+            _ => "MANIFEST_INVALID",
+        };
+        OciError::new(e.status, code, format!("{}: {}", e.code, e.message))
+            .detail(json!({"ofc_code": e.code}))
+    }
+}
+
+/// A core refusal in the OCI envelope: as the JSON API's error (see `From<ApiError>`), but a
+/// failure of the hub is the registry's plain `UNKNOWN` (the core logged it already).
+impl From<CoreError> for OciError {
+    fn from(e: CoreError) -> Self {
+        if e.kind == Kind::Internal {
+            OciError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "UNKNOWN",
+                "internal server error",
+            )
+        } else {
+            ApiError::from(e).into()
+        }
+    }
+}
+
+impl From<ManifestInvalid> for OciError {
+    fn from(e: ManifestInvalid) -> Self {
+        OciError::manifest_invalid(e.0)
+    }
+}
