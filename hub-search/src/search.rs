@@ -6,7 +6,6 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use tantivy::collector::{Collector, SegmentCollector};
-use tantivy::columnar::{Column, StrColumn};
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::postings::Postings as _;
 use tantivy::query::{
@@ -21,10 +20,12 @@ use tantivy::{
     Term,
 };
 
+use crate::error::{Error, Result};
 use crate::index::SearchIndex;
 use crate::mapping::{FieldKind, MAPPING, analyzer, field, tokens};
-use crate::query::{Cursor, MAX_QUERY_WORDS, SearchQuery, Sort};
-use crate::{Error, Result};
+use crate::popularity::{PopularityBounds, RankColumns, popularity_factor, rank_factor};
+use crate::query::{Cursor, SearchQuery, Sort};
+use crate::words::query_words;
 
 /// Words shorter than this get no typo tolerance (too many neighbours).
 const FUZZY_MIN_CHARS: usize = 4;
@@ -55,10 +56,6 @@ const PHRASE_BOOST: Option<Score> = None;
 const SYNONYM_WEIGHT: Score = 0.8;
 /// Weight of an exact `publisher/agent` match: it must come first.
 const EXACT_NAME_BOOST: Score = 20.0;
-/// How much downloads lift the text score: `score * (1 + POPULARITY * ln(1 + downloads))`.
-const POPULARITY: f32 = 0.03;
-/// Deprecated agents keep this fraction of their score.
-const DEPRECATED_FACTOR: f32 = 0.5;
 /// Most conjunctions (groups of the words) a query answered with fewer words may run, over all
 /// its tiers; past it, the agents with even fewer words form one last tier ranked by the
 /// any-word union (see [`fewer_words_tiers`]). With 24, every tier of a query of up to four
@@ -75,13 +72,6 @@ const MAX_WORD_GROUPS: usize = 24;
 const ANY_OF_HALF_RATIO: u64 = 3;
 /// Highlight fragment length.
 const HIGHLIGHT_CHARS: usize = 160;
-
-/// Words that carry no meaning in a search box. Dropped unless the query is only these.
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "i", "in", "is", "it", "me",
-    "my", "of", "on", "or", "that", "the", "this", "to", "with", "which", "what", "who", "can",
-    "agent", "agents",
-];
 
 /// A fragment of a field with the matched words marked by byte ranges.
 pub use index_schema::hub_api::SearchHighlight as Highlight;
@@ -586,32 +576,6 @@ impl SearchIndex {
         Ok(out)
     }
 
-    /// The cached [`PopularityBounds`] of a segment, computed on first use; entries of
-    /// segments the searcher no longer has are dropped then.
-    fn popularity_bounds(
-        &self,
-        searcher: &Searcher,
-        reader: &SegmentReader,
-    ) -> Result<std::sync::Arc<PopularityBounds>> {
-        let id = reader.segment_id();
-        let mut cache = self
-            .bounds
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(b) = cache.get(&id) {
-            return Ok(b.clone());
-        }
-        let b = std::sync::Arc::new(PopularityBounds::of(reader)?);
-        let live: Vec<_> = searcher
-            .segment_readers()
-            .iter()
-            .map(SegmentReader::segment_id)
-            .collect();
-        cache.retain(|k, _| live.contains(k));
-        cache.insert(id, b.clone());
-        Ok(b)
-    }
-
     /// The top hits of `collector`. The query is built per segment, leaving out
     /// the terms that segment lacks: they match nothing there, and an absent term's empty
     /// postings would keep Tantivy from running block-max WAND on the union. Scores use the
@@ -673,7 +637,7 @@ impl SearchIndex {
                 None => Shape::Other,
             };
             // Relevance uses the bounds; every sort uses the opened columns.
-            let bounds = Some(self.popularity_bounds(searcher, reader)?);
+            let bounds = Some(self.bounds.get(searcher, reader)?);
             let mut text = shaped.map(|(t, _)| t);
             if let Some(p) = text.as_mut().and_then(|t| t.downcast_mut::<PhraseBonus>()) {
                 // The collector below bounds thresholds with these (see `Visit::blocks`).
@@ -2496,26 +2460,6 @@ impl Weight for LooseWeight {
     }
 }
 
-/// The words of `q` that take part in matching: analysed without stemming, stop words dropped
-/// (unless nothing else is left), duplicates dropped, at most [`MAX_QUERY_WORDS`].
-pub fn query_words(text: &str) -> Vec<String> {
-    let all = tokens(analyzer::WORD, text);
-    let mut words: Vec<String> = Vec::new();
-    let meaningful = all.iter().any(|w| !STOP_WORDS.contains(&w.as_str()));
-    for w in all {
-        if meaningful && STOP_WORDS.contains(&w.as_str()) {
-            continue;
-        }
-        if !words.contains(&w) {
-            words.push(w);
-        }
-        if words.len() == MAX_QUERY_WORDS {
-            break;
-        }
-    }
-    words
-}
-
 /// Order-preserving u64 of a non-NaN float.
 fn f32_key(f: f32) -> u64 {
     let bits = f.to_bits();
@@ -2601,31 +2545,6 @@ struct RankCollector {
     prune: bool,
     /// Resolve every hit's name (otherwise only when hits of several segments are merged).
     names: bool,
-}
-
-/// The fast fields ranking reads. Opening a column decodes its header (the downloads column's
-/// block table is thousands of entries at a million documents), so the hub's path keeps them
-/// opened per segment in [`PopularityBounds`].
-#[derive(Clone)]
-struct RankColumns {
-    downloads: Column<u64>,
-    updated: Column<i64>,
-    deprecated: Column<bool>,
-    names: StrColumn,
-}
-
-impl RankColumns {
-    fn open(reader: &SegmentReader) -> tantivy::Result<Self> {
-        let ff = reader.fast_fields();
-        Ok(Self {
-            downloads: ff.u64(field::DOWNLOADS)?,
-            updated: ff.i64(field::UPDATED)?,
-            deprecated: ff.bool(field::DEPRECATED)?,
-            names: ff.str(field::NAME)?.ok_or_else(|| {
-                tantivy::TantivyError::SchemaError("`name` is not a fast field".into())
-            })?,
-        })
-    }
 }
 
 struct RankSegment {
@@ -2787,77 +2706,6 @@ impl RankCollector {
             seg.text_threshold(bounds.map_or(max_factor, |b| b.from(doc)))
         })?;
         Ok(seg.harvest())
-    }
-}
-
-/// How much downloads lift a text score (at least 1).
-fn popularity_factor(downloads: u64) -> f32 {
-    1.0 + POPULARITY * (downloads as f32).ln_1p()
-}
-
-/// Documents per entry of [`PopularityBounds`].
-const BOUND_BLOCK: usize = 64;
-
-/// Per segment: for every block of [`BOUND_BLOCK`] documents, the largest popularity factor of
-/// that block and all later ones. A segment never changes (deletes only hide documents), so
-/// this is computed once per segment and cached by [`SearchIndex`].
-///
-/// It also keeps every document's rank factor (popularity factor, times the deprecation factor
-/// when deprecated; 4 bytes a document, read instead of two fast fields and a logarithm for
-/// every collected document), and the segment's opened [`RankColumns`].
-pub(crate) struct PopularityBounds {
-    blocks: Vec<f32>,
-    factors: Vec<f32>,
-    columns: RankColumns,
-}
-
-impl std::fmt::Debug for PopularityBounds {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PopularityBounds")
-            .field("blocks", &self.blocks.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl PopularityBounds {
-    fn of(reader: &SegmentReader) -> tantivy::Result<Self> {
-        let downloads = reader.fast_fields().u64(field::DOWNLOADS)?;
-        let deprecated = reader.fast_fields().bool(field::DEPRECATED)?;
-        let max_doc = reader.max_doc() as usize;
-        let mut blocks = vec![1.0f32; max_doc.div_ceil(BOUND_BLOCK)];
-        let mut factors = Vec::with_capacity(max_doc);
-        for doc in 0..max_doc as DocId {
-            let f = popularity_factor(downloads.first(doc).unwrap_or(0));
-            let b = &mut blocks[doc as usize / BOUND_BLOCK];
-            *b = b.max(f);
-            factors.push(rank_factor(f, deprecated.first(doc).unwrap_or(false)));
-        }
-        for i in (0..blocks.len().saturating_sub(1)).rev() {
-            blocks[i] = blocks[i].max(blocks[i + 1]);
-        }
-        Ok(Self {
-            blocks,
-            factors,
-            columns: RankColumns::open(reader)?,
-        })
-    }
-
-    /// The largest factor of `doc` and every later document.
-    fn from(&self, doc: DocId) -> f32 {
-        self.blocks
-            .get(doc as usize / BOUND_BLOCK)
-            .copied()
-            .unwrap_or(1.0)
-    }
-}
-
-/// The factor a text score is multiplied by to rank. Multiplying by [`DEPRECATED_FACTOR`] (a
-/// power of two) is exact, so `score * rank_factor(..)` equals `score * popularity * 0.5`.
-fn rank_factor(popularity: f32, deprecated: bool) -> f32 {
-    if deprecated {
-        popularity * DEPRECATED_FACTOR
-    } else {
-        popularity
     }
 }
 

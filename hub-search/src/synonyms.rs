@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use crate::search::query_words;
+use crate::words::query_words;
 
 /// The set shipped with the hub.
 pub const DEFAULT_SET: &str = include_str!("../synonyms/default.txt");
