@@ -892,7 +892,9 @@ pub fn query_set(seed: u64, n: u64, per_class: usize) -> Vec<BenchQuery> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use index_schema::manifest::Manifest;
+
+    use super::{AgentSpec, QueryClass, query_set, synthetic_agent};
 
     #[test]
     fn corpus_is_deterministic_and_valid() {

@@ -152,7 +152,7 @@ fn add(map: &mut HashMap<String, Vec<String>>, word: &str, more: impl Iterator<I
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::Synonyms;
 
     #[test]
     fn multi_way_and_one_way() {
