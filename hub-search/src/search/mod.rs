@@ -4,21 +4,21 @@
 //!
 //! One concept a file, each importing only from the files listed after it:
 //!
-//! - [`page`]: `SearchIndex::search`, one page of results: the full matches or the
+//! - `page`: `SearchIndex::search`, one page of results: the full matches or the
 //!   fewer-words tiers, facets, hits with highlights, "did you mean", the next cursor.
-//! - [`fewer_words`]: the tiers of agents lacking some of the words, and which words a partial
+//! - `fewer_words`: the tiers of agents lacking some of the words, and which words a partial
 //!   match lacks.
-//! - [`collect`]: running a text query and the filters segment by segment into a collector.
-//! - [`collector`]: the top-k collector, pruned by the text score and the popularity bound.
-//! - [`rank`]: sort keys and the order of hits (what cursors compare).
-//! - [`filters`]: the text query AND the capability, keyword, kind and publisher filters.
-//! - [`did_you_mean`]: the query spelled as the index spells it.
-//! - [`plan`]: the query plan: each word's alternatives (exact terms, synonyms, prefix, typos)
-//!   and the query they make (conjunction, union, `AnyOf`), with its [`plan::Shape`].
-//! - [`highlight`]: the snippet generators of the highlighted fields.
-//! - [`doc_freqs`]: document frequencies and typo matches memoised for one search.
-//! - [`scorers`]: the Tantivy queries of our own (query, weight and scorer of each).
-//! - [`facets`]: the facet counts.
+//! - `collect`: running a text query and the filters segment by segment into a collector.
+//! - `collector`: the top-k collector, pruned by the text score and the popularity bound.
+//! - `rank`: sort keys and the order of hits (what cursors compare).
+//! - `filters`: the text query AND the capability, keyword, kind and publisher filters.
+//! - `did_you_mean`: the query spelled as the index spells it.
+//! - `plan`: the query plan: each word's alternatives (exact terms, synonyms, prefix, typos)
+//!   and the query they make (conjunction, union, `AnyOf`), with its `plan::Shape`.
+//! - `highlight`: the snippet generators of the highlighted fields.
+//! - `doc_freqs`: document frequencies and typo matches memoised for one search.
+//! - `scorers`: the Tantivy queries of our own (query, weight and scorer of each).
+//! - `facets`: the facet counts.
 
 mod collect;
 mod collector;

@@ -2,8 +2,6 @@
 //! what its phrases could add can pass the threshold, and over a [`TermConjunction`] the loop
 //! runs block by block on the words' block maxima, raising the threshold as the popularity
 //! bound of later documents falls.
-//!
-//! [`TermConjunction`]: super::conjunction::TermConjunction
 
 use tantivy::postings::Postings as _;
 use tantivy::query::Scorer;
@@ -11,6 +9,8 @@ use tantivy::{DocId, DocSet as _, Score, SegmentReader, TERMINATED};
 
 use crate::popularity::PopularityBounds;
 use crate::search::scorers::bonus_scorer::BonusScorer;
+#[cfg(doc)]
+use crate::search::scorers::conjunction::TermConjunction;
 use crate::search::scorers::conjunction::{ConjunctionScorer, ConjunctionWeight};
 
 /// `PhraseBonusWeight::for_each_pruning`'s state: the threshold, and per phrase the largest

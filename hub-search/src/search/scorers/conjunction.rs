@@ -11,8 +11,8 @@ use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, TantivyError, Term};
 
 /// Every word required, each word one term of one field: a document's score is the sum of its
-/// terms' BM25 scores, added in word order on every path. Used as [`PhraseBonus`]'s required
-/// part, which prunes it block by block (see [`PhraseBonusWeight::for_each_pruning`]).
+/// terms' BM25 scores, added in word order on every path. Used as `PhraseBonus`'s required
+/// part, which prunes it block by block (see `PhraseBonusWeight::for_each_pruning`).
 #[derive(Debug, Clone)]
 pub(in crate::search) struct TermConjunction {
     /// The words' terms (one field) and their boosts, in word order.
@@ -20,7 +20,7 @@ pub(in crate::search) struct TermConjunction {
 }
 
 impl TermConjunction {
-    /// The scored weight, for [`PhraseBonus`](super::phrase_bonus::PhraseBonus)'s block loop.
+    /// The scored weight, for `PhraseBonus`(super::phrase_bonus::PhraseBonus)'s block loop.
     pub(super) fn conjunction_weight(
         &self,
         statistics: &dyn Bm25StatisticsProvider,
