@@ -1,6 +1,7 @@
-//! Highlights: a snippet generator per highlighted stored field, from the query's own terms
-//! and the search's memoised document frequencies (rather than `SnippetGenerator::create`,
-//! which would look every term up again and re-analyse each stored text's words).
+//! Highlights: a snippet generator per highlighted stored field. It is what
+//! `SnippetGenerator::create` builds, made from the query's own terms with the search's
+//! memoised document frequencies and an analyzer that memoises stems (the English stemmer was
+//! most of a highlight's time).
 
 use std::collections::{BTreeMap, BTreeSet};
 
