@@ -10,6 +10,7 @@ use index_schema::name::{AgentHandle, AgentName, Digest};
 use serde::{Deserialize, Serialize};
 
 use crate::doc::{AgentStats, SearchDoc};
+use crate::synonyms::Synonyms;
 
 /// One capability of an [`AgentSpec`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -817,7 +818,7 @@ pub fn query_set(seed: u64, n: u64, per_class: usize) -> Vec<BenchQuery> {
     let mut r = Rng::new(seed.wrapping_add(0x5EED));
     let mut out = Vec::new();
     // The corpus's words that the default synonym set expands.
-    let synonyms = crate::Synonyms::default_set();
+    let synonyms = Synonyms::default_set();
     let mut with_synonyms: Vec<&'static str> = DOMAINS
         .iter()
         .flat_map(|d| d.keywords.iter().chain(d.nouns).chain(d.verbs))
@@ -891,7 +892,9 @@ pub fn query_set(seed: u64, n: u64, per_class: usize) -> Vec<BenchQuery> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use index_schema::manifest::Manifest;
+
+    use super::{AgentSpec, QueryClass, query_set, synthetic_agent};
 
     #[test]
     fn corpus_is_deterministic_and_valid() {

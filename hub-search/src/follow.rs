@@ -6,51 +6,17 @@
 //! non-yanked version and statistics) into an upsert, or a delete when nothing is visible. So
 //! replaying an entry is idempotent and an entry read late never resurrects an old version.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use index_schema::name::AgentName;
 use tokio::sync::{Notify, mpsc, watch};
 
-use crate::doc::SearchDoc;
+use crate::error::{Error, Result};
 use crate::index::{Indexer, SearchIndex, WriterConfig};
-use crate::{Error, Result};
-
-/// What an outbox entry does to the index.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Change {
-    /// Index (or replace) the agent's document.
-    Upsert(Box<SearchDoc>),
-    /// Remove the agent (no visible version any more).
-    Delete(AgentName),
-}
-
-/// One outbox entry, resolved by the source.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutboxEntry {
-    /// The outbox sequence (strictly increasing, may have holes).
-    pub seq: u64,
-    /// Its effect.
-    pub change: Change,
-}
-
-/// An error from the outbox source (the database), kept opaque.
-pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
-
-/// Where the index learns about changes: the hub's outbox.
-pub trait OutboxSource: Send + Sync + 'static {
-    /// Entries with a sequence greater than `after`, ascending, at most `limit`.
-    fn entries_after(
-        &self,
-        after: u64,
-        limit: usize,
-    ) -> impl Future<Output = std::result::Result<Vec<OutboxEntry>, SourceError>> + Send;
-
-    /// The highest sequence in the outbox (0 when empty): what `/readyz` compares against.
-    fn head(&self) -> impl Future<Output = std::result::Result<u64, SourceError>> + Send;
-}
+// The outbox's types, where the hub has always named them (they live in `crate::outbox`,
+// below the index, which applies them).
+pub use crate::outbox::{Change, OutboxEntry, OutboxSource, SourceError};
 
 /// Follower settings.
 #[derive(Debug, Clone, Copy)]

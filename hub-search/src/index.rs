@@ -1,9 +1,9 @@
 //! Opening the index, writing to it (one writer, commits that carry the last applied outbox
 //! sequence) and checking it against a source of truth.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::DocSetCollector;
@@ -15,10 +15,11 @@ use tantivy::schema::Value as _;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use crate::doc::SearchDoc;
-use crate::follow::{Change, OutboxEntry};
+use crate::error::{Error, Result};
 use crate::mapping::{self, Fields, field};
-use crate::search::PopularityBounds;
-use crate::{Error, Result};
+use crate::outbox::{Change, OutboxEntry};
+use crate::popularity::PopularityCache;
+use crate::synonyms::Synonyms;
 
 /// Version of the index layout. Bumped whenever [`mapping::MAPPING`] changes in a way old
 /// segments cannot serve; an index written with another version is refused (rebuild it).
@@ -61,17 +62,17 @@ pub struct SearchIndex {
     pub(crate) index: Index,
     pub(crate) reader: IndexReader,
     pub(crate) fields: Fields,
-    /// Per-segment popularity bounds for pruning (see `search::PopularityBounds`).
-    pub(crate) bounds: Arc<Mutex<HashMap<SegmentId, Arc<PopularityBounds>>>>,
+    /// Per-segment popularity bounds for pruning (see [`PopularityCache`]).
+    pub(crate) bounds: Arc<PopularityCache>,
     /// Query-time settings, changed without reindexing.
-    pub(crate) tuning: Arc<std::sync::RwLock<Tuning>>,
+    pub(crate) tuning: Arc<RwLock<Tuning>>,
 }
 
 /// Query-time settings of a [`SearchIndex`]: they change what a search does, not the index.
 #[derive(Debug, Clone)]
 pub struct Tuning {
     /// Synonym sets ([`crate::synonyms`]); the hub's default set unless replaced.
-    pub synonyms: Arc<crate::synonyms::Synonyms>,
+    pub synonyms: Arc<Synonyms>,
     /// When every word together finds fewer agents than this, agents that match only some of
     /// the words follow them, ranked below every full match (0: never).
     pub fewer_words_below: usize,
@@ -80,7 +81,7 @@ pub struct Tuning {
 impl Default for Tuning {
     fn default() -> Self {
         Self {
-            synonyms: Arc::new(crate::synonyms::Synonyms::default_set()),
+            synonyms: Arc::new(Synonyms::default_set()),
             fewer_words_below: DEFAULT_FEWER_WORDS_BELOW,
         }
     }
@@ -108,16 +109,13 @@ impl SearchIndex {
     pub fn tuning(&self) -> Tuning {
         self.tuning
             .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
 
     /// Replaces the query-time settings; the next search uses them (no reindexing).
     pub fn set_tuning(&self, tuning: Tuning) {
-        *self
-            .tuning
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = tuning;
+        *self.tuning.write().unwrap_or_else(PoisonError::into_inner) = tuning;
     }
 
     /// An index in memory (tests, benchmarks).

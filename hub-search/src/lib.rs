@@ -4,47 +4,37 @@
 //! - [`doc`]: [`SearchDoc`], what the index holds per agent (latest visible manifest + stats).
 //! - [`index`]: [`SearchIndex`] (open, search, check) and the single writer [`Indexer`], whose
 //!   commits carry the last applied outbox sequence.
-//! - [`follow`]: [`OutboxSource`] (implemented by the hub over its database) and the
-//!   [`Follower`] tasks that keep the index up to date.
-//! - [`query`] and [`search`]: checked search parameters and their execution.
+//! - [`outbox`]: [`OutboxEntry`] and [`OutboxSource`] (implemented by the hub over its
+//!   database), what the writer applies and the follower reads.
+//! - [`follow`]: the [`Follower`] tasks that keep the index up to date.
+//! - [`query`] and [`search`]: checked search parameters and their execution; [`words`]: how a
+//!   query's text becomes words; [`synonyms`]: the synonym sets applied at query time.
 //! - [`corpus`] and [`relevance`]: the synthetic corpus and the judged relevance set.
+//!
+//! The modules import one way: `search` and `follow` use `index`; `index` uses `outbox`,
+//! `synonyms`, the per-segment ranking data (`popularity`) and `mapping`; `synonyms` uses
+//! `words`. Nothing below imports from above, and every module takes [`Error`] from `error`
+//! rather than from this root (which imports every module).
 
 pub mod corpus;
 pub mod doc;
+mod error;
 pub mod follow;
 pub mod index;
 pub mod mapping;
+pub mod outbox;
+mod popularity;
 pub mod query;
 pub mod relevance;
 pub mod search;
 pub mod synonyms;
+pub mod words;
 
 pub use doc::{AgentStats, SearchDoc};
-pub use follow::{Change, FollowConfig, FollowStatus, Follower, OutboxEntry, OutboxSource};
+pub use error::{Error, Result};
+pub use follow::{FollowConfig, FollowStatus, Follower};
 pub use index::{Check, CommitPayload, Indexer, SearchIndex, Tuning, WriterConfig};
+pub use outbox::{Change, OutboxEntry, OutboxSource};
 pub use query::{Cursor, QueryError, SearchParams, SearchQuery, Sort};
 pub use search::{FacetCount, Highlight, Hit, SearchFacets, SearchResults};
 pub use synonyms::{SynonymError, Synonyms};
-
-/// What can go wrong in the search crate.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// Tantivy failed (I/O, corruption, lock held by another writer).
-    #[error("search index: {0}")]
-    Tantivy(#[from] tantivy::TantivyError),
-    /// A file or directory could not be used.
-    #[error("{0}: {1}")]
-    Io(String, #[source] std::io::Error),
-    /// The index on disk is not in the format this build writes.
-    #[error("search index format: {0}")]
-    Format(String),
-    /// The outbox source failed.
-    #[error("outbox: {0}")]
-    Source(#[source] follow::SourceError),
-    /// The follower's tasks stopped.
-    #[error("the search follower stopped")]
-    Stopped,
-}
-
-/// Result with [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -641,7 +641,11 @@ pub fn tokens(analyzer_name: &str, text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use tantivy::tokenizer::TextAnalyzer;
+
+    use super::{
+        MAPPING, MAX_TOKEN_BYTES, analyzer, highlight_analyzer, schema, text_analyzer, tokens,
+    };
 
     /// The highlight analyzer gives the tokens (text, offsets, positions) of the index's.
     #[test]

@@ -308,8 +308,9 @@ fn shown(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use rstest::rstest;
+
+    use super::{Cursor, SearchParams, SearchQuery, Sort};
 
     fn params(pairs: &[(&str, &str)]) -> SearchParams {
         let mut p = SearchParams::default();

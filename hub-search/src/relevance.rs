@@ -173,7 +173,9 @@ pub fn evaluate(index: &SearchIndex, queries: &[JudgedQuery]) -> anyhow::Result<
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::collections::BTreeMap;
+
+    use super::ndcg_at;
 
     #[test]
     fn ndcg_is_one_for_the_ideal_order_and_lower_otherwise() {

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use crate::search::query_words;
+use crate::words::query_words;
 
 /// The set shipped with the hub.
 pub const DEFAULT_SET: &str = include_str!("../synonyms/default.txt");
@@ -152,7 +152,7 @@ fn add(map: &mut HashMap<String, Vec<String>>, word: &str, more: impl Iterator<I
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::Synonyms;
 
     #[test]
     fn multi_way_and_one_way() {

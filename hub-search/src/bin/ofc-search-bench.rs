@@ -13,7 +13,7 @@ use clap::Parser;
 use hub_search::corpus::{
     BenchQuery, QueryClass, query_set, synthetic_agent, synthetic_docs_in_reindex_order,
 };
-use hub_search::search::query_words;
+use hub_search::words::query_words;
 use hub_search::{SearchIndex, SearchQuery, WriterConfig};
 
 #[derive(Parser)]

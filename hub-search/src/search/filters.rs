@@ -1,0 +1,56 @@
+//! The filters (capability, keyword, kind, publisher) around a text query: constant-scored
+//! term clauses that add nothing to the score, so the text query's bounds hold for the whole.
+
+use tantivy::Term;
+use tantivy::query::{AllQuery, BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::schema::IndexRecordOption;
+
+use crate::index::SearchIndex;
+use crate::mapping::field;
+use crate::query::SearchQuery;
+
+impl SearchIndex {
+    /// Text query AND filters. (Yanked agents are never in the index: the writer deletes them
+    /// instead of adding them, so no clause is needed to hide them.) Without filters the text
+    /// query is run as it is, which keeps a plain term union prunable (block-max WAND).
+    pub(super) fn full_query(&self, q: &SearchQuery, text: Option<&dyn Query>) -> Box<dyn Query> {
+        let unfiltered = q.capabilities.is_empty()
+            && q.keywords.is_empty()
+            && q.kind.is_none()
+            && q.publisher.is_none();
+        if unfiltered {
+            return match text {
+                Some(t) => t.box_clone(),
+                None => Box::new(AllQuery),
+            };
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(
+            Occur::Must,
+            match text {
+                Some(t) => t.box_clone(),
+                None => Box::new(AllQuery),
+            },
+        )];
+        let filter = |f: &str, v: &str| -> (Occur, Box<dyn Query>) {
+            (
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(self.fields.get(f), v),
+                        IndexRecordOption::Basic,
+                    )),
+                    0.0,
+                )),
+            )
+        };
+        clauses.extend(
+            q.capabilities
+                .iter()
+                .map(|c| filter(field::CAPABILITY_EXACT, c)),
+        );
+        clauses.extend(q.keywords.iter().map(|k| filter(field::KEYWORD_EXACT, k)));
+        clauses.extend(q.kind.iter().map(|k| filter(field::KIND, k)));
+        clauses.extend(q.publisher.iter().map(|p| filter(field::PUBLISHER, p)));
+        Box::new(BooleanQuery::new(clauses))
+    }
+}

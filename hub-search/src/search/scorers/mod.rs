@@ -1,0 +1,22 @@
+//! The Tantivy queries of our own, each a query, its weight and its scorer in one file. Each
+//! matches what a Tantivy query gives (same documents, same scores; a test compares them) but
+//! prunes or seeks where Tantivy's would read every document:
+//!
+//! - [`boosted_term`]: one term, boosted, pruned block by block.
+//! - [`conjunction`]: every word one term: a leapfrog intersection with block maxima.
+//! - [`phrase_bonus`]: required words plus phrase and exact-name bonuses, with the loop of
+//!   [`bonus_pruning`] and the scorer of [`bonus_scorer`].
+//! - [`any_of`]: a union that seeks clause by clause (over the cursors of [`union`]).
+//! - [`without`]: a query less another's documents, keeping the inner query's pruning.
+//! - [`loose`]: typo and prefix matches, over the automaton of [`automaton`].
+
+pub(super) mod any_of;
+mod automaton;
+mod bonus_pruning;
+mod bonus_scorer;
+pub(super) mod boosted_term;
+pub(super) mod conjunction;
+pub(super) mod loose;
+pub(super) mod phrase_bonus;
+mod union;
+pub(super) mod without;

@@ -1,0 +1,603 @@
+//! Tests of the search internals: each of our scorers against the Tantivy query it replaces,
+//! pruned collection against exhaustive collection, and the fewer-words tiers.
+
+use tantivy::Term;
+use tantivy::collector::TopDocs;
+use tantivy::query::{
+    BooleanQuery, BoostQuery, EnableScoring, Occur, PhraseQuery, Query, TermQuery,
+};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{DocSet as _, Score};
+
+use crate::index::SearchIndex;
+use crate::mapping::{analyzer, field, tokens};
+use crate::query::{SearchQuery, Sort};
+use crate::search::collect::Part;
+use crate::search::collector::RankCollector;
+use crate::search::doc_freqs::DocFreqs;
+use crate::search::fewer_words::{Tier, binomial, fewer_words_tiers, subsets};
+use crate::search::plan::{LOOSE_MATCH_BOOST, Mode};
+use crate::search::rank::{Ranked, f32_from_key, f32_key, i64_key};
+use crate::search::scorers::any_of::AnyOf;
+use crate::search::scorers::conjunction::TermConjunction;
+use crate::search::scorers::loose::{FEW_TERMS, LooseMatch, matched_terms};
+use crate::search::scorers::phrase_bonus::PhraseBonus;
+use crate::words::query_words;
+
+/// An in-RAM index of `n` synthetic agents (corpus seed `seed`), committed as one segment.
+fn synthetic_index(seed: u64, n: u64) -> SearchIndex {
+    use crate::corpus::synthetic_agent;
+    use crate::index::WriterConfig;
+    use crate::outbox::{Change, OutboxEntry};
+
+    let index = SearchIndex::in_ram().unwrap();
+    let mut w = index.writer(WriterConfig::default()).unwrap();
+    for i in 0..n {
+        let doc = synthetic_agent(seed, i).to_doc().unwrap();
+        w.apply(&OutboxEntry {
+            seq: i + 1,
+            change: Change::Upsert(Box::new(doc)),
+        })
+        .unwrap();
+    }
+    w.commit_and_refresh().unwrap();
+    index
+}
+
+#[test]
+fn float_keys_keep_order() {
+    let xs = [-3.5f32, -0.0, 0.0, 0.1, 1.0, 7.25, 1e9];
+    for w in xs.windows(2) {
+        assert!(f32_key(w[0]) <= f32_key(w[1]), "{w:?}");
+    }
+    for x in xs {
+        assert_eq!(f32_from_key(f32_key(x)), x);
+    }
+}
+
+#[test]
+fn integer_keys_keep_order() {
+    assert!(i64_key(-5) < i64_key(0));
+    assert!(i64_key(0) < i64_key(1_700_000_000));
+    assert!(i64_key(i64::MIN) < i64_key(i64::MAX));
+}
+
+/// The pruned collection (block-max WAND on the text score, bounded by the popularity
+/// factor) returns exactly what scoring every match returns: same hits, same order, same
+/// keys, on every page — over several segments with deleted documents.
+#[test]
+fn pruned_top_k_equals_exhaustive_top_k() {
+    use crate::corpus::synthetic_agent;
+    use crate::index::WriterConfig;
+    use crate::outbox::{Change, OutboxEntry};
+
+    let index = SearchIndex::in_ram().unwrap();
+    let mut w = index.writer(WriterConfig::default()).unwrap();
+    let mut seq = 0;
+    for i in 0..3000u64 {
+        seq += 1;
+        let doc = synthetic_agent(7, i).to_doc().unwrap();
+        w.apply(&OutboxEntry {
+            seq,
+            change: Change::Upsert(Box::new(doc)),
+        })
+        .unwrap();
+        if i % 500 == 499 {
+            w.commit().unwrap();
+        }
+    }
+    // Delete every seventh agent so segments carry deleted documents.
+    for i in (0..3000u64).step_by(7) {
+        seq += 1;
+        let name = synthetic_agent(7, i).to_doc().unwrap().name().clone();
+        w.apply(&OutboxEntry {
+            seq,
+            change: Change::Delete(name),
+        })
+        .unwrap();
+    }
+    w.commit_and_refresh().unwrap();
+    let searcher = index.reader.searcher();
+    assert!(searcher.segment_readers().len() > 1);
+    assert!(searcher.segment_readers().iter().any(|r| r.has_deletes()));
+
+    // Pruned: the hub's path (per-segment queries without absent terms, block-max WAND
+    // with the popularity bound). Exhaustive: one query with every term for all segments,
+    // every match scored.
+    let run = |text: &str, k: usize, after: Option<(u64, String)>, prune: bool| {
+        let mut q = SearchQuery::text(text);
+        q.limit = k - 1;
+        let words = query_words(text);
+        let c = RankCollector {
+            sort: Sort::Relevance,
+            k,
+            after,
+            prune,
+            names: true,
+        };
+        let ranked = if prune {
+            let ranked = index
+                .collect_with(&searcher, &DocFreqs::default(), &q, &words, Mode::All, &c)
+                .unwrap();
+            // The hub's path leaves names unresolved within a segment (ties compare the
+            // name column's ordinals): same hits in the same order.
+            let lazy = RankCollector {
+                names: false,
+                after: c.after.clone(),
+                ..c
+            };
+            let unnamed = index
+                .collect_with(
+                    &searcher,
+                    &DocFreqs::default(),
+                    &q,
+                    &words,
+                    Mode::All,
+                    &lazy,
+                )
+                .unwrap();
+            let addrs = |r: &[Ranked]| r.iter().map(|r| (r.key, r.addr)).collect::<Vec<_>>();
+            assert_eq!(addrs(&unnamed), addrs(&ranked), "{text}");
+            ranked
+        } else {
+            let t = index
+                .text_query(
+                    &searcher,
+                    &DocFreqs::default(),
+                    text,
+                    &words,
+                    Mode::All,
+                    None,
+                )
+                .unwrap()
+                .unwrap();
+            let query = index.full_query(&q, Some(t.as_ref()));
+            searcher.search(query.as_ref(), &c).unwrap()
+        };
+        ranked
+            .into_iter()
+            .map(|r| (r.key, r.name))
+            .collect::<Vec<_>>()
+    };
+    let mut compared = 0;
+    let mut misspelled = 0;
+    let mut conjunctions = 0;
+    for text in [
+        "result",
+        "floor",
+        "request",
+        "data",
+        "report",
+        "search",
+        "code",
+        "web scraping",
+        "code review",
+        "analyze dataset",
+        // Last words every agent has (no prefix alternative): a `TermConjunction`.
+        "web result",
+        "data request",
+        "code review request",
+        // Misspelled: typo matches only (the loop that stops at the query's bound).
+        "reveiw",
+        "scrapign",
+        "reveiw scrapign",
+    ] {
+        let exhaustive = run(text, 60, None, false);
+        if exhaustive.len() < 60 {
+            continue;
+        }
+        compared += 1;
+        misspelled += usize::from(text.contains("reveiw") || text.contains("scrapign"));
+        let shaped = index
+            .text_query(
+                &searcher,
+                &DocFreqs::default(),
+                text,
+                &query_words(text),
+                Mode::All,
+                None,
+            )
+            .unwrap()
+            .unwrap();
+        conjunctions += usize::from(
+            shaped
+                .downcast_ref::<PhraseBonus>()
+                .is_some_and(|p| p.required.downcast_ref::<TermConjunction>().is_some()),
+        );
+        assert_eq!(run(text, 60, None, true), exhaustive, "{text}");
+        // Pages of 7 after a cursor give the same sequence.
+        let mut paged = Vec::new();
+        let mut after = None;
+        while paged.len() < 60 {
+            let page = run(text, 7, after.clone(), true);
+            assert_eq!(page, run(text, 7, after, false), "{text}");
+            after = page.last().cloned();
+            paged.extend(page);
+        }
+        paged.truncate(60);
+        assert_eq!(paged, exhaustive, "{text}");
+    }
+    assert!(compared >= 3, "too few frequent words to compare");
+    assert!(misspelled >= 2, "too few misspelled queries to compare");
+    // Plain multi-word queries: `TermConjunction`'s block loop with popularity-raised
+    // thresholds.
+    assert!(conjunctions >= 2, "too few multi-word queries to compare");
+}
+
+/// [`PhraseBonus`] matches the documents and gives the scores of the Tantivy query it
+/// replaces (the words required, each phrase and the exact name as optional clauses).
+#[test]
+fn phrase_bonus_scores_like_optional_phrase_queries() {
+    let index = synthetic_index(3, 2000);
+    // Plain words (synonyms would make each word several terms, never a conjunction).
+    index.set_tuning(crate::index::Tuning {
+        synonyms: std::sync::Arc::new(crate::synonyms::Synonyms::none()),
+        ..crate::index::Tuning::default()
+    });
+    let searcher = index.reader.searcher();
+    let mut with_phrases = 0;
+    let mut compared = 0;
+    let mut conjunctions = 0;
+    for text in [
+        "web scraping",
+        "code review",
+        "data analysis report",
+        "customer support",
+        "analyze dataset",
+    ] {
+        let words = query_words(text);
+        let t = index
+            .text_query(
+                &searcher,
+                &DocFreqs::default(),
+                text,
+                &words,
+                Mode::All,
+                None,
+            )
+            .unwrap()
+            .unwrap();
+        // Words every agent of this small index may not have get prefix and typo
+        // alternatives: the query is then not a conjunction of plain terms.
+        let required = match t.downcast_ref::<PhraseBonus>() {
+            Some(found) => {
+                conjunctions +=
+                    usize::from(found.required.downcast_ref::<TermConjunction>().is_some());
+                found.required.box_clone()
+            }
+            None => t.box_clone(),
+        };
+        // Phrases are off in the hub's queries (`PHRASE_BOOST`); the machinery is tested
+        // with one phrase of the words, boosted 2.
+        let phrase: Vec<Term> = words
+            .iter()
+            .map(|w| {
+                Term::from_field_text(index.fields.get(field::TEXT), &tokens(analyzer::TEXT, w)[0])
+            })
+            .collect();
+        let pb = &PhraseBonus {
+            required,
+            phrases: vec![(phrase, 2.0)],
+            exact_name: None,
+            popularity: None,
+        };
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, pb.required.box_clone())];
+        for (terms, boost) in &pb.phrases {
+            clauses.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(
+                    Box::new(PhraseQuery::new(terms.clone())),
+                    *boost,
+                )),
+            ));
+        }
+        let classic = BooleanQuery::new(clauses);
+        let all = TopDocs::with_limit(10_000);
+        let mut ours = searcher.search(pb, &all).unwrap();
+        let mut theirs = searcher.search(&classic, &all).unwrap();
+        if theirs.is_empty() {
+            assert!(ours.is_empty(), "{text}");
+            continue;
+        }
+        compared += 1;
+        ours.sort_by_key(|x| x.1);
+        theirs.sort_by_key(|x| x.1);
+        assert_eq!(ours.len(), theirs.len(), "{text}");
+        for ((a, da), (b, db)) in ours.iter().zip(&theirs) {
+            assert_eq!(da, db, "{text}");
+            assert!((a - b).abs() <= 1e-5 * b.abs(), "{text}: {a} vs {b}");
+        }
+        // Some documents have a phrase (their score is above the required words' alone).
+        let required = searcher.search(pb.required.as_ref(), &all).unwrap();
+        let base: std::collections::HashMap<_, _> =
+            required.into_iter().map(|(s, d)| (d, s)).collect();
+        with_phrases += ours.iter().filter(|(s, d)| *s > base[d] * 1.001).count();
+    }
+    assert!(compared >= 3, "too few queries with matches");
+    assert!(with_phrases > 10, "too few phrase matches: {with_phrases}");
+    assert!(
+        conjunctions >= 1,
+        "no TermConjunction among the required parts"
+    );
+}
+
+#[test]
+fn word_groups_and_tiers() {
+    assert_eq!(subsets(3, 2), [vec![0, 1], vec![0, 2], vec![1, 2]]);
+    assert_eq!(subsets(3, 1), [vec![0], vec![1], vec![2]]);
+    assert_eq!(subsets(2, 2), [vec![0, 1]]);
+    assert!(subsets(2, 0).is_empty() && subsets(2, 3).is_empty());
+    for (n, k) in [(4, 2), (6, 3), (7, 5), (16, 8)] {
+        assert_eq!(subsets(n, k).len(), binomial(n, k), "{n} choose {k}");
+    }
+    assert_eq!(binomial(16, 8), 12_870);
+    use Tier::{AtMost, Exactly};
+    assert_eq!(fewer_words_tiers(2), [Exactly(1)]);
+    assert_eq!(fewer_words_tiers(3), [Exactly(2), Exactly(1)]);
+    // 4 + 6 + 4 groups.
+    assert_eq!(fewer_words_tiers(4), [Exactly(3), Exactly(2), Exactly(1)]);
+    // 5 + 10, then 10 more would pass 24.
+    assert_eq!(fewer_words_tiers(5), [Exactly(4), Exactly(3), AtMost(2)]);
+    assert_eq!(fewer_words_tiers(7), [Exactly(6), AtMost(5)]);
+    assert_eq!(fewer_words_tiers(16), [Exactly(15), AtMost(14)]);
+}
+
+/// [`AnyOf`] matches the documents and gives the scores of a union `BooleanQuery` of the
+/// same clauses, alone and as a required clause of a conjunction.
+#[test]
+fn any_of_scores_like_a_union() {
+    let index = synthetic_index(3, 2000);
+    let searcher = index.reader.searcher();
+    let text = index.fields.get(field::TEXT);
+    let term = |w: &str| Term::from_field_text(text, &tokens(analyzer::TEXT, w)[0]);
+    let alts = |words: &[&str]| -> Vec<Box<dyn Query>> {
+        words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                Box::new(BoostQuery::new(
+                    Box::new(TermQuery::new(term(w), IndexRecordOption::WithFreqs)),
+                    1.0 - 0.1 * i as Score,
+                )) as Box<dyn Query>
+            })
+            .collect()
+    };
+    let union = |q: Vec<Box<dyn Query>>| {
+        BooleanQuery::new(q.into_iter().map(|q| (Occur::Should, q)).collect())
+    };
+    let all = TopDocs::with_limit(100_000);
+    let same = |ours: &dyn Query, theirs: &dyn Query, what: &str| {
+        let mut a = searcher.search(ours, &all).unwrap();
+        let mut b = searcher.search(theirs, &all).unwrap();
+        assert!(!b.is_empty(), "{what}");
+        a.sort_by_key(|x| x.1);
+        b.sort_by_key(|x| x.1);
+        assert_eq!(a.len(), b.len(), "{what}");
+        for ((x, dx), (y, dy)) in a.iter().zip(&b) {
+            assert_eq!(dx, dy, "{what}");
+            assert!((x - y).abs() <= 1e-5 * y.abs(), "{what}: {x} vs {y}");
+        }
+        a.len()
+    };
+    let scraping = ["scraping", "scrape", "crawl", "web"];
+    same(&AnyOf(alts(&scraping)), &union(alts(&scraping)), "alone");
+    let led = |first: Box<dyn Query>| {
+        BooleanQuery::new(vec![
+            (Occur::Must, first),
+            (
+                Occur::Must,
+                Box::new(TermQuery::new(term("data"), IndexRecordOption::WithFreqs)),
+            ),
+        ])
+    };
+    let n = same(
+        &led(Box::new(AnyOf(alts(&scraping)))),
+        &led(Box::new(union(alts(&scraping)))),
+        "in a conjunction",
+    );
+    assert!(n > 0);
+}
+
+/// A word with several alternatives is an [`AnyOf`] in a conjunction where another word is
+/// far rarer, and stays a union where the words have about as many documents.
+#[test]
+fn a_word_is_any_of_only_next_to_a_far_rarer_word() {
+    let spec = |name: &str, tagline: &str| -> crate::doc::SearchDoc {
+        let spec: crate::corpus::AgentSpec = serde_json::from_value(serde_json::json!({
+            "name": name,
+            "displayName": name.split('/').nth(1).unwrap(),
+            "tagline": tagline,
+            "description": tagline,
+            "kind": "remote",
+        }))
+        .unwrap();
+        spec.to_doc().unwrap()
+    };
+    let mut docs: Vec<crate::doc::SearchDoc> = (0..30)
+        .map(|i| spec(&format!("a/tool-{i}"), "scrape and crawl any web site"))
+        .collect();
+    docs.push(spec("b/frames", "scrape a web site into pandas"));
+    let index = crate::relevance::index_of(&docs).unwrap();
+    let searcher = index.reader.searcher();
+    let kinds = |text: &str| -> Vec<bool> {
+        let q = index
+            .text_query(
+                &searcher,
+                &DocFreqs::default(),
+                text,
+                &query_words(text),
+                Mode::All,
+                None,
+            )
+            .unwrap()
+            .unwrap();
+        let b = q.downcast_ref::<BooleanQuery>().expect("a BooleanQuery");
+        b.clauses()
+            .iter()
+            .map(|(_, c)| c.downcast_ref::<AnyOf>().is_some())
+            .collect()
+    };
+    // `scraping` (scrape, crawl, ...) has 31 agents, `pandas` 1.
+    assert_eq!(kinds("scraping pandas"), [true, false]);
+    // `scraping` and `website` (web, site, ...) have 31 each.
+    assert_eq!(kinds("scraping website"), [false, false]);
+}
+
+/// [`Without`]: the pruned collection (the inner query's loop, excluded documents skipped)
+/// equals the exhaustive one (Tantivy's `Exclude` scorer), and no hit has an excluded word.
+#[test]
+fn without_prunes_like_the_exhaustive_exclusion() {
+    let index = synthetic_index(5, 3000);
+    let searcher = index.reader.searcher();
+    let freqs = DocFreqs::default();
+    let mut compared = 0;
+    for (kept, dropped) in [
+        ("data", "report"),
+        ("code review", "request"),
+        ("web scraping", "data"),
+        ("analyze", "dataset code"),
+    ] {
+        let kept_words = query_words(kept);
+        let dropped_words = query_words(dropped);
+        let excluded = index
+            .text_query(&searcher, &freqs, dropped, &dropped_words, Mode::Any, None)
+            .unwrap()
+            .unwrap();
+        let q = SearchQuery::text(kept);
+        let run = |prune: bool, k: usize, after: Option<(u64, String)>| {
+            let part = Part {
+                text: kept,
+                words: &kept_words,
+                mode: Mode::All,
+                prefix_last: true,
+                without: Some(excluded.as_ref()),
+            };
+            let c = RankCollector {
+                sort: Sort::Relevance,
+                k,
+                after,
+                prune,
+                names: true,
+            };
+            index
+                .collect_part(&searcher, &freqs, &q, &part, &c)
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.key, r.name, r.addr))
+                .collect::<Vec<_>>()
+        };
+        let exhaustive = run(false, 40, None);
+        if exhaustive.len() < 40 {
+            continue;
+        }
+        compared += 1;
+        let pruned = run(true, 40, None);
+        assert_eq!(pruned, exhaustive, "{kept} without {dropped}");
+        let after = Some((pruned[19].0, pruned[19].1.clone()));
+        assert_eq!(
+            run(true, 20, after.clone()),
+            run(false, 20, after),
+            "{kept}"
+        );
+        // No hit has a dropped word.
+        let weight = excluded
+            .weight(EnableScoring::disabled_from_searcher(&searcher))
+            .unwrap();
+        for (_, name, addr) in &pruned {
+            let mut s = weight
+                .scorer(searcher.segment_reader(addr.segment_ord), 1.0)
+                .unwrap();
+            assert!(
+                s.doc() > addr.doc_id || s.seek(addr.doc_id) != addr.doc_id,
+                "{name} has a word of {dropped}"
+            );
+        }
+    }
+    assert!(compared >= 2, "too few queries to compare");
+}
+
+/// [`LooseMatch`] matches what Tantivy's `FuzzyTermQuery` matches, with the same constant
+/// score, whether its documents go in a vector (few) or a bitset (many).
+#[test]
+fn loose_match_equals_fuzzy_term_query() {
+    use tantivy::query::FuzzyTermQuery;
+
+    let index = synthetic_index(5, 2000);
+    let searcher = index.reader.searcher();
+    let max_doc = searcher.segment_reader(0).max_doc() as usize;
+    let typo = index.fields.get(field::TYPO);
+    let all = TopDocs::with_limit(10_000);
+    let (mut lazy, mut few, mut many) = (0, 0, 0);
+    for (word, distance, prefix) in [
+        ("reveiw", 1, false),
+        ("scrapign", 2, false),
+        ("dat", 0, true),
+        ("analy", 0, true),
+        ("zzzzq", 1, false),
+        ("summarise", 2, false),
+        ("cod", 0, true),
+        // Many words, many agents.
+        ("re", 0, true),
+        ("co", 0, true),
+        // Publishers' numbered names: a few agents each.
+        ("tools31", 0, true),
+        ("labs315", 1, false),
+        ("hq3151", 2, false),
+    ] {
+        let term = Term::from_field_text(typo, word);
+        let (ours, theirs) = if prefix {
+            (
+                LooseMatch::new_prefix(term.clone()),
+                FuzzyTermQuery::new_prefix(term, distance, true),
+            )
+        } else {
+            (
+                LooseMatch::new(term.clone(), distance),
+                FuzzyTermQuery::new(term, distance, true),
+            )
+        };
+        // The query builder asks for prefixes without typos only.
+        assert!(prefix == (distance == 0));
+        let mut a = searcher
+            .search(&BoostQuery::new(Box::new(ours), LOOSE_MATCH_BOOST), &all)
+            .unwrap();
+        let mut b = searcher
+            .search(&BoostQuery::new(Box::new(theirs), LOOSE_MATCH_BOOST), &all)
+            .unwrap();
+        a.sort_by_key(|x| x.1);
+        b.sort_by_key(|x| x.1);
+        assert_eq!(a.len(), b.len(), "{word}");
+        assert!(a == b, "{word}");
+        // Which of `LooseWeight::scorer`'s three ways this match took.
+        let m = if prefix {
+            LooseMatch::new_prefix(Term::from_field_text(typo, word))
+        } else {
+            LooseMatch::new(Term::from_field_text(typo, word), distance)
+        };
+        let terms = matched_terms(&m.matched, &m.dfa, typo, searcher.segment_reader(0))
+            .unwrap()
+            .len();
+        if terms <= FEW_TERMS {
+            lazy += usize::from(!a.is_empty());
+        } else if a.len() * 32 <= max_doc {
+            few += 1;
+        } else {
+            many += 1;
+        }
+    }
+    assert!(
+        lazy >= 1 && few >= 1 && many >= 1,
+        "lazy {lazy}, few {few}, many {many}"
+    );
+}
+
+#[test]
+fn stop_words_drop_unless_alone() {
+    assert_eq!(
+        query_words("an agent for Data Analysis"),
+        ["data", "analysis"]
+    );
+    assert_eq!(query_words("the"), ["the"]);
+    assert_eq!(query_words("sql sql SQL"), ["sql"]);
+}
