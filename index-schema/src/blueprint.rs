@@ -51,6 +51,9 @@
 //! 256..=10000000 tokens, `api_key_env` a variable name (never the key), all three refused on
 //! `acp` agents; furniture named by an agent exists; workstation and furniture names
 //! unique (a workstation without a `name` is named by its type); endpoints are http(s) URLs.
+//! A `switchboard` agent (seed 004: its turns are files in `.switchboard/`) has only `id`,
+//! `type`, `role` (the seed's roles) and optionally `team` and `persona`; any other field on
+//! it, and those three on other agents, are refused with their path.
 //!
 //! Workstation types are `sandbox` (a container: `image`, default [`DEFAULT_SANDBOX_IMAGE`];
 //! with a `dockerfile` the image is built from it and tagged with `image`; optional `mount`
@@ -75,6 +78,8 @@ use crate::agent_yaml::{
 use crate::diagnostic::{Diagnostics, FieldPath};
 use crate::name::{AgentHandle, Reference};
 use crate::source::{self, SourceDoc};
+
+mod switchboard;
 
 /// A parsed blueprint.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -134,6 +139,9 @@ pub enum InlineAgentType {
     Llm,
     /// A process speaking the Agent Client Protocol.
     Acp,
+    /// An agent that takes part through seed 004's Switchboard: its turns are files in
+    /// `.switchboard/` (or calls to the Switchboard MCP server).
+    Switchboard,
 }
 
 /// How much of earlier tool calls an agent sees.
@@ -206,6 +214,16 @@ pub struct InlineAgent {
     /// token; the key itself never appears in a blueprint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+    /// Switchboard agents: the seed's role (`lead`, `coder 1`, `coder 2`, `reviewer`,
+    /// `tester`, `researcher`, `execution`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<crate::switchboard::Role>,
+    /// Switchboard agents: the team it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    /// Switchboard agents: persona text put into every message it is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persona: Option<String>,
 }
 
 /// An LLM agent's memory: the latest `window` floor messages (1 to 10000) in full and, with
@@ -887,6 +905,9 @@ fn check_inline(
     furniture: &HashMap<&str, usize>,
     d: &mut Diagnostics,
 ) {
+    if switchboard::check(a, p, d) {
+        return;
+    }
     for (field, value) in [
         ("name", &a.name),
         ("model", &a.model),
@@ -914,6 +935,8 @@ fn check_inline(
                 );
             }
         }
+        // Checked by `switchboard::check`, which returned above.
+        InlineAgentType::Switchboard => {}
     }
     if !a.args.is_empty() && a.command.is_none() {
         d.push(p.key("args"), "`args` needs a `command`");
@@ -1566,6 +1589,9 @@ workstations:
                         } else {
                             Some("OPENAI_API_KEY".into())
                         },
+                        role: None,
+                        team: None,
+                        persona: None,
                     }
                 },
             )

@@ -327,6 +327,9 @@ pub fn from_agent_yaml(file: &Path, dir: &Path) -> Result<(Handle, Activation, K
         },
         context_window: None,
         api_key_env: None,
+        role: None,
+        team: None,
+        persona: None,
     };
     let agent = agents::llm_agent(&inline, None).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok((handle, act, Kind::Llm(agent)))
