@@ -308,7 +308,33 @@ impl Floor {
     pub async fn post(&self, content: impl Into<String>) -> Result<PostReceipt, FloorError> {
         let content = content.into();
         self.ask(|receipt| Command::Post {
+            from: Speaker::User,
             content,
+            metadata: None,
+            receipt,
+            done: None,
+        })
+        .await?
+    }
+
+    /// A participant speaks outside a respond call — an agent that reaches the floor by
+    /// another way than being asked (a Switchboard agent writing a message file, or one
+    /// connected over MCP). The message is stored as `from`'s, with `metadata`, and starts a
+    /// turn the way a user message does: the turn-taking rules treat its author as the
+    /// turn's initiator, so the agents it asks answer to `from` (`initiator` in their
+    /// respond call) and the turn ends when the floor returns to it. Answers once the message
+    /// is stored, like [`Floor::post`].
+    pub async fn post_as(
+        &self,
+        from: Handle,
+        content: impl Into<String>,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<PostReceipt, FloorError> {
+        let content = content.into();
+        self.ask(|receipt| Command::Post {
+            from: Speaker::from(from),
+            content,
+            metadata,
             receipt,
             done: None,
         })
@@ -323,7 +349,9 @@ impl Floor {
         let content = content.into();
         let (done, finished) = oneshot::channel();
         self.ask(|receipt| Command::Post {
+            from: Speaker::User,
             content,
+            metadata: None,
             receipt,
             done: Some(done),
         })
@@ -402,7 +430,9 @@ impl Floor {
 
 enum Command {
     Post {
+        from: Speaker,
         content: String,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
         receipt: oneshot::Sender<Result<PostReceipt, FloorError>>,
         done: Option<oneshot::Sender<TurnSummary>>,
     },
@@ -590,10 +620,12 @@ impl FloorTask {
     fn command(&mut self, command: Command) -> Option<Operation> {
         match command {
             Command::Post {
+                from,
                 content,
+                metadata,
                 receipt,
                 done,
-            } => return self.post(content, receipt, done),
+            } => return self.post(from, content, metadata, receipt, done),
             Command::AddAgent { agent, reply } => {
                 let _ = reply.send(self.add_agent(agent));
             }
@@ -641,7 +673,9 @@ impl FloorTask {
 
     fn post(
         &mut self,
+        from: Speaker,
         content: String,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
         receipt: oneshot::Sender<Result<PostReceipt, FloorError>>,
         done: Option<oneshot::Sender<TurnSummary>>,
     ) -> Option<Operation> {
@@ -655,7 +689,8 @@ impl FloorTask {
             let _ = receipt.send(Err(FloorError::QueueFull(limit)));
             return None;
         }
-        let message = self.store(Speaker::User, content.clone());
+        let message =
+            self.store_with_tools(from, content.clone(), Vec::new(), Vec::new(), metadata);
         self.posts.push_back(Post {
             message,
             receipt: Some(receipt),
@@ -752,11 +787,6 @@ impl FloorTask {
         }
     }
 
-    /// Stores a message and tells observers.
-    fn store(&mut self, from: Speaker, content: String) -> Message {
-        self.store_with_tools(from, content, Vec::new(), Vec::new())
-    }
-
     /// Stores a message with the tool activity behind it (kept so that other agents' prompts
     /// can show it) and tells observers.
     fn store_with_tools(
@@ -765,6 +795,7 @@ impl FloorTask {
         content: String,
         tool_calls: Vec<wire::ToolCall>,
         tool_results: Vec<serde_json::Value>,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Message {
         self.next_message += 1;
         let mut message = Message::new(
@@ -775,6 +806,7 @@ impl FloorTask {
         );
         message.tool_calls = tool_calls;
         message.tool_results = tool_results;
+        message.metadata = metadata;
         self.message_ids
             .insert(message.id.clone(), self.dropped + self.messages.len());
         self.history_bytes += message_bytes(&message);
@@ -871,6 +903,7 @@ impl FloorTask {
                         wake_reason,
                         initiator,
                     } => {
+                        let initiator = self.as_shown(initiator);
                         self.answer_receipt(Some(agent.clone()));
                         self.emit(FloorEvent::Responding {
                             call,
@@ -943,6 +976,20 @@ impl FloorTask {
             post,
             started: Instant::now(),
         });
+    }
+
+    /// The initiator as the agents see it: the controller counts the author of a turn's
+    /// first message as the user; when an agent posted it ([`Floor::post_as`]), that agent.
+    fn as_shown(&self, initiator: Option<Speaker>) -> Option<Speaker> {
+        match initiator {
+            Some(Speaker::User) => Some(
+                self.current
+                    .as_ref()
+                    .and_then(|c| Handle::new(&c.post.message.from).ok())
+                    .map_or(Speaker::User, Speaker::from),
+            ),
+            other => other,
+        }
     }
 
     fn answer_receipt(&mut self, next_agent: Option<Handle>) {
@@ -1216,15 +1263,18 @@ impl FloorTask {
                                 total - end
                             ));
                         }
-                        let (tool_calls, tool_results) = match response {
-                            RespondResponse::Reply(reply) => (reply.tool_calls, reply.tool_results),
-                            RespondResponse::Pass { .. } => (Vec::new(), Vec::new()),
+                        let (tool_calls, tool_results, metadata) = match response {
+                            RespondResponse::Reply(reply) => {
+                                (reply.tool_calls, reply.tool_results, reply.metadata)
+                            }
+                            RespondResponse::Pass { .. } => (Vec::new(), Vec::new(), None),
                         };
                         let message = self.store_with_tools(
                             Speaker::Agent(agent.clone()),
                             content.clone(),
                             tool_calls,
                             tool_results,
+                            metadata,
                         );
                         if let Some(current) = self.current.as_mut() {
                             current.messages.push(message.clone());
