@@ -15,3 +15,5 @@ mod llm_agent;
 mod net_parse_errors;
 mod sandbox;
 mod support;
+mod switchboard;
+mod switchboard_mcp;
