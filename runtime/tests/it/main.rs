@@ -13,6 +13,7 @@ mod floor_server;
 mod furniture;
 mod llm_agent;
 mod net_parse_errors;
+mod openagents;
 mod sandbox;
 mod support;
 mod switchboard;
