@@ -1,6 +1,7 @@
 //! `ofc validate PATH...`: detects each document's kind, checks it, and prints `ok` per file or
 //! one `file:line:col: field: what is wrong` line per problem. Directories are walked, skipping
-//! dot-folders except fast-agent's `.fast-agent/` (its card folders hold AgentCards). An Agent
+//! dot-folders except fast-agent's `.fast-agent/` (its card folders hold AgentCards) and an
+//! OpenAgents project's `.openagents/` (`project.json`, `tasks.jsonl`). An Agent
 //! Skill (`SKILL.md`) is named as such and skipped: it is not a card, so it gets no verdict.
 
 use std::collections::BTreeMap;
@@ -151,6 +152,7 @@ fn collect_dir(dir: &Path, files: &mut Vec<(PathBuf, bool)>) -> Result<()> {
             let name = e.file_name().to_string_lossy();
             e.depth() == 0
                 || name == FAST_AGENT_DIR
+                || name == index_schema::openagents::DIR
                 || !(name.starts_with('.') || name == "target" || name == "node_modules")
         });
     for entry in walker {
@@ -226,6 +228,7 @@ pub fn check_file(path: &Path, forced: Option<DocumentKind>) -> Result<Option<Fi
 fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Option<String>, Diagnostics> {
     use index_schema::{
         a2a_card, agent_card, agent_yaml, blueprint, envelope, lockfile, manifest, mcp_server_json,
+        openagents,
     };
     match kind {
         DocumentKind::Manifest => manifest::Manifest::from_json(text).map(|_| None),
@@ -235,6 +238,8 @@ fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Option<Stri
         DocumentKind::Lockfile => lockfile::Lockfile::from_toml(text).map(|_| None),
         DocumentKind::A2aCard => a2a_card::A2aCard::from_json(text).map(|_| None),
         DocumentKind::McpServerJson => mcp_server_json::ServerJson::from_json(text).map(|_| None),
+        DocumentKind::OpenagentsProject => openagents::Project::from_json(text).map(|_| None),
+        DocumentKind::OpenagentsTasks => openagents::parse_tasks(text).map(|_| None),
         DocumentKind::CardMd | DocumentKind::CardYaml => {
             agent_card::AgentCard::load_file(path).map(|c| Some(c.card.name.clone()))
         }
