@@ -25,7 +25,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
-use super::workspace::ReadOutcome;
+use super::workspace::{ReadOutcome, shown};
 use super::{Member, MemberKind, Switchboard, new_message_id, now_iso};
 
 /// The most messages `check_inbox` answers at once.
@@ -441,13 +441,14 @@ impl SwitchboardMcp {
                     messages.push(serde_json::to_value(&*m).unwrap_or(Value::Null));
                     if let Err(e) = ws.archive(me, &file) {
                         self.sb
-                            .log(&format!("cannot archive inbox/{me}/{file}: {e}"));
+                            .log(&format!("cannot archive inbox/{me}/{}: {e}", shown(&file)));
                     }
                 }
                 ReadOutcome::Refused(reason) => {
                     let _ = ws.reject(me, &file);
                     self.sb.log(&format!(
-                        "refused inbox/{me}/{file}: {reason}; moved to rejected/{me}/"
+                        "refused inbox/{me}/{}: {reason}; moved to rejected/{me}/",
+                        shown(&file)
                     ));
                     refused.push(json!({"file": file, "reason": reason}));
                 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
-use index_schema::switchboard::{Action, Message, Receipt};
+use index_schema::switchboard::{Action, Message, Receipt, check_id, check_name};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
@@ -72,6 +72,19 @@ pub fn metadata_of(message: &Message, posted: bool) -> Map<String, Value> {
     let mut out = Map::new();
     out.insert(METADATA_KEY.into(), Value::Object(sb));
     out
+}
+
+/// Whether a journal entry names only places of the workspace (checked names, a plain
+/// `*.json` file name) and a transcript in the floor's transcript directory.
+fn sane(b: &Begun, logs: Option<&std::path::Path>) -> bool {
+    let name_ok = |n: &str| check_name(n).is_ok_and(|lower| lower == n);
+    let file_ok = b.file.ends_with(".json")
+        && !b.file.starts_with('.')
+        && !b.file.contains(['/', '\\', '\0']);
+    let transcript_ok = b.transcript.as_ref().is_none_or(|t| {
+        logs.is_some_and(|d| t.parent() == Some(d)) && t.extension().is_some_and(|e| e == "jsonl")
+    });
+    check_id(&b.id).is_ok() && name_ok(&b.inbox) && name_ok(&b.sender) && file_ok && transcript_ok
 }
 
 /// The Switchboard part of a floor message's metadata.
@@ -313,9 +326,22 @@ impl Switchboard {
         }
     }
 
-    /// Finishes what the last run began (see [`super::journal`]).
+    /// Finishes what the last run began (see [`super::journal`]). The journal is a file in
+    /// the workspace, which other writers share: an entry whose names would leave the
+    /// workspace, or whose transcript is not one of the floor's, is ignored (and said).
     pub(super) fn recover(&self, open: Vec<Begun>) {
+        let logs = self
+            .transcript()
+            .and_then(|t| t.parent().map(std::path::Path::to_path_buf));
         for b in open {
+            if !sane(&b, logs.as_deref()) {
+                let _ = self.journal.undone(&b.id);
+                self.log(&format!(
+                    "ignored a journal entry that names a place outside the workspace or the floor's transcripts ({})",
+                    shown(&b.id)
+                ));
+                continue;
+            }
             let still_there =
                 std::fs::symlink_metadata(self.ws.path("inbox", &b.inbox).join(&b.file)).is_ok();
             if !still_there {

@@ -544,9 +544,17 @@ async fn a_restart_finishes_begun_deliveries_exactly_once() {
         json!({"op": "begin", "id": id, "inbox": "lead", "file": format!("{id}.json"), "sender": "worker", "transcript": transcript})
             .to_string()
     };
+    // And an entry someone with write access to the workspace forged, naming a file outside
+    // it: ignored, the file stays where it is.
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("victim.json"), "{}").unwrap();
+    let escape = format!("../../../../../../../..{}", outside.path().display());
+    let forged = json!({"op": "begin", "id": "msg_x", "inbox": escape, "file": "victim.json",
+        "sender": "worker", "transcript": "/etc/passwd"})
+    .to_string();
     fs::write(
         &journal,
-        format!("{}\n{}\n", begin("msg_a"), begin("msg_b")),
+        format!("{}\n{}\n{forged}\n", begin("msg_a"), begin("msg_b")),
     )
     .unwrap();
 
@@ -587,6 +595,11 @@ async fn a_restart_finishes_begun_deliveries_exactly_once() {
         log.contains("msg_b had not reached the floor when ofc stopped"),
         "{log}"
     );
+    assert!(
+        log.contains("ignored a journal entry that names a place outside"),
+        "{log}"
+    );
+    assert_eq!(files(outside.path()), ["victim.json"]);
     sb.stop();
     floor.close().await.unwrap();
 }
