@@ -15,6 +15,7 @@ mod run_e2e;
 mod run_floor_manager_e2e;
 mod run_furniture_e2e;
 mod run_sandbox_e2e;
+mod run_switchboard_e2e;
 mod run_tui_e2e;
 mod sources_docker_e2e;
 mod sources_npm_e2e;
