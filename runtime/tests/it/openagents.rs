@@ -277,7 +277,7 @@ async fn the_boards_tools_follow_the_loops_rules_and_name_what_is_wrong() {
         dir.path().canonicalize().unwrap().display().to_string()
     );
 
-    // A live process holding the loop's lock: changes wait, then say who holds it; reads go on.
+    // A live process holding the loop's lock: changes and reads wait, then say who holds it.
     let mut holder = std::process::Command::new("sleep")
         .arg("30")
         .spawn()
@@ -297,7 +297,9 @@ async fn the_boards_tools_follow_the_loops_rules_and_name_what_is_wrong() {
         e.0
     );
     assert!(e.0.contains("session loop-1"), "{}", e.0);
-    board.call("list_tasks", Map::new()).await.unwrap();
+    // Reads wait too: the loop writes in place, a read in the middle could see half a file.
+    let e = board.call("list_tasks", Map::new()).await.unwrap_err();
+    assert!(e.0.starts_with("the task board cannot be read now"), "{}", e.0);
     holder.kill().unwrap();
     holder.wait().unwrap();
     // Its holder gone, the lock is stale and taken over.

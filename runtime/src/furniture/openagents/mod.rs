@@ -10,8 +10,10 @@
 //! - **Changes** happen under the loop's lock ([`lock`]): the file is read, checked, changed
 //!   and written to a temporary file that is renamed over it, so no line is ever torn and a
 //!   change made meanwhile by another writer under the lock is never lost. Lines not changed
-//!   are written back exactly as they were. Reads take no lock (the loop holds it for its
-//!   whole run); a read that finds a file half-written by an in-place writer tries again.
+//!   are written back exactly as they were. Reads take the lock too: the loop writes the file
+//!   in place, and a read in the middle could see a shorter file that still parses. So while
+//!   an OpenAgents loop runs (it holds the lock for its whole run) the board waits 10 s, then
+//!   says which process holds the lock; only the check when the board opens reads without it.
 //! - **Bounds**: the file's size and task count ([`MAX_TASKS_FILE_BYTES`],
 //!   [`MAX_TASK_LINES`]), every text argument, the answer of `list_tasks`, the commands'
 //!   output and time.
@@ -162,7 +164,7 @@ impl Inner {
             changing: std::sync::Mutex::new(()),
             sandbox: OnceLock::new(),
         };
-        board.read()?;
+        board.peek()?;
         Ok(board)
     }
 
@@ -253,9 +255,19 @@ impl Inner {
             .collect()
     }
 
-    /// The tasks, read without the lock; a file that does not parse is read again a few
-    /// times (an in-place writer may be half-way) before the error is reported.
+    /// The tasks, read under the lock: the loop writes the file in place, so a read without
+    /// it could see a shorter file that still parses.
     fn read(&self) -> Result<Vec<TaskLine>, String> {
+        let _in_process = self.changing.lock().unwrap_or_else(|e| e.into_inner());
+        let _lock = AgentLock::acquire(&self.dir, self.lock_wait)
+            .map_err(|e| format!("the task board cannot be read now: {e}"))?;
+        self.peek()
+    }
+
+    /// The tasks, read without the lock (the check when the board opens, which must not wait
+    /// for a loop that holds the lock for its whole run); a file that does not parse is read
+    /// again a few times (an in-place writer may be half-way) before the error is reported.
+    fn peek(&self) -> Result<Vec<TaskLine>, String> {
         let mut last = String::new();
         for attempt in 0..5 {
             if attempt > 0 {
