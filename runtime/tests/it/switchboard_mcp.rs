@@ -296,3 +296,99 @@ async fn the_server_keeps_its_http_rules() {
     sb.stop();
     floor.close().await.unwrap();
 }
+
+/// `ofc floor serve --switchboard DIR`: every hosted floor gets its own Switchboard, and the
+/// MCP Python SDK joins a floor through it and talks with an agent added over HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_hosted_floor_gets_a_switchboard() {
+    use runtime::server::{FloorServer, ServerSettings};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("switchboards");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = FloorServer::new(ServerSettings {
+        switchboard_root: Some(root.clone()),
+        floor: floor_settings(dir.path()),
+        ..ServerSettings::default()
+    });
+    tokio::spawn(server.serve(listener, async {
+        let _ = stopped.await;
+    }));
+    let helper: Arc<dyn Agent> = Arc::new(FnAgent::new("helper", |r: RespondRequest| async move {
+        let asked = r
+            .messages
+            .last()
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        Ok(RespondResponse::reply(if asked.contains("2+2") {
+            "4"
+        } else {
+            "?"
+        }))
+    }));
+    let agent = runtime::agent::serve(helper, "127.0.0.1:0").await.unwrap();
+    let http = reqwest::Client::new();
+    let created: Value = http
+        .post(format!("{base}/floors"))
+        .json(&serde_json::json!({"name": "with a switchboard"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let floor_id = created["floor_id"].as_str().unwrap().to_owned();
+    let join = created["join_token"].as_str().unwrap().to_owned();
+    let added = http
+        .post(format!("{base}/floors/{floor_id}/agents"))
+        .bearer_auth(&join)
+        .json(&serde_json::json!({"agent_id": "@helper", "endpoint": agent.url()}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        added.status().is_success(),
+        "{}",
+        added.text().await.unwrap()
+    );
+
+    let ws = root.join(&floor_id).join(".switchboard");
+    let info = read_json(&ws.join("server_info.json"));
+    let token = std::fs::read_to_string(ws.join("auth_token")).unwrap();
+    let got = client(
+        &format!("http://127.0.0.1:{}/sse", info["port"]),
+        &token,
+        "header",
+    )
+    .await;
+    assert_eq!(got["reply"]["payload"], "4", "{got}");
+    let messages: Value = http
+        .get(format!("{base}/floors/{floor_id}/messages"))
+        .bearer_auth(&join)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(messages["messages"][0]["from"], "@editor");
+    assert_eq!(messages["messages"][1]["content"], "4");
+
+    // Closing the floor stops its Switchboard.
+    let closed = http
+        .delete(format!("{base}/floors/{floor_id}"))
+        .bearer_auth(&join)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 204);
+    assert!(!ws.join("server_info.json").exists());
+    let gone = reqwest::Client::new()
+        .get(format!("http://127.0.0.1:{}/health", info["port"]))
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await;
+    assert!(gone.is_err(), "the Switchboard still answers: {gone:?}");
+    drop(stop);
+}
