@@ -55,6 +55,8 @@ use journal::{Begun, Journal};
 pub struct SwitchboardSettings {
     /// How often the floor side's inboxes are looked at (MCP sends wake the reader at once).
     pub scan_interval: Duration,
+    /// How often while a member is being asked and its answer is awaited.
+    pub answer_scan_interval: Duration,
     /// How long a file that does not parse may stay unchanged before it is refused (its
     /// writer may still be writing it).
     pub settle: Duration,
@@ -74,6 +76,7 @@ impl Default for SwitchboardSettings {
     fn default() -> Self {
         Self {
             scan_interval: Duration::from_millis(25),
+            answer_scan_interval: Duration::from_millis(2),
             settle: Duration::from_secs(1),
             batch: 256,
             store_wait: Duration::from_secs(10),
@@ -378,6 +381,11 @@ impl Switchboard {
             },
         );
         answer
+    }
+
+    /// Whether a respond call waits for a member's answer.
+    pub(crate) fn awaiting_answer(&self) -> bool {
+        !lock(&self.members).pending.is_empty()
     }
 
     /// Forgets the wait for `member`'s answer to `question` (the call ended).

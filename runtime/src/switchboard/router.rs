@@ -97,10 +97,16 @@ impl Switchboard {
     pub(super) async fn run_router(self: Arc<Self>) {
         let mut reported: BTreeSet<String> = BTreeSet::new();
         loop {
+            // Quick looks while an answer is awaited (a floor turn waits on it), slow ones else.
+            let every = if self.awaiting_answer() {
+                self.settings.answer_scan_interval
+            } else {
+                self.settings.scan_interval
+            };
             tokio::select! {
                 () = self.stop.cancelled() => return,
                 () = self.wake.notified() => {}
-                () = tokio::time::sleep(self.settings.scan_interval) => {}
+                () = tokio::time::sleep(every) => {}
             }
             let Some(floor) = self.floor() else { return };
             let names: Vec<String> = lock(&self.members).floor_side.iter().cloned().collect();
