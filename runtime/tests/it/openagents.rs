@@ -299,7 +299,11 @@ async fn the_boards_tools_follow_the_loops_rules_and_name_what_is_wrong() {
     assert!(e.0.contains("session loop-1"), "{}", e.0);
     // Reads wait too: the loop writes in place, a read in the middle could see half a file.
     let e = board.call("list_tasks", Map::new()).await.unwrap_err();
-    assert!(e.0.starts_with("the task board cannot be read now"), "{}", e.0);
+    assert!(
+        e.0.starts_with("the task board cannot be read now"),
+        "{}",
+        e.0
+    );
     holder.kill().unwrap();
     holder.wait().unwrap();
     // Its holder gone, the lock is stale and taken over.
