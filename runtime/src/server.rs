@@ -188,8 +188,9 @@ struct Hosted {
     config: FloorConfig,
     /// When a request with its join token last came.
     used: Arc<std::sync::Mutex<std::time::Instant>>,
-    /// Its Switchboard, with [`ServerSettings::switchboard_root`].
-    switchboard: Option<Arc<HostedSwitchboard>>,
+    /// Its Switchboard, with [`ServerSettings::switchboard_root`]; held so that it runs as
+    /// long as the floor is hosted.
+    _switchboard: Option<Arc<HostedSwitchboard>>,
 }
 
 /// A floor's Switchboard and its MCP server; both stop when the floor leaves the server.
@@ -525,7 +526,7 @@ async fn create_floor(
             floor,
             config,
             used: Arc::new(std::sync::Mutex::new(std::time::Instant::now())),
-            switchboard,
+            _switchboard: switchboard,
         },
     );
     tracing::info!(floor.id = %floor_id, "floor created");
