@@ -921,7 +921,7 @@ async fn run_floor(
         }
     };
     if let Some(sb) = &switchboard {
-        sb.stop();
+        sb.shutdown(Duration::from_secs(5)).await;
     }
     drop(served);
     let _ = floor.close().await;

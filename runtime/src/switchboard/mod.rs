@@ -160,6 +160,8 @@ pub struct Switchboard {
     held: Mutex<BTreeSet<(String, String)>>,
     /// Messages waiting to be delivered again (said once in the log).
     retrying: Mutex<BTreeSet<String>>,
+    /// The inbox reader and the floor listener.
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// The floor messages of the Switchboard carry `{"switchboard": {...}}` in their metadata.
@@ -212,6 +214,7 @@ impl Switchboard {
             sessions: Mutex::new(BTreeSet::new()),
             held: Mutex::new(BTreeSet::new()),
             retrying: Mutex::new(BTreeSet::new()),
+            tasks: Mutex::new(Vec::new()),
         });
         sb.write_state()?;
         Ok(sb)
@@ -276,16 +279,27 @@ impl Switchboard {
         self.recover(unresolved);
         let events = floor.subscribe();
         let router = Arc::clone(self);
-        tokio::spawn(async move { router.run_router().await });
+        let reader = tokio::spawn(async move { router.run_router().await });
         let teller = Arc::clone(self);
-        tokio::spawn(async move { teller.run_events(events).await });
+        let telling = tokio::spawn(async move { teller.run_events(events).await });
+        lock(&self.tasks).extend([reader, telling]);
         Ok(())
     }
 
-    /// Stops reading inboxes and telling members.
+    /// Stops reading inboxes and telling members (what is being delivered is finished in the
+    /// background).
     pub fn stop(&self) {
         self.stop.cancel();
         self.ws.remove_server_info();
+    }
+
+    /// Stops, and waits (at most `wait`) until the delivery under way is finished — receipt
+    /// written, file archived — so that a run that ends leaves nothing for the next one to
+    /// recover. Call it before the floor closes: the delivery may wait for the floor.
+    pub async fn shutdown(&self, wait: Duration) {
+        self.stop();
+        let tasks = std::mem::take(&mut *lock(&self.tasks));
+        let _ = tokio::time::timeout(wait, futures::future::join_all(tasks)).await;
     }
 
     /// The floor, while it is open.
