@@ -335,3 +335,70 @@ async fn the_boards_tools_follow_the_loops_rules_and_name_what_is_wrong() {
     assert!(e.starts_with("project.json:2:"), "{e}");
     assert!(e.contains("testComands"), "{e}");
 }
+
+/// A sandbox that records what it is asked to run (a stand-in for the podman sandbox, whose
+/// own tests are `sandbox.rs`): the board's routing is under test here.
+#[derive(Debug, Default)]
+struct RecordingSandbox(std::sync::Mutex<Vec<Map<String, Value>>>);
+
+#[async_trait::async_trait]
+impl Toolbox for RecordingSandbox {
+    async fn tools(&self) -> Result<Vec<runtime::llm::ToolSpec>, runtime::llm::ToolError> {
+        Ok(Vec::new())
+    }
+
+    async fn call(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<Value, runtime::llm::ToolError> {
+        assert_eq!(tool, "bash");
+        let failing = args["command"].as_str().unwrap().contains("fail");
+        self.0.lock().unwrap().push(args);
+        Ok(Value::String(if failing {
+            "boom\n[exit code 2]".into()
+        } else {
+            "ran in the container\n".into()
+        }))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_sandbox_enabled_the_commands_run_in_the_floors_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let oa = project(
+        dir.path(),
+        json!({"projectId": "demo", "testCommands": ["make test", "make fail"],
+               "typecheckCommands": ["make check"],
+               "sandbox": {"enabled": true, "timeoutMs": 42000}}),
+        &[],
+    );
+    let board = OpenAgentsBoard::open(&oa, Duration::from_secs(1)).unwrap();
+    let sandbox = Arc::new(RecordingSandbox::default());
+    board.use_sandbox(sandbox.clone());
+    let r = board.call("run_tests", Map::new()).await.unwrap();
+    assert_eq!(r["where"], "sandbox");
+    assert_eq!(r["passed"], false);
+    assert_eq!(r["results"][0]["output"], "ran in the container\n");
+    assert_eq!(r["results"][1]["exitCode"], 2);
+    let asked = sandbox.0.lock().unwrap().clone();
+    assert_eq!(
+        asked,
+        [
+            obj(json!({"command": "make test", "timeout": 42})),
+            obj(json!({"command": "make fail", "timeout": 42}))
+        ]
+    );
+    // Without `sandbox.enabled`, a sandbox given to the board is not used.
+    let plain = project(
+        &dir.path().join("plain"),
+        json!({"projectId": "demo", "testCommands": ["echo local"]}),
+        &[],
+    );
+    let board = OpenAgentsBoard::open(&plain, Duration::from_secs(1)).unwrap();
+    board.use_sandbox(sandbox.clone());
+    let r = board.call("run_tests", Map::new()).await.unwrap();
+    assert_eq!(r["where"], "project root");
+    assert_eq!(r["results"][0]["output"], "local\n");
+    assert_eq!(sandbox.0.lock().unwrap().len(), 2);
+}
