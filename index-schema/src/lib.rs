@@ -2,7 +2,8 @@
 //!
 //! Every document ofc reads or writes is defined here, with no network or database I/O: names and
 //! references, the agent manifest, the signed envelope (DSSE + ed25519), `agent.yaml`,
-//! AgentCards, `blueprint.yaml`, the lockfile `ofc.lock`, the OFC wire types and the hub's HTTP
+//! AgentCards, `blueprint.yaml`, the lockfile `ofc.lock`, Switchboard messages (seed 004),
+//! OpenAgents projects (seed 002), the OFC wire types and the hub's HTTP
 //! API ([`hub_api`], shared by `ofc-hub` and `ofc`). Parsers report problems as [`Diagnostics`]
 //! that name the field and its line and column.
 
@@ -23,7 +24,9 @@ pub mod manifest;
 pub mod mcp_server_json;
 pub mod media_types;
 pub mod name;
+pub mod openagents;
 pub mod source;
+pub mod switchboard;
 pub mod tlog;
 pub mod version;
 pub mod wire;

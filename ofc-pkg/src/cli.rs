@@ -388,6 +388,11 @@ pub struct FloorServeArgs {
     /// only when listening on loopback, every host otherwise.
     #[arg(long = "agent-host", value_name = "HOST")]
     pub agent_hosts: Vec<String>,
+
+    /// Give every floor a Switchboard (seed 004) at DIR/<floor_id>/.switchboard/, with its MCP
+    /// server on 127.0.0.1: agents that work through files or MCP join floors there.
+    #[arg(long, value_name = "DIR")]
+    pub switchboard: Option<PathBuf>,
 }
 
 /// Arguments of `ofc validate`.

@@ -12,6 +12,8 @@
 //! | `server.json`, `*.server.json` | MCP Registry server.json |
 //! | `*.card.yaml`, `*.card.yml` | AgentCard (YAML) |
 //! | `*.md`, `*.markdown` starting with `---` front matter | AgentCard (Markdown) |
+//! | `project.json` in a `.openagents/` folder | OpenAgents project (seed 002) |
+//! | `tasks.jsonl` in a `.openagents/` folder | OpenAgents tasks (seed 002) |
 //! | other `*.json` | envelope if it has `payloadType`, manifest if it has `schemaVersion`, A2A agent card if it has `defaultInputModes` or `skills` and `url`, MCP server.json if its `$schema` is a server.json schema |
 //! | other `*.yaml`/`*.yml` | blueprint if it has an `agents` list or `workstations`/`floor_manager`; AgentCard if it has `instruction` or a card `type` (any case); agent.yaml if it has `id`, `prompt` or `model` |
 //!
@@ -46,6 +48,10 @@ pub enum DocumentKind {
     A2aCard,
     /// An MCP Registry `server.json`.
     McpServerJson,
+    /// An OpenAgents `.openagents/project.json`.
+    OpenagentsProject,
+    /// An OpenAgents `.openagents/tasks.jsonl`.
+    OpenagentsTasks,
 }
 
 impl DocumentKind {
@@ -61,6 +67,8 @@ impl DocumentKind {
             Self::Lockfile => "lockfile",
             Self::A2aCard => "A2A agent card",
             Self::McpServerJson => "MCP server.json",
+            Self::OpenagentsProject => "OpenAgents project.json",
+            Self::OpenagentsTasks => "OpenAgents tasks.jsonl",
         }
     }
 
@@ -76,6 +84,8 @@ impl DocumentKind {
             Self::Lockfile => "lockfile",
             Self::A2aCard => "a2a-card",
             Self::McpServerJson => "mcp-server-json",
+            Self::OpenagentsProject => "openagents-project",
+            Self::OpenagentsTasks => "openagents-tasks",
         }
     }
 
@@ -96,6 +106,16 @@ pub fn in_fast_agent_card_folder(path: &Path) -> bool {
 pub fn detect(path: &Path, text: &str) -> Option<DocumentKind> {
     let name = path.file_name()?.to_str()?.to_ascii_lowercase();
     let ends = |suffixes: &[&str]| suffixes.iter().any(|s| name.ends_with(s));
+    let in_openagents = path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == index_schema::openagents::DIR);
+    if in_openagents && name == index_schema::openagents::PROJECT_FILE {
+        return Some(DocumentKind::OpenagentsProject);
+    }
+    if in_openagents && name == index_schema::openagents::TASKS_FILE {
+        return Some(DocumentKind::OpenagentsTasks);
+    }
     // Inside fast-agent's card folders every YAML file is a card, `agent.yaml` included.
     if ends(&[".yaml", ".yml"]) && in_fast_agent_card_folder(path) {
         return Some(DocumentKind::CardYaml);
@@ -242,6 +262,21 @@ mod tests {
             k("c.yaml", "type: Router\nagents: [a]\n"),
             Some(DocumentKind::CardYaml)
         );
+    }
+
+    #[test]
+    fn openagents_files_are_known_in_their_folder() {
+        let k = |n: &str| detect(Path::new(n), "{}");
+        assert_eq!(
+            k("repo/.openagents/project.json"),
+            Some(DocumentKind::OpenagentsProject)
+        );
+        assert_eq!(
+            k(".openagents/tasks.jsonl"),
+            Some(DocumentKind::OpenagentsTasks)
+        );
+        assert_eq!(k("repo/project.json"), None);
+        assert_eq!(k("repo/tasks.jsonl"), None);
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //!   grants that decide who may call what.
 //! - [`transcript`] writes every floor as JSON lines and replays them through the controller.
 //! - [`server`] is the OFC floor server API over HTTP (`ofc floor serve`).
+//! - [`switchboard`] brings seed 004's Switchboard agents onto a floor: agents whose turns
+//!   are JSON files in `.switchboard/`, or calls to its MCP server over HTTP/SSE.
 
 pub mod agent;
 pub mod api;
@@ -24,6 +26,7 @@ pub mod lines;
 pub mod llm;
 pub mod mention;
 pub mod server;
+pub mod switchboard;
 pub mod transcript;
 
 pub use controller::{

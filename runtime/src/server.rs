@@ -81,6 +81,10 @@ pub struct ServerSettings {
     /// a server on loopback accepts `localhost`, `127.0.0.1` and `[::1]` only, so a web page
     /// cannot reach it through DNS rebinding.
     pub allowed_host_headers: Option<Vec<String>>,
+    /// When set, every floor gets a Switchboard (seed 004) at `<this>/<floor_id>/.switchboard/`
+    /// with its MCP server on 127.0.0.1 (the port in its `server_info.json`, the token in its
+    /// `auth_token`): agents that work through files or MCP join the floor there.
+    pub switchboard_root: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerSettings {
@@ -94,6 +98,7 @@ impl Default for ServerSettings {
             idle_ttl: Duration::from_secs(3600),
             connections: ofc_net::ConnLimits::default(),
             allowed_host_headers: None,
+            switchboard_root: None,
         }
     }
 }
@@ -183,6 +188,43 @@ struct Hosted {
     config: FloorConfig,
     /// When a request with its join token last came.
     used: Arc<std::sync::Mutex<std::time::Instant>>,
+    /// Its Switchboard, with [`ServerSettings::switchboard_root`]; held so that it runs as
+    /// long as the floor is hosted.
+    _switchboard: Option<Arc<HostedSwitchboard>>,
+}
+
+/// A floor's Switchboard and its MCP server; both stop when the floor leaves the server.
+#[derive(Debug)]
+struct HostedSwitchboard {
+    sb: Arc<crate::switchboard::Switchboard>,
+    _served: crate::switchboard::ServedSwitchboard,
+}
+
+impl Drop for HostedSwitchboard {
+    fn drop(&mut self) {
+        self.sb.stop();
+    }
+}
+
+/// Opens a floor's Switchboard under `root` and starts it.
+async fn host_switchboard(
+    root: &std::path::Path,
+    floor: &Floor,
+    log_dir: Option<&std::path::Path>,
+) -> std::io::Result<HostedSwitchboard> {
+    let dir = root.join(floor.id());
+    std::fs::create_dir_all(&dir)?;
+    let settings = crate::switchboard::SwitchboardSettings {
+        log: log_dir.map(|d| d.join(format!("{}.switchboard.log", floor.id()))),
+        ..crate::switchboard::SwitchboardSettings::default()
+    };
+    let sb = crate::switchboard::Switchboard::open(&dir, settings)?;
+    sb.attach(floor).await?;
+    let served = sb.serve().await?;
+    Ok(HostedSwitchboard {
+        sb,
+        _served: served,
+    })
 }
 
 impl FloorServer {
@@ -462,7 +504,20 @@ async fn create_floor(
     }
     let floor_id = format!("floor-{}", uuid::Uuid::new_v4().simple());
     let name = (!request.name.is_empty()).then_some(request.name);
+    let log_dir = settings.transcript_dir.clone();
     let floor = Floor::open(floor_id.clone(), name, Vec::new(), settings).map_err(floor_error)?;
+    let switchboard = match &server.inner.settings.switchboard_root {
+        Some(root) => match host_switchboard(root, &floor, log_dir.as_deref()).await {
+            Ok(hosted) => Some(Arc::new(hosted)),
+            Err(error) => {
+                let _ = floor.close().await;
+                return Err(ApiError::internal(format!(
+                    "cannot start the Switchboard of {floor_id}: {error}"
+                )));
+            }
+        },
+        None => None,
+    };
     let token = new_token();
     floors.insert(
         floor_id.clone(),
@@ -471,6 +526,7 @@ async fn create_floor(
             floor,
             config,
             used: Arc::new(std::sync::Mutex::new(std::time::Instant::now())),
+            _switchboard: switchboard,
         },
     );
     tracing::info!(floor.id = %floor_id, "floor created");

@@ -58,6 +58,16 @@ const INLINE_AGENTS: &[(InlineAgentType, EntryKind)] = &[
             hint: "an ACP agent is a program that brings its own model and settings",
         },
     ),
+    (
+        InlineAgentType::Switchboard,
+        EntryKind {
+            label: "a `switchboard` agent",
+            fields: &["id", "type", "role", "team", "persona"],
+            unused: &[],
+            hint: "a switchboard agent's turns are files in `.switchboard/` (seed 004): it \
+                   brings its own model and program",
+        },
+    ),
 ];
 
 /// The kinds of workstation, by `type`.

@@ -205,6 +205,9 @@ pub struct AgentReply {
     /// so any JSON value is accepted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_results: Vec<Value>,
+    /// ofc's addition, stored with the message (see [`Message::metadata`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
 }
 
 /// One tool call reported in a reply.
@@ -229,6 +232,7 @@ impl RespondResponse {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_results: Vec::new(),
+            metadata: None,
         })
     }
 
@@ -263,6 +267,8 @@ struct RawRespondResponse {
     tool_calls: Vec<ToolCall>,
     #[serde(default)]
     tool_results: Vec<Value>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
 }
 
 impl<'de> Deserialize<'de> for RespondResponse {
@@ -281,6 +287,7 @@ impl<'de> Deserialize<'de> for RespondResponse {
             content,
             tool_calls: raw.tool_calls,
             tool_results: raw.tool_results,
+            metadata: raw.metadata,
         }))
     }
 }

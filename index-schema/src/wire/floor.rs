@@ -15,7 +15,8 @@ use super::{Timestamp, Token};
 /// `from`, `content`, `timestamp`): the tool activity behind an agent's reply, as its
 /// `/ofc/respond` answer reported it, so that other agents' prompts can show it (an LLM
 /// agent's `tool_context`). Both are left out when empty, so a message without tool activity
-/// is exactly the draft's, and a message from an older peer without them still parses.
+/// is exactly the draft's, and a message from an older peer without them still parses. So is
+/// `metadata`, ofc's place for what a transport knows about a message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
     /// Its id on the floor (`msg-456`).
@@ -32,6 +33,11 @@ pub struct Message {
     /// Their results, in the same order (strings, or structured MCP results).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_results: Vec<Value>,
+    /// ofc's addition: what the transport that carried the message knows about it — for a
+    /// message that came through the Switchboard (seed 004), `{"switchboard": {id, action,
+    /// replyTo…}}`. Left out when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Map<String, Value>>,
 }
 
 impl Message {
@@ -49,6 +55,7 @@ impl Message {
             timestamp,
             tool_calls: Vec::new(),
             tool_results: Vec::new(),
+            metadata: None,
         }
     }
 }

@@ -96,6 +96,7 @@ async fn serve_async(args: &FloorServeArgs, out: &mut Output) -> Result<ExitStat
                 .map(str::to_owned)
                 .to_vec()
         }),
+        switchboard_root: args.switchboard.clone(),
         ..ServerSettings::default()
     };
     let url = format!("http://{addr}");
@@ -115,6 +116,13 @@ async fn serve_async(args: &FloorServeArgs, out: &mut Output) -> Result<ExitStat
         "serving floors on {url}, transcripts in {} (ctrl-c to stop)",
         args.logs.display()
     ));
+    if let Some(dir) = &args.switchboard {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        out.status(&format!(
+            "each floor's Switchboard: {}/<floor_id>/.switchboard/ (its MCP server's port in server_info.json)",
+            dir.display()
+        ));
+    }
     match &token {
         Some(t) => out.status(&format!(
             "create floors with `Authorization: Bearer {t}` (set {SERVER_TOKEN_ENV} to choose it; --open for none)"

@@ -2,7 +2,8 @@
 //! one `file:line:col: field: what is wrong` line per problem. A valid file's fields that ofc
 //! accepts but does not act on are named in `warning: file:line:col: field: …` lines (they do
 //! not change the exit code). Directories are walked, skipping
-//! dot-folders except fast-agent's `.fast-agent/` (its card folders hold AgentCards). An Agent
+//! dot-folders except fast-agent's `.fast-agent/` (its card folders hold AgentCards) and an
+//! OpenAgents project's `.openagents/` (`project.json`, `tasks.jsonl`). An Agent
 //! Skill (`SKILL.md`) is named as such and skipped: it is not a card, so it gets no verdict.
 
 use std::collections::BTreeMap;
@@ -170,6 +171,7 @@ fn collect_dir(dir: &Path, files: &mut Vec<(PathBuf, bool)>) -> Result<()> {
             let name = e.file_name().to_string_lossy();
             e.depth() == 0
                 || name == FAST_AGENT_DIR
+                || name == index_schema::openagents::DIR
                 || !(name.starts_with('.') || name == "target" || name == "node_modules")
         });
     for entry in walker {
@@ -275,11 +277,15 @@ impl Checked {
 fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Checked, Diagnostics> {
     use index_schema::{
         a2a_card, agent_card, agent_yaml, blueprint, envelope, lockfile, manifest, mcp_server_json,
-        source,
+        openagents, source,
     };
     match kind {
         DocumentKind::Manifest => manifest::Manifest::from_json(text).map(|_| Checked::clean()),
         DocumentKind::Envelope => envelope::Envelope::from_json(text).map(|_| Checked::clean()),
+        DocumentKind::OpenagentsProject => {
+            openagents::Project::from_json(text).map(|_| Checked::clean())
+        }
+        DocumentKind::OpenagentsTasks => openagents::parse_tasks(text).map(|_| Checked::clean()),
         DocumentKind::AgentYaml => {
             let doc = source::parse_yaml(text)?;
             let a = agent_yaml::AgentYaml::from_doc(&doc)?;

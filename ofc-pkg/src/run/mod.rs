@@ -18,9 +18,11 @@
 pub mod agents;
 pub mod floor_manager;
 mod frontend;
+mod furniture;
 pub mod plan;
 pub(crate) mod project_dir;
 pub mod supervisor;
+pub mod switchboard;
 mod tui;
 
 use std::io::IsTerminal;
@@ -35,9 +37,7 @@ use index_schema::name::AgentHandle;
 use index_schema::{Diagnostics, FieldPath};
 use runtime::agent::{AcpAgent, Agent, HttpAgent, ProcessAgent, SpawnHook};
 use runtime::floor::{Floor, FloorAgent, FloorSettings};
-use runtime::furniture::{
-    ContainerHook, FloorFurniture, FurnitureError, FurnitureSettings, Grants,
-};
+use runtime::furniture::FloorFurniture;
 use runtime::llm::RosterEntry;
 use runtime::{Activation, Handle};
 
@@ -46,6 +46,7 @@ use crate::container::ContainerAgent;
 use crate::hub::Hub;
 use crate::output::{Output, UserError};
 use crate::pull::{self, PullOptions, Request};
+use furniture::start_furniture;
 use plan::{Kind, Planned};
 use project_dir::ProjectDir;
 
@@ -118,6 +119,12 @@ pub struct RunArgs {
     /// The deadline of each respond call, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 300_000)]
     pub respond_deadline_ms: u64,
+
+    /// Keep a Switchboard (seed 004) beside the blueprint even when it has no `type:
+    /// switchboard` agent: `.switchboard/` and its MCP server on 127.0.0.1, so that agents in
+    /// editors can join the floor.
+    #[arg(long)]
+    pub switchboard: bool,
 }
 
 /// Runs `ofc run` and maps its outcome to the process exit code.
@@ -229,6 +236,15 @@ fn resolve(
                         })
                         .map_err(|e| (field.key(agents::llm_error_field(&e)), e.to_string())),
                     InlineAgentType::Acp => plan::acp_agent(a, bp, &loaded.dir, &field),
+                    InlineAgentType::Switchboard => Ok((
+                        h,
+                        Activation::Mention,
+                        Kind::Switchboard(switchboard::FileAgent {
+                            role: a.role,
+                            team: a.team.clone(),
+                            persona: a.persona.clone(),
+                        }),
+                    )),
                 })
             }
             AgentEntry::Local(path) => {
@@ -375,6 +391,10 @@ impl Starter {
         let agent_log = self.agent_log.clone();
         let agent: Result<(Arc<dyn Agent>, Option<String>), String> = match p.kind {
             Kind::Ready(agent) => Ok((agent, None)),
+            Kind::Switchboard(_) => Err(format!(
+                "{} ({}): a switchboard agent needs the run's Switchboard",
+                p.field, p.handle
+            )),
             Kind::Llm(agent) => Ok((agent as Arc<dyn Agent>, None)),
             Kind::Remote(endpoint) => Ok((
                 Arc::new(HttpAgent::new(endpoint.clone(), client)) as Arc<dyn Agent>,
@@ -762,6 +782,14 @@ async fn run_floor(
         }
         None => None,
     };
+    // Switchboard agents (seed 004) take their turns through `.switchboard/`.
+    let switchboard = if switchboard::wanted(&loaded.blueprint, args.switchboard) {
+        let sb = switchboard::open(loaded, &agent_log)?;
+        switchboard::equip(&sb, &mut planned)?;
+        Some(sb)
+    } else {
+        None
+    };
     // Every LLM agent's prompt introduces the others (its own handle left out).
     let roster: Vec<RosterEntry> = planned
         .iter()
@@ -886,6 +914,23 @@ async fn run_floor(
     )
     .map_err(|e| anyhow!("cannot open the floor: {e}"))?;
     manager.attach(floor.downgrade());
+    let served = match &switchboard {
+        Some(sb) => match switchboard::start(sb, &floor).await {
+            Ok(served) => Some(served),
+            Err(e) => {
+                sb.stop();
+                let _ = floor.close().await;
+                if let Some(f) = &furniture {
+                    f.shutdown().await;
+                }
+                if let Some(s) = &supervisor {
+                    s.finish();
+                }
+                return Err(e);
+            }
+        },
+        None => None,
+    };
     let transcript = project.logs.join(format!("{run_id}.jsonl"));
     project_dir::make_private(&transcript);
     let ready_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -897,6 +942,17 @@ async fn run_floor(
         "agents": handles,
         "state": "running",
     });
+    if let Some(served) = &served {
+        state["switchboard"] = serde_json::json!({
+            "dir": loaded.dir.join(".switchboard").display().to_string(),
+            "mcp": format!("{}/sse", served.base),
+        });
+        out.status(&format!(
+            "switchboard: {} (MCP over SSE at {}/sse; token in .switchboard/auth_token)",
+            loaded.dir.join(".switchboard").display(),
+            served.base
+        ));
+    }
     project.write_state(&state)?;
 
     let ui = frontend::Frontend::new(out.json, &handles);
@@ -916,6 +972,10 @@ async fn run_floor(
             None => ui.interactive(&floor).await,
         }
     };
+    if let Some(sb) = &switchboard {
+        sb.shutdown(Duration::from_secs(5)).await;
+    }
+    drop(served);
     let _ = floor.close().await;
     if let Some(f) = &furniture {
         f.shutdown().await;
@@ -928,116 +988,4 @@ async fn run_floor(
     project.write_state(&state)?;
     ui.closed(code);
     Ok(code)
-}
-
-/// Starts the blueprint's furniture (task boards, MCP servers) and workstations (sandbox
-/// containers) and decides the grants: each inline agent gets the furniture its `furniture`
-/// list names, and every workstation when its `can_use_tools` is true, in the classes the
-/// `floor_manager` policies approve (all of them without a `floor_manager`). A piece that does
-/// not start is reported at its blueprint line, and none is left running.
-async fn start_furniture(
-    loaded: &plan::Loaded,
-    supervisor: Option<&supervisor::Supervisor>,
-    run_id: &str,
-    agent_log: &Path,
-) -> Result<Option<Arc<FloorFurniture>>> {
-    let bp = &loaded.blueprint;
-    if bp.furniture.is_empty() && bp.workstations.is_empty() {
-        return Ok(None);
-    }
-    let settings = FurnitureSettings {
-        working_dir: Some(loaded.dir.clone()),
-        stderr_log: Some(agent_log.to_path_buf()),
-        on_spawn: supervisor.map(|s| {
-            let s = s.clone();
-            SpawnHook(Arc::new(move |pgid| s.watch(pgid)))
-        }),
-        on_container: supervisor.map(|s| {
-            let s = s.clone();
-            ContainerHook(Arc::new(move |engine, name| {
-                s.watch_container(engine, name)
-            }))
-        }),
-        env: vec![(supervisor::RUN_MARK.to_owned(), run_id.to_owned())],
-        ..FurnitureSettings::default()
-    };
-    let pieces = match FloorFurniture::start_with_workstations(
-        &bp.furniture,
-        &bp.workstations,
-        &settings,
-    )
-    .await
-    {
-        Ok(p) => p,
-        Err(e) => {
-            if let Some(s) = supervisor {
-                s.finish();
-            }
-            let name = match &e {
-                FurnitureError::Spawn { name, .. }
-                | FurnitureError::Mcp { name, .. }
-                | FurnitureError::Config { name, .. } => name.clone(),
-            };
-            let mut diags = Diagnostics::default();
-            let station = bp
-                .workstations
-                .iter()
-                .position(|w| w.effective_name() == name);
-            let field = match station {
-                Some(i) => FieldPath::root().key("workstations").index(i),
-                None => FieldPath::root().key("furniture").index(
-                    bp.furniture
-                        .iter()
-                        .position(|f| f.name == name)
-                        .unwrap_or(0),
-                ),
-            };
-            diags.push(field, e.to_string());
-            // The hint speaks of what failed: a sandbox is a container, not an MCP server.
-            let hint = if station.is_some() {
-                format!(
-                    "check that podman (or docker) works (`podman info`) and that the sandbox's image or Dockerfile is right; what it printed is in {}; nothing else was started",
-                    agent_log.display()
-                )
-            } else {
-                format!(
-                    "check the furniture's command (or url) and that the MCP server is installed; what it printed is in {}; nothing else was started",
-                    agent_log.display()
-                )
-            };
-            return Err(UserError::new(format!(
-                "{} did not start:\n{}",
-                if station.is_some() {
-                    "a workstation"
-                } else {
-                    "furniture"
-                },
-                plan::report(&loaded.path, &loaded.doc, diags)
-            ))
-            .hint(hint)
-            .into());
-        }
-    };
-    let stations: Vec<String> = bp
-        .workstations
-        .iter()
-        .map(|w| w.effective_name().to_owned())
-        .collect();
-    let lists: Vec<(AgentHandle, Vec<String>)> = bp
-        .agents
-        .iter()
-        .filter_map(|a| a.as_inline())
-        .map(|a| {
-            let mut names = a.furniture.clone();
-            if a.can_use_tools == Some(true) {
-                names.extend(stations.iter().cloned());
-            }
-            (a.id.clone(), names)
-        })
-        .collect();
-    let grants = Grants::from_blueprint(
-        bp.floor_manager.as_ref(),
-        lists.iter().map(|(h, f)| (h, f.as_slice())),
-    );
-    Ok(Some(FloorFurniture::new(run_id, pieces, grants)))
 }

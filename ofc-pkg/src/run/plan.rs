@@ -64,6 +64,9 @@ pub enum Kind {
     /// An inline `type: acp` agent: a command spoken to over stdio with the Agent Client
     /// Protocol (its supervisor hook and log are set when it starts).
     Acp(Box<AcpCommand>),
+    /// An inline `type: switchboard` agent (seed 004): its turns are files in
+    /// `.switchboard/` (it becomes [`Kind::Ready`] once the Switchboard is open).
+    Switchboard(super::switchboard::FileAgent),
 }
 
 /// A loaded blueprint: the parsed document (for positions) and its directory.
@@ -388,6 +391,9 @@ pub fn from_agent_yaml(
         },
         context_window: None,
         api_key_env: None,
+        role: None,
+        team: None,
+        persona: None,
     };
     let agent = agents::llm_agent(&inline, None).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok((handle, act, Kind::Llm(agent)))

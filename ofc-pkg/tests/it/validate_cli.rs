@@ -132,6 +132,12 @@ fn invalid_corpus_covers_every_kind() {
             .count();
         assert!(n >= 3, "only {n} invalid {kind} fixtures");
     }
+    // OpenAgents files are known by their folder: `openagents/<case>/.openagents/<file>`.
+    let n = cases
+        .iter()
+        .filter(|(p, _)| p.components().any(|c| c.as_os_str() == "openagents"))
+        .count();
+    assert!(n >= 3, "only {n} invalid OpenAgents fixtures");
 }
 
 #[test]

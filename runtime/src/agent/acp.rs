@@ -850,6 +850,7 @@ impl Agent for AcpAgent {
             content,
             tool_calls,
             tool_results,
+            metadata: None,
         }))
     }
 

@@ -19,7 +19,9 @@
 //! - **Closing** ([`Floor::close`], or dropping every handle) shuts every agent down (process
 //!   agents are stopped).
 
+mod calls;
 mod event;
+mod handle;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -220,189 +222,11 @@ impl WeakFloor {
 /// How many events a slow observer may fall behind before it misses some.
 const EVENT_BUFFER: usize = 4096;
 
-impl Floor {
-    /// Opens a floor with these agents (in blueprint order). Must be called within a tokio
-    /// runtime: the floor is a task of it.
-    pub fn open(
-        id: impl Into<String>,
-        name: Option<String>,
-        agents: Vec<FloorAgent>,
-        settings: FloorSettings,
-    ) -> Result<Self, FloorError> {
-        let id = id.into();
-        if agents.len() > settings.max_agents {
-            return Err(FloorError::Full(settings.max_agents));
-        }
-        let controller = Controller::new(specs(&agents), settings.limits.clone())?;
-        let transcript = match &settings.transcript_dir {
-            Some(dir) => Some(
-                TranscriptWriter::create(dir, &id)
-                    .map_err(|e| FloorError::Transcript(e.to_string()))?,
-            ),
-            None => None,
-        };
-        let (commands, inbox) = mpsc::channel(256);
-        let (events, _) = broadcast::channel(EVENT_BUFFER);
-        let mut task = FloorTask {
-            id: id.clone(),
-            name,
-            settings,
-            controller,
-            agents,
-            messages: Vec::new(),
-            message_ids: HashMap::new(),
-            dropped: 0,
-            history_bytes: 0,
-            next_message: 0,
-            last_message_of: HashMap::new(),
-            events: events.clone(),
-            transcript,
-            opened: Instant::now(),
-            posts: VecDeque::new(),
-            current: None,
-            awaiting: None,
-            cancelling: false,
-            joining: Vec::new(),
-        };
-        task.record(Entry::Floor {
-            floor_id: task.id.clone(),
-            opened_at: now().to_string(),
-            roster: task.controller.roster().to_vec(),
-            limits: task.settings.limits.clone(),
-            should_wake_deadline_ms: millis(task.settings.should_wake_deadline),
-            respond_deadline_ms: millis(task.settings.respond_deadline),
-        });
-        task.flush();
-        tokio::spawn(task.run(inbox));
-        Ok(Self {
-            id,
-            commands,
-            events,
-        })
-    }
-
-    /// The floor's id.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// Live events from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<FloorEvent> {
-        self.events.subscribe()
-    }
-
-    async fn ask<T>(
-        &self,
-        make: impl FnOnce(oneshot::Sender<T>) -> Command,
-    ) -> Result<T, FloorError> {
-        let (reply, answer) = oneshot::channel();
-        self.commands
-            .send(make(reply))
-            .await
-            .map_err(|_| FloorError::Closed)?;
-        answer.await.map_err(|_| FloorError::Closed)
-    }
-
-    /// The user posts a message. Answers once the floor knows who speaks first (after the
-    /// should-wake round, if there is one), or at once if the message is queued.
-    pub async fn post(&self, content: impl Into<String>) -> Result<PostReceipt, FloorError> {
-        let content = content.into();
-        self.ask(|receipt| Command::Post {
-            content,
-            receipt,
-            done: None,
-        })
-        .await?
-    }
-
-    /// The user posts a message and waits for its turn to end.
-    pub async fn post_and_wait(
-        &self,
-        content: impl Into<String>,
-    ) -> Result<TurnSummary, FloorError> {
-        let content = content.into();
-        let (done, finished) = oneshot::channel();
-        self.ask(|receipt| Command::Post {
-            content,
-            receipt,
-            done: Some(done),
-        })
-        .await??;
-        finished.await.map_err(|_| FloorError::Closed)
-    }
-
-    /// Adds an agent at the end of the roster. Refused during a turn.
-    pub async fn add_agent(&self, agent: FloorAgent) -> Result<(), FloorError> {
-        self.ask(|reply| Command::AddAgent { agent, reply }).await?
-    }
-
-    /// Adds an agent at the end of the roster as soon as the floor is idle: at once when no
-    /// turn runs, else when the running turn (and any message queued behind it) has ended.
-    /// Answers when it has joined (or could not: the floor was full, the handle taken, the
-    /// floor closed). An agent that cannot join is shut down. This is how an agent taking part
-    /// in a turn (the `@floor-manager`) brings another in: it spawns this and answers.
-    pub async fn add_agent_when_idle(&self, agent: FloorAgent) -> Result<(), FloorError> {
-        self.ask(|reply| Command::AddAgentWhenIdle { agent, reply })
-            .await?
-    }
-
-    /// A handle that does not keep the floor open (see [`WeakFloor`]).
-    pub fn downgrade(&self) -> WeakFloor {
-        WeakFloor {
-            id: self.id.clone(),
-            commands: self.commands.downgrade(),
-            events: self.events.clone(),
-        }
-    }
-
-    /// Removes an agent and shuts it down. Refused during a turn.
-    pub async fn remove_agent(&self, handle: Handle) -> Result<(), FloorError> {
-        self.ask(|reply| Command::RemoveAgent { handle, reply })
-            .await?
-    }
-
-    /// Messages, oldest first: without `since`, the latest `limit`; with it, the first
-    /// `limit` after that message.
-    pub async fn messages(
-        &self,
-        since: Option<String>,
-        limit: usize,
-    ) -> Result<Vec<Message>, FloorError> {
-        self.ask(|reply| Command::Messages {
-            since,
-            limit,
-            reply,
-        })
-        .await?
-    }
-
-    /// The roster and counters.
-    pub async fn snapshot(&self) -> Result<FloorSnapshot, FloorError> {
-        self.ask(|reply| Command::Snapshot { reply }).await
-    }
-
-    /// Forgets the conversation (the interactive `/clear`): later respond calls carry only
-    /// what is said from now on. Refused during a turn, so no running call loses its context
-    /// half-way. The transcript keeps everything. Answers how many messages were forgotten,
-    /// or `None` when a turn runs (nothing is cleared then).
-    pub async fn clear(&self) -> Result<Option<usize>, FloorError> {
-        self.ask(|reply| Command::Clear { reply }).await
-    }
-
-    /// Cancels the running turn; `false` if none was running.
-    pub async fn cancel_turn(&self) -> Result<bool, FloorError> {
-        self.ask(|reply| Command::Cancel { reply }).await
-    }
-
-    /// Closes the floor: cancels what runs and shuts every agent down.
-    pub async fn close(&self) -> Result<(), FloorError> {
-        self.ask(|reply| Command::Close { reply }).await
-    }
-}
-
 enum Command {
     Post {
+        from: Speaker,
         content: String,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
         receipt: oneshot::Sender<Result<PostReceipt, FloorError>>,
         done: Option<oneshot::Sender<TurnSummary>>,
     },
@@ -590,10 +414,12 @@ impl FloorTask {
     fn command(&mut self, command: Command) -> Option<Operation> {
         match command {
             Command::Post {
+                from,
                 content,
+                metadata,
                 receipt,
                 done,
-            } => return self.post(content, receipt, done),
+            } => return self.post(from, content, metadata, receipt, done),
             Command::AddAgent { agent, reply } => {
                 let _ = reply.send(self.add_agent(agent));
             }
@@ -641,7 +467,9 @@ impl FloorTask {
 
     fn post(
         &mut self,
+        from: Speaker,
         content: String,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
         receipt: oneshot::Sender<Result<PostReceipt, FloorError>>,
         done: Option<oneshot::Sender<TurnSummary>>,
     ) -> Option<Operation> {
@@ -655,7 +483,8 @@ impl FloorTask {
             let _ = receipt.send(Err(FloorError::QueueFull(limit)));
             return None;
         }
-        let message = self.store(Speaker::User, content.clone());
+        let message =
+            self.store_with_tools(from, content.clone(), Vec::new(), Vec::new(), metadata);
         self.posts.push_back(Post {
             message,
             receipt: Some(receipt),
@@ -752,11 +581,6 @@ impl FloorTask {
         }
     }
 
-    /// Stores a message and tells observers.
-    fn store(&mut self, from: Speaker, content: String) -> Message {
-        self.store_with_tools(from, content, Vec::new(), Vec::new())
-    }
-
     /// Stores a message with the tool activity behind it (kept so that other agents' prompts
     /// can show it) and tells observers.
     fn store_with_tools(
@@ -765,6 +589,7 @@ impl FloorTask {
         content: String,
         tool_calls: Vec<wire::ToolCall>,
         tool_results: Vec<serde_json::Value>,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Message {
         self.next_message += 1;
         let mut message = Message::new(
@@ -775,6 +600,7 @@ impl FloorTask {
         );
         message.tool_calls = tool_calls;
         message.tool_results = tool_results;
+        message.metadata = metadata;
         self.message_ids
             .insert(message.id.clone(), self.dropped + self.messages.len());
         self.history_bytes += message_bytes(&message);
@@ -871,6 +697,7 @@ impl FloorTask {
                         wake_reason,
                         initiator,
                     } => {
+                        let initiator = self.as_shown(initiator);
                         self.answer_receipt(Some(agent.clone()));
                         self.emit(FloorEvent::Responding {
                             call,
@@ -945,6 +772,20 @@ impl FloorTask {
         });
     }
 
+    /// The initiator as the agents see it: the controller counts the author of a turn's
+    /// first message as the user; when an agent posted it ([`Floor::post_as`]), that agent.
+    fn as_shown(&self, initiator: Option<Speaker>) -> Option<Speaker> {
+        match initiator {
+            Some(Speaker::User) => Some(
+                self.current
+                    .as_ref()
+                    .and_then(|c| Handle::new(&c.post.message.from).ok())
+                    .map_or(Speaker::User, Speaker::from),
+            ),
+            other => other,
+        }
+    }
+
     fn answer_receipt(&mut self, next_agent: Option<Handle>) {
         if let Some(current) = self.current.as_mut()
             && let Some(receipt) = current.post.receipt.take()
@@ -1008,305 +849,6 @@ impl FloorTask {
         }
         speakers.reverse();
         speakers
-    }
-
-    fn start_round(
-        &mut self,
-        round: RoundId,
-        candidates: Vec<Handle>,
-        mentioned: &[Handle],
-    ) -> Operation {
-        self.awaiting = Some(Awaiting::Round {
-            round,
-            candidates: candidates.clone(),
-        });
-        let last_message = self
-            .last_turn_message()
-            .unwrap_or_else(|| Message::new("", Speaker::User.to_string(), "", now()));
-        let recent_speakers = self.recent_speakers();
-        let deadline = self.settings.should_wake_deadline;
-        let calls: Vec<_> = candidates
-            .into_iter()
-            .map(|handle| {
-                let agent = self.agent(&handle);
-                let request = ShouldWakeRequest {
-                    floor_id: self.id.clone(),
-                    last_message: last_message.clone(),
-                    context: WakeContext {
-                        recent_speakers: recent_speakers.clone(),
-                        mentioned_you: mentioned.contains(&handle),
-                        your_last_message_id: self.last_message_of.get(&handle).cloned(),
-                    },
-                };
-                async move {
-                    let started = Instant::now();
-                    let answer = match agent {
-                        None => WakeAnswer::Failed {
-                            error: "not on the floor".to_owned(),
-                        },
-                        Some(agent) => {
-                            match tokio::time::timeout(deadline, agent.should_wake(&request)).await
-                            {
-                                Ok(Ok(response)) if response.wake => WakeAnswer::Yes {
-                                    reason: response.reason,
-                                },
-                                Ok(Ok(_)) => WakeAnswer::No,
-                                Ok(Err(error)) => WakeAnswer::Failed {
-                                    error: error.to_string(),
-                                },
-                                Err(_) => WakeAnswer::Late,
-                            }
-                        }
-                    };
-                    TimedAnswer {
-                        agent: handle,
-                        answer,
-                        elapsed_ms: ms(started.elapsed()),
-                    }
-                }
-            })
-            .collect();
-        async move {
-            let started = Instant::now();
-            let answers = futures::future::join_all(calls).await;
-            Completed::Round {
-                round,
-                answers,
-                elapsed: started.elapsed(),
-            }
-        }
-        .boxed()
-    }
-
-    fn start_call(
-        &mut self,
-        call: CallId,
-        agent: Handle,
-        wake_reason: &WakeReason,
-        initiator: Option<Speaker>,
-    ) -> Operation {
-        self.awaiting = Some(Awaiting::Call {
-            call,
-            agent: agent.clone(),
-        });
-        let start = self
-            .messages
-            .len()
-            .saturating_sub(self.settings.history_limit);
-        let request = RespondRequest {
-            floor_id: self.id.clone(),
-            user_id: None,
-            messages: self.messages[start..].to_vec(),
-            wake_reason: Some(wire::WakeReason::from(wake_reason.as_wire())),
-            initiator: initiator.map(|s| s.to_string()),
-            context: None,
-        };
-        let target = self.agent(&agent);
-        let deadline = self.settings.respond_deadline;
-        let stream = self.settings.stream;
-        let events = self.events.clone();
-        let max_reply = self.settings.max_message_bytes;
-        async move {
-            let started = Instant::now();
-            let Some(target) = target else {
-                return Completed::Call {
-                    call,
-                    agent,
-                    result: Err("not on the floor".to_owned()),
-                    elapsed: started.elapsed(),
-                };
-            };
-            let respond = async {
-                if !stream {
-                    return target.respond(&request, None).await;
-                }
-                let (deltas, mut pieces) = Deltas::channel();
-                // Whatever the transport, a reply streams at most `max_reply` bytes: past them
-                // the call is ended and what came is the reply (cut with a marker below), so an
-                // agent that streams without end holds neither the floor nor its frontends'
-                // memory.
-                let forward = async {
-                    let mut streamed = String::new();
-                    while let Some(content) = pieces.recv().await {
-                        if streamed.len() + content.len() > max_reply {
-                            let room = max_reply - streamed.len();
-                            let mut end = room.min(content.len());
-                            while !content.is_char_boundary(end) {
-                                end -= 1;
-                            }
-                            streamed.push_str(&content[..end]);
-                            // One byte past the cap, so the reply is seen as cut.
-                            streamed.push('…');
-                            return Some(streamed);
-                        }
-                        streamed.push_str(&content);
-                        let _ = events.send(FloorEvent::Delta {
-                            call,
-                            agent: agent.clone(),
-                            content,
-                        });
-                    }
-                    None
-                };
-                let respond = target.respond(&request, Some(deltas));
-                tokio::pin!(respond, forward);
-                let (mut answered, mut forwarded) = (None, false);
-                while answered.is_none() || !forwarded {
-                    tokio::select! {
-                        r = &mut respond, if answered.is_none() => answered = Some(r),
-                        over = &mut forward, if !forwarded => match over {
-                            Some(streamed) => {
-                                tracing::warn!(
-                                    agent = %agent,
-                                    limit = max_reply,
-                                    "an agent's streamed reply passed the limit; the call is ended"
-                                );
-                                return Ok(RespondResponse::reply(streamed));
-                            }
-                            // Every piece is forwarded (the senders went with the call).
-                            None => forwarded = true,
-                        },
-                    }
-                }
-                answered.expect("the loop ends once the call has answered")
-            };
-            let result = match tokio::time::timeout(deadline, respond).await {
-                Ok(Ok(response)) => Ok(response),
-                Ok(Err(error)) => Err(error.to_string()),
-                Err(_) => Err(format!("no response within {deadline:?}")),
-            };
-            Completed::Call {
-                call,
-                agent,
-                result,
-                elapsed: started.elapsed(),
-            }
-        }
-        .boxed()
-    }
-
-    /// Turns a finished operation into the controller's event, storing and recording what
-    /// it produced.
-    fn completed(&mut self, done: Completed) -> Event {
-        match done {
-            Completed::Round {
-                round,
-                answers,
-                elapsed,
-            } => {
-                for answer in &answers {
-                    self.record(Entry::ShouldWake {
-                        round,
-                        agent: answer.agent.clone(),
-                        answer: answer.answer.clone(),
-                        elapsed_ms: answer.elapsed_ms,
-                    });
-                }
-                let event = Event::ShouldWakeAnswers {
-                    round,
-                    answers: answers
-                        .iter()
-                        .map(|a| PollAnswer::new(a.agent.clone(), a.answer.clone()))
-                        .collect(),
-                };
-                self.emit(FloorEvent::ShouldWake {
-                    round,
-                    answers,
-                    elapsed_ms: ms(elapsed),
-                });
-                event
-            }
-            Completed::Call {
-                call,
-                agent,
-                result,
-                elapsed,
-            } => {
-                let (outcome, event) = match result {
-                    Ok(response) if response.is_pass() => {
-                        let reason = match response {
-                            RespondResponse::Pass { reason } => reason,
-                            RespondResponse::Reply(_) => None,
-                        };
-                        (
-                            CallOutcome::Passed {
-                                reason: reason.clone(),
-                            },
-                            Event::AgentPassed {
-                                call,
-                                agent: agent.clone(),
-                                reason,
-                            },
-                        )
-                    }
-                    Ok(response) => {
-                        let mut content = response.content().unwrap_or_default().to_owned();
-                        let max = self.settings.max_message_bytes;
-                        if content.len() > max {
-                            let total = content.len();
-                            let mut end = max;
-                            while !content.is_char_boundary(end) {
-                                end -= 1;
-                            }
-                            content.truncate(end);
-                            content.push_str(&format!(
-                                "\n[… {} more bytes cut: a message may have at most {max} bytes]",
-                                total - end
-                            ));
-                        }
-                        let (tool_calls, tool_results) = match response {
-                            RespondResponse::Reply(reply) => (reply.tool_calls, reply.tool_results),
-                            RespondResponse::Pass { .. } => (Vec::new(), Vec::new()),
-                        };
-                        let message = self.store_with_tools(
-                            Speaker::Agent(agent.clone()),
-                            content.clone(),
-                            tool_calls,
-                            tool_results,
-                        );
-                        if let Some(current) = self.current.as_mut() {
-                            current.messages.push(message.clone());
-                        }
-                        (
-                            CallOutcome::Responded {
-                                message_id: message.id,
-                            },
-                            Event::AgentResponded {
-                                call,
-                                agent: agent.clone(),
-                                content,
-                            },
-                        )
-                    }
-                    Err(error) => {
-                        tracing::warn!(floor.id = %self.id, agent = %agent, %error, "respond call failed");
-                        (
-                            CallOutcome::Failed {
-                                error: error.clone(),
-                            },
-                            Event::AgentFailed {
-                                call,
-                                agent: agent.clone(),
-                                error,
-                            },
-                        )
-                    }
-                };
-                self.record(Entry::Call {
-                    call,
-                    agent: agent.clone(),
-                    outcome: outcome.clone(),
-                    elapsed_ms: ms(elapsed),
-                });
-                self.emit(FloorEvent::CallFinished {
-                    call,
-                    agent,
-                    outcome,
-                    elapsed_ms: ms(elapsed),
-                });
-                event
-            }
-        }
     }
 
     /// Fails what the floor waits for and marks the rest of the turn as cancelled.

@@ -223,6 +223,15 @@ impl FloorFurniture {
             }
             return Err(e);
         }
+        // A project whose `.openagents/project.json` enables its sandbox runs its commands
+        // in the floor's (first) sandbox.
+        if let Some(sandbox) = started.iter().find_map(|f| f.as_sandbox().cloned()) {
+            for f in &started {
+                if let Some(board) = f.as_openagents() {
+                    board.use_sandbox(sandbox.clone());
+                }
+            }
+        }
         Ok(started)
     }
 

@@ -14,6 +14,7 @@
 
 pub mod access;
 pub mod mcp;
+pub mod openagents;
 pub mod peer;
 pub mod sandbox;
 pub mod serve;
@@ -33,6 +34,7 @@ use crate::llm::{ToolError, ToolSpec, Toolbox};
 
 pub use access::{FloorFurniture, FurnitureConnector, Grants, Guard};
 pub use mcp::McpToolbox;
+pub use openagents::OpenAgentsBoard;
 pub use sandbox::{Sandbox, SandboxSettings};
 pub use serve::{McpEndpoints, ServedEndpoints};
 pub use taskboard::TaskBoard;
@@ -89,6 +91,9 @@ pub struct FurnitureSettings {
     /// Added to the environment of every MCP server command started (`ofc run` marks its
     /// processes with the run's id, so that what they leave behind is found and stopped).
     pub env: Vec<(String, String)>,
+    /// The project's `.openagents` directory, when it has one (seed 002): a `taskboard` is
+    /// then its `tasks.jsonl` ([`OpenAgentsBoard`]).
+    pub openagents: Option<std::path::PathBuf>,
 }
 
 /// What a [`ContainerHook`] calls: with the engine program and the container's name.
@@ -123,6 +128,7 @@ impl Default for FurnitureSettings {
             on_container: None,
             sandbox: SandboxSettings::default(),
             env: Vec::new(),
+            openagents: None,
         }
     }
 }
@@ -172,6 +178,7 @@ pub struct Furniture {
     toolbox: Arc<dyn Toolbox>,
     mcp: Option<Arc<McpToolbox>>,
     sandbox: Option<Arc<Sandbox>>,
+    openagents: Option<OpenAgentsBoard>,
 }
 
 impl fmt::Debug for Furniture {
@@ -196,7 +203,19 @@ impl Furniture {
     ) -> Result<Furniture, FurnitureError> {
         let name = entry.name.clone();
         let furniture = match entry.furniture_type {
-            FurnitureType::Taskboard => Self::taskboard(&name),
+            FurnitureType::Taskboard => match &settings.openagents {
+                Some(dir) => {
+                    let board =
+                        OpenAgentsBoard::open(dir, Duration::from_secs(10)).map_err(|message| {
+                            FurnitureError::Config {
+                                name: name.clone(),
+                                message: format!("the project's .openagents/: {message}"),
+                            }
+                        })?;
+                    Self::from_openagents(&name, board)
+                }
+                None => Self::taskboard(&name),
+            },
             FurnitureType::Mcp => match (&entry.command, &entry.url) {
                 (Some(command), None) => {
                     let toolbox = McpToolbox::stdio(&name, command, &entry.args, settings).await?;
@@ -241,7 +260,26 @@ impl Furniture {
             toolbox: board,
             mcp: None,
             sandbox: None,
+            openagents: None,
         }
+    }
+
+    /// The task board of a project's `.openagents/`.
+    pub fn from_openagents(name: &str, board: OpenAgentsBoard) -> Furniture {
+        Furniture {
+            name: name.to_owned(),
+            kind: "taskboard (.openagents/tasks.jsonl)",
+            tools: board.catalog(),
+            toolbox: Arc::new(board.clone()),
+            mcp: None,
+            sandbox: None,
+            openagents: Some(board),
+        }
+    }
+
+    /// The OpenAgents board, when it is one.
+    pub fn as_openagents(&self) -> Option<&OpenAgentsBoard> {
+        self.openagents.as_ref()
     }
 
     /// Starts a blueprint's workstation: a `sandbox` container (see [`sandbox`]) with its
@@ -274,6 +312,7 @@ impl Furniture {
             toolbox: sandbox.clone(),
             mcp: None,
             sandbox: Some(sandbox),
+            openagents: None,
         }
     }
 
@@ -287,6 +326,7 @@ impl Furniture {
             toolbox: toolbox.clone(),
             mcp: Some(toolbox),
             sandbox: None,
+            openagents: None,
         }
     }
 
@@ -312,6 +352,7 @@ impl Furniture {
             toolbox,
             mcp: None,
             sandbox: None,
+            openagents: None,
         })
     }
 

@@ -568,7 +568,7 @@ impl Toolbox for Sandbox {
 
 /// Output kept within a cap: the first three quarters and the last quarter, with how much was
 /// left out between them.
-struct Capped {
+pub(crate) struct Capped {
     head: Vec<u8>,
     tail: VecDeque<u8>,
     dropped: usize,
@@ -576,7 +576,7 @@ struct Capped {
 }
 
 impl Capped {
-    fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize) -> Self {
         Self {
             head: Vec::new(),
             tail: VecDeque::new(),
@@ -602,7 +602,7 @@ impl Capped {
         }
     }
 
-    fn into_string(self) -> String {
+    pub(crate) fn into_string(self) -> String {
         let mut s = String::from_utf8_lossy(&self.head).into_owned();
         if self.dropped > 0 {
             s.push_str(&format!("\n… [{} bytes cut] …\n", self.dropped));
@@ -615,7 +615,7 @@ impl Capped {
 
 /// Reads a stream to its end into a [`Capped`]; with `pid`, the first line is the wrapper's
 /// pid, sent there and not kept.
-async fn read_capped(
+pub(crate) async fn read_capped(
     mut r: impl tokio::io::AsyncRead + Unpin,
     cap: usize,
     mut pid: Option<tokio::sync::oneshot::Sender<u32>>,

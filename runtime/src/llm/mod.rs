@@ -799,6 +799,7 @@ fn finish(content: String, tool_calls: Vec<ToolCall>, tool_results: Vec<Value>) 
             content,
             tool_calls,
             tool_results,
+            metadata: None,
         }),
     }
 }

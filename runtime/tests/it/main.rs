@@ -12,5 +12,8 @@ mod floor_agents;
 mod floor_server;
 mod furniture;
 mod llm_agent;
+mod openagents;
 mod sandbox;
 mod support;
+mod switchboard;
+mod switchboard_mcp;
