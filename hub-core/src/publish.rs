@@ -7,7 +7,7 @@
 //! it references, the version, the agent's derived state, the OCI manifest and tag (the pushed
 //! one, or the one the hub derives), the blob references, the outbox row and the audit row. It
 //! returns a typed [`PublishError`]; the two HTTP APIs map that to their wire shapes
-//! (`api::agents`, `oci::artifact`) and hold no publish logic of their own.
+//! (`hub-server`'s `api/agents.rs`, `oci/artifact.rs`) and hold no publish logic of their own.
 //!
 //! A crash at any point leaves either the whole version or nothing but unreferenced blobs
 //! (which `ofc-hub gc` removes): there is no second transaction to repair.

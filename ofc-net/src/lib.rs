@@ -714,7 +714,13 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::io;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncWrite, AsyncWriteExt as _};
+
+    use super::{JsonErrors, Pending, default_max_connections, parse_error_body, shed_response};
 
     #[test]
     fn the_shed_answer_is_a_complete_json_503() {

@@ -841,11 +841,7 @@ async fn the_floor_server_bounds_its_connections() {
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = FloorServer::new(ServerSettings {
-        connections: ofc_net::ConnLimits::new(
-            3,
-            Duration::from_secs(1),
-            Duration::from_secs(1),
-        ),
+        connections: ofc_net::ConnLimits::new(3, Duration::from_secs(1), Duration::from_secs(1)),
         ..ServerSettings::default()
     });
     tokio::spawn(server.serve(listener, async {
