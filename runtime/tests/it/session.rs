@@ -1,0 +1,285 @@
+//! Sessions: a floor recorded into a session log, resumed from it, and the log's hostile cases
+//! (hand edits, a crash mid-line, another project's session).
+
+use std::sync::{Arc, Mutex};
+
+use index_schema::wire::{RespondRequest, RespondResponse};
+use runtime::agent::FnAgent;
+use runtime::floor::{Floor, FloorAgent, FloorSettings};
+use runtime::session::{
+    LiveSession, Restored, SessionError, SessionId, SessionMeta, SessionStore, jsonl, restore,
+};
+use runtime::{Activation, Handle};
+
+/// An always-waking agent that answers with how many messages it was sent, and keeps what it
+/// saw.
+fn counter(seen: Arc<Mutex<Vec<Vec<String>>>>) -> FloorAgent {
+    let agent = FnAgent::new("echo", move |request: RespondRequest| {
+        let seen = Arc::clone(&seen);
+        async move {
+            let texts: Vec<String> = request.messages.iter().map(|m| m.content.clone()).collect();
+            let n = texts.len();
+            seen.lock().unwrap().push(texts);
+            Ok(RespondResponse::reply(format!("I have seen {n} messages")))
+        }
+    });
+    let mut a = FloorAgent::new(Handle::new("@echo").unwrap(), Arc::new(agent));
+    a.activation = Activation::Always;
+    a
+}
+
+fn meta() -> SessionMeta {
+    SessionMeta {
+        blueprint_name: "test".to_owned(),
+        ..SessionMeta::default()
+    }
+}
+
+async fn turn(floor: &Floor, text: &str) {
+    floor.post_and_wait(text).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_resumed_floor_continues_the_conversation_without_calling_anyone() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().join("sessions"), "/project/a");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+
+    let file = store.create(meta()).unwrap();
+    let id = file.id().clone();
+    let live = LiveSession::new(file);
+    let floor = Floor::open_session(
+        "f1",
+        None,
+        vec![counter(Arc::clone(&seen))],
+        FloorSettings::default(),
+        live,
+        Vec::new(),
+    )
+    .unwrap();
+    turn(&floor, "the code word is ZEBRA").await;
+    turn(&floor, "second").await;
+    floor.close().await.unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 2);
+
+    // Listed, with its events.
+    let listed = store.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, id);
+    assert!(listed[0].event_count > 4, "{listed:?}");
+    assert_eq!(store.newest().unwrap(), Some(id.clone()));
+
+    let (file, log) = store.resume(&id).unwrap();
+    assert!(log.problems.is_empty(), "{:?}", log.problems);
+    let restored = Restored::from_log(&log);
+    assert_eq!(restored.messages.len(), 4);
+    assert_eq!(restored.segments, 1);
+    // Nobody was called to rebuild it.
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    let floor = Floor::open_session(
+        "f2",
+        None,
+        vec![counter(Arc::clone(&seen))],
+        FloorSettings::default(),
+        LiveSession::new(file),
+        restored.messages,
+    )
+    .unwrap();
+    turn(&floor, "do you remember the code word?").await;
+    floor.close().await.unwrap();
+    let last = seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(last.len(), 5, "{last:?}");
+    assert_eq!(last[0], "the code word is ZEBRA");
+    // Message ids go on counting.
+    let log = store.read(&id).unwrap();
+    let restored = Restored::from_log(&log);
+    let ids: Vec<&str> = restored.messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["msg-1", "msg-2", "msg-3", "msg-4", "msg-5", "msg-6"]);
+    // Two runs: two transcript segments, each replaying identically.
+    let segments = restore::transcript_segments(&log).unwrap();
+    assert_eq!(segments.len(), 2);
+    for segment in &segments {
+        runtime::transcript::replay(segment).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn clear_and_compactions_are_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path(), "/p");
+    let live = LiveSession::new(store.create(meta()).unwrap());
+    let id = live.id().clone();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let floor = Floor::open_session(
+        "f",
+        None,
+        vec![counter(Arc::clone(&seen))],
+        FloorSettings::default(),
+        live.clone(),
+        Vec::new(),
+    )
+    .unwrap();
+    turn(&floor, "forget me").await;
+    assert_eq!(floor.clear().await.unwrap(), Some(2));
+    turn(&floor, "keep me").await;
+    live.record_compaction("@echo", "msg-3", "the user wants to be kept");
+    floor.close().await.unwrap();
+    drop(live);
+    let restored = Restored::from_log(&store.read(&id).unwrap());
+    let texts: Vec<&str> = restored
+        .messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(texts, ["keep me", "I have seen 1 messages"]);
+    let c = &restored.compactions["@echo"];
+    assert_eq!(c.through, "msg-3");
+    assert_eq!(c.covers_up_to_seq.is_some(), true);
+    assert_eq!(c.summary, "the user wants to be kept");
+}
+
+fn write_session(store: &SessionStore) -> (SessionId, std::path::PathBuf) {
+    let mut file = store.create(meta()).unwrap();
+    for i in 1..=3 {
+        file.append(
+            "#main",
+            "message_posted",
+            serde_json::json!({"message": {"id": format!("msg-{i}"), "from": "@user",
+                "content": format!("m{i}"), "timestamp": "2026-01-01T00:00:00Z"}}),
+        )
+        .unwrap();
+    }
+    let id = file.id().clone();
+    let path = file.path().to_owned();
+    drop(file);
+    (id, path)
+}
+
+#[test]
+fn a_log_cut_mid_line_resumes_and_the_cut_is_set_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path(), "/p");
+    let (id, path) = write_session(&store);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let whole = text.len();
+    text.push_str(r#"{"kind":"event","session_id":"x","seq":4,"ti"#);
+    std::fs::write(&path, &text).unwrap();
+
+    let (mut file, log) = store.resume(&id).unwrap();
+    assert_eq!(log.events.len(), 3);
+    assert!(log.problems.is_empty());
+    let torn = log.torn.clone().unwrap();
+    assert_eq!(torn.line, 5);
+    let warnings = log.warnings(&path);
+    assert!(
+        warnings[0].contains(":5: the last line was cut"),
+        "{warnings:?}"
+    );
+    assert_eq!(
+        file.append("#main", "cleared", serde_json::json!({"forgotten": 0}))
+            .unwrap(),
+        4
+    );
+    drop(file);
+    let after = std::fs::read_to_string(&path).unwrap();
+    assert!(after.starts_with(&text[..whole]));
+    assert!(!after.contains(r#""ti{"#));
+    let log = jsonl::read(&path).unwrap();
+    assert!(log.problems.is_empty() && log.torn.is_none(), "{log:?}");
+    assert_eq!(log.events.len(), 4);
+    let aside = std::fs::read_to_string(path.with_extension("jsonl.torn-3")).unwrap();
+    assert_eq!(aside, r#"{"kind":"event","session_id":"x","seq":4,"ti"#);
+    // Removing the session removes what was set aside.
+    store.remove(&id).unwrap();
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn hand_edits_are_named_by_line_and_nothing_else_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path(), "/p");
+    let (id, path) = write_session(&store);
+    let mut lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.insert(2, "{this is not json".to_owned());
+    lines.insert(
+        3,
+        r#"{"kind":"event","session_id":"x","seq":9,"time":"2999-01-01T00:00:00Z","payload_type":"cleared","payload":{"forgotten":1}}"#.to_owned(),
+    );
+    lines.insert(
+        4,
+        format!(
+            r#"{{"kind":"event","pad":"{}"}}"#,
+            "x".repeat(10 * 1024 * 1024)
+        ),
+    );
+    lines.push(
+        r#"{"kind":"event","session_id":"x","seq":10,"time":"2026-01-01T00:00:00Z","payload_type":"teleported","payload":{}}"#.to_owned(),
+    );
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let log = store.read(&id).unwrap();
+    let problems: Vec<(usize, &str)> = log
+        .problems
+        .iter()
+        .map(|p| (p.line, p.message.as_str()))
+        .collect();
+    assert_eq!(problems.len(), 4, "{problems:?}");
+    assert_eq!(problems[0].0, 3);
+    assert!(problems[0].1.starts_with("not JSON"));
+    assert_eq!(problems[1].0, 4);
+    assert!(problems[1].1.contains("in the future"));
+    assert_eq!(problems[2].0, 5);
+    assert!(problems[2].1.contains("MiB"));
+    assert_eq!(problems[3].0, 8);
+    assert!(problems[3].1.contains("unknown payload type `teleported`"));
+    let restored = Restored::from_log(&log);
+    assert_eq!(restored.messages.len(), 3);
+    let warning = &log.warnings(&path)[0];
+    assert!(
+        warning.starts_with(&format!("{}:3: not JSON", path.display())),
+        "{warning}"
+    );
+}
+
+#[test]
+fn another_projects_session_is_not_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = SessionStore::new(dir.path(), "/project/mine");
+    let theirs = SessionStore::new(dir.path(), "/project/theirs");
+    let (id, _) = write_session(&theirs);
+    assert!(matches!(mine.read(&id), Err(SessionError::Foreign { .. })));
+    assert!(matches!(
+        mine.resume(&id),
+        Err(SessionError::Foreign { .. })
+    ));
+    assert!(matches!(
+        mine.remove(&id),
+        Err(SessionError::Foreign { .. })
+    ));
+    assert!(mine.list().unwrap().is_empty());
+    assert_eq!(theirs.list().unwrap().len(), 1);
+    // Ids are UUIDs, checked before any path is built.
+    assert!(matches!(
+        SessionId::parse("../theirs/x"),
+        Err(SessionError::BadId(_))
+    ));
+}
+
+#[test]
+fn a_session_in_use_is_neither_resumed_twice_nor_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path(), "/p");
+    let (id, _) = write_session(&store);
+    let (open, _) = store.resume(&id).unwrap();
+    assert!(matches!(store.resume(&id), Err(SessionError::Busy(_))));
+    assert!(matches!(store.remove(&id), Err(SessionError::Busy(_))));
+    drop(open);
+    store.remove(&id).unwrap();
+    assert!(matches!(
+        store.read(&id),
+        Err(SessionError::NotFound { .. })
+    ));
+}
