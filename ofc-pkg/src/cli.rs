@@ -41,6 +41,9 @@ pub enum Command {
     /// Run floors: agents taking turns on a conversation.
     #[command(subcommand)]
     Floor(FloorCommand),
+    /// The project's sessions: every `ofc run` records one; `ofc run --resume` continues it.
+    #[command(subcommand)]
+    Sessions(crate::commands::sessions::SessionsCommand),
     /// Create an ed25519 signing key for publishing.
     Keygen(KeygenArgs),
     /// Create a new agent (agent.yaml or AgentCard) or blueprint in a folder.
@@ -354,7 +357,8 @@ pub enum FloorCommand {
 /// Arguments of `ofc floor replay`.
 #[derive(Debug, clap::Args)]
 pub struct FloorReplayArgs {
-    /// A transcript (`.ofc/logs/<floor_id>.jsonl`).
+    /// A transcript (`.ofc/logs/<floor_id>.jsonl`), a session file
+    /// (`.ofc/sessions/<id>.jsonl`), or the id of a session of this directory's project.
     #[arg(value_name = "TRANSCRIPT")]
     pub transcript: PathBuf,
 }
@@ -435,6 +439,7 @@ pub fn main() -> ExitCode {
         Command::Floor(FloorCommand::Replay(args)) => {
             crate::commands::floor::replay(args, &mut out)
         }
+        Command::Sessions(cmd) => crate::commands::sessions::run(cmd, &mut out),
         Command::Keygen(args) => crate::commands::keygen::run(args, &mut out),
         Command::Init(args) => crate::commands::init::run(args, &mut out),
         Command::Publish(args) => crate::commands::publish::run(args, &mut out),

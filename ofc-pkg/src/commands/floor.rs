@@ -155,6 +155,9 @@ async fn shutdown_signal() {
 /// Runs `ofc floor replay`.
 pub fn replay(args: &FloorReplayArgs, out: &mut Output) -> Result<ExitStatus> {
     let path = &args.transcript;
+    if let Some(done) = crate::commands::sessions::replay(path, out) {
+        return done;
+    }
     let lines = transcript::read(path).map_err(|e| UserError::new(e.to_string()))?;
     match transcript::replay(&lines) {
         Ok(report) => {

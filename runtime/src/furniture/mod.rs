@@ -179,6 +179,7 @@ pub struct Furniture {
     mcp: Option<Arc<McpToolbox>>,
     sandbox: Option<Arc<Sandbox>>,
     openagents: Option<OpenAgentsBoard>,
+    taskboard: Option<Arc<TaskBoard>>,
 }
 
 impl fmt::Debug for Furniture {
@@ -257,10 +258,11 @@ impl Furniture {
             name: name.to_owned(),
             kind: "taskboard",
             tools: TaskBoard::catalog(),
-            toolbox: board,
+            toolbox: board.clone(),
             mcp: None,
             sandbox: None,
             openagents: None,
+            taskboard: Some(board),
         }
     }
 
@@ -274,7 +276,13 @@ impl Furniture {
             mcp: None,
             sandbox: None,
             openagents: Some(board),
+            taskboard: None,
         }
+    }
+
+    /// The built-in task board, when it is one.
+    pub fn as_taskboard(&self) -> Option<&Arc<TaskBoard>> {
+        self.taskboard.as_ref()
     }
 
     /// The OpenAgents board, when it is one.
@@ -313,6 +321,7 @@ impl Furniture {
             mcp: None,
             sandbox: Some(sandbox),
             openagents: None,
+            taskboard: None,
         }
     }
 
@@ -327,6 +336,7 @@ impl Furniture {
             mcp: Some(toolbox),
             sandbox: None,
             openagents: None,
+            taskboard: None,
         }
     }
 
@@ -353,6 +363,7 @@ impl Furniture {
             mcp: None,
             sandbox: None,
             openagents: None,
+            taskboard: None,
         })
     }
 

@@ -19,11 +19,25 @@ use crate::floor::FloorEvent;
 use crate::transcript::{Entry, Line};
 
 /// A session open for writing; cheap to clone.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct LiveSession {
     inner: Arc<Mutex<Inner>>,
+    /// Called at the end of each turn and when the floor closes (outside the lock).
+    turn_end: Arc<Mutex<Option<TurnEndHook>>>,
     id: SessionId,
     path: PathBuf,
+}
+
+/// What [`LiveSession::on_turn_end`] calls.
+pub type TurnEndHook = Arc<dyn Fn() + Send + Sync>;
+
+impl std::fmt::Debug for LiveSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveSession")
+            .field("id", &self.id)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
@@ -40,6 +54,7 @@ impl LiveSession {
         Self {
             id: file.id().clone(),
             path: file.path().to_owned(),
+            turn_end: Arc::new(Mutex::new(None)),
             inner: Arc::new(Mutex::new(Inner {
                 file: Some(file),
                 failure: None,
@@ -60,6 +75,12 @@ impl LiveSession {
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Calls `hook` at the end of each turn and when the floor closes, before the sync: for
+    /// state kept outside the floor (the furniture's; see [`super::state`]).
+    pub fn on_turn_end(&self, hook: TurnEndHook) {
+        *self.turn_end.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
     }
 
     /// Why recording stopped, if it did.
@@ -93,6 +114,14 @@ impl LiveSession {
                 };
                 self.append(other.name(), value);
                 if matches!(other, FloorEvent::TurnEnded { .. } | FloorEvent::Closed) {
+                    let hook = self
+                        .turn_end
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clone();
+                    if let Some(hook) = hook {
+                        hook();
+                    }
                     self.sync();
                 }
             }

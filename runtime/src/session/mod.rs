@@ -30,6 +30,7 @@ pub mod jsonl;
 pub mod live;
 pub mod payload;
 pub mod restore;
+pub mod state;
 pub mod store;
 
 pub use jsonl::{Problem, SessionFile, SessionLog, StoredEvent, Torn};

@@ -23,6 +23,8 @@ pub struct Restored {
     pub tasks: Option<Tasks>,
     /// How many floor runs (the first and each resume) the log holds.
     pub segments: usize,
+    /// The agents on the floor when it was last recorded, in order.
+    pub roster: Vec<String>,
 }
 
 impl Restored {
