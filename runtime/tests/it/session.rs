@@ -134,7 +134,7 @@ async fn clear_and_compactions_are_restored() {
     assert_eq!(texts, ["keep me", "I have seen 1 messages"]);
     let c = &restored.compactions["@echo"];
     assert_eq!(c.through, "msg-3");
-    assert_eq!(c.covers_up_to_seq.is_some(), true);
+    assert!(c.covers_up_to_seq.is_some());
     assert_eq!(c.summary, "the user wants to be kept");
 }
 
@@ -282,4 +282,86 @@ fn a_session_in_use_is_neither_resumed_twice_nor_removed() {
         store.read(&id),
         Err(SessionError::NotFound { .. })
     ));
+}
+
+/// An LLM agent with a running summary: each new summary is told to the session as a
+/// compaction, and a new agent given it back (a resume) uses it without a summary call.
+#[tokio::test]
+async fn memory_summaries_are_recorded_and_restored_without_a_model_call() {
+    use crate::llm_agent::{Server, answer, inline, settings};
+    use index_schema::wire::{Message, Timestamp};
+    use runtime::agent::Agent;
+    use runtime::llm::{LlmAgent, LlmConfig};
+
+    let server = Server::start(vec![
+        answer(&["Facts 0 to 2 were given."]),
+        answer(&["first"]),
+        answer(&["after the resume"]),
+    ])
+    .await;
+    let make = || {
+        let (a, d) = inline(&format!(
+            "defaults: {{endpoint: \"{}\", model: m1}}\nagents:\n  - id: \"@data\"\n    memory: {{window: 2, summary: true}}\n",
+            server.endpoint
+        ));
+        let config = LlmConfig::from_blueprint(&a, d.as_ref(), |_| None).unwrap();
+        LlmAgent::new(config, settings(), reqwest::Client::new())
+    };
+    let ts = Timestamp::parse("2026-01-01T00:00:00Z").unwrap();
+    let floor: Vec<Message> = (0..5)
+        .map(|i| {
+            Message::new(
+                format!("m{i}"),
+                "@user",
+                format!("fact number {i}"),
+                ts.clone(),
+            )
+        })
+        .collect();
+    let request = |messages: Vec<Message>| RespondRequest {
+        floor_id: "f".to_owned(),
+        user_id: None,
+        messages,
+        wake_reason: None,
+        initiator: None,
+        context: None,
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path(), "/p");
+    let live = LiveSession::new(store.create(meta()).unwrap());
+    let id = live.id().clone();
+    let agent = make();
+    let hook_live = live.clone();
+    agent.on_compaction(Arc::new(move |through, text| {
+        hook_live.record_compaction("@data", through, text);
+    }));
+    agent.respond(&request(floor.clone()), None).await.unwrap();
+    assert_eq!(server.requests().len(), 2, "a summary call and the answer");
+    drop(live);
+
+    let restored = Restored::from_log(&store.read(&id).unwrap());
+    let c = &restored.compactions["@data"];
+    assert_eq!(c.through, "m2");
+    assert_eq!(c.summary, "Facts 0 to 2 were given.");
+
+    // A new agent (a new run) given the summary back: no summary call, the summary sent.
+    let resumed = make();
+    resumed.restore_summary(&c.through, &c.summary);
+    let mut more = floor;
+    more.push(Message::new("m5", "@user", "fact number 5", ts));
+    resumed.respond(&request(more), None).await.unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "no new summary call");
+    let sent: Vec<String> = requests[2].1["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(sent[1].contains("Facts 0 to 2 were given."), "{sent:?}");
+    assert_eq!(
+        &sent[2..],
+        ["fact number 3", "fact number 4", "fact number 5"]
+    );
 }
