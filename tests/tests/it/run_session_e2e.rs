@@ -339,3 +339,79 @@ fn last_seq(text: &str) -> String {
         .unwrap()
         .to_string()
 }
+
+/// Grants given during a session and the task board are there again after a resume: the agent
+/// writes to the board under a grant the user gave in an earlier run (a policy would otherwise
+/// want the user asked), and lists the task an earlier run added.
+#[test]
+fn grants_and_the_task_board_outlive_the_run() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let dir = proj.path();
+    let model = ModelServer::start(&[(
+        "keeper-model",
+        vec![
+            pieces(&["TOOL board__add_task {\"title\": \"write the report\"}"]),
+            pieces(&["Added."]),
+            pieces(&["TOOL board__list_tasks {}"]),
+            pieces(&["One task."]),
+        ],
+    )]);
+    blueprint(
+        dir,
+        &format!(
+            "name: board-test\ndefaults:\n  endpoint: {}\nfurniture:\n  - {{name: board, type: taskboard}}\nfloor_manager:\n  auto_approve_read: true\n  policies:\n    - {{access: write, workstation: board, decision: ask}}\nagents:\n  - {{id: \"@keeper\", model: keeper-model, furniture: [board]}}\n",
+            model.endpoint
+        ),
+    );
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    let tool_result = |n: usize| {
+        let body = &model.requests()[n].1;
+        chat_of(body)
+            .into_iter()
+            .rev()
+            .find(|(role, _, _)| role == "tool")
+            .map(|(_, _, content)| content)
+            .unwrap_or_else(|| panic!("no tool result in {body}"))
+    };
+
+    let r = run(
+        &ofc,
+        dir,
+        &["run", "@floor-manager? give @keeper write on board"],
+    );
+    r.assert_code(0);
+    assert!(model.requests().is_empty());
+
+    let r = run(&ofc, dir, &["run", "@keeper? add the task", "--resume"]);
+    r.assert_code(0);
+    let added = tool_result(1);
+    assert!(
+        added.contains("write the report") && !added.contains("refused"),
+        "the grant of the first run holds: {added}"
+    );
+
+    let r = run(
+        &ofc,
+        dir,
+        &["run", "@keeper? what is on the board?", "--resume"],
+    );
+    r.assert_code(0);
+    let listed = tool_result(3);
+    assert!(
+        listed.contains("write the report"),
+        "the board was restored: {listed}"
+    );
+
+    let show = json(
+        &ofc,
+        dir,
+        &["sessions", "show", &announced_newest(&ofc, dir)],
+    );
+    assert_eq!(show["runs"], 3);
+}
+
+fn announced_newest(ofc: &Ofc, dir: &Path) -> String {
+    let ls = json(ofc, dir, &["sessions", "ls"]);
+    ls["sessions"][0]["id"].as_str().unwrap().to_owned()
+}
