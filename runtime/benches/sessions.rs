@@ -164,7 +164,7 @@ async fn resume(events: usize) {
                     let from = if k == 0 { "@user" } else { "@agent" };
                     ("message_posted", json!({ "message": message(m, from) }))
                 }
-                1 | 2 | 3 | 4 => (
+                1..=4 => (
                     "responding",
                     json!({"type": "responding", "call": written, "agent": "@agent",
                         "wake_reason": {"reason": "mentioned"}}),

@@ -415,3 +415,66 @@ fn announced_newest(ofc: &Ofc, dir: &Path) -> String {
     let ls = json(ofc, dir, &["sessions", "ls"]);
     ls["sessions"][0]["id"].as_str().unwrap().to_owned()
 }
+
+/// An agent whose memory is a running summary: each summary is a `compaction` event, and a
+/// resumed run goes on from the recorded summary (its next summary call starts from it)
+/// instead of summarising the whole conversation again.
+#[test]
+fn memory_summaries_are_compaction_events_and_resume_from_the_log() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let dir = proj.path();
+    let model = ModelServer::start(&[(
+        "keeper-model",
+        vec![
+            pieces(&["a1"]),
+            pieces(&["a2"]),
+            pieces(&["SUMMARY-A"]),
+            pieces(&["a3"]),
+            pieces(&["SUMMARY-B"]),
+            pieces(&["a4"]),
+        ],
+    )]);
+    blueprint(
+        dir,
+        &format!(
+            "name: memory-test\ndefaults:\n  endpoint: {}\nagents:\n  - id: \"@keeper\"\n    model: keeper-model\n    activation: always\n    memory: {{window: 2, summary: true}}\n",
+            model.endpoint
+        ),
+    );
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    run(&ofc, dir, &["run", "m1"]).assert_code(0);
+    for m in ["m2", "m3", "m4"] {
+        run(&ofc, dir, &["run", m, "--resume"]).assert_code(0);
+    }
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6);
+    // The third run summarised (msg-1 to msg-3); the fourth, a new process, started its
+    // summary call from that summary, read back from the log.
+    let first = chat_of(&requests[2].1);
+    assert!(first[0].2.contains("memory of @keeper"), "{first:?}");
+    assert!(!first[1].2.contains("Summary so far"), "{first:?}");
+    let second = chat_of(&requests[4].1);
+    assert!(
+        second[1].2.starts_with("Summary so far:\nSUMMARY-A"),
+        "{second:?}"
+    );
+    assert!(!second[1].2.contains("@user: m1"), "{second:?}");
+    let answer = chat_of(&requests[5].1);
+    assert!(answer[1].2.contains("SUMMARY-B"), "{answer:?}");
+
+    let id = announced_newest(&ofc, dir);
+    let show = json(&ofc, dir, &["sessions", "show", &id]);
+    assert_eq!(show["compactions"][0]["summary"], "SUMMARY-B");
+    let text = std::fs::read_to_string(session_file(dir, &id)).unwrap();
+    let compactions: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["payload_type"] == "compaction")
+        .collect();
+    assert_eq!(compactions.len(), 2, "{compactions:?}");
+    assert_eq!(compactions[0]["payload"]["agent_id"], "@keeper");
+    assert_eq!(compactions[0]["payload"]["through"], "msg-3");
+    assert_eq!(compactions[0]["payload"]["summary"], "SUMMARY-A");
+    assert!(compactions[0]["payload"]["covers_up_to_seq"].is_u64());
+}
