@@ -166,7 +166,7 @@ impl RunSession {
             log.events.len()
         ));
         Ok(Self {
-            live: LiveSession::new(file),
+            live: LiveSession::resumed(file, &log),
             restored,
         })
     }
@@ -231,6 +231,19 @@ impl RunSession {
                 "warning: {} took part in this session but {} not on the floor now",
                 gone.join(", "),
                 if gone.len() == 1 { "is" } else { "are" }
+            ));
+        }
+    }
+}
+
+impl Drop for RunSession {
+    /// A session that stopped recording (a full disk) is said when the run ends: the floor
+    /// went on, but a resume will not have what came after.
+    fn drop(&mut self) {
+        if let Some(why) = self.live.failure() {
+            Output::new(false).status(&format!(
+                "warning: session {} stopped recording ({why}); a resume continues from before that",
+                self.live.id()
             ));
         }
     }

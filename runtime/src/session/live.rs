@@ -63,6 +63,22 @@ impl LiveSession {
         }
     }
 
+    /// Records on into a resumed session's `file`, knowing the messages `log` holds (for the
+    /// `covers_up_to_seq` of later compactions).
+    pub fn resumed(file: SessionFile, log: &super::SessionLog) -> Self {
+        let live = Self::new(file);
+        let known = log
+            .events
+            .iter()
+            .filter(|e| e.payload_type == payload::MESSAGE)
+            .filter_map(|e| {
+                let id = e.payload.get("message")?.get("id")?.as_str()?;
+                Some((id.to_owned(), e.seq))
+            });
+        live.lock().message_seq.extend(known);
+        live
+    }
+
     /// The session.
     pub fn id(&self) -> &SessionId {
         &self.id

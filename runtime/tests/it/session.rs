@@ -365,3 +365,58 @@ async fn memory_summaries_are_recorded_and_restored_without_a_model_call() {
         ["fact number 3", "fact number 4", "fact number 5"]
     );
 }
+
+mod cut_anywhere {
+    use proptest::prelude::*;
+    use runtime::session::jsonl;
+
+    fn log_text(n: usize) -> String {
+        (1..=n)
+            .map(|seq| {
+                format!(
+                    r##"{{"kind":"event","session_id":"s","seq":{seq},"time":"2026-01-01T00:00:00Z","room_id":"#main","payload_type":"message_posted","payload":{{"message":{{"id":"msg-{seq}","from":"@user","content":"line {seq} ünïcode","timestamp":"2026-01-01T00:00:00Z"}}}}}}"##
+                ) + "\n"
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Cut at any byte: every whole line before the cut is kept, nothing is reported as a
+        /// problem, and a partial last line is the torn tail.
+        #[test]
+        fn a_log_cut_at_any_byte_keeps_every_whole_line(n in 1usize..8, cut in 0.0f64..1.0) {
+            let text = log_text(n);
+            let at = (text.len() as f64 * cut) as usize;
+            let bytes = &text.as_bytes()[..at];
+            let log = jsonl::read_from(bytes).unwrap();
+            let whole = bytes.iter().filter(|&&b| b == b'\n').count();
+            let last_break = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            // Cut just before a line break: the last line is whole, only its break is missing.
+            let complete = at > last_break && text.as_bytes()[at] == b'\n';
+            prop_assert_eq!(log.events.len(), whole + usize::from(complete));
+            prop_assert!(log.problems.is_empty());
+            prop_assert_eq!(log.torn.is_some(), at > last_break && !complete);
+            prop_assert_eq!(log.whole_len as usize, if complete { at } else { last_break });
+        }
+
+        /// A line of any bytes inserted anywhere costs that line only, named by its number.
+        #[test]
+        fn a_garbage_line_costs_only_itself(
+            n in 1usize..8,
+            k in 0usize..8,
+            garbage in "[^\n]{1,200}",
+        ) {
+            let k = k.min(n);
+            let mut lines: Vec<String> = log_text(n).lines().map(str::to_owned).collect();
+            prop_assume!(serde_json::from_str::<serde_json::Value>(&garbage).is_err()
+                || !garbage.trim_start().starts_with('{'));
+            prop_assume!(!garbage.trim().is_empty());
+            lines.insert(k, garbage);
+            let text = lines.join("\n") + "\n";
+            let log = jsonl::read_from(text.as_bytes()).unwrap();
+            prop_assert_eq!(log.events.len(), n);
+            prop_assert_eq!(log.problems.len(), 1);
+            prop_assert_eq!(log.problems[0].line, k + 1);
+        }
+    }
+}
