@@ -384,7 +384,14 @@ impl SessionFile {
             let mut cut = Vec::new();
             file.seek(SeekFrom::Start(torn.offset))
                 .and_then(|_| (&file).take(torn.bytes).read_to_end(&mut cut))
-                .and_then(|_| std::fs::write(&aside, &cut))
+                .and_then(|_| {
+                    // The cut bytes are conversation too: private, as the session is.
+                    let mut options = OpenOptions::new();
+                    options.write(true).create(true).truncate(true);
+                    #[cfg(unix)]
+                    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                    options.open(&aside)?.write_all(&cut)
+                })
                 .map_err(|e| SessionError::io(aside.display(), e))?;
             file.set_len(log.whole_len)
                 .and_then(|()| file.sync_data())

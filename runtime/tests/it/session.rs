@@ -187,7 +187,14 @@ fn a_log_cut_mid_line_resumes_and_the_cut_is_set_aside() {
     let log = jsonl::read(&path).unwrap();
     assert!(log.problems.is_empty() && log.torn.is_none(), "{log:?}");
     assert_eq!(log.events.len(), 4);
-    let aside = std::fs::read_to_string(path.with_extension("jsonl.torn-3")).unwrap();
+    let aside_path = path.with_extension("jsonl.torn-3");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&aside_path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let aside = std::fs::read_to_string(&aside_path).unwrap();
     assert_eq!(aside, r#"{"kind":"event","session_id":"x","seq":4,"ti"#);
     // Removing the session removes what was set aside.
     store.remove(&id).unwrap();
