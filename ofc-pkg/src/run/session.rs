@@ -30,8 +30,30 @@ pub struct SessionArgs {
     /// Continue a session of this project (its conversation, the agents' memories, grants and
     /// task boards) instead of starting one; without ID, the most recent. `ofc sessions ls`
     /// lists them.
-    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    #[arg(
+        long,
+        value_name = "ID",
+        num_args = 0..=1,
+        default_missing_value = "",
+        value_parser = resume_id
+    )]
     pub resume: Option<String>,
+}
+
+/// `--resume`'s value: a session id, or nothing (the newest). Checked as the command line is
+/// read, so that a message given after `--resume` is refused before anything starts.
+fn resume_id(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Ok(String::new());
+    }
+    SessionId::parse(text)
+        .map(|id| id.to_string())
+        .map_err(|e| {
+            format!(
+                "{e}; to resume the newest session with a message, put the message first: \
+             `ofc run \"MESSAGE\" --resume`"
+            )
+        })
 }
 
 /// The session store of the project in `project_dir`.
@@ -133,12 +155,7 @@ impl RunSession {
                     .hint("`ofc run` without --resume starts one")
                 })?
         } else {
-            SessionId::parse(wanted).map_err(|e| {
-                UserError::new(e.to_string()).hint(
-                    "--resume takes a session id; to resume the newest session with a message, \
-                     put the message first: `ofc run \"MESSAGE\" --resume`",
-                )
-            })?
+            SessionId::parse(wanted).map_err(|e| user_error(e, &store))?
         };
         let (file, log) = store.resume(&id).map_err(|e| user_error(e, &store))?;
         for w in log.warnings(file.path()) {

@@ -326,8 +326,32 @@ fn hand_edited_cut_and_foreign_sessions() {
         r.assert_code(1);
         assert!(r.stderr.contains("is not a session id"), "{}", r.stderr);
     }
-    // Unknown flags are refused.
+    // Unknown flags are refused; so is a message where --resume wants an id, before
+    // anything starts.
     run(&ofc, dir, &["sessions", "ls", "--all"]).assert_code(2);
+    let r = run(&ofc, dir, &["run", "--resume", "what now?"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("put the message first"), "{}", r.stderr);
+    let calls = model.requests().len();
+    let r = run(
+        &ofc,
+        dir,
+        &[
+            "run",
+            "--resume",
+            "1b4e28ba-2fa1-11d2-883f-0016d3cca427",
+            "x",
+        ],
+    );
+    r.assert_code(1);
+    assert!(
+        r.stderr
+            .contains("no session 1b4e28ba-2fa1-11d2-883f-0016d3cca427")
+            && r.stderr.contains("hint: `ofc sessions ls`"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(model.requests().len(), calls, "no agent was called");
 }
 
 /// The seq of the last event of a session file's text.
