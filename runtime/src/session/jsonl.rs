@@ -176,6 +176,20 @@ fn next_line(reader: &mut impl BufRead) -> std::io::Result<Option<RawLine>> {
     }
 }
 
+/// A problem's message, which may quote the line (a parser's "invalid type: string …"):
+/// control characters dropped, at most 240 characters.
+fn bounded(message: &str) -> String {
+    let mut out: String = message
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(240)
+        .collect();
+    if message.chars().count() > 240 {
+        out.push('…');
+    }
+    out
+}
+
 fn memchr(buf: &[u8]) -> Option<usize> {
     buf.iter().position(|&b| b == b'\n')
 }
@@ -193,7 +207,7 @@ pub fn read_from(mut reader: impl BufRead) -> std::io::Result<SessionLog> {
         let mut problem = |message: String| {
             log.problems.push(Problem {
                 line: number,
-                message,
+                message: bounded(&message),
             });
         };
         if raw.len > MAX_LINE as u64 {
@@ -523,6 +537,23 @@ mod tests {
         let torn = log.torn.unwrap();
         assert_eq!((torn.line, torn.bytes), (5, 40));
         assert_eq!(torn.offset, log.whole_len);
+    }
+
+    #[test]
+    fn a_problem_quotes_the_line_briefly_and_without_control_characters() {
+        let text = format!(
+            "{{\"kind\":\"event\",\"session_id\":\"x\",\"seq\":\"\\u001b[2J{}\",\"time\":\"t\",\"payload_type\":\"cleared\",\"payload\":{{}}}}\n",
+            "y".repeat(100_000)
+        );
+        let log = read_from(text.as_bytes()).unwrap();
+        assert_eq!(log.problems.len(), 1);
+        let message = &log.problems[0].message;
+        assert!(
+            message.starts_with("not a `event` record: invalid type"),
+            "{message}"
+        );
+        assert!(message.chars().count() <= 241, "{message}");
+        assert!(!message.contains('\u{1b}'), "{message}");
     }
 
     #[test]
