@@ -963,7 +963,7 @@ async fn run_floor(
     }
     project.write_state(&state)?;
 
-    let ui = frontend::Frontend::new(out.json, &handles);
+    let ui = frontend::Frontend::new(out.json, &handles).session(session.live().id().as_str());
     let code = if args.tui {
         let greeting = frontend::ready_line(&handles, &transcript, ready_ms);
         match tui::session(&floor, &handles, &greeting).await {

@@ -207,10 +207,14 @@ fn a_run_killed_mid_session_resumes_with_what_it_had_said() {
             .recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|_| panic!("no `{needle}` from ofc run"));
         if line.contains(needle) {
-            break;
+            break line;
         }
     };
-    wait_for("\"type\":\"ready\"");
+    let ready = wait_for("\"type\":\"ready\"");
+    let ready: Value = serde_json::from_str(&ready).unwrap();
+    let id = ready["session"]
+        .as_str()
+        .expect("the ready event names the session");
     let mut stdin = child.stdin.take().unwrap();
     writeln!(stdin, "The secret bird is PELICAN").unwrap();
     wait_for("Noted PELICAN.");
@@ -219,7 +223,7 @@ fn a_run_killed_mid_session_resumes_with_what_it_had_said() {
     child.kill().unwrap();
     child.wait().unwrap();
 
-    let r = run(&ofc, dir, &["run", "Which bird?", "--resume"]);
+    let r = run(&ofc, dir, &["run", "Which bird?", "--resume", id]);
     r.assert_code(0);
     let context = chat_of(&model.requests()[1].1);
     assert!(
