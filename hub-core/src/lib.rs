@@ -1,7 +1,7 @@
 //! The hub's rules without HTTP: what `ofc-hub` does, below the wire.
 //!
 //! - the [`Store`](store::Store), which owns every SQL statement of the hub, on SQLite or
-//!   PostgreSQL through one backend-generic layer ([`db`]);
+//!   PostgreSQL through one backend-generic layer ([`store::db`]);
 //! - the publish service ([`publish`]): the one way a version enters the hub;
 //! - blobs ([`blob`]: the store trait and the local filesystem store), their bookkeeping and
 //!   claims ([`claims`]) and garbage collection ([`gc`]);
@@ -25,7 +25,6 @@ pub mod blob;
 pub mod claims;
 pub mod config;
 pub mod counters;
-pub mod db;
 pub mod error;
 pub mod gc;
 pub mod hub;

@@ -7,7 +7,7 @@ use sqlx::AnyConnection;
 
 use super::repo::{Result, Store, StoreError, now_ms};
 use crate::blob::{BlobError, Blobs};
-use crate::db::Flag;
+use crate::store::db::Flag;
 
 /// Blobs a committing transaction (a manifest, a version) references, claimed inside it: see
 /// [`Store::put_manifest`], [`Store::publish_claiming`] and the argument in [`crate::gc`].
