@@ -239,7 +239,7 @@ fn resolve(
                     InlineAgentType::Switchboard => Ok((
                         h,
                         Activation::Mention,
-                        Kind::Switchboard(switchboard::FileAgent {
+                        Kind::Switchboard(plan::FileAgent {
                             role: a.role,
                             team: a.team.clone(),
                             persona: a.persona.clone(),
