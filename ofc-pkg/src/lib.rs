@@ -12,6 +12,7 @@ pub mod container;
 pub mod credentials;
 pub mod detect;
 pub mod hub;
+pub mod hub_url;
 pub mod keys;
 pub mod output;
 pub mod pack;

@@ -26,7 +26,6 @@ use index_schema::name::AgentName;
 use index_schema::{Diagnostics, source};
 use serde_json::json;
 
-use crate::cli::PublishArgs;
 use crate::config::Paths;
 use crate::credentials::TOKEN_ENV;
 use crate::detect::{DocumentKind, detect, in_fast_agent_card_folder};
@@ -34,6 +33,40 @@ use crate::hub::{self, Hub};
 use crate::keys;
 use crate::output::{ExitStatus, Output, UserError};
 use crate::pack::{self, PackLimits, Packed};
+
+/// Arguments of `ofc publish`.
+#[derive(Debug, clap::Args)]
+pub struct PublishArgs {
+    /// The agent folder, holding an `agent.yaml`, an `agent-card.json`, a `server.json` or one
+    /// AgentCard; or a `server.json` or `agent-card.json` file itself.
+    #[arg(value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+
+    /// Build, pack and sign, print the digests, and upload nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// The hub name `publisher/agent`, when the file does not give it.
+    #[arg(long, value_name = "PUBLISHER/AGENT")]
+    pub name: Option<String>,
+
+    /// The version, when the file does not give it.
+    #[arg(long, value_name = "VERSION")]
+    pub version: Option<String>,
+
+    /// The signing key (see `ofc keygen`).
+    #[arg(long, value_name = "NAME", default_value = crate::keys::DEFAULT_KEY)]
+    pub key: String,
+
+    /// Return as soon as the hub has the version, without waiting until its search finds it
+    /// (by default `ofc publish` waits, up to `--wait-secs`, as `cargo publish` does).
+    #[arg(long, conflicts_with = "wait_secs")]
+    pub no_wait: bool,
+
+    /// How long to wait for the hub's search to find the new version.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub wait_secs: u64,
+}
 
 /// Upload chunk size, for the progress bar (the chunks share the bundle's bytes).
 const CHUNK: usize = 64 * 1024;

@@ -5,7 +5,8 @@ use index_schema::envelope::{KeyId, PublicKey};
 use index_schema::name::{AgentName, check_publisher};
 use serde_json::json;
 
-use crate::config::{self, Paths};
+use crate::config::Paths;
+use crate::hub_url::{HubUrl, normalize_hub};
 use crate::output::{ExitStatus, Output, UserError};
 use crate::trust::{TrustStore, Witnesses};
 
@@ -79,7 +80,7 @@ pub enum WitnessCommand {
 /// The hub the pins are for: `--hub` (a URL, or a host as in `host/publisher/agent`
 /// references), else `OFC_HUB`; in the same normal form pulls use.
 fn hub_of() -> Result<String> {
-    crate::hub::check_url(&crate::pull::normalize_hub(&config::hub_url()))
+    HubUrl::parse(&normalize_hub(&crate::hub_url::configured())).map(String::from)
 }
 
 fn publisher(p: &str) -> Result<String> {

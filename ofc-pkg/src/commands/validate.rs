@@ -14,9 +14,20 @@ use index_schema::agent_card::{FAST_AGENT_DIR, is_agent_skill};
 use index_schema::{Diagnostic, Diagnostics, FieldPath};
 use serde_json::json;
 
-use crate::cli::ValidateArgs;
 use crate::detect::{DocumentKind, detect};
 use crate::output::{ExitStatus, Output, UserError};
+
+/// Arguments of `ofc validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Files or directories to check; directories are searched recursively.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Treat every file given as this kind instead of detecting it.
+    #[arg(long, value_enum)]
+    pub kind: Option<DocumentKind>,
+}
 
 /// Largest file `ofc validate` reads.
 const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;

@@ -35,6 +35,7 @@ use crate::cache::Cache;
 use crate::config::Paths;
 use crate::credentials::{Credentials, TokenSource};
 use crate::hub::Hub;
+use crate::hub_url::normalize_hub;
 use crate::output::{UserError, truncate};
 use crate::project;
 use crate::start::Start;
@@ -359,39 +360,6 @@ struct Verified {
     pin: Option<PublicKey>,
 }
 
-/// `hub.example` → `https://hub.example`; URLs lose a trailing `/` and get a lowercase scheme
-/// and host, so the forms a lockfile may hold compare equal to the client's hub URL.
-pub fn normalize_hub(s: &str) -> String {
-    let s = s.trim().trim_end_matches('/');
-    let with_scheme = if s.contains("://") {
-        s.to_string()
-    } else {
-        format!("{}://{s}", default_scheme(s))
-    };
-    if let Ok(u) = crate::hub::check_url(&with_scheme) {
-        return u;
-    }
-    let (scheme, rest) = match s.split_once("://") {
-        Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
-        None => (default_scheme(s).to_string(), s),
-    };
-    let (host, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    format!("{scheme}://{}{path}", host.to_ascii_lowercase())
-}
-
-/// Loopback hosts are reached over plain HTTP (as docker does for `localhost`), others HTTPS.
-fn default_scheme(host: &str) -> &'static str {
-    let h = host.split(':').next().unwrap_or(host);
-    if h.eq_ignore_ascii_case("localhost") || h == "127.0.0.1" || h == "[::1]" {
-        "http"
-    } else {
-        "https"
-    }
-}
-
 impl Ctx {
     async fn pull_one(&self, req: &Request) -> Result<Pulled> {
         match req {
@@ -707,7 +675,7 @@ impl Ctx {
             origin: Origin::Cache,
             downloaded: 0,
             extracted: false,
-            hub: Some(hub.url.clone()),
+            hub: Some(hub.url.to_string()),
             start,
         })))
     }
@@ -884,7 +852,7 @@ impl Ctx {
             origin: Origin::Hub,
             downloaded,
             extracted,
-            hub: Some(hub.url.clone()),
+            hub: Some(hub.url.to_string()),
             start,
         })
     }
@@ -1061,18 +1029,6 @@ pub fn summary(p: &Pulled) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hub_forms_compare_equal() {
-        assert_eq!(normalize_hub("hub.example"), "https://hub.example");
-        assert_eq!(normalize_hub("HTTPS://Hub.Example/"), "https://hub.example");
-        assert_eq!(normalize_hub("localhost:8733"), "http://localhost:8733");
-        assert_eq!(normalize_hub("127.0.0.1:8733"), "http://127.0.0.1:8733");
-        assert_eq!(
-            normalize_hub("http://127.0.0.1:8733/Path/"),
-            "http://127.0.0.1:8733/Path"
-        );
-    }
 
     #[test]
     fn lock_changes_are_described() {
