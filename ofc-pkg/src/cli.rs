@@ -97,7 +97,7 @@ pub fn main() -> ExitCode {
     // These two choose their own exit codes.
     match &cli.command {
         Command::Run(args) => return crate::commands::run::run(args, &mut out),
-        Command::Supervise => return crate::run::supervisor::main(),
+        Command::Supervise => return crate::supervisor::main(),
         _ => {}
     }
     let status = match &cli.command {

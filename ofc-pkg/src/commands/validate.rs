@@ -452,10 +452,9 @@ mod tests {
             assert_eq!(r.card_name.as_deref(), Some("agent"));
         }
         // Publishing the folder finds that card as its one agent.
-        let (entry, kind) = crate::commands::publish::find_entrypoint(
-            &d.path().join("project/.fast-agent/agent-cards"),
-        )
-        .unwrap();
+        let (entry, kind) =
+            crate::package::find_entrypoint(&d.path().join("project/.fast-agent/agent-cards"))
+                .unwrap();
         assert_eq!(kind, DocumentKind::CardYaml);
         assert!(entry.ends_with("agent.yaml"));
         // Outside a card folder the name keeps its meaning.

@@ -11,8 +11,9 @@ use runtime::furniture::{
     ContainerHook, FloorFurniture, FurnitureError, FurnitureSettings, Grants,
 };
 
-use super::{plan, supervisor};
+use super::plan;
 use crate::output::UserError;
+use crate::supervisor;
 
 /// Starts the blueprint's furniture (task boards, MCP servers) and workstations (sandbox
 /// containers) and decides the grants: each inline agent gets the furniture its `furniture`

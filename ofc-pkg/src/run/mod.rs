@@ -21,7 +21,6 @@ mod frontend;
 mod furniture;
 pub mod plan;
 pub(crate) mod project_dir;
-pub mod supervisor;
 pub mod switchboard;
 mod tui;
 
@@ -46,6 +45,7 @@ use crate::container::ContainerAgent;
 use crate::hub::Hub;
 use crate::output::{Output, UserError};
 use crate::pull::{self, PullOptions, Request};
+use crate::supervisor;
 use furniture::start_furniture;
 use plan::{Kind, Planned};
 use project_dir::ProjectDir;

@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 use super::{Installed, Job, Source};
 use crate::output::{UserError, truncate};
 use crate::pull::Ctx;
-use crate::run::supervisor::{SpawnError, output_supervised};
 use crate::start::Start;
+use crate::supervisor::{SpawnError, output_supervised};
 
 const NPM_DIR: &str = "npm-v1";
 

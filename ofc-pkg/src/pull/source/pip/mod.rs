@@ -353,7 +353,7 @@ async fn run(cmd: &mut tokio::process::Command, what: &str) -> Result<Vec<u8>> {
         .env("PYTHONNOUSERSITE", "1")
         .env("UV_NO_CONFIG", "1");
     // In a process group watched by a supervisor: a SIGKILLed ofc leaves no pip running.
-    let out = match crate::run::supervisor::output_supervised(cmd, STEP_TIMEOUT).await {
+    let out = match crate::supervisor::output_supervised(cmd, STEP_TIMEOUT).await {
         Err(e) => return Err(anyhow!(e).context(format!("cannot start {what}"))),
         Ok(None) => bail!("{what} took longer than {}s", STEP_TIMEOUT.as_secs()),
         Ok(Some(out)) => out.with_context(|| format!("{what} failed"))?,
