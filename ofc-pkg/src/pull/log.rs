@@ -286,7 +286,7 @@ pub(crate) fn check_entry(
 
 /// Checks `vi`'s log proof for the verified manifest (`digest`, signed by `key_id`).
 #[allow(clippy::too_many_arguments)]
-pub(super) async fn check(
+pub(crate) async fn check(
     hub: &Hub,
     before: Option<&Before>,
     witnesses: &Witnesses,

@@ -20,7 +20,7 @@ use crate::supervisor;
 /// list names, and every workstation when its `can_use_tools` is true, in the classes the
 /// `floor_manager` policies approve (all of them without a `floor_manager`). A piece that does
 /// not start is reported at its blueprint line, and none is left running.
-pub(super) async fn start_furniture(
+pub(crate) async fn start_furniture(
     loaded: &plan::Loaded,
     supervisor: Option<&supervisor::Supervisor>,
     run_id: &str,

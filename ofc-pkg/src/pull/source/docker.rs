@@ -32,9 +32,9 @@ use oci_client::{Client, Reference};
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
-use super::{Installed, Job, Source};
+use super::kind::{Installed, Job, Source};
 use crate::output::{UserError, truncate};
-use crate::pull::Ctx;
+use crate::pull::context::Ctx;
 use crate::start::Start;
 use crate::transfer::{MIN_RATE_ENV, RateFloor, Stalled};
 
@@ -65,7 +65,7 @@ const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+j
 const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
 
 /// The `docker` kind.
-pub(super) struct Docker;
+pub(crate) struct Docker;
 
 /// What a complete layout holds, written as [`MARKER`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

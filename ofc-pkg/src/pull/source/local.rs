@@ -9,7 +9,7 @@ use index_schema::lockfile::LockedSource;
 use index_schema::name::Digest;
 
 use crate::output::UserError;
-use crate::pull::{Origin, Pulled};
+use crate::pull::context::{Origin, Pulled};
 use crate::start::Start;
 
 /// A local folder (or agent file) used in place: validated, and recorded with the digest of its

@@ -24,9 +24,9 @@ use index_schema::manifest::{NpmSource, Source as ManifestSource};
 use index_schema::name::Digest;
 use serde::{Deserialize, Serialize};
 
-use super::{Installed, Job, Source};
+use super::kind::{Installed, Job, Source};
 use crate::output::{UserError, truncate};
-use crate::pull::Ctx;
+use crate::pull::context::Ctx;
 use crate::start::Start;
 use crate::supervisor::{SpawnError, output_supervised};
 
@@ -54,7 +54,7 @@ const INSTALL_SCRIPTS: [&str; 3] = ["preinstall", "install", "postinstall"];
 const MARKER: &str = "ofc-resolution.json";
 
 /// The `npm` kind.
-pub(super) struct Npm;
+pub(crate) struct Npm;
 
 /// What npm resolved: the Node version and every package with its integrity.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
