@@ -129,10 +129,7 @@ async fn probe(cx: &Ctx, endpoint: &str, manifest: &Digest) -> Result<Digest> {
     Ok(digest)
 }
 fn info_file(cache: &Cache, manifest: &Digest) -> PathBuf {
-    cache
-        .root()
-        .join("remote-info-v1")
-        .join(format!("{}.json", manifest.hex()))
+    crate::cache::layout::remote_info_file(cache.root(), manifest)
 }
 
 fn write_info(cache: &Cache, manifest: &Digest, body: &[u8]) -> Result<()> {

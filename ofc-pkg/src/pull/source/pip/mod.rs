@@ -33,6 +33,7 @@ use index_schema::name::Digest;
 use serde::{Deserialize, Serialize};
 
 use super::kind::{Installed, Job, Source};
+use crate::cache::layout::{self, PIP};
 use crate::output::{UserError, truncate};
 use crate::pull::context::Ctx;
 use crate::transfer::{MIN_RATE_ENV, RateFloor, Stalled};
@@ -46,9 +47,6 @@ mod resolution;
 use installed::start_of;
 use python::{Python, ToolFailed, run};
 use resolution::{Dist, MARKER, Resolution, normalize};
-
-/// Root of everything pip in the cache.
-const PIP_DIR: &str = "pip-v1";
 
 /// The index used when the manifest names none.
 const PYPI: &str = "https://pypi.org/simple";
@@ -79,18 +77,12 @@ fn pip_source<'a>(job: &Job<'a>) -> &'a PipSource {
     }
 }
 
-fn root(cx: &Ctx) -> PathBuf {
-    cx.cache.root().join(PIP_DIR)
-}
-
 fn env_dir(cx: &Ctx, key: &Digest) -> PathBuf {
-    root(cx).join("envs").join(key.hex())
+    PIP.env_dir(cx.cache.root(), key)
 }
 
 fn record_file(cx: &Ctx, manifest: &Digest) -> PathBuf {
-    root(cx)
-        .join("by-manifest")
-        .join(format!("{}.json", manifest.hex()))
+    PIP.record_file(cx.cache.root(), manifest)
 }
 
 fn read_record(cx: &Ctx, manifest: &Digest) -> Option<Record> {
@@ -433,7 +425,7 @@ fn own_dist<'a>(r: &'a Resolution, p: &PipSource) -> Result<&'a Dist> {
 /// Downloads one distribution file into `pip-v1/files/<sha256>/<name>`, refusing any byte
 /// stream that does not hash to the resolution's sha256. Returns the path and bytes fetched.
 async fn fetch_file(cx: &Ctx, job: &Job<'_>, d: &Dist) -> Result<(PathBuf, u64)> {
-    let dir = root(cx).join("files").join(d.sha256.hex());
+    let dir = layout::pip_files_dir(cx.cache.root()).join(d.sha256.hex());
     let path = dir.join(&d.filename);
     // A damaged file is fetched again below, replacing it.
     if let Ok(bytes) = fs::read(&path)

@@ -7,7 +7,7 @@ use index_schema::name::Digest;
 use serde::{Deserialize, Serialize};
 
 /// The marker written inside a complete environment, last, before it is renamed into place.
-pub(crate) const MARKER: &str = "ofc-resolution.json";
+pub(crate) use crate::cache::layout::ENV_MARKER as MARKER;
 
 /// What pip resolved: the interpreter and every distribution, sorted by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
