@@ -32,11 +32,10 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
 use super::{FurnitureError, FurnitureSettings};
+use crate::container::NoEngine;
+pub use crate::container::{ENGINE_ENV, Engine, EngineKind};
 use crate::llm::{ToolError, ToolSpec, Toolbox};
 
-/// The environment variable naming the container engine (a program of podman's or docker's
-/// kind); without it podman, else docker, is looked up on `PATH`.
-pub const ENGINE_ENV: &str = "OFC_CONTAINER_ENGINE";
 /// The label every sandbox container carries (its value: the workstation's name).
 pub const LABEL: &str = "ofc.sandbox";
 /// The label holding the pid of the process whose floor owns the container.
@@ -76,54 +75,17 @@ impl Default for SandboxSettings {
     }
 }
 
-/// Which engine a program is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
-    /// podman.
-    Podman,
-    /// docker.
-    Docker,
-}
-
-/// A container engine program.
-#[derive(Debug, Clone)]
-pub struct Engine {
-    /// The program (an absolute path when found on `PATH`).
-    pub program: PathBuf,
-    /// What it is.
-    pub kind: EngineKind,
-}
-
 impl Engine {
-    /// `OFC_CONTAINER_ENGINE`, else podman, else docker.
+    /// `OFC_CONTAINER_ENGINE`, else podman, else docker ([`Engine::detect`]), for a sandbox.
     pub fn find() -> Result<Engine, String> {
-        if let Some(v) = std::env::var_os(ENGINE_ENV).filter(|v| !v.is_empty()) {
-            let v = v.to_string_lossy().into_owned();
-            let program = which(&v).ok_or_else(|| format!("{ENGINE_ENV}={v}: no such program"))?;
-            let kind = if program
-                .file_name()
-                .is_some_and(|f| f.to_string_lossy().contains("docker"))
-            {
-                EngineKind::Docker
-            } else {
-                EngineKind::Podman
-            };
-            return Ok(Engine { program, kind });
-        }
-        for (name, kind) in [
-            ("podman", EngineKind::Podman),
-            ("docker", EngineKind::Docker),
-        ] {
-            if let Some(program) = which(name) {
-                return Ok(Engine { program, kind });
-            }
-        }
-        Err(
-            "a sandbox workstation needs podman or docker, and neither is on PATH (install \
-             podman, e.g. `apt-get install podman`, or name the program with \
-             OFC_CONTAINER_ENGINE)"
-                .into(),
-        )
+        Engine::detect().map_err(|e| match e {
+            NoEngine::NeitherOnPath => "a sandbox workstation needs podman or docker, and \
+                                        neither is on PATH (install podman, e.g. `apt-get \
+                                        install podman`, or name the program with \
+                                        OFC_CONTAINER_ENGINE)"
+                .to_string(),
+            e => e.to_string(),
+        })
     }
 
     /// Runs `engine args…` within `timeout`: stdout on success, the tail of stderr on failure.
@@ -165,17 +127,6 @@ impl Engine {
             EngineKind::Docker => vec!["rm".into(), "-f".into(), name.into()],
         }
     }
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    let p = Path::new(name);
-    if p.components().count() > 1 {
-        return p.is_file().then(|| p.to_path_buf());
-    }
-    let paths = std::env::var_os("PATH")?;
-    std::env::split_paths(&paths)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 fn tail_lines(text: &str, n: usize) -> String {
