@@ -5,6 +5,7 @@
 //! and one module per verb in `commands`.
 
 pub mod cache;
+pub mod cards;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use index_schema::a2a_card::{self, A2aCard};
-use index_schema::agent_card::AgentCard;
 use index_schema::agent_yaml::{AgentYaml, ManifestDefaults};
 use index_schema::envelope::Envelope;
 use index_schema::manifest::{BundleSource, Manifest, Source, parse_exact_version};
@@ -184,7 +183,7 @@ pub fn prepare(
                 c.to_manifest(defaults, &entrypoint)
             })
         }
-        _ => AgentCard::load_file(&file).and_then(|c| {
+        _ => crate::cards::load_file(&file).and_then(|c| {
             warnings = c.warnings;
             c.card.to_manifest(defaults)
         }),

@@ -287,8 +287,8 @@ impl Checked {
 /// Checks a document's text.
 fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Checked, Diagnostics> {
     use index_schema::{
-        a2a_card, agent_card, agent_yaml, blueprint, envelope, lockfile, manifest, mcp_server_json,
-        openagents, source,
+        a2a_card, agent_yaml, blueprint, envelope, lockfile, manifest, mcp_server_json, openagents,
+        source,
     };
     match kind {
         DocumentKind::Manifest => manifest::Manifest::from_json(text).map(|_| Checked::clean()),
@@ -314,11 +314,12 @@ fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Checked, Di
         DocumentKind::McpServerJson => {
             mcp_server_json::ServerJson::from_json(text).map(|c| Checked::warned(c.warnings()))
         }
-        DocumentKind::CardMd | DocumentKind::CardYaml => agent_card::AgentCard::load_file(path)
-            .map(|c| Checked {
+        DocumentKind::CardMd | DocumentKind::CardYaml => {
+            crate::cards::load_file(path).map(|c| Checked {
                 card_name: Some(c.card.name.clone()),
                 warnings: c.warnings,
-            }),
+            })
+        }
     }
 }
 
