@@ -79,8 +79,8 @@ pub enum WitnessCommand {
 
 /// The hub the pins are for: `--hub` (a URL, or a host as in `host/publisher/agent`
 /// references), else `OFC_HUB`; in the same normal form pulls use.
-fn hub_of() -> Result<String> {
-    HubUrl::parse(&normalize_hub(&crate::hub_url::configured())).map(String::from)
+fn hub_of() -> Result<HubUrl> {
+    HubUrl::parse(&normalize_hub(&crate::hub_url::configured()))
 }
 
 fn publisher(p: &str) -> Result<String> {
@@ -101,7 +101,7 @@ pub fn run(cmd: &TrustCommand, out: &mut Output) -> Result<ExitStatus> {
             let store = TrustStore::load(&paths)?;
             let pubs = store
                 .hubs
-                .get(&hub)
+                .get(hub.as_str())
                 .map(|h| h.publishers.clone())
                 .unwrap_or_default();
             let rows: Vec<_> = pubs

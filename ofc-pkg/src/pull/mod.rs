@@ -33,7 +33,7 @@ use crate::cache::Cache;
 use crate::config::Paths;
 use crate::credentials::{Credentials, TokenSource};
 use crate::hub::Hub;
-use crate::hub_url::normalize_hub;
+use crate::hub_url::{HubUrl, normalize_hub};
 use crate::output::{UserError, truncate};
 use crate::project;
 use crate::trust::TrustStore;
@@ -300,10 +300,12 @@ impl Ctx {
         if url == normalize_hub(&self.hub.url) {
             return Ok(self.hub.clone());
         }
-        let token = Credentials::load(&self.paths)?
+        let stored = Credentials::load(&self.paths)?;
+        let url = HubUrl::parse(&url)?;
+        let token = stored
             .token_for(&url)
             .map(|c| (c.token.clone(), TokenSource::File));
-        Hub::new(url, token)
+        Hub::with_url(url, token)
     }
 
     /// ` --hub URL` when `hub` is not the configured one, for hints.
