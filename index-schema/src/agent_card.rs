@@ -2,7 +2,7 @@
 //! (`.yaml`/`.yml`) files, read as fast-agent (PyPI `fast-agent-mcp`, the format's main
 //! implementation) reads them today, with the AgentCard RFC (`shared/seeds/003`) as the floor.
 //! The rules were learned from fast-agent-mcp 0.10.48's card loader; the differential test
-//! `index-schema/tests/it/fast_agent_differential.rs` runs that loader on a corpus and checks
+//! `ofc-pkg/tests/it/fast_agent_differential.rs` runs that loader on a corpus and checks
 //! that both agree on every file.
 //!
 //! What the loader enforces, rule by rule:
