@@ -13,8 +13,8 @@
 //! - the settings ([`config`]), the operator's verbs ([`admin`], [`import`]), and opening a
 //!   hub ([`start`]).
 //!
-//! Everything a service needs is a [`Hub`](hub::Hub); what it refuses is a
-//! [`CoreError`](error::CoreError) with a [`Kind`](error::Kind) the HTTP adapters of
+//! Everything a service needs is a [`Hub`]; what it refuses is a
+//! [`CoreError`] with a [`Kind`] the HTTP adapters of
 //! `hub-server` map to a status, once.
 
 pub mod accounts;
