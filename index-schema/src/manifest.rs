@@ -323,7 +323,7 @@ pub struct BundleSource {
     pub digest: Digest,
     /// Size of the tar.gz in bytes (more than 0).
     pub size: u64,
-    /// Must be [`AGENT_BUNDLE_V1`].
+    /// Must be [`AGENT_BUNDLE_V1`](crate::media_types::AGENT_BUNDLE_V1).
     pub media_type: String,
     /// Path inside the bundle of the `agent.yaml` or AgentCard (`.yaml`, `.yml`, `.md`), relative
     /// to the bundle root, with `/` separators and no `.` or `..` components.

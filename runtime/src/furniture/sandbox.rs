@@ -18,6 +18,16 @@
 //!   the output cap, with the exit code when it is not 0. A command still running at its
 //!   timeout is killed with its whole process group inside the container (the exec'd shell
 //!   leads its own group) and the call fails with what it printed so far.
+//!
+//! Differences from the reference (`cli/sandbox/sandbox.go`): podman first (docker works too);
+//! rebuilt on a content hash, not on the Dockerfile's mtime against the image's creation time
+//! (which misses a changed `COPY`ed file), and the built image is not tagged with `image`, so a
+//! built sandbox never shadows a real `python:3.11-slim`; the mount as written
+//! (`./workspace:/workspace`) instead of the workspace at its host path; an output cap, and a kill
+//! of the command's process group at the timeout (the reference kills only the docker client,
+//! leaving the command running in the container); a label, the supervisor and the start-time reap
+//! so that no sandbox outlives its floor. Not done: the ACP `fs`/`terminal` callbacks into the
+//! sandbox (an ACP agent does not get the sandbox yet), resource limits (CPU, memory, network).
 
 use std::collections::VecDeque;
 use std::fmt;

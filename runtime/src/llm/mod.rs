@@ -14,7 +14,9 @@
 //!   summary and the newest message always stay). The estimate is
 //!   [`estimate_tokens`]: one token per 4 bytes of text plus 4 per message — conservative for
 //!   English with BPE tokenizers, no tokenizer needed.
-//! - **Passing**: [`pass_reason`] — see ARCHITECTURE.md for the rule.
+//! - **Passing**: a reply that starts or ends with `[PASS]` (any case, emphasis and closing
+//!   punctuation trimmed) is a pass; one with the marker in the middle is a reply. The exact
+//!   rule is [`pass_reason`]'s.
 //! - **Tools**: the toolboxes of granted workstations are advertised as OpenAI `tools` named
 //!   `workstation__tool`; at most [`LlmSettings::max_tool_rounds`] rounds of calls, each call
 //!   under a deadline; an unknown tool, arguments that are not a JSON object, or a failing tool
