@@ -159,7 +159,7 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
 }
 
 /// Waits (at most `limit`, telling the user after a second) until the hub serves the version
-/// and its search finds the agent at this version or a newer one. `Ok(true)` when found; when
+/// and its search finds the agent at the version the hub now calls latest. `Ok(true)` when found; when
 /// the time runs out, a warning and `Ok(false)`: the version is published either way.
 fn wait_until_found(
     hub: &Hub,
@@ -183,13 +183,21 @@ fn wait_until_found(
         let pullable = rt
             .block_on(hub.version(&m.name, &m.version.to_string()))
             .is_ok();
-        let found = pullable
-            && rt.block_on(hub.search(&params)).is_ok_and(|page| {
-                page.hits.iter().any(|h| {
-                    h.name == name
-                        && semver::Version::parse(&h.version).is_ok_and(|v| v >= m.version)
-                })
-            });
+        // Search shows an agent at the version the hub calls latest, which is not always this
+        // one (a pre-release published after a release leaves `latest` at the release): caught
+        // up when search shows what the hub's read API says now.
+        let latest = if pullable {
+            rt.block_on(hub.agent(&m.name)).ok().and_then(|a| a.latest)
+        } else {
+            None
+        };
+        let found = latest.is_some_and(|latest| {
+            rt.block_on(hub.search(&params)).is_ok_and(|page| {
+                page.hits
+                    .iter()
+                    .any(|h| h.name == name && h.version == latest)
+            })
+        });
         if found {
             if told {
                 out.status(&format!("{name}@{} is searchable", m.version));
