@@ -2,6 +2,11 @@
 //! password log-in, and API tokens — issued, listed, revoked — with their rules: a token has at
 //! least one scope and 1 to 50 namespace patterns, mints only tokens narrower than itself, and
 //! none that outlives it.
+//!
+//! Token management is its own scope, `manage-tokens`: listing, creating and revoking other
+//! tokens need it; any token may revoke itself (`ofc logout --revoke`). Log-in tokens and the
+//! tokens `ofc-hub` creates for a new user get it by default; migration 0013 gave it to the
+//! existing tokens that held every log-in scope, so narrow tokens do not gain it.
 
 use std::net::IpAddr;
 

@@ -1,5 +1,24 @@
 //! Agents and versions as the read API and the pages show them, and the changes to a version
 //! after its publish: yank, deprecate, delete; the outbox and the audit log.
+//!
+//! **Takedown.** Deleting an agent (admin only) also deletes its repository's OCI tags and
+//! manifests in the same transaction; deleting a version deletes its tag, the manifest it named
+//! (unless another tag names it) and the manifests referring to it. Nothing of it answers under
+//! `/v2/` afterwards, its blobs leave the repository at once (a later publish of that name must
+//! upload them again), and the next `ofc-hub gc` frees them. A deleted version is a tombstone
+//! (`deleted_versions`, same transaction): publishing that name and version again is 409
+//! `version_deleted`, so a version number, once seen, never names other bytes. The transparency
+//! log gets a `delete` entry per version; the publish entry stays (the log is append-only).
+//!
+//! **Downloads** count bundle downloads once per client, version and UTC day (`download_seen`,
+//! migration 0015): the client is a hash of the connecting address (IPv6 by its /64), never the
+//! address itself, and rows older than yesterday are deleted as downloads come in, so a script
+//! fetching a bundle in a loop does not pump the numbers ranking uses. Behind a reverse proxy every
+//! download comes from the proxy (`X-Forwarded-For` is not trusted): counts undercount there.
+//!
+//! **A2A cards**: `GET …/agent-card.json` serves the card of a `remote` agent's latest version,
+//! made from the signed manifest (`index_schema::a2a_card::from_manifest`: a card published as
+//! A2A comes back as it was); agents of other sources have none (404 `no_agent_card`).
 
 use std::collections::HashMap;
 use std::net::IpAddr;

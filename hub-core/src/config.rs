@@ -125,7 +125,10 @@ impl std::fmt::Debug for Config {
             .field("data_dir", &self.data_dir)
             .field(
                 "database_url",
-                &self.database_url.as_deref().map(crate::db::redact_url),
+                &self
+                    .database_url
+                    .as_deref()
+                    .map(crate::store::db::redact_url),
             )
             .field("listen", &self.listen)
             .field("max_bundle_bytes", &self.max_bundle_bytes)

@@ -1,7 +1,7 @@
 //! The hub's rules without HTTP: what `ofc-hub` does, below the wire.
 //!
 //! - the [`Store`](store::Store), which owns every SQL statement of the hub, on SQLite or
-//!   PostgreSQL through one backend-generic layer ([`db`]);
+//!   PostgreSQL through one backend-generic layer ([`store::db`]);
 //! - the publish service ([`publish`]): the one way a version enters the hub;
 //! - blobs ([`blob`]: the store trait and the local filesystem store), their bookkeeping and
 //!   claims ([`claims`]) and garbage collection ([`gc`]);
@@ -13,8 +13,8 @@
 //! - the settings ([`config`]), the operator's verbs ([`admin`], [`import`]), and opening a
 //!   hub ([`start`]).
 //!
-//! Everything a service needs is a [`Hub`](hub::Hub); what it refuses is a
-//! [`CoreError`](error::CoreError) with a [`Kind`](error::Kind) the HTTP adapters of
+//! Everything a service needs is a [`Hub`]; what it refuses is a
+//! [`CoreError`] with a [`Kind`] the HTTP adapters of
 //! `hub-server` map to a status, once.
 
 pub mod accounts;
@@ -25,7 +25,6 @@ pub mod blob;
 pub mod claims;
 pub mod config;
 pub mod counters;
-pub mod db;
 pub mod error;
 pub mod gc;
 pub mod hub;

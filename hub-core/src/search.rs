@@ -5,6 +5,16 @@
 //! An outbox row only names an agent; the source resolves it to the agent's *current* state
 //! (the manifest of `agents.latest_version`, the highest non-yanked version, plus statistics),
 //! or to a delete when nothing is visible, so a replay after a crash is idempotent.
+//!
+//! `hub-server` wakes the follower after every successful non-GET request (and this crate after
+//! each publish), so a change is searchable after the follower's next commit (≤ 200 ms) rather
+//! than its next poll; `/readyz` reports `search_lag` and `search_seq`; a failing database is
+//! retried by the follower, not fatal. `ofc-hub reindex` reads `max(seq)` and every visible agent
+//! in one transaction and rebuilds the index, most downloaded first (the hub must be stopped: one
+//! writer); `ofc-hub search-check` compares the committed index with the database and exits 1 on
+//! a difference. Known gaps: downloads are counted without an outbox row, so the indexed
+//! download counts (which `search-check` fingerprints) drift until the agent's next outbox event
+//! or a `reindex`; unsigned registry registrations have no manifest and are not indexed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

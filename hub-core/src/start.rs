@@ -8,13 +8,13 @@ use anyhow::Context as _;
 
 use crate::blob::{BlobStore, FsBlobStore};
 use crate::config::Config;
-use crate::db::{Db, redact_url};
 use crate::hub::Hub;
 use crate::log_key::open_log_key;
 use crate::private::private_dir;
 use crate::publish::backfill_manifests;
 use crate::search::{Search, TuningSource};
 use crate::store::Store;
+use crate::store::db::{Db, redact_url};
 
 /// Connects to the configured database (creating the data dir for SQLite) and migrates it.
 pub async fn open_store(config: &Config) -> anyhow::Result<Store> {

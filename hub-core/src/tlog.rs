@@ -3,6 +3,26 @@
 //! consistency proofs, and the JSON views' content (`GET /api/v1/log`, a publisher's entries,
 //! the `log` field of publish and version answers). The tables and appends are
 //! `store/tlog.rs`; the key `log_key.rs`; the formats [`index_schema::tlog`].
+//!
+//! **What is logged**: every publish, key registration, first key revocation, yank and unyank,
+//! and an operator's delete (a `delete` entry per version; the publish entry stays) — each
+//! appended inside the transaction of the change, so nothing commits without its entry and no
+//! entry exists for what rolled back. Rows committed by a hub older than the log are logged at
+//! the next start (`Store::log_backfill`, keys first, in one transaction); `ofc-hub log verify`
+//! recomputes every stored hash and the root from the entries and checks that each version and
+//! each registered key has its entry.
+//!
+//! **The key**: `DATA/log-key` (the signed-note secret form, 0600), created on first start with
+//! the origin `log_origin` (default `<registry_host>/log`); a configured origin that differs from
+//! the key's name stops the hub. Replicas sharing one PostgreSQL must share the key file.
+//!
+//! **Which head a reader is shown** (`log_head_covering`, one snapshot of size, root and note):
+//! for a reader that holds entries (a version's proof with the client's `log_size`, a
+//! publisher's entries) the cosigned checkpoint holding them with the most cosignatures; for one
+//! that holds nothing (`/log/checkpoint`, `GET /api/v1/log` without `log_size`) the newest
+//! cosigned one while it is recent (twice `log_witness_refresh_secs`), else the fresh head — so a
+//! log whose witnesses are all down does not look frozen. No client is ever shown a smaller tree
+//! than it verified.
 
 use std::time::Duration;
 

@@ -10,6 +10,15 @@
 //! the hub's log; the others' cosignatures are served meanwhile. A refusal that means the
 //! witness saw another history (409 at the same size, 422) is logged as an error: it is what
 //! witnesses are for.
+//!
+//! A task looks at the log's head every 200 ms and submits each new head to every witness (the
+//! proof from the size the hub believes that witness holds; a 409 teaches it the size, one
+//! retry), verifies the lines it gets back with the configured key, and keeps each witness's last
+//! line with its tree: a witness failing a later round of the same tree keeps its cosignature
+//! there. Two cosigned checkpoints are kept: the latest, and the latest every witness cosigned.
+//! The same head is resubmitted every `log_witness_refresh_secs` so that timestamps stay recent
+//! for clients that require a maximum age. The cosigned heads are in memory: a restarted hub
+//! serves fresh heads until its first round.
 
 use std::time::{Duration, Instant};
 

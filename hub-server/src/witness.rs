@@ -10,6 +10,14 @@
 //!
 //! State: one JSON file, rewritten (temp file, fsync, rename) before every answer that cosigns,
 //! under one lock, so a crash never rolls a log back in the witness's memory.
+//!
+//! It cosigns the checkpoint's text as sent, extension lines included, and writes its state
+//! only when the tree changes; a lock file beside the state (`<state>.lock`, flock) stops a
+//! second witness on it. Answers as the spec says: 404 unknown origin, 403 not signed by the
+//! log's key, 400 malformed or old size greater than new, 409 (`text/x.tlog.size`, its size)
+//! when the old size is not what it cosigned or the same size has another root, 422 when the
+//! consistency proof fails; the last two are also a warning in its log. It has no read API for
+//! monitors beyond `GET /` (its key and the size it holds per log).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;

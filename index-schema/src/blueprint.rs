@@ -59,8 +59,9 @@
 //! it, and those three on other agents, are refused with their path.
 //!
 //! Workstation types are `sandbox` (a container: `image`, default [`DEFAULT_SANDBOX_IMAGE`];
-//! with a `dockerfile` the image is built from it and tagged with `image`; optional `mount`
-//! `host:container[:ro|rw]`) and `filesystem` (a directory: `path`). Other types are refused,
+//! with a `dockerfile` the image is built from it under a tag of its own, not `image`, as
+//! the runtime's sandbox says; optional `mount` `host:container[:ro|rw]`) and `filesystem` (a
+//! directory: `path`). Other types are refused,
 //! because the runtime could not provide them; any other MCP server goes in `furniture` with
 //! `type: mcp`.
 //!

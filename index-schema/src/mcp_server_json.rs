@@ -17,6 +17,17 @@
 //! `*`, `latest`) is refused where the registry refuses it; unknown fields are allowed (the
 //! schema allows them) and named by [`ServerJson::warnings`]; `registryType` may be any
 //! non-empty string (the schema lists examples), only conversion needs one ofc runs.
+//!
+//! Conversion, package by package: `npm` → `npm` (bin: the package name without its scope, as
+//! `npx` runs it); `pypi` → `pip` (entry point: the package name, as `uvx` runs it; a
+//! `fileSha256` becomes the signed pin); `oci` → `docker` only when pinned by digest and reached
+//! over HTTP on an explicit port (a stdio container has no port); `nuget` and `mcpb` are passed
+//! over. None usable is an error under each candidate's field (`packages` when there are none).
+//! Decision: an MCP server is not an OFC agent, so `ofc pull` installs its package, but running it
+//! as a floor agent needs it to speak OFC; the manifest records what it is and where it comes
+//! from. There is no reference implementation to run, so the corpus is judged against the schema:
+//! `index-schema/tests/fixtures/mcp-server-json/valid/` and
+//! `tests/fixtures/invalid/mcp-server-json/` (each file with the field it must name).
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! [`open_enum!`]: closed vocabularies that keep the values this version does not know.
+//! `open_enum!`: closed vocabularies that keep the values this version does not know.
 
 /// Defines an enum over a string vocabulary that keeps unknown values: known strings map to
 /// their variant, anything else to `Other(String)`, and both serialize back verbatim.

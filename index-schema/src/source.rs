@@ -5,6 +5,13 @@
 //! (YAML 1.2 core schema: `null`, booleans, integers, floats, strings). Keys must be scalars.
 //! Aliases are expanded with a budget so that "billion laughs" documents are refused instead of
 //! exhausting memory. JSON is parsed by `serde_json`; a small scanner then records positions.
+//!
+//! Every parser of the crate goes text → [`SourceDoc`] → `serde_path_to_error` (so a type error
+//! knows its field path) → the document's rules, which report field paths;
+//! [`SourceDoc::locate`] maps each path to the line and column of that field's value. Chosen over
+//! `serde_yaml` (deprecated, and its errors carry a position but no field path, while rule
+//! violations found after deserializing carry neither) and over span-carrying types on every
+//! field (noisy types everywhere).
 
 use std::collections::HashMap;
 

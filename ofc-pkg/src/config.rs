@@ -1,4 +1,5 @@
-//! Where ofc keeps its files, and which hub it talks to.
+//! Where ofc keeps its files, and the names of the settings that choose the hub (the hub URL
+//! itself is [`crate::hub_url`]).
 //!
 //! `OFC_HOME` relocates everything: config (keys, credentials) goes to `$OFC_HOME/config` and the
 //! cache to `$OFC_HOME/cache`. Without it the platform's directories are used (on Linux
@@ -168,32 +169,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         anyhow::Error::new(e.error).context(format!("cannot write {}", path.display()))
     })?;
     Ok(())
-}
-
-/// The hub chosen with `--hub` for this process (set once, by the command line).
-static HUB_OVERRIDE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// Makes `url` the hub of every verb in this process (`ofc --hub URL …`).
-pub fn set_hub_override(url: &str) {
-    let _ = HUB_OVERRIDE.set(url.trim_end_matches('/').to_string());
-}
-
-/// The hub `OFC_HUB` names (else [`DEFAULT_HUB`]), ignoring `--hub`: the hub `OFC_TOKEN`
-/// belongs to.
-pub fn env_hub_url() -> String {
-    let url = std::env::var(HUB_ENV)
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| DEFAULT_HUB.to_string());
-    url.trim_end_matches('/').to_string()
-}
-
-/// The hub URL: `--hub`, else `OFC_HUB`, else [`DEFAULT_HUB`], without a trailing slash.
-pub fn hub_url() -> String {
-    match HUB_OVERRIDE.get() {
-        Some(h) => h.clone(),
-        None => env_hub_url(),
-    }
 }
 
 #[cfg(test)]

@@ -20,9 +20,8 @@ use index_schema::wire::{
     RespondResponse, ShouldWakeRequest, ShouldWakeResponse,
 };
 use runtime::agent::{Agent, AgentError, Deltas, HttpAgent};
-
-/// The environment variable naming the container engine to use.
-pub const ENGINE_ENV: &str = "OFC_CONTAINER_ENGINE";
+use runtime::container::NoEngine;
+pub use runtime::container::{ENGINE_ENV, Engine, EngineKind};
 
 /// How long loading an image may take.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(600);
@@ -46,69 +45,17 @@ pub struct ContainerSpec {
     pub config: String,
 }
 
-/// Which engine a program is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
-    /// podman.
-    Podman,
-    /// docker.
-    Docker,
-}
-
-/// A container engine program.
-#[derive(Debug, Clone)]
-pub struct Engine {
-    /// The program.
-    pub program: PathBuf,
-    /// What it is.
-    pub kind: EngineKind,
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    let p = Path::new(name);
-    if p.components().count() > 1 {
-        return p.is_file().then(|| p.to_path_buf());
-    }
-    let paths = std::env::var_os("PATH")?;
-    std::env::split_paths(&paths)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
-/// The engine to run containers with: `OFC_CONTAINER_ENGINE`, else podman, else docker.
+/// The engine to run containers with: `OFC_CONTAINER_ENGINE`, else podman, else docker
+/// ([`Engine::detect`]).
 pub fn find_engine() -> Result<Engine, String> {
-    if let Some(v) = std::env::var_os(ENGINE_ENV).filter(|v| !v.is_empty()) {
-        let v = v.to_string_lossy().into_owned();
-        let program = which(&v).ok_or_else(|| format!("{ENGINE_ENV}={v}: no such program"))?;
-        let base = program
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let kind = if base.contains("docker") {
-            EngineKind::Docker
-        } else {
-            EngineKind::Podman
-        };
-        return Ok(Engine { program, kind });
-    }
-    if let Some(program) = which("podman") {
-        return Ok(Engine {
-            program,
-            kind: EngineKind::Podman,
-        });
-    }
-    if let Some(program) = which("docker") {
-        return Ok(Engine {
-            program,
-            kind: EngineKind::Docker,
-        });
-    }
-    Err(
-        "container agents need podman or docker, and neither is on PATH\nhint: install podman \
-         (Debian/Ubuntu: `apt-get install podman`) or docker, or name the program with \
-         OFC_CONTAINER_ENGINE"
-            .into(),
-    )
+    Engine::detect().map_err(|e| match e {
+        NoEngine::NeitherOnPath => "container agents need podman or docker, and neither is on \
+                                    PATH\nhint: install podman (Debian/Ubuntu: `apt-get install \
+                                    podman`) or docker, or name the program with \
+                                    OFC_CONTAINER_ENGINE"
+            .to_string(),
+        e => e.to_string(),
+    })
 }
 
 /// Runs `engine args…` to completion within `timeout`; stdout on success, the tail of stderr

@@ -18,6 +18,7 @@ use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Paths;
+use crate::hub_url::{HubUrl, same_hub};
 use crate::output::UserError;
 
 /// Environment variable holding an API token; wins over the credentials file.
@@ -111,10 +112,9 @@ impl Credentials {
     }
 
     /// Stores `entry` for `hub`, replacing whatever was stored under any form of its URL.
-    pub fn set(&mut self, hub: &str, entry: HubCredentials) {
+    pub fn set(&mut self, hub: &HubUrl, entry: HubCredentials) {
         self.remove(hub);
-        self.hubs
-            .insert(hub.trim_end_matches('/').to_string(), entry);
+        self.hubs.insert(hub.to_string(), entry);
     }
 
     /// Forgets what is stored for `hub` (under any form of its URL); returns whether anything was.
@@ -145,24 +145,16 @@ pub enum TokenSource {
 }
 
 /// The token to use for `hub`: `OFC_TOKEN`, else the credentials file.
-pub fn token(paths: &Paths, hub: &str) -> Result<Option<(SecretString, TokenSource)>> {
+pub fn token(paths: &Paths, hub: &HubUrl) -> Result<Option<(SecretString, TokenSource)>> {
     // OFC_TOKEN belongs to the hub OFC_HUB names; another hub (`--hub`, a host in a
     // reference) only ever gets the token stored for it.
-    let configured = same_hub(hub, &crate::config::env_hub_url());
+    let configured = same_hub(hub, &crate::hub_url::from_env());
     if configured && let Some(t) = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()) {
         return Ok(Some((t.into(), TokenSource::Env)));
     }
     Ok(Credentials::load(paths)?
         .token_for(hub)
         .map(|c| (c.token.clone(), TokenSource::File)))
-}
-
-/// Whether two hub URLs name the same hub (compared in their normal form).
-pub fn same_hub(a: &str, b: &str) -> bool {
-    match (crate::hub::check_url(a), crate::hub::check_url(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a.trim_end_matches('/') == b.trim_end_matches('/'),
-    }
 }
 
 /// Creates `dir` (and parents) with mode 0700 for the last component.

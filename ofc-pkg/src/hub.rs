@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
-use index_schema::http_url;
 use index_schema::hub_api::{
     AddKeyRequest, AgentInfo, ErrorBody, ErrorCode, Key, KeyList, LoginRequest, Me, NewToken,
     PublishRequest, PublishResponse, SearchPage, SearchParams, VersionInfo, YankRequest, path,
@@ -20,6 +19,7 @@ use serde_json::Value;
 
 use crate::config::{self, Paths};
 use crate::credentials::{self, TokenSource};
+use crate::hub_url::HubUrl;
 use crate::output::UserError;
 
 /// How long to wait for the hub to accept a connection.
@@ -70,8 +70,8 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 /// A client of one hub.
 #[derive(Clone)]
 pub struct Hub {
-    /// The hub's base URL, no trailing slash.
-    pub url: String,
+    /// The hub's base URL, in its normal form.
+    pub url: HubUrl,
     token: Option<(SecretString, TokenSource)>,
     client: reqwest::Client,
 }
@@ -105,20 +105,24 @@ pub struct HubError {
 impl Hub {
     /// The hub of `OFC_HUB` with the token of `OFC_TOKEN` or the credentials file.
     pub fn from_env(paths: &Paths) -> Result<Self> {
-        Self::with_stored_token(paths, &config::hub_url())
+        Self::with_stored_token(paths, &crate::hub_url::configured())
     }
 
     /// The hub at `url` with the token of `OFC_TOKEN` or the one stored for `url`.
     pub fn with_stored_token(paths: &Paths, url: &str) -> Result<Self> {
-        let url = check_url(url)?;
+        let url = HubUrl::parse(url)?;
         let token = credentials::token(paths, &url)?;
-        Self::new(url, token)
+        Self::with_url(url, token)
     }
 
     /// A client of `url` with an optional token. Refuses a URL that is not `http(s)://…`.
     pub fn new(url: String, token: Option<(SecretString, TokenSource)>) -> Result<Self> {
-        let url = check_url(&url)?;
-        if token.is_some() && !is_loopback_or_tls(&url) {
+        Self::with_url(HubUrl::parse(&url)?, token)
+    }
+
+    /// A client of the checked `url` with an optional token.
+    pub fn with_url(url: HubUrl, token: Option<(SecretString, TokenSource)>) -> Result<Self> {
+        if token.is_some() && !url.is_loopback_or_tls() {
             eprintln!(
                 "warning: sending an API token to {url} over plain HTTP; anyone on the path can read it (use https://)"
             );
@@ -329,15 +333,6 @@ impl Hub {
     }
 }
 
-/// HTTPS, or plain HTTP to this machine.
-fn is_loopback_or_tls(url: &str) -> bool {
-    let tls = http_url::Rules {
-        tls_unless_loopback: true,
-        ..http_url::Rules::ANY
-    };
-    http_url::parse(url, tls).is_ok()
-}
-
 /// The hub error inside `e`, if the hub answered with one.
 pub fn hub_error(e: &anyhow::Error) -> Option<&HubError> {
     e.chain().find_map(|c| c.downcast_ref::<HubError>())
@@ -358,31 +353,6 @@ pub fn refused(
     user.hints = crate::output::hints_of(&e);
     user.hints.extend(extra(&he));
     anyhow!(he).context(user)
-}
-
-/// A hub URL as ofc stores and shows it: `http(s)://host[:port][/path]`, no trailing slash.
-pub fn check_url(url: &str) -> Result<String> {
-    let trimmed = url.trim().trim_end_matches('/');
-    let bad = |why: String| -> anyhow::Error {
-        UserError::new(format!("invalid hub URL `{url}`: {why}"))
-            .hint(format!(
-                "give a URL such as {} (in {} or --hub)",
-                config::DEFAULT_HUB,
-                config::HUB_ENV
-            ))
-            .into()
-    };
-    let parsed = http_url::parse(trimmed, http_url::Rules::BASE).map_err(|e| {
-        bad(match e {
-            http_url::HttpUrlError::UserInfo => {
-                "it carries a user name or password; use `ofc login` for credentials".into()
-            }
-            e => e.to_string(),
-        })
-    })?;
-    // The URL's own normal form: lowercase scheme and host, no default port, no trailing
-    // slash — so `HTTP://Hub:80/` and `http://hub` store and find the same credentials.
-    Ok(http_url::normal_form(&parsed))
 }
 
 /// The hub's API, typed: one method per endpoint the client uses, with the request and
@@ -581,23 +551,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hub_urls_have_one_form() {
-        assert_eq!(
-            check_url("HTTP://Hub.Example:80/").unwrap(),
-            "http://hub.example"
-        );
-        assert_eq!(check_url("https://h:443").unwrap(), "https://h");
-        assert_eq!(
-            check_url("http://127.0.0.1:8733/").unwrap(),
-            "http://127.0.0.1:8733"
-        );
-        assert!(is_loopback_or_tls("http://localhost:1"));
-        assert!(is_loopback_or_tls("http://[::1]:1"));
-        assert!(is_loopback_or_tls("https://hub.example"));
-        assert!(!is_loopback_or_tls("http://hub.example"));
-    }
-
-    #[test]
     fn refusals_keep_the_hub_message_and_add_hints() {
         let hub = Hub::new("http://h:1/".into(), None).unwrap();
         assert_eq!(hub.url, "http://h:1");
@@ -633,26 +586,6 @@ mod tests {
         assert!(u.hints[0].contains("ofc login"), "{:?}", u.hints);
         assert_eq!(u.hints[1], "code was unauthenticated");
         assert_eq!(hub_error(&e).unwrap().status, StatusCode::UNAUTHORIZED);
-    }
-
-    #[test]
-    fn hub_urls_are_checked_and_normalised() {
-        assert_eq!(check_url("http://h:1/").unwrap(), "http://h:1");
-        assert_eq!(
-            check_url("https://hub.example/ofc").unwrap(),
-            "https://hub.example/ofc"
-        );
-        for bad in [
-            "h:1",
-            "ftp://h",
-            "http://u:p@h",
-            "http://h/?q=1",
-            "not a url",
-            "",
-        ] {
-            let e = check_url(bad).unwrap_err().to_string();
-            assert!(e.contains("invalid hub URL"), "{bad}: {e}");
-        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! and one module per verb in `commands`.
 
 pub mod cache;
+pub mod cards;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -12,13 +13,16 @@ pub mod container;
 pub mod credentials;
 pub mod detect;
 pub mod hub;
+pub mod hub_url;
 pub mod keys;
 pub mod output;
 pub mod pack;
+pub mod package;
 pub mod project;
 pub mod pull;
 pub mod run;
 pub mod start;
+pub mod supervisor;
 pub mod transfer;
 pub mod trust;
 pub mod unpack;

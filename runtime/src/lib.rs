@@ -18,6 +18,7 @@
 
 pub mod agent;
 pub mod api;
+pub mod container;
 pub mod controller;
 pub mod error;
 pub mod floor;

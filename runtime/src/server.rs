@@ -26,6 +26,18 @@
 //! `{"agent_id": "http://…"}` (the handle is then the `id` of the agent's `/ofc/info`); an
 //! optional `activation` overrides the agent's own. The draft's registry lookup is not the
 //! runtime's business: hub references are resolved by `ofc run`.
+//!
+//! **Not a proxy.** Creating a floor wants the server token (`Authorization: Bearer`; `ofc floor
+//! serve` prints it, or takes `OFC_FLOOR_SERVER_TOKEN`; `--open` for none). Agent URLs are
+//! refused with user info, a query or a fragment (`http://host/admin/creds.json#` would swallow
+//! the `/ofc/info` ofc appends) or on a host the server does not call (`AgentHosts`: loopback
+//! only when it listens on loopback, else any, or the `--agent-host` list); redirects are never
+//! followed. Every failure to add an agent reads the same ("did not answer /ofc/info as an OFC
+//! agent"), the cause going to the server log, so a caller cannot map open ports; fields of
+//! `/ofc/info` ofc does not know are neither kept nor echoed. On loopback the `Host` header must
+//! be `localhost`, `127.0.0.1` or `::1` (421 otherwise: no DNS rebinding). A hosted floor nobody
+//! has used for `idle_ttl` (1 h: no request with its join token) and with no turn running is
+//! closed by the server's sweeper.
 
 use std::collections::HashMap;
 use std::convert::Infallible;

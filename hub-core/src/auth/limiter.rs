@@ -1,4 +1,14 @@
 //! The limiter on authentication failures.
+//!
+//! Three kinds of keys, one fixed window each (`auth_failure_limit` failures per
+//! `auth_failure_window_secs`): failed log-ins per client address (`login:<ip>`), failed log-ins
+//! of a user per address (`login:<user>@<ip>`), and invalid API tokens per address
+//! (`token:<ip>`); past the limit, 429. There is no key for a user alone, so failures from an
+//! attacker's address never lock the user out of their own; the stated cost is that an attacker
+//! with many addresses gets `limit × addresses` password guesses per window (passwords are
+//! Argon2-hashed, and automation uses tokens). A valid token is never refused by the limiter, so
+//! invalid tokens from a shared address (NAT, CI) cannot block the valid ones; token guesses and
+//! log-in failures do not count against each other. The limiter is in memory, per replica.
 
 use std::collections::HashMap;
 use std::net::IpAddr;

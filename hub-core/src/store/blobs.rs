@@ -1,13 +1,21 @@
 //! Blob rows (`oci_blobs`, migration 0012): the claims a committing transaction takes, the
 //! marks garbage collection leaves (see [`crate::gc`] for why the two never lose a referenced
 //! blob), the references that keep a blob, and its links to repositories (migration 0017).
+//!
+//! A blob is read, mounted, referenced by a pushed manifest and deleted only through a repository
+//! it belongs to: uploaded or mounted there (`oci_blob_links`), or referenced by one of that
+//! repository's manifests (`oci_blob_refs`, one row per descriptor, written in the manifest's
+//! transaction and removed with it). Elsewhere it is `BLOB_UNKNOWN` / `MANIFEST_BLOB_UNKNOWN`, so
+//! nobody probes the store by digest or adopts another repository's blob by naming it. Deleting a
+//! blob through `/v2/` unlinks it from that repository, is refused while a manifest or version
+//! references it, and removes the file only with its last link.
 
 use index_schema::name::Digest;
 use sqlx::AnyConnection;
 
 use super::repo::{Result, Store, StoreError, now_ms};
 use crate::blob::{BlobError, Blobs};
-use crate::db::Flag;
+use crate::store::db::Flag;
 
 /// Blobs a committing transaction (a manifest, a version) references, claimed inside it: see
 /// [`Store::put_manifest`], [`Store::publish_claiming`] and the argument in [`crate::gc`].

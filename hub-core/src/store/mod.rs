@@ -1,5 +1,5 @@
 //! The hub's repository: every SQL statement of the hub lives under this module, written once
-//! for both backends (see [`crate::db`]). Each write that changes what search shows appends an
+//! for both backends (see [`db`]). Each write that changes what search shows appends an
 //! outbox row, and every write appends an audit row, in the same transaction.
 //!
 //! `repo.rs` holds the [`Store`] handle and its errors; `rows.rs` the rows; `tx.rs` what every
@@ -12,6 +12,7 @@
 mod accounts;
 mod agents;
 mod blobs;
+pub mod db;
 mod namespaces;
 mod oci;
 mod outbox;

@@ -6,7 +6,7 @@ use sqlx::AnyConnection;
 
 use super::blobs::{BlobClaim, claim_blobs};
 use super::repo::{Result, Store, now_ms};
-use crate::db::Flag;
+use crate::store::db::Flag;
 
 /// A stored manifest, without its bytes (they are read on their own, by
 /// [`Store::manifest_content`], once the memory for them is granted).

@@ -1,4 +1,9 @@
 //! The outbox search follows, and the audit log.
+//!
+//! Sequence numbers come from a one-row counter (`outbox_counter`) updated inside the writing
+//! transaction (`tx.rs`), so sequence order is commit order and there are no gaps: a follower
+//! reading `seq > last` never misses a row that commits late, which a plain PostgreSQL sequence
+//! would allow (a lower number may commit after a higher one was read).
 
 use super::repo::{Result, Store};
 use super::rows::{AuditRecord, AuditRow, OutboxRecord, OutboxRow};

@@ -1,4 +1,17 @@
 //! The registry-API view: unsigned `remote` entries.
+//!
+//! **Handles.** Floors look agents up by handle (`@code`, seed 000's registry API). A
+//! registration holds its handle alone: `POST /registry/agents` is 409 `agent_exists` when any
+//! agent already uses it, in any case (a unique index on the lowercase handle of registrations,
+//! migration 0011). Publishing is not refused over a handle — published agents are identified by
+//! `publisher/agent`, and an open hub cannot make the first publisher of `@assistant` its owner
+//! for everyone — so the registry view resolves a shared handle to its registration, else to the
+//! published agent that took it first, never to one another namespace added later
+//! (`agents_by_handle` in `agents.rs`). An agent's `handle_since` (migration 0014) is set when it
+//! gets a handle it did not have and kept while the handle stays, so an older agent that changes
+//! its id to a handle in use does not take it over. Considered and dropped: a hub-wide unique
+//! handle for published agents too (it refuses every second publisher of a common id such as
+//! `@code`).
 
 use super::repo::{Actor, Result, Store, StoreError, conflict_on_unique, now_ms};
 use super::rows::{AgentRow, NewRegistryAgent};

@@ -1,6 +1,6 @@
 //! The repository handle, its errors, and who acts.
 
-use crate::db::Db;
+use crate::store::db::Db;
 
 /// What can go wrong in the store.
 #[derive(Debug, thiserror::Error)]

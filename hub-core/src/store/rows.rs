@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
-use crate::db::Flag;
+use crate::store::db::Flag;
 
-/// The columns of a [`User`] (SQLite's BOOLEAN columns read as integers, see [`crate::db`]).
+/// The columns of a [`User`] (SQLite's BOOLEAN columns read as integers, see [`crate::store::db`]).
 pub(super) const USER_COLUMNS: &str = "id, name, CAST(is_admin AS INTEGER) AS is_admin, \
     CAST(disabled AS INTEGER) AS disabled, created_at, password_hash";
 

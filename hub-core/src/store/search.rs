@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::repo::{Result, Store};
-use crate::db::Flag;
+use crate::store::db::Flag;
 
 /// An agent as search shows it: its row joined with its latest visible version.
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -1,6 +1,14 @@
 //! The JSON API: its router, handlers (one module per resource), the `Auth` extractor
 //! (`auth.rs`) and the middleware that keeps every
 //! error JSON.
+//!
+//! Every route but the streaming ones (bundle downloads here; `/v2/` has its own router) answers
+//! within `request_timeout_secs` (default 30 s, 0 for none): past it the request is dropped and
+//! answered 503 `request_timeout` with `Retry-After: 1`. A publish carries the envelope and, from
+//! older clients only, the bundle inline in base64, taken up to `max_inline_bundle_bytes` (which
+//! sets the route's body limit; past it 413 `inline_bundle_too_large`): `ofc publish` uploads the
+//! bundle through `/v2/` first. Framework rejections (bad JSON, unknown route, body too large)
+//! get the same `{code, message}` shape as every other error.
 
 pub mod accounts;
 pub mod agents;

@@ -1,5 +1,10 @@
 //! Authentication and authorization of `/v2/`: ofc API tokens as the Basic password or a
 //! Bearer, the `/v2/token` endpoint and its scoped bearers, the `WWW-Authenticate` challenge.
+//!
+//! A `/v2/token` bearer records the namespaces of the repositories the client asked to push to
+//! (`scope=repository:NAME:…push…`, migration 0016); used, it carries only `publish-new` and
+//! `publish-update` for those namespaces, and only where the API token's own patterns cover
+//! them — nothing when only `pull` was asked. Scoping is per namespace, not per repository.
 
 use axum::extract::{Request, State};
 use axum::http::request::Parts;

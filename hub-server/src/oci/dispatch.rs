@@ -1,4 +1,9 @@
 //! The `/v2/` router and the dispatch of a path to its handler.
+//!
+//! One catch-all route takes every `/v2/…` path, parsed from the end (`…/blobs/uploads/<id>`,
+//! `…/manifests/<ref>`, `…/tags/list`, `…/referrers/<digest>`, `…/blobs/<digest>`), because
+//! repository names have any number of segments; names are checked against the OCI grammar (no
+//! `..`, no percent-encoding) and the first segment is the namespace.
 
 use axum::Router;
 use axum::extract::{Request, State};

@@ -1,5 +1,11 @@
 //! Manifests: read by tag or digest, push (an agent artifact is a publish), delete, tags
 //! list, referrers. Their structure is checked by the core ([`hub_core::oci`]).
+//!
+//! Manifests are stored byte-exact in SQL (up to 4 MiB) and tags point at digests. An image
+//! manifest whose config is the signed envelope (the ofc agent `artifactType`) is an agent
+//! version: its push runs the publish service, which records the pushed manifest in the version's
+//! own transaction. Agent versions are immutable here: their tags cannot be deleted or overwritten
+//! (yank through the ofc API instead).
 
 use axum::body::Body;
 use axum::http::request::Parts;

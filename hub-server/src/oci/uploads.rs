@@ -6,6 +6,20 @@
 //! enters the store only after its digest matched, by an fsync and an atomic rename, so a
 //! partial blob is never visible. A session's hash state lives in memory; after a restart it is
 //! rebuilt by reading the staged file once.
+//!
+//! **Quotas** (migration 0018). Per upload, `max_blob_bytes` (413 `SIZE_INVALID`, the chunk's
+//! bytes dropped, the session left where it was); per user, `max_uploads_per_user` live sessions
+//! (429 `TOOMANYREQUESTS` with `Retry-After`) and `max_upload_bytes_per_user` bytes staged by them
+//! together; per namespace, `max_namespace_bytes` (the blobs linked to its repositories plus live
+//! uploads into them) and `max_manifests_per_namespace` (403 `DENIED`, the message naming the
+//! setting). An upload is cut off the moment it would pass the smallest of these, so a limit is
+//! never overshot by one huge body; a `Content-Range` is checked so its length cannot wrap.
+//! Sessions idle for `upload_ttl_secs` count for nothing: their owner's next upload removes them
+//! and their staged files (`ofc-hub gc` removes everyone's). A monolithic upload's byte limit is
+//! fixed when it starts, so concurrent monolithic uploads of one user can together pass
+//! `max_upload_bytes_per_user` by at most `max_uploads_per_user × max_blob_bytes`: bounded, not
+//! exact. Blobs referenced only by published versions (the envelope, a JSON publish's bundle) are
+//! bounded by `max_bundle_bytes` per version instead.
 
 use std::io::SeekFrom;
 use std::path::PathBuf;

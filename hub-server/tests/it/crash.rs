@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
-use hub_core::db::Db;
+use hub_core::store::db::Db;
 use index_schema::envelope::{Envelope, SecretKey, sign_manifest, verify_manifest};
 use index_schema::manifest::Source;
 use index_schema::name::Digest;

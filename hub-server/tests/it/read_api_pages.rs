@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Output;
 
-use hub_core::db::{Db, Flag};
+use hub_core::store::db::{Db, Flag};
 use ofc_test_kit::{
     Backend, ProcessOptions, TestHub, assert_refused, assert_status, bin, hub_command,
     remote_manifest, strings,

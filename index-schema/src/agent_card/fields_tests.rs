@@ -200,10 +200,13 @@ fn a_card_with_nothing_idle_has_no_warnings(#[case] text: &str, #[case] format: 
 
 #[test]
 fn a_loaded_card_carries_its_warnings_with_lines() {
-    let dir = tempfile_dir();
-    let path = dir.join("helper.yaml");
-    std::fs::write(&path, "type: agent\nname: helper\nmax_parallel: 2\n").unwrap();
-    let loaded = AgentCard::load_file(&path).unwrap();
+    // The card's text as a file named `helper.yaml` holds it (reading files is ofc's part).
+    let loaded = AgentCard::load_text(
+        std::path::Path::new("helper.yaml"),
+        "type: agent\nname: helper\nmax_parallel: 2\n",
+        &mut |p| panic!("no history file to read, asked for {}", p.display()),
+    )
+    .unwrap();
     let found: Vec<(String, Option<u32>)> = loaded
         .warnings
         .iter()
@@ -217,18 +220,4 @@ fn a_loaded_card_carries_its_warnings_with_lines() {
             ("max_parallel".to_string(), Some(3))
         ]
     );
-    std::fs::remove_dir_all(dir).unwrap();
-}
-
-/// A fresh directory under the system's temp dir (index-schema has no tempfile dependency).
-fn tempfile_dir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "ofc-card-warnings-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |t| t.as_nanos())
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }

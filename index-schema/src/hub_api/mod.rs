@@ -14,6 +14,13 @@
 //! Conventions: times are Unix milliseconds (`i64`) unless a field says otherwise; requests
 //! refuse unknown fields (a typo is an error, not a silently ignored option); responses accept
 //! them (a newer hub may add fields) and default lists and flags a hub may leave out.
+//!
+//! Errors carry an [`ErrorCode`], an open enum (a code from a newer hub is kept as `Other`),
+//! matched as a value on both sides. Envelopes travel as [`EnvelopeJson`]: the JSON text verbatim
+//! (`serde_json::RawValue`), parsed once with every check, never turned into a `Value` and back.
+//! The client's typed calls (`me`, `login`, `agent`, `version`, `publish`, `yank`, `keys`,
+//! `search`, …) are methods of `ofc`'s hub client, each building its path with [`path`], which
+//! fills the very templates the hub's router declares ([`route`]).
 
 pub mod accounts;
 pub mod agents;

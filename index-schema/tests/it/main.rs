@@ -2,12 +2,10 @@
 //! each former test file is a module.
 
 mod a2a_differential;
-mod agent_card_fixtures;
 mod agent_yaml_fixtures;
 mod blueprint_fixtures;
 mod envelope_refusals;
 mod envelope_vectors;
-mod fast_agent_differential;
 mod fuzz_regressions;
 mod lockfile_fixtures;
 mod manifest_fixtures;

@@ -2,21 +2,78 @@
 //! `.ofc/logs/`. Prints the server's URL on stdout (`{"url", "logs"}` with `--json`) once it
 //! listens, then serves until interrupted.
 //!
-//! `ofc floor replay TRANSCRIPT`: feeds a transcript's recorded events back through the
-//! turn-taking controller and checks it returns the recorded actions.
+//! `ofc floor replay TRANSCRIPT|SESSION`: feeds a transcript's recorded events (or each run's
+//! of a session; see `commands::sessions`) back through the turn-taking controller and checks
+//! it returns the recorded actions.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use clap::Subcommand;
 use index_schema::wire::Token;
 use runtime::floor::FloorSettings;
 use runtime::server::{AgentHosts, FloorServer, ServerSettings};
+
+/// `ofc floor` verbs.
+#[derive(Debug, Subcommand)]
+pub enum FloorCommand {
+    /// Serve the OFC floor server API (`POST /floors`, …) until interrupted.
+    Serve(FloorServeArgs),
+    /// Replay a floor transcript through the turn-taking controller and check that it makes
+    /// the same decisions.
+    Replay(FloorReplayArgs),
+}
+
+/// Arguments of `ofc floor replay`.
+#[derive(Debug, clap::Args)]
+pub struct FloorReplayArgs {
+    /// A transcript (`.ofc/logs/<floor_id>.jsonl`), a session file
+    /// (`.ofc/sessions/<id>.jsonl`), or the id of a session of this directory's project.
+    #[arg(value_name = "TRANSCRIPT")]
+    pub transcript: PathBuf,
+}
+
+/// Arguments of `ofc floor serve`.
+#[derive(Debug, clap::Args)]
+pub struct FloorServeArgs {
+    /// Address to listen on. Loopback by default: floors carry private conversations and the
+    /// join token is the only gate.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:3711")]
+    pub listen: String,
+
+    /// Directory for floor transcripts (JSON lines, one file per floor).
+    #[arg(long, value_name = "DIR", default_value = ".ofc/logs")]
+    pub logs: PathBuf,
+
+    /// Deadline of each should-wake call, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 2000)]
+    pub should_wake_deadline_ms: u64,
+
+    /// Deadline of each respond call, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 120_000)]
+    pub respond_deadline_ms: u64,
+
+    /// Let anyone who reaches the server create floors (by default `POST /floors` wants the
+    /// server token this command prints, or `OFC_FLOOR_SERVER_TOKEN` when set).
+    #[arg(long)]
+    pub open: bool,
+
+    /// A host agents may live on (repeat for several; `any` for every host). Default: loopback
+    /// only when listening on loopback, every host otherwise.
+    #[arg(long = "agent-host", value_name = "HOST")]
+    pub agent_hosts: Vec<String>,
+
+    /// Give every floor a Switchboard (seed 004) at DIR/<floor_id>/.switchboard/, with its MCP
+    /// server on 127.0.0.1: agents that work through files or MCP join floors there.
+    #[arg(long, value_name = "DIR")]
+    pub switchboard: Option<PathBuf>,
+}
 
 /// The environment variable that sets the server token of `ofc floor serve`.
 pub const SERVER_TOKEN_ENV: &str = "OFC_FLOOR_SERVER_TOKEN";
 use runtime::transcript;
 
-use crate::cli::{FloorReplayArgs, FloorServeArgs};
 use crate::output::{ExitStatus, Output, UserError};
 
 /// Runs `ofc floor serve`.

@@ -9,10 +9,17 @@ use index_schema::name::{AgentName, Reference, VersionSelector};
 use semver::Version;
 use serde_json::{Value, json};
 
-use crate::cli::InfoArgs;
 use crate::config::Paths;
 use crate::hub::{self, Hub};
 use crate::output::{self, ExitStatus, Output, UserError};
+
+/// Arguments of `ofc info`.
+#[derive(Debug, clap::Args)]
+pub struct InfoArgs {
+    /// `publisher/agent`, optionally `@1.2.3`, `@^1.2` or `@latest`.
+    #[arg(value_name = "REF")]
+    pub reference: String,
+}
 
 /// Runs the verb.
 pub fn run(args: &InfoArgs, out: &mut Output) -> Result<ExitStatus> {

@@ -9,8 +9,27 @@ use anyhow::{Context, Result, bail};
 use index_schema::name::AgentHandle;
 use serde_json::json;
 
-use crate::cli::InitArgs;
 use crate::output::{ExitStatus, Output, UserError};
+
+/// Arguments of `ofc init`.
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// The folder to create the files in (created if missing).
+    #[arg(value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+
+    /// Write an AgentCard (`<name>.md`) instead of `agent.yaml`.
+    #[arg(long, conflicts_with = "blueprint")]
+    pub card: bool,
+
+    /// Write a `blueprint.yaml` (a floor of agents) instead of an agent.
+    #[arg(long)]
+    pub blueprint: bool,
+
+    /// The agent's (or blueprint's) name; defaults to the folder's name.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
 
 /// Runs the verb.
 pub fn run(args: &InitArgs, out: &mut Output) -> Result<ExitStatus> {
@@ -71,7 +90,7 @@ pub fn run(args: &InitArgs, out: &mut Output) -> Result<ExitStatus> {
         if let Some(p) = &package {
             out.status(&format!(
                 "package: {p} (your namespace on {})",
-                crate::config::hub_url()
+                crate::hub_url::configured()
             ));
         }
         out.data(&format!("created {}", path.display()));

@@ -3,15 +3,59 @@
 //! namespace signed it.
 
 use anyhow::Result;
+use clap::Subcommand;
 use index_schema::hub_api::{AddKeyRequest, ErrorCode};
 use index_schema::name::check_publisher;
 use serde_json::json;
 
-use crate::cli::{KeyCommand, KeyListArgs, KeyRegisterArgs, KeyRevokeArgs};
 use crate::config::Paths;
 use crate::hub::{self, Hub};
 use crate::keys;
 use crate::output::{self, ExitStatus, Output, UserError};
+
+/// `ofc key` verbs.
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Register the public half of a signing key (see `ofc keygen`) for a namespace, so that
+    /// the hub accepts what it signs.
+    Register(KeyRegisterArgs),
+    /// List the keys of a namespace, revoked ones included.
+    List(KeyListArgs),
+    /// Revoke a key: it signs nothing new; versions it signed stay and show the revocation.
+    Revoke(KeyRevokeArgs),
+}
+
+/// Arguments of `ofc key register`.
+#[derive(Debug, clap::Args)]
+pub struct KeyRegisterArgs {
+    /// The local key (`<config>/keys/<NAME>.key`).
+    #[arg(long, value_name = "NAME", default_value = crate::keys::DEFAULT_KEY)]
+    pub key: String,
+
+    /// The namespace (default: your own, from the hub).
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+}
+
+/// Arguments of `ofc key list`.
+#[derive(Debug, clap::Args)]
+pub struct KeyListArgs {
+    /// The namespace (default: your own, from the hub).
+    #[arg(value_name = "NS")]
+    pub namespace: Option<String>,
+}
+
+/// Arguments of `ofc key revoke`.
+#[derive(Debug, clap::Args)]
+pub struct KeyRevokeArgs {
+    /// The key id (32 hex digits, as `ofc key list` and `ofc keygen` show it).
+    #[arg(value_name = "KEYID")]
+    pub key_id: String,
+
+    /// The namespace (default: your own, from the hub).
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+}
 
 /// Runs the verb.
 pub fn run(cmd: &KeyCommand, out: &mut Output) -> Result<ExitStatus> {

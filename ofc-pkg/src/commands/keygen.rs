@@ -4,10 +4,21 @@
 use anyhow::Result;
 use serde_json::json;
 
-use crate::cli::KeygenArgs;
 use crate::config::Paths;
 use crate::keys;
 use crate::output::{ExitStatus, Output};
+
+/// Arguments of `ofc keygen`.
+#[derive(Debug, clap::Args)]
+pub struct KeygenArgs {
+    /// The key's name; keys live in `<config>/keys/<NAME>.key`.
+    #[arg(long, value_name = "NAME", default_value = crate::keys::DEFAULT_KEY)]
+    pub name: String,
+
+    /// Replace an existing key with the same name.
+    #[arg(long)]
+    pub force: bool,
+}
 
 /// Runs the verb.
 pub fn run(args: &KeygenArgs, out: &mut Output) -> Result<ExitStatus> {

@@ -11,17 +11,57 @@ use reqwest::StatusCode;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde_json::json;
 
-use crate::cli::LoginArgs;
-use crate::config::{self, Paths};
+use crate::config::Paths;
 use crate::credentials::{self, Credentials, HubCredentials, TOKEN_ENV, TokenSource};
 use crate::hub::{self, Hub};
+use crate::hub_url::HubUrl;
 use crate::output::{ExitStatus, Output, UserError};
+
+/// Arguments of `ofc login`.
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("secret").args(["token", "token_stdin", "username"])))]
+pub struct LoginArgs {
+    /// The API token. Prefer --token-stdin: arguments show in the process list and shell
+    /// history. Without any of --token, --token-stdin and --username, a token piped on
+    /// standard input is read.
+    #[arg(long, value_name = "TOKEN", value_parser = secret_arg)]
+    pub token: Option<SecretString>,
+
+    /// Read the API token from standard input.
+    #[arg(long)]
+    pub token_stdin: bool,
+
+    /// Log in with a user name and password instead; the hub mints a token for ofc.
+    #[arg(long, value_name = "USER", requires = "password_stdin")]
+    pub username: Option<String>,
+
+    /// Read the password from standard input (with --username).
+    #[arg(long, requires = "username")]
+    pub password_stdin: bool,
+}
+
+/// A secret given as an argument, held as one from the moment it is parsed.
+fn secret_arg(text: &str) -> Result<SecretString, std::convert::Infallible> {
+    Ok(SecretString::from(text))
+}
+
+impl std::fmt::Debug for LoginArgs {
+    /// Never the token: a stray `{:?}` must not leak it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginArgs")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("token_stdin", &self.token_stdin)
+            .field("username", &self.username)
+            .field("password_stdin", &self.password_stdin)
+            .finish()
+    }
+}
 
 /// Runs the verb.
 pub fn run(args: &LoginArgs, out: &mut Output) -> Result<ExitStatus> {
     let paths = Paths::from_env()?;
-    let url = hub::check_url(&config::hub_url())?;
-    let anonymous = Hub::new(url.clone(), None)?;
+    let url = HubUrl::configured()?;
+    let anonymous = Hub::with_url(url.clone(), None)?;
 
     let rt = hub::runtime()?;
     let token = match (&args.token, args.token_stdin, &args.username) {
@@ -46,7 +86,7 @@ pub fn run(args: &LoginArgs, out: &mut Output) -> Result<ExitStatus> {
     credentials::check_token_shape(token.expose_secret())?;
 
     // The token is checked before it is stored: a typo never lands in the file.
-    let hub = Hub::new(url.clone(), Some((token.clone(), TokenSource::File)))?;
+    let hub = Hub::with_url(url.clone(), Some((token.clone(), TokenSource::File)))?;
     let me: Me = rt
         .block_on(hub.me())
         .map_err(|e| match hub::hub_error(&e) {

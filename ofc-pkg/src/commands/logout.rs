@@ -6,16 +6,24 @@ use anyhow::Result;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::cli::LogoutArgs;
-use crate::config::{self, Paths};
+use crate::config::Paths;
 use crate::credentials::{self, Credentials, TOKEN_ENV, TokenSource};
 use crate::hub::{self, Hub};
+use crate::hub_url::HubUrl;
 use crate::output::{self, ExitStatus, Output, UserError};
+
+/// Arguments of `ofc logout`.
+#[derive(Debug, clap::Args)]
+pub struct LogoutArgs {
+    /// Also revoke the token on the hub, so that no copy of it works any more.
+    #[arg(long)]
+    pub revoke: bool,
+}
 
 /// Runs the verb.
 pub fn run(args: &LogoutArgs, out: &mut Output) -> Result<ExitStatus> {
     let paths = Paths::from_env()?;
-    let url = hub::check_url(&config::hub_url())?;
+    let url = HubUrl::configured()?;
     let creds = Credentials::load(&paths)?;
     let Some(stored) = creds.token_for(&url).cloned() else {
         if args.revoke {
@@ -34,7 +42,7 @@ pub fn run(args: &LogoutArgs, out: &mut Output) -> Result<ExitStatus> {
 
     let mut revoked = false;
     if args.revoke {
-        let hub = Hub::new(url.clone(), Some((stored.token.clone(), TokenSource::File)))?;
+        let hub = Hub::with_url(url.clone(), Some((stored.token.clone(), TokenSource::File)))?;
         let rt = hub::runtime()?;
         let outcome = rt.block_on(async {
             let me = hub.me().await?;

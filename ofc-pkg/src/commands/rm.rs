@@ -6,10 +6,18 @@ use index_schema::name::{AgentName, Digest};
 use serde_json::json;
 
 use crate::cache::Cache;
-use crate::cli::RmArgs;
 use crate::commands::gc::busy_hint;
 use crate::config::Paths;
 use crate::output::{ExitStatus, Output, UserError};
+
+/// Arguments of `ofc rm`.
+#[derive(Debug, clap::Args)]
+pub struct RmArgs {
+    /// What to remove: `publisher/agent` (every cached version), `publisher/agent@1.2.3`, or a
+    /// manifest or bundle digest `sha256:<hex>`.
+    #[arg(required = true, value_name = "TARGET")]
+    pub targets: Vec<String>,
+}
 
 /// Runs the verb.
 pub fn run(args: &RmArgs, out: &mut Output) -> Result<ExitStatus> {

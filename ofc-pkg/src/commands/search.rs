@@ -6,10 +6,69 @@
 use anyhow::Result;
 use index_schema::hub_api::{FacetCount, SearchFacets, SearchHit as Hit, SearchParams};
 
-use crate::cli::SearchArgs;
 use crate::config::Paths;
 use crate::hub::{self, Hub};
 use crate::output::{self, ExitStatus, Output, UserError};
+
+/// How search hits are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SearchSort {
+    /// Best match first.
+    Relevance,
+    /// Most downloaded first.
+    Downloads,
+    /// Most recently updated first.
+    Updated,
+}
+
+impl SearchSort {
+    /// The hub's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Relevance => "relevance",
+            Self::Downloads => "downloads",
+            Self::Updated => "updated",
+        }
+    }
+}
+
+/// Arguments of `ofc search`.
+#[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    /// Free text: words of the name, tagline, description, keywords or capabilities.
+    #[arg(value_name = "QUERY")]
+    pub query: Option<String>,
+
+    /// Only agents offering this capability (repeat for several: all required).
+    #[arg(long, value_name = "NAME")]
+    pub capability: Vec<String>,
+
+    /// Only agents with this keyword (repeat for several: all required).
+    #[arg(long, value_name = "WORD")]
+    pub keyword: Vec<String>,
+
+    /// Only agents with this source kind (bundle, pip, npm, docker, remote).
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
+
+    /// Only agents of this publisher.
+    #[arg(long, value_name = "PUBLISHER")]
+    pub publisher: Option<String>,
+
+    /// Order of the hits.
+    #[arg(long, value_enum, default_value_t = SearchSort::Relevance)]
+    pub sort: SearchSort,
+
+    /// How many hits to show (1 to 100).
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub limit: u32,
+
+    /// Also show how many matching agents have each capability, keyword, kind and publisher
+    /// (over every match, the most frequent ten of each; `--json` carries them too).
+    #[arg(long)]
+    pub facets: bool,
+}
 
 /// Tagline width when stdout is not a terminal: fixed, so captured output is the same anywhere.
 const PIPED_TAGLINE_WIDTH: usize = 60;

@@ -5,7 +5,8 @@ use index_schema::envelope::{KeyId, PublicKey};
 use index_schema::name::{AgentName, check_publisher};
 use serde_json::json;
 
-use crate::config::{self, Paths};
+use crate::config::Paths;
+use crate::hub_url::{HubUrl, normalize_hub};
 use crate::output::{ExitStatus, Output, UserError};
 use crate::trust::{TrustStore, Witnesses};
 
@@ -78,8 +79,8 @@ pub enum WitnessCommand {
 
 /// The hub the pins are for: `--hub` (a URL, or a host as in `host/publisher/agent`
 /// references), else `OFC_HUB`; in the same normal form pulls use.
-fn hub_of() -> Result<String> {
-    crate::hub::check_url(&crate::pull::normalize_hub(&config::hub_url()))
+fn hub_of() -> Result<HubUrl> {
+    HubUrl::parse(&normalize_hub(&crate::hub_url::configured()))
 }
 
 fn publisher(p: &str) -> Result<String> {
@@ -100,7 +101,7 @@ pub fn run(cmd: &TrustCommand, out: &mut Output) -> Result<ExitStatus> {
             let store = TrustStore::load(&paths)?;
             let pubs = store
                 .hubs
-                .get(&hub)
+                .get(hub.as_str())
                 .map(|h| h.publishers.clone())
                 .unwrap_or_default();
             let rows: Vec<_> = pubs

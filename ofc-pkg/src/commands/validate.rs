@@ -14,9 +14,20 @@ use index_schema::agent_card::{FAST_AGENT_DIR, is_agent_skill};
 use index_schema::{Diagnostic, Diagnostics, FieldPath};
 use serde_json::json;
 
-use crate::cli::ValidateArgs;
 use crate::detect::{DocumentKind, detect};
 use crate::output::{ExitStatus, Output, UserError};
+
+/// Arguments of `ofc validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Files or directories to check; directories are searched recursively.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Treat every file given as this kind instead of detecting it.
+    #[arg(long, value_enum)]
+    pub kind: Option<DocumentKind>,
+}
 
 /// Largest file `ofc validate` reads.
 const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
@@ -276,8 +287,8 @@ impl Checked {
 /// Checks a document's text.
 fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Checked, Diagnostics> {
     use index_schema::{
-        a2a_card, agent_card, agent_yaml, blueprint, envelope, lockfile, manifest, mcp_server_json,
-        openagents, source,
+        a2a_card, agent_yaml, blueprint, envelope, lockfile, manifest, mcp_server_json, openagents,
+        source,
     };
     match kind {
         DocumentKind::Manifest => manifest::Manifest::from_json(text).map(|_| Checked::clean()),
@@ -303,11 +314,12 @@ fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Checked, Di
         DocumentKind::McpServerJson => {
             mcp_server_json::ServerJson::from_json(text).map(|c| Checked::warned(c.warnings()))
         }
-        DocumentKind::CardMd | DocumentKind::CardYaml => agent_card::AgentCard::load_file(path)
-            .map(|c| Checked {
+        DocumentKind::CardMd | DocumentKind::CardYaml => {
+            crate::cards::load_file(path).map(|c| Checked {
                 card_name: Some(c.card.name.clone()),
                 warnings: c.warnings,
-            }),
+            })
+        }
     }
 }
 
@@ -441,10 +453,9 @@ mod tests {
             assert_eq!(r.card_name.as_deref(), Some("agent"));
         }
         // Publishing the folder finds that card as its one agent.
-        let (entry, kind) = crate::commands::publish::find_entrypoint(
-            &d.path().join("project/.fast-agent/agent-cards"),
-        )
-        .unwrap();
+        let (entry, kind) =
+            crate::package::find_entrypoint(&d.path().join("project/.fast-agent/agent-cards"))
+                .unwrap();
         assert_eq!(kind, DocumentKind::CardYaml);
         assert!(entry.ends_with("agent.yaml"));
         // Outside a card folder the name keeps its meaning.

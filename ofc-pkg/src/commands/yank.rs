@@ -7,10 +7,25 @@ use index_schema::hub_api::YankRequest;
 use index_schema::name::{Reference, VersionSelector};
 use serde_json::json;
 
-use crate::cli::YankArgs;
 use crate::config::Paths;
 use crate::hub::{self, Hub};
 use crate::output::{ExitStatus, Output, UserError};
+
+/// Arguments of `ofc yank`.
+#[derive(Debug, clap::Args)]
+pub struct YankArgs {
+    /// The version: `publisher/agent@1.2.3` (an exact version).
+    #[arg(value_name = "REF")]
+    pub reference: String,
+
+    /// Why it is yanked (shown to users).
+    #[arg(long, value_name = "TEXT", conflicts_with = "undo")]
+    pub reason: Option<String>,
+
+    /// Unyank the version instead.
+    #[arg(long)]
+    pub undo: bool,
+}
 
 /// Longest reason the hub accepts, in characters.
 const MAX_REASON: usize = 1000;

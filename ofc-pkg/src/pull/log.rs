@@ -24,6 +24,7 @@ use semver::Version;
 
 use crate::config::Paths;
 use crate::hub::Hub;
+use crate::hub_url::HubUrl;
 use crate::output::UserError;
 use crate::trust::TrustStore;
 
@@ -66,7 +67,7 @@ pub(crate) struct Checked {
 }
 
 /// The hub's pinned log key and last verified checkpoint, if any.
-pub(crate) fn before(paths: &Paths, hub: &str) -> Result<Option<Before>> {
+pub(crate) fn before(paths: &Paths, hub: &HubUrl) -> Result<Option<Before>> {
     let Some(l) = TrustStore::load(paths)?.log(hub) else {
         return Ok(None);
     };
@@ -102,7 +103,7 @@ fn now_secs() -> u64 {
 }
 
 /// The witness policy the user set for `hub` in `trust.toml`.
-pub(crate) fn witnesses(paths: &Paths, hub: &str) -> Result<Witnesses> {
+pub(crate) fn witnesses(paths: &Paths, hub: &HubUrl) -> Result<Witnesses> {
     let w = TrustStore::load(paths)?.witnesses(hub);
     let keys = w
         .keys
@@ -286,7 +287,7 @@ pub(crate) fn check_entry(
 
 /// Checks `vi`'s log proof for the verified manifest (`digest`, signed by `key_id`).
 #[allow(clippy::too_many_arguments)]
-pub(super) async fn check(
+pub(crate) async fn check(
     hub: &Hub,
     before: Option<&Before>,
     witnesses: &Witnesses,

@@ -20,7 +20,6 @@
 //!    gets the exact version, manifest digest, key and source.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
@@ -28,51 +27,24 @@ use index_schema::envelope::{Envelope, EnvelopeError, KeyId, PublicKey, verify_m
 use index_schema::lockfile::{LockedAgent, LockedSource, Lockfile};
 use index_schema::manifest::Manifest;
 use index_schema::name::{AgentName, Digest, Reference, VersionSelector};
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use semver::Version;
 
 use crate::cache::Cache;
 use crate::config::Paths;
 use crate::credentials::{Credentials, TokenSource};
 use crate::hub::Hub;
+use crate::hub_url::{HubUrl, normalize_hub};
 use crate::output::{UserError, truncate};
 use crate::project;
-use crate::start::Start;
 use crate::trust::TrustStore;
-use crate::unpack::UnpackLimits;
 
+mod context;
 pub(crate) mod log;
 mod source;
 
+use context::{Ctx, Progress};
+pub use context::{MAX_BYTES_ENV, MAX_ENTRIES_ENV, Origin, PullOptions, Pulled, limits_from_env};
 use source::{Installed, Job};
-
-/// Environment variable capping the entries a bundle may unpack to.
-pub const MAX_ENTRIES_ENV: &str = "OFC_MAX_BUNDLE_ENTRIES";
-
-/// Environment variable capping the bytes a bundle may unpack to.
-pub const MAX_BYTES_ENV: &str = "OFC_MAX_BUNDLE_BYTES";
-
-/// The unpack limits: the defaults, lowered or raised by [`MAX_ENTRIES_ENV`] and
-/// [`MAX_BYTES_ENV`] (which caps the whole tree and so each file).
-pub fn limits_from_env() -> Result<UnpackLimits> {
-    let mut l = UnpackLimits::default();
-    let read = |var: &str| -> Result<Option<u64>> {
-        match std::env::var(var) {
-            Ok(v) if !v.is_empty() => v.parse::<u64>().map(Some).map_err(|_| {
-                UserError::new(format!("{var} must be a whole number, not `{v}`")).into()
-            }),
-            _ => Ok(None),
-        }
-    };
-    if let Some(n) = read(MAX_ENTRIES_ENV)? {
-        l.max_entries = n;
-    }
-    if let Some(n) = read(MAX_BYTES_ENV)? {
-        l.max_total_bytes = n;
-        l.max_file_bytes = n;
-    }
-    Ok(l)
-}
 
 /// How many agents are fetched at once.
 const PARALLEL: usize = 4;
@@ -98,69 +70,6 @@ impl Request {
                 .into()
         })
     }
-}
-
-/// How to pull.
-#[derive(Debug, Clone, Default)]
-pub struct PullOptions {
-    /// Use the cache only; never the network.
-    pub offline: bool,
-    /// Refuse to change the lockfile.
-    pub locked: bool,
-    /// The project's lockfile; `None` outside a project.
-    pub lockfile: Option<PathBuf>,
-    /// Limits on what a bundle may unpack to.
-    pub limits: UnpackLimits,
-    /// Draw progress bars (stderr is a terminal and output is not JSON).
-    pub progress: bool,
-    /// pip: allow building source distributions (runs code from the package at install time).
-    pub allow_sdist: bool,
-    /// npm: run the packages' install scripts (off by default: they run code at install time).
-    pub allow_install_scripts: bool,
-    /// Take an older version when the one pulled before is now marked yanked (the flag is not
-    /// signed: a hostile hub could set it to roll clients back).
-    pub allow_yanked_rollback: bool,
-}
-
-/// Where a pulled agent came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Origin {
-    /// Fetched from the hub now.
-    Hub,
-    /// Everything was in the cache already.
-    Cache,
-    /// A local path.
-    Local,
-}
-
-/// What a pull installed.
-#[derive(Debug, Clone)]
-pub struct Pulled {
-    /// `publisher/agent`.
-    pub name: AgentName,
-    /// The exact version.
-    pub version: Version,
-    /// The signed manifest's digest (absent for local agents).
-    pub manifest_digest: Option<Digest>,
-    /// The publisher key that verified.
-    pub key_id: Option<KeyId>,
-    /// The key was pinned by this pull (first use).
-    pub pinned_now: bool,
-    /// What the source resolved to, as recorded in the lockfile.
-    pub source: LockedSource,
-    /// The unpacked files (bundle sources) or the local path.
-    pub path: Option<PathBuf>,
-    /// Where it came from.
-    pub origin: Origin,
-    /// Bytes downloaded.
-    pub downloaded: u64,
-    /// This pull unpacked the bundle (false when another pull had, or it was cached).
-    pub extracted: bool,
-    /// The hub it came from.
-    pub hub: Option<String>,
-    /// How `ofc run` starts it.
-    pub start: Start,
 }
 
 /// The outcome of a pull.
@@ -324,17 +233,6 @@ fn relative_to(path: &Path, base: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-/// Everything one pull task needs.
-#[derive(Clone)]
-struct Ctx {
-    paths: Paths,
-    hub: Hub,
-    cache: Cache,
-    lock: Lockfile,
-    opts: PullOptions,
-    progress: Progress,
-}
-
 /// What resolution decided.
 struct Resolved {
     version: Version,
@@ -357,39 +255,6 @@ struct Verified {
     digest: Digest,
     /// First use: the key that signed, pinned only after the install succeeded.
     pin: Option<PublicKey>,
-}
-
-/// `hub.example` → `https://hub.example`; URLs lose a trailing `/` and get a lowercase scheme
-/// and host, so the forms a lockfile may hold compare equal to the client's hub URL.
-pub fn normalize_hub(s: &str) -> String {
-    let s = s.trim().trim_end_matches('/');
-    let with_scheme = if s.contains("://") {
-        s.to_string()
-    } else {
-        format!("{}://{s}", default_scheme(s))
-    };
-    if let Ok(u) = crate::hub::check_url(&with_scheme) {
-        return u;
-    }
-    let (scheme, rest) = match s.split_once("://") {
-        Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
-        None => (default_scheme(s).to_string(), s),
-    };
-    let (host, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    format!("{scheme}://{}{path}", host.to_ascii_lowercase())
-}
-
-/// Loopback hosts are reached over plain HTTP (as docker does for `localhost`), others HTTPS.
-fn default_scheme(host: &str) -> &'static str {
-    let h = host.split(':').next().unwrap_or(host);
-    if h.eq_ignore_ascii_case("localhost") || h == "127.0.0.1" || h == "[::1]" {
-        "http"
-    } else {
-        "https"
-    }
 }
 
 impl Ctx {
@@ -435,10 +300,12 @@ impl Ctx {
         if url == normalize_hub(&self.hub.url) {
             return Ok(self.hub.clone());
         }
-        let token = Credentials::load(&self.paths)?
+        let stored = Credentials::load(&self.paths)?;
+        let url = HubUrl::parse(&url)?;
+        let token = stored
             .token_for(&url)
             .map(|c| (c.token.clone(), TokenSource::File));
-        Hub::new(url, token)
+        Hub::with_url(url, token)
     }
 
     /// ` --hub URL` when `hub` is not the configured one, for hints.
@@ -707,7 +574,7 @@ impl Ctx {
             origin: Origin::Cache,
             downloaded: 0,
             extracted: false,
-            hub: Some(hub.url.clone()),
+            hub: Some(hub.url.to_string()),
             start,
         })))
     }
@@ -884,7 +751,7 @@ impl Ctx {
             origin: Origin::Hub,
             downloaded,
             extracted,
-            hub: Some(hub.url.clone()),
+            hub: Some(hub.url.to_string()),
             start,
         })
     }
@@ -991,46 +858,6 @@ fn check_identity(m: &Manifest, name: &AgentName, version: Option<&Version>) -> 
     Ok(())
 }
 
-/// Progress bars on stderr, or nothing.
-#[derive(Clone)]
-struct Progress(Option<MultiProgress>);
-
-impl Progress {
-    fn new(enabled: bool) -> Self {
-        if enabled && std::io::stderr().is_terminal() {
-            Progress(Some(MultiProgress::with_draw_target(
-                ProgressDrawTarget::stderr(),
-            )))
-        } else {
-            Progress(None)
-        }
-    }
-
-    fn bar(&self, total: u64, label: String) -> ProgressBar {
-        match &self.0 {
-            Some(m) => {
-                let b = m.add(ProgressBar::new(total));
-                b.set_style(
-                    ProgressStyle::with_template(
-                        "{msg:>30} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
-                    )
-                    .expect("valid template")
-                    .progress_chars("=> "),
-                );
-                b.set_message(label);
-                b
-            }
-            None => ProgressBar::hidden(),
-        }
-    }
-
-    fn clear(&self) {
-        if let Some(m) = &self.0 {
-            let _ = m.clear();
-        }
-    }
-}
-
 /// A summary of pulled agents by name, for the JSON output.
 pub fn summary(p: &Pulled) -> serde_json::Value {
     let mut m = BTreeMap::new();
@@ -1061,18 +888,6 @@ pub fn summary(p: &Pulled) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hub_forms_compare_equal() {
-        assert_eq!(normalize_hub("hub.example"), "https://hub.example");
-        assert_eq!(normalize_hub("HTTPS://Hub.Example/"), "https://hub.example");
-        assert_eq!(normalize_hub("localhost:8733"), "http://localhost:8733");
-        assert_eq!(normalize_hub("127.0.0.1:8733"), "http://127.0.0.1:8733");
-        assert_eq!(
-            normalize_hub("http://127.0.0.1:8733/Path/"),
-            "http://127.0.0.1:8733/Path"
-        );
-    }
 
     #[test]
     fn lock_changes_are_described() {

@@ -77,7 +77,7 @@ fn colour_wanted() -> bool {
 }
 
 /// The line that says the floor is ready.
-pub(super) fn ready_line(handles: &[String], transcript: &Path, ms: f64) -> String {
+pub(crate) fn ready_line(handles: &[String], transcript: &Path, ms: f64) -> String {
     format!(
         "floor ready in {ms:.0} ms: {} (transcript {})",
         handles.join(", "),
@@ -382,7 +382,7 @@ impl Frontend {
 /// The narration line of a floor event, shared by the line mode and the TUI: who is polled,
 /// who responds, passes or fails, how a turn ended… `None` for agents' words (deltas and
 /// messages) and for events that are not narrated.
-pub(super) fn narration(event: &FloorEvent) -> Option<String> {
+pub(crate) fn narration(event: &FloorEvent) -> Option<String> {
     Some(match event {
         FloorEvent::Polling { candidates, .. } => {
             let names: Vec<String> = candidates.iter().map(ToString::to_string).collect();
@@ -435,7 +435,7 @@ pub(super) fn narration(event: &FloorEvent) -> Option<String> {
 
 /// What an input line asks for, shared by the line mode and the TUI.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Input {
+pub(crate) enum Input {
     /// Nothing (a blank line).
     Nothing,
     /// End the session (`/quit`, `/exit`).
@@ -447,7 +447,7 @@ pub(super) enum Input {
 }
 
 /// The interactive commands, for `/help`.
-pub(super) const HELP: [&str; 4] = [
+pub(crate) const HELP: [&str; 4] = [
     "  /agents  list the agents",
     "  /clear   forget the conversation",
     "  /quit    end the session",
@@ -456,7 +456,7 @@ pub(super) const HELP: [&str; 4] = [
 
 /// Interprets one input line: commands are answered here and never posted; anything else
 /// (up to [`MAX_INPUT`] bytes) is to be posted.
-pub(super) async fn interpret(floor: &Floor, line: &str) -> Input {
+pub(crate) async fn interpret(floor: &Floor, line: &str) -> Input {
     let text = line.trim();
     if text.is_empty() {
         return Input::Nothing;

@@ -11,15 +11,16 @@ use runtime::furniture::{
     ContainerHook, FloorFurniture, FurnitureError, FurnitureSettings, Grants,
 };
 
-use super::{plan, supervisor};
+use super::plan;
 use crate::output::UserError;
+use crate::supervisor;
 
 /// Starts the blueprint's furniture (task boards, MCP servers) and workstations (sandbox
 /// containers) and decides the grants: each inline agent gets the furniture its `furniture`
 /// list names, and every workstation when its `can_use_tools` is true, in the classes the
 /// `floor_manager` policies approve (all of them without a `floor_manager`). A piece that does
 /// not start is reported at its blueprint line, and none is left running.
-pub(super) async fn start_furniture(
+pub(crate) async fn start_furniture(
     loaded: &plan::Loaded,
     supervisor: Option<&supervisor::Supervisor>,
     run_id: &str,

@@ -16,13 +16,13 @@
 //! 4. **Stop**: the floor closes, which stops every agent; the supervisor stops anything left.
 
 pub mod agents;
+pub mod exit;
 pub mod floor_manager;
 mod frontend;
 mod furniture;
 pub mod plan;
 pub(crate) mod project_dir;
 pub(crate) mod session;
-pub mod supervisor;
 pub mod switchboard;
 mod tui;
 
@@ -47,27 +47,10 @@ use crate::container::ContainerAgent;
 use crate::hub::Hub;
 use crate::output::{Output, UserError};
 use crate::pull::{self, PullOptions, Request};
+use crate::supervisor;
 use furniture::start_furniture;
 use plan::{Kind, Planned};
 use project_dir::ProjectDir;
-
-/// Exit codes of `ofc run MESSAGE`: how the turn ended.
-pub mod exit {
-    /// The turn ended with an answer to the user (or an agent asking the user).
-    pub const ANSWERED: u8 = 0;
-    /// `ofc run` itself failed (bad blueprint, an agent did not start…).
-    pub const FAILURE: u8 = 1;
-    /// Usage error.
-    pub const USAGE: u8 = 2;
-    /// No agent wanted to respond.
-    pub const NO_ONE_WOKE: u8 = 3;
-    /// A guard ended the turn (hop limit, pair limit, refused cycle).
-    pub const GUARD: u8 = 4;
-    /// An agent failed (error, deadline) and the turn ended.
-    pub const AGENT_ERROR: u8 = 5;
-    /// The turn was cancelled (Ctrl-C).
-    pub const CANCELLED: u8 = 130;
-}
 
 /// Arguments of `ofc run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -242,7 +225,7 @@ fn resolve(
                     InlineAgentType::Switchboard => Ok((
                         h,
                         Activation::Mention,
-                        Kind::Switchboard(switchboard::FileAgent {
+                        Kind::Switchboard(plan::FileAgent {
                             role: a.role,
                             team: a.team.clone(),
                             persona: a.persona.clone(),

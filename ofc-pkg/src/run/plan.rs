@@ -12,6 +12,7 @@ use index_schema::agent_yaml::{AgentSource, AgentYaml};
 use index_schema::blueprint::{Blueprint, InlineAgentType};
 use index_schema::manifest::Activation as YamlActivation;
 use index_schema::source::{self, SourceDoc};
+use index_schema::switchboard::Role;
 use index_schema::{Diagnostics, FieldPath};
 use runtime::agent::{AcpCommand, Agent, Permissions, ProcessCommand};
 use runtime::llm::LlmAgent;
@@ -66,7 +67,7 @@ pub enum Kind {
     Acp(Box<AcpCommand>),
     /// An inline `type: switchboard` agent (seed 004): its turns are files in
     /// `.switchboard/` (it becomes [`Kind::Ready`] once the Switchboard is open).
-    Switchboard(super::switchboard::FileAgent),
+    Switchboard(FileAgent),
 }
 
 /// A loaded blueprint: the parsed document (for positions) and its directory.
@@ -446,6 +447,17 @@ pub fn from_start(
         }
         Start::Remote { endpoint } => Ok((None, Kind::Remote(endpoint.clone()))),
     }
+}
+
+/// A blueprint `type: switchboard` agent, before the Switchboard exists.
+#[derive(Debug, Clone)]
+pub struct FileAgent {
+    /// The seed's role.
+    pub role: Option<Role>,
+    /// Its team.
+    pub team: Option<String>,
+    /// Persona text for the messages it is sent.
+    pub persona: Option<String>,
 }
 
 #[cfg(test)]

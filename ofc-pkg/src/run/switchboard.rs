@@ -11,23 +11,11 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use index_schema::blueprint::{Blueprint, InlineAgentType};
-use index_schema::switchboard::Role;
 use runtime::floor::Floor;
 use runtime::switchboard::{ServedSwitchboard, Switchboard, SwitchboardSettings};
 
 use super::plan::{Kind, Loaded, Planned};
 use crate::output::UserError;
-
-/// A blueprint `type: switchboard` agent, before the Switchboard exists.
-#[derive(Debug, Clone)]
-pub struct FileAgent {
-    /// The seed's role.
-    pub role: Option<Role>,
-    /// Its team.
-    pub team: Option<String>,
-    /// Persona text for the messages it is sent.
-    pub persona: Option<String>,
-}
 
 /// Whether this run keeps a Switchboard.
 pub fn wanted(bp: &Blueprint, flag: bool) -> bool {

@@ -54,7 +54,7 @@ const COLOURS: [Color; 6] = [
 
 /// One item of the scrollback.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Entry {
+pub(crate) enum Entry {
     /// A narration line (who is polled, who responds, how a turn ended, command output).
     Info(String),
     /// Words of `who` (an agent or `@user`), already cleaned.
@@ -63,7 +63,7 @@ pub(super) enum Entry {
 
 /// One row of the agent list.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct AgentRow {
+pub(crate) struct AgentRow {
     pub handle: String,
     pub activation: String,
     pub responding: bool,
@@ -71,7 +71,7 @@ pub(super) struct AgentRow {
 
 /// What the screen shows, updated from floor events. No terminal in here.
 #[derive(Debug)]
-pub(super) struct View {
+pub(crate) struct View {
     pub entries: Vec<Entry>,
     pub agents: Vec<AgentRow>,
     /// A turn is running.
@@ -520,7 +520,7 @@ fn colour_wanted() -> bool {
 
 /// The interactive session on the full screen; the exit code is 0 unless the floor failed.
 /// `greeting` is shown first (the floor-ready line).
-pub(super) async fn session(floor: &Floor, handles: &[String], greeting: &str) -> Result<u8> {
+pub(crate) async fn session(floor: &Floor, handles: &[String], greeting: &str) -> Result<u8> {
     let mut events = floor.subscribe();
     let agents = match floor.snapshot().await {
         Ok(s) => s

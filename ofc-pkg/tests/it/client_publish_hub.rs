@@ -188,8 +188,11 @@ fn publish_variant(home: &Path, hub: &Hub, package: &str, version: &str) {
         )
         .replace("version: 1.0.0", &format!("version: {version}"));
     std::fs::write(dir.path().join("agent.yaml"), yaml).unwrap();
+    // `ofc publish` returns once search shows the agent as the hub now sees it, a pre-release
+    // after a release included (it used to wait for search to show the pre-release, which it
+    // never does, and warn after the whole wait).
     let out = ofc(home, hub)
-        .arg("publish")
+        .args(["--json", "publish", "--wait-secs", "20"])
         .arg(dir.path())
         .output()
         .unwrap();
@@ -198,6 +201,8 @@ fn publish_variant(home: &Path, hub: &Hub, package: &str, version: &str) {
         "{package}@{version}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["searchable"], true, "{package}@{version}: {v}");
 }
 
 /// Issue 14, point 5: the hub's `latest` and what `ofc pull` picks are one rule

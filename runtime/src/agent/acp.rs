@@ -16,6 +16,22 @@
 //! `auto_approve_read`); `approve` selects the agent's "allow once" option, anything else its
 //! "reject once" option (nobody can be asked during a turn), and the decision is recorded as the
 //! tool call's result. Without a `floor_manager` everything is approved, as in the reference.
+//!
+//! `ofc run` builds the command (`plan::acp_agent` in `ofc-pkg`): the program looked up, `env`
+//! expanded from ofc's environment (`${VAR}`; an unset variable is an error at its `env.KEY`
+//! line, where the reference expands it to empty). `initialize` and `session/new` must answer
+//! within 30 s, else the start fails with the agent's stderr tail. `shutdown` closes the
+//! session's pipe, then SIGTERM and SIGKILL go to the process group.
+//!
+//! **Furniture**: when the floor has furniture, `ofc run` serves the floor's MCP endpoints on
+//! 127.0.0.1 ([`crate::furniture::McpEndpoints`]), issues each ACP agent a bearer token, and
+//! passes the pieces it holds a grant on in `session/new`'s `mcpServers` as `http` servers with
+//! `Authorization: Bearer …` ([`AcpCommand::mcp_servers`]; the token is never printed). The
+//! endpoints' guard is the LLM agents': `tools/list` shows what the agent holds, a call outside
+//! its grants is a tool error saying why. An agent that does not announce `mcpCapabilities.http`
+//! starts without them, and its log says so (the reference falls back to SSE; ofc serves no SSE
+//! MCP). Not done: the client `fs`/`terminal` capabilities, `session/cancel` when the floor's
+//! deadline passes.
 
 use std::collections::HashMap;
 use std::fmt;

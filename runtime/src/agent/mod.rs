@@ -6,7 +6,7 @@
 //! - [`ProcessAgent`] starts a command with a port in `OFC_PORT`, waits until its
 //!   `/ofc/info` answers, talks to it over HTTP and stops it with the floor.
 //! - Anything else (an in-process agent, later built-in LLM agents and ACP) implements the
-//!   trait directly; [`serve`] exposes any implementation over the OFC HTTP API.
+//!   trait directly; [`serve()`] exposes any implementation over the OFC HTTP API.
 //!
 //! Deadlines are the floor's business: it wraps every call in its own timeout and drops the
 //! future when the deadline passes, which cancels the request.

@@ -18,6 +18,11 @@
 //!   ends at once with the reason the controller gives.
 //! - **Closing** ([`Floor::close`], or dropping every handle) shuts every agent down (process
 //!   agents are stopped).
+//!
+//! Floors are bounded: a user message over `max_message_bytes` (256 KiB) is refused, a longer
+//! agent reply is stored cut with a marker, and the history kept in memory is at most
+//! `max_history_messages` (10,000) and `max_history_bytes` (64 MiB) — past either, the oldest go
+//! (down to 90 %, so trimming is rare); the transcript keeps everything.
 
 mod calls;
 mod event;

@@ -211,7 +211,7 @@ impl McpToolbox {
         &self.catalog
     }
 
-    /// Closes the connection; a child process gets [`SHUTDOWN_GRACE`] to exit, then is
+    /// Closes the connection; a child process gets `SHUTDOWN_GRACE` to exit, then is
     /// killed.
     pub async fn shutdown(&self) {
         let service = self.service.lock().await.take();

@@ -11,6 +11,25 @@
 //!   grant for.
 //! - [`serve`] exposes the furniture to agents that are not in process, at the floor's MCP
 //!   endpoints of seed 000, each agent under its own token.
+//!
+//! Pieces start all at once ([`FloorFurniture::start_all`]; if one fails, the others are stopped
+//! and `ofc run` reports it at its `furniture[i]` line). An MCP server started as a command runs
+//! in its own process group, reported to `ofc run`'s supervisor, in the blueprint's directory;
+//! the last 4 KiB of its stderr go into start and call errors. The blueprint's `access: {tool:
+//! class}` on a piece overrides the class its annotations give ([`classify`]), an ofc extension;
+//! naming a tool the server does not have is an error, so a typo cannot leave a tool in the wrong
+//! class.
+//!
+//! Differences from the reference CLI (`FURNITURE.md`): per-tool access control is implemented
+//! here (planned there), through classes and the `floor_manager` policies; URL-reached MCP
+//! servers speak streamable HTTP only, not the legacy SSE transport; as there, an agent's
+//! furniture is advertised whatever its `can_use_tools` says (that flag governs workstations);
+//! the task board refuses statuses other than `todo`, `in_progress` and `done` and bounds its
+//! size (10 000 tasks, 4 KiB texts); several JSON objects concatenated in one call's arguments
+//! are an error result, not split into calls; `tool_context` renders a furniture call as
+//! `$ name__tool {arguments}` (the reference shows `name.tool`, which hides what was asked). Not
+//! done: revoking a grant in a running floor, persisting the task board, furniture on the floors
+//! of `ofc floor serve`.
 
 pub mod access;
 pub mod mcp;

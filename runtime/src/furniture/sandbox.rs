@@ -18,6 +18,16 @@
 //!   the output cap, with the exit code when it is not 0. A command still running at its
 //!   timeout is killed with its whole process group inside the container (the exec'd shell
 //!   leads its own group) and the call fails with what it printed so far.
+//!
+//! Differences from the reference (`cli/sandbox/sandbox.go`): podman first (docker works too);
+//! rebuilt on a content hash, not on the Dockerfile's mtime against the image's creation time
+//! (which misses a changed `COPY`ed file), and the built image is not tagged with `image`, so a
+//! built sandbox never shadows a real `python:3.11-slim`; the mount as written
+//! (`./workspace:/workspace`) instead of the workspace at its host path; an output cap, and a kill
+//! of the command's process group at the timeout (the reference kills only the docker client,
+//! leaving the command running in the container); a label, the supervisor and the start-time reap
+//! so that no sandbox outlives its floor. Not done: the ACP `fs`/`terminal` callbacks into the
+//! sandbox (an ACP agent does not get the sandbox yet), resource limits (CPU, memory, network).
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -32,11 +42,10 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
 use super::{FurnitureError, FurnitureSettings};
+use crate::container::NoEngine;
+pub use crate::container::{ENGINE_ENV, Engine, EngineKind};
 use crate::llm::{ToolError, ToolSpec, Toolbox};
 
-/// The environment variable naming the container engine (a program of podman's or docker's
-/// kind); without it podman, else docker, is looked up on `PATH`.
-pub const ENGINE_ENV: &str = "OFC_CONTAINER_ENGINE";
 /// The label every sandbox container carries (its value: the workstation's name).
 pub const LABEL: &str = "ofc.sandbox";
 /// The label holding the pid of the process whose floor owns the container.
@@ -76,54 +85,17 @@ impl Default for SandboxSettings {
     }
 }
 
-/// Which engine a program is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
-    /// podman.
-    Podman,
-    /// docker.
-    Docker,
-}
-
-/// A container engine program.
-#[derive(Debug, Clone)]
-pub struct Engine {
-    /// The program (an absolute path when found on `PATH`).
-    pub program: PathBuf,
-    /// What it is.
-    pub kind: EngineKind,
-}
-
 impl Engine {
-    /// `OFC_CONTAINER_ENGINE`, else podman, else docker.
+    /// `OFC_CONTAINER_ENGINE`, else podman, else docker ([`Engine::detect`]), for a sandbox.
     pub fn find() -> Result<Engine, String> {
-        if let Some(v) = std::env::var_os(ENGINE_ENV).filter(|v| !v.is_empty()) {
-            let v = v.to_string_lossy().into_owned();
-            let program = which(&v).ok_or_else(|| format!("{ENGINE_ENV}={v}: no such program"))?;
-            let kind = if program
-                .file_name()
-                .is_some_and(|f| f.to_string_lossy().contains("docker"))
-            {
-                EngineKind::Docker
-            } else {
-                EngineKind::Podman
-            };
-            return Ok(Engine { program, kind });
-        }
-        for (name, kind) in [
-            ("podman", EngineKind::Podman),
-            ("docker", EngineKind::Docker),
-        ] {
-            if let Some(program) = which(name) {
-                return Ok(Engine { program, kind });
-            }
-        }
-        Err(
-            "a sandbox workstation needs podman or docker, and neither is on PATH (install \
-             podman, e.g. `apt-get install podman`, or name the program with \
-             OFC_CONTAINER_ENGINE)"
-                .into(),
-        )
+        Engine::detect().map_err(|e| match e {
+            NoEngine::NeitherOnPath => "a sandbox workstation needs podman or docker, and \
+                                        neither is on PATH (install podman, e.g. `apt-get \
+                                        install podman`, or name the program with \
+                                        OFC_CONTAINER_ENGINE)"
+                .to_string(),
+            e => e.to_string(),
+        })
     }
 
     /// Runs `engine args…` within `timeout`: stdout on success, the tail of stderr on failure.
@@ -165,17 +137,6 @@ impl Engine {
             EngineKind::Docker => vec!["rm".into(), "-f".into(), name.into()],
         }
     }
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    let p = Path::new(name);
-    if p.components().count() > 1 {
-        return p.is_file().then(|| p.to_path_buf());
-    }
-    let paths = std::env::var_os("PATH")?;
-    std::env::split_paths(&paths)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 fn tail_lines(text: &str, n: usize) -> String {

@@ -12,7 +12,7 @@
 //!   becomes a `status_update` there. Its inbox is its own: ofc writes into it and never
 //!   reads it (an MCP member reads it with `check_inbox`).
 //! - **The floor side** is everyone else on the floor (LLM, ACP, process agents, `user`).
-//!   Their inboxes are read by ofc (the [`router`]): a member's message there is its answer
+//!   Their inboxes are read by ofc (the `router`): a member's message there is its answer
 //!   to the call waiting on it (its `replyTo` naming the question, or none), else a message
 //!   it posts to the floor on its own ([`crate::floor::Floor::post_as`]); either way with its
 //!   Switchboard id, action and `replyTo` in the floor message's `metadata`. Processed files
@@ -21,6 +21,12 @@
 //!   recipient that does not match the inbox) move to `rejected/` with a logged reason.
 //! - [`mcp`] and [`sse`]: the MCP server (`/health`, `/sse`, `/messages?sessionId=`) on
 //!   127.0.0.1, bearer token from `auth_token` (header or `?token=`).
+//!
+//! `ofc floor serve --switchboard DIR` gives every hosted floor a Switchboard of its own at
+//! `DIR/<floor_id>/.switchboard/`, stopped with the floor (no file agents there, as those come
+//! from blueprints: MCP agents join, and agents added over HTTP are its floor side). Not done:
+//! the seed's `bridge.json` (terminal input routing: ofc injects into no terminal) and the
+//! workflow tools of the Switchboard VS Code extension.
 
 pub mod agent;
 pub mod journal;

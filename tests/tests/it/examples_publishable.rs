@@ -50,7 +50,12 @@ fn manifest_for(dir: &Path) -> Manifest {
                 || (n.ends_with(".md") && std::fs::read_to_string(p).unwrap().starts_with("---\n"))
         })
         .unwrap_or_else(|| panic!("{} has neither agent.yaml nor an AgentCard", dir.display()));
-    let loaded = AgentCard::load_file(&card).unwrap_or_else(|d| panic!("{}:\n{d}", card.display()));
+    // Read as ofc reads it (`ofc_pkg::cards::load_file`): the text, and any history file.
+    let text = std::fs::read_to_string(&card).unwrap();
+    let loaded = AgentCard::load_text(&card, &text, &mut |p| {
+        std::fs::read_to_string(p).map_err(|e| e.to_string())
+    })
+    .unwrap_or_else(|d| panic!("{}:\n{d}", card.display()));
     let entry = card.file_name().unwrap().to_str().unwrap().to_string();
     loaded
         .card

@@ -7,6 +7,7 @@ mod common;
 mod examples_publishable;
 mod hostile;
 mod hub_files;
+mod layout;
 mod newcomer_e2e;
 mod publish_blob_e2e;
 mod pull_e2e;

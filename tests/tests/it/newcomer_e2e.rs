@@ -13,10 +13,12 @@ fn init_then_publish_then_at_once_search_and_pull() {
     let hub = TestHub::process(ProcessOptions::default());
     let alice = hub.publisher("alice", &[]);
     let work = tempfile::tempdir().unwrap();
-    for (i, folder) in ["quick-helper", "second-helper", "third-helper"]
-        .iter()
-        .enumerate()
-    {
+    // Words far apart (no typo of one another), so each search can only find its own agent.
+    for (folder, word) in [
+        ("quick-helper", "zebrafinch"),
+        ("second-helper", "kookaburra"),
+        ("third-helper", "pangolin"),
+    ] {
         let dir = work.path().join(folder);
         alice.ofc.ok(&["init", dir.to_str().unwrap()]);
         let text = std::fs::read_to_string(dir.join("agent.yaml")).unwrap();
@@ -26,8 +28,6 @@ fn init_then_publish_then_at_once_search_and_pull() {
             "{text}"
         );
         assert!(!text.contains("# package:"), "{text}");
-        // A distinctive word, so the search below can only find this agent.
-        let word = format!("zebrafinch{i}");
         std::fs::write(
             dir.join("agent.yaml"),
             text.replace(
@@ -37,7 +37,7 @@ fn init_then_publish_then_at_once_search_and_pull() {
         )
         .unwrap();
         alice.ofc.ok(&["publish", dir.to_str().unwrap()]);
-        let found = alice.ofc.json(&["search", &word]);
+        let found = alice.ofc.json(&["search", word]);
         let names: Vec<&str> = found["hits"]
             .as_array()
             .unwrap()

@@ -11,14 +11,14 @@ use index_schema::manifest::{Manifest, Source as ManifestSource};
 use index_schema::name::{AgentName, Digest};
 use reqwest::Method;
 
-use super::{Installed, Job, Source};
+use super::kind::{Installed, Job, Source};
 use crate::hub::Hub;
 use crate::output::UserError;
-use crate::pull::{Ctx, MAX_BYTES_ENV};
+use crate::pull::context::{Ctx, MAX_BYTES_ENV};
 use crate::start::Start;
 
 /// The `bundle` kind.
-pub(super) struct Bundle;
+pub(crate) struct Bundle;
 
 fn parts<'a>(job: &Job<'a>) -> &'a index_schema::manifest::BundleSource {
     match &job.manifest.source {

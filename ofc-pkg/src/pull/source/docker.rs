@@ -32,17 +32,12 @@ use oci_client::{Client, Reference};
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
-use super::{Installed, Job, Source};
+use super::kind::{Installed, Job, Source};
+use crate::cache::layout::{IMAGE_MARKER as MARKER, image_dir};
 use crate::output::{UserError, truncate};
-use crate::pull::Ctx;
+use crate::pull::context::Ctx;
 use crate::start::Start;
 use crate::transfer::{MIN_RATE_ENV, RateFloor, Stalled};
-
-/// The cache directory of images.
-pub const DOCKER_DIR: &str = "docker-v1";
-
-/// The marker written inside a complete layout, before it is renamed into place.
-pub const MARKER: &str = "ofc-image.json";
 
 /// The most bytes one image may have (manifests, config and layers).
 const MAX_IMAGE_BYTES: u64 = 16 * 1024 * 1024 * 1024;
@@ -65,9 +60,9 @@ const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+j
 const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
 
 /// The `docker` kind.
-pub(super) struct Docker;
+pub(crate) struct Docker;
 
-/// What a complete layout holds, written as [`MARKER`].
+/// What a complete layout holds, written as [`MARKER`] (see [`crate::cache::layout`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ImageRecord {
@@ -88,14 +83,6 @@ fn docker_source<'a>(job: &Job<'a>) -> &'a DockerSource {
         ManifestSource::Docker(d) => d,
         _ => unreachable!("the docker kind is only chosen for docker sources"),
     }
-}
-
-/// The directory of the image pinned to `digest`.
-pub fn image_dir(cache_root: &Path, digest: &Digest) -> PathBuf {
-    cache_root
-        .join(DOCKER_DIR)
-        .join("images")
-        .join(digest.hex())
 }
 
 /// The marker of a complete layout at `dir`, when it is there and names `digest`.

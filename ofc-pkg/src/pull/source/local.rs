@@ -9,14 +9,14 @@ use index_schema::lockfile::LockedSource;
 use index_schema::name::Digest;
 
 use crate::output::UserError;
-use crate::pull::{Origin, Pulled};
+use crate::pull::context::{Origin, Pulled};
 use crate::start::Start;
 
 /// A local folder (or agent file) used in place: validated, and recorded with the digest of its
 /// agent file.
 pub(crate) fn pull_local(path: &Path) -> Result<Pulled> {
     let (dir, file) = if path.is_dir() {
-        let (f, _) = crate::commands::publish::find_entrypoint(path)?;
+        let (f, _) = crate::package::find_entrypoint(path)?;
         (path.to_path_buf(), f)
     } else if path.is_file() {
         let dir = path
@@ -25,7 +25,7 @@ pub(crate) fn pull_local(path: &Path) -> Result<Pulled> {
             .unwrap_or(Path::new("."))
             .to_path_buf();
         // The manifest is built from the folder's entrypoint: it must be this file.
-        let (entry, _) = crate::commands::publish::find_entrypoint(&dir)?;
+        let (entry, _) = crate::package::find_entrypoint(&dir)?;
         let same = match (entry.canonicalize(), path.canonicalize()) {
             (Ok(a), Ok(b)) => a == b,
             _ => false,
@@ -49,7 +49,7 @@ pub(crate) fn pull_local(path: &Path) -> Result<Pulled> {
     };
     // Build the manifest as publish would (the signature is thrown away; nothing is uploaded).
     let throwaway = index_schema::envelope::SecretKey::from_seed(&[7; 32]);
-    let prepared = crate::commands::publish::prepare(&dir, None, None, |m| {
+    let prepared = crate::package::prepare(&dir, None, None, |m| {
         index_schema::envelope::sign_manifest(m, &throwaway)
     })
     .with_context(|| format!("{} is not a usable local agent", path.display()))?;

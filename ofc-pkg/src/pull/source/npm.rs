@@ -24,13 +24,12 @@ use index_schema::manifest::{NpmSource, Source as ManifestSource};
 use index_schema::name::Digest;
 use serde::{Deserialize, Serialize};
 
-use super::{Installed, Job, Source};
+use super::kind::{Installed, Job, Source};
+use crate::cache::layout::{self, ENV_MARKER as MARKER, NPM};
 use crate::output::{UserError, truncate};
-use crate::pull::Ctx;
-use crate::run::supervisor::{SpawnError, output_supervised};
+use crate::pull::context::Ctx;
 use crate::start::Start;
-
-const NPM_DIR: &str = "npm-v1";
+use crate::supervisor::{SpawnError, output_supervised};
 
 /// The registry used when the manifest names none.
 const NPMJS: &str = "https://registry.npmjs.org/";
@@ -50,11 +49,8 @@ const MAX_PACKAGE_JSON_BYTES: u64 = 16 * 1024 * 1024;
 /// The scripts npm runs when it installs a package.
 const INSTALL_SCRIPTS: [&str; 3] = ["preinstall", "install", "postinstall"];
 
-/// Marker written inside a complete prefix, before it is renamed into place.
-const MARKER: &str = "ofc-resolution.json";
-
 /// The `npm` kind.
-pub(super) struct Npm;
+pub(crate) struct Npm;
 
 /// What npm resolved: the Node version and every package with its integrity.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,14 +85,8 @@ fn npm_source<'a>(job: &Job<'a>) -> &'a NpmSource {
     }
 }
 
-fn root(cx: &Ctx) -> PathBuf {
-    cx.cache.root().join(NPM_DIR)
-}
-
 fn record_file(cx: &Ctx, manifest: &Digest) -> PathBuf {
-    root(cx)
-        .join("by-manifest")
-        .join(format!("{}.json", manifest.hex()))
+    NPM.record_file(cx.cache.root(), manifest)
 }
 
 fn env_complete(dir: &Path, r: &Resolution) -> bool {
@@ -136,7 +126,7 @@ impl Source for Npm {
                 "the cached npm prefix is not the one ofc.lock records".into()
             ));
         }
-        let dir = root(cx).join("envs").join(rec.key.hex());
+        let dir = NPM.env_dir(cx.cache.root(), &rec.key);
         if !env_complete(&dir, &rec.resolution) {
             return Ok(Err(format!(
                 "its npm prefix {} is missing or incomplete",
@@ -168,7 +158,7 @@ impl Source for Npm {
             prefix.join("package.json"),
             br#"{"name":"ofc-agent-prefix","private":true}"#,
         )?;
-        let npm_cache = root(cx).join("npm-cache");
+        let npm_cache = layout::npm_cache_dir(cx.cache.root());
         let mut cmd = npm_command(&npm_cache, stage.path())?;
         cmd.arg("install")
             .arg("--prefix")
@@ -234,7 +224,7 @@ impl Source for Npm {
         }
 
         let key = resolution.key();
-        let dir = root(cx).join("envs").join(key.hex());
+        let dir = NPM.env_dir(cx.cache.root(), &key);
         let extracted = {
             let cache = cx.cache.clone();
             let _lock = tokio::task::spawn_blocking(move || cache.lock_install("npm-env", &key))

@@ -15,10 +15,10 @@ use index_schema::lockfile::LockedSource;
 use index_schema::manifest::Source as ManifestSource;
 use index_schema::name::Digest;
 
-use super::{Installed, Job, Source};
+use super::kind::{Installed, Job, Source};
 use crate::cache::Cache;
 use crate::output::{UserError, truncate};
-use crate::pull::Ctx;
+use crate::pull::context::Ctx;
 use crate::start::Start;
 
 /// How long a `remote` agent may take to answer `/ofc/info`.
@@ -28,7 +28,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_INFO_BYTES: usize = 1024 * 1024;
 
 /// The `remote` kind.
-pub(super) struct Remote;
+pub(crate) struct Remote;
 
 fn endpoint<'a>(job: &Job<'a>) -> &'a str {
     match &job.manifest.source {
@@ -129,10 +129,7 @@ async fn probe(cx: &Ctx, endpoint: &str, manifest: &Digest) -> Result<Digest> {
     Ok(digest)
 }
 fn info_file(cache: &Cache, manifest: &Digest) -> PathBuf {
-    cache
-        .root()
-        .join("remote-info-v1")
-        .join(format!("{}.json", manifest.hex()))
+    crate::cache::layout::remote_info_file(cache.root(), manifest)
 }
 
 fn write_info(cache: &Cache, manifest: &Digest, body: &[u8]) -> Result<()> {

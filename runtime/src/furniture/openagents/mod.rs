@@ -17,6 +17,13 @@
 //! - **Bounds**: the file's size and task count ([`MAX_TASKS_FILE_BYTES`],
 //!   [`MAX_TASK_LINES`]), every text argument, the answer of `list_tasks`, the commands'
 //!   output and time.
+//!
+//! Ids are `<idPrefix>-` plus the shortest unused prefix (6 hex digits or more) of a SHA-256 over
+//! the title, description, time and a random number, as the loop's `deriveUniqueId` makes them;
+//! `discoveredFrom` goes into `source` and `deps` (`discovered-from`); `close_task` appends the
+//! commits it is given; `update_task` cannot close, and reopening clears `closedAt` and
+//! `closeReason`, as the loop does. Fields outside the loop's schema are refused with their path
+//! (`index_schema::openagents`), because the loop drops unknown fields when it rewrites the file.
 
 pub mod commands;
 pub mod lock;

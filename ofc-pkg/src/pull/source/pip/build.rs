@@ -12,11 +12,14 @@ use anyhow::{Context as _, Result};
 use index_schema::manifest::PipSource;
 use index_schema::name::Digest;
 
-use super::{INSTALLER_ENV, MARKER, Python, Resolution, installed, relocate, run};
-use crate::pull::Ctx;
+use super::installed;
+use super::python::{INSTALLER_ENV, Python, run};
+use super::relocate;
+use super::resolution::{MARKER, Resolution};
+use crate::pull::context::Ctx;
 
 /// Builds the environment in `tmp-v1/` from the verified files and renames it to `dir`.
-pub(super) async fn build_env(
+pub(crate) async fn build_env(
     cx: &Ctx,
     python: &Python,
     files: &[(PathBuf, Digest)],

@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Context as _, Result, anyhow, bail};
 use index_schema::manifest::PipSource;
 
-use super::{Resolution, normalize};
+use super::resolution::{Resolution, normalize};
 use crate::output::{UserError, truncate};
 use crate::start::Start;
 
@@ -25,7 +25,7 @@ const MAX_SHOWN: usize = 5;
 
 /// One installed distribution.
 #[derive(Debug, Clone)]
-pub(super) struct InstalledDist {
+pub(crate) struct InstalledDist {
     /// Its `.dist-info` directory.
     pub dir: PathBuf,
     /// Normalized name (PEP 503), from `METADATA`.
@@ -48,7 +48,7 @@ fn read_capped(path: &Path) -> Result<String> {
 }
 
 /// The one `lib/python3.X/site-packages` of `env`.
-pub(super) fn site_packages(env: &Path) -> Result<PathBuf> {
+pub(crate) fn site_packages(env: &Path) -> Result<PathBuf> {
     let lib = env.join("lib");
     let mut found = Vec::new();
     for e in fs::read_dir(&lib).with_context(|| format!("cannot read {}", lib.display()))? {
@@ -67,7 +67,7 @@ pub(super) fn site_packages(env: &Path) -> Result<PathBuf> {
 }
 
 /// Every `.dist-info` directory of `site`, with the name and version its `METADATA` gives.
-pub(super) fn installed(site: &Path) -> Result<Vec<InstalledDist>> {
+pub(crate) fn installed(site: &Path) -> Result<Vec<InstalledDist>> {
     let mut out = Vec::new();
     for e in fs::read_dir(site).with_context(|| format!("cannot read {}", site.display()))? {
         let dir = e?.path();
@@ -115,7 +115,7 @@ fn find<'a>(dists: &'a [InstalledDist], package: &str, version: &str) -> Option<
 }
 
 /// `rel` resolved against `base` by its components alone (`..` pops one).
-pub(super) fn lexical(base: &Path, rel: &str) -> Option<PathBuf> {
+pub(crate) fn lexical(base: &Path, rel: &str) -> Option<PathBuf> {
     let rel = Path::new(rel);
     let mut out = if rel.is_absolute() {
         PathBuf::from("/")
@@ -139,7 +139,7 @@ pub(super) fn lexical(base: &Path, rel: &str) -> Option<PathBuf> {
 
 /// The path field of a `RECORD` line (CSV: quoted when it holds a comma or a quote), unquoted,
 /// and the rest of the line after its comma.
-pub(super) fn split_record_line(line: &str) -> Option<(String, &str, &str)> {
+pub(crate) fn split_record_line(line: &str) -> Option<(String, &str, &str)> {
     if let Some(rest) = line.strip_prefix('"') {
         let mut path = String::new();
         let mut chars = rest.char_indices();
@@ -166,7 +166,7 @@ pub(super) fn split_record_line(line: &str) -> Option<(String, &str, &str)> {
 
 /// The files `d`'s `RECORD` lists, resolved against site-packages (without touching the
 /// filesystem).
-pub(super) fn record(site: &Path, d: &InstalledDist) -> Result<Vec<PathBuf>> {
+pub(crate) fn record(site: &Path, d: &InstalledDist) -> Result<Vec<PathBuf>> {
     let text = read_capped(&d.dir.join("RECORD"))?;
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -194,7 +194,7 @@ pub(super) fn record(site: &Path, d: &InstalledDist) -> Result<Vec<PathBuf>> {
 /// installed a file of the agent's own distribution `p` (its modules, its console scripts, its
 /// metadata): installers let the last wheel written win, so a dependency could replace the
 /// agent's code or entry point.
-pub(super) fn check(env: &Path, resolution: &Resolution, p: &PipSource) -> Result<()> {
+pub(crate) fn check(env: &Path, resolution: &Resolution, p: &PipSource) -> Result<()> {
     let site = site_packages(env)?;
     let dists = installed(&site)?;
     for d in &dists {
@@ -323,7 +323,7 @@ fn console_script(env: &Path, p: &PipSource, name: &str) -> Result<String> {
 
 /// How the environment's interpreter runs the entry point of `p` (`module:function`, or a
 /// console script of the package itself).
-pub(super) fn start_of(env: &Path, p: &PipSource) -> Result<Start> {
+pub(crate) fn start_of(env: &Path, p: &PipSource) -> Result<Start> {
     let entry = p.entry_point.as_str();
     let target = if entry.contains(':') {
         entry.to_string()
@@ -369,7 +369,7 @@ pub(super) fn start_of(env: &Path, p: &PipSource) -> Result<Start> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Dist;
+    use super::super::resolution::Dist;
     use super::*;
     use index_schema::name::Digest;
 

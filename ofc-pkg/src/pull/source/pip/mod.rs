@@ -24,7 +24,6 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use async_trait::async_trait;
@@ -33,28 +32,24 @@ use index_schema::manifest::{PipSource, Source as ManifestSource};
 use index_schema::name::Digest;
 use serde::{Deserialize, Serialize};
 
-use super::{Installed, Job, Source};
+use super::kind::{Installed, Job, Source};
+use crate::cache::layout::{self, PIP};
 use crate::output::{UserError, truncate};
-use crate::pull::Ctx;
+use crate::pull::context::Ctx;
 use crate::transfer::{MIN_RATE_ENV, RateFloor, Stalled};
 
 mod build;
 mod installed;
+mod python;
 mod relocate;
+mod resolution;
 
 use installed::start_of;
-
-/// Root of everything pip in the cache.
-const PIP_DIR: &str = "pip-v1";
+use python::{Python, ToolFailed, run};
+use resolution::{Dist, MARKER, Resolution, normalize};
 
 /// The index used when the manifest names none.
 const PYPI: &str = "https://pypi.org/simple";
-
-/// Environment variable naming the interpreter (default `python3`).
-pub const PYTHON_ENV: &str = "OFC_PYTHON";
-
-/// Environment variable forcing the installer: `uv` or `pip` (default: uv when on PATH).
-pub const INSTALLER_ENV: &str = "OFC_PIP_INSTALLER";
 
 /// Most distributions one agent may resolve to.
 const MAX_DISTS: usize = 500;
@@ -65,50 +60,8 @@ const MAX_REPORT_BYTES: u64 = 8 * 1024 * 1024;
 /// Largest single distribution file downloaded.
 const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
 
-/// How long resolving or installing may take.
-const STEP_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Most bytes of a failing tool's stderr shown.
-const MAX_STDERR_SHOWN: usize = 2000;
-
 /// The `pip` kind.
-pub(super) struct Pip;
-
-/// What pip resolved: the interpreter and every distribution, sorted by name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Resolution {
-    /// `3.11.7`.
-    python: String,
-    dists: Vec<Dist>,
-}
-
-/// One resolved distribution file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Dist {
-    /// Normalized name (PEP 503).
-    name: String,
-    version: String,
-    sha256: Digest,
-    url: String,
-    filename: String,
-}
-
-impl Resolution {
-    /// What the environment is keyed by: the interpreter and every file's hash, not where the
-    /// files came from.
-    fn key(&self) -> Digest {
-        // v2: environments are checked and relocatable (v1 ones had scripts naming `tmp-v1/`).
-        let mut text = format!("ofc-pip-env-v2\npython {}\n", self.python);
-        for d in &self.dists {
-            text.push_str(&format!("{}=={} {}\n", d.name, d.version, d.sha256));
-        }
-        Digest::of(text.as_bytes())
-    }
-
-    fn hashes(&self) -> BTreeSet<Digest> {
-        self.dists.iter().map(|d| d.sha256).collect()
-    }
-}
+pub(crate) struct Pip;
 
 /// `pip-v1/by-manifest/<hex>.json`: which environment a signed manifest installed.
 #[derive(Debug, Serialize, Deserialize)]
@@ -124,22 +77,13 @@ fn pip_source<'a>(job: &Job<'a>) -> &'a PipSource {
     }
 }
 
-fn root(cx: &Ctx) -> PathBuf {
-    cx.cache.root().join(PIP_DIR)
-}
-
 fn env_dir(cx: &Ctx, key: &Digest) -> PathBuf {
-    root(cx).join("envs").join(key.hex())
+    PIP.env_dir(cx.cache.root(), key)
 }
 
 fn record_file(cx: &Ctx, manifest: &Digest) -> PathBuf {
-    root(cx)
-        .join("by-manifest")
-        .join(format!("{}.json", manifest.hex()))
+    PIP.record_file(cx.cache.root(), manifest)
 }
-
-/// The marker written inside a complete environment, last, before it is renamed into place.
-const MARKER: &str = "ofc-resolution.json";
 
 fn read_record(cx: &Ctx, manifest: &Digest) -> Option<Record> {
     let bytes = fs::read(record_file(cx, manifest)).ok()?;
@@ -295,118 +239,6 @@ impl Source for Pip {
             start,
         })
     }
-}
-
-/// The interpreter: its real path (not a version manager's shim) and version.
-struct Python {
-    exe: PathBuf,
-    version: String,
-}
-
-impl Python {
-    async fn find() -> Result<Python> {
-        let name = std::env::var(PYTHON_ENV)
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "python3".into());
-        let out = run(
-            tokio::process::Command::new(&name).args([
-                "-I",
-                "-c",
-                "import platform, sys; print(platform.python_version()); print(sys.executable)",
-            ]),
-            &format!("{name} (to find the Python interpreter)"),
-        )
-        .await
-        .map_err(|e| {
-            e.context(
-                UserError::new(format!("cannot run `{name}`: pip agents need Python 3")).hint(
-                    format!("install python3, or name an interpreter in {PYTHON_ENV}"),
-                ),
-            )
-        })?;
-        let text = String::from_utf8_lossy(&out);
-        let mut lines = text.lines();
-        let version = lines.next().unwrap_or_default().trim().to_string();
-        let exe = PathBuf::from(lines.next().unwrap_or_default().trim());
-        if version.is_empty() || !exe.is_absolute() {
-            bail!("`{name}` did not say its version and path");
-        }
-        Ok(Python { exe, version })
-    }
-}
-
-/// Runs a command to completion within [`STEP_TIMEOUT`]; its stdout, or an error with the end
-/// of its stderr.
-async fn run(cmd: &mut tokio::process::Command, what: &str) -> Result<Vec<u8>> {
-    // Nothing from the user's environment may add indexes or options behind ofc's back.
-    for (k, _) in std::env::vars_os() {
-        let k = k.to_string_lossy();
-        if k.starts_with("PIP_") || k.starts_with("UV_") {
-            cmd.env_remove(k.as_ref());
-        }
-    }
-    // The user's pip configuration must not add indexes or options behind ofc's back.
-    cmd.env("PIP_CONFIG_FILE", "/dev/null")
-        .env("PIP_NO_INPUT", "1")
-        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-        .env("PYTHONNOUSERSITE", "1")
-        .env("UV_NO_CONFIG", "1");
-    // In a process group watched by a supervisor: a SIGKILLed ofc leaves no pip running.
-    let out = match crate::run::supervisor::output_supervised(cmd, STEP_TIMEOUT).await {
-        Err(e) => return Err(anyhow!(e).context(format!("cannot start {what}"))),
-        Ok(None) => bail!("{what} took longer than {}s", STEP_TIMEOUT.as_secs()),
-        Ok(Some(out)) => out.with_context(|| format!("{what} failed"))?,
-    };
-    if !out.status.success() {
-        bail!(ToolFailed {
-            what: what.to_string(),
-            status: out.status.to_string(),
-            stderr: tail(&out.stderr),
-        });
-    }
-    Ok(out.stdout)
-}
-
-/// A tool exited with an error.
-#[derive(Debug, thiserror::Error)]
-#[error("{what} failed ({status}): {stderr}")]
-struct ToolFailed {
-    what: String,
-    status: String,
-    stderr: String,
-}
-
-/// The end of a tool's stderr, printable.
-fn tail(b: &[u8]) -> String {
-    let s = String::from_utf8_lossy(b);
-    let s = s.trim();
-    let mut start = s.len().saturating_sub(MAX_STDERR_SHOWN);
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    s[start..]
-        .chars()
-        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
-        .collect()
-}
-
-/// PEP 503 name normalization.
-fn normalize(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut sep = false;
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            sep = true;
-        } else {
-            if sep && !out.is_empty() {
-                out.push('-');
-            }
-            sep = false;
-            out.push(c.to_ascii_lowercase());
-        }
-    }
-    out
 }
 
 #[derive(Deserialize)]
@@ -593,7 +425,7 @@ fn own_dist<'a>(r: &'a Resolution, p: &PipSource) -> Result<&'a Dist> {
 /// Downloads one distribution file into `pip-v1/files/<sha256>/<name>`, refusing any byte
 /// stream that does not hash to the resolution's sha256. Returns the path and bytes fetched.
 async fn fetch_file(cx: &Ctx, job: &Job<'_>, d: &Dist) -> Result<(PathBuf, u64)> {
-    let dir = root(cx).join("files").join(d.sha256.hex());
+    let dir = layout::pip_files_dir(cx.cache.root()).join(d.sha256.hex());
     let path = dir.join(&d.filename);
     // A damaged file is fetched again below, replacing it.
     if let Ok(bytes) = fs::read(&path)

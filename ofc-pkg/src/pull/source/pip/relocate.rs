@@ -24,7 +24,7 @@ const HEAD: &str = "#!/bin/sh\n'''exec' \"$(dirname -- \"$(realpath -- \"$0\")\"
 const TAIL: &str = " \"$0\" \"$@\"\n' '''\n";
 
 /// Makes the environment built at `build` work at `dest` (see the module documentation).
-pub(super) fn relocate(build: &Path, dest: &Path) -> Result<()> {
+pub(crate) fn relocate(build: &Path, dest: &Path) -> Result<()> {
     // The installers may have written the build path as given or with its symlinks resolved.
     let mut names = vec![build.to_path_buf()];
     if let Ok(real) = fs::canonicalize(build)

@@ -1,17 +1,6 @@
 //! The content-addressed cache.
 //!
-//! ```text
-//! <cache>/
-//!   bundles-v1/sha256/<hex>/bundle.tar.gz   the bundle as downloaded
-//!                           files/          its unpacked tree
-//!                           tree.blake3     digest of the unpacked tree (see `tree_digest`)
-//!   manifests-v1/sha256/<hex>.json          signed envelopes, by manifest digest
-//!   docker-v1/images/<hex>/                 an OCI image layout, by pinned image digest, with
-//!                           ofc-image.json  its marker: every blob, written when complete
-//!   tmp-v1/                                 work in progress, renamed into place when done
-//!   locks-v1/                               one lock file per entry
-//!   .lock                                   shared by writers, exclusive for rm and gc
-//! ```
+//! Its layout, entry by entry, is [`layout`].
 //!
 //! Every entry is built in `tmp-v1/` and renamed into place, so a reader sees a whole entry or
 //! none. Writers hold an exclusive advisory lock on the entry's lock file, so concurrent installs
@@ -29,15 +18,10 @@ use sha2::{Digest as _, Sha256};
 
 use crate::unpack::{self, UnpackError, UnpackLimits};
 
-const BUNDLES: &str = "bundles-v1";
-const MANIFESTS: &str = "manifests-v1";
-const TMP: &str = "tmp-v1";
-const LOCKS: &str = "locks-v1";
-const BUNDLE_FILE: &str = "bundle.tar.gz";
-const FILES_DIR: &str = "files";
-const TREE_FILE: &str = "tree.blake3";
-const IMAGES: &str = "docker-v1/images";
-const IMAGE_MARKER: &str = "ofc-image.json";
+mod installs;
+pub mod layout;
+
+use layout::{BUNDLE_FILE, CACHE_LOCK, FILES_DIR, LOCKS, TMP, TREE_FILE};
 
 /// Why a cache operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -179,14 +163,11 @@ impl Cache {
     }
 
     fn bundle_dir(&self, digest: &Digest) -> PathBuf {
-        self.root.join(BUNDLES).join("sha256").join(digest.hex())
+        layout::bundle_dir(&self.root, digest)
     }
 
     fn manifest_file(&self, digest: &Digest) -> PathBuf {
-        self.root
-            .join(MANIFESTS)
-            .join("sha256")
-            .join(format!("{}.json", digest.hex()))
+        layout::manifest_file(&self.root, digest)
     }
 
     fn mkdirs(&self, dir: &Path) -> Result<()> {
@@ -208,7 +189,7 @@ impl Cache {
 
     /// Holds the whole cache shared (writers) — `rm` and `gc` wait for none of them.
     fn lock_shared(&self) -> Result<Lock> {
-        let path = self.root.join(".lock");
+        let path = self.root.join(CACHE_LOCK);
         let f = self.open_lock_file(&path)?;
         f.lock_shared().map_err(io_at(&path))?;
         Ok(Lock(f))
@@ -216,7 +197,7 @@ impl Cache {
 
     /// Holds the whole cache exclusively, failing at once if another process uses it.
     fn lock_exclusive(&self) -> Result<Lock> {
-        let path = self.root.join(".lock");
+        let path = self.root.join(CACHE_LOCK);
         let f = self.open_lock_file(&path)?;
         match f.try_lock() {
             Ok(()) => Ok(Lock(f)),
@@ -482,7 +463,7 @@ impl Cache {
     /// Lists the cache. Entries that cannot be read are left out (`verify` reports them).
     pub fn list(&self) -> Result<Listing> {
         let mut listing = Listing::default();
-        for (_, d) in self.digests_in(&self.root.join(MANIFESTS).join("sha256"), ".json")? {
+        for (_, d) in self.digests_in(&layout::manifests_dir(&self.root), ".json")? {
             if let Some(m) = d.and_then(|d| self.manifest(&d).ok()) {
                 listing.manifests.push(m);
             }
@@ -491,7 +472,7 @@ impl Cache {
             (a.manifest.name.to_string(), &a.manifest.version)
                 .cmp(&(b.manifest.name.to_string(), &b.manifest.version))
         });
-        for (_, d) in self.digests_in(&self.root.join(BUNDLES).join("sha256"), "")? {
+        for (_, d) in self.digests_in(&layout::bundles_dir(&self.root), "")? {
             if let Some(b) = d.and_then(|d| self.read_bundle(&d).ok()) {
                 listing.bundles.push(b);
             }
@@ -504,7 +485,7 @@ impl Cache {
         let _cache = self.lock_shared()?;
         let mut checked = 0;
         let mut problems = Vec::new();
-        for (name, d) in self.digests_in(&self.root.join(MANIFESTS).join("sha256"), ".json")? {
+        for (name, d) in self.digests_in(&layout::manifests_dir(&self.root), ".json")? {
             checked += 1;
             let reason = match d {
                 None => Some("not named by a sha256 digest".to_string()),
@@ -518,7 +499,7 @@ impl Cache {
                 });
             }
         }
-        for (name, d) in self.digests_in(&self.root.join(BUNDLES).join("sha256"), "")? {
+        for (name, d) in self.digests_in(&layout::bundles_dir(&self.root), "")? {
             checked += 1;
             let reason = match d {
                 None => Some("not named by a sha256 digest".to_string()),
@@ -533,7 +514,7 @@ impl Cache {
             }
         }
         self.verify_environments(&mut checked, &mut problems);
-        if let Ok(rd) = fs::read_dir(self.root.join(IMAGES)) {
+        if let Ok(rd) = fs::read_dir(layout::images_dir(&self.root)) {
             for e in rd.flatten() {
                 checked += 1;
                 if let Err(reason) = self.verify_image(&e.path()) {
@@ -548,77 +529,6 @@ impl Cache {
             }
         }
         Ok((checked, problems))
-    }
-
-    /// pip and npm environments: each must carry the marker written when it was complete; each
-    /// downloaded pip file must still hash to the sha256 it is filed under.
-    fn verify_environments(&self, checked: &mut usize, problems: &mut Vec<Problem>) {
-        for kind in ["pip-v1", "npm-v1"] {
-            let Ok(rd) = fs::read_dir(self.root.join(kind).join("envs")) else {
-                continue;
-            };
-            for e in rd.flatten() {
-                *checked += 1;
-                let marker = e.path().join("ofc-resolution.json");
-                let ok = fs::read(&marker)
-                    .ok()
-                    .is_some_and(|b| serde_json::from_slice::<serde_json::Value>(&b).is_ok());
-                if !ok {
-                    problems.push(Problem {
-                        kind: "environment",
-                        entry: e.path().display().to_string(),
-                        reason: "its completion marker is missing or unreadable".into(),
-                    });
-                }
-            }
-        }
-        let Ok(rd) = fs::read_dir(self.root.join("pip-v1").join("files")) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let expected = Digest::parse(&format!("sha256:{name}")).ok();
-            for f in fs::read_dir(e.path()).into_iter().flatten().flatten() {
-                if f.file_name().to_string_lossy().starts_with(".tmp") {
-                    continue; // a download in progress
-                }
-                *checked += 1;
-                let actual = fs::read(f.path()).ok().map(|b| Digest::of(&b));
-                if expected.is_none() || actual != expected {
-                    problems.push(Problem {
-                        kind: "pip file",
-                        entry: f.path().display().to_string(),
-                        reason: format!("does not hash to the sha256 it is filed under ({name})"),
-                    });
-                }
-            }
-        }
-    }
-
-    /// The installed environment (pip or npm) or container image (docker) of a cached
-    /// manifest: its kind, directory and whether it is complete.
-    pub fn environment(&self, manifest: &Digest) -> Option<(&'static str, PathBuf, bool)> {
-        if let Ok(m) = self.manifest(manifest)
-            && let Source::Docker(d) = &m.manifest.source
-        {
-            let dir = self.image_dir(&d.digest()?);
-            let complete = dir.join(IMAGE_MARKER).is_file();
-            return Some(("docker", dir, complete));
-        }
-        for (kind, dir) in [("pip", "pip-v1"), ("npm", "npm-v1")] {
-            let rec = self
-                .root
-                .join(dir)
-                .join("by-manifest")
-                .join(format!("{}.json", manifest.hex()));
-            let Ok(bytes) = fs::read(&rec) else { continue };
-            let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-            let key = Digest::parse(v["key"].as_str()?).ok()?;
-            let env = self.root.join(dir).join("envs").join(key.hex());
-            let complete = env.join("ofc-resolution.json").is_file();
-            return Some((kind, env, complete));
-        }
-        None
     }
 
     /// Removes a manifest, and its bundle or container image when no other cached manifest
@@ -658,96 +568,6 @@ impl Cache {
         Ok((Some(bundle), None))
     }
 
-    fn image_dir(&self, digest: &Digest) -> PathBuf {
-        self.root.join(IMAGES).join(digest.hex())
-    }
-
-    /// Removes a container image entry (damaged or not).
-    pub fn remove_image(&self, digest: &Digest) -> Result<bool> {
-        let _cache = self.lock_exclusive()?;
-        let dir = self.image_dir(digest);
-        if !dir.exists() {
-            return Ok(false);
-        }
-        remove_entry_dir(&self.root, &dir)?;
-        Ok(true)
-    }
-
-    /// The image digests the cached manifests pin.
-    fn referenced_images(&self) -> Result<Vec<Digest>> {
-        let mut out = Vec::new();
-        for (_, d) in self.digests_in(&self.root.join(MANIFESTS).join("sha256"), ".json")? {
-            if let Some(m) = d.and_then(|d| self.manifest(&d).ok())
-                && let Source::Docker(dk) = m.manifest.source
-                && let Some(img) = dk.digest()
-            {
-                out.push(img);
-            }
-        }
-        Ok(out)
-    }
-
-    /// Checks one image layout: its marker names it, and every blob the marker lists is there
-    /// with its size and hashes to its name.
-    fn verify_image(&self, dir: &Path) -> std::result::Result<(), String> {
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let bytes = fs::read(dir.join(IMAGE_MARKER))
-            .map_err(|_| "its completion marker is missing".to_string())?;
-        let v: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|_| "its completion marker is unreadable".to_string())?;
-        let digest = v["digest"]
-            .as_str()
-            .and_then(|d| Digest::parse(d).ok())
-            .ok_or("its completion marker names no digest")?;
-        if digest.hex() != name {
-            return Err(format!("its marker names another image ({digest})"));
-        }
-        for b in v["blobs"].as_array().into_iter().flatten() {
-            let Some(d) = b[0].as_str().and_then(|d| Digest::parse(d).ok()) else {
-                return Err("its marker lists an invalid blob".into());
-            };
-            let path = dir.join("blobs/sha256").join(d.hex());
-            match hash_file(&path) {
-                Ok((actual, size)) if actual == d && Some(size) == b[1].as_u64() => {}
-                Ok((actual, _)) => return Err(format!("blob {d} hashes to {actual}")),
-                Err(_) => return Err(format!("blob {d} is missing")),
-            }
-        }
-        for f in ["index.json", "oci-layout"] {
-            if !dir.join(f).is_file() {
-                return Err(format!("its {f} is missing"));
-            }
-        }
-        Ok(())
-    }
-
-    /// Images no cached manifest pins go (through `tmp-v1/`, like bundles).
-    fn gc_images(&self, report: &mut GcReport) -> Result<()> {
-        let used = self.referenced_images()?;
-        let Ok(rd) = fs::read_dir(self.root.join(IMAGES)) else {
-            return Ok(());
-        };
-        for entry in rd.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let d = Digest::parse(&format!("sha256:{name}")).ok();
-            if d.is_some_and(|d| used.contains(&d)) {
-                continue;
-            }
-            let p = entry.path();
-            report.bytes += dir_size(&p);
-            remove_entry_dir(&self.root, &p)?;
-            if let Some(d) = d {
-                report.images.push(d);
-            } else {
-                report.temporaries += 1;
-            }
-        }
-        Ok(())
-    }
-
     /// Removes a bundle entry (damaged or not).
     pub fn remove_bundle(&self, digest: &Digest) -> Result<bool> {
         let _cache = self.lock_exclusive()?;
@@ -759,97 +579,9 @@ impl Cache {
         Ok(true)
     }
 
-    /// pip: `pip-v1/by-manifest/<m>.json` records whose manifest is no longer cached go, then
-    /// every environment (`envs/<key>`) and downloaded file (`files/<sha256>`) that no remaining
-    /// record names. Entries are moved out through `tmp-v1/` like bundles.
-    fn gc_pip(&self, report: &mut GcReport) -> Result<()> {
-        let pip = self.root.join("pip-v1");
-        let records = pip.join("by-manifest");
-        let mut keys = std::collections::HashSet::new();
-        let mut files = std::collections::HashSet::new();
-        for (name, d) in self.digests_in(&records, ".json")? {
-            let path = records.join(&name);
-            let kept = d.is_some_and(|d| self.manifest_file(&d).is_file());
-            let rec: Option<serde_json::Value> = fs::read(&path)
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok());
-            match rec {
-                Some(rec) if kept => {
-                    if let Some(k) = rec["key"].as_str().and_then(|k| Digest::parse(k).ok()) {
-                        keys.insert(k.hex());
-                    }
-                    for dist in rec["resolution"]["dists"].as_array().into_iter().flatten() {
-                        if let Some(h) = dist["sha256"].as_str().and_then(|h| Digest::parse(h).ok())
-                        {
-                            files.insert(h.hex());
-                        }
-                    }
-                }
-                _ => {
-                    fs::remove_file(&path).map_err(io_at(&path))?;
-                }
-            }
-        }
-        for (dir, used) in [(pip.join("envs"), &keys), (pip.join("files"), &files)] {
-            let Ok(rd) = fs::read_dir(&dir) else { continue };
-            for entry in rd.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if used.contains(&name) {
-                    continue;
-                }
-                let p = entry.path();
-                report.bytes += dir_size(&p);
-                remove_entry_dir(&self.root, &p)?;
-                report.environments += 1;
-            }
-        }
-        Ok(())
-    }
-
-    /// npm prefixes no cached manifest uses (`npm-v1/envs/<key>`), the records of manifests
-    /// no longer cached, and npm's own download cache (`npm-v1/npm-cache`, which only speeds
-    /// up a reinstall: every install checks the integrity the lock records).
-    fn gc_npm(&self, report: &mut GcReport) -> Result<()> {
-        let npm = self.root.join("npm-v1");
-        let records = npm.join("by-manifest");
-        let mut keys = std::collections::HashSet::new();
-        for (name, d) in self.digests_in(&records, ".json")? {
-            let path = records.join(&name);
-            let kept = d.is_some_and(|d| self.manifest_file(&d).is_file());
-            let key = fs::read(&path)
-                .ok()
-                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                .and_then(|rec| rec["key"].as_str().and_then(|k| Digest::parse(k).ok()));
-            match key {
-                Some(k) if kept => {
-                    keys.insert(k.hex());
-                }
-                _ => fs::remove_file(&path).map_err(io_at(&path))?,
-            }
-        }
-        if let Ok(rd) = fs::read_dir(npm.join("envs")) {
-            for entry in rd.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if keys.contains(&name) {
-                    continue;
-                }
-                let p = entry.path();
-                report.bytes += dir_size(&p);
-                remove_entry_dir(&self.root, &p)?;
-                report.environments += 1;
-            }
-        }
-        let npm_cache = npm.join("npm-cache");
-        if npm_cache.is_dir() {
-            report.bytes += dir_size(&npm_cache);
-            fs::remove_dir_all(&npm_cache).map_err(io_at(&npm_cache))?;
-        }
-        Ok(())
-    }
-
     fn referenced_bundles(&self) -> Result<Vec<Digest>> {
         let mut out = Vec::new();
-        for (_, d) in self.digests_in(&self.root.join(MANIFESTS).join("sha256"), ".json")? {
+        for (_, d) in self.digests_in(&layout::manifests_dir(&self.root), ".json")? {
             if let Some(m) = d.and_then(|d| self.manifest(&d).ok())
                 && let Source::Bundle(b) = m.manifest.source
             {
@@ -865,7 +597,7 @@ impl Cache {
         let _cache = self.lock_exclusive()?;
         let mut report = GcReport::default();
         let referenced = self.referenced_bundles()?;
-        for (_, d) in self.digests_in(&self.root.join(BUNDLES).join("sha256"), "")? {
+        for (_, d) in self.digests_in(&layout::bundles_dir(&self.root), "")? {
             let Some(d) = d else { continue };
             if referenced.contains(&d) {
                 continue;

@@ -1,7 +1,7 @@
 //! Differential test against fast-agent, the main AgentCard implementation: fast-agent's own
 //! card loader (PyPI `fast-agent-mcp`, run by `scripts/fast-agent-card-verdicts` in the venv that
 //! `scripts/peers/fast-agent` installs) and ofc's validator judge every card of
-//! `tests/fixtures/fast-agent-cards/` and must agree on each file. The corpus was written for this
+//! `index-schema/tests/fixtures/fast-agent-cards/` and must agree on each file. The corpus was written for this
 //! test: every card type, every field fast-agent knows, valid and broken cards. File names say
 //! what the author expected (`ok-…` loads, `bad-…` is refused), which the test checks too, so that
 //! two validators that accepted everything would not pass.
@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use index_schema::agent_card::{AgentCard, CardType, is_agent_skill};
+use index_schema::agent_card::{CardType, is_agent_skill};
 use serde_json::Value;
 
 fn repo_root() -> PathBuf {
@@ -23,7 +23,7 @@ fn repo_root() -> PathBuf {
 }
 
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fast-agent-cards")
+    repo_root().join("index-schema/tests/fixtures/fast-agent-cards")
 }
 
 /// The venv's python; panics with the way to install it when it is missing.
@@ -130,7 +130,7 @@ fn ofc_and_fast_agent_agree_on_every_card() {
             }
             continue;
         }
-        let ofc = AgentCard::load_file(&path);
+        let ofc = ofc_pkg::cards::load_file(&path);
         match (&ofc, fast_agent) {
             (Ok(card), Ok(names)) => {
                 accepted_types.push(card.card.card_type);

@@ -9,6 +9,11 @@
 //! one seam: SQLite has no boolean type, so a truth value read back ([`Flag`]) is PostgreSQL's
 //! BOOLEAN or SQLite's 0/1, and SQLite's BOOLEAN-declared columns (`users.is_admin`,
 //! `users.disabled`) are read as `CAST(… AS INTEGER)` (the driver refuses that declared type).
+//!
+//! Schema differences are confined to the two migration sets, `migrations/sqlite` and
+//! `migrations/postgres` (identity columns, mostly), embedded and chosen by backend at run time,
+//! never edited once landed; times are Unix milliseconds in BIGINT. The storage suite and the
+//! e2e tests run on both backends.
 
 use std::path::Path;
 use std::str::FromStr;

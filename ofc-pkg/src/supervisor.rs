@@ -1,5 +1,6 @@
-//! No orphans: a small watchdog process that stops every agent `ofc run` started when `ofc`
-//! ends, however it ends.
+//! No orphans: a small watchdog process that stops every agent `ofc run` started (and every
+//! installer a pull runs, [`output_supervised`]) when `ofc` ends, however it ends. It sits
+//! below `pull` and `run`, which both start processes.
 //!
 //! A process killed with SIGKILL runs no code, and ofc forbids `unsafe` (so no
 //! `prctl(PR_SET_PDEATHSIG)`, which is Linux-only anyway). Instead `ofc run` starts

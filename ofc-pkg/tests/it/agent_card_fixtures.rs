@@ -1,17 +1,19 @@
-//! Committed AgentCard fixtures: a directory with every card type loads, history files resolve,
+//! Committed AgentCard fixtures (index-schema's), read from disk by [`ofc_pkg::cards`]: a
+//! directory with every card type loads, history files resolve,
 //! duplicate names across a directory are refused, and the invalid corpus fails as expected.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use index_schema::agent_card::{AgentCard, CardFormat, CardType, HistoryFormat, load_dir};
+use index_schema::agent_card::{AgentCard, CardFormat, CardType, HistoryFormat};
 use index_schema::agent_yaml::ManifestDefaults;
 use index_schema::manifest::{BundleSource, Manifest, Source};
 use index_schema::media_types::AGENT_BUNDLE_V1;
 use index_schema::name::{AgentName, Digest};
+use ofc_pkg::cards::{load_dir, load_file};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent_card")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../index-schema/tests/fixtures/agent_card")
 }
 
 #[test]
@@ -111,14 +113,14 @@ fn one_broken_card_does_not_hide_the_others() {
 
 #[test]
 fn load_file_and_load_dir_refuse_what_is_not_there() {
-    assert!(AgentCard::load_file(&fixtures().join("valid/nope.md")).is_err());
-    assert!(AgentCard::load_file(&fixtures().join("valid/history/fewshot.json")).is_err());
+    assert!(load_file(&fixtures().join("valid/nope.md")).is_err());
+    assert!(load_file(&fixtures().join("valid/history/fewshot.json")).is_err());
     assert!(load_dir(&fixtures().join("no-such-dir")).is_err());
 }
 
 #[test]
 fn cards_convert_to_manifests_with_defaults() {
-    let loaded = AgentCard::load_file(&fixtures().join("valid/code_formatter.md")).unwrap();
+    let loaded = load_file(&fixtures().join("valid/code_formatter.md")).unwrap();
     let defaults = ManifestDefaults {
         publisher: Some("acme".into()),
         version: Some(semver::Version::new(0, 1, 0)),
@@ -139,7 +141,7 @@ fn cards_convert_to_manifests_with_defaults() {
     );
 
     // A card without a description cannot be published.
-    let sizer = AgentCard::load_file(&fixtures().join("valid/sizer.md")).unwrap();
+    let sizer = load_file(&fixtures().join("valid/sizer.md")).unwrap();
     let e = sizer.card.to_manifest(defaults).unwrap_err();
     assert_eq!(e.0[0].path.to_string(), "description");
     // Nor without a version and a source.
@@ -151,7 +153,7 @@ fn cards_convert_to_manifests_with_defaults() {
     assert_eq!(paths, ["name", "version", "source"]);
 
     // Model and servers become requirements.
-    let pmo = AgentCard::load_file(&fixtures().join("valid/full_agent.md")).unwrap();
+    let pmo = load_file(&fixtures().join("valid/full_agent.md")).unwrap();
     let m = pmo
         .card
         .to_manifest(ManifestDefaults {
@@ -178,7 +180,7 @@ fn invalid_corpus_names_the_expected_field() {
             continue;
         }
         let expect = fs::read_to_string(format!("{}.expect", path.display())).unwrap();
-        let e = AgentCard::load_file(&path).expect_err(&path.display().to_string());
+        let e = load_file(&path).expect_err(&path.display().to_string());
         let d = &e.0[0];
         assert_eq!(d.path.to_string(), expect.trim(), "{}: {e}", path.display());
         assert!(d.position.is_some(), "{}: {e}", path.display());
