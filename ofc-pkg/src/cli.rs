@@ -38,6 +38,9 @@ pub enum Command {
     /// Run floors: agents taking turns on a conversation.
     #[command(subcommand)]
     Floor(crate::commands::floor::FloorCommand),
+    /// The project's sessions: every `ofc run` records one; `ofc run --resume` continues it.
+    #[command(subcommand)]
+    Sessions(crate::commands::sessions::SessionsCommand),
     /// Create an ed25519 signing key for publishing.
     Keygen(crate::commands::keygen::KeygenArgs),
     /// Create a new agent (agent.yaml or AgentCard) or blueprint in a folder.
@@ -109,6 +112,7 @@ pub fn main() -> ExitCode {
         Command::Floor(crate::commands::floor::FloorCommand::Replay(args)) => {
             crate::commands::floor::replay(args, &mut out)
         }
+        Command::Sessions(cmd) => crate::commands::sessions::run(cmd, &mut out),
         Command::Keygen(args) => crate::commands::keygen::run(args, &mut out),
         Command::Init(args) => crate::commands::init::run(args, &mut out),
         Command::Publish(args) => crate::commands::publish::run(args, &mut out),

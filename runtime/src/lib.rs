@@ -11,6 +11,7 @@
 //! - [`furniture`] is what agents call tools on: the task board and MCP servers, and the
 //!   grants that decide who may call what.
 //! - [`transcript`] writes every floor as JSON lines and replays them through the controller.
+//! - [`session`] keeps every floor as a resumable event log (`.ofc/sessions/<id>.jsonl`).
 //! - [`server`] is the OFC floor server API over HTTP (`ofc floor serve`).
 //! - [`switchboard`] brings seed 004's Switchboard agents onto a floor: agents whose turns
 //!   are JSON files in `.switchboard/`, or calls to its MCP server over HTTP/SSE.
@@ -27,6 +28,7 @@ pub mod lines;
 pub mod llm;
 pub mod mention;
 pub mod server;
+pub mod session;
 pub mod switchboard;
 pub mod transcript;
 

@@ -2,8 +2,9 @@
 //! `.ofc/logs/`. Prints the server's URL on stdout (`{"url", "logs"}` with `--json`) once it
 //! listens, then serves until interrupted.
 //!
-//! `ofc floor replay TRANSCRIPT`: feeds a transcript's recorded events back through the
-//! turn-taking controller and checks it returns the recorded actions.
+//! `ofc floor replay TRANSCRIPT|SESSION`: feeds a transcript's recorded events (or each run's
+//! of a session; see `commands::sessions`) back through the turn-taking controller and checks
+//! it returns the recorded actions.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,7 +28,8 @@ pub enum FloorCommand {
 /// Arguments of `ofc floor replay`.
 #[derive(Debug, clap::Args)]
 pub struct FloorReplayArgs {
-    /// A transcript (`.ofc/logs/<floor_id>.jsonl`).
+    /// A transcript (`.ofc/logs/<floor_id>.jsonl`), a session file
+    /// (`.ofc/sessions/<id>.jsonl`), or the id of a session of this directory's project.
     #[arg(value_name = "TRANSCRIPT")]
     pub transcript: PathBuf,
 }
@@ -210,6 +212,9 @@ async fn shutdown_signal() {
 /// Runs `ofc floor replay`.
 pub fn replay(args: &FloorReplayArgs, out: &mut Output) -> Result<ExitStatus> {
     let path = &args.transcript;
+    if let Some(done) = crate::commands::sessions::replay(path, out) {
+        return done;
+    }
     let lines = transcript::read(path).map_err(|e| UserError::new(e.to_string()))?;
     match transcript::replay(&lines) {
         Ok(report) => {

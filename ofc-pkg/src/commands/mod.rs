@@ -16,6 +16,7 @@ pub mod pull;
 pub mod rm;
 pub mod run;
 pub mod search;
+pub mod sessions;
 pub mod trust;
 pub mod validate;
 pub mod verify;

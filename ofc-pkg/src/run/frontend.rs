@@ -41,6 +41,8 @@ pub struct Frontend {
     streamed: Mutex<HashSet<String>>,
     /// The agent whose tokens are being printed, to start a new line when it changes.
     speaking: Mutex<Option<String>>,
+    /// The session the run records into (named in `--json`'s `ready` event).
+    session: Option<String>,
 }
 
 /// Text from an agent, safe for a terminal: control characters other than newline and tab
@@ -111,7 +113,14 @@ impl Frontend {
             handles: handles.to_vec(),
             streamed: Mutex::new(HashSet::new()),
             speaking: Mutex::new(None),
+            session: None,
         }
+    }
+
+    /// Names the run's session in the `ready` event.
+    pub fn session(mut self, id: &str) -> Self {
+        self.session = Some(id.to_owned());
+        self
     }
 
     fn paint(&self, who: &str, text: &str) -> String {
@@ -172,6 +181,7 @@ impl Frontend {
             self.json_line(&serde_json::json!({
                 "type": "ready",
                 "run": run,
+                "session": self.session,
                 "agents": handles,
                 "transcript": transcript.display().to_string(),
                 "elapsed_ms": ms,

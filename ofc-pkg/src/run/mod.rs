@@ -22,6 +22,7 @@ mod frontend;
 mod furniture;
 pub mod plan;
 pub(crate) mod project_dir;
+pub(crate) mod session;
 pub mod switchboard;
 mod tui;
 
@@ -108,6 +109,8 @@ pub struct RunArgs {
     /// editors can join the floor.
     #[arg(long)]
     pub switchboard: bool,
+    #[command(flatten)]
+    pub session: session::SessionArgs,
 }
 
 /// Runs `ofc run` and maps its outcome to the process exit code.
@@ -724,6 +727,7 @@ async fn run_floor(
         .into());
     }
 
+    let session = session::RunSession::open(&args.session, &loaded.path, &loaded.blueprint, out)?;
     let run_id = project_dir::run_id();
     // Recorded before anything starts: if this run is killed, the next one finds what it left.
     project.write_state(&serde_json::json!({
@@ -751,6 +755,7 @@ async fn run_floor(
     let furniture = start_furniture(loaded, supervisor.as_ref(), &run_id, &agent_log).await;
     project_dir::make_private(&agent_log);
     let furniture = furniture?;
+    session.furniture(furniture.as_ref(), out);
     // Agents outside the process (ACP agents, local HTTP agents) reach the furniture at the
     // floor's MCP endpoints (seed 000), served on loopback for this run, each with a token —
     // those on the blueprint now, those `@floor-manager` adds when they join.
@@ -800,6 +805,7 @@ async fn run_floor(
             }
         }
     }
+    session.agents(&llm_agents, roster.iter().map(|r| r.handle.as_str()), out);
     let starter = Starter {
         client: client.clone(),
         supervisor: supervisor.clone(),
@@ -889,11 +895,13 @@ async fn run_floor(
         endpoint: None,
         info: None,
     });
-    let floor = Floor::open(
+    let floor = Floor::open_session(
         run_id.clone(),
         loaded.blueprint.name.clone(),
         agents,
         settings,
+        session.live(),
+        session.history(),
     )
     .map_err(|e| anyhow!("cannot open the floor: {e}"))?;
     manager.attach(floor.downgrade());
@@ -938,7 +946,7 @@ async fn run_floor(
     }
     project.write_state(&state)?;
 
-    let ui = frontend::Frontend::new(out.json, &handles);
+    let ui = frontend::Frontend::new(out.json, &handles).session(session.live().id().as_str());
     let code = if args.tui {
         let greeting = frontend::ready_line(&handles, &transcript, ready_ms);
         match tui::session(&floor, &handles, &greeting).await {

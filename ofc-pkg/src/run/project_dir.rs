@@ -4,6 +4,7 @@
 //! .ofc/                 0700
 //!   run.lock            held (flock) while an `ofc run` uses this project
 //!   run.json            the current or last run: pid, floor id, transcript, agents, state
+//!   sessions/           0700: one `<id>.jsonl` per session (`run::session`), 0600
 //!   logs/               0700
 //!     <run>.jsonl       the floor's transcript (`ofc floor replay` reads it), 0600
 //!     <run>.agents.log  what the run's process agents printed, 0600

@@ -11,7 +11,31 @@ impl Floor {
         agents: Vec<FloorAgent>,
         settings: FloorSettings,
     ) -> Result<Self, FloorError> {
-        let id = id.into();
+        Self::start(id.into(), name, agents, settings, None)
+    }
+
+    /// Opens a floor that records everything into `session` (see [`crate::session`]) and
+    /// continues `history`, the conversation of a resumed session (empty for a new one): the
+    /// agents' next calls carry it as if the floor had never stopped. No agent is called to
+    /// rebuild it.
+    pub fn open_session(
+        id: impl Into<String>,
+        name: Option<String>,
+        agents: Vec<FloorAgent>,
+        settings: FloorSettings,
+        session: crate::session::LiveSession,
+        history: Vec<Message>,
+    ) -> Result<Self, FloorError> {
+        Self::start(id.into(), name, agents, settings, Some((session, history)))
+    }
+
+    fn start(
+        id: String,
+        name: Option<String>,
+        agents: Vec<FloorAgent>,
+        settings: FloorSettings,
+        session: Option<(crate::session::LiveSession, Vec<Message>)>,
+    ) -> Result<Self, FloorError> {
         if agents.len() > settings.max_agents {
             return Err(FloorError::Full(settings.max_agents));
         }
@@ -45,7 +69,12 @@ impl Floor {
             awaiting: None,
             cancelling: false,
             joining: Vec::new(),
+            session: None,
         };
+        if let Some((session, history)) = session {
+            task.restore(history);
+            task.session = Some(session);
+        }
         task.record(Entry::Floor {
             floor_id: task.id.clone(),
             opened_at: now().to_string(),
@@ -207,5 +236,28 @@ impl Floor {
     /// Closes the floor: cancels what runs and shuts every agent down.
     pub async fn close(&self) -> Result<(), FloorError> {
         self.ask(|reply| Command::Close { reply }).await
+    }
+}
+
+impl FloorTask {
+    /// Takes a resumed session's conversation as the floor's own.
+    fn restore(&mut self, history: Vec<Message>) {
+        for message in history {
+            if let Some(n) = message
+                .id
+                .strip_prefix("msg-")
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                self.next_message = self.next_message.max(n);
+            }
+            if let Ok(handle) = Handle::new(&message.from) {
+                self.last_message_of.insert(handle, message.id.clone());
+            }
+            self.message_ids
+                .insert(message.id.clone(), self.dropped + self.messages.len());
+            self.history_bytes += message_bytes(&message);
+            self.messages.push(message);
+        }
+        self.trim_history();
     }
 }

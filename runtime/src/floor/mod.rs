@@ -334,6 +334,8 @@ struct FloorTask {
     cancelling: bool,
     /// Agents that join when the floor is next idle, with who waits for the answer.
     joining: Vec<(FloorAgent, oneshot::Sender<Result<(), FloorError>>)>,
+    /// The session the floor records into ([`Floor::open_session`]).
+    session: Option<crate::session::LiveSession>,
 }
 
 type Operation = BoxFuture<'static, Completed>;
@@ -908,12 +910,21 @@ impl FloorTask {
     }
 
     fn emit(&self, event: FloorEvent) {
+        if let Some(session) = &self.session {
+            session.record_event(&event);
+        }
         // No observer is not an error.
         let _ = self.events.send(event);
     }
 
     fn record(&mut self, entry: Entry) {
         let t_ms = ms(self.opened.elapsed());
+        if let Some(session) = &self.session {
+            session.record_transcript(&Line {
+                t_ms,
+                entry: entry.clone(),
+            });
+        }
         if let Some(transcript) = self.transcript.as_mut()
             && let Err(error) = transcript.write(&Line { t_ms, entry })
         {

@@ -109,6 +109,18 @@ impl Grants {
         self.held.remove(&(agent.to_owned(), furniture.to_owned()));
     }
 
+    /// Every grant: agent, furniture, classes; sorted.
+    pub fn entries(&self) -> Vec<(String, String, BTreeSet<Class>)> {
+        let mut out: Vec<_> = self
+            .held
+            .iter()
+            .filter(|(_, classes)| !classes.is_empty())
+            .map(|((a, f), c)| (a.clone(), f.clone(), c.clone()))
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Whether `agent` holds `class` on `furniture`.
     pub fn holds(&self, agent: &str, furniture: &str, class: Class) -> bool {
         self.held
@@ -344,6 +356,17 @@ impl FloorFurniture {
         agent
             .grant_mcp(&self.grant_request(handle, name, granted_by))
             .await
+    }
+
+    /// Grants `classes` of `name` to `handle` without telling the agent: a resumed session's
+    /// grants, restored before the agents start (they learn of them as they do of the
+    /// blueprint's). Answers false for furniture the floor does not have.
+    pub fn restore_grant(&self, handle: &str, name: &str, classes: &[Class]) -> bool {
+        if self.get(name).is_none() {
+            return false;
+        }
+        write(&self.grants).grant(handle, name, classes.iter().copied());
+        true
     }
 
     /// Stops every piece.

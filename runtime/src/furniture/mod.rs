@@ -198,6 +198,7 @@ pub struct Furniture {
     mcp: Option<Arc<McpToolbox>>,
     sandbox: Option<Arc<Sandbox>>,
     openagents: Option<OpenAgentsBoard>,
+    taskboard: Option<Arc<TaskBoard>>,
 }
 
 impl fmt::Debug for Furniture {
@@ -276,10 +277,11 @@ impl Furniture {
             name: name.to_owned(),
             kind: "taskboard",
             tools: TaskBoard::catalog(),
-            toolbox: board,
+            toolbox: board.clone(),
             mcp: None,
             sandbox: None,
             openagents: None,
+            taskboard: Some(board),
         }
     }
 
@@ -293,7 +295,13 @@ impl Furniture {
             mcp: None,
             sandbox: None,
             openagents: Some(board),
+            taskboard: None,
         }
+    }
+
+    /// The built-in task board, when it is one.
+    pub fn as_taskboard(&self) -> Option<&Arc<TaskBoard>> {
+        self.taskboard.as_ref()
     }
 
     /// The OpenAgents board, when it is one.
@@ -332,6 +340,7 @@ impl Furniture {
             mcp: None,
             sandbox: Some(sandbox),
             openagents: None,
+            taskboard: None,
         }
     }
 
@@ -346,6 +355,7 @@ impl Furniture {
             mcp: Some(toolbox),
             sandbox: None,
             openagents: None,
+            taskboard: None,
         }
     }
 
@@ -372,6 +382,7 @@ impl Furniture {
             mcp: None,
             sandbox: None,
             openagents: None,
+            taskboard: None,
         })
     }
 

@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{Class, FurnitureTool};
@@ -19,19 +19,20 @@ pub const MAX_TEXT: usize = 4096;
 const STATUSES: [&str; 3] = ["todo", "in_progress", "done"];
 
 /// One task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Task {
     /// Its number, from 1.
     pub id: u64,
     /// What to do.
     pub title: String,
     /// More about it.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     /// `todo`, `in_progress` or `done`.
     pub status: String,
     /// Who took it (`@coder`).
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub assignee: String,
 }
 
@@ -92,6 +93,12 @@ impl TaskBoard {
     /// The tasks, in order.
     pub fn tasks(&self) -> Vec<Task> {
         self.lock().clone()
+    }
+
+    /// Puts back the tasks of a resumed session (at most [`MAX_TASKS`]).
+    pub fn restore(&self, mut tasks: Vec<Task>) {
+        tasks.truncate(MAX_TASKS);
+        *self.lock() = tasks;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Task>> {

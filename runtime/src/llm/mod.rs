@@ -26,6 +26,7 @@
 //!   as a [`SecretString`]: never in `Debug`, logs, transcripts or replies.
 
 pub mod client;
+mod memory;
 pub mod tools;
 
 use std::collections::HashMap;
@@ -178,7 +179,12 @@ pub struct LlmAgent {
     /// The running summary (`memory: {summary: true}`); held across the summary call so
     /// that two responses never write it at once.
     summary: tokio::sync::Mutex<Option<Summary>>,
+    /// Told of each new summary (`through`, `text`): the session records it.
+    on_compaction: Mutex<Option<CompactionHook>>,
 }
+
+/// Called with the id of the last message a new summary covers and the summary.
+pub type CompactionHook = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 /// The running summary of the floor messages before the memory window.
 #[derive(Debug, Clone)]
@@ -238,6 +244,7 @@ impl LlmAgent {
             toolboxes: Mutex::new(Vec::new()),
             connector: None,
             summary: tokio::sync::Mutex::new(None),
+            on_compaction: Mutex::new(None),
         }
     }
 
@@ -330,106 +337,6 @@ impl LlmAgent {
     /// Whether the endpoint can be reached at all (see [`ChatClient::probe`]).
     pub async fn probe(&self, timeout: Duration) -> Result<(), String> {
         self.client.probe(timeout).await
-    }
-
-    /// The memory step of a response: where the floor messages sent in full start, and the
-    /// running summary of those before.
-    ///
-    /// Without `summary`, the latest `memory` messages. With it, the messages after the
-    /// summary are sent in full while there are at most `window + window / 2` of them; past
-    /// that, all but the latest `window` are folded into the summary by one call to the
-    /// agent's model (so one summary call per `window / 2` new messages, not one per turn).
-    /// A summary whose last message is no longer on the floor (`/clear`) is dropped. If the
-    /// summary call fails, the response goes on with the window and the old summary, and the
-    /// next response tries again.
-    async fn memory_step(&self, floor: &[Message]) -> (usize, Option<String>) {
-        let Some(window) = self.config.memory else {
-            return (0, None);
-        };
-        let windowed = floor.len().saturating_sub(window);
-        if !self.config.memory_summary {
-            return (windowed, None);
-        }
-        let mut summary = self.summary.lock().await;
-        let (start, old) = match summary.as_ref().and_then(|s| {
-            floor
-                .iter()
-                .position(|m| m.id == s.through)
-                .map(|i| (i + 1, s.text.clone()))
-        }) {
-            Some((i, text)) => (i, Some(text)),
-            None => {
-                *summary = None;
-                (0, None)
-            }
-        };
-        if floor.len() - start.min(floor.len()) <= window + (window / 2).max(1) {
-            return (start.min(floor.len()), old);
-        }
-        let older = &floor[start..windowed];
-        match self.summarize(old.as_deref(), older).await {
-            Ok(text) => {
-                *summary = Some(Summary {
-                    through: floor[windowed - 1].id.clone(),
-                    text: text.clone(),
-                });
-                (windowed, Some(text))
-            }
-            Err(e) => {
-                tracing::warn!(agent = %self.config.handle, error = %e, "memory summary failed; using the window alone");
-                (windowed, old)
-            }
-        }
-    }
-
-    /// One summary call: the old summary and the messages after it, newest kept when long.
-    async fn summarize(&self, old: Option<&str>, older: &[Message]) -> Result<String, LlmError> {
-        let mut lines: Vec<String> = Vec::new();
-        let mut size = 0;
-        for m in older.iter().rev() {
-            let mut line = format!("{}: {}", m.from, m.content);
-            truncate(&mut line, MAX_SUMMARY_MESSAGE);
-            size += line.len() + 1;
-            if size > MAX_SUMMARY_INPUT && !lines.is_empty() {
-                break;
-            }
-            lines.push(line);
-        }
-        lines.reverse();
-        let mut input = String::new();
-        if let Some(old) = old {
-            let _ = write!(input, "Summary so far:\n{old}\n\n");
-        }
-        let _ = write!(input, "Messages since:\n{}", lines.join("\n"));
-        let messages = [
-            ChatMessage::text(
-                "system",
-                format!(
-                    "You keep the memory of {} on a floor where several participants talk. \
-                     Update the summary with the messages since: who asked for what, what was \
-                     found or decided, what is still open. At most 200 words. Answer with the \
-                     summary only.",
-                    self.config.handle
-                ),
-            ),
-            ChatMessage::text("user", input),
-        ];
-        let chat = ChatRequest {
-            model: &self.config.model,
-            messages: &messages,
-            temperature: self.config.temperature,
-            stream: true,
-            tools: &[],
-        };
-        let mut text = self
-            .client
-            .chat(&chat, &mut |_| {})
-            .await?
-            .content
-            .trim()
-            .to_owned();
-        truncate(&mut text, MAX_SUMMARY);
-        Ok(text)
     }
 
     /// The chat messages from floor message `from` on, after the system prompt and the

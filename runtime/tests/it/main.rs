@@ -14,6 +14,7 @@ mod furniture;
 mod llm_agent;
 mod openagents;
 mod sandbox;
+mod session;
 mod support;
 mod switchboard;
 mod switchboard_mcp;

@@ -19,6 +19,7 @@ mod run_floor_manager_e2e;
 mod run_furniture_e2e;
 mod run_hardening_e2e;
 mod run_sandbox_e2e;
+mod run_session_e2e;
 mod run_switchboard_e2e;
 mod run_tui_e2e;
 mod sources_docker_e2e;
