@@ -4,7 +4,8 @@
 //!   PostgreSQL through one backend-generic layer ([`store::db`]);
 //! - the publish service ([`publish`]): the one way a version enters the hub;
 //! - blobs ([`blob`]: the store trait and the local filesystem store), their bookkeeping and
-//!   claims ([`claims`]) and garbage collection ([`gc`]);
+//!   claims ([`claims`]), the rules of upload sessions ([`uploads`]) and garbage collection
+//!   ([`gc`]);
 //! - the transparency log: its key ([`log_key`]), the heads it proves against
 //!   ([`log_heads`]), its proofs and views ([`tlog`]);
 //! - accounts, tokens and namespaces: the rules ([`auth`]) and the services ([`accounts`],
@@ -39,6 +40,7 @@ pub mod search;
 pub mod start;
 pub mod store;
 pub mod tlog;
+pub mod uploads;
 pub mod web_sessions;
 
 pub use config::Config;

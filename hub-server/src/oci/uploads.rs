@@ -32,6 +32,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 use hub_core::auth::Scope;
 use hub_core::claims::{store_file, use_existing};
+use hub_core::uploads::Room;
 use index_schema::name::Digest;
 use sha2::{Digest as _, Sha256};
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _, AsyncWriteExt as _};
@@ -86,87 +87,49 @@ fn created(repository: &str, digest: &Digest) -> Response {
     (StatusCode::CREATED, h).into_response()
 }
 
-/// How large an upload may grow, and which setting says so.
-#[derive(Debug, Clone, Copy)]
-struct Limit {
-    /// Most bytes the upload may hold in all.
-    total: u64,
-    /// The setting that decided `total`.
-    setting: &'static str,
-    /// That setting's value.
-    quota: u64,
-}
+/// How large an upload may grow, and which setting says so (the core's rule).
+type Limit = Room;
 
-impl Limit {
-    fn refuse(&self) -> OciError {
-        if self.setting == "max_blob_bytes" {
-            return too_large(self.quota);
-        }
-        OciError::denied(format!(
-            "quota exceeded: {} is {} bytes on this hub and {} are in use; finish or cancel \
-             other uploads, or ask the hub's operator",
-            self.setting,
-            self.quota,
-            self.quota.saturating_sub(self.total)
-        ))
+/// The distribution API's answer when an upload would outgrow its [`Room`].
+fn refuse(limit: &Limit) -> OciError {
+    if limit.setting == "max_blob_bytes" {
+        return too_large(limit.quota);
     }
+    OciError::denied(format!(
+        "quota exceeded: {} is {} bytes on this hub and {} are in use; finish or cancel \
+         other uploads, or ask the hub's operator",
+        limit.setting,
+        limit.quota,
+        limit.quota.saturating_sub(limit.total)
+    ))
 }
 
-/// The room an upload by `user_id` into `repository` has: the smallest of `max_blob_bytes`,
-/// what the user's other live uploads leave of `max_upload_bytes_per_user`, and what the
-/// namespace's blobs and other live uploads leave of `max_namespace_bytes`. `except`: the
-/// session being written (its own bytes count in `total`, not against it).
+/// The room an upload by `user_id` into `repository` has ([`hub_core::uploads::room`]).
 async fn room(st: &OciState, user_id: i64, repository: &str, except: &str) -> OciResult<Limit> {
-    let cfg = &st.app.core.config;
-    let store = &st.app.core.store;
-    let ttl = cfg.upload_ttl_ms();
-    let (_, user_bytes) = store.user_uploads(user_id, ttl, except).await?;
     let ns = check_repository(repository)?;
-    let ns_bytes = store.namespace_bytes(ns, ttl, except).await?;
-    let limits = [
-        Limit {
-            total: cfg.max_blob_bytes,
-            setting: "max_blob_bytes",
-            quota: cfg.max_blob_bytes,
-        },
-        Limit {
-            total: cfg.max_upload_bytes_per_user.saturating_sub(user_bytes),
-            setting: "max_upload_bytes_per_user",
-            quota: cfg.max_upload_bytes_per_user,
-        },
-        Limit {
-            total: cfg.max_namespace_bytes.saturating_sub(ns_bytes),
-            setting: "max_namespace_bytes",
-            quota: cfg.max_namespace_bytes,
-        },
-    ];
-    Ok(limits
-        .into_iter()
-        .min_by_key(|l| l.total)
-        .expect("three limits"))
+    Ok(
+        hub_core::uploads::room(&st.app.core.store, &st.app.core.config, user_id, ns, except)
+            .await?,
+    )
 }
 
-/// Before a new upload of `user_id`: drops the user's dead sessions (and their staged bytes),
-/// then refuses when the user has `max_uploads_per_user` live ones.
+/// Before a new upload of `user_id`: the core ends the user's dead sessions (their staged
+/// bytes are deleted here) and refuses when the user has `max_uploads_per_user` live ones.
 async fn admit(st: &OciState, user_id: i64) -> OciResult<()> {
     let cfg = &st.app.core.config;
-    let store = &st.app.core.store;
-    for id in store
-        .expire_user_uploads(user_id, cfg.upload_ttl_ms())
-        .await?
-    {
-        forget(st, &id);
-        let _ = tokio::fs::remove_file(staged(st, &id)).await;
+    let a = hub_core::uploads::admit(&st.app.core.store, cfg, user_id).await?;
+    for id in &a.expired {
+        forget(st, id);
+        let _ = tokio::fs::remove_file(staged(st, id)).await;
     }
-    let (n, _) = store.user_uploads(user_id, cfg.upload_ttl_ms(), "").await?;
-    if n >= cfg.max_uploads_per_user {
+    if !a.allowed {
         return Err(OciError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "TOOMANYREQUESTS",
             format!(
-                "you have {n} uploads open and max_uploads_per_user is {}: finish or cancel \
+                "you have {} uploads open and max_uploads_per_user is {}: finish or cancel \
                  one (idle ones end after {} s)",
-                cfg.max_uploads_per_user, cfg.upload_ttl_secs
+                a.open, cfg.max_uploads_per_user, cfg.upload_ttl_secs
             ),
         )
         .header(header::RETRY_AFTER, "10".into()));
@@ -194,7 +157,7 @@ async fn append(
             )
         })?;
         if offset.saturating_add(n).saturating_add(chunk.len() as u64) > limit.total {
-            return Err(limit.refuse());
+            return Err(refuse(&limit));
         }
         file.write_all(&chunk).await.map_err(OciError::internal)?;
         hasher.update(&chunk);
@@ -266,7 +229,7 @@ pub(crate) async fn start(
             if !store.blob_in_repository(repository, &key).await? {
                 let limit = room(st, user, repository, "").await?;
                 if size > limit.total && limit.setting == "max_namespace_bytes" {
-                    return Err(limit.refuse());
+                    return Err(refuse(&limit));
                 }
             }
             store.link_blob(repository, &key, size).await?;
@@ -291,7 +254,7 @@ pub(crate) async fn start(
     admit(st, user).await?;
     let limit = room(st, user, repository, "").await?;
     if limit.total == 0 {
-        return Err(limit.refuse());
+        return Err(refuse(&limit));
     }
     let id = uuid::Uuid::new_v4().simple().to_string();
     let dir = st.app.core.blobs.staging_dir();
