@@ -1,7 +1,7 @@
 //! The hub's JSON API as the client sees it: one [`Hub`] per command, errors turned into
 //! messages with hints (unreachable hub, missing or refused token, not found).
 //!
-//! Verbs are synchronous; they run the async client on [`runtime`].
+//! Verbs are synchronous; they run the async client on [`runtime()`].
 
 use std::time::Duration;
 

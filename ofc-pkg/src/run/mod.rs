@@ -11,8 +11,8 @@
 //!    agents, and every process agent is started concurrently, each under its own startup
 //!    deadline.
 //! 3. **Run**: the floor opens with its transcript in `.ofc/logs/<run>.jsonl`; one turn
-//!    (MESSAGE) or an interactive session follows ([`frontend`]; full-screen with `--tui`:
-//!    [`tui`]).
+//!    (MESSAGE) or an interactive session follows (`frontend`; full-screen with `--tui`:
+//!    `tui`).
 //! 4. **Stop**: the floor closes, which stops every agent; the supervisor stops anything left.
 
 pub mod agents;
