@@ -151,6 +151,10 @@ pub async fn serve(
     tokio::pin!(shutdown);
     loop {
         let (tcp, peer) = tokio::select! {
+            // Shutdown first: once it is asked for, no connection waiting in the backlog is
+            // taken (the listener closes with them).
+            biased;
+            () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok(x) => x,
                 Err(error) => {
@@ -159,7 +163,6 @@ pub async fn serve(
                     continue;
                 }
             },
-            () = &mut shutdown => break,
         };
         if let Err(error) = tcp.set_nodelay(true) {
             tracing::debug!(%error, "cannot set TCP_NODELAY");

@@ -202,14 +202,23 @@ struct Hosted {
     used: Arc<std::sync::Mutex<std::time::Instant>>,
     /// Its Switchboard, with [`ServerSettings::switchboard_root`]; held so that it runs as
     /// long as the floor is hosted.
-    _switchboard: Option<Arc<HostedSwitchboard>>,
+    switchboard: Option<Arc<HostedSwitchboard>>,
 }
 
 /// A floor's Switchboard and its MCP server; both stop when the floor leaves the server.
 #[derive(Debug)]
 struct HostedSwitchboard {
     sb: Arc<crate::switchboard::Switchboard>,
-    _served: crate::switchboard::ServedSwitchboard,
+    served: crate::switchboard::ServedSwitchboard,
+}
+
+impl HostedSwitchboard {
+    /// Stops it and waits (a few seconds at most) for the delivery under way and for its MCP
+    /// server to stop listening.
+    async fn close(&self) {
+        self.sb.shutdown(Duration::from_secs(5)).await;
+        self.served.close(Duration::from_secs(5)).await;
+    }
 }
 
 impl Drop for HostedSwitchboard {
@@ -233,10 +242,7 @@ async fn host_switchboard(
     let sb = crate::switchboard::Switchboard::open(&dir, settings)?;
     sb.attach(floor).await?;
     let served = sb.serve().await?;
-    Ok(HostedSwitchboard {
-        sb,
-        _served: served,
-    })
+    Ok(HostedSwitchboard { sb, served })
 }
 
 impl FloorServer {
@@ -538,7 +544,7 @@ async fn create_floor(
             floor,
             config,
             used: Arc::new(std::sync::Mutex::new(std::time::Instant::now())),
-            _switchboard: switchboard,
+            switchboard,
         },
     );
     tracing::info!(floor.id = %floor_id, "floor created");
@@ -584,6 +590,11 @@ async fn close_floor(
 ) -> Result<Response, ApiError> {
     let hosted = server.authorized(&floor_id, &headers).await?;
     server.inner.floors.write().await.remove(&floor_id);
+    // Its Switchboard stops first (a delivery under way may wait for the floor), and no
+    // longer answers once the floor's close is answered.
+    if let Some(sb) = &hosted.switchboard {
+        sb.close().await;
+    }
     hosted.floor.close().await.map_err(floor_error)?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -64,22 +64,42 @@ pub struct ServedSwitchboard {
     pub base: String,
     /// The port.
     pub port: u16,
-    stop: Option<oneshot::Sender<()>>,
+    stop: Mutex<Option<oneshot::Sender<()>>>,
+    /// The server's task: it ends once the listener is closed and its connections are.
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     sessions: Sessions,
     sb: Arc<Switchboard>,
 }
 
-impl Drop for ServedSwitchboard {
-    fn drop(&mut self) {
+impl ServedSwitchboard {
+    /// Ends the sessions (their streams), tells the server to stop and removes
+    /// `server_info.json`; the listener closes in the background.
+    fn signal_stop(&self) {
         // Dropping the sessions' senders ends their services and, with them, their streams.
         self.sessions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
-        if let Some(stop) = self.stop.take() {
+        if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = stop.send(());
         }
         self.sb.workspace().remove_server_info();
+    }
+
+    /// Stops the server and waits (at most `wait`) until it no longer listens and its
+    /// connections are closed, so that whoever closed it is never answered by it again.
+    pub async fn close(&self, wait: Duration) {
+        self.signal_stop();
+        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(task) = task {
+            let _ = tokio::time::timeout(wait, task).await;
+        }
+    }
+}
+
+impl Drop for ServedSwitchboard {
+    fn drop(&mut self) {
+        self.signal_stop();
     }
 }
 
@@ -92,7 +112,7 @@ impl Switchboard {
         let sessions = Sessions::default();
         let router = router(Arc::clone(self), Arc::clone(&sessions));
         let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(serve(
+        let task = tokio::spawn(serve(
             listener,
             router,
             ConnLimits::new(
@@ -110,7 +130,8 @@ impl Switchboard {
         Ok(ServedSwitchboard {
             base: format!("http://127.0.0.1:{port}"),
             port,
-            stop: Some(stop),
+            stop: Mutex::new(Some(stop)),
+            task: Mutex::new(Some(task)),
             sessions,
             sb: Arc::clone(self),
         })
