@@ -58,6 +58,9 @@
 //! `type`, `role` (the seed's roles) and optionally `team` and `persona`; any other field on
 //! it, and those three on other agents, are refused with their path.
 //!
+//! `${VAR}`, `${VAR-default}` and `${VAR:-default}` in any string are expanded before these
+//! checks by the loader, through [`vars::expand`] (this crate looks up no variable).
+//!
 //! Workstation types are `sandbox` (a container: `image`, default [`DEFAULT_SANDBOX_IMAGE`];
 //! with a `dockerfile` the image is built from it under a tag of its own, not `image`, as
 //! the runtime's sandbox says; optional `mount` `host:container[:ro|rw]`) and `filesystem` (a
@@ -88,6 +91,7 @@ mod fields_tests;
 mod inline;
 mod memory;
 mod switchboard;
+pub mod vars;
 
 pub use memory::Memory;
 

@@ -303,7 +303,12 @@ fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Checked, Di
             Ok(Checked::warned(doc.locate(a.warnings())))
         }
         DocumentKind::Blueprint => {
-            let doc = source::parse_yaml(text)?;
+            let mut doc = source::parse_yaml(text)?;
+            // As `ofc run` loads it: a variable that is not set here is said here.
+            let unset = blueprint::vars::expand(&mut doc.value, &|n| std::env::var(n).ok());
+            if !unset.is_empty() {
+                return Err(doc.locate(unset));
+            }
             let bp = blueprint::Blueprint::from_doc(&doc)?;
             Ok(Checked::warned(doc.locate(bp.warnings())))
         }

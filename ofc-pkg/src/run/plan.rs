@@ -129,7 +129,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     }
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let doc = source::parse_yaml(&text).map_err(|d| {
+    let mut doc = source::parse_yaml(&text).map_err(|d| {
         let empty = SourceDoc::from_value(serde_json::Value::Null);
         report(path, &empty, d)
     })?;
@@ -158,6 +158,12 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
             );
             return Err(report(path, &doc, d));
         }
+    }
+    // `${VAR}` in every string, once, from ofc's environment (before the checks: an endpoint
+    // may be `${ENDPOINT:-http://…}`).
+    let unset = index_schema::blueprint::vars::expand(&mut doc.value, &|n| std::env::var(n).ok());
+    if !unset.is_empty() {
+        return Err(report(path, &doc, unset));
     }
     let blueprint = Blueprint::from_doc(&doc).map_err(|d| report(path, &doc, d))?;
     let found = blueprint.warnings();
@@ -220,8 +226,8 @@ fn handle_of(h: &index_schema::name::AgentHandle) -> Result<Handle, String> {
 /// How long an ACP agent may take to start and open its session.
 pub const ACP_STARTUP_DEADLINE: Duration = Duration::from_secs(30);
 
-/// An inline `type: acp` agent: its program looked up now, `env` values expanded from ofc's
-/// environment (`${VAR}`; a variable that is not set is an error), its permission requests
+/// An inline `type: acp` agent: its program looked up now, its `env` (already expanded, see
+/// [`index_schema::blueprint::vars`]) added to ofc's environment, its permission requests
 /// to be answered by the blueprint's `floor_manager`. Errors name the field under `field`, the
 /// agent's entry.
 pub fn acp_agent(
@@ -238,12 +244,8 @@ pub fn acp_agent(
         )
     })?;
     let program = resolve_program(command, dir).map_err(|e| (field.key("command"), e))?;
-    let mut env = Vec::new();
-    for (k, v) in &a.env {
-        let value = runtime::agent::expand_env(v, |name| std::env::var(name).ok())
-            .map_err(|e| (field.key("env").key(k.as_str()), e))?;
-        env.push((k.clone(), value));
-    }
+    // Values were `${VAR}`-expanded with the rest of the blueprint when it was loaded.
+    let env: Vec<(String, String)> = a.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let act = activation(a.activation.as_ref());
     let wire_activation = match act {
         Activation::Always => index_schema::wire::Activation::Always,
@@ -480,5 +482,34 @@ mod tests {
         std::fs::write(&file, "type: a2a\nurl: https://agents.example/a2a\n").unwrap();
         let e = from_agent_yaml(&file, d.path(), &mut Vec::new()).unwrap_err();
         assert!(e.contains("unknown field `type`"), "{e}");
+    }
+
+    /// `${…}` is expanded from ofc's environment before the checks (a default endpoint passes
+    /// the URL check); an unset variable names itself and its field, at its line.
+    #[test]
+    fn variables_are_expanded_when_the_blueprint_is_loaded() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("blueprint.yaml");
+        std::fs::write(
+            &file,
+            "name: vars\nagents:\n  - id: \"@a\"\n    model: m\n    endpoint: \"${OFC_PLAN_TEST_UNSET_1:-http://127.0.0.1:9/v1}\"\n    prompt: \"$5 and ${OFC_PLAN_TEST_UNSET_2-}done\"\n",
+        )
+        .unwrap();
+        let loaded = load(&file).unwrap();
+        let a = loaded.blueprint.agents[0].as_inline().unwrap();
+        assert_eq!(a.endpoint.as_deref(), Some("http://127.0.0.1:9/v1"));
+        assert_eq!(a.prompt.as_deref(), Some("$5 and done"));
+        std::fs::write(
+            &file,
+            "name: vars\nagents:\n  - id: \"@a\"\n    model: m\n    prompt: \"hi ${OFC_PLAN_TEST_UNSET_3}\"\n",
+        )
+        .unwrap();
+        let e = load(&file).err().unwrap();
+        assert!(
+            e.contains(":5:")
+                && e.contains("agents[0].prompt")
+                && e.contains("OFC_PLAN_TEST_UNSET_3 is not set"),
+            "{e}"
+        );
     }
 }
