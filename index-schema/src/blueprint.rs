@@ -200,6 +200,11 @@ pub struct InlineAgent {
     /// System prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// A file holding the system prompt instead of `prompt`: relative to the blueprint's
+    /// directory (and inside it), or absolute. The loader reads it into `prompt` (its text is
+    /// not `${VAR}`-expanded) and clears this field; see `ofc run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_file: Option<String>,
     /// `mention` or `always`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activation: Option<Activation>,

@@ -235,3 +235,25 @@ fn reference_shapes_examples_and_fixtures_still_load() {
         }
     }
 }
+
+#[test]
+fn prompt_file_is_accepted_but_not_beside_prompt() {
+    let one = "agents:\n  - id: \"@a\"\n    model: m\n    prompt_file: prompts/a.md\n  - id: \"@b\"\n    type: acp\n    command: c\n    prompt_file: /abs/b.md\n";
+    assert_eq!(warned(one), []);
+    let both = "agents:\n  - id: \"@a\"\n    model: m\n    prompt: hi\n    prompt_file: a.md\n";
+    let found = refused(both);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].0, "agents[0].prompt_file");
+    assert_eq!(found[0].1, Some(5));
+    assert!(
+        found[0]
+            .2
+            .contains("`@a` has both `prompt` and `prompt_file`"),
+        "{found:#?}"
+    );
+    assert!(
+        refused("agents:\n  - {id: \"@a\", model: m, prompt_file: \" \"}\n")[0]
+            .2
+            .contains("must not be empty")
+    );
+}

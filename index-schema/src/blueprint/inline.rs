@@ -21,10 +21,20 @@ pub(super) fn check_inline(
         ("model", &a.model),
         ("command", &a.command),
         ("prompt", &a.prompt),
+        ("prompt_file", &a.prompt_file),
     ] {
         if value.as_deref().is_some_and(|s| s.trim().is_empty()) {
             d.push(p.key(field), "must not be empty");
         }
+    }
+    if a.prompt.is_some() && a.prompt_file.is_some() {
+        d.push(
+            p.key("prompt_file"),
+            format!(
+                "agent `{}` has both `prompt` and `prompt_file`: keep one",
+                a.id
+            ),
+        );
     }
     match a.agent_type() {
         InlineAgentType::Llm => {

@@ -500,6 +500,7 @@ fn arb_inline(furniture: Vec<String>) -> impl Strategy<Value = InlineAgent> {
                         IndexMap::new()
                     },
                     prompt,
+                    prompt_file: None,
                     activation,
                     can_use_tools,
                     temperature: temperature.filter(|_| !acp),

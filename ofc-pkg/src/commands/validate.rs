@@ -305,11 +305,17 @@ fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Checked, Di
         DocumentKind::Blueprint => {
             let mut doc = source::parse_yaml(text)?;
             // As `ofc run` loads it: a variable that is not set here is said here.
-            let unset = blueprint::vars::expand(&mut doc.value, &|n| std::env::var(n).ok());
+            let unset = crate::blueprint_files::expand_vars(&mut doc);
             if !unset.is_empty() {
                 return Err(doc.locate(unset));
             }
-            let bp = blueprint::Blueprint::from_doc(&doc)?;
+            let mut bp = blueprint::Blueprint::from_doc(&doc)?;
+            let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+            let unread =
+                crate::blueprint_files::read_prompt_files(&mut bp, dir.unwrap_or(Path::new(".")));
+            if !unread.is_empty() {
+                return Err(doc.locate(unread));
+            }
             Ok(Checked::warned(doc.locate(bp.warnings())))
         }
         DocumentKind::Lockfile => lockfile::Lockfile::from_toml(text).map(|_| Checked::clean()),

@@ -161,11 +161,11 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     }
     // `${VAR}` in every string, once, from ofc's environment (before the checks: an endpoint
     // may be `${ENDPOINT:-http://…}`).
-    let unset = index_schema::blueprint::vars::expand(&mut doc.value, &|n| std::env::var(n).ok());
+    let unset = crate::blueprint_files::expand_vars(&mut doc);
     if !unset.is_empty() {
         return Err(report(path, &doc, unset));
     }
-    let blueprint = Blueprint::from_doc(&doc).map_err(|d| report(path, &doc, d))?;
+    let mut blueprint = Blueprint::from_doc(&doc).map_err(|d| report(path, &doc, d))?;
     let found = blueprint.warnings();
     let warnings = if found.is_empty() {
         Vec::new()
@@ -181,6 +181,10 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         .unwrap_or(Path::new("."))
         .to_path_buf();
     let dir = dir.canonicalize().unwrap_or(dir);
+    let unread = crate::blueprint_files::read_prompt_files(&mut blueprint, &dir);
+    if !unread.is_empty() {
+        return Err(report(path, &doc, unread));
+    }
     Ok(Loaded {
         warnings,
         path: path.to_path_buf(),
@@ -373,6 +377,7 @@ pub fn from_agent_yaml(
         args: Vec::new(),
         env: y.env.clone(),
         prompt: y.prompt.clone(),
+        prompt_file: None,
         activation: y.activation,
         can_use_tools: y.can_use_tools,
         temperature: y.temperature,

@@ -1,0 +1,165 @@
+//! What loading a blueprint reads besides its own text (`index_schema::blueprint` does no
+//! I/O): `${VAR}` values from ofc's environment, and each agent's `prompt_file`. Used by
+//! `ofc run` and `ofc validate` alike, so both say the same about a blueprint.
+//!
+//! Files a blueprint names are read under one path rule: a relative path is taken from the
+//! blueprint's directory and must stay inside it, after `..` and symlinks are resolved (a
+//! blueprint pulled from elsewhere cannot send `../../.ssh/id_ed25519` to a model); an absolute
+//! path is the author's explicit choice and is read as written.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use index_schema::blueprint::{AgentEntry, Blueprint, vars};
+use index_schema::source::SourceDoc;
+use index_schema::{Diagnostics, FieldPath};
+
+/// The largest prompt file read (a prompt is sent with every turn).
+pub const MAX_PROMPT_FILE_BYTES: u64 = 1 << 20;
+
+/// Expands `${VAR}`, `${VAR-default}` and `${VAR:-default}` in every string of the parsed
+/// blueprint from ofc's environment; each unset variable is one diagnostic on its field.
+pub fn expand_vars(doc: &mut SourceDoc) -> Diagnostics {
+    vars::expand(&mut doc.value, &|name| std::env::var(name).ok())
+}
+
+/// Reads each inline agent's `prompt_file` (under the path rule above) into its `prompt`, and
+/// clears `prompt_file`. The text is used as written: no `${VAR}` expansion.
+pub fn read_prompt_files(bp: &mut Blueprint, dir: &Path) -> Diagnostics {
+    let mut d = Diagnostics::default();
+    for (i, entry) in bp.agents.iter_mut().enumerate() {
+        let AgentEntry::Inline(a) = entry else {
+            continue;
+        };
+        let Some(file) = a.prompt_file.take() else {
+            continue;
+        };
+        let field = FieldPath::root().key("agents").index(i).key("prompt_file");
+        match resolve_in(dir, &file).and_then(|p| read_text(&p, &file)) {
+            Ok(text) => a.prompt = Some(text),
+            Err(e) => {
+                d.push(field, e);
+                a.prompt_file = Some(file);
+            }
+        }
+    }
+    d
+}
+
+/// `path` as the blueprint in `dir` names it: absolute as written, relative inside `dir`.
+pub fn resolve_in(dir: &Path, path: &str) -> Result<PathBuf, String> {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        return Ok(p.to_path_buf());
+    }
+    let joined = dir.join(p);
+    let real = joined
+        .canonicalize()
+        .map_err(|e| format!("cannot read `{path}` ({}): {e}", joined.display()))?;
+    let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    if real.starts_with(&root) {
+        return Ok(real);
+    }
+    let how = if p.components().any(|c| c == std::path::Component::ParentDir) {
+        "leads"
+    } else {
+        "leads through a symlink"
+    };
+    Err(format!(
+        "`{path}` {how} outside the blueprint's directory ({}); a relative path must stay \
+         inside it — write an absolute path to read a file elsewhere",
+        root.display()
+    ))
+}
+
+/// A UTF-8 text file of at most [`MAX_PROMPT_FILE_BYTES`]; errors name it as written.
+fn read_text(p: &Path, named: &str) -> Result<String, String> {
+    let cannot =
+        |e: &dyn std::fmt::Display| format!("cannot read `{named}` ({}): {e}", p.display());
+    let f = std::fs::File::open(p).map_err(|e| cannot(&e))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_PROMPT_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| cannot(&e))?;
+    if bytes.len() as u64 > MAX_PROMPT_FILE_BYTES {
+        return Err(cannot(&format!(
+            "larger than {MAX_PROMPT_FILE_BYTES} bytes"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| cannot(&"not UTF-8 text"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blueprint(text: &str) -> Blueprint {
+        Blueprint::from_yaml(text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_prompt_file_becomes_the_prompt_unexpanded() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("prompts")).unwrap();
+        std::fs::write(d.path().join("prompts/a.md"), "Costs ${PRICE} and $5\n").unwrap();
+        let mut bp = blueprint(
+            "agents:\n  - {id: \"@a\", model: m, prompt_file: prompts/a.md}\n  - {id: \"@b\", model: m, prompt: inline}\n",
+        );
+        assert!(read_prompt_files(&mut bp, d.path()).is_empty());
+        let a = bp.agents[0].as_inline().unwrap();
+        assert_eq!(a.prompt.as_deref(), Some("Costs ${PRICE} and $5\n"));
+        assert_eq!(a.prompt_file, None);
+        assert_eq!(
+            bp.agents[1].as_inline().unwrap().prompt.as_deref(),
+            Some("inline")
+        );
+        assert!(bp.validate().is_ok(), "resolved, it is a plain prompt");
+    }
+
+    #[test]
+    fn a_missing_file_is_named_with_its_field() {
+        let d = tempfile::tempdir().unwrap();
+        let mut bp = blueprint(
+            "agents:\n  - {id: \"@a\", model: m}\n  - {id: \"@b\", model: m, prompt_file: nope.md}\n",
+        );
+        let e = read_prompt_files(&mut bp, d.path());
+        let e: Vec<_> = e.iter().collect();
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].path.to_string(), "agents[1].prompt_file");
+        assert!(
+            e[0].message.contains("cannot read `nope.md`"),
+            "{}",
+            e[0].message
+        );
+    }
+
+    #[test]
+    fn relative_paths_stay_inside_the_blueprint_directory() {
+        let outer = tempfile::tempdir().unwrap();
+        let dir = outer.path().join("floor");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(outer.path().join("secret"), "s3cret").unwrap();
+        std::fs::write(dir.join("ok.md"), "fine").unwrap();
+        let e = resolve_in(&dir, "../secret").unwrap_err();
+        assert!(
+            e.contains("`../secret` leads outside the blueprint's directory")
+                && e.contains("absolute path"),
+            "{e}"
+        );
+        // Down and back up inside is fine.
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        assert!(resolve_in(&dir, "sub/../ok.md").is_ok());
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(outer.path().join("secret"), dir.join("link.md")).unwrap();
+            let e = resolve_in(&dir, "link.md").unwrap_err();
+            assert!(e.contains("through a symlink"), "{e}");
+        }
+        // Written as an absolute path, it is the author's explicit choice.
+        let abs = outer.path().join("secret");
+        assert_eq!(
+            read_text(&resolve_in(&dir, abs.to_str().unwrap()).unwrap(), "x").unwrap(),
+            "s3cret"
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! The reference CLI's blueprint fields end to end, through the real `ofc` binary:
+//! `${VAR}` forms expanded at load (an unset one named with its field), `prompt_file` read
+//! from the blueprint's directory (never `../` out of it) and sent to the scripted model as
+//! written.
+//!
+//! Needs the binaries: `cargo build -p ofc-pkg -p hub-server --bins`.
+
+use std::path::Path;
+
+use crate::common::run::blueprint;
+use crate::common::{Ofc, Run};
+use crate::run_e2e::{ModelServer, chat_of, pieces};
+
+fn ofc_in(ofc: &Ofc, dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut c = ofc.cmd();
+    c.current_dir(dir).args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    Ofc::finish(&mut c)
+}
+
+#[test]
+fn variables_and_a_prompt_file_reach_the_model_expanded_once() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(&[("fields-model", vec![pieces(&["Noted, ", "@user."])])]);
+    std::fs::create_dir(proj.path().join("prompts")).unwrap();
+    // A prompt file is text: `${…}` in it is not expanded.
+    std::fs::write(
+        proj.path().join("prompts/keeper.md"),
+        "You keep notes. Literal: ${OFC_E2E_FIELDS_ENDPOINT} and $5.\n",
+    )
+    .unwrap();
+    blueprint(
+        proj.path(),
+        "name: fields\ndefaults:\n  endpoint: \"${OFC_E2E_FIELDS_ENDPOINT}\"\n  model: \"${OFC_E2E_FIELDS_UNSET_MODEL:-fields-model}\"\nagents:\n  - id: \"@keeper\"\n    name: \"${OFC_E2E_FIELDS_EMPTY:-Keeper}\"\n    activation: always\n    prompt_file: prompts/keeper.md\n",
+    );
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    let env = [
+        ("OFC_E2E_FIELDS_ENDPOINT", model.endpoint.as_str()),
+        ("OFC_E2E_FIELDS_EMPTY", ""),
+    ];
+    let r = ofc_in(&ofc, proj.path(), &env, &["run", "Remember this"]);
+    r.assert_code(0);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1, "{}", r.stderr);
+    assert_eq!(requests[0].1["model"], "fields-model");
+    let chat = chat_of(&requests[0].1);
+    assert_eq!(chat[0].0, "system");
+    assert!(
+        chat[0]
+            .2
+            .contains("You keep notes. Literal: ${OFC_E2E_FIELDS_ENDPOINT} and $5."),
+        "{chat:#?}"
+    );
+    // `ofc validate` loads it the same way.
+    let v = ofc_in(&ofc, proj.path(), &env, &["validate", "blueprint.yaml"]);
+    v.assert_code(0);
+}
+
+#[test]
+fn an_unset_variable_names_itself_and_its_field() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    blueprint(
+        proj.path(),
+        "name: fields\nagents:\n  - id: \"@a\"\n    model: m\n    endpoint: http://127.0.0.1:9/v1\n    prompt: \"Hello ${OFC_E2E_FIELDS_NEVER_SET}\"\n",
+    );
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    for args in [&["run", "hi"][..], &["validate", "blueprint.yaml"]] {
+        let r = ofc_in(&ofc, proj.path(), &[], args);
+        assert_ne!(r.code, Some(0), "{args:?}");
+        let all = format!("{}{}", r.stdout, r.stderr);
+        assert!(
+            all.contains("agents[0].prompt")
+                && all.contains("OFC_E2E_FIELDS_NEVER_SET is not set")
+                && all.contains(":6:"),
+            "{args:?}: {all}"
+        );
+    }
+}
+
+#[test]
+fn a_prompt_file_outside_the_blueprint_directory_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let outer = tempfile::tempdir().unwrap();
+    let proj = outer.path().join("floor");
+    std::fs::create_dir(&proj).unwrap();
+    std::fs::write(outer.path().join("secret"), "do-not-send-4711").unwrap();
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    let agent = |field: &str| {
+        format!(
+            "name: fields\nagents:\n  - id: \"@a\"\n    model: m\n    endpoint: http://127.0.0.1:9/v1\n{field}"
+        )
+    };
+    blueprint(&proj, &agent("    prompt_file: ../secret\n"));
+    let r = ofc_in(&ofc, &proj, &[], &["run", "hi"]);
+    r.assert_code(1);
+    assert!(
+        r.stderr.contains("agents[0].prompt_file")
+            && r.stderr
+                .contains("`../secret` leads outside the blueprint's directory"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("do-not-send-4711"));
+
+    blueprint(&proj, &agent("    prompt_file: missing.md\n"));
+    let r = ofc_in(&ofc, &proj, &[], &["run", "hi"]);
+    r.assert_code(1);
+    assert!(
+        r.stderr.contains("agents[0].prompt_file") && r.stderr.contains("cannot read `missing.md`"),
+        "{}",
+        r.stderr
+    );
+
+    blueprint(&proj, &agent("    prompt: hi\n    prompt_file: p.md\n"));
+    let r = ofc_in(&ofc, &proj, &[], &["run", "hi"]);
+    r.assert_code(1);
+    assert!(
+        r.stderr
+            .contains("agent `@a` has both `prompt` and `prompt_file`"),
+        "{}",
+        r.stderr
+    );
+}
