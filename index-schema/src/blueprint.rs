@@ -91,6 +91,7 @@ mod fields_tests;
 mod inline;
 mod memory;
 mod switchboard;
+pub mod template;
 pub mod vars;
 
 pub use memory::Memory;

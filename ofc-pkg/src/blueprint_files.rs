@@ -1,6 +1,7 @@
 //! What loading a blueprint reads besides its own text (`index_schema::blueprint` does no
-//! I/O): `${VAR}` values from ofc's environment, and each agent's `prompt_file`. Used by
-//! `ofc run` and `ofc validate` alike, so both say the same about a blueprint.
+//! I/O): `${VAR}` values from ofc's environment, each agent's `prompt_file`, and what prompt
+//! templates read (`<% readfile %>`, `<% env %>`) before each turn. Used by `ofc run` and
+//! `ofc validate` alike, so both say the same about a blueprint.
 //!
 //! Files a blueprint names are read under one path rule: a relative path is taken from the
 //! blueprint's directory and must stay inside it, after `..` and symlinks are resolved (a
@@ -8,11 +9,14 @@
 //! path is the author's explicit choice and is read as written.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
+use index_schema::blueprint::template::{self, Call, Template};
 use index_schema::blueprint::{AgentEntry, Blueprint, vars};
 use index_schema::source::SourceDoc;
 use index_schema::{Diagnostics, FieldPath};
+use runtime::llm::PromptSource;
 
 /// The largest prompt file read (a prompt is sent with every turn).
 pub const MAX_PROMPT_FILE_BYTES: u64 = 1 << 20;
@@ -24,26 +28,68 @@ pub fn expand_vars(doc: &mut SourceDoc) -> Diagnostics {
 }
 
 /// Reads each inline agent's `prompt_file` (under the path rule above) into its `prompt`, and
-/// clears `prompt_file`. The text is used as written: no `${VAR}` expansion.
+/// clears `prompt_file`; the text is used as written (no `${VAR}` expansion). Then checks each
+/// prompt template: its syntax, and that each `readfile` path keeps to the path rule (a file
+/// not there yet is only read at the turn). Errors are on the field the prompt came from.
 pub fn read_prompt_files(bp: &mut Blueprint, dir: &Path) -> Diagnostics {
     let mut d = Diagnostics::default();
     for (i, entry) in bp.agents.iter_mut().enumerate() {
         let AgentEntry::Inline(a) = entry else {
             continue;
         };
-        let Some(file) = a.prompt_file.take() else {
+        let agent = FieldPath::root().key("agents").index(i);
+        let mut field = agent.key("prompt");
+        if let Some(file) = a.prompt_file.take() {
+            field = agent.key("prompt_file");
+            match resolve_in(dir, &file).and_then(|p| read_text(&p, &file)) {
+                Ok(text) => a.prompt = Some(text),
+                Err(e) => {
+                    d.push(field, e);
+                    a.prompt_file = Some(file);
+                    continue;
+                }
+            }
+        }
+        let Some(prompt) = a.prompt.as_deref().filter(|p| template::is_template(p)) else {
             continue;
         };
-        let field = FieldPath::root().key("agents").index(i).key("prompt_file");
-        match resolve_in(dir, &file).and_then(|p| read_text(&p, &file)) {
-            Ok(text) => a.prompt = Some(text),
-            Err(e) => {
-                d.push(field, e);
-                a.prompt_file = Some(file);
+        match Template::parse(prompt) {
+            Ok(t) => {
+                for call in t.calls() {
+                    if let Call::ReadFile(path) = call
+                        && let Err(e) = confined(dir, path)
+                    {
+                        d.push(field.clone(), format!("`{call}`: {e}"));
+                    }
+                }
             }
+            Err(e) => d.push(field, e),
         }
     }
     d
+}
+
+/// The prompt of an agent, rendered before each turn when it is a template (`None` when it
+/// is not): `readfile` under the path rule, `env` from ofc's environment at that moment.
+pub fn prompt_source(prompt: Option<&str>, dir: &Path) -> Option<PromptSource> {
+    let t = Template::parse(prompt.filter(|p| template::is_template(p))?).ok()?;
+    let dir = dir.to_path_buf();
+    Some(Arc::new(move || render(&t, &dir)))
+}
+
+/// `t` rendered now.
+pub fn render(t: &Template, dir: &Path) -> Result<String, String> {
+    t.render(&mut |call| match call {
+        Call::ReadFile(path) => resolve_in(dir, path).and_then(|p| read_text(&p, path)),
+        Call::Env { name, default } => match (std::env::var(name), default) {
+            (Ok(v), _) => Ok(v),
+            (Err(_), Some(d)) => Ok(d.clone()),
+            (Err(_), None) => Err(format!(
+                "the environment variable {name} is not set; give a default: \
+                 `<% env \"{name}\" \"value\" %>`"
+            )),
+        },
+    })
 }
 
 /// `path` as the blueprint in `dir` names it: absolute as written, relative inside `dir`.
@@ -51,6 +97,9 @@ pub fn resolve_in(dir: &Path, path: &str) -> Result<PathBuf, String> {
     let p = Path::new(path);
     if p.is_absolute() {
         return Ok(p.to_path_buf());
+    }
+    if escapes(p) {
+        return Err(outside(dir, path, "leads"));
     }
     let joined = dir.join(p);
     let real = joined
@@ -60,16 +109,40 @@ pub fn resolve_in(dir: &Path, path: &str) -> Result<PathBuf, String> {
     if real.starts_with(&root) {
         return Ok(real);
     }
-    let how = if p.components().any(|c| c == std::path::Component::ParentDir) {
-        "leads"
-    } else {
-        "leads through a symlink"
-    };
-    Err(format!(
+    Err(outside(&root, path, "leads through a symlink"))
+}
+
+/// Whether `path` keeps to the path rule as far as can be told before it exists: no `..` out
+/// of `dir`, and, when it is there, not out of it through a symlink.
+fn confined(dir: &Path, path: &str) -> Result<(), String> {
+    match resolve_in(dir, path) {
+        Err(e) if e.contains("outside the blueprint's directory") => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a relative path climbs above where it starts (`../x`, `a/../../x`).
+fn escapes(path: &Path) -> bool {
+    let mut depth = 0i32;
+    for c in path.components() {
+        match c {
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
+}
+
+fn outside(dir: &Path, path: &str, how: &str) -> String {
+    format!(
         "`{path}` {how} outside the blueprint's directory ({}); a relative path must stay \
          inside it — write an absolute path to read a file elsewhere",
-        root.display()
-    ))
+        dir.display()
+    )
 }
 
 /// A UTF-8 text file of at most [`MAX_PROMPT_FILE_BYTES`]; errors name it as written.
@@ -160,6 +233,52 @@ mod tests {
         assert_eq!(
             read_text(&resolve_in(&dir, abs.to_str().unwrap()).unwrap(), "x").unwrap(),
             "s3cret"
+        );
+    }
+
+    #[test]
+    fn templates_are_checked_at_load_and_rendered_at_each_call() {
+        let outer = tempfile::tempdir().unwrap();
+        let dir = outer.path().join("floor");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(outer.path().join("secret"), "s3cret").unwrap();
+        std::fs::write(dir.join("notes.md"), "first").unwrap();
+        let mut bp = blueprint(
+            "agents:\n  - {id: \"@a\", model: m, prompt: \"Notes: <% readfile \\\"notes.md\\\" %>; later: <% readfile \\\"later.md\\\" %>\"}\n  - {id: \"@b\", model: m, prompt: \"<% readfile \\\"sub/../../secret\\\" %>\"}\n",
+        );
+        let d: Vec<_> = read_prompt_files(&mut bp, &dir).iter().cloned().collect();
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert_eq!(d[0].path.to_string(), "agents[1].prompt");
+        assert!(
+            d[0].message.contains("`readfile \"sub/../../secret\"`")
+                && d[0].message.contains("outside the blueprint's directory"),
+            "{}",
+            d[0].message
+        );
+        // Rendered on each call: a file written later is read then, and again after a change.
+        let source =
+            prompt_source(bp.agents[0].as_inline().unwrap().prompt.as_deref(), &dir).unwrap();
+        assert!(source().unwrap_err().contains("cannot read `later.md`"));
+        std::fs::write(dir.join("later.md"), "second").unwrap();
+        assert_eq!(source().unwrap(), "Notes: first; later: second");
+        std::fs::write(dir.join("notes.md"), "changed").unwrap();
+        assert_eq!(source().unwrap(), "Notes: changed; later: second");
+        assert!(prompt_source(Some("plain text"), &dir).is_none());
+    }
+
+    #[test]
+    fn env_in_a_template_is_read_at_render_time() {
+        let d = tempfile::tempdir().unwrap();
+        let t =
+            Template::parse("<% env \"PATH\" %>|<% env \"OFC_BF_TEST_UNSET\" \"dflt\" %>").unwrap();
+        let out = render(&t, d.path()).unwrap();
+        assert!(out.ends_with("|dflt") && out.len() > 5, "{out}");
+        let t = Template::parse("<% env \"OFC_BF_TEST_UNSET\" %>").unwrap();
+        let e = render(&t, d.path()).unwrap_err();
+        assert!(
+            e.contains("OFC_BF_TEST_UNSET is not set")
+                && e.contains("<% env \"OFC_BF_TEST_UNSET\" \"value\" %>"),
+            "{e}"
         );
     }
 }

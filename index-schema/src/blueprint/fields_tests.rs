@@ -257,3 +257,22 @@ fn prompt_file_is_accepted_but_not_beside_prompt() {
             .contains("must not be empty")
     );
 }
+
+#[test]
+fn a_prompt_template_with_a_syntax_error_is_refused_at_its_field() {
+    let found = refused(
+        "agents:\n  - id: \"@a\"\n    model: m\n    prompt: \"Hi <% include \\\"x\\\" %>\"\n",
+    );
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(
+        (found[0].0.as_str(), found[0].1),
+        ("agents[0].prompt", Some(4))
+    );
+    assert!(found[0].2.contains("unknown `include`"), "{found:#?}");
+    assert_eq!(
+        warned(
+            "agents:\n  - id: \"@a\"\n    model: m\n    prompt: \"<% env \\\"X\\\" \\\"d\\\" %>\"\n"
+        ),
+        []
+    );
+}

@@ -27,6 +27,14 @@ pub(super) fn check_inline(
             d.push(p.key(field), "must not be empty");
         }
     }
+    if let Some(prompt) = a
+        .prompt
+        .as_deref()
+        .filter(|p| super::template::is_template(p))
+        && let Err(e) = super::template::Template::parse(prompt)
+    {
+        d.push(p.key("prompt"), e);
+    }
     if a.prompt.is_some() && a.prompt_file.is_some() {
         d.push(
             p.key("prompt_file"),

@@ -250,6 +250,15 @@ pub fn acp_agent(
     let program = resolve_program(command, dir).map_err(|e| (field.key("command"), e))?;
     // Values were `${VAR}`-expanded with the rest of the blueprint when it was loaded.
     let env: Vec<(String, String)> = a.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    // An ACP agent is given its prompt once, when it starts: a template is rendered now.
+    let prompt = match a.prompt.as_deref() {
+        Some(p) if index_schema::blueprint::template::is_template(p) => {
+            let t = index_schema::blueprint::template::Template::parse(p)
+                .map_err(|e| (field.key("prompt"), e))?;
+            Some(crate::blueprint_files::render(&t, dir).map_err(|e| (field.key("prompt"), e))?)
+        }
+        other => other.map(str::to_owned),
+    };
     let act = activation(a.activation.as_ref());
     let wire_activation = match act {
         Activation::Always => index_schema::wire::Activation::Always,
@@ -262,7 +271,7 @@ pub fn acp_agent(
         args: a.args.clone(),
         env,
         working_dir: dir.to_path_buf(),
-        prompt: a.prompt.clone(),
+        prompt,
         activation: wire_activation,
         on_spawn: None,
         stderr_log: None,
@@ -403,7 +412,8 @@ pub fn from_agent_yaml(
         team: None,
         persona: None,
     };
-    let agent = agents::llm_agent(&inline, None).map_err(|e| format!("{}: {e}", file.display()))?;
+    let agent =
+        agents::llm_agent(&inline, None, None).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok((handle, act, Kind::Llm(agent)))
 }
 

@@ -1,7 +1,7 @@
 //! The reference CLI's blueprint fields end to end, through the real `ofc` binary:
 //! `${VAR}` forms expanded at load (an unset one named with its field), `prompt_file` read
-//! from the blueprint's directory (never `../` out of it) and sent to the scripted model as
-//! written.
+//! from the blueprint's directory (never `../` out of it), prompt templates rendered for the
+//! turn (`<% readfile %>` kept inside the blueprint's directory), as the scripted model sees.
 //!
 //! Needs the binaries: `cargo build -p ofc-pkg -p hub-server --bins`.
 
@@ -29,7 +29,12 @@ fn variables_and_a_prompt_file_reach_the_model_expanded_once() {
     // A prompt file is text: `${…}` in it is not expanded.
     std::fs::write(
         proj.path().join("prompts/keeper.md"),
-        "You keep notes. Literal: ${OFC_E2E_FIELDS_ENDPOINT} and $5.\n",
+        "You keep notes for <% env \"OFC_E2E_FIELDS_WHO\" %>. Literal: ${OFC_E2E_FIELDS_ENDPOINT} and $5.\nContext: <% readfile \"prompts/context.md\" %>\n",
+    )
+    .unwrap();
+    std::fs::write(
+        proj.path().join("prompts/context.md"),
+        "the Q3 sales figures",
     )
     .unwrap();
     blueprint(
@@ -40,6 +45,7 @@ fn variables_and_a_prompt_file_reach_the_model_expanded_once() {
     let env = [
         ("OFC_E2E_FIELDS_ENDPOINT", model.endpoint.as_str()),
         ("OFC_E2E_FIELDS_EMPTY", ""),
+        ("OFC_E2E_FIELDS_WHO", "Ada"),
     ];
     let r = ofc_in(&ofc, proj.path(), &env, &["run", "Remember this"]);
     r.assert_code(0);
@@ -51,7 +57,7 @@ fn variables_and_a_prompt_file_reach_the_model_expanded_once() {
     assert!(
         chat[0]
             .2
-            .contains("You keep notes. Literal: ${OFC_E2E_FIELDS_ENDPOINT} and $5."),
+            .starts_with("You keep notes for Ada. Literal: ${OFC_E2E_FIELDS_ENDPOINT} and $5.\nContext: the Q3 sales figures\n"),
         "{chat:#?}"
     );
     // `ofc validate` loads it the same way.
@@ -124,4 +130,42 @@ fn a_prompt_file_outside_the_blueprint_directory_is_refused() {
         "{}",
         r.stderr
     );
+}
+
+#[test]
+fn readfile_outside_the_blueprint_directory_is_refused_at_load() {
+    let home = tempfile::tempdir().unwrap();
+    let outer = tempfile::tempdir().unwrap();
+    let proj = outer.path().join("floor");
+    std::fs::create_dir(&proj).unwrap();
+    std::fs::write(outer.path().join("secret"), "do-not-send-4711").unwrap();
+    blueprint(
+        &proj,
+        "name: fields\nagents:\n  - id: \"@a\"\n    model: m\n    endpoint: http://127.0.0.1:9/v1\n    prompt: \"Read <% readfile \\\"../secret\\\" %>\"\n",
+    );
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    for args in [&["run", "hi"][..], &["validate", "blueprint.yaml"]] {
+        let r = ofc_in(&ofc, &proj, &[], args);
+        assert_ne!(r.code, Some(0), "{args:?}");
+        let all = format!("{}{}", r.stdout, r.stderr);
+        assert!(
+            all.contains("agents[0].prompt")
+                && all.contains(
+                    "`readfile \"../secret\"`: `../secret` leads outside the blueprint's directory"
+                )
+                && all.contains("write an absolute path"),
+            "{args:?}: {all}"
+        );
+        assert!(!all.contains("do-not-send-4711"));
+    }
+    // Written as an absolute path, it is the author's explicit choice.
+    let abs = outer.path().join("secret");
+    blueprint(
+        &proj,
+        &format!(
+            "name: fields\nagents:\n  - id: \"@a\"\n    model: m\n    prompt: \"Read <% readfile \\\"{}\\\" %>\"\n",
+            abs.display()
+        ),
+    );
+    ofc_in(&ofc, &proj, &[], &["validate", "blueprint.yaml"]).assert_code(0);
 }
