@@ -52,7 +52,9 @@
 //! `command`; `temperature` within 0..=2; `activation` `mention`|`always`; `tool_context`
 //! `full`|`summary`|`none`; LLM agents' `memory` 1..=10000 messages (a number, or
 //! `{window, summary}`), `context_window` 256..=10000000 tokens, `api_key_env` a variable name
-//! (never the key); furniture named by an agent exists; workstation and furniture names
+//! (never the key) and not beside `api_key` (the key itself, as the reference CLI takes it:
+//! never shown, see [`ApiKey`]); `prompt` or `prompt_file`, not both, a prompt holding `<%` a
+//! valid [`template`]; furniture named by an agent exists; workstation and furniture names
 //! unique (a workstation without a `name` is named by its type); endpoints are http(s) URLs.
 //! A `switchboard` agent (seed 004: its turns are files in `.switchboard/`) has only `id`,
 //! `type`, `role` (the seed's roles) and optionally `team` and `persona`; any other field on
@@ -85,6 +87,7 @@ use crate::diagnostic::{Diagnostics, FieldPath};
 use crate::name::{AgentHandle, Reference};
 use crate::source::{self, SourceDoc};
 
+mod api_key;
 mod fields;
 #[cfg(test)]
 mod fields_tests;
@@ -94,6 +97,7 @@ mod switchboard;
 pub mod template;
 pub mod vars;
 
+pub use api_key::ApiKey;
 pub use memory::Memory;
 
 /// A parsed blueprint.
@@ -132,6 +136,9 @@ pub struct Defaults {
     /// Model for agents that name none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// API key for agents that give none (never shown, see [`ApiKey`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<ApiKey>,
 }
 
 /// One entry of `agents`.
@@ -234,6 +241,11 @@ pub struct InlineAgent {
     /// token; the key itself never appears in a blueprint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+    /// LLM agents: the endpoint's API key itself, as the reference CLI takes it (sent as a
+    /// bearer token; empty sends none; never shown, see [`ApiKey`]). `defaults.api_key` when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<ApiKey>,
     /// Switchboard agents: the seed's role (`lead`, `coder 1`, `coder 2`, `reviewer`,
     /// `tester`, `researcher`, `execution`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -27,6 +27,34 @@ pub fn expand_vars(doc: &mut SourceDoc) -> Diagnostics {
     vars::expand(&mut doc.value, &|name| std::env::var(name).ok())
 }
 
+/// The `api_key`s written as the key itself rather than `${VAR}` (look before
+/// [`expand_vars`]): one warning each, since anyone who can read the file can read the key.
+/// The key is never part of the message.
+pub fn literal_api_keys(doc: &SourceDoc) -> Diagnostics {
+    let mut d = Diagnostics::default();
+    let root = FieldPath::root();
+    let mut at = vec![(root.key("defaults"), doc.value.get("defaults"))];
+    if let Some(agents) = doc.value.get("agents").and_then(|a| a.as_array()) {
+        at.extend(
+            agents
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (root.key("agents").index(i), Some(a))),
+        );
+    }
+    for (path, v) in at {
+        let key = v.and_then(|v| v.get("api_key")).and_then(|k| k.as_str());
+        if key.is_some_and(|k| !k.is_empty() && !k.contains("${")) {
+            d.push(
+                path.key("api_key"),
+                "the key is written in the blueprint: anyone who can read this file can read \
+                 it; prefer `api_key: ${VAR}` or `api_key_env: VAR`",
+            );
+        }
+    }
+    d
+}
+
 /// Reads each inline agent's `prompt_file` (under the path rule above) into its `prompt`, and
 /// clears `prompt_file`; the text is used as written (no `${VAR}` expansion). Then checks each
 /// prompt template: its syntax, and that each `readfile` path keeps to the path rule (a file

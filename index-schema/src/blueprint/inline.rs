@@ -35,6 +35,12 @@ pub(super) fn check_inline(
     {
         d.push(p.key("prompt"), e);
     }
+    if a.api_key.is_some() && a.api_key_env.is_some() {
+        d.push(
+            p.key("api_key"),
+            "give the key (`api_key`) or the variable that holds it (`api_key_env`), not both",
+        );
+    }
     if a.prompt.is_some() && a.prompt_file.is_some() {
         d.push(
             p.key("prompt_file"),

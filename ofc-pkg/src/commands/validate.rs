@@ -305,6 +305,7 @@ fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Checked, Di
         DocumentKind::Blueprint => {
             let mut doc = source::parse_yaml(text)?;
             // As `ofc run` loads it: a variable that is not set here is said here.
+            let literal_keys = crate::blueprint_files::literal_api_keys(&doc);
             let unset = crate::blueprint_files::expand_vars(&mut doc);
             if !unset.is_empty() {
                 return Err(doc.locate(unset));
@@ -316,7 +317,9 @@ fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Checked, Di
             if !unread.is_empty() {
                 return Err(doc.locate(unread));
             }
-            Ok(Checked::warned(doc.locate(bp.warnings())))
+            let mut found = bp.warnings();
+            found.extend(literal_keys);
+            Ok(Checked::warned(doc.locate(found)))
         }
         DocumentKind::Lockfile => lockfile::Lockfile::from_toml(text).map(|_| Checked::clean()),
         DocumentKind::A2aCard => {

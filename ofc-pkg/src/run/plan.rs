@@ -161,12 +161,14 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     }
     // `${VAR}` in every string, once, from ofc's environment (before the checks: an endpoint
     // may be `${ENDPOINT:-http://…}`).
+    let literal_keys = crate::blueprint_files::literal_api_keys(&doc);
     let unset = crate::blueprint_files::expand_vars(&mut doc);
     if !unset.is_empty() {
         return Err(report(path, &doc, unset));
     }
     let mut blueprint = Blueprint::from_doc(&doc).map_err(|d| report(path, &doc, d))?;
-    let found = blueprint.warnings();
+    let mut found = blueprint.warnings();
+    found.extend(literal_keys);
     let warnings = if found.is_empty() {
         Vec::new()
     } else {
@@ -408,6 +410,7 @@ pub fn from_agent_yaml(
         },
         context_window: None,
         api_key_env: None,
+        api_key: None,
         role: None,
         team: None,
         persona: None,

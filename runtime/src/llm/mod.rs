@@ -556,8 +556,18 @@ impl LlmConfig {
                     endpoint: endpoint_text.clone(),
                     reason: e.to_string(),
                 })?;
+        // `api_key_env`, else the key written in the blueprint (the agent's unless empty, else
+        // the default's); no key sends no header, as the reference CLI does.
+        let written = [
+            agent.api_key.as_ref(),
+            defaults.and_then(|d| d.api_key.as_ref()),
+        ]
+        .into_iter()
+        .flatten()
+        .map(index_schema::blueprint::ApiKey::expose)
+        .find(|k| !k.is_empty());
         let api_key = match &agent.api_key_env {
-            None => None,
+            None => written.map(|k| SecretString::from(k.to_owned())),
             Some(variable) => match env(variable) {
                 Some(key) if !key.is_empty() => Some(SecretString::from(key)),
                 _ => {

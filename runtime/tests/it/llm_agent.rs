@@ -817,3 +817,39 @@ async fn a_prompt_source_renders_each_turn_and_its_error_ends_the_turn() {
     );
     assert_eq!(server.requests().len(), 2);
 }
+
+/// `api_key` written in the blueprint: the agent's (unless empty) over `defaults.api_key`,
+/// `api_key_env` over both, no key sends no header; the config's Debug never shows it.
+#[test]
+fn a_written_api_key_is_used_and_never_shown() {
+    use secrecy::ExposeSecret;
+    let key = |yaml: &str| {
+        let (a, d) = inline(yaml);
+        let c = LlmConfig::from_blueprint(&a, d.as_ref(), |v| {
+            (v == "K").then(|| "sk-env-4711".to_owned())
+        })
+        .unwrap();
+        assert!(!format!("{c:?}").contains("4711"));
+        c.api_key.map(|k| k.expose_secret().to_owned())
+    };
+    let head = "defaults: {endpoint: \"http://127.0.0.1:1/v1\", model: m, api_key: sk-default-4711}\nagents:\n  - id: \"@x\"\n";
+    assert_eq!(key(head).as_deref(), Some("sk-default-4711"));
+    assert_eq!(
+        key(&format!("{head}    api_key: sk-agent-4711\n")).as_deref(),
+        Some("sk-agent-4711")
+    );
+    assert_eq!(
+        key(&format!("{head}    api_key_env: K\n")).as_deref(),
+        Some("sk-env-4711")
+    );
+    assert_eq!(
+        key(&format!("{head}    api_key: \"\"\n")).as_deref(),
+        Some("sk-default-4711")
+    );
+    assert_eq!(
+        key(
+            "defaults: {endpoint: \"http://127.0.0.1:1/v1\", model: m}\nagents:\n  - {id: \"@x\", api_key: \"\"}\n"
+        ),
+        None
+    );
+}

@@ -169,3 +169,85 @@ fn readfile_outside_the_blueprint_directory_is_refused_at_load() {
     );
     ofc_in(&ofc, &proj, &[], &["validate", "blueprint.yaml"]).assert_code(0);
 }
+
+/// Every file under `dir`, read as text.
+fn all_files(dir: &Path, out: &mut String) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            all_files(&p, out);
+        } else {
+            out.push_str(&String::from_utf8_lossy(&std::fs::read(&p).unwrap()));
+        }
+    }
+}
+
+#[test]
+fn an_api_key_is_sent_as_bearer_and_shown_nowhere() {
+    const KEY: &str = "sk-e2e-written-4711";
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(&[(
+        "key-model",
+        vec![pieces(&["One, ", "@user."]), pieces(&["Two, ", "@user."])],
+    )]);
+    let text = |key: &str| {
+        format!(
+            "name: fields\ndefaults:\n  endpoint: {}\n  model: key-model\n  api_key: \"{key}\"\nagents:\n  - id: \"@a\"\n    activation: always\n    prompt: You answer.\n",
+            model.endpoint
+        )
+    };
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    // Written in the file: it works, with a warning that names the field, not the key.
+    blueprint(proj.path(), &text(KEY));
+    let r = ofc_in(&ofc, proj.path(), &[], &["--json", "run", "hi"]);
+    r.assert_code(0);
+    assert!(
+        r.stderr.contains("defaults.api_key")
+            && r.stderr
+                .contains("anyone who can read this file can read it"),
+        "{}",
+        r.stderr
+    );
+    let v = ofc_in(
+        &ofc,
+        proj.path(),
+        &[],
+        &["--json", "validate", "blueprint.yaml"],
+    );
+    v.assert_code(0);
+    assert!(v.stdout.contains("defaults.api_key"), "{}", v.stdout);
+    // From the environment: no warning.
+    blueprint(proj.path(), &text("${OFC_E2E_FIELDS_KEY}"));
+    let r2 = ofc_in(
+        &ofc,
+        proj.path(),
+        &[("OFC_E2E_FIELDS_KEY", KEY)],
+        &["--json", "run", "hi again"],
+    );
+    r2.assert_code(0);
+    assert!(!r2.stderr.contains("defaults.api_key"), "{}", r2.stderr);
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    for (auth, _) in &requests {
+        assert_eq!(auth.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+    }
+    let mut logs = String::new();
+    all_files(&proj.path().join(".ofc"), &mut logs);
+    assert!(
+        logs.contains("You answer.") || logs.contains("One,"),
+        "the session log was read"
+    );
+    for (what, text) in [
+        ("run --json stdout", &r.stdout),
+        ("run stderr", &r.stderr),
+        ("validate --json", &v.stdout),
+        ("validate stderr", &v.stderr),
+        ("second run stdout", &r2.stdout),
+        ("second run stderr", &r2.stderr),
+        ("the session logs and everything else under .ofc", &logs),
+    ] {
+        assert!(!text.contains("4711"), "{what} shows the key:\n{text}");
+    }
+}
