@@ -52,11 +52,16 @@
 //! `command`; `temperature` within 0..=2; `activation` `mention`|`always`; `tool_context`
 //! `full`|`summary`|`none`; LLM agents' `memory` 1..=10000 messages (a number, or
 //! `{window, summary}`), `context_window` 256..=10000000 tokens, `api_key_env` a variable name
-//! (never the key); furniture named by an agent exists; workstation and furniture names
+//! (never the key) and not beside `api_key` (the key itself, as the reference CLI takes it:
+//! never shown, see [`ApiKey`]); `prompt` or `prompt_file`, not both, a prompt holding `<%` a
+//! valid [`template`]; furniture named by an agent exists; workstation and furniture names
 //! unique (a workstation without a `name` is named by its type); endpoints are http(s) URLs.
 //! A `switchboard` agent (seed 004: its turns are files in `.switchboard/`) has only `id`,
 //! `type`, `role` (the seed's roles) and optionally `team` and `persona`; any other field on
 //! it, and those three on other agents, are refused with their path.
+//!
+//! `${VAR}`, `${VAR-default}` and `${VAR:-default}` in any string are expanded before these
+//! checks by the loader, through [`vars::expand`] (this crate looks up no variable).
 //!
 //! Workstation types are `sandbox` (a container: `image`, default [`DEFAULT_SANDBOX_IMAGE`];
 //! with a `dockerfile` the image is built from it under a tag of its own, not `image`, as
@@ -82,13 +87,17 @@ use crate::diagnostic::{Diagnostics, FieldPath};
 use crate::name::{AgentHandle, Reference};
 use crate::source::{self, SourceDoc};
 
+mod api_key;
 mod fields;
 #[cfg(test)]
 mod fields_tests;
 mod inline;
 mod memory;
 mod switchboard;
+pub mod template;
+pub mod vars;
 
+pub use api_key::ApiKey;
 pub use memory::Memory;
 
 /// A parsed blueprint.
@@ -127,6 +136,9 @@ pub struct Defaults {
     /// Model for agents that name none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// API key for agents that give none (never shown, see [`ApiKey`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<ApiKey>,
 }
 
 /// One entry of `agents`.
@@ -196,6 +208,11 @@ pub struct InlineAgent {
     /// System prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// A file holding the system prompt instead of `prompt`: relative to the blueprint's
+    /// directory (and inside it), or absolute. The loader reads it into `prompt` (its text is
+    /// not `${VAR}`-expanded) and clears this field; see `ofc run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_file: Option<String>,
     /// `mention` or `always`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activation: Option<Activation>,
@@ -224,6 +241,11 @@ pub struct InlineAgent {
     /// token; the key itself never appears in a blueprint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+    /// LLM agents: the endpoint's API key itself, as the reference CLI takes it (sent as a
+    /// bearer token; empty sends none; never shown, see [`ApiKey`]). `defaults.api_key` when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<ApiKey>,
     /// Switchboard agents: the seed's role (`lead`, `coder 1`, `coder 2`, `reviewer`,
     /// `tester`, `researcher`, `execution`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,6 +4,7 @@
 //! (`cache`, `pack`, `unpack`), publisher key pins (`trust`), resolution and pulling (`pull`),
 //! and one module per verb in `commands`.
 
+pub mod blueprint_files;
 pub mod cache;
 pub mod cards;
 pub mod cli;

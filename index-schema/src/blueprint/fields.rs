@@ -20,7 +20,9 @@ const INLINE_AGENTS: &[(InlineAgentType, EntryKind)] = &[
                 "model",
                 "endpoint",
                 "api_key_env",
+                "api_key",
                 "prompt",
+                "prompt_file",
                 "activation",
                 "can_use_tools",
                 "temperature",
@@ -29,7 +31,11 @@ const INLINE_AGENTS: &[(InlineAgentType, EntryKind)] = &[
                 "memory",
                 "context_window",
             ],
-            unused: &[],
+            unused: &[(
+                "env",
+                "an `llm` agent runs inside ofc, so there is no program to give an environment \
+                 (the reference CLI ignores it too)",
+            )],
             hint: "to run a program, use a local agent file (`./x.agent.yaml` with `command`), \
                    or `type: acp`",
         },
@@ -46,15 +52,22 @@ const INLINE_AGENTS: &[(InlineAgentType, EntryKind)] = &[
                 "args",
                 "env",
                 "prompt",
+                "prompt_file",
                 "activation",
                 "can_use_tools",
                 "furniture",
             ],
-            unused: &[(
-                "tool_context",
-                "ofc sends an ACP agent the floor's messages without other agents' tool calls \
-                 (the reference CLI adds them as `tool_context` says)",
-            )],
+            unused: &[
+                (
+                    "tool_context",
+                    "ofc sends an ACP agent the floor's messages without other agents' tool \
+                     calls (the reference CLI adds them as `tool_context` says)",
+                ),
+                (
+                    "api_key",
+                    "an ACP agent brings its own model and key (give it through `env`)",
+                ),
+            ],
             hint: "an ACP agent is a program that brings its own model and settings",
         },
     ),

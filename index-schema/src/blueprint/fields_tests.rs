@@ -52,7 +52,6 @@ const ACP: &str = "agents:\n  - id: \"@a\"\n    type: acp\n    command: c\n";
 )]
 #[case(&format!("{LLM}    command: c\n"), "agents[0].command", "does not apply to an `llm` agent")]
 #[case(&format!("{LLM}    type: llm\n    args: [x]\n"), "agents[0].args", "or `type: acp`")]
-#[case(&format!("{LLM}    env: {{KEY: v}}\n"), "agents[0].env", "only to an `acp` agent")]
 #[case(&format!("{ACP}    model: m\n"), "agents[0].model", "does not apply to an `acp` agent, only to an `llm` agent")]
 #[case(&format!("{ACP}    endpoint: http://x/v1\n"), "agents[0].endpoint", "brings its own model")]
 #[case(&format!("{ACP}    temperature: 0.2\n"), "agents[0].temperature", "only to an `llm` agent")]
@@ -149,6 +148,18 @@ fn fields_of_another_kind_are_refused_at_their_path(
     "not used by ofc"
 )]
 #[case(
+    &format!("{LLM}    env: {{KEY: v}}\n"),
+    "agents[0].env",
+    4,
+    "`env` is accepted but not used by ofc: an `llm` agent runs inside ofc"
+)]
+#[case(
+    &format!("{ACP}    api_key: k\n"),
+    "agents[0].api_key",
+    5,
+    "an ACP agent brings its own model and key"
+)]
+#[case(
     &format!("{ACP}    tool_context: none\n"),
     "agents[0].tool_context",
     5,
@@ -234,4 +245,68 @@ fn reference_shapes_examples_and_fixtures_still_load() {
             );
         }
     }
+}
+
+#[test]
+fn prompt_file_is_accepted_but_not_beside_prompt() {
+    let one = "agents:\n  - id: \"@a\"\n    model: m\n    prompt_file: prompts/a.md\n  - id: \"@b\"\n    type: acp\n    command: c\n    prompt_file: /abs/b.md\n";
+    assert_eq!(warned(one), []);
+    let both = "agents:\n  - id: \"@a\"\n    model: m\n    prompt: hi\n    prompt_file: a.md\n";
+    let found = refused(both);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].0, "agents[0].prompt_file");
+    assert_eq!(found[0].1, Some(5));
+    assert!(
+        found[0]
+            .2
+            .contains("`@a` has both `prompt` and `prompt_file`"),
+        "{found:#?}"
+    );
+    assert!(
+        refused("agents:\n  - {id: \"@a\", model: m, prompt_file: \" \"}\n")[0]
+            .2
+            .contains("must not be empty")
+    );
+}
+
+#[test]
+fn a_prompt_template_with_a_syntax_error_is_refused_at_its_field() {
+    let found = refused(
+        "agents:\n  - id: \"@a\"\n    model: m\n    prompt: \"Hi <% include \\\"x\\\" %>\"\n",
+    );
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(
+        (found[0].0.as_str(), found[0].1),
+        ("agents[0].prompt", Some(4))
+    );
+    assert!(found[0].2.contains("unknown `include`"), "{found:#?}");
+    assert_eq!(
+        warned(
+            "agents:\n  - id: \"@a\"\n    model: m\n    prompt: \"<% env \\\"X\\\" \\\"d\\\" %>\"\n"
+        ),
+        []
+    );
+}
+
+#[test]
+fn api_key_is_taken_but_not_with_api_key_env_and_never_shown() {
+    let bp = Blueprint::from_yaml(
+        "defaults: {model: m, api_key: sk-default-4711}\nagents:\n  - {id: \"@a\", api_key: sk-agent-4711}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        bp.defaults
+            .as_ref()
+            .unwrap()
+            .api_key
+            .as_ref()
+            .unwrap()
+            .expose(),
+        "sk-default-4711"
+    );
+    assert!(!format!("{bp:?}").contains("4711"));
+    assert!(!bp.to_yaml().contains("4711"));
+    let found = refused("agents:\n  - {id: \"@a\", model: m, api_key: k, api_key_env: K}\n");
+    assert_eq!(found[0].0, "agents[0].api_key");
+    assert!(found[0].2.contains("not both"), "{found:#?}");
 }

@@ -21,10 +21,34 @@ pub(super) fn check_inline(
         ("model", &a.model),
         ("command", &a.command),
         ("prompt", &a.prompt),
+        ("prompt_file", &a.prompt_file),
     ] {
         if value.as_deref().is_some_and(|s| s.trim().is_empty()) {
             d.push(p.key(field), "must not be empty");
         }
+    }
+    if let Some(prompt) = a
+        .prompt
+        .as_deref()
+        .filter(|p| super::template::is_template(p))
+        && let Err(e) = super::template::Template::parse(prompt)
+    {
+        d.push(p.key("prompt"), e);
+    }
+    if a.api_key.is_some() && a.api_key_env.is_some() {
+        d.push(
+            p.key("api_key"),
+            "give the key (`api_key`) or the variable that holds it (`api_key_env`), not both",
+        );
+    }
+    if a.prompt.is_some() && a.prompt_file.is_some() {
+        d.push(
+            p.key("prompt_file"),
+            format!(
+                "agent `{}` has both `prompt` and `prompt_file`: keep one",
+                a.id
+            ),
+        );
     }
     match a.agent_type() {
         InlineAgentType::Llm => {

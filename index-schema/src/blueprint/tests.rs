@@ -500,6 +500,7 @@ fn arb_inline(furniture: Vec<String>) -> impl Strategy<Value = InlineAgent> {
                         IndexMap::new()
                     },
                     prompt,
+                    prompt_file: None,
                     activation,
                     can_use_tools,
                     temperature: temperature.filter(|_| !acp),
@@ -512,6 +513,7 @@ fn arb_inline(furniture: Vec<String>) -> impl Strategy<Value = InlineAgent> {
                     } else {
                         Some("OPENAI_API_KEY".into())
                     },
+                    api_key: None,
                     role: None,
                     team: None,
                     persona: None,
@@ -630,6 +632,7 @@ fn arb_blueprint() -> impl Strategy<Value = Blueprint> {
                     defaults: Some(Defaults {
                         endpoint: Some("http://localhost:11434/v1".into()),
                         model: None,
+                        api_key: None,
                     }),
                     agents,
                     workstations,

@@ -303,9 +303,23 @@ fn check_text(kind: DocumentKind, path: &Path, text: &str) -> Result<Checked, Di
             Ok(Checked::warned(doc.locate(a.warnings())))
         }
         DocumentKind::Blueprint => {
-            let doc = source::parse_yaml(text)?;
-            let bp = blueprint::Blueprint::from_doc(&doc)?;
-            Ok(Checked::warned(doc.locate(bp.warnings())))
+            let mut doc = source::parse_yaml(text)?;
+            // As `ofc run` loads it: a variable that is not set here is said here.
+            let literal_keys = crate::blueprint_files::literal_api_keys(&doc);
+            let unset = crate::blueprint_files::expand_vars(&mut doc);
+            if !unset.is_empty() {
+                return Err(doc.locate(unset));
+            }
+            let mut bp = blueprint::Blueprint::from_doc(&doc)?;
+            let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+            let unread =
+                crate::blueprint_files::read_prompt_files(&mut bp, dir.unwrap_or(Path::new(".")));
+            if !unread.is_empty() {
+                return Err(doc.locate(unread));
+            }
+            let mut found = bp.warnings();
+            found.extend(literal_keys);
+            Ok(Checked::warned(doc.locate(found)))
         }
         DocumentKind::Lockfile => lockfile::Lockfile::from_toml(text).map(|_| Checked::clean()),
         DocumentKind::A2aCard => {

@@ -211,16 +211,18 @@ fn resolve(
                 let handle = Handle::new(&format!("@{}", a.id.name()))
                     .map_err(|e| (field.key("id"), e.to_string()));
                 handle.and_then(|h| match a.agent_type() {
-                    InlineAgentType::Llm => agents::llm_agent(a, bp.defaults.as_ref())
-                        .map(|agent| {
-                            // `defaults.activation` applies to LLM agents too.
-                            let act = match agent.activation() {
-                                index_schema::wire::Activation::Always => Activation::Always,
-                                _ => Activation::Mention,
-                            };
-                            (h, act, Kind::Llm(agent))
-                        })
-                        .map_err(|e| (field.key(agents::llm_error_field(&e)), e.to_string())),
+                    InlineAgentType::Llm => {
+                        agents::llm_agent(a, bp.defaults.as_ref(), Some(&loaded.dir))
+                            .map(|agent| {
+                                // `defaults.activation` applies to LLM agents too.
+                                let act = match agent.activation() {
+                                    index_schema::wire::Activation::Always => Activation::Always,
+                                    _ => Activation::Mention,
+                                };
+                                (h, act, Kind::Llm(agent))
+                            })
+                            .map_err(|e| (field.key(agents::llm_error_field(&e)), e.to_string()))
+                    }
                     InlineAgentType::Acp => plan::acp_agent(a, bp, &loaded.dir, &field),
                     InlineAgentType::Switchboard => Ok((
                         h,

@@ -129,7 +129,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     }
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let doc = source::parse_yaml(&text).map_err(|d| {
+    let mut doc = source::parse_yaml(&text).map_err(|d| {
         let empty = SourceDoc::from_value(serde_json::Value::Null);
         report(path, &empty, d)
     })?;
@@ -159,8 +159,16 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
             return Err(report(path, &doc, d));
         }
     }
-    let blueprint = Blueprint::from_doc(&doc).map_err(|d| report(path, &doc, d))?;
-    let found = blueprint.warnings();
+    // `${VAR}` in every string, once, from ofc's environment (before the checks: an endpoint
+    // may be `${ENDPOINT:-http://…}`).
+    let literal_keys = crate::blueprint_files::literal_api_keys(&doc);
+    let unset = crate::blueprint_files::expand_vars(&mut doc);
+    if !unset.is_empty() {
+        return Err(report(path, &doc, unset));
+    }
+    let mut blueprint = Blueprint::from_doc(&doc).map_err(|d| report(path, &doc, d))?;
+    let mut found = blueprint.warnings();
+    found.extend(literal_keys);
     let warnings = if found.is_empty() {
         Vec::new()
     } else {
@@ -175,6 +183,10 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         .unwrap_or(Path::new("."))
         .to_path_buf();
     let dir = dir.canonicalize().unwrap_or(dir);
+    let unread = crate::blueprint_files::read_prompt_files(&mut blueprint, &dir);
+    if !unread.is_empty() {
+        return Err(report(path, &doc, unread));
+    }
     Ok(Loaded {
         warnings,
         path: path.to_path_buf(),
@@ -220,8 +232,8 @@ fn handle_of(h: &index_schema::name::AgentHandle) -> Result<Handle, String> {
 /// How long an ACP agent may take to start and open its session.
 pub const ACP_STARTUP_DEADLINE: Duration = Duration::from_secs(30);
 
-/// An inline `type: acp` agent: its program looked up now, `env` values expanded from ofc's
-/// environment (`${VAR}`; a variable that is not set is an error), its permission requests
+/// An inline `type: acp` agent: its program looked up now, its `env` (already expanded, see
+/// [`index_schema::blueprint::vars`]) added to ofc's environment, its permission requests
 /// to be answered by the blueprint's `floor_manager`. Errors name the field under `field`, the
 /// agent's entry.
 pub fn acp_agent(
@@ -238,12 +250,17 @@ pub fn acp_agent(
         )
     })?;
     let program = resolve_program(command, dir).map_err(|e| (field.key("command"), e))?;
-    let mut env = Vec::new();
-    for (k, v) in &a.env {
-        let value = runtime::agent::expand_env(v, |name| std::env::var(name).ok())
-            .map_err(|e| (field.key("env").key(k.as_str()), e))?;
-        env.push((k.clone(), value));
-    }
+    // Values were `${VAR}`-expanded with the rest of the blueprint when it was loaded.
+    let env: Vec<(String, String)> = a.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    // An ACP agent is given its prompt once, when it starts: a template is rendered now.
+    let prompt = match a.prompt.as_deref() {
+        Some(p) if index_schema::blueprint::template::is_template(p) => {
+            let t = index_schema::blueprint::template::Template::parse(p)
+                .map_err(|e| (field.key("prompt"), e))?;
+            Some(crate::blueprint_files::render(&t, dir).map_err(|e| (field.key("prompt"), e))?)
+        }
+        other => other.map(str::to_owned),
+    };
     let act = activation(a.activation.as_ref());
     let wire_activation = match act {
         Activation::Always => index_schema::wire::Activation::Always,
@@ -256,7 +273,7 @@ pub fn acp_agent(
         args: a.args.clone(),
         env,
         working_dir: dir.to_path_buf(),
-        prompt: a.prompt.clone(),
+        prompt,
         activation: wire_activation,
         on_spawn: None,
         stderr_log: None,
@@ -371,6 +388,7 @@ pub fn from_agent_yaml(
         args: Vec::new(),
         env: y.env.clone(),
         prompt: y.prompt.clone(),
+        prompt_file: None,
         activation: y.activation,
         can_use_tools: y.can_use_tools,
         temperature: y.temperature,
@@ -392,11 +410,13 @@ pub fn from_agent_yaml(
         },
         context_window: None,
         api_key_env: None,
+        api_key: None,
         role: None,
         team: None,
         persona: None,
     };
-    let agent = agents::llm_agent(&inline, None).map_err(|e| format!("{}: {e}", file.display()))?;
+    let agent =
+        agents::llm_agent(&inline, None, None).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok((handle, act, Kind::Llm(agent)))
 }
 
@@ -480,5 +500,34 @@ mod tests {
         std::fs::write(&file, "type: a2a\nurl: https://agents.example/a2a\n").unwrap();
         let e = from_agent_yaml(&file, d.path(), &mut Vec::new()).unwrap_err();
         assert!(e.contains("unknown field `type`"), "{e}");
+    }
+
+    /// `${…}` is expanded from ofc's environment before the checks (a default endpoint passes
+    /// the URL check); an unset variable names itself and its field, at its line.
+    #[test]
+    fn variables_are_expanded_when_the_blueprint_is_loaded() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("blueprint.yaml");
+        std::fs::write(
+            &file,
+            "name: vars\nagents:\n  - id: \"@a\"\n    model: m\n    endpoint: \"${OFC_PLAN_TEST_UNSET_1:-http://127.0.0.1:9/v1}\"\n    prompt: \"$5 and ${OFC_PLAN_TEST_UNSET_2-}done\"\n",
+        )
+        .unwrap();
+        let loaded = load(&file).unwrap();
+        let a = loaded.blueprint.agents[0].as_inline().unwrap();
+        assert_eq!(a.endpoint.as_deref(), Some("http://127.0.0.1:9/v1"));
+        assert_eq!(a.prompt.as_deref(), Some("$5 and done"));
+        std::fs::write(
+            &file,
+            "name: vars\nagents:\n  - id: \"@a\"\n    model: m\n    prompt: \"hi ${OFC_PLAN_TEST_UNSET_3}\"\n",
+        )
+        .unwrap();
+        let e = load(&file).err().unwrap();
+        assert!(
+            e.contains(":5:")
+                && e.contains("agents[0].prompt")
+                && e.contains("OFC_PLAN_TEST_UNSET_3 is not set"),
+            "{e}"
+        );
     }
 }

@@ -181,7 +181,13 @@ pub struct LlmAgent {
     summary: tokio::sync::Mutex<Option<Summary>>,
     /// Told of each new summary (`through`, `text`): the session records it.
     on_compaction: Mutex<Option<CompactionHook>>,
+    /// Renders the prompt before each turn (a prompt template); `config.prompt` otherwise.
+    prompt_source: Option<PromptSource>,
 }
+
+/// Renders an agent's system prompt before each of its turns (a prompt template that reads
+/// files or variables afresh); an error ends that turn with it.
+pub type PromptSource = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
 
 /// Called with the id of the last message a new summary covers and the summary.
 pub type CompactionHook = Arc<dyn Fn(&str, &str) + Send + Sync>;
@@ -245,6 +251,21 @@ impl LlmAgent {
             connector: None,
             summary: tokio::sync::Mutex::new(None),
             on_compaction: Mutex::new(None),
+            prompt_source: None,
+        }
+    }
+
+    /// Renders the prompt with `source` before each turn instead of using `config.prompt`.
+    pub fn with_prompt_source(mut self, source: PromptSource) -> Self {
+        self.prompt_source = Some(source);
+        self
+    }
+
+    /// The prompt for this turn.
+    fn prompt(&self) -> Result<Option<String>, String> {
+        match &self.prompt_source {
+            Some(render) => render().map(Some),
+            None => Ok(self.config.prompt.clone()),
         }
     }
 
@@ -288,8 +309,8 @@ impl LlmAgent {
         Ok(count)
     }
 
-    fn system_prompt(&self) -> String {
-        let mut text = self.config.prompt.clone().unwrap_or_default();
+    fn system_prompt(&self, prompt: Option<&str>) -> String {
+        let mut text = prompt.unwrap_or_default().to_owned();
         if !text.is_empty() {
             text.push_str("\n\n");
         }
@@ -325,13 +346,14 @@ impl LlmAgent {
 
     /// The chat messages for a respond request: system prompt, then the floor messages
     /// within `memory` and `context_window` (without the running summary, which
-    /// [`Agent::respond`] adds).
+    /// [`Agent::respond`] adds). A prompt template that fails to render is sent unrendered.
     pub fn build_messages(&self, floor: &[Message]) -> Vec<ChatMessage> {
         let from = self
             .config
             .memory
             .map_or(0, |m| floor.len().saturating_sub(m));
-        self.compose(floor, from, None)
+        let prompt = self.prompt().unwrap_or_else(|_| self.config.prompt.clone());
+        self.compose(floor, from, None, prompt.as_deref())
     }
 
     /// Whether the endpoint can be reached at all (see [`ChatClient::probe`]).
@@ -341,13 +363,19 @@ impl LlmAgent {
 
     /// The chat messages from floor message `from` on, after the system prompt and the
     /// summary, within `context_window`.
-    fn compose(&self, floor: &[Message], from: usize, summary: Option<&str>) -> Vec<ChatMessage> {
+    fn compose(
+        &self,
+        floor: &[Message],
+        from: usize,
+        summary: Option<&str>,
+        prompt: Option<&str>,
+    ) -> Vec<ChatMessage> {
         let mut groups: Vec<Vec<ChatMessage>> = floor[from..]
             .iter()
             .enumerate()
             .map(|(i, m)| self.chat_messages_of(from + i, m))
             .collect();
-        let mut head = vec![ChatMessage::text("system", self.system_prompt())];
+        let mut head = vec![ChatMessage::text("system", self.system_prompt(prompt))];
         if let Some(summary) = summary.filter(|s| !s.is_empty()) {
             head.push(ChatMessage::text(
                 "system",
@@ -528,8 +556,18 @@ impl LlmConfig {
                     endpoint: endpoint_text.clone(),
                     reason: e.to_string(),
                 })?;
+        // `api_key_env`, else the key written in the blueprint (the agent's unless empty, else
+        // the default's); no key sends no header, as the reference CLI does.
+        let written = [
+            agent.api_key.as_ref(),
+            defaults.and_then(|d| d.api_key.as_ref()),
+        ]
+        .into_iter()
+        .flatten()
+        .map(index_schema::blueprint::ApiKey::expose)
+        .find(|k| !k.is_empty());
         let api_key = match &agent.api_key_env {
-            None => None,
+            None => written.map(|k| SecretString::from(k.to_owned())),
             Some(variable) => match env(variable) {
                 Some(key) if !key.is_empty() => Some(SecretString::from(key)),
                 _ => {
@@ -600,8 +638,16 @@ impl Agent for LlmAgent {
         request: &RespondRequest,
         deltas: Option<Deltas>,
     ) -> Result<RespondResponse, AgentError> {
+        let prompt = self
+            .prompt()
+            .map_err(|e| AgentError::Other(format!("{}: prompt: {e}", self.config.handle)))?;
         let (from, summary) = self.memory_step(&request.messages).await;
-        let mut messages = self.compose(&request.messages, from, summary.as_deref());
+        let mut messages = self.compose(
+            &request.messages,
+            from,
+            summary.as_deref(),
+            prompt.as_deref(),
+        );
         let (tools, routes) = self.advertised_tools();
         let mut content = String::new();
         let mut tool_calls = Vec::new();

@@ -783,3 +783,73 @@ async fn a_failed_summary_call_keeps_the_old_summary_and_a_cleared_floor_drops_i
     let prompt = chat_texts(&server.requests()[4].1);
     assert_eq!(&prompt[1..], ["new start"]);
 }
+
+/// A prompt source is asked before each turn; when it fails, the turn fails naming the agent
+/// and the model is not called.
+#[tokio::test]
+async fn a_prompt_source_renders_each_turn_and_its_error_ends_the_turn() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let server = Server::start(vec![answer(&["one"]), answer(&["two"])]).await;
+    let turns = Arc::new(AtomicUsize::new(0));
+    let counter = turns.clone();
+    let agent = agent_for(&server, "").with_prompt_source(Arc::new(move || {
+        match counter.fetch_add(1, Ordering::SeqCst) {
+            2 => Err("`readfile \"gone.md\"`: cannot read it".to_owned()),
+            n => Ok(format!("Rendered for turn {n}.")),
+        }
+    }));
+    for n in 0..2 {
+        agent.respond(&request("hi"), None).await.unwrap();
+        let system = server.requests()[n].1["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            system.starts_with(&format!("Rendered for turn {n}.")),
+            "{system}"
+        );
+    }
+    let e = agent.respond(&request("hi"), None).await.unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("@data: prompt: `readfile \"gone.md\"`"),
+        "{e}"
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// `api_key` written in the blueprint: the agent's (unless empty) over `defaults.api_key`,
+/// `api_key_env` over both, no key sends no header; the config's Debug never shows it.
+#[test]
+fn a_written_api_key_is_used_and_never_shown() {
+    use secrecy::ExposeSecret;
+    let key = |yaml: &str| {
+        let (a, d) = inline(yaml);
+        let c = LlmConfig::from_blueprint(&a, d.as_ref(), |v| {
+            (v == "K").then(|| "sk-env-4711".to_owned())
+        })
+        .unwrap();
+        assert!(!format!("{c:?}").contains("4711"));
+        c.api_key.map(|k| k.expose_secret().to_owned())
+    };
+    let head = "defaults: {endpoint: \"http://127.0.0.1:1/v1\", model: m, api_key: sk-default-4711}\nagents:\n  - id: \"@x\"\n";
+    assert_eq!(key(head).as_deref(), Some("sk-default-4711"));
+    assert_eq!(
+        key(&format!("{head}    api_key: sk-agent-4711\n")).as_deref(),
+        Some("sk-agent-4711")
+    );
+    assert_eq!(
+        key(&format!("{head}    api_key_env: K\n")).as_deref(),
+        Some("sk-env-4711")
+    );
+    assert_eq!(
+        key(&format!("{head}    api_key: \"\"\n")).as_deref(),
+        Some("sk-default-4711")
+    );
+    assert_eq!(
+        key(
+            "defaults: {endpoint: \"http://127.0.0.1:1/v1\", model: m}\nagents:\n  - {id: \"@x\", api_key: \"\"}\n"
+        ),
+        None
+    );
+}

@@ -15,6 +15,7 @@ mod pull_hostile;
 mod reference_shapes_e2e;
 mod run_acp_e2e;
 mod run_e2e;
+mod run_fields_e2e;
 mod run_floor_manager_e2e;
 mod run_furniture_e2e;
 mod run_hardening_e2e;
