@@ -203,7 +203,7 @@ fn targets(args: &TargetArgs, agent: Option<&str>, out: &mut Output) -> Result<V
     };
     chosen
         .into_iter()
-        .map(|a| target_of(a, bp.defaults.as_ref(), args, &loaded.dir))
+        .map(|a| target_of(a, bp.defaults.as_ref(), args, &loaded.dir, out))
         .collect()
 }
 
@@ -213,6 +213,7 @@ fn target_of(
     defaults: Option<&index_schema::blueprint::Defaults>,
     args: &TargetArgs,
     dir: &std::path::Path,
+    out: &mut Output,
 ) -> Result<Target> {
     let mut agent = agent.clone();
     if let Some(e) = &args.endpoint {
@@ -239,11 +240,10 @@ fn target_of(
         Some(render) => match render() {
             Ok(p) => Some(p),
             Err(e) => {
-                eprintln!(
-                    "warning: {}: the prompt did not render ({}); it is sent as written",
-                    config.handle,
-                    clean_text(&e)
-                );
+                out.status(&format!(
+                    "warning: {}: the prompt did not render ({e}); it is sent as written",
+                    config.handle
+                ));
                 config.prompt.clone()
             }
         },

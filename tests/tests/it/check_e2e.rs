@@ -150,7 +150,9 @@ fn an_unreachable_endpoint_and_a_wrong_key_fail_with_a_hint() {
     );
     r.assert_code(1);
     let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["ok"], false);
     assert_eq!(doc["targets"][0]["ok"], false);
+    assert!(doc["targets"][0]["latency_ms"].is_u64(), "{doc}");
 
     let model = server();
     let wrong = "sk-wrong-0000";
@@ -256,6 +258,23 @@ fn ask_an_agent_sends_its_rendered_prompt_and_key() {
                 "what is the answer?".to_owned()
             ),
         ]
+    );
+
+    // Flags over the agent's fields: another model, the same prompt and key.
+    let r = ofc_in(
+        &ofc,
+        proj.path(),
+        &env,
+        &["check", "ask", "@oracle", "--model", "other-model", "sure?"],
+    );
+    r.assert_code(0);
+    assert_eq!(r.stdout, "no\n", "{}", r.stderr);
+    let last = model.requests().pop().unwrap();
+    assert_eq!(last.1["model"], "other-model");
+    assert_eq!(last.0.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        chat_of(&last.1)[0].2,
+        "You are an oracle for Ada. Facts: the answer is 42"
     );
 
     // Two LLM agents: `ask` wants one named.
