@@ -95,10 +95,12 @@ mod inline;
 mod memory;
 mod switchboard;
 pub mod template;
+mod thinking;
 pub mod vars;
 
 pub use api_key::ApiKey;
 pub use memory::Memory;
+pub use thinking::Thinking;
 
 /// A parsed blueprint.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -124,6 +126,10 @@ pub struct Blueprint {
     /// Floor manager behaviour.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub floor_manager: Option<FloorManager>,
+    /// The reference CLI's runtime knobs (`frontend`, `store`, `web`, …): accepted with a
+    /// warning, not acted on yet (ofc takes them as flags and environment variables).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<Value>,
 }
 
 /// `defaults`.
@@ -139,6 +145,9 @@ pub struct Defaults {
     /// API key for agents that give none (never shown, see [`ApiKey`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<ApiKey>,
+    /// `thinking` for agents that give none (accepted with a warning; not acted on yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<Thinking>,
 }
 
 /// One entry of `agents`.
@@ -246,6 +255,13 @@ pub struct InlineAgent {
     /// absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<ApiKey>,
+    /// LLM agents: how the reference CLI separates reasoning from the answer (accepted with a
+    /// warning; ofc does not act on it yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<Thinking>,
+    /// LLM agents: the reference CLI's inline reasoning tag pair (accepted with a warning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_tags: Option<[String; 2]>,
     /// Switchboard agents: the seed's role (`lead`, `coder 1`, `coder 2`, `reviewer`,
     /// `tester`, `researcher`, `execution`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -470,6 +486,8 @@ struct RawBlueprint {
     furniture: Vec<Furniture>,
     #[serde(default)]
     floor_manager: Option<FloorManager>,
+    #[serde(default)]
+    config: Option<Value>,
 }
 
 /// Extensions a local agent file may have.
@@ -490,6 +508,14 @@ impl AgentEntry {
         let root = FieldPath::root();
         match v {
             Value::String(s) => Self::parse_str(s),
+            // The reference CLI replaces such an entry with another file's agent; running the
+            // entry without it would be a different agent.
+            Value::Object(m) if m.contains_key("ref") => Err(Diagnostics::one(
+                root.key("ref"),
+                "`ref` (an agent entry read from another YAML file, as the reference CLI \
+                 loads it) is not supported by ofc yet; write the agent's fields in the entry, \
+                 or use a local agent file (`- ./x.agent.yaml`)",
+            )),
             Value::Object(_) => source::deserialize_value::<InlineAgent>(v)
                 .map(AgentEntry::Inline)
                 .map_err(point_at_missing_fields),
@@ -603,6 +629,7 @@ impl Blueprint {
             workstations: raw.workstations,
             furniture: raw.furniture,
             floor_manager: raw.floor_manager,
+            config: raw.config,
         };
         bp.validate().map_err(|d| doc.locate(d))?;
         Ok(bp)

@@ -41,6 +41,9 @@ pub enum Command {
     /// The project's sessions: every `ofc run` records one; `ofc run --resume` continues it.
     #[command(subcommand)]
     Sessions(crate::commands::sessions::SessionsCommand),
+    /// Test a model endpoint (OpenAI-compatible): ping, list its models, ask one question.
+    #[command(subcommand)]
+    Check(crate::commands::check::CheckCommand),
     /// Create an ed25519 signing key for publishing.
     Keygen(crate::commands::keygen::KeygenArgs),
     /// Create a new agent (agent.yaml or AgentCard) or blueprint in a folder.
@@ -113,6 +116,7 @@ pub fn main() -> ExitCode {
             crate::commands::floor::replay(args, &mut out)
         }
         Command::Sessions(cmd) => crate::commands::sessions::run(cmd, &mut out),
+        Command::Check(cmd) => crate::commands::check::run(cmd, &mut out),
         Command::Keygen(args) => crate::commands::keygen::run(args, &mut out),
         Command::Init(args) => crate::commands::init::run(args, &mut out),
         Command::Publish(args) => crate::commands::publish::run(args, &mut out),

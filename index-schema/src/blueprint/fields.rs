@@ -7,6 +7,9 @@ use super::{AgentEntry, Blueprint, FurnitureType, InlineAgentType, WorkstationTy
 use crate::diagnostic::FieldPath;
 use crate::entry_fields::{self, EntryKind, Findings};
 
+/// Why a field the reference CLI defines is accepted without effect.
+const NOT_YET: &str = "accepted from the reference CLI; ofc does not act on it yet";
+
 /// The kinds of inline agent, by `type`.
 const INLINE_AGENTS: &[(InlineAgentType, EntryKind)] = &[
     (
@@ -31,11 +34,15 @@ const INLINE_AGENTS: &[(InlineAgentType, EntryKind)] = &[
                 "memory",
                 "context_window",
             ],
-            unused: &[(
-                "env",
-                "an `llm` agent runs inside ofc, so there is no program to give an environment \
-                 (the reference CLI ignores it too)",
-            )],
+            unused: &[
+                (
+                    "env",
+                    "an `llm` agent runs inside ofc, so there is no program to give an \
+                     environment (the reference CLI ignores it too)",
+                ),
+                ("thinking", NOT_YET),
+                ("thinking_tags", NOT_YET),
+            ],
             hint: "to run a program, use a local agent file (`./x.agent.yaml` with `command`), \
                    or `type: acp`",
         },
@@ -209,6 +216,21 @@ impl Blueprint {
             .iter()
             .filter_map(AgentEntry::as_inline)
             .any(|a| a.agent_type() == InlineAgentType::Llm);
+        if self.defaults.as_ref().is_some_and(|d| d.thinking.is_some()) {
+            warnings.push(
+                FieldPath::root().key("defaults").key("thinking"),
+                format!("`thinking` is accepted but not used by ofc: {NOT_YET}"),
+            );
+        }
+        if self.config.is_some() {
+            warnings.push(
+                FieldPath::root().key("config"),
+                format!(
+                    "`config` is accepted but not used by ofc: {NOT_YET} (ofc takes these \
+                     settings as flags and environment variables: `ofc run --help`)"
+                ),
+            );
+        }
         if let Some(d) = self.defaults.as_ref().filter(|_| !served) {
             for (field, set) in [("endpoint", &d.endpoint), ("model", &d.model)] {
                 if set.is_some() {

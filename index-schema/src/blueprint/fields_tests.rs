@@ -120,6 +120,21 @@ const ACP: &str = "agents:\n  - id: \"@a\"\n    type: acp\n    command: c\n";
     "unknown field"
 )]
 #[case("name: x\nmodel: m\n", "model", "unknown field `model`")]
+// The reference CLI's fields ofc has no warning for: a `ref:` entry would run as a different
+// agent, a `thinking` of another value is a typo, and an ACP agent has no reasoning to split.
+#[case(
+    "agents:\n  - ref: agents/coder.yaml\n",
+    "agents[0].ref",
+    "`ref` (an agent entry read from another YAML file, as the reference CLI loads it) is not supported by ofc yet"
+)]
+#[case(&format!("{LLM}    thinking: sometimes\n"), "agents[0].thinking", "unknown variant `sometimes`")]
+#[case(&format!("{LLM}    thinking_tags: [\"<t>\"]\n"), "agents[0].thinking_tags", "")]
+#[case(&format!("{ACP}    thinking: tags\n"), "agents[0].thinking", "only to an `llm` agent")]
+#[case(
+    "defaults:\n  thinking: maybe\n",
+    "defaults.thinking",
+    "unknown variant `maybe`"
+)]
 fn fields_of_another_kind_are_refused_at_their_path(
     #[case] text: &str,
     #[case] path: &str,
@@ -176,6 +191,31 @@ fn fields_of_another_kind_are_refused_at_their_path(
     "defaults.endpoint",
     2,
     "not used by ofc"
+)]
+// The reference CLI's fields ofc accepts and does not act on yet.
+#[case(
+    &format!("{LLM}    thinking: tags\n"),
+    "agents[0].thinking",
+    4,
+    "`thinking` is accepted but not used by ofc: accepted from the reference CLI; ofc does not act on it yet"
+)]
+#[case(
+    &format!("{LLM}    thinking_tags: [\"<think>\", \"</think>\"]\n"),
+    "agents[0].thinking_tags",
+    4,
+    "ofc does not act on it yet"
+)]
+#[case(
+    &format!("defaults:\n  thinking: none\n{LLM}"),
+    "defaults.thinking",
+    2,
+    "`thinking` is accepted but not used by ofc: accepted from the reference CLI"
+)]
+#[case(
+    &format!("config:\n  frontend: tui\n  store: {{type: jsonl}}\n{LLM}"),
+    "config",
+    2,
+    "`config` is accepted but not used by ofc: accepted from the reference CLI; ofc does not act on it yet"
 )]
 fn fields_ofc_does_not_act_on_are_warned_by_name(
     #[case] text: &str,

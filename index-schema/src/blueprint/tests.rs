@@ -514,6 +514,8 @@ fn arb_inline(furniture: Vec<String>) -> impl Strategy<Value = InlineAgent> {
                         Some("OPENAI_API_KEY".into())
                     },
                     api_key: None,
+                    thinking: None,
+                    thinking_tags: None,
                     role: None,
                     team: None,
                     persona: None,
@@ -633,11 +635,13 @@ fn arb_blueprint() -> impl Strategy<Value = Blueprint> {
                         endpoint: Some("http://localhost:11434/v1".into()),
                         model: None,
                         api_key: None,
+                        thinking: None,
                     }),
                     agents,
                     workstations,
                     furniture,
                     floor_manager,
+                    config: None,
                 }
             },
         )

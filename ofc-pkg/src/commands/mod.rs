@@ -1,6 +1,7 @@
 //! One module per verb.
 
 pub mod audit;
+pub mod check;
 pub mod completions;
 pub mod floor;
 pub mod gc;

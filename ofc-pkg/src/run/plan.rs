@@ -411,6 +411,8 @@ pub fn from_agent_yaml(
         context_window: None,
         api_key_env: None,
         api_key: None,
+        thinking: None,
+        thinking_tags: None,
         role: None,
         team: None,
         persona: None,

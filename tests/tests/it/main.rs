@@ -2,6 +2,7 @@
 //! each former test file is a module.
 
 mod audit_pages_e2e;
+mod check_e2e;
 mod client_verbs;
 mod common;
 mod examples_publishable;

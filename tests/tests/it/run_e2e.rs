@@ -542,14 +542,65 @@ type Script = std::collections::HashMap<String, (usize, Vec<Vec<String>>)>;
 
 impl ModelServer {
     pub(crate) fn start(script: &[(&str, Vec<Vec<String>>)]) -> ModelServer {
+        Self::start_with_key(script, None)
+    }
+
+    /// A server that answers only requests carrying `Bearer {key}` (401 otherwise), and lists
+    /// its scripted models (those not keyed by a handle) at `GET /v1/models`.
+    pub(crate) fn start_with_key(
+        script: &[(&str, Vec<Vec<String>>)],
+        key: Option<&str>,
+    ) -> ModelServer {
         use axum::body::Body;
         use axum::extract::State;
         use axum::http::HeaderMap;
         use std::sync::{Arc, Mutex};
 
-        type Shared = (Arc<Mutex<Script>>, Arc<Mutex<Vec<(Option<String>, Value)>>>);
+        type Shared = (
+            Arc<Mutex<Script>>,
+            Arc<Mutex<Vec<(Option<String>, Value)>>>,
+            Option<String>,
+        );
+        fn refused(
+            auth: &Option<String>,
+            key: &Option<String>,
+        ) -> Option<axum::response::Response> {
+            let key = key.as_ref()?;
+            (auth.as_deref() != Some(format!("Bearer {key}").as_str())).then(|| {
+                axum::response::Response::builder()
+                    .status(401)
+                    .body(Body::from("{\"error\":{\"message\":\"invalid api key\"}}"))
+                    .unwrap()
+            })
+        }
+        async fn models(
+            State((script, _, key)): State<Shared>,
+            headers: HeaderMap,
+        ) -> axum::response::Response {
+            // Not recorded: `requests` are the chat calls (`ofc run` probes /models too).
+            let auth = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            if let Some(r) = refused(&auth, &key) {
+                return r;
+            }
+            let data: Vec<Value> = script
+                .lock()
+                .unwrap()
+                .keys()
+                .filter(|k| !k.starts_with('@'))
+                .map(|k| serde_json::json!({"id": k, "object": "model"}))
+                .collect();
+            axum::response::Response::builder()
+                .header("content-type", "application/json")
+                .body(Body::from(
+                    serde_json::json!({"object": "list", "data": data}).to_string(),
+                ))
+                .unwrap()
+        }
         async fn chat(
-            State((script, requests)): State<Shared>,
+            State((script, requests, key)): State<Shared>,
             headers: HeaderMap,
             body: String,
         ) -> axum::response::Response {
@@ -558,7 +609,10 @@ impl ModelServer {
                 .get("authorization")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
-            requests.lock().unwrap().push((auth, body.clone()));
+            requests.lock().unwrap().push((auth.clone(), body.clone()));
+            if let Some(r) = refused(&auth, &key) {
+                return r;
+            }
             let mut model = body["model"].as_str().unwrap_or_default().to_owned();
             let pieces = {
                 let mut script = script.lock().unwrap();
@@ -633,9 +687,14 @@ impl ModelServer {
             .map(|(m, answers)| ((*m).to_owned(), (0, answers.clone())))
             .collect();
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let state: Shared = (Arc::new(Mutex::new(script)), requests.clone());
+        let state: Shared = (
+            Arc::new(Mutex::new(script)),
+            requests.clone(),
+            key.map(str::to_owned),
+        );
         let app = axum::Router::new()
             .route("/v1/chat/completions", axum::routing::post(chat))
+            .route("/v1/models", axum::routing::get(models))
             .with_state(state);
         let listener = rt
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))

@@ -248,6 +248,9 @@ fn an_api_key_is_sent_as_bearer_and_shown_nowhere() {
         ("second run stderr", &r2.stderr),
         ("the session logs and everything else under .ofc", &logs),
     ] {
-        assert!(!text.contains("4711"), "{what} shows the key:\n{text}");
+        assert!(
+            !text.contains("written-4711"),
+            "{what} shows the key:\n{text}"
+        );
     }
 }
