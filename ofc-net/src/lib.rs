@@ -187,10 +187,20 @@ pub async fn serve(
             let app = app.clone();
             async move {
                 let response = app.oneshot(req.map(Body::new)).await;
-                Ok::<_, Infallible>(match response {
+                let mut r = match response {
                     Ok(r) => r,
                     Err(never) => match never {},
-                })
+                };
+                // A body refused as too large was not read: the connection cannot carry
+                // another request, so the client is told not to reuse it (else its next
+                // request on it meets a closed socket).
+                if r.status() == hyper::StatusCode::PAYLOAD_TOO_LARGE {
+                    r.headers_mut().insert(
+                        hyper::header::CONNECTION,
+                        hyper::header::HeaderValue::from_static("close"),
+                    );
+                }
+                Ok::<_, Infallible>(r)
             }
         });
         let conn = hyper::server::conn::http1::Builder::new()

@@ -271,6 +271,8 @@ async fn the_server_keeps_its_http_rules() {
         .await
         .unwrap();
     assert_eq!(big.status(), 413);
+    // Its body was not read, so the connection is not offered for another request.
+    assert_eq!(big.headers()["connection"], "close");
     // The session ends with its stream.
     drop(body);
     let start = std::time::Instant::now();
