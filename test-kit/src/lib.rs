@@ -15,6 +15,8 @@
 //!   stopped on drop.
 //! - [`TestHub::process`] / [`HubProcess`]: the built `ofc-hub` binary ([`bin`]) as a child
 //!   process with its own data dir (and `hub.toml`), `kill`, `restart`, `admin`, `command`.
+//! - [`Replicas`]: several `ofc-hub serve` processes, each with its own data dir, on one
+//!   PostgreSQL database and one log key file (a hub behind a load balancer).
 //! - [`PgDatabase`]: a uniquely named database per test on `OFC_TEST_POSTGRES_URL`
 //!   (`scripts/peers/postgres`); PostgreSQL tests fail, never skip, without it.
 //! - [`Publisher`]: the publisher fixture; [`Request`]: authorized JSON requests;
@@ -28,6 +30,7 @@ mod fixtures;
 mod in_process;
 mod postgres;
 mod process;
+mod replicas;
 mod request;
 
 pub use assert::{
@@ -36,11 +39,12 @@ pub use assert::{
 };
 pub use fixtures::{Publisher, bundle_manifest, key_for, remote_manifest};
 pub use in_process::{Served, TestHub, add_publisher, fresh_store, test_config};
-pub use postgres::{PgDatabase, database_for, postgres_base_url};
+pub use postgres::{PgDatabase, PrivatePostgres, database_for, postgres_base_url};
 pub use process::{
     COMMAND_BOUND, HubProcess, ProcessOptions, SEARCH_BOUND, START_BOUND, WitnessProcess, bin,
     hub_command,
 };
+pub use replicas::Replicas;
 pub use request::{Request, on_own_runtime};
 
 /// Which database a hub runs on.

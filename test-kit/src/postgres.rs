@@ -97,3 +97,79 @@ pub async fn database_for(backend: Backend) -> Option<PgDatabase> {
         Backend::Postgres => Some(PgDatabase::create().await),
     }
 }
+
+/// A PostgreSQL server of its own — a cluster in its own directory on its own port, made by
+/// `scripts/peers/postgres` — for a test that stops and starts the server without taking the
+/// shared one from the other tests. Stopped and removed on drop.
+#[derive(Debug)]
+pub struct PrivatePostgres {
+    /// `postgres://ofc:ofc@127.0.0.1:PORT/ofc`.
+    pub url: String,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl PrivatePostgres {
+    /// Creates and starts the cluster (initdb takes a few seconds). Panics, with the script's
+    /// stderr, when it cannot.
+    pub fn start() -> PrivatePostgres {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let base = std::env::var_os("OFC_TEST_PEERS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/var/tmp/ofc-peers"));
+        let dir = base.join(format!("private-pg-{}", uuid::Uuid::new_v4().simple()));
+        let mut pg = PrivatePostgres {
+            url: String::new(),
+            dir,
+            port,
+        };
+        pg.url = pg.script(None);
+        pg
+    }
+
+    fn script(&self, arg: Option<&str>) -> String {
+        let script = workspace().join("scripts/peers/postgres");
+        let mut c = Command::new(&script);
+        c.env("OFC_TEST_PEERS_DIR", &self.dir)
+            .env("OFC_TEST_PG_PORT", self.port.to_string());
+        if let Some(a) = arg {
+            c.arg(a);
+        }
+        let out = c
+            .output()
+            .unwrap_or_else(|e| panic!("{} cannot run: {e}", script.display()));
+        assert!(
+            out.status.success(),
+            "{} {arg:?} failed: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// Stops the server (fast shutdown: its clients are disconnected).
+    pub fn stop(&self) {
+        self.script(Some("--stop"));
+    }
+
+    /// Starts the stopped server again, on the same data and port.
+    pub fn start_again(&self) {
+        let url = self.script(None);
+        assert_eq!(url, self.url);
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        let script = workspace().join("scripts/peers/postgres");
+        let _ = Command::new(&script)
+            .arg("--stop")
+            .env("OFC_TEST_PEERS_DIR", &self.dir)
+            .env("OFC_TEST_PG_PORT", self.port.to_string())
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

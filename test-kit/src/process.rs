@@ -69,6 +69,8 @@ pub struct ProcessOptions {
     data_dir: Option<PathBuf>,
     bin: Option<PathBuf>,
     stopped: bool,
+    database_url: Option<String>,
+    env: Vec<(String, String)>,
 }
 
 impl ProcessOptions {
@@ -96,6 +98,21 @@ impl ProcessOptions {
     /// This `ofc-hub` (for instance `env!("CARGO_BIN_EXE_ofc-hub")`) instead of [`bin`]'s.
     pub fn bin(mut self, bin: impl Into<PathBuf>) -> ProcessOptions {
         self.bin = Some(bin.into());
+        self
+    }
+
+    /// On this existing PostgreSQL database (another hub's, for replicas sharing one database)
+    /// instead of a fresh one; whoever made it drops it.
+    pub fn database_url(mut self, url: &str) -> ProcessOptions {
+        self.backend = Backend::Postgres;
+        self.database_url = Some(url.to_string());
+        self
+    }
+
+    /// Sets the environment variable `key` for every `ofc-hub` this hub runs (after the kit's
+    /// own, e.g. `OFC_HUB__AUTH_FAILURE_LIMIT`, which it overrides).
+    pub fn env(mut self, key: &str, value: &str) -> ProcessOptions {
+        self.env.push((key.to_string(), value.to_string()));
         self
     }
 
@@ -159,7 +176,10 @@ pub struct HubProcess {
     data: PathBuf,
     backend: Backend,
     _root: tempfile::TempDir,
-    pg: Option<PgDatabase>,
+    _pg: Option<PgDatabase>,
+    /// The database's URL on PostgreSQL (the fresh database's, or the one given).
+    db_url: Option<String>,
+    env: Vec<(String, String)>,
 }
 
 impl HubProcess {
@@ -174,10 +194,14 @@ impl HubProcess {
             std::fs::create_dir_all(&data).expect("create the data dir");
             std::fs::write(data.join("hub.toml"), toml).expect("write hub.toml");
         }
-        let pg = match opts.backend {
-            Backend::Sqlite => None,
-            Backend::Postgres => Some(PgDatabase::create_blocking()),
+        let pg = match (opts.backend, &opts.database_url) {
+            (Backend::Postgres, None) => Some(PgDatabase::create_blocking()),
+            _ => None,
         };
+        let db_url = opts
+            .database_url
+            .clone()
+            .or_else(|| pg.as_ref().map(|p| p.url.clone()));
         let mut hub = HubProcess {
             child: None,
             addr: None,
@@ -187,7 +211,9 @@ impl HubProcess {
             data,
             backend: opts.backend,
             _root: root,
-            pg,
+            _pg: pg,
+            db_url,
+            env: opts.env,
         };
         if !opts.stopped {
             hub.spawn();
@@ -211,6 +237,22 @@ impl HubProcess {
         self.addr = Some(addr);
         self.url = format!("http://{addr}");
         self.child = Some(child);
+    }
+
+    /// Runs `ofc-hub serve` expecting it to refuse to start: panics if it is still running
+    /// after [`COMMAND_BOUND`] or exits 0; returns what it wrote to stderr.
+    pub fn refused_start(&self) -> String {
+        let mut c = assert_cmd::Command::from_std(self.command());
+        c.args(["serve", "--listen", "127.0.0.1:0"])
+            .timeout(COMMAND_BOUND);
+        let out = c.output().expect("run ofc-hub serve");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            !out.status.success() && out.status.code().is_some(),
+            "ofc-hub serve was expected to refuse to start, but: {}\n{stderr}",
+            out.status
+        );
+        stderr
     }
 
     /// SIGKILL: no shutdown handler, no flush, no graceful close; waits for it. The data stays;
@@ -254,12 +296,14 @@ impl HubProcess {
 
     /// The database's URL, on PostgreSQL.
     pub fn database_url(&self) -> Option<&str> {
-        self.pg.as_ref().map(|p| p.url.as_str())
+        self.db_url.as_deref()
     }
 
     /// `ofc-hub --data DATA [--database-url URL]`, to add a subcommand to.
     pub fn command(&self) -> Command {
-        hub_command(&self.bin, &self.data, self.database_url())
+        let mut c = hub_command(&self.bin, &self.data, self.database_url());
+        c.envs(self.env.iter().map(|(k, v)| (k, v)));
+        c
     }
 
     /// `ofc-hub ARGS…` on this hub's data, whatever the outcome.
