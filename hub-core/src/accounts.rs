@@ -132,22 +132,26 @@ pub async fn principal_for_token(
     token: &str,
 ) -> CoreResult<Principal> {
     let ip_key = FailureLimiter::token_key(&FailureLimiter::ip_key(ip));
-    let fail = |code: ErrorCode, msg: &str| {
+    let fail = async |code: ErrorCode, msg: &str| -> CoreError {
         hub.counters.auth_failure();
-        if let Some(secs) = hub.limiter.blocked(&ip_key) {
-            return CoreError::too_many(secs);
+        match hub.limiter.blocked(&ip_key).await {
+            Ok(Some(secs)) => return CoreError::too_many(secs),
+            Ok(None) => {}
+            Err(e) => return e,
         }
-        hub.limiter.fail(&ip_key);
+        if let Err(e) = hub.limiter.fail(&ip_key).await {
+            return e;
+        }
         CoreError::unauthenticated(code, msg.to_string())
     };
     if token.is_empty() || token.len() > 200 {
-        return Err(fail(ErrorCode::InvalidToken, "the API token is malformed"));
+        return Err(fail(ErrorCode::InvalidToken, "the API token is malformed").await);
     }
     match principal_for_hash(&hub.store, &hash_token(token)).await? {
         Ok(p) => Ok(p),
         Err(r) => {
             let (code, msg) = r.code_and_message();
-            Err(fail(code, msg))
+            Err(fail(code, msg).await)
         }
     }
 }
@@ -165,10 +169,7 @@ pub async fn check_password(
     let ip_key = FailureLimiter::login_ip_key(ip);
     let user_key = FailureLimiter::login_user_key(&user_name, ip);
     // Reserved before the slow hash, so concurrent guesses count while they are checked.
-    let attempt = hub
-        .limiter
-        .reserve(&[&ip_key, &user_key])
-        .map_err(CoreError::too_many)?;
+    let attempt = hub.limiter.reserve(&[&ip_key, &user_key]).await?;
     let user = if user_name.len() <= 64 {
         hub.store.user_by_name(&user_name).await?
     } else {
@@ -196,14 +197,14 @@ pub async fn check_password(
     .await
     .map_err(|e| CoreError::internal(format!("password check: {e}")))?;
     let Some(user) = user.filter(|_| ok) else {
-        attempt.failed();
+        attempt.failed().await?;
         hub.counters.auth_failure();
         return Err(CoreError::unauthenticated(
             ErrorCode::InvalidCredentials,
             "wrong user name or password",
         ));
     };
-    drop(attempt);
+    attempt.succeeded().await?;
     Ok(user)
 }
 

@@ -97,6 +97,11 @@ pub struct Config {
     /// the hub creates its log key (`DATA/log-key`); default `<registry_host>/log`. Once the
     /// key exists its name is the origin, and a different setting stops the hub at start.
     pub log_origin: Option<String>,
+    /// The transparency log's secret key file instead of `DATA/log-key` (created there when
+    /// missing and the database names no key yet). Replicas sharing one database must sign
+    /// with one key: give each the same file (a mounted secret); a replica whose key is not
+    /// the one recorded in the database refuses to start.
+    pub log_key_file: Option<PathBuf>,
     /// Witnesses asked to cosign each new checkpoint of the log (C2SP tlog-witness), e.g.
     /// `[[log_witnesses]]` `url = "https://witness.example/w1"`
     /// `key = "witness.example/w1+1b2c3d4e+BA…"` (as `ofc-hub witness key` prints it). The
@@ -169,6 +174,7 @@ impl Default for Config {
             search_synonyms_file: None,
             search_fewer_words_below: hub_search::index::DEFAULT_FEWER_WORDS_BELOW,
             log_origin: None,
+            log_key_file: None,
             log_witnesses: Vec::new(),
             log_witness_refresh_secs: 600,
         }

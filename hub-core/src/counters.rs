@@ -1,7 +1,8 @@
-//! What the core counts as it happens (publishes, refusals, failed authentications); the
+//! What the core counts as it happens (publishes, refusals, failed authentications) and
+//! whether this replica is the cosigner; the
 //! HTTP side adds its request counters and renders them all at `/metrics`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Process-wide counters of the core's events.
 #[derive(Debug, Default)]
@@ -9,6 +10,7 @@ pub struct Counters {
     publishes: AtomicU64,
     publish_refusals: AtomicU64,
     auth_failures: AtomicU64,
+    cosigning: AtomicBool,
 }
 
 impl Counters {
@@ -23,6 +25,14 @@ impl Counters {
     /// Records a failed authentication.
     pub fn auth_failure(&self) {
         self.auth_failures.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Records whether this replica holds the cosigner lease (submits heads to witnesses).
+    pub fn set_cosigning(&self, holds: bool) {
+        self.cosigning.store(holds, Ordering::Relaxed);
+    }
+    /// Whether this replica holds the cosigner lease.
+    pub fn cosigning(&self) -> bool {
+        self.cosigning.load(Ordering::Relaxed)
     }
     /// Versions published.
     pub fn publishes(&self) -> u64 {

@@ -79,6 +79,10 @@ impl CoreError {
     pub fn too_large(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(Kind::TooLarge, code, message)
     }
+    /// [`Kind::Unavailable`]: a peer of the hub (the database) does not answer; retry.
+    pub fn unavailable(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self::new(Kind::Unavailable, code, message)
+    }
     /// [`Kind::TooMany`]: a client blocked for `secs` more seconds.
     pub fn too_many(secs: u64) -> Self {
         Self::new(
@@ -101,6 +105,13 @@ impl From<StoreError> for CoreError {
             StoreError::NotFound(m) => CoreError::not_found(ErrorCode::NotFound, m),
             StoreError::Quota(m) => {
                 CoreError::forbidden(ErrorCode::QuotaExceeded, format!("quota exceeded: {m}"))
+            }
+            e if e.is_unavailable() => {
+                tracing::warn!(error = %e, "the database is unavailable");
+                CoreError::unavailable(
+                    ErrorCode::DatabaseUnavailable,
+                    "the database is unavailable; nothing was changed — retry shortly",
+                )
             }
             other => CoreError::internal(other),
         }

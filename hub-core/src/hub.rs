@@ -9,6 +9,7 @@ use crate::auth::FailureLimiter;
 use crate::blob::{BlobStore, Blobs};
 use crate::config::Config;
 use crate::counters::Counters;
+use crate::limits::Limiter;
 use crate::log_heads::Shared;
 use crate::search::Search;
 use crate::store::Store;
@@ -23,13 +24,13 @@ pub struct Hub {
     pub blobs: Blobs,
     /// Settings.
     pub config: Arc<Config>,
-    /// Authentication-failure limiter.
-    pub limiter: Arc<FailureLimiter>,
+    /// Authentication-failure limiter (its windows in the database, shared by replicas).
+    pub limiter: Arc<Limiter>,
     /// What the core counts (publishes, refusals, failed authentications).
     pub counters: Arc<Counters>,
     /// The search index and its follower (`None`: search is not enabled).
     pub search: Option<Arc<Search>>,
-    /// The transparency log's signing key (`DATA/log-key`): signs checkpoints.
+    /// The transparency log's signing key (`DATA/log-key` or `log_key_file`): signs checkpoints.
     pub log: Arc<LogSigner>,
     /// The latest checkpoints the witnesses cosigned (empty without witnesses, or before their
     /// first answer).
@@ -43,6 +44,7 @@ impl Hub {
             config.auth_failure_limit,
             Duration::from_secs(config.auth_failure_window_secs),
         );
+        let limiter = Limiter::new(limiter, store.clone());
         Hub {
             store,
             blobs: Blobs::new(blobs),

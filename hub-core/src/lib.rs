@@ -30,6 +30,7 @@ pub mod error;
 pub mod gc;
 pub mod hub;
 pub mod import;
+pub mod limits;
 pub mod log_heads;
 pub mod log_key;
 pub mod namespaces;

@@ -226,6 +226,9 @@ pub enum PublishError {
     /// Another write got there first.
     #[error("{0}")]
     Conflict(String),
+    /// The database does not answer: nothing was recorded; retry.
+    #[error("the database is unavailable; nothing was recorded — retry shortly")]
+    DatabaseUnavailable,
     /// The database or the blob store failed.
     #[error("{0}")]
     Internal(String),
@@ -257,6 +260,7 @@ impl PublishError {
             PublishError::VersionExists { .. } => ErrorCode::VersionExists,
             PublishError::VersionDeleted { .. } => ErrorCode::VersionDeleted,
             PublishError::Conflict(_) => ErrorCode::Conflict,
+            PublishError::DatabaseUnavailable => ErrorCode::DatabaseUnavailable,
             PublishError::Internal(_) => ErrorCode::Internal,
         }
     }
@@ -274,6 +278,7 @@ impl PublishError {
             PublishError::BundleTooLarge { .. } | PublishError::InlineBundleTooLarge { .. } => {
                 Kind::TooLarge
             }
+            PublishError::DatabaseUnavailable => Kind::Unavailable,
             PublishError::Internal(_) => Kind::Internal,
             _ => Kind::Invalid,
         }
@@ -289,6 +294,10 @@ impl From<PublishError> for CoreError {
 
 impl From<StoreError> for PublishError {
     fn from(e: StoreError) -> Self {
+        if e.is_unavailable() {
+            tracing::warn!(error = %e, "the database is unavailable");
+            return PublishError::DatabaseUnavailable;
+        }
         PublishError::Internal(e.to_string())
     }
 }
@@ -301,6 +310,9 @@ impl From<BlobError> for PublishError {
 
 impl From<CoreError> for PublishError {
     fn from(e: CoreError) -> Self {
+        if e.code == ErrorCode::DatabaseUnavailable {
+            return PublishError::DatabaseUnavailable;
+        }
         PublishError::Internal(e.message)
     }
 }

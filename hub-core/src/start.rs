@@ -71,7 +71,7 @@ pub async fn open(
         )?)),
         Role::Command => None,
     };
-    let log_key = open_log_key(&config)?;
+    let log_key = open_log_key(&config, &store).await?;
     let mut hub = Hub::new(store, blobs, config, log_key);
     hub.search = search;
     if role == Role::Serve {

@@ -14,7 +14,9 @@
 //!
 //! **The key**: `DATA/log-key` (the signed-note secret form, 0600), created on first start with
 //! the origin `log_origin` (default `<registry_host>/log`); a configured origin that differs from
-//! the key's name stops the hub. Replicas sharing one PostgreSQL must share the key file.
+//! the key's name stops the hub. Replicas sharing one PostgreSQL share the key file
+//! (`log_key_file`); the database records the key's public half, and a replica with another
+//! key refuses to start (`log_key.rs`).
 //!
 //! **Which head a reader is shown** (`log_head_covering`, one snapshot of size, root and note):
 //! for a reader that holds entries (a version's proof with the client's `log_size`, a

@@ -7,7 +7,7 @@
 //! replaying an entry is idempotent and an entry read late never resurrects an old version.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, watch};
@@ -54,6 +54,12 @@ impl Default for FollowConfig {
 pub struct FollowStatus {
     committed: AtomicU64,
     head: AtomicU64,
+    /// The follower read the outbox's head at least once since it started.
+    head_seen: AtomicBool,
+    /// The first head it read: the backlog to index before the hub's search is its own.
+    first_head: AtomicU64,
+    /// The index caught up with the outbox once since the follower started (it stays so).
+    caught_up: AtomicBool,
 }
 
 impl FollowStatus {
@@ -70,6 +76,24 @@ impl FollowStatus {
     /// Outbox entries not yet searchable.
     pub fn lag(&self) -> u64 {
         self.head_seq().saturating_sub(self.committed_seq())
+    }
+
+    /// Whether the index has caught up with the outbox since the follower started: the head
+    /// read at least once, and everything up to the first head it read searchable (writes
+    /// made since do not hold it back: under a steady load the lag is rarely 0). Once true it
+    /// stays true (a serving hub lags a little behind every write; `lag` says how much);
+    /// before, the index may be far behind (a new replica, or one restarted after many writes
+    /// elsewhere) and its answers are not the hub's.
+    pub fn caught_up(&self) -> bool {
+        if self.caught_up.load(Ordering::Acquire) {
+            return true;
+        }
+        let now = self.head_seen.load(Ordering::Acquire)
+            && self.committed_seq() >= self.first_head.load(Ordering::Acquire);
+        if now {
+            self.caught_up.store(true, Ordering::Release);
+        }
+        now
     }
 }
 
@@ -170,6 +194,10 @@ async fn read_loop<S: OutboxSource>(
         let fetched = match source.head().await {
             Ok(head) => {
                 status.head.fetch_max(head, Ordering::AcqRel);
+                if !status.head_seen.load(Ordering::Acquire) {
+                    status.first_head.store(head, Ordering::Release);
+                    status.head_seen.store(true, Ordering::Release);
+                }
                 source.entries_after(after, config.fetch_limit).await
             }
             Err(e) => Err(e),

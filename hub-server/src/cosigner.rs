@@ -17,8 +17,18 @@
 //! line with its tree: a witness failing a later round of the same tree keeps its cosignature
 //! there. Two cosigned checkpoints are kept: the latest, and the latest every witness cosigned.
 //! The same head is resubmitted every `log_witness_refresh_secs` so that timestamps stay recent
-//! for clients that require a maximum age. The cosigned heads are in memory: a restarted hub
-//! serves fresh heads until its first round.
+//! for clients that require a maximum age.
+//!
+//! **One cosigner among replicas.** Of the replicas sharing one database, exactly one submits:
+//! the holder of the cosigner lease ([`COSIGNER_LEASE`], a PostgreSQL session advisory lock on
+//! a connection of its own, see `hub_core::store::db::Lease`). It checks the lease before each
+//! round and stores what the witnesses cosigned in the database (`log_cosigned`); the other
+//! replicas ask for the lease every second and meanwhile serve the stored cosigned checkpoints.
+//! When the holder dies, PostgreSQL sees its connection close and frees the lock; another
+//! replica takes it at its next ask (about a second) and goes on from the witnesses' answers
+//! (a 409 teaches it each witness's size). So witnesses never get heads from two submitters at
+//! once, and every replica serves the same cosigned checkpoints. A new holder (or a restarted
+//! single hub) serves fresh heads until its first round.
 
 use std::time::{Duration, Instant};
 
@@ -26,11 +36,22 @@ use anyhow::{Context as _, anyhow, bail};
 use futures::StreamExt as _;
 use hub_core::Hub;
 use hub_core::config::LogWitness;
-use hub_core::log_heads::Cosigned;
+use hub_core::log_heads::{Cosigned, CosignedHeads};
+use hub_core::store::db::Lease;
+use hub_core::store::{StoredCosigned, now_ms};
 use index_schema::tlog::{AddCheckpoint, Hash, WitnessVerifier, cosignature_lines};
 
 /// How often the log's head is looked at.
 const POLL: Duration = Duration::from_millis(200);
+/// How often a replica that is not the cosigner asks for the lease (and reads the cosigned
+/// checkpoints the cosigner stored).
+const FOLLOW: Duration = Duration::from_secs(1);
+/// The cosigner's lease (a PostgreSQL advisory lock key: `ofc-cosi` in ASCII).
+pub const COSIGNER_LEASE: i64 = 0x6f66_632d_636f_7369;
+/// `log_cosigned.kind` of the latest checkpoint any witness cosigned.
+const LATEST: &str = "latest";
+/// `log_cosigned.kind` of the latest checkpoint every witness cosigned.
+const FULL: &str = "full";
 /// Longest pause after failures.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// The largest witness answer read.
@@ -85,40 +106,119 @@ async fn run(state: Hub, targets: Vec<Target>) {
             return;
         }
     };
-    // The size each witness last cosigned, as far as this hub knows (0 at first: a witness
-    // that cosigned before answers 409 with its size).
-    let mut known: Vec<u64> = vec![0; targets.len()];
-    // An unchanged head cosigned this long ago is submitted again, so the cosignatures'
-    // timestamps stay recent even when nothing is published.
-    let refresh = Duration::from_secs(state.config.log_witness_refresh_secs.max(1));
-    let mut done: Option<(u64, Hash, Instant)> = None;
-    // The last cosignature line(s) each witness gave, with the tree they are for: a witness
-    // failing a later round of the same tree keeps its line.
-    let mut last: Vec<Option<(u64, Hash, String)>> = vec![None; targets.len()];
-    let mut pause = POLL;
+    let mut lease: Option<Lease> = None;
+    let mut rounds = Rounds::new(targets.len());
     loop {
-        tokio::time::sleep(pause).await;
+        // Stay, or try to become, the one replica that submits heads.
+        let held = match &mut lease {
+            Some(l) => l.still_held().await,
+            None => false,
+        };
+        if !held {
+            if lease.take().is_some() {
+                tracing::warn!("lost the cosigner lease (the database connection broke)");
+                state.counters.set_cosigning(false);
+            }
+            match state.store.db().try_lease(COSIGNER_LEASE).await {
+                Ok(Some(l)) => {
+                    tracing::info!("this replica now submits the log's heads to the witnesses");
+                    lease = Some(l);
+                    state.counters.set_cosigning(true);
+                    // What the previous holder learned is in the database, not here.
+                    rounds = Rounds::new(targets.len());
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot ask for the cosigner lease"),
+            }
+        }
+        if lease.is_none() {
+            follow(&state).await;
+            tokio::time::sleep(FOLLOW).await;
+            continue;
+        }
+        tokio::time::sleep(rounds.pause).await;
+        rounds.round(&state, &client, &targets).await;
+    }
+}
+
+/// A replica that is not the cosigner serves what the cosigner stored.
+async fn follow(state: &Hub) {
+    let stored = match state.store.cosigned().await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the cosigned checkpoints");
+            return;
+        }
+    };
+    let now = now_ms();
+    let mut heads = CosignedHeads::default();
+    for c in stored {
+        let age = Duration::from_millis(u64::try_from(now - c.at).unwrap_or(0));
+        let cosigned = Cosigned {
+            size: c.size,
+            root: c.root,
+            note: c.note,
+            count: c.count,
+            at: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+        };
+        match c.kind.as_str() {
+            FULL => heads.full = Some(cosigned),
+            LATEST => heads.latest = Some(cosigned),
+            _ => {}
+        }
+    }
+    *state.cosigned.write().unwrap_or_else(|p| p.into_inner()) = heads;
+}
+
+/// What the cosigner knows between rounds.
+struct Rounds {
+    /// The size each witness last cosigned, as far as this hub knows (0 at first: a witness
+    /// that cosigned before answers 409 with its size).
+    known: Vec<u64>,
+    /// The head last cosigned by every witness, and when.
+    done: Option<(u64, Hash, Instant)>,
+    /// The last cosignature line(s) each witness gave, with the tree they are for: a witness
+    /// failing a later round of the same tree keeps its line.
+    last: Vec<Option<(u64, Hash, String)>>,
+    pause: Duration,
+}
+
+impl Rounds {
+    fn new(n: usize) -> Rounds {
+        Rounds {
+            known: vec![0; n],
+            done: None,
+            last: vec![None; n],
+            pause: Duration::ZERO,
+        }
+    }
+
+    /// One round: the head, when new (or due for a refresh), to every witness.
+    async fn round(&mut self, state: &Hub, client: &reqwest::Client, targets: &[Target]) {
+        // An unchanged head cosigned this long ago is submitted again, so the cosignatures'
+        // timestamps stay recent even when nothing is published.
+        let refresh = Duration::from_secs(state.config.log_witness_refresh_secs.max(1));
         let (size, root) = match state.store.log_head().await {
             Ok(h) => h,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the log's head for the witnesses");
-                pause = (pause * 2).min(MAX_BACKOFF);
-                continue;
+                self.pause = (self.pause * 2).clamp(POLL, MAX_BACKOFF);
+                return;
             }
         };
-        if let Some((s, r, at)) = &done
+        if let Some((s, r, at)) = &self.done
             && *s == size
             && *r == root
             && at.elapsed() < refresh
         {
-            pause = POLL;
-            continue;
+            self.pause = POLL;
+            return;
         }
         let note = state.log.sign_checkpoint(size, root);
         let rounds: Vec<_> = targets
             .iter()
-            .zip(known.iter_mut())
-            .map(|(t, k)| submit(&client, &state, t, k, &note, size))
+            .zip(self.known.iter_mut())
+            .map(|(t, k)| submit(client, state, t, k, &note, size))
             .collect();
         let answers: Vec<_> = targets
             .iter()
@@ -127,14 +227,15 @@ async fn run(state: Hub, targets: Vec<Target>) {
         let mut failed = 0;
         for (i, (t, r)) in answers.into_iter().enumerate() {
             match r {
-                Ok(l) => last[i] = Some((size, root, l)),
+                Ok(l) => self.last[i] = Some((size, root, l)),
                 Err(e) => {
                     failed += 1;
                     tracing::warn!(witness = %t.url, size, error = %format!("{e:#}"), "no cosignature");
                 }
             }
         }
-        let lines: Vec<&str> = last
+        let lines: Vec<&str> = self
+            .last
             .iter()
             .flatten()
             .filter(|(s, r, _)| *s == size && *r == root)
@@ -148,17 +249,32 @@ async fn run(state: Hub, targets: Vec<Target>) {
                 count: lines.len(),
                 at: Instant::now(),
             };
+            let full = cosigned.count == targets.len();
+            let at = now_ms();
+            for kind in [LATEST, FULL].into_iter().filter(|k| *k == LATEST || full) {
+                let stored = StoredCosigned {
+                    kind: kind.to_string(),
+                    size,
+                    root,
+                    note: cosigned.note.clone(),
+                    count: cosigned.count,
+                    at,
+                };
+                if let Err(e) = state.store.put_cosigned(&stored).await {
+                    tracing::warn!(error = %e, "cannot store the cosigned checkpoint for the other replicas");
+                }
+            }
             let mut heads = state.cosigned.write().unwrap_or_else(|p| p.into_inner());
-            if cosigned.count == targets.len() {
+            if full {
                 heads.full = Some(cosigned.clone());
             }
             heads.latest = Some(cosigned);
         }
         if failed == 0 {
-            done = Some((size, root, Instant::now()));
-            pause = POLL;
+            self.done = Some((size, root, Instant::now()));
+            self.pause = POLL;
         } else {
-            pause = (pause * 2).min(MAX_BACKOFF);
+            self.pause = (self.pause * 2).clamp(POLL, MAX_BACKOFF);
         }
     }
 }

@@ -21,6 +21,10 @@ pub struct ApiError {
     pub message: String,
 }
 
+/// The `Retry-After` of a 503 (the database unavailable, the hub not ready, a request that
+/// timed out), in seconds.
+pub const RETRY_AFTER_SECS: &str = "2";
+
 /// What handlers return.
 pub type ApiResult<T> = Result<T, ApiError>;
 
@@ -99,7 +103,15 @@ impl IntoResponse for ApiError {
             code: self.code,
             message: self.message,
         };
-        (self.status, Json(body)).into_response()
+        let mut r = (self.status, Json(body)).into_response();
+        // Every 503 is worth retrying: say when.
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            r.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static(RETRY_AFTER_SECS),
+            );
+        }
+        r
     }
 }
 

@@ -133,6 +133,11 @@ impl Metrics {
         }
         let _ = writeln!(
             s,
+            "# HELP ofc_hub_cosigner 1 when this replica is the one submitting the log's heads to the witnesses.\n# TYPE ofc_hub_cosigner gauge\nofc_hub_cosigner {}",
+            u8::from(counters.cosigning())
+        );
+        let _ = writeln!(
+            s,
             "# HELP ofc_hub_info Build and backend.\n# TYPE ofc_hub_info gauge\nofc_hub_info{{version=\"{}\",backend=\"{backend}\"}} 1",
             env!("CARGO_PKG_VERSION")
         );

@@ -1,4 +1,5 @@
-//! The limiter on authentication failures.
+//! The limiter on authentication failures: its rules (the counting is shared by every replica,
+//! in the database: [`crate::limits`]).
 //!
 //! Three kinds of keys, one fixed window each (`auth_failure_limit` failures per
 //! `auth_failure_window_secs`): failed log-ins per client address (`login:<ip>`), failed log-ins
@@ -8,72 +9,50 @@
 //! with many addresses gets `limit × addresses` password guesses per window (passwords are
 //! Argon2-hashed, and automation uses tokens). A valid token is never refused by the limiter, so
 //! invalid tokens from a shared address (NAT, CI) cannot block the valid ones; token guesses and
-//! log-in failures do not count against each other. The limiter is in memory, per replica.
+//! log-in failures do not count against each other. The windows live in the database, so N
+//! replicas of a hub give an attacker the same attempts as one.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Counts authentication failures per key (client address, or address + user name) in a fixed
-/// window and refuses further attempts once the limit is reached. In memory: each replica
-/// limits on its own.
+/// The limiter's rules: `limit` failures (and attempts in flight) per key in a fixed `window`.
 ///
-/// A password check is slow (argon2), so an attempt is *reserved* before the check
-/// ([`FailureLimiter::reserve`]) and counts against the limit while it runs: 300 concurrent
-/// wrong passwords from one address get `limit` checks, not 300 (checking `blocked` first and
-/// counting after let every one of them through).
-#[derive(Debug)]
-pub struct FailureLimiter {
-    limit: u32,
-    window: Duration,
-    entries: Mutex<HashMap<String, LimiterEntry>>,
-}
-
+/// A password check is slow (argon2), so an attempt is *reserved* before the check and counts
+/// against the limit while it runs: 300 concurrent wrong passwords from one address get
+/// `limit` checks, not 300 (checking first and counting after let every one of them through).
 #[derive(Debug, Clone, Copy)]
-struct LimiterEntry {
-    /// Start of the window.
-    start: Instant,
-    /// Failures in the window.
-    failures: u32,
-    /// Attempts reserved and not yet settled.
-    in_flight: u32,
-}
-
-/// An attempt reserved against one or more keys of a [`FailureLimiter`]: dropped, it is
-/// released (a success); [`Attempt::failed`] turns it into a failure of every key.
-#[derive(Debug)]
-#[must_use = "an attempt not settled is released as a success"]
-pub struct Attempt<'a> {
-    limiter: &'a FailureLimiter,
-    keys: Vec<String>,
-}
-
-impl Attempt<'_> {
-    /// The attempt failed: a failure is counted for each of its keys.
-    pub fn failed(mut self) {
-        let keys = std::mem::take(&mut self.keys);
-        self.limiter.settle(&keys, true);
-    }
-}
-
-impl Drop for Attempt<'_> {
-    fn drop(&mut self) {
-        if !self.keys.is_empty() {
-            let keys = std::mem::take(&mut self.keys);
-            self.limiter.settle(&keys, false);
-        }
-    }
+pub struct FailureLimiter {
+    /// Failures (and attempts in flight) allowed per window.
+    pub limit: u32,
+    /// The window.
+    pub window: Duration,
 }
 
 impl FailureLimiter {
     /// A limiter allowing `limit` failures per `window`.
     pub fn new(limit: u32, window: Duration) -> Self {
-        FailureLimiter {
-            limit,
-            window,
-            entries: Mutex::new(HashMap::new()),
-        }
+        FailureLimiter { limit, window }
+    }
+
+    /// The window in milliseconds.
+    pub fn window_ms(&self) -> i64 {
+        i64::try_from(self.window.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Windows that started at or before this (Unix ms) have ended at `now`.
+    pub fn expired_before(&self, now: i64) -> i64 {
+        now.saturating_sub(self.window_ms())
+    }
+
+    /// Whether a window of `failures` and `in_flight` attempts is at the limit.
+    pub fn full(&self, failures: i64, in_flight: i64) -> bool {
+        failures + in_flight >= i64::from(self.limit)
+    }
+
+    /// Whole seconds (at least 1) until the window that started at `start` ends, at `now`.
+    pub fn seconds_left(&self, start: i64, now: i64) -> u64 {
+        let left = (start.saturating_add(self.window_ms()) - now).max(0);
+        (left as u64).div_ceil(1000).max(1)
     }
 
     /// Key for a client address.
@@ -98,107 +77,6 @@ impl FailureLimiter {
     pub fn login_user_key(user: &str, ip_key: &str) -> String {
         format!("login:{user}@{ip_key}")
     }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, LimiterEntry>> {
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The entry of `key` as of `now`, a new window when the old one has passed (attempts in
-    /// flight carry over: they are still running).
-    fn current(&self, m: &HashMap<String, LimiterEntry>, key: &str, now: Instant) -> LimiterEntry {
-        match m.get(key) {
-            Some(e) if now.duration_since(e.start) < self.window => *e,
-            Some(e) => LimiterEntry {
-                start: now,
-                failures: 0,
-                in_flight: e.in_flight,
-            },
-            None => LimiterEntry {
-                start: now,
-                failures: 0,
-                in_flight: 0,
-            },
-        }
-    }
-
-    fn seconds_left(&self, e: &LimiterEntry, now: Instant) -> u64 {
-        self.window
-            .saturating_sub(now.duration_since(e.start))
-            .as_secs()
-            .max(1)
-    }
-
-    /// Whether `key` is blocked now (failures and attempts in flight at the limit); the
-    /// remaining seconds if so.
-    pub fn blocked(&self, key: &str) -> Option<u64> {
-        let m = self.lock();
-        let now = Instant::now();
-        let e = self.current(&m, key, now);
-        (e.failures + e.in_flight >= self.limit).then(|| self.seconds_left(&e, now))
-    }
-
-    /// Reserves an attempt against every key at once, or refuses it (the seconds until the
-    /// first blocking key's window ends) when any key has reached its limit counting the
-    /// attempts in flight.
-    pub fn reserve(&self, keys: &[&str]) -> Result<Attempt<'_>, u64> {
-        let mut m = self.lock();
-        let now = Instant::now();
-        self.forget_expired(&mut m, now);
-        let mut entries = Vec::with_capacity(keys.len());
-        for k in keys {
-            let e = self.current(&m, k, now);
-            if e.failures + e.in_flight >= self.limit {
-                return Err(self.seconds_left(&e, now));
-            }
-            entries.push(e);
-        }
-        for (k, mut e) in keys.iter().zip(entries) {
-            e.in_flight += 1;
-            m.insert((*k).to_string(), e);
-        }
-        Ok(Attempt {
-            limiter: self,
-            keys: keys.iter().map(|k| (*k).to_string()).collect(),
-        })
-    }
-
-    fn settle(&self, keys: &[String], failed: bool) {
-        let mut m = self.lock();
-        let now = Instant::now();
-        for k in keys {
-            let mut e = self.current(&m, k, now);
-            e.in_flight = e.in_flight.saturating_sub(1);
-            if failed {
-                e.failures = e.failures.saturating_add(1);
-            }
-            if e.failures == 0 && e.in_flight == 0 {
-                m.remove(k);
-            } else {
-                m.insert(k.clone(), e);
-            }
-        }
-    }
-
-    /// Bounded memory: past 100,000 keys, windows that have ended with nothing in flight go.
-    fn forget_expired(&self, m: &mut HashMap<String, LimiterEntry>, now: Instant) {
-        if m.len() > 100_000 {
-            let w = self.window;
-            m.retain(|_, e| e.in_flight > 0 || now.duration_since(e.start) < w);
-        }
-    }
-
-    /// Records a failure for `key` (a failure that needed no reservation: an invalid token is
-    /// found invalid at once).
-    pub fn fail(&self, key: &str) {
-        let mut m = self.lock();
-        let now = Instant::now();
-        self.forget_expired(&mut m, now);
-        let mut e = self.current(&m, key, now);
-        e.failures = e.failures.saturating_add(1);
-        m.insert(key.to_string(), e);
-    }
 }
 
 #[cfg(test)]
@@ -208,37 +86,12 @@ mod tests {
     use super::FailureLimiter;
 
     #[test]
-    fn limiter_blocks_after_limit() {
+    fn windows_end_and_say_how_long_they_last() {
         let l = FailureLimiter::new(3, Duration::from_secs(600));
-        for _ in 0..3 {
-            assert!(l.blocked("k").is_none());
-            l.fail("k");
-        }
-        assert!(l.blocked("k").is_some());
-        assert!(l.blocked("other").is_none());
-    }
-
-    #[test]
-    fn attempts_in_flight_count_against_the_limit() {
-        let l = FailureLimiter::new(3, Duration::from_secs(600));
-        let a = l.reserve(&["ip", "ip+user"]).unwrap();
-        let b = l.reserve(&["ip"]).unwrap();
-        let c = l.reserve(&["ip"]).unwrap();
-        // Three checks running: a fourth is refused before it starts.
-        assert!(l.reserve(&["ip"]).is_err());
-        assert!(l.blocked("ip").is_some());
-        // A success gives its place back; a failure keeps it.
-        drop(a);
-        assert!(l.blocked("ip+user").is_none());
-        b.failed();
-        c.failed();
-        let d = l.reserve(&["ip"]).unwrap();
-        d.failed();
-        assert!(l.reserve(&["ip"]).is_err());
-        // A refusal by one key reserves nothing on the others.
-        let l = FailureLimiter::new(1, Duration::from_secs(600));
-        l.fail("x");
-        assert!(l.reserve(&["y", "x"]).is_err());
-        assert!(l.blocked("y").is_none());
+        assert_eq!(l.expired_before(1_000_000), 400_000);
+        assert_eq!(l.seconds_left(400_001, 1_000_000), 1);
+        assert_eq!(l.seconds_left(1_000_000, 1_000_000), 600);
+        assert_eq!(l.seconds_left(1_000_000, 1_000_500), 600);
+        assert!(l.full(2, 1) && l.full(3, 0) && !l.full(2, 0));
     }
 }

@@ -11,6 +11,6 @@ mod token;
 pub use access::{
     Denied, Principal, Role, Scope, check_pattern, parse_scopes, pattern_covers, pattern_matches,
 };
-pub use limiter::{Attempt, FailureLimiter};
+pub use limiter::FailureLimiter;
 pub use password::{dummy_password_hash, hash_password, verify_password};
 pub use token::{AGENT_TOKEN_PREFIX, Secret, TOKEN_PREFIX, generate_token, hash_token};

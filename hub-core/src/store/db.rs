@@ -21,8 +21,34 @@ use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyTypeInfo, AnyTypeInfoKind, AnyValueRef};
 use sqlx::error::BoxDynError;
+use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{Any, AnyConnection, AnyPool, ConnectOptions as _, Decode, Type};
+use sqlx::{Any, AnyConnection, AnyPool, ConnectOptions as _, Connection as _, Decode, Type};
+
+/// Why the database could not be migrated.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrationError {
+    /// The database's schema is newer than this binary's.
+    #[error(
+        "the database's schema is at migration {applied} ({description}), newer than this \
+         ofc-hub knows (migration {known}, {known_description}): the database was migrated by \
+         a newer ofc-hub; run that version (an older one must not write to a schema it does \
+         not know)"
+    )]
+    Newer {
+        /// The newest migration applied to the database.
+        applied: i64,
+        /// Its description.
+        description: String,
+        /// The newest migration this binary knows.
+        known: i64,
+        /// Its description.
+        known_description: String,
+    },
+    /// A migration failed.
+    #[error(transparent)]
+    Migrate(#[from] MigrateError),
+}
 
 /// Which database a [`Db`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +67,47 @@ pub struct Db {
     /// The pool that reads (PostgreSQL: the same pool).
     read: AnyPool,
     backend: Backend,
+    /// How to open a connection of its own (PostgreSQL: for a [`Lease`]).
+    options: Options,
+}
+
+/// Connect options, never shown (they hold the password).
+#[derive(Clone)]
+struct Options(Option<AnyConnectOptions>);
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Options(..)")
+    }
+}
+
+/// One role among the processes sharing a database, held by one of them at a time: on
+/// PostgreSQL a session advisory lock (`pg_try_advisory_lock`) held on a connection of its own,
+/// outside the pool, so it is released the moment the holder's process dies (the server sees
+/// the connection close) or the connection breaks; on SQLite (one serving process) always held.
+#[derive(Debug)]
+pub struct Lease {
+    conn: Option<AnyConnection>,
+}
+
+impl Lease {
+    /// Whether the lease is still held: its connection answers. A lease that is not is lost
+    /// for good (take a new one).
+    pub async fn still_held(&mut self) -> bool {
+        let Some(conn) = &mut self.conn else {
+            return true;
+        };
+        let ok = tokio::time::timeout(
+            Duration::from_secs(5),
+            sqlx::query("SELECT 1").execute(&mut *conn),
+        )
+        .await
+        .is_ok_and(|r| r.is_ok());
+        if !ok {
+            self.conn = None;
+        }
+        ok
+    }
 }
 
 /// The settings every SQLite connection gets: WAL + NORMAL survives a killed process (the WAL is
@@ -81,6 +148,7 @@ impl Db {
             write,
             read,
             backend: Backend::Sqlite,
+            options: Options(None),
         })
     }
 
@@ -91,12 +159,13 @@ impl Db {
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))
-            .connect_with(opts)
+            .connect_with(opts.clone())
             .await?;
         Ok(Db {
             write: pool.clone(),
             read: pool,
             backend: Backend::Postgres,
+            options: Options(Some(opts)),
         })
     }
 
@@ -126,19 +195,63 @@ impl Db {
         &self.read
     }
 
-    /// Applies the embedded migrations of this backend.
-    pub async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
+    /// The embedded migrations of this backend.
+    fn migrator(&self) -> Migrator {
         match self.backend {
-            Backend::Sqlite => {
-                sqlx::migrate!("../migrations/sqlite")
-                    .run(&self.write)
-                    .await
+            Backend::Sqlite => sqlx::migrate!("../migrations/sqlite"),
+            Backend::Postgres => sqlx::migrate!("../migrations/postgres"),
+        }
+    }
+
+    /// The newest migration this binary knows (version, description).
+    pub fn known_schema(&self) -> (i64, String) {
+        self.migrator()
+            .iter()
+            .map(|m| (m.version, m.description.to_string()))
+            .max_by_key(|(v, _)| *v)
+            .unwrap_or((0, String::new()))
+    }
+
+    /// The newest migration applied to the database (version, description); `None` on a new
+    /// database.
+    pub async fn applied_schema(&self) -> Option<(i64, String)> {
+        sqlx::query_as(
+            "SELECT version, description FROM _sqlx_migrations ORDER BY version DESC LIMIT 1",
+        )
+        .fetch_optional(&self.write)
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// Applies the embedded migrations of this backend — on PostgreSQL under sqlx's advisory
+    /// lock, so of several replicas starting at once one migrates and the others wait for it,
+    /// then find nothing to do. A database migrated by a newer binary (a migration this one
+    /// does not know) is refused before anything is written: an older binary must not write
+    /// to a schema it does not know.
+    pub async fn migrate(&self) -> Result<(), MigrationError> {
+        let (known, known_description) = self.known_schema();
+        let newer = |applied: i64, description: String| MigrationError::Newer {
+            applied,
+            description,
+            known,
+            known_description: known_description.clone(),
+        };
+        if let Some((applied, description)) = self.applied_schema().await
+            && applied > known
+        {
+            return Err(newer(applied, description));
+        }
+        match self.migrator().run(&self.write).await {
+            Ok(()) => Ok(()),
+            Err(MigrateError::VersionMissing(v)) => {
+                let description = match self.applied_schema().await {
+                    Some((a, d)) if a == v => d,
+                    _ => "?".to_string(),
+                };
+                Err(newer(v, description))
             }
-            Backend::Postgres => {
-                sqlx::migrate!("../migrations/postgres")
-                    .run(&self.write)
-                    .await
-            }
+            Err(e) => Err(MigrationError::Migrate(e)),
         }
     }
 
@@ -159,6 +272,25 @@ impl Db {
     pub async fn ping(&self) -> Result<(), sqlx::Error> {
         sqlx::query("SELECT 1").execute(&self.read).await?;
         Ok(())
+    }
+
+    /// Takes the lease `key` (one number per role) when no other process holds it; `None`
+    /// when one does. See [`Lease`].
+    pub async fn try_lease(&self, key: i64) -> Result<Option<Lease>, sqlx::Error> {
+        let Some(opts) = &self.options.0 else {
+            return Ok(Some(Lease { conn: None }));
+        };
+        let mut conn = AnyConnection::connect_with(opts).await?;
+        let Flag(got) = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(key)
+            .fetch_one(&mut conn)
+            .await?;
+        if got {
+            Ok(Some(Lease { conn: Some(conn) }))
+        } else {
+            let _ = conn.close().await;
+            Ok(None)
+        }
     }
 
     /// Closes every connection.

@@ -6,7 +6,8 @@
 //! writing transaction does besides its change (audit, outbox, the agent's derived state); one
 //! file per aggregate holds its `impl Store`: `accounts`, `namespaces`, `agents`, `registry`,
 //! `outbox`, `sessions`, `search` (what the index follows), `tlog` and `tlog_check` (the
-//! transparency log), `oci` (manifests, tags, uploads, bearer tokens) and `blobs` (blob rows,
+//! transparency log), `replicas` (what replicas on one database share: the log key's record,
+//! cosigned checkpoints, the failure limiter), `oci` (manifests, tags, uploads, bearer tokens) and `blobs` (blob rows,
 //! claims and marks, links to repositories).
 
 mod accounts;
@@ -17,6 +18,7 @@ mod namespaces;
 mod oci;
 mod outbox;
 mod registry;
+mod replicas;
 mod repo;
 mod rows;
 mod search;
@@ -27,6 +29,7 @@ mod tx;
 
 pub use blobs::{BlobClaim, Registered};
 pub use oci::{ManifestRow, NewManifest, Unrecorded};
+pub use replicas::{LimiterWindow, StoredCosigned};
 pub use repo::{Actor, Result, Store, StoreError, now_ms};
 pub use rows::{
     AgentRow, AuditRow, KeyRow, Member, Namespace, NewRegistryAgent, NewVersion, OutboxRow,

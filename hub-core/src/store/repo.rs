@@ -42,6 +42,29 @@ pub enum StoreError {
     Quota(String),
 }
 
+impl StoreError {
+    /// Whether the database could not be reached (down, restarting, refusing connections, the
+    /// pool timed out waiting for one): a request may be retried, and nothing it did was kept.
+    pub fn is_unavailable(&self) -> bool {
+        let StoreError::Sqlx(e) = self else {
+            return false;
+        };
+        match e {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed => true,
+            sqlx::Error::Database(d) => d.code().is_some_and(|c| {
+                // PostgreSQL: class 08 (connection exception), 57P01-57P03 (the server is
+                // shutting down, crashed or not yet accepting connections).
+                c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03")
+            }),
+            _ => false,
+        }
+    }
+}
+
 /// Store result.
 pub type Result<T> = std::result::Result<T, StoreError>;
 

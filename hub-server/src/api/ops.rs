@@ -3,10 +3,10 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
-pub use index_schema::hub_api::{Health, Ready};
+use axum::response::{IntoResponse, Response};
+pub use index_schema::hub_api::{Health, NotReady, Ready};
 
-use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::error::{ApiError, ErrorCode, RETRY_AFTER_SECS};
 use crate::state::AppState;
 
 /// Liveness: the process answers.
@@ -18,13 +18,18 @@ pub async fn healthz() -> Json<Health> {
     })
 }
 
-/// Readiness: the database answers; reports how far search lags behind the outbox.
+/// Readiness: the database answers, and the search index caught up with the changes made
+/// before this hub started (a new replica, or one restarted while others kept writing, is not
+/// ready until its search answers as the others' do); reports how far search lags behind the
+/// outbox.
 #[utoipa::path(get, path = "/readyz", tag = "ops",
     responses(
         (status = 200, description = "ready", body = Ready),
-        (status = 503, description = "database unavailable", body = ErrorBody),
+        (status = 503, description = "not ready: search is catching up after a start (status \
+            `catching_up`, with the lag), or the database does not answer (code `not_ready`); \
+            `Retry-After` says when to ask again", body = NotReady),
     ))]
-pub async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiError> {
+pub async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError> {
     state.core.store.db().ping().await.map_err(|e| {
         tracing::warn!(error = %e, "readiness check failed");
         ApiError::new(
@@ -34,11 +39,22 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiErr
         )
     })?;
     let search = state.core.search.as_ref();
-    Ok(Json(Ready {
-        status: "ok".into(),
+    let caught_up = search.is_none_or(|s| s.status().caught_up());
+    let ready = Ready {
+        status: if caught_up { "ok" } else { "catching_up" }.into(),
         search_lag: search.map(|s| s.lag()),
         search_seq: search.map(|s| s.status().committed_seq()),
-    }))
+    };
+    Ok(if caught_up {
+        Json(ready).into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, RETRY_AFTER_SECS)],
+            Json(ready),
+        )
+            .into_response()
+    })
 }
 
 /// Prometheus metrics.

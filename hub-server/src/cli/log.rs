@@ -20,7 +20,8 @@ pub(crate) enum LogCommand {
         json: bool,
     },
     /// Print the log's verifier key (`origin+id+base64`), for clients and witnesses to pin out
-    /// of band. Creates the key when the data dir has none yet.
+    /// of band. Creates the key when the data dir has none yet (and the database names none),
+    /// and records it in the database.
     Key,
 }
 
@@ -57,7 +58,10 @@ pub(crate) async fn run(global: &Global, cmd: LogCommand) -> anyhow::Result<()> 
         LogCommand::Key => {
             let cfg = config(global, None)?;
             std::fs::create_dir_all(&cfg.data_dir)?;
-            let key = open_log_key(&cfg)?;
+            let store = open_store(&cfg).await?;
+            let key = open_log_key(&cfg, &store).await;
+            store.db().close().await;
+            let key = key?;
             out(key.verifier().to_string());
             Ok(())
         }

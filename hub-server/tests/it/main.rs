@@ -19,6 +19,7 @@ mod openapi;
 mod read_api_pages;
 mod refusal_codes;
 mod registry_api;
+mod replicas;
 mod search_crash;
 mod search_http;
 mod storage;

@@ -122,9 +122,14 @@ async fn wait_caught_up(http: &reqwest::Client, url: &str, min_seq: u64) -> Valu
     let start = std::time::Instant::now();
     loop {
         let r = http.get(format!("{url}/readyz")).send().await.unwrap();
-        assert_eq!(r.status().as_u16(), 200);
+        let status = r.status().as_u16();
         let v: Value = r.json().await.unwrap();
-        if v["search_lag"] == 0 && v["search_seq"].as_u64().unwrap() >= min_seq {
+        // 503 `catching_up` until the index has caught up after the start.
+        assert!(
+            status == 200 || (status == 503 && v["status"] == "catching_up"),
+            "{status} {v}"
+        );
+        if status == 200 && v["search_lag"] == 0 && v["search_seq"].as_u64().unwrap() >= min_seq {
             return v;
         }
         assert!(start.elapsed() < BOUND, "search did not catch up: {v}");

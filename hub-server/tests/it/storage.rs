@@ -524,3 +524,68 @@ async fn web_sessions(#[case] backend: Backend) {
             .is_empty()
     );
 }
+
+/// The failure limiter over the database (what replicas share): attempts in flight count
+/// against the limit, a success gives its place back, a refusal by one key reserves nothing on
+/// the others, and windows end.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn the_failure_limiter_counts_in_the_database(#[case] backend: Backend) {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use hub_core::auth::FailureLimiter;
+    use hub_core::limits::Limiter;
+
+    let (store, _dir, _pg) = fresh_store(backend).await;
+    let l = Arc::new(Limiter::new(
+        FailureLimiter::new(3, Duration::from_secs(600)),
+        store.clone(),
+    ));
+    let a = l.reserve(&["ip", "ip+user"]).await.unwrap();
+    let b = l.reserve(&["ip"]).await.unwrap();
+    let c = l.reserve(&["ip"]).await.unwrap();
+    // Three checks running: a fourth is refused before it starts.
+    let e = l.reserve(&["ip"]).await.unwrap_err();
+    assert_eq!(
+        e.code,
+        index_schema::hub_api::ErrorCode::TooManyAuthFailures
+    );
+    assert!(l.blocked("ip").await.unwrap().is_some());
+    // A success gives its place back; a failure keeps it.
+    a.succeeded().await.unwrap();
+    assert!(l.blocked("ip+user").await.unwrap().is_none());
+    b.failed().await.unwrap();
+    c.failed().await.unwrap();
+    let d = l.reserve(&["ip"]).await.unwrap();
+    d.failed().await.unwrap();
+    assert!(l.reserve(&["ip"]).await.is_err());
+    // Another limiter on the same database (another replica) sees the same windows.
+    let other = Arc::new(Limiter::new(
+        FailureLimiter::new(3, Duration::from_secs(600)),
+        store.clone(),
+    ));
+    assert!(other.reserve(&["ip"]).await.is_err());
+    // A refusal by one key reserves nothing on the others.
+    other.fail("x").await.unwrap();
+    other.fail("x").await.unwrap();
+    other.fail("x").await.unwrap();
+    assert!(l.reserve(&["y", "x"]).await.is_err());
+    assert!(l.blocked("y").await.unwrap().is_none());
+    // A window of 0 s has always ended: nothing is ever blocked, and ended windows go.
+    let brief = Arc::new(Limiter::new(
+        FailureLimiter::new(1, Duration::ZERO),
+        store.clone(),
+    ));
+    brief.fail("z").await.unwrap();
+    assert!(brief.blocked("z").await.unwrap().is_none());
+    assert!(
+        store
+            .limiter_forget(hub_core::store::now_ms())
+            .await
+            .unwrap()
+            >= 1
+    );
+}

@@ -152,8 +152,11 @@ open_enum! {
         RequestTimeout = "request_timeout",
         /// Search is not enabled on this hub.
         SearchUnavailable = "search_unavailable",
-        /// The hub is not ready (its database does not answer).
+        /// The hub is not ready (its database does not answer, or its search index is still
+        /// catching up with the changes after a start).
         NotReady = "not_ready",
+        /// The database does not answer: nothing was changed; retry after `Retry-After`.
+        DatabaseUnavailable = "database_unavailable",
         /// The hub failed; it logged why.
         Internal = "internal",
         /// Any other error status.

@@ -43,7 +43,7 @@ pub use log::{LogEntries, LogEntriesQuery, LogEntryInfo, LogInclusion, LogInfo, 
 pub use namespaces::{
     AddKeyRequest, CreateNamespaceRequest, Key, KeyList, Member, NamespaceInfo, SetMemberRequest,
 };
-pub use ops::{Health, Ready};
+pub use ops::{Health, NotReady, Ready};
 pub use search::{
     ByteRange, FacetCount, MAX_FACET_VALUES, SearchFacets, SearchHighlight, SearchHit, SearchPage,
     SearchParams,
