@@ -142,7 +142,8 @@ pub(crate) async fn authenticate(
         .await
         .map(Caller::User)
         .map_err(|e| {
-            if e.status == StatusCode::TOO_MANY_REQUESTS {
+            // Limited, or the database down: not a refusal of the credentials.
+            if e.status == StatusCode::TOO_MANY_REQUESTS || e.status.is_server_error() {
                 OciError::from(e)
             } else {
                 unauthorized(parts, repository, e.message)
@@ -232,9 +233,13 @@ pub(crate) async fn token(State(st): State<OciState>, req: Request) -> Response 
                 let Some(pw) = basic_password(v.to_str().unwrap_or("")) else {
                     return Err(unauthorized(&parts, None, "send Basic credentials"));
                 };
-                api_token(&st, &parts, &pw)
-                    .await
-                    .map_err(|e| unauthorized(&parts, None, e.message))?;
+                api_token(&st, &parts, &pw).await.map_err(|e| {
+                    if e.status.is_server_error() {
+                        OciError::from(e)
+                    } else {
+                        unauthorized(&parts, None, e.message)
+                    }
+                })?;
                 Some(hash_token(&pw))
             }
         };

@@ -117,6 +117,7 @@ impl From<StoreError> for OciError {
                 format!("blob {digest} {why}"),
             )
             .detail(json!({ "digest": digest })),
+            e if e.is_unavailable() => CoreError::from(e).into(),
             e => OciError::internal(e),
         }
     }
@@ -143,8 +144,17 @@ impl From<ApiError> for OciError {
             _ if e.code == ErrorCode::BundleMissing => "MANIFEST_BLOB_UNKNOWN",
             _ => "MANIFEST_INVALID",
         };
-        OciError::new(e.status, code, format!("{}: {}", e.code, e.message))
-            .detail(json!({"ofc_code": e.code}))
+        let err = OciError::new(e.status, code, format!("{}: {}", e.code, e.message))
+            .detail(json!({"ofc_code": e.code}));
+        // Every 503 is worth retrying: say when (as the JSON API does).
+        if e.status == StatusCode::SERVICE_UNAVAILABLE {
+            err.header(
+                header::RETRY_AFTER,
+                crate::error::RETRY_AFTER_SECS.to_string(),
+            )
+        } else {
+            err
+        }
     }
 }
 

@@ -25,7 +25,15 @@ impl From<ApiError> for PageError {
 
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
-        (self.status, views::error(self.status, &self.message)).into_response()
+        let mut r = (self.status, views::error(self.status, &self.message)).into_response();
+        // Every 503 is worth retrying: say when (as the JSON API does).
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            r.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static(crate::error::RETRY_AFTER_SECS),
+            );
+        }
+        r
     }
 }
 

@@ -676,6 +676,25 @@ fn with_postgresql_down_the_hub_is_not_ready_and_refuses_writes_with_a_retry_hin
         "{v}"
     );
     assert!(retry.is_some());
+    // The registry API and the web pages say the same.
+    let (s, retry, v) = call_with_headers(
+        &hub,
+        reqwest::Method::GET,
+        "/v2/alice/tool/tags/list",
+        &p.token,
+        None,
+    );
+    assert_eq!(s, 503, "{v}");
+    assert!(retry.is_some(), "{v}");
+    let (s, retry, _) = call_with_headers(
+        &hub,
+        reqwest::Method::GET,
+        "/agents/alice/tool",
+        &p.token,
+        None,
+    );
+    assert_eq!(s, 503);
+    assert!(retry.is_some());
 
     // Back: the refused publish left nothing (it is not a 409 now), and the log is whole.
     pg.start_again();
