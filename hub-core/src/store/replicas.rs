@@ -3,7 +3,7 @@
 
 use index_schema::tlog::Hash;
 
-use super::repo::{Result, Store, now_ms};
+use super::repo::{Result, Store, StoreError, now_ms};
 use super::tlog::to_hash;
 
 /// A cosigned checkpoint as stored (`log_cosigned`).
@@ -48,10 +48,9 @@ impl Store {
         .bind(now_ms())
         .execute(self.db.write())
         .await?;
-        Ok(self
-            .recorded_log_key()
-            .await?
-            .expect("the log key row was just written"))
+        self.recorded_log_key().await?.ok_or_else(|| {
+            StoreError::Log("the log key row is missing right after it was written".into())
+        })
     }
 
     /// The log key recorded for this database (origin, verifier), if a hub recorded one.

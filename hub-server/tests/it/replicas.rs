@@ -756,3 +756,47 @@ fn a_new_replica_is_not_ready_until_its_search_has_caught_up() {
     let hits = v["hits"].as_array().unwrap_or_else(|| panic!("{v}"));
     assert_eq!(hits.len(), AGENTS, "{v}");
 }
+
+#[test]
+fn downloads_are_counted_once_per_client_whichever_replica_serves_them() {
+    use base64::Engine as _;
+    // Blobs shared through a real distribution registry (`scripts/peers/registry`).
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/peers/registry");
+    let out = std::process::Command::new(script).output().unwrap();
+    assert!(
+        out.status.success(),
+        "the OCI registry peer is unavailable: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let registry = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let r = Replicas::start(
+        2,
+        &format!(
+            "upstream_registry = \"http://{registry}/ofc-replicas-{}\"\n",
+            uuid::Uuid::new_v4().simple()
+        ),
+    );
+    let p = r[0].new_user("alice");
+    let bytes = b"bytes of a bundle, with a digest".to_vec();
+    let m = ofc_test_kit::bundle_manifest("alice/data", "1.0.0", &bytes);
+    let env = sign_manifest(&m, &p.key);
+    let (s, v) = r[0].api(
+        reqwest::Method::PUT,
+        "/api/v1/agents/alice/data/versions/1.0.0",
+        Some(&p.token),
+        Some(json!({
+            "envelope": serde_json::from_str::<Value>(&env.to_json()).unwrap(),
+            "bundle": base64::engine::general_purpose::STANDARD.encode(&bytes),
+        })),
+    );
+    assert_eq!(s, 201, "{v}");
+    let bundle = "/api/v1/agents/alice/data/versions/1.0.0/bundle";
+    // One client through both replicas: one download; another client: a second.
+    assert_eq!(r[0].get_bytes_from(bundle, [127, 0, 0, 1]), bytes);
+    assert_eq!(r[1].get_bytes_from(bundle, [127, 0, 0, 1]), bytes);
+    let a = get_json(&r[1], "/api/v1/agents/alice/data");
+    assert_eq!(a["downloads"], 1, "{a}");
+    assert_eq!(r[1].get_bytes_from(bundle, [127, 0, 0, 2]), bytes);
+    let a = get_json(&r[0], "/api/v1/agents/alice/data");
+    assert_eq!(a["downloads"], 2, "{a}");
+}
