@@ -107,6 +107,12 @@ pub struct Config {
     /// cosignatures stay recent for clients that require fresh ones (`ofc trust witness
     /// require N --max-age SECS`, which should be well above this).
     pub log_witness_refresh_secs: u64,
+    /// The load balancers or proxies in front of the hub: IP addresses or networks, e.g.
+    /// `["10.0.0.0/8"]` (environment: `OFC_HUB__TRUSTED_PROXIES=10.0.0.0/8,127.0.0.1`). A
+    /// request from one of them comes from the client its `X-Forwarded-For` names (the rightmost
+    /// address that is not itself a trusted proxy), so the failure limiter and download counts
+    /// see clients, not the balancer. Empty: `X-Forwarded-For` is ignored.
+    pub trusted_proxies: Vec<crate::proxies::ProxyNet>,
 }
 
 /// A witness of the hub's log.
@@ -171,6 +177,7 @@ impl Default for Config {
             log_origin: None,
             log_witnesses: Vec::new(),
             log_witness_refresh_secs: 600,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -272,6 +279,14 @@ fn env_overrides(env: impl IntoIterator<Item = (String, String)>) -> Result<toml
                     .parse::<bool>()
                     .map_err(|_| format!("{k}: `{v}` is not `true` or `false`"))?,
             ),
+            // A list setting: comma-separated values.
+            Some(toml::Value::Array(_)) => toml::Value::Array(
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| toml::Value::String(s.to_string()))
+                    .collect(),
+            ),
             _ => toml::Value::String(v),
         };
         t.insert(key, value);
@@ -362,6 +377,24 @@ mod tests {
         let env = vec![("OFC_HUB__REQUEST_TIMEOUT_SECS".to_string(), "5".to_string())];
         let c = Config::load(None, env, toml::Table::new()).unwrap();
         assert_eq!(c.request_timeout_secs, 5);
+    }
+
+    #[test]
+    fn trusted_proxies_come_from_a_list_or_a_comma_separated_variable() {
+        let env = vec![(
+            "OFC_HUB__TRUSTED_PROXIES".to_string(),
+            "10.0.0.0/8, 127.0.0.1".to_string(),
+        )];
+        let c = Config::load(None, env, toml::Table::new()).unwrap();
+        let shown: Vec<String> = c.trusted_proxies.iter().map(|n| n.to_string()).collect();
+        assert_eq!(shown, ["10.0.0.0/8", "127.0.0.1/32"]);
+        let mut flags = toml::Table::new();
+        flags.insert(
+            "trusted_proxies".into(),
+            toml::Value::Array(vec![toml::Value::String("10.0.0.0/40".into())]),
+        );
+        let err = Config::load(None, Vec::new(), flags).unwrap_err();
+        assert!(err.contains("trusted_proxies: `10.0.0.0/40`"), "{err}");
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub fn app(state: AppState) -> axum::Router {
         .merge(api::router(state.clone()))
         .merge(tlog::router(state.clone()))
         .layer(axum::middleware::from_fn_with_state(
-            state,
+            state.clone(),
             api::count_requests,
         ))
         // Every answer (JSON, errors, 404s, blobs and tiles, not only the pages) is what its
@@ -86,6 +86,11 @@ pub fn app(state: AppState) -> axum::Router {
                     .or_insert(axum::http::HeaderValue::from_static("nosniff"));
                 r
             },
+        ))
+        // Outermost: every layer and handler below sees the client, not the load balancer.
+        .layer(axum::middleware::from_fn_with_state(
+            state,
+            client::forwarded_for,
         ))
 }
 
