@@ -45,6 +45,11 @@ pub struct Config {
     /// `Debug`, serialized as `<redacted>`).
     #[serde(serialize_with = "redacted")]
     pub upstream_password: Option<secrecy::SecretString>,
+    /// Where blobs live, instead of the data dir: a directory several replicas share (an
+    /// NFS-style mount) when they keep blobs on a filesystem. With `upstream_registry`, where
+    /// the blob cache lives. Chunked `/v2/` uploads are staged here too, so any replica
+    /// continues one.
+    pub blob_dir: Option<PathBuf>,
     /// Largest blob a `/v2/` upload may store, in bytes (an upload past it is refused with
     /// `SIZE_INVALID` and its bytes dropped).
     pub max_blob_bytes: u64,
@@ -158,6 +163,7 @@ impl Default for Config {
             upstream_registry: None,
             upstream_username: None,
             upstream_password: None,
+            blob_dir: None,
             max_blob_bytes: 1 << 30,
             max_connections: 0,
             header_timeout_secs: 10,
@@ -240,6 +246,11 @@ impl Config {
         toml::Value::Table(merged)
             .try_into()
             .map_err(|e: toml::de::Error| format!("invalid settings: {}", e.message()))
+    }
+
+    /// Where blobs live: `blob_dir`, else the data dir.
+    pub fn blob_root(&self) -> &Path {
+        self.blob_dir.as_deref().unwrap_or(&self.data_dir)
     }
 
     /// `upload_ttl_secs` in milliseconds.

@@ -226,6 +226,9 @@ pub enum PublishError {
     /// Another write got there first.
     #[error("{0}")]
     Conflict(String),
+    /// The blob backend does not answer (nothing was recorded; retry).
+    #[error("{0}")]
+    BlobsUnavailable(String),
     /// The database or the blob store failed.
     #[error("{0}")]
     Internal(String),
@@ -257,6 +260,7 @@ impl PublishError {
             PublishError::VersionExists { .. } => ErrorCode::VersionExists,
             PublishError::VersionDeleted { .. } => ErrorCode::VersionDeleted,
             PublishError::Conflict(_) => ErrorCode::Conflict,
+            PublishError::BlobsUnavailable(_) => ErrorCode::BlobsUnavailable,
             PublishError::Internal(_) => ErrorCode::Internal,
         }
     }
@@ -274,6 +278,7 @@ impl PublishError {
             PublishError::BundleTooLarge { .. } | PublishError::InlineBundleTooLarge { .. } => {
                 Kind::TooLarge
             }
+            PublishError::BlobsUnavailable(_) => Kind::Unavailable,
             PublishError::Internal(_) => Kind::Internal,
             _ => Kind::Invalid,
         }
@@ -289,18 +294,27 @@ impl From<PublishError> for CoreError {
 
 impl From<StoreError> for PublishError {
     fn from(e: StoreError) -> Self {
+        if let StoreError::BlobBackend(why) = e {
+            return BlobError::Upstream(why).into();
+        }
         PublishError::Internal(e.to_string())
     }
 }
 
 impl From<BlobError> for PublishError {
     fn from(e: BlobError) -> Self {
-        PublishError::Internal(e.to_string())
+        match CoreError::from(e) {
+            c if c.kind == Kind::Unavailable => PublishError::BlobsUnavailable(c.message),
+            c => PublishError::Internal(c.message),
+        }
     }
 }
 
 impl From<CoreError> for PublishError {
     fn from(e: CoreError) -> Self {
+        if e.kind == Kind::Unavailable {
+            return PublishError::BlobsUnavailable(e.message);
+        }
         PublishError::Internal(e.message)
     }
 }

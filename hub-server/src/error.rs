@@ -2,7 +2,7 @@
 //! and the one mapping of the core's errors ([`CoreError`]) to it.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hub_core::publish::PublishError;
 use hub_core::store::StoreError;
@@ -99,7 +99,14 @@ impl IntoResponse for ApiError {
             code: self.code,
             message: self.message,
         };
-        (self.status, Json(body)).into_response()
+        let unavailable = self.status == StatusCode::SERVICE_UNAVAILABLE;
+        let mut resp = (self.status, Json(body)).into_response();
+        // Every 503 is temporary (the blob backend, the database): say when to retry.
+        if unavailable {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        }
+        resp
     }
 }
 

@@ -28,13 +28,13 @@ use crate::oci::upstream::UpstreamBlobStore;
 pub use hub_core::Config;
 pub use state::AppState;
 
-/// The blob store the settings name: an upstream OCI registry (cached in the data dir), else
-/// the data dir itself.
+/// The blob store the settings name: an upstream OCI registry (cached in `blob_dir`, else the
+/// data dir), else `blob_dir` (else the data dir) itself.
 pub fn blob_store(config: &Config) -> anyhow::Result<Arc<dyn BlobStore>> {
     match &config.upstream_registry {
         Some(url) => Ok(Arc::new(
             UpstreamBlobStore::open(
-                &config.data_dir,
+                config.blob_root(),
                 url,
                 config.upstream_username.as_deref(),
                 config

@@ -6,8 +6,9 @@
 //! writing transaction does besides its change (audit, outbox, the agent's derived state); one
 //! file per aggregate holds its `impl Store`: `accounts`, `namespaces`, `agents`, `registry`,
 //! `outbox`, `sessions`, `search` (what the index follows), `tlog` and `tlog_check` (the
-//! transparency log), `oci` (manifests, tags, uploads, bearer tokens) and `blobs` (blob rows,
-//! claims and marks, links to repositories).
+//! transparency log), `oci` (manifests, tags, uploads, bearer tokens), `upload_parts` (the chunks
+//! of uploads, in the blob backend) and `blobs` (blob rows, claims and marks, links to
+//! repositories).
 
 mod accounts;
 mod agents;
@@ -24,6 +25,7 @@ mod sessions;
 mod tlog;
 mod tlog_check;
 mod tx;
+mod upload_parts;
 
 pub use blobs::{BlobClaim, Registered};
 pub use oci::{ManifestRow, NewManifest, Unrecorded};
@@ -37,3 +39,4 @@ pub use sessions::WebSession;
 pub use tlog::{LogAppend, LogEntryRow, delete_entry, log_error, publish_entry, yank_entry};
 pub use tlog_check::LogVerifyReport;
 pub use tx::latest_version;
+pub use upload_parts::{UploadPart, UploadState};

@@ -117,6 +117,7 @@ impl From<StoreError> for OciError {
                 format!("blob {digest} {why}"),
             )
             .detail(json!({ "digest": digest })),
+            e @ StoreError::BlobBackend(_) => CoreError::from(e).into(),
             e => OciError::internal(e),
         }
     }
@@ -124,9 +125,12 @@ impl From<StoreError> for OciError {
 
 impl From<BlobError> for OciError {
     fn from(e: BlobError) -> Self {
-        OciError::internal(e)
+        CoreError::from(e).into()
     }
 }
+
+/// How long a client waits before retrying when the blob backend does not answer.
+const BLOBS_RETRY_SECS: &str = "5";
 
 /// Maps a JSON-API error (from the shared publish path) to the OCI envelope, keeping its status
 /// and naming the ofc code in the message.
@@ -143,8 +147,12 @@ impl From<ApiError> for OciError {
             _ if e.code == ErrorCode::BundleMissing => "MANIFEST_BLOB_UNKNOWN",
             _ => "MANIFEST_INVALID",
         };
-        OciError::new(e.status, code, format!("{}: {}", e.code, e.message))
-            .detail(json!({"ofc_code": e.code}))
+        let r = OciError::new(e.status, code, format!("{}: {}", e.code, e.message))
+            .detail(json!({"ofc_code": e.code}));
+        if e.status == StatusCode::SERVICE_UNAVAILABLE {
+            return r.header(header::RETRY_AFTER, BLOBS_RETRY_SECS.to_owned());
+        }
+        r
     }
 }
 
@@ -152,6 +160,11 @@ impl From<ApiError> for OciError {
 /// failure of the hub is the registry's plain `UNKNOWN` (the core logged it already).
 impl From<CoreError> for OciError {
     fn from(e: CoreError) -> Self {
+        if e.kind == Kind::Unavailable {
+            return OciError::new(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", e.message)
+                .detail(json!({"ofc_code": e.code}))
+                .header(header::RETRY_AFTER, BLOBS_RETRY_SECS.to_owned());
+        }
         if e.kind == Kind::Internal {
             OciError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,

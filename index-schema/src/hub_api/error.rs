@@ -154,6 +154,9 @@ open_enum! {
         SearchUnavailable = "search_unavailable",
         /// The hub is not ready (its database does not answer).
         NotReady = "not_ready",
+        /// The blob backend (the upstream OCI registry) does not answer: retry after the
+        /// `Retry-After` seconds; nothing was recorded.
+        BlobsUnavailable = "blobs_unavailable",
         /// The hub failed; it logged why.
         Internal = "internal",
         /// Any other error status.
