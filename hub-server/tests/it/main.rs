@@ -21,6 +21,7 @@ mod read_api_pages;
 mod refusal_codes;
 mod registry_api;
 mod replica_blobs;
+mod replica_blobs;
 mod search_crash;
 mod search_http;
 mod storage;
