@@ -45,6 +45,11 @@ pub struct Config {
     /// `Debug`, serialized as `<redacted>`).
     #[serde(serialize_with = "redacted")]
     pub upstream_password: Option<secrecy::SecretString>,
+    /// Where blobs live, instead of the data dir: a directory several replicas share (an
+    /// NFS-style mount) when they keep blobs on a filesystem. With `upstream_registry`, where
+    /// the blob cache lives. Chunked `/v2/` uploads are staged here too, so any replica
+    /// continues one.
+    pub blob_dir: Option<PathBuf>,
     /// Largest blob a `/v2/` upload may store, in bytes (an upload past it is refused with
     /// `SIZE_INVALID` and its bytes dropped).
     pub max_blob_bytes: u64,
@@ -112,6 +117,12 @@ pub struct Config {
     /// cosignatures stay recent for clients that require fresh ones (`ofc trust witness
     /// require N --max-age SECS`, which should be well above this).
     pub log_witness_refresh_secs: u64,
+    /// The load balancers or proxies in front of the hub: IP addresses or networks, e.g.
+    /// `["10.0.0.0/8"]` (environment: `OFC_HUB__TRUSTED_PROXIES=10.0.0.0/8,127.0.0.1`). A
+    /// request from one of them comes from the client its `X-Forwarded-For` names (the rightmost
+    /// address that is not itself a trusted proxy), so the failure limiter and download counts
+    /// see clients, not the balancer. Empty: `X-Forwarded-For` is ignored.
+    pub trusted_proxies: Vec<crate::proxies::ProxyNet>,
 }
 
 /// A witness of the hub's log.
@@ -157,6 +168,7 @@ impl Default for Config {
             upstream_registry: None,
             upstream_username: None,
             upstream_password: None,
+            blob_dir: None,
             max_blob_bytes: 1 << 30,
             max_connections: 0,
             header_timeout_secs: 10,
@@ -177,6 +189,7 @@ impl Default for Config {
             log_key_file: None,
             log_witnesses: Vec::new(),
             log_witness_refresh_secs: 600,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -241,6 +254,11 @@ impl Config {
             .map_err(|e: toml::de::Error| format!("invalid settings: {}", e.message()))
     }
 
+    /// Where blobs live: `blob_dir`, else the data dir.
+    pub fn blob_root(&self) -> &Path {
+        self.blob_dir.as_deref().unwrap_or(&self.data_dir)
+    }
+
     /// `upload_ttl_secs` in milliseconds.
     pub fn upload_ttl_ms(&self) -> i64 {
         i64::try_from(self.upload_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX)
@@ -277,6 +295,14 @@ fn env_overrides(env: impl IntoIterator<Item = (String, String)>) -> Result<toml
                 v.trim()
                     .parse::<bool>()
                     .map_err(|_| format!("{k}: `{v}` is not `true` or `false`"))?,
+            ),
+            // A list setting: comma-separated values.
+            Some(toml::Value::Array(_)) => toml::Value::Array(
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| toml::Value::String(s.to_string()))
+                    .collect(),
             ),
             _ => toml::Value::String(v),
         };
@@ -368,6 +394,24 @@ mod tests {
         let env = vec![("OFC_HUB__REQUEST_TIMEOUT_SECS".to_string(), "5".to_string())];
         let c = Config::load(None, env, toml::Table::new()).unwrap();
         assert_eq!(c.request_timeout_secs, 5);
+    }
+
+    #[test]
+    fn trusted_proxies_come_from_a_list_or_a_comma_separated_variable() {
+        let env = vec![(
+            "OFC_HUB__TRUSTED_PROXIES".to_string(),
+            "10.0.0.0/8, 127.0.0.1".to_string(),
+        )];
+        let c = Config::load(None, env, toml::Table::new()).unwrap();
+        let shown: Vec<String> = c.trusted_proxies.iter().map(|n| n.to_string()).collect();
+        assert_eq!(shown, ["10.0.0.0/8", "127.0.0.1/32"]);
+        let mut flags = toml::Table::new();
+        flags.insert(
+            "trusted_proxies".into(),
+            toml::Value::Array(vec![toml::Value::String("10.0.0.0/40".into())]),
+        );
+        let err = Config::load(None, Vec::new(), flags).unwrap_err();
+        assert!(err.contains("trusted_proxies: `10.0.0.0/40`"), "{err}");
     }
 
     #[test]

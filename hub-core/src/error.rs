@@ -103,6 +103,7 @@ impl From<StoreError> for CoreError {
         match e {
             StoreError::Conflict(m) => CoreError::conflict(ErrorCode::Conflict, m),
             StoreError::NotFound(m) => CoreError::not_found(ErrorCode::NotFound, m),
+            StoreError::BlobBackend(why) => BlobError::Upstream(why).into(),
             StoreError::Quota(m) => {
                 CoreError::forbidden(ErrorCode::QuotaExceeded, format!("quota exceeded: {m}"))
             }
@@ -119,8 +120,21 @@ impl From<StoreError> for CoreError {
 }
 
 impl From<BlobError> for CoreError {
+    /// An upstream registry that does not answer is [`Kind::Unavailable`] (the client retries;
+    /// nothing was recorded), logged; any other blob failure is the hub's.
     fn from(e: BlobError) -> Self {
-        CoreError::internal(e)
+        match e {
+            BlobError::Upstream(why) => {
+                tracing::warn!(error = %why, "the blob backend failed");
+                CoreError::new(
+                    Kind::Unavailable,
+                    ErrorCode::BlobsUnavailable,
+                    "the hub's blob store (its upstream registry) failed or does not answer; \
+                     nothing was recorded: retry shortly",
+                )
+            }
+            e => CoreError::internal(e),
+        }
     }
 }
 

@@ -90,9 +90,14 @@ pub async fn collect(hub: &Hub, grace: Duration, upload_ttl: Duration) -> CoreRe
         .expire_uploads(upload_ttl.as_millis() as i64)
         .await?;
     report.uploads_expired = ids.len();
-    let staging = hub.blobs.staging_dir();
+    // The `DELETE … RETURNING` that expired them is won by one collection, whichever replica
+    // runs it: only that one removes their parts.
     for id in &ids {
-        let _ = tokio::fs::remove_file(staging.join(format!("session-{id}"))).await;
+        let _ = hub.blobs.drop_parts(id.clone()).await;
+    }
+    // Staging files idle as long as a dead session (their writer died mid-request).
+    if let Err(e) = hub.blobs.sweep_staging(upload_ttl).await {
+        tracing::warn!(error = %e, "cannot sweep the blob store's staging files");
     }
 
     let listed = hub.blobs.list().await?;

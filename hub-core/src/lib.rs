@@ -36,6 +36,7 @@ pub mod log_key;
 pub mod namespaces;
 pub mod oci;
 pub mod private;
+pub mod proxies;
 pub mod publish;
 pub mod search;
 pub mod start;

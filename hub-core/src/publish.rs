@@ -229,6 +229,9 @@ pub enum PublishError {
     /// The database does not answer: nothing was recorded; retry.
     #[error("the database is unavailable; nothing was recorded — retry shortly")]
     DatabaseUnavailable,
+    /// The blob backend does not answer (nothing was recorded; retry).
+    #[error("{0}")]
+    BlobsUnavailable(String),
     /// The database or the blob store failed.
     #[error("{0}")]
     Internal(String),
@@ -261,6 +264,7 @@ impl PublishError {
             PublishError::VersionDeleted { .. } => ErrorCode::VersionDeleted,
             PublishError::Conflict(_) => ErrorCode::Conflict,
             PublishError::DatabaseUnavailable => ErrorCode::DatabaseUnavailable,
+            PublishError::BlobsUnavailable(_) => ErrorCode::BlobsUnavailable,
             PublishError::Internal(_) => ErrorCode::Internal,
         }
     }
@@ -279,6 +283,7 @@ impl PublishError {
                 Kind::TooLarge
             }
             PublishError::DatabaseUnavailable => Kind::Unavailable,
+            PublishError::BlobsUnavailable(_) => Kind::Unavailable,
             PublishError::Internal(_) => Kind::Internal,
             _ => Kind::Invalid,
         }
@@ -298,13 +303,19 @@ impl From<StoreError> for PublishError {
             tracing::warn!(error = %e, "the database is unavailable");
             return PublishError::DatabaseUnavailable;
         }
+        if let StoreError::BlobBackend(why) = e {
+            return BlobError::Upstream(why).into();
+        }
         PublishError::Internal(e.to_string())
     }
 }
 
 impl From<BlobError> for PublishError {
     fn from(e: BlobError) -> Self {
-        PublishError::Internal(e.to_string())
+        match CoreError::from(e) {
+            c if c.kind == Kind::Unavailable => PublishError::BlobsUnavailable(c.message),
+            c => PublishError::Internal(c.message),
+        }
     }
 }
 
@@ -312,6 +323,9 @@ impl From<CoreError> for PublishError {
     fn from(e: CoreError) -> Self {
         if e.code == ErrorCode::DatabaseUnavailable {
             return PublishError::DatabaseUnavailable;
+        }
+        if e.kind == Kind::Unavailable {
+            return PublishError::BlobsUnavailable(e.message);
         }
         PublishError::Internal(e.message)
     }

@@ -29,11 +29,12 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     Ok(Store::new(db))
 }
 
-/// The local blob store under the data dir.
+/// The local blob store under `blob_dir` (else the data dir).
 pub fn local_blobs(config: &Config) -> anyhow::Result<Arc<dyn BlobStore>> {
-    Ok(Arc::new(
-        FsBlobStore::open(&config.data_dir).context("cannot open the blob store")?,
-    ))
+    let dir = config.blob_root();
+    Ok(Arc::new(FsBlobStore::open(dir).with_context(|| {
+        format!("cannot open the blob store in {}", dir.display())
+    })?))
 }
 
 /// What a hub is opened for: serving, or a one-shot command beside a serving hub.

@@ -28,13 +28,13 @@ use crate::oci::upstream::UpstreamBlobStore;
 pub use hub_core::Config;
 pub use state::AppState;
 
-/// The blob store the settings name: an upstream OCI registry (cached in the data dir), else
-/// the data dir itself.
+/// The blob store the settings name: an upstream OCI registry (cached in `blob_dir`, else the
+/// data dir), else `blob_dir` (else the data dir) itself.
 pub fn blob_store(config: &Config) -> anyhow::Result<Arc<dyn BlobStore>> {
     match &config.upstream_registry {
         Some(url) => Ok(Arc::new(
             UpstreamBlobStore::open(
-                &config.data_dir,
+                config.blob_root(),
                 url,
                 config.upstream_username.as_deref(),
                 config
@@ -74,7 +74,7 @@ pub fn app(state: AppState) -> axum::Router {
         .merge(api::router(state.clone()))
         .merge(tlog::router(state.clone()))
         .layer(axum::middleware::from_fn_with_state(
-            state,
+            state.clone(),
             api::count_requests,
         ))
         // Every answer (JSON, errors, 404s, blobs and tiles, not only the pages) is what its
@@ -86,6 +86,11 @@ pub fn app(state: AppState) -> axum::Router {
                     .or_insert(axum::http::HeaderValue::from_static("nosniff"));
                 r
             },
+        ))
+        // Outermost: every layer and handler below sees the client, not the load balancer.
+        .layer(axum::middleware::from_fn_with_state(
+            state,
+            client::forwarded_for,
         ))
 }
 

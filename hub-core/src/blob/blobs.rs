@@ -65,6 +65,27 @@ impl Blobs {
     pub async fn delete(&self, d: Digest) -> Result<bool, BlobError> {
         self.run(move |s| s.delete(&d)).await
     }
+    /// [`BlobStore::put_part`].
+    pub async fn put_part(
+        &self,
+        upload: String,
+        d: Digest,
+        file: PathBuf,
+    ) -> Result<String, BlobError> {
+        self.run(move |s| s.put_part(&upload, &d, &file)).await
+    }
+    /// [`BlobStore::drop_part`].
+    pub async fn drop_part(&self, upload: String, name: String) -> Result<(), BlobError> {
+        self.run(move |s| s.drop_part(&upload, &name)).await
+    }
+    /// [`BlobStore::drop_parts`].
+    pub async fn drop_parts(&self, upload: String) -> Result<(), BlobError> {
+        self.run(move |s| s.drop_parts(&upload)).await
+    }
+    /// [`BlobStore::sweep_staging`].
+    pub async fn sweep_staging(&self, age: std::time::Duration) -> Result<usize, BlobError> {
+        self.run(move |s| s.sweep_staging(age)).await
+    }
     /// [`BlobStore::mirror_manifest`].
     pub async fn mirror_manifest(
         &self,

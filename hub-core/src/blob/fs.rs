@@ -1,6 +1,14 @@
 //! Blobs in a local directory: a blob is written to a temporary file, fsynced, renamed into
 //! `blobs-v1/sha256/ab/<hex>` and its directory fsynced, so it is either absent or complete,
 //! whatever happens to the process.
+//!
+//! Safe for several processes sharing the directory (replicas on one NFS-style mount): every
+//! writer stages under a name of its own (`tmp/upload-<uuid>`, `tmp/put-<uuid>`, … on the same
+//! filesystem), fsyncs, and renames onto the digest's name — atomic, so a reader sees no blob
+//! or a whole one, and two writers of one digest both succeed (the second rename replaces
+//! identical bytes). Deletion is garbage collection's, arbitrated in the database
+//! ([`crate::gc`]), never by file times alone. The chunks of upload sessions live in
+//! `uploads/<session>/part-<uuid>`, so any replica continues a session.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,6 +30,16 @@ impl FsBlobStore {
         std::fs::create_dir_all(root.join("sha256"))?;
         std::fs::create_dir_all(root.join("tmp"))?;
         Ok(FsBlobStore { root })
+    }
+
+    /// Where the parts of upload session `upload` live (`blobs-v1/uploads/<upload>`).
+    fn parts_dir(&self, upload: &str) -> Result<PathBuf, BlobError> {
+        if upload.is_empty() || !upload.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(BlobError::Io(std::io::Error::other(format!(
+                "`{upload}` is not an upload session id"
+            ))));
+        }
+        Ok(self.root.join("uploads").join(upload))
     }
 
     fn path(&self, d: &Digest) -> PathBuf {
@@ -54,6 +72,70 @@ impl BlobStore for FsBlobStore {
         std::fs::rename(&tmp.0, &dest)?;
         std::fs::File::open(dir)?.sync_all()?;
         Ok(())
+    }
+
+    fn put_part(&self, upload: &str, _digest: &Digest, file: &Path) -> Result<String, BlobError> {
+        let r = (|| {
+            let dir = self.parts_dir(upload)?;
+            std::fs::create_dir_all(&dir)?;
+            let name = format!("part-{}", uuid::Uuid::new_v4().simple());
+            std::fs::rename(file, dir.join(&name))?;
+            std::fs::File::open(&dir)?.sync_all()?;
+            Ok(name)
+        })();
+        if r.is_err() {
+            let _ = std::fs::remove_file(file);
+        }
+        r
+    }
+
+    fn read_part(
+        &self,
+        upload: &str,
+        name: &str,
+        _digest: &Digest,
+        out: &mut std::fs::File,
+    ) -> Result<(), BlobError> {
+        let mut f = std::fs::File::open(self.parts_dir(upload)?.join(part_name(name)?))?;
+        std::io::copy(&mut f, out)?;
+        Ok(())
+    }
+
+    fn drop_part(&self, upload: &str, name: &str) -> Result<(), BlobError> {
+        match std::fs::remove_file(self.parts_dir(upload)?.join(part_name(name)?)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn drop_parts(&self, upload: &str) -> Result<(), BlobError> {
+        match std::fs::remove_dir_all(self.parts_dir(upload)?) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn sweep_staging(&self, age: std::time::Duration) -> Result<usize, BlobError> {
+        let cutoff = std::time::SystemTime::now()
+            .checked_sub(age)
+            .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+        let mut n = 0;
+        for f in std::fs::read_dir(self.root.join("tmp"))? {
+            let f = f?;
+            let old = match f.metadata() {
+                Ok(m) => m.is_file() && m.modified()? < cutoff,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                Err(e) => return Err(e.into()),
+            };
+            if old {
+                match std::fs::remove_file(f.path()) {
+                    Ok(()) => n += 1,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Ok(n)
     }
 
     fn get(&self, digest: &Digest) -> Result<Option<Vec<u8>>, BlobError> {
@@ -140,6 +222,18 @@ impl BlobStore for FsBlobStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+/// `name` if it is one [`FsBlobStore::put_part`] gives.
+fn part_name(name: &str) -> Result<&str, BlobError> {
+    match name.strip_prefix("part-") {
+        Some(rest) if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+            Ok(name)
+        }
+        _ => Err(BlobError::Io(std::io::Error::other(format!(
+            "`{name}` is not the name of an upload part"
+        )))),
     }
 }
 

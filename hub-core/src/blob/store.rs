@@ -52,6 +52,27 @@ pub trait BlobStore: Send + Sync + std::fmt::Debug + 'static {
     fn list(&self) -> Result<Vec<(Digest, std::time::SystemTime)>, BlobError>;
     /// Removes the blob. Whether it existed.
     fn delete(&self, digest: &Digest) -> Result<bool, BlobError>;
+    /// Stores `file` (in [`staging_dir`], fsynced, whose bytes hash to `digest`) as a chunk
+    /// of upload session `upload`, where every replica sharing this store reads it; returns
+    /// the part's name. `file` is gone afterwards, whatever the outcome.
+    ///
+    /// [`staging_dir`]: BlobStore::staging_dir
+    fn put_part(&self, upload: &str, digest: &Digest, file: &Path) -> Result<String, BlobError>;
+    /// Appends part `name` of `upload` (whose bytes hash to `digest`) to `out`.
+    fn read_part(
+        &self,
+        upload: &str,
+        name: &str,
+        digest: &Digest,
+        out: &mut std::fs::File,
+    ) -> Result<(), BlobError>;
+    /// Removes part `name` of `upload` (one no session recorded).
+    fn drop_part(&self, upload: &str, name: &str) -> Result<(), BlobError>;
+    /// Removes every part of `upload` (an ended session's).
+    fn drop_parts(&self, upload: &str) -> Result<(), BlobError>;
+    /// Removes staging files older than `age` (left by a process that died mid-upload, on any
+    /// replica sharing the store). How many.
+    fn sweep_staging(&self, age: std::time::Duration) -> Result<usize, BlobError>;
     /// Mirrors a manifest of `repository` (tag or digest `reference`) and the `blobs` it names
     /// where this store keeps blobs, when that is an OCI registry; a local store keeps
     /// manifests in SQL only and does nothing.

@@ -62,7 +62,10 @@ impl BlobClaim {
         })
         .await
         .map_err(|e| StoreError::Blob(e.to_string()))?
-        .map_err(|e| StoreError::Blob(e.to_string()))
+        .map_err(|e| match e {
+            BlobError::Upstream(why) => StoreError::BlobBackend(why),
+            e => StoreError::Blob(e.to_string()),
+        })
     }
 }
 

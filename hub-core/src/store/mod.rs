@@ -7,8 +7,9 @@
 //! file per aggregate holds its `impl Store`: `accounts`, `namespaces`, `agents`, `registry`,
 //! `outbox`, `sessions`, `search` (what the index follows), `tlog` and `tlog_check` (the
 //! transparency log), `replicas` (what replicas on one database share: the log key's record,
-//! cosigned checkpoints, the failure limiter), `oci` (manifests, tags, uploads, bearer tokens) and `blobs` (blob rows,
-//! claims and marks, links to repositories).
+//! cosigned checkpoints, the failure limiter), `oci` (manifests, tags, uploads, bearer tokens),
+//! `upload_parts` (the chunks of uploads, in the blob backend) and `blobs` (blob rows, claims
+//! and marks, links to repositories).
 
 mod accounts;
 mod agents;
@@ -26,6 +27,7 @@ mod sessions;
 mod tlog;
 mod tlog_check;
 mod tx;
+mod upload_parts;
 
 pub use blobs::{BlobClaim, Registered};
 pub use oci::{ManifestRow, NewManifest, Unrecorded};
@@ -40,3 +42,4 @@ pub use sessions::WebSession;
 pub use tlog::{LogAppend, LogEntryRow, delete_entry, log_error, publish_entry, yank_entry};
 pub use tlog_check::LogVerifyReport;
 pub use tx::latest_version;
+pub use upload_parts::{UploadPart, UploadState};

@@ -34,6 +34,10 @@ pub enum StoreError {
     /// The blob store failed while a write checked its blobs.
     #[error("blob store: {0}")]
     Blob(String),
+    /// The blob backend (an upstream registry) did not answer while a write checked its blobs:
+    /// the write is refused, to be retried.
+    #[error("blob backend: {0}")]
+    BlobBackend(String),
     /// The transparency log's tables are inconsistent, or an entry could not be formed.
     #[error("transparency log: {0}")]
     Log(String),

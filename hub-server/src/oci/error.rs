@@ -118,6 +118,7 @@ impl From<StoreError> for OciError {
             )
             .detail(json!({ "digest": digest })),
             e if e.is_unavailable() => CoreError::from(e).into(),
+            e @ StoreError::BlobBackend(_) => CoreError::from(e).into(),
             e => OciError::internal(e),
         }
     }
@@ -125,7 +126,7 @@ impl From<StoreError> for OciError {
 
 impl From<BlobError> for OciError {
     fn from(e: BlobError) -> Self {
-        OciError::internal(e)
+        CoreError::from(e).into()
     }
 }
 
@@ -162,6 +163,14 @@ impl From<ApiError> for OciError {
 /// failure of the hub is the registry's plain `UNKNOWN` (the core logged it already).
 impl From<CoreError> for OciError {
     fn from(e: CoreError) -> Self {
+        if e.kind == Kind::Unavailable {
+            return OciError::new(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", e.message)
+                .detail(json!({"ofc_code": e.code}))
+                .header(
+                    header::RETRY_AFTER,
+                    crate::error::RETRY_AFTER_SECS.to_owned(),
+                );
+        }
         if e.kind == Kind::Internal {
             OciError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,

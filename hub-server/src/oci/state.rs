@@ -1,12 +1,9 @@
-//! The state of the OCI routes: the hub's, the upload sessions in progress, and the memory
-//! manifest answers may hold.
+//! The state of the OCI routes: the hub's, and the memory manifest answers may hold.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{StatusCode, header};
-use sha2::Sha256;
 
 use super::error::{OciError, OciResult};
 use crate::state::AppState;
@@ -17,20 +14,12 @@ pub const MAX_MANIFEST_BYTES: usize = 4 * 1024 * 1024;
 /// How long an answer waits for manifest memory.
 const MANIFEST_MEMORY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// An upload session's progress.
-#[derive(Debug)]
-pub(crate) struct Session {
-    pub(crate) offset: u64,
-    /// `None` until rebuilt from the staged file (after a restart).
-    pub(crate) hasher: Option<Sha256>,
-}
-
-/// State of the OCI routes: the hub's state plus in-progress upload sessions.
+/// State of the OCI routes: the hub's state and the manifest memory (upload sessions live in
+/// the database and the blob backend, so any replica continues one).
 #[derive(Debug, Clone)]
 pub struct OciState {
     /// The hub.
     pub app: AppState,
-    pub(crate) sessions: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<Session>>>>>,
     /// KiB of `manifest_memory_bytes` (the setting) not held by an answer being written: a
     /// client that never reads its answer holds its bytes, and all of them together hold at
     /// most that much (past it an answer waits [`MANIFEST_MEMORY_WAIT`], then gets 503).
@@ -48,7 +37,6 @@ impl OciState {
             );
         OciState {
             app,
-            sessions: Arc::default(),
             manifest_memory: Arc::new(tokio::sync::Semaphore::new(kib)),
         }
     }

@@ -4,8 +4,15 @@
 //!
 //! Bytes stream into a file in the blob store's staging directory while being hashed; a blob
 //! enters the store only after its digest matched, by an fsync and an atomic rename, so a
-//! partial blob is never visible. A session's hash state lives in memory; after a restart it is
-//! rebuilt by reading the staged file once.
+//! partial blob is never visible.
+//!
+//! **Sessions any replica continues** (issue 30). Nothing of a session lives in a process:
+//! its row (repository, owner, byte count) is in the database and each chunk is stored in the
+//! blob backend as a *part* (the shared directory's `uploads/<id>/`, or the upstream
+//! registry's `PREFIX/uploads`), recorded with a compare-and-set on the byte count, so two
+//! requests racing for one offset cannot both append. `PUT` ends the session by one `DELETE`
+//! that one request wins, joins the parts into a staged file, hashes it and stores the blob.
+//! Expired sessions are ended the same way, so exactly one replica removes their parts.
 //!
 //! **Quotas** (migration 0018). Per upload, `max_blob_bytes` (413 `SIZE_INVALID`, the chunk's
 //! bytes dropped, the session left where it was); per user, `max_uploads_per_user` live sessions
@@ -21,9 +28,7 @@
 //! exact. Blobs referenced only by published versions (the envelope, a JSON publish's bundle) are
 //! bounded by `max_bundle_bytes` per version instead.
 
-use std::io::SeekFrom;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::request::Parts;
@@ -31,26 +36,20 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 use hub_core::auth::Scope;
+use hub_core::blob::BlobError;
 use hub_core::claims::{store_file, use_existing};
+use hub_core::store::{UploadPart, UploadState};
 use hub_core::uploads::Room;
 use index_schema::name::Digest;
 use sha2::{Digest as _, Sha256};
-use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 
 use super::access::{Caller, authorize};
 use super::error::{OciError, OciResult};
 use super::names::{check_repository, hv, parse_digest, query};
-use super::state::{OciState, Session};
+use super::state::OciState;
 
 const PUSH: [Scope; 2] = [Scope::PublishNew, Scope::PublishUpdate];
-
-fn staged(st: &OciState, id: &str) -> PathBuf {
-    st.app
-        .core
-        .blobs
-        .staging_dir()
-        .join(format!("session-{id}"))
-}
 
 fn upload_unknown() -> OciError {
     OciError::new(
@@ -119,8 +118,7 @@ async fn admit(st: &OciState, user_id: i64) -> OciResult<()> {
     let cfg = &st.app.core.config;
     let a = hub_core::uploads::admit(&st.app.core.store, cfg, user_id).await?;
     for id in &a.expired {
-        forget(st, id);
-        let _ = tokio::fs::remove_file(staged(st, id)).await;
+        let _ = st.app.core.blobs.drop_parts(id.clone()).await;
     }
     if !a.allowed {
         return Err(OciError::new(
@@ -257,25 +255,11 @@ pub(crate) async fn start(
         return Err(refuse(&limit));
     }
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let dir = st.app.core.blobs.staging_dir();
-    tokio::fs::create_dir_all(&dir)
-        .await
-        .map_err(OciError::internal)?;
-    tokio::fs::File::create(staged(st, &id))
-        .await
-        .map_err(OciError::internal)?;
     st.app
         .core
         .store
         .create_upload(&id, repository, user)
         .await?;
-    st.sessions.lock().expect("sessions lock").insert(
-        id.clone(),
-        Arc::new(tokio::sync::Mutex::new(Session {
-            offset: 0,
-            hasher: Some(Sha256::new()),
-        })),
-    );
     Ok((StatusCode::ACCEPTED, upload_headers(repository, &id, 0)).into_response())
 }
 
@@ -348,12 +332,9 @@ fn content_range(h: &HeaderMap) -> OciResult<Option<(u64, u64)>> {
     Ok(Some((a, b)))
 }
 
-async fn load_session(
-    st: &OciState,
-    repository: &str,
-    id: &str,
-) -> OciResult<Arc<tokio::sync::Mutex<Session>>> {
-    // Ids are ours (32 hex digits); anything else cannot name a session or a file.
+/// The live session `id` of `repository`, as the database has it now.
+async fn load_session(st: &OciState, repository: &str, id: &str) -> OciResult<UploadState> {
+    // Ids are ours (32 hex digits); anything else cannot name a session or a part.
     if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(upload_unknown());
     }
@@ -361,134 +342,173 @@ async fn load_session(
         .app
         .core
         .store
-        .upload(id, st.app.core.config.upload_ttl_ms())
+        .upload_state(id, st.app.core.config.upload_ttl_ms())
         .await?
     {
-        Some(r) if r == repository => {}
-        _ => return Err(upload_unknown()),
+        Some(s) if s.repository == repository => Ok(s),
+        _ => Err(upload_unknown()),
     }
-    let existing = st.sessions.lock().expect("sessions lock").get(id).cloned();
-    if let Some(s) = existing {
-        return Ok(s);
-    }
-    let len = match tokio::fs::metadata(staged(st, id)).await {
-        Ok(m) => m.len(),
-        Err(_) => return Err(upload_unknown()),
-    };
-    let s = Arc::new(tokio::sync::Mutex::new(Session {
-        offset: len,
-        hasher: None,
-    }));
-    Ok(st
-        .sessions
-        .lock()
-        .expect("sessions lock")
-        .entry(id.to_string())
-        .or_insert(s)
-        .clone())
 }
 
-fn forget(st: &OciState, id: &str) {
-    st.sessions.lock().expect("sessions lock").remove(id);
+fn out_of_order(repository: &str, id: &str, offset: u64) -> OciError {
+    OciError::new(
+        StatusCode::RANGE_NOT_SATISFIABLE,
+        "BLOB_UPLOAD_INVALID",
+        format!("chunks must be sent in order: the next byte is {offset}"),
+    )
+    .header(header::RANGE, format!("0-{}", offset.saturating_sub(1)))
+    .header(
+        header::LOCATION,
+        format!("/v2/{repository}/blobs/uploads/{id}"),
+    )
 }
 
-/// Rebuilds a session's hash state from its staged file.
-async fn rehash(path: &std::path::Path, len: u64) -> OciResult<Sha256> {
-    let mut f = tokio::fs::File::open(path)
+/// After a lost compare-and-set: the session's answer now (another request appended to it,
+/// or ended it).
+async fn lost_race(st: &OciState, repository: &str, id: &str) -> OciError {
+    match load_session(st, repository, id).await {
+        Ok(now) => out_of_order(repository, id, now.bytes),
+        Err(e) => e,
+    }
+}
+
+/// A new file in the blob store's staging directory.
+async fn staging_file(st: &OciState, what: &str) -> OciResult<(PathBuf, tokio::fs::File)> {
+    let dir = st.app.core.blobs.staging_dir();
+    tokio::fs::create_dir_all(&dir)
         .await
         .map_err(OciError::internal)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut left = len;
-    while left > 0 {
-        let want = buf.len().min(left as usize);
-        let n = f.read(&mut buf[..want]).await.map_err(OciError::internal)?;
-        if n == 0 {
-            return Err(OciError::internal("staged upload is shorter than recorded"));
-        }
-        h.update(&buf[..n]);
-        left -= n as u64;
-    }
-    Ok(h)
+    let path = dir.join(format!("{what}-{}", uuid::Uuid::new_v4().simple()));
+    let file = tokio::fs::File::create(&path)
+        .await
+        .map_err(OciError::internal)?;
+    Ok((path, file))
 }
 
-/// Appends a chunk to a session: checks `Content-Range`, writes, and rolls back on failure.
+/// Appends a chunk to a session: checks `Content-Range`, stages the bytes, stores them in the
+/// blob backend as the session's next part and records it (only if nobody appended since the
+/// session was read). The session's byte count after.
 async fn write_chunk(
     st: &OciState,
     parts: &Parts,
     user: i64,
     id: &str,
-    s: &mut Session,
+    s: &UploadState,
     body: Body,
     repository: &str,
-) -> OciResult<()> {
+) -> OciResult<u64> {
     let range = content_range(&parts.headers)?;
-    let out_of_order = |s: &Session| {
-        OciError::new(
-            StatusCode::RANGE_NOT_SATISFIABLE,
-            "BLOB_UPLOAD_INVALID",
-            format!(
-                "chunks must be sent in order: the next byte is {}",
-                s.offset
-            ),
-        )
-        .header(header::RANGE, format!("0-{}", s.offset.saturating_sub(1)))
-        .header(
-            header::LOCATION,
-            format!("/v2/{repository}/blobs/uploads/{id}"),
-        )
-    };
     if let Some((a, _)) = range
-        && a != s.offset
+        && a != s.bytes
     {
-        return Err(out_of_order(s));
+        return Err(out_of_order(repository, id, s.bytes));
     }
-    let path = staged(st, id);
-    if s.hasher.is_none() {
-        s.hasher = Some(rehash(&path, s.offset).await?);
-    }
-    let mut hasher = s.hasher.clone().expect("hasher set above");
-    let mut file = tokio::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .await
-        .map_err(|_| upload_unknown())?;
-    file.seek(SeekFrom::Start(s.offset))
-        .await
-        .map_err(OciError::internal)?;
-    let r = append(
-        &mut file,
-        body,
-        &mut hasher,
-        s.offset,
-        room(st, user, repository, id).await?,
-    )
-    .await;
-    let rollback = async |file: tokio::fs::File, offset: u64| {
-        let _ = file.set_len(offset).await;
+    let limit = room(st, user, repository, id).await?;
+    let (path, mut file) = staging_file(st, "chunk").await?;
+    let mut hasher = Sha256::new();
+    let r = append(&mut file, body, &mut hasher, s.bytes, limit).await;
+    let r = match r {
+        Ok(n) => file
+            .sync_all()
+            .await
+            .map(|()| n)
+            .map_err(OciError::internal),
+        Err(e) => Err(e),
     };
+    drop(file);
     let n = match r {
         Ok(n) => n,
         Err(e) => {
-            rollback(file, s.offset).await;
+            let _ = tokio::fs::remove_file(&path).await;
             return Err(e);
         }
     };
     if let Some((a, b)) = range
         && (b - a).checked_add(1) != Some(n)
     {
-        rollback(file, s.offset).await;
+        let _ = tokio::fs::remove_file(&path).await;
         return Err(OciError::new(
             StatusCode::RANGE_NOT_SATISFIABLE,
             "BLOB_UPLOAD_INVALID",
             format!("Content-Range announced {} bytes; {n} were sent", b - a + 1),
         )
-        .header(header::RANGE, format!("0-{}", s.offset.saturating_sub(1))));
+        .header(header::RANGE, format!("0-{}", s.bytes.saturating_sub(1))));
     }
-    s.offset += n;
-    s.hasher = Some(hasher);
-    st.app.core.store.touch_upload(id, s.offset).await?;
-    Ok(())
+    if n == 0 {
+        let _ = tokio::fs::remove_file(&path).await;
+        return Ok(s.bytes);
+    }
+    let digest = Digest::from_bytes(hasher.finalize().into());
+    let blobs = &st.app.core.blobs;
+    let name = blobs.put_part(id.to_string(), digest, path).await?;
+    let part = UploadPart {
+        start: s.bytes,
+        size: n,
+        digest: digest.to_string(),
+        name: name.clone(),
+    };
+    let ttl = st.app.core.config.upload_ttl_ms();
+    if !st.app.core.store.append_upload_part(id, &part, ttl).await? {
+        // Another request appended at this offset, or ended the session: this chunk is not
+        // part of it.
+        let _ = blobs.drop_part(id.to_string(), name).await;
+        return Err(lost_race(st, repository, id).await);
+    }
+    Ok(s.bytes + n)
+}
+
+/// Joins the parts of an ended session into a staged, fsynced file; its path, digest and size.
+async fn assemble(
+    st: &OciState,
+    id: &str,
+    parts: Vec<UploadPart>,
+) -> OciResult<(PathBuf, Digest, u64)> {
+    let (path, file) = staging_file(st, "joined").await?;
+    let mut out = file.into_std().await;
+    let (store, id_, p) = (
+        st.app.core.blobs.store().clone(),
+        id.to_string(),
+        path.clone(),
+    );
+    let r = tokio::task::spawn_blocking(move || -> Result<(Digest, u64), BlobError> {
+        use std::io::{Read as _, Seek as _};
+        let broken = |m: String| BlobError::Io(std::io::Error::other(m));
+        for part in &parts {
+            let d = Digest::parse(&part.digest)
+                .map_err(|e| broken(format!("part at {} of upload {id_}: {e}", part.start)))?;
+            store.read_part(&id_, &part.name, &d, &mut out)?;
+            let len = out.stream_position()?;
+            if len != part.start + part.size {
+                return Err(broken(format!(
+                    "part at {} of upload {id_} holds {} bytes, not {}",
+                    part.start,
+                    len.saturating_sub(part.start),
+                    part.size
+                )));
+            }
+        }
+        out.sync_all()?;
+        let mut f = std::fs::File::open(&p)?;
+        let (mut h, mut buf, mut size) = (Sha256::new(), vec![0u8; 1 << 20], 0u64);
+        loop {
+            let n = f.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+            size += n as u64;
+        }
+        Ok((Digest::from_bytes(h.finalize().into()), size))
+    })
+    .await
+    .map_err(OciError::internal)?;
+    match r {
+        Ok((d, size)) => Ok((path, d, size)),
+        Err(e) => {
+            let _ = tokio::fs::remove_file(&path).await;
+            Err(e.into())
+        }
+    }
 }
 
 /// `PATCH`, `PUT`, `GET` and `DELETE` on `/v2/<name>/blobs/uploads/<id>`.
@@ -503,21 +523,16 @@ pub(crate) async fn session(
     let user = authorize(st, parts, caller, repository, &PUSH)
         .await?
         .user_id;
-    let sess = load_session(st, repository, id).await?;
-    let mut s = sess.lock().await;
+    let s = load_session(st, repository, id).await?;
     match parts.method.as_str() {
         "GET" => Ok((
             StatusCode::NO_CONTENT,
-            upload_headers(repository, id, s.offset),
+            upload_headers(repository, id, s.bytes),
         )
             .into_response()),
         "PATCH" => {
-            write_chunk(st, parts, user, id, &mut s, body, repository).await?;
-            Ok((
-                StatusCode::ACCEPTED,
-                upload_headers(repository, id, s.offset),
-            )
-                .into_response())
+            let offset = write_chunk(st, parts, user, id, &s, body, repository).await?;
+            Ok((StatusCode::ACCEPTED, upload_headers(repository, id, offset)).into_response())
         }
         "PUT" => {
             let q = query(parts);
@@ -525,13 +540,15 @@ pub(crate) async fn session(
                 return Err(OciError::digest_invalid("PUT needs `?digest=`"));
             };
             let d = parse_digest(d)?;
-            write_chunk(st, parts, user, id, &mut s, body, repository).await?;
-            let hasher = s.hasher.take().expect("write_chunk sets the hasher");
-            let actual = Digest::from_bytes(hasher.finalize().into());
-            let path = staged(st, id);
-            // The session ends either way: a client retries with a new one.
-            st.app.core.store.delete_upload(id).await?;
-            forget(st, id);
+            let bytes = write_chunk(st, parts, user, id, &s, body, repository).await?;
+            // The session ends here either way (a client retries with a new one); one request
+            // wins it, whichever replica it reached.
+            let Some(chunks) = st.app.core.store.take_upload(id, bytes).await? else {
+                return Err(lost_race(st, repository, id).await);
+            };
+            let joined = assemble(st, id, chunks).await;
+            let _ = st.app.core.blobs.drop_parts(id.to_string()).await;
+            let (path, actual, size) = joined?;
             if actual != d {
                 let _ = tokio::fs::remove_file(&path).await;
                 return Err(mismatch(&d, &actual));
@@ -540,15 +557,21 @@ pub(crate) async fn session(
             st.app
                 .core
                 .store
-                .link_blob(repository, &d.to_string(), s.offset)
+                .link_blob(repository, &d.to_string(), size)
                 .await?;
             Ok(created(repository, &d))
         }
         "DELETE" => {
-            st.app.core.store.delete_upload(id).await?;
-            forget(st, id);
-            let _ = tokio::fs::remove_file(staged(st, id)).await;
-            Ok(StatusCode::NO_CONTENT.into_response())
+            let mut s = s;
+            // A chunk landing meanwhile moves the count; the cancel follows it a few times.
+            for _ in 0..8 {
+                if st.app.core.store.take_upload(id, s.bytes).await?.is_some() {
+                    let _ = st.app.core.blobs.drop_parts(id.to_string()).await;
+                    return Ok(StatusCode::NO_CONTENT.into_response());
+                }
+                s = load_session(st, repository, id).await?;
+            }
+            Err(lost_race(st, repository, id).await)
         }
         _ => Err(OciError::unsupported()),
     }

@@ -152,6 +152,13 @@ impl UpstreamBlobStore {
         })
     }
 
+    /// The upstream repository holding the chunks of upload sessions (`PREFIX/uploads`).
+    fn uploads_repo(&self) -> Result<Reference, BlobError> {
+        format!("{}/uploads", self.base)
+            .parse()
+            .map_err(|e| upstream(format!("cannot name the uploads repository: {e}")))
+    }
+
     /// Downloads a blob into the cache. Whether upstream had it.
     fn fetch(&self, digest: &Digest) -> Result<bool, BlobError> {
         if !self.exists_upstream(digest)? {
@@ -204,6 +211,62 @@ impl BlobStore for UpstreamBlobStore {
         f.sync_all()?;
         drop(f);
         self.put_file(digest, &tmp)
+    }
+
+    fn put_part(&self, _upload: &str, digest: &Digest, file: &Path) -> Result<String, BlobError> {
+        // A content-addressed blob of `PREFIX/uploads`: every replica reaches it by digest.
+        let r = self.uploads_repo().and_then(|repo| {
+            let size = std::fs::metadata(file)?.len();
+            let (c, d, p) = (self.client.clone(), digest.to_string(), file.to_path_buf());
+            self.run(async move {
+                if c.blob_exists(&repo, &d).await.map_err(upstream)? {
+                    return Ok(());
+                }
+                let f = tokio::fs::File::open(&p).await?;
+                let stream = tokio_util::io::ReaderStream::with_capacity(f, 1 << 20)
+                    .map_err(oci_client::errors::OciDistributionError::from);
+                c.push_blob_stream(&repo, stream, &d, Some(size))
+                    .await
+                    .map(|_| ())
+                    .map_err(upstream)
+            })
+        });
+        let _ = std::fs::remove_file(file);
+        r.map(|()| digest.to_string())
+    }
+
+    fn read_part(
+        &self,
+        _upload: &str,
+        _name: &str,
+        digest: &Digest,
+        out: &mut std::fs::File,
+    ) -> Result<(), BlobError> {
+        let repo = self.uploads_repo()?;
+        let (c, d) = (self.client.clone(), digest.to_string());
+        let mut file = tokio::fs::File::from_std(out.try_clone()?);
+        self.run(async move {
+            // `pull_blob` checks the bytes against the digest.
+            c.pull_blob(&repo, d.as_str(), &mut file)
+                .await
+                .map_err(upstream)?;
+            tokio::io::AsyncWriteExt::flush(&mut file).await?;
+            Ok(())
+        })
+    }
+
+    fn drop_part(&self, _upload: &str, _name: &str) -> Result<(), BlobError> {
+        // Parts are content-addressed and may be shared by sessions: the upstream registry's
+        // own garbage collection removes them (no manifest references them).
+        Ok(())
+    }
+
+    fn drop_parts(&self, _upload: &str) -> Result<(), BlobError> {
+        Ok(())
+    }
+
+    fn sweep_staging(&self, age: std::time::Duration) -> Result<usize, BlobError> {
+        self.cache.sweep_staging(age)
     }
 
     fn get(&self, digest: &Digest) -> Result<Option<Vec<u8>>, BlobError> {

@@ -155,6 +155,9 @@ open_enum! {
         /// The hub is not ready (its database does not answer, or its search index is still
         /// catching up with the changes after a start).
         NotReady = "not_ready",
+        /// The blob backend (the upstream OCI registry) does not answer: retry after the
+        /// `Retry-After` seconds; nothing was recorded.
+        BlobsUnavailable = "blobs_unavailable",
         /// The database does not answer: nothing was changed; retry after `Retry-After`.
         DatabaseUnavailable = "database_unavailable",
         /// The hub failed; it logged why.

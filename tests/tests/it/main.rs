@@ -5,6 +5,7 @@ mod audit_pages_e2e;
 mod check_e2e;
 mod client_verbs;
 mod common;
+mod deploy_e2e;
 mod examples_publishable;
 mod hostile;
 mod hub_files;
