@@ -38,6 +38,8 @@ pub enum Command {
     /// Run floors: agents taking turns on a conversation.
     #[command(subcommand)]
     Floor(crate::commands::floor::FloorCommand),
+    /// Serve a blueprint's sessions over HTTP: create, resume, post, cancel, watch (SSE).
+    Serve(crate::run::serve::ServeArgs),
     /// The project's sessions: every `ofc run` records one; `ofc run --resume` continues it.
     #[command(subcommand)]
     Sessions(crate::commands::sessions::SessionsCommand),
@@ -115,6 +117,7 @@ pub fn main() -> ExitCode {
         Command::Floor(crate::commands::floor::FloorCommand::Replay(args)) => {
             crate::commands::floor::replay(args, &mut out)
         }
+        Command::Serve(args) => crate::run::serve::main(args, &mut out),
         Command::Sessions(cmd) => crate::commands::sessions::run(cmd, &mut out),
         Command::Check(cmd) => crate::commands::check::run(cmd, &mut out),
         Command::Keygen(args) => crate::commands::keygen::run(args, &mut out),

@@ -13,6 +13,8 @@
 //! - [`transcript`] writes every floor as JSON lines and replays them through the controller.
 //! - [`session`] keeps every floor as a resumable event log (`.ofc/sessions/<id>.jsonl`).
 //! - [`server`] is the OFC floor server API over HTTP (`ofc floor serve`).
+//! - [`session_server`] is the floor server over sessions (`ofc serve`): sessions of one
+//!   blueprint created, resumed, driven and watched (SSE resumable by `seq`) over HTTP.
 //! - [`switchboard`] brings seed 004's Switchboard agents onto a floor: agents whose turns
 //!   are JSON files in `.switchboard/`, or calls to its MCP server over HTTP/SSE.
 
@@ -29,6 +31,7 @@ pub mod llm;
 pub mod mention;
 pub mod server;
 pub mod session;
+pub mod session_server;
 pub mod switchboard;
 pub mod transcript;
 

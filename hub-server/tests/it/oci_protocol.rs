@@ -1784,15 +1784,16 @@ async fn uploads_and_manifests_have_quotas() {
 
     // Idle sessions end: after the TTL they neither count nor keep their bytes.
     tokio::time::sleep(std::time::Duration::from_millis(2300)).await;
-    let staging = app.state.core.blobs.staging_dir();
-    let staged_before = std::fs::read_dir(&staging).unwrap().count();
-    assert!(staged_before >= 3);
+    // Their chunks are parts in the blob store (`blobs-v1/uploads/<session>/`).
+    let uploads = app.data_dir.join("blobs-v1/uploads");
+    let staged_before = std::fs::read_dir(&uploads).unwrap().count();
+    assert!(staged_before >= 1);
     let r = open().await;
     assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(
-        std::fs::read_dir(&staging).unwrap().count(),
-        1,
-        "dead sessions' files dropped"
+        std::fs::read_dir(&uploads).unwrap().count(),
+        0,
+        "dead sessions' parts dropped"
     );
     let r = req(&app, Method::GET, &locs[1], Some(&auth), &[], None).await;
     assert_eq!((r.status, r.code().as_str()), (404, "BLOB_UPLOAD_UNKNOWN"));

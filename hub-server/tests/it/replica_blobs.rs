@@ -443,7 +443,8 @@ fn no_partial_blob(dir: &Path) -> usize {
 /// shared directory: every write succeeds, and only whole blobs are ever under a digest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writers_on_a_shared_directory() {
-    let (a, b, dir, token) = two_replicas(Shared::Dir, None, "");
+    // Every push of the round at once: more than the default 16 uploads of one user.
+    let (a, b, dir, token) = two_replicas(Shared::Dir, None, "max_uploads_per_user = 1000\n");
     let auth = basic(&token);
     let urls = [a.url.clone(), b.url.clone()];
     const ROUNDS: usize = 12;

@@ -194,7 +194,8 @@ async fn serve_async(args: &FloorServeArgs, out: &mut Output) -> Result<ExitStat
     Ok(ExitStatus::Success)
 }
 
-async fn shutdown_signal() {
+/// Ctrl-C or SIGTERM.
+pub(crate) async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -22,6 +22,8 @@ mod frontend;
 mod furniture;
 pub mod plan;
 pub(crate) mod project_dir;
+mod reach;
+pub mod serve;
 pub(crate) mod session;
 pub mod switchboard;
 mod tui;
@@ -51,6 +53,7 @@ use crate::supervisor;
 use furniture::start_furniture;
 use plan::{Kind, Planned};
 use project_dir::ProjectDir;
+use reach::REMOTE_CHECK;
 
 /// Arguments of `ofc run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -658,9 +661,6 @@ fn equip(
     Ok(())
 }
 
-/// How long a remote agent may take to answer `/ofc/info` when checked before the start.
-const REMOTE_CHECK: Duration = Duration::from_secs(5);
-
 async fn run_floor(
     args: &RunArgs,
     out: &mut Output,
@@ -669,66 +669,7 @@ async fn run_floor(
     planned: Vec<Planned>,
     started: Instant,
 ) -> Result<u8> {
-    let client = HttpAgent::default_client();
-    // Remote agents and model endpoints answer before anything starts.
-    let checks = planned.iter().filter_map(|p| {
-        let blame = p.blame.clone();
-        match &p.kind {
-            Kind::Remote(endpoint) => {
-                let agent = HttpAgent::new(endpoint.clone(), client.clone());
-                let endpoint = endpoint.clone();
-                Some(futures::FutureExt::boxed(async move {
-                    match tokio::time::timeout(REMOTE_CHECK, agent.info()).await {
-                        Ok(Ok(_)) => None,
-                        Ok(Err(e)) => Some((
-                            blame,
-                            format!("the remote agent at {endpoint} does not answer: {e}"),
-                        )),
-                        Err(_) => Some((
-                            blame,
-                            format!(
-                                "the remote agent at {endpoint} did not answer /ofc/info within {REMOTE_CHECK:?}"
-                            ),
-                        )),
-                    }
-                }))
-            }
-            Kind::Llm(agent) => {
-                let agent = agent.clone();
-                Some(futures::FutureExt::boxed(async move {
-                    agent.probe(REMOTE_CHECK).await.err().map(|e| {
-                        (
-                            blame,
-                            format!(
-                                "the model endpoint {} of {} cannot be reached: {e}",
-                                agent.config().endpoint,
-                                agent.config().handle
-                            ),
-                        )
-                    })
-                }))
-            }
-            _ => None,
-        }
-    });
-    let failures: Vec<(FieldPath, String)> = futures::future::join_all(checks)
-        .await
-        .into_iter()
-        .flatten()
-        .collect();
-    if !failures.is_empty() {
-        let mut diags = Diagnostics::default();
-        for (path, message) in failures {
-            diags.push(path, message);
-        }
-        return Err(UserError::new(format!(
-            "cannot reach every agent:\n{}",
-            plan::report(&loaded.path, &loaded.doc, diags)
-        ))
-        .hint("start the remote agents and model servers (or fix their endpoints), or remove them from the blueprint; nothing was started")
-        .into());
-    }
-
+    reach::check_reachable(loaded, &planned).await?;
     let session = session::RunSession::open(&args.session, &loaded.path, &loaded.blueprint, out)?;
     let run_id = project_dir::run_id();
     // Recorded before anything starts: if this run is killed, the next one finds what it left.
@@ -737,6 +678,98 @@ async fn run_floor(
         "run": run_id,
         "state": "starting",
     }))?;
+    let floor = start_floor(args, out, loaded, project, planned, &session, &run_id).await?;
+    let handles = floor.handles.clone();
+    let transcript = project.logs.join(format!("{run_id}.jsonl"));
+    project_dir::make_private(&transcript);
+    let ready_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let mut state = serde_json::json!({
+        "pid": std::process::id(),
+        "run": run_id,
+        "blueprint": loaded.dir.join(loaded.path.file_name().unwrap_or_default()).display().to_string(),
+        "transcript": transcript.display().to_string(),
+        "agents": handles,
+        "state": "running",
+    });
+    if let Some(served) = &floor.served {
+        state["switchboard"] = serde_json::json!({
+            "dir": loaded.dir.join(".switchboard").display().to_string(),
+            "mcp": format!("{}/sse", served.base),
+        });
+        out.status(&format!(
+            "switchboard: {} (MCP over SSE at {}/sse; token in .switchboard/auth_token)",
+            loaded.dir.join(".switchboard").display(),
+            served.base
+        ));
+    }
+    project.write_state(&state)?;
+
+    let ui = frontend::Frontend::new(out.json, &handles).session(session.live().id().as_str());
+    let code = if args.tui {
+        let greeting = frontend::ready_line(&handles, &transcript, ready_ms);
+        match tui::session(&floor.floor, &handles, &greeting).await {
+            Ok(code) => code,
+            Err(e) => {
+                out.error(&e);
+                exit::FAILURE
+            }
+        }
+    } else {
+        ui.ready(&run_id, &handles, &transcript, ready_ms);
+        match &args.message {
+            Some(message) => ui.one_turn(&floor.floor, message).await,
+            None => ui.interactive(&floor.floor).await,
+        }
+    };
+    floor.stop().await;
+    state["state"] = serde_json::json!("ended");
+    state["exit_code"] = serde_json::json!(code);
+    project.write_state(&state)?;
+    ui.closed(code);
+    Ok(code)
+}
+
+/// A floor started from a blueprint, with everything it holds; [`StartedFloor::stop`] ends
+/// it all. `ofc run` starts one per run, `ofc serve` one per live session.
+pub(crate) struct StartedFloor {
+    pub(crate) floor: Floor,
+    pub(crate) furniture: Option<Arc<FloorFurniture>>,
+    pub(crate) handles: Vec<String>,
+    switchboard: Option<Arc<runtime::switchboard::Switchboard>>,
+    pub(crate) served: Option<runtime::switchboard::ServedSwitchboard>,
+    supervisor: Option<supervisor::Supervisor>,
+    _mcp: Option<Arc<runtime::furniture::ServedEndpoints>>,
+}
+
+impl StartedFloor {
+    /// Closes the floor and stops its Switchboard, furniture and processes.
+    pub(crate) async fn stop(self) {
+        if let Some(sb) = &self.switchboard {
+            sb.shutdown(Duration::from_secs(5)).await;
+        }
+        drop(self.served);
+        let _ = self.floor.close().await;
+        if let Some(f) = &self.furniture {
+            f.shutdown().await;
+        }
+        if let Some(s) = &self.supervisor {
+            s.finish();
+        }
+    }
+}
+
+/// Starts the furniture, the agents and the floor of `planned`, recording into `session`.
+pub(crate) async fn start_floor(
+    args: &RunArgs,
+    out: &mut Output,
+    loaded: &plan::Loaded,
+    project: &ProjectDir,
+    planned: Vec<Planned>,
+    session: &session::RunSession,
+    run_id: &str,
+) -> Result<StartedFloor> {
+    let client = HttpAgent::default_client();
+    let run_id = run_id.to_owned();
     let agent_log = project.logs.join(format!("{run_id}.agents.log"));
     let supervisor = if planned
         .iter()
@@ -924,61 +957,13 @@ async fn run_floor(
         },
         None => None,
     };
-    let transcript = project.logs.join(format!("{run_id}.jsonl"));
-    project_dir::make_private(&transcript);
-    let ready_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let mut state = serde_json::json!({
-        "pid": std::process::id(),
-        "run": run_id,
-        "blueprint": loaded.dir.join(loaded.path.file_name().unwrap_or_default()).display().to_string(),
-        "transcript": transcript.display().to_string(),
-        "agents": handles,
-        "state": "running",
-    });
-    if let Some(served) = &served {
-        state["switchboard"] = serde_json::json!({
-            "dir": loaded.dir.join(".switchboard").display().to_string(),
-            "mcp": format!("{}/sse", served.base),
-        });
-        out.status(&format!(
-            "switchboard: {} (MCP over SSE at {}/sse; token in .switchboard/auth_token)",
-            loaded.dir.join(".switchboard").display(),
-            served.base
-        ));
-    }
-    project.write_state(&state)?;
-
-    let ui = frontend::Frontend::new(out.json, &handles).session(session.live().id().as_str());
-    let code = if args.tui {
-        let greeting = frontend::ready_line(&handles, &transcript, ready_ms);
-        match tui::session(&floor, &handles, &greeting).await {
-            Ok(code) => code,
-            Err(e) => {
-                out.error(&e);
-                exit::FAILURE
-            }
-        }
-    } else {
-        ui.ready(&run_id, &handles, &transcript, ready_ms);
-        match &args.message {
-            Some(message) => ui.one_turn(&floor, message).await,
-            None => ui.interactive(&floor).await,
-        }
-    };
-    if let Some(sb) = &switchboard {
-        sb.shutdown(Duration::from_secs(5)).await;
-    }
-    drop(served);
-    let _ = floor.close().await;
-    if let Some(f) = &furniture {
-        f.shutdown().await;
-    }
-    if let Some(s) = &supervisor {
-        s.finish();
-    }
-    state["state"] = serde_json::json!("ended");
-    state["exit_code"] = serde_json::json!(code);
-    project.write_state(&state)?;
-    ui.closed(code);
-    Ok(code)
+    Ok(StartedFloor {
+        floor,
+        furniture,
+        handles,
+        switchboard,
+        served,
+        supervisor,
+        _mcp: mcp_served,
+    })
 }

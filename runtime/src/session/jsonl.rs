@@ -490,6 +490,12 @@ impl SessionFile {
         Ok(())
     }
 
+    /// The last line written, without its newline (what a watcher is shown of an event: see
+    /// [`super::feed`]).
+    pub fn last_line(&self) -> &[u8] {
+        self.line.strip_suffix(b"\n").unwrap_or(&self.line)
+    }
+
     /// Syncs what was written.
     pub fn sync(&mut self) -> Result<(), SessionError> {
         if self.unsynced {

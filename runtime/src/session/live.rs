@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
 
+use super::feed::{FeedEvent, SessionFeed};
 use super::jsonl::SessionFile;
 use super::payload::{self, Compaction};
 use super::{MAIN_ROOM, SessionError, SessionId};
@@ -46,6 +47,8 @@ struct Inner {
     failure: Option<String>,
     /// Message id → the seq of its event (for compactions' `covers_up_to_seq`).
     message_seq: HashMap<String, u64>,
+    /// Watchers' feed, once asked for ([`LiveSession::feed`]).
+    feed: Option<Arc<SessionFeed>>,
 }
 
 impl LiveSession {
@@ -59,6 +62,7 @@ impl LiveSession {
                 file: Some(file),
                 failure: None,
                 message_seq: HashMap::new(),
+                feed: None,
             })),
         }
     }
@@ -104,14 +108,46 @@ impl LiveSession {
         self.lock().failure.clone()
     }
 
+    /// The feed of this session's events for watchers (made on the first call; events
+    /// recorded before are read from the file). It ends when the floor closes or recording
+    /// stops.
+    pub fn feed(&self) -> Arc<SessionFeed> {
+        let mut inner = self.lock();
+        if let Some(feed) = &inner.feed {
+            return Arc::clone(feed);
+        }
+        let last = inner
+            .file
+            .as_ref()
+            .map_or(0, |f| f.next_seq().saturating_sub(1));
+        let feed = Arc::new(SessionFeed::new(self.path.clone(), last));
+        if inner.file.is_none() {
+            feed.end();
+        }
+        inner.feed = Some(Arc::clone(&feed));
+        feed
+    }
+
     /// Appends an event to `#main`; answers its seq (`None` once recording has stopped).
     pub fn append(&self, payload_type: &str, payload: Value) -> Option<u64> {
         let mut inner = self.lock();
-        let result = inner
-            .file
-            .as_mut()?
-            .append(MAIN_ROOM, payload_type, payload);
-        inner.settle(result)
+        let watched = inner.feed.is_some();
+        let file = inner.file.as_mut()?;
+        let result = file.append(MAIN_ROOM, payload_type, payload);
+        let line = (watched && result.is_ok())
+            .then(|| String::from_utf8_lossy(file.last_line()).into_owned());
+        let seq = inner.settle(result)?;
+        if let (Some(feed), Some(line)) = (&inner.feed, line) {
+            feed.push(FeedEvent {
+                seq,
+                payload_type: payload_type.to_owned(),
+                line: line.into(),
+            });
+            if payload_type == "closed" {
+                feed.end();
+            }
+        }
+        Some(seq)
     }
 
     /// Records a floor event (streamed pieces are not kept: the message they make is).
@@ -188,6 +224,9 @@ impl Inner {
                 tracing::error!(error = %e, "cannot write the session; recording stops");
                 self.failure = Some(e.to_string());
                 self.file = None;
+                if let Some(feed) = &self.feed {
+                    feed.end();
+                }
                 None
             }
         }

@@ -26,6 +26,7 @@
 //! last whole event and set aside before anything is appended. Writing and its sync policy:
 //! [`jsonl`].
 
+pub mod feed;
 pub mod jsonl;
 pub mod live;
 pub mod payload;
@@ -33,6 +34,7 @@ pub mod restore;
 pub mod state;
 pub mod store;
 
+pub use feed::{FeedEvent, SessionFeed};
 pub use jsonl::{Problem, SessionFile, SessionLog, StoredEvent, Torn};
 pub use live::LiveSession;
 pub use restore::Restored;

@@ -25,6 +25,7 @@ mod run_sandbox_e2e;
 mod run_session_e2e;
 mod run_switchboard_e2e;
 mod run_tui_e2e;
+mod serve_e2e;
 mod sources_docker_e2e;
 mod sources_npm_e2e;
 mod sources_pip_e2e;
