@@ -163,6 +163,20 @@ pub fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
+/// Whether a request's `Host` names one of `allowed` (the floor servers' check against DNS
+/// rebinding): `name:port`, `[v6]:port` or a bare name, compared without case.
+pub(crate) fn host_is_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+    };
+    allowed.iter().any(|a| a.eq_ignore_ascii_case(name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -405,24 +405,15 @@ async fn check_request(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if let Some(allowed) = &server.inner.settings.allowed_host_headers {
-        let host = request
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("");
-        let name = match host.strip_prefix('[') {
-            Some(rest) => rest.split(']').next().unwrap_or(""),
-            None => host.rsplit_once(':').map_or(host, |(n, _)| n),
-        };
-        if !allowed.iter().any(|a| a.eq_ignore_ascii_case(name)) {
-            return ApiError::new(
-                StatusCode::MISDIRECTED_REQUEST,
-                "wrong_host",
-                "this server does not answer to that Host",
-            )
-            .into_response();
-        }
+    if let Some(allowed) = &server.inner.settings.allowed_host_headers
+        && !crate::api::host_is_allowed(request.headers(), allowed)
+    {
+        return ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "wrong_host",
+            "this server does not answer to that Host",
+        )
+        .into_response();
     }
     let max = server.inner.settings.max_body;
     let length = request
