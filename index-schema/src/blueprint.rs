@@ -371,6 +371,10 @@ pub struct Furniture {
     /// MCP server reached over streamable HTTP (instead of `command`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Headers sent with every request to the MCP server at `url` (e.g. `Authorization: Bearer
+    /// ${MCP_TOKEN}`); their values are never logged.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
     /// The access class (`read`, `write`, `execute`) of named tools, overriding what the
     /// furniture says (an ofc extension; MCP tool annotations decide otherwise, `execute`
     /// when a tool has none).
@@ -741,6 +745,23 @@ impl Blueprint {
             }
             if let Some(url) = &f.url {
                 check_http_url(url, &p.key("url"), &mut d);
+            }
+            if !f.headers.is_empty() && f.url.is_none() {
+                d.push(
+                    p.key("headers"),
+                    "`headers` are sent to an MCP server reached by `url`; this furniture has none",
+                );
+            }
+            for (name, value) in &f.headers {
+                let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+                if name.is_empty() || !name.chars().all(token) {
+                    d.push(p.key("headers").key(name), "not a valid HTTP header name");
+                } else if value.chars().any(|c| c.is_control() && c != '\t') {
+                    d.push(
+                        p.key("headers").key(name),
+                        "a header value must not hold control characters (a line break, …)",
+                    );
+                }
             }
             for (tool, access) in &f.access {
                 if !matches!(access, Access::Read | Access::Write | Access::Execute) {

@@ -133,7 +133,9 @@ const FURNITURE: &[(FurnitureType, EntryKind)] = &[
         FurnitureType::Mcp,
         EntryKind {
             label: "an `mcp` furniture",
-            fields: &["name", "type", "command", "args", "url", "access"],
+            fields: &[
+                "name", "type", "command", "args", "url", "headers", "access",
+            ],
             unused: &[CONFIG_UNUSED],
             hint: "",
         },

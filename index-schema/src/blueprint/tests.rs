@@ -546,6 +546,7 @@ fn arb_blueprint() -> impl Strategy<Value = Blueprint> {
                         Vec::new()
                     },
                     url: None,
+                    headers: IndexMap::new(),
                     access: IndexMap::new(),
                     config: (i == 0).then(|| {
                         serde_json::json!({"columns": ["todo", "done"], "limit": 3})
@@ -692,4 +693,33 @@ fn memory_is_a_window_or_a_window_with_a_summary() {
         serde_json::json!({"window": 8, "summary": true})
     );
     assert_eq!(json[2]["memory"], 5);
+}
+
+#[test]
+fn furniture_headers_go_with_a_url_and_must_be_sendable() {
+    let bp = Blueprint::from_yaml(
+        "furniture:\n  - name: m\n    type: mcp\n    url: http://127.0.0.1:9/mcp\n    headers: {Authorization: Bearer t0k, X-Team: a}\n",
+    )
+    .unwrap();
+    assert_eq!(bp.furniture[0].headers["X-Team"], "a");
+    // Headers for a server ofc starts itself would be ignored: refused.
+    let (p, _, m) = err(
+        "furniture:\n  - name: m\n    type: mcp\n    command: c\n    headers: {X-A: b}\n",
+    );
+    assert_eq!(p, "furniture[0].headers", "{m}");
+    assert!(m.contains("reached by `url`"), "{m}");
+    // A taskboard has no headers at all.
+    let (p, _, m) = err("furniture:\n  - name: t\n    type: taskboard\n    headers: {A: b}\n");
+    assert!(p.starts_with("furniture[0].headers"), "{p}: {m}");
+    // A name HTTP cannot carry, a value with a line break.
+    let (p, _, m) = err(
+        "furniture:\n  - name: m\n    type: mcp\n    url: http://127.0.0.1:9/mcp\n    headers: {\"bad name\": b}\n",
+    );
+    assert!(p.starts_with("furniture[0].headers"), "{p}");
+    assert!(m.contains("header name"), "{m}");
+    let (p, _, m) = err(
+        "furniture:\n  - name: m\n    type: mcp\n    url: http://127.0.0.1:9/mcp\n    headers: {X-A: \"a\\r\\nX-Evil: 1\"}\n",
+    );
+    assert!(p.starts_with("furniture[0].headers"), "{p}");
+    assert!(m.contains("control characters"), "{m}");
 }

@@ -124,6 +124,36 @@ impl McpToolbox {
         Self::http_with_token(name, url, None, settings).await
     }
 
+    /// [`McpToolbox::http`], sending `headers` with every request (the blueprint's `headers`;
+    /// a name or value HTTP cannot carry is a configuration error naming the header, never its
+    /// value).
+    pub async fn http_with_headers<'h>(
+        name: &str,
+        url: &str,
+        headers: impl IntoIterator<Item = (&'h String, &'h String)>,
+        settings: &FurnitureSettings,
+    ) -> Result<McpToolbox, FurnitureError> {
+        let mut custom = std::collections::HashMap::new();
+        for (key, value) in headers {
+            let bad = |why: &str| FurnitureError::Config {
+                name: name.to_owned(),
+                message: format!("header `{key}`: {why}"),
+            };
+            let key = axum::http::HeaderName::from_bytes(key.as_bytes())
+                .map_err(|_| bad("not a valid header name"))?;
+            let mut value = axum::http::HeaderValue::from_str(value)
+                .map_err(|_| bad("its value cannot be sent in a header"))?;
+            value.set_sensitive(true);
+            custom.insert(key, value);
+        }
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+        config.custom_headers = custom;
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let what = format!("the MCP server at {url}");
+        let tail = Arc::new(Mutex::new(String::new()));
+        Self::connect(name, &what, ().serve(transport), tail, None, settings).await
+    }
+
     /// [`McpToolbox::http`], sending `Authorization: Bearer <token>` when a token is given (a
     /// floor's MCP endpoints want the agent's).
     pub async fn http_with_token(

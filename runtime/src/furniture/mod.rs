@@ -242,7 +242,8 @@ impl Furniture {
                     Self::from_mcp(&name, "mcp (stdio)", toolbox)
                 }
                 (None, Some(url)) => {
-                    let toolbox = McpToolbox::http(&name, url, settings).await?;
+                    let toolbox =
+                        McpToolbox::http_with_headers(&name, url, &entry.headers, settings).await?;
                     Self::from_mcp(&name, "mcp (streamable HTTP)", toolbox)
                 }
                 _ => {

@@ -274,6 +274,75 @@ async fn a_server_over_streamable_http_is_furniture_and_its_annotations_set_the_
     );
 }
 
+/// [`Echo`] over streamable HTTP that answers 401 to any request without `X-Api-Key: key`.
+async fn echo_server_wanting(key: &'static str) -> String {
+    let service = StreamableHttpService::new(
+        || Ok(Echo),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| async move {
+                if req.headers().get("x-api-key").and_then(|v| v.to_str().ok()) == Some(key) {
+                    next.run(req).await
+                } else {
+                    axum::response::IntoResponse::into_response(
+                        axum::http::StatusCode::UNAUTHORIZED,
+                    )
+                }
+            },
+        ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/mcp")
+}
+
+/// A furniture reached by `url` sends the blueprint's `headers` with every request; without
+/// them, or with a wrong one, the server's refusal is a clear start error that never shows the
+/// header's value.
+#[tokio::test]
+async fn a_url_furniture_sends_its_headers() {
+    let url = echo_server_wanting("k-123").await;
+    let keyed = Furniture::start(
+        &entry(&format!(
+            "{{name: keyed, type: mcp, url: \"{url}\", headers: {{X-Api-Key: k-123}}}}"
+        )),
+        &quick(),
+    )
+    .await
+    .unwrap();
+    let mut args = Map::new();
+    args.insert("text".into(), json!("hi"));
+    assert_eq!(keyed.call("shout", args).await.unwrap(), json!("HI"));
+    keyed.shutdown().await;
+
+    let without = Furniture::start(
+        &entry(&format!("{{name: keyed, type: mcp, url: \"{url}\"}}")),
+        &quick(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(without.contains("furniture `keyed`"), "{without}");
+    let wrong = Furniture::start(
+        &entry(&format!(
+            "{{name: keyed, type: mcp, url: \"{url}\", headers: {{X-Api-Key: s3cret-wrong}}}}"
+        )),
+        &quick(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(wrong.contains("furniture `keyed`"), "{wrong}");
+    assert!(
+        !wrong.contains("s3cret-wrong"),
+        "the header's value leaked: {wrong}"
+    );
+}
+
 #[test]
 fn annotations_classify_conservatively() {
     let h = |r, d| Hints {
