@@ -18,12 +18,12 @@ use std::time::{Duration, Instant};
 use crate::common::{Ofc, free_port};
 use ofc_test_kit::{Backend, HubProcess, ProcessOptions, TestHub, bin};
 
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// Runs `cmd`; panics with its output unless it succeeds. Returns stdout.
-fn run(cmd: &mut Command) -> String {
+pub(crate) fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(
         out.status.success(),
@@ -36,7 +36,7 @@ fn run(cmd: &mut Command) -> String {
 }
 
 /// What `scripts/peers/NAME` prints as `KEY=VALUE`.
-fn peer(name: &str, key: &str) -> String {
+pub(crate) fn peer(name: &str, key: &str) -> String {
     let out = run(&mut Command::new(repo().join("scripts/peers").join(name)));
     out.lines()
         .find_map(|l| l.strip_prefix(&format!("{key}=")))
@@ -54,7 +54,7 @@ fn admin(socket: &Path, command: &str) -> String {
 }
 
 /// `(server, status)` of the replicas in haproxy's `show stat`.
-fn statuses(socket: &Path) -> Vec<(String, String)> {
+pub(crate) fn statuses(socket: &Path) -> Vec<(String, String)> {
     admin(socket, "show stat")
         .lines()
         .map(|l| l.split(',').collect::<Vec<_>>())
@@ -423,7 +423,7 @@ fn three_replicas_from_the_image_behind_haproxy_survive_a_rolling_restart() {
     );
 }
 
-fn uuid_tag() -> String {
+pub(crate) fn uuid_tag() -> String {
     format!(
         "{:08x}",
         std::time::SystemTime::now()
