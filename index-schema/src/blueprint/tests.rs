@@ -703,9 +703,8 @@ fn furniture_headers_go_with_a_url_and_must_be_sendable() {
     .unwrap();
     assert_eq!(bp.furniture[0].headers["X-Team"], "a");
     // Headers for a server ofc starts itself would be ignored: refused.
-    let (p, _, m) = err(
-        "furniture:\n  - name: m\n    type: mcp\n    command: c\n    headers: {X-A: b}\n",
-    );
+    let (p, _, m) =
+        err("furniture:\n  - name: m\n    type: mcp\n    command: c\n    headers: {X-A: b}\n");
     assert_eq!(p, "furniture[0].headers", "{m}");
     assert!(m.contains("reached by `url`"), "{m}");
     // A taskboard has no headers at all.
