@@ -55,3 +55,33 @@ impl Head {
 
 /// The cosigned checkpoints, shared by the rounds and the handlers.
 pub type Shared = Arc<std::sync::RwLock<CosignedHeads>>;
+
+/// `kind` of the stored checkpoint any witness cosigned (`log_cosigned`).
+pub const LATEST: &str = "latest";
+/// `kind` of the stored checkpoint every witness cosigned.
+pub const FULL: &str = "full";
+
+impl CosignedHeads {
+    /// The heads as the cosigner stored them (`Store::cosigned`), their ages from the rounds'
+    /// Unix times.
+    pub fn from_stored(stored: Vec<crate::store::StoredCosigned>) -> CosignedHeads {
+        let now = crate::store::now_ms();
+        let mut heads = CosignedHeads::default();
+        for c in stored {
+            let age = std::time::Duration::from_millis(u64::try_from(now - c.at).unwrap_or(0));
+            let cosigned = Cosigned {
+                size: c.size,
+                root: c.root,
+                note: c.note,
+                count: c.count,
+                at: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+            };
+            match c.kind.as_str() {
+                FULL => heads.full = Some(cosigned),
+                LATEST => heads.latest = Some(cosigned),
+                _ => {}
+            }
+        }
+        heads
+    }
+}

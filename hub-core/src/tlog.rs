@@ -48,11 +48,17 @@ impl Hub {
     /// frozen.
     pub async fn log_head_covering(&self, need: u64) -> StoreResult<Head> {
         let (size, root) = self.store.log_head().await?;
-        let heads = self
-            .cosigned
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        // With witnesses, the cosigned heads as stored, read now: every replica on the database
+        // then answers from the same heads (each replica's own copy trails the cosigner's by up
+        // to a follow interval, and a reader sent to the replicas in turn saw the tree shrink).
+        let heads = if self.config.log_witnesses.is_empty() {
+            self.cosigned
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+        } else {
+            crate::log_heads::CosignedHeads::from_stored(self.store.cosigned().await?)
+        };
         let stale_after = Duration::from_secs(self.config.log_witness_refresh_secs.max(1) * 2);
         let candidates = [heads.full, heads.latest]
             .into_iter()

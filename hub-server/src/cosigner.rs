@@ -36,7 +36,7 @@ use anyhow::{Context as _, anyhow, bail};
 use futures::StreamExt as _;
 use hub_core::Hub;
 use hub_core::config::LogWitness;
-use hub_core::log_heads::{Cosigned, CosignedHeads};
+use hub_core::log_heads::{Cosigned, CosignedHeads, FULL, LATEST};
 use hub_core::store::db::Lease;
 use hub_core::store::{StoredCosigned, now_ms};
 use index_schema::tlog::{AddCheckpoint, Hash, WitnessVerifier, cosignature_lines};
@@ -48,10 +48,6 @@ const POLL: Duration = Duration::from_millis(200);
 const FOLLOW: Duration = Duration::from_secs(1);
 /// The cosigner's lease (a PostgreSQL advisory lock key: `ofc-cosi` in ASCII).
 pub const COSIGNER_LEASE: i64 = 0x6f66_632d_636f_7369;
-/// `log_cosigned.kind` of the latest checkpoint any witness cosigned.
-const LATEST: &str = "latest";
-/// `log_cosigned.kind` of the latest checkpoint every witness cosigned.
-const FULL: &str = "full";
 /// Longest pause after failures.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// The largest witness answer read.
@@ -150,23 +146,7 @@ async fn follow(state: &Hub) {
             return;
         }
     };
-    let now = now_ms();
-    let mut heads = CosignedHeads::default();
-    for c in stored {
-        let age = Duration::from_millis(u64::try_from(now - c.at).unwrap_or(0));
-        let cosigned = Cosigned {
-            size: c.size,
-            root: c.root,
-            note: c.note,
-            count: c.count,
-            at: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
-        };
-        match c.kind.as_str() {
-            FULL => heads.full = Some(cosigned),
-            LATEST => heads.latest = Some(cosigned),
-            _ => {}
-        }
-    }
+    let heads = CosignedHeads::from_stored(stored);
     *state.cosigned.write().unwrap_or_else(|p| p.into_inner()) = heads;
 }
 

@@ -393,11 +393,10 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
     );
 
     // (f) The reader's checkpoints through haproxy, each signed by the log key: never two
-    // roots for one size (no replica showed a forked tree). That they only grow is NOT asserted:
-    // it fails today — a replica serves the newest head *it* saw cosigned (hub-core
-    // `log_head_covering`, kept in process), so round robin shows a client size N from the
-    // cosigner and then N-1 from a replica whose copy is older (seen: "shrank from 4 to 3").
-    // The shrinks are counted and printed until issue 30 fixes that.
+    // roots for one size (no replica showed a forked tree), and never a smaller tree than the
+    // one before. (Each replica served the newest head *its* copy held, so round robin showed
+    // size N from the cosigner, then N-1 from a replica whose copy trailed — "shrank from 4 to
+    // 3"; `log_head_covering` now reads the stored heads per request.)
     let log = LogVerifier::parse(&log_key).unwrap();
     let mut last = 0u64;
     let mut shrinks = Vec::new();
@@ -418,9 +417,10 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
         }
         last = cp.size;
     }
-    eprintln!(
-        "checkpoints read through haproxy: {}, smaller than the one before: {shrinks:?}",
-        notes.len()
+    eprintln!("checkpoints read through haproxy: {}", notes.len());
+    assert!(
+        shrinks.is_empty(),
+        "a client was shown a smaller tree than before (from, to): {shrinks:?}"
     );
     assert!(notes.len() > 10, "only {} checkpoints read", notes.len());
 
