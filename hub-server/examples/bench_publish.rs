@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use hub_server::Config;
-use index_schema::envelope::{SecretKey, sign_manifest};
+use index_schema::envelope::SecretKey;
 use index_schema::manifest::Manifest;
-use ofc_test_kit::{Served, add_publisher};
+use ofc_test_kit::{Served, add_publisher, publish_body};
 use serde_json::json;
 
 #[allow(clippy::print_stdout)]
@@ -66,8 +66,7 @@ async fn main() -> anyhow::Result<()> {
                     "source": {"type": "remote", "endpoint": "https://example.com/ofc"}
                 }))
                 .expect("manifest");
-                let env = sign_manifest(&m, &key);
-                let body = json!({"envelope": serde_json::from_str::<serde_json::Value>(&env.to_json()).unwrap()});
+                let body = publish_body(&m, &key);
                 let r = client
                     .put(format!("{url}/api/v1/agents/{name}/versions/{version}"))
                     .bearer_auth(&token)

@@ -25,6 +25,13 @@ pub fn key_for(name: &str) -> SecretKey {
     SecretKey::from_seed(&seed)
 }
 
+/// The body of `PUT /api/v1/agents/NAME/versions/VERSION` for `manifest` signed with `key`
+/// (no bundle bytes).
+pub fn publish_body(manifest: &Manifest, key: &SecretKey) -> serde_json::Value {
+    let env = index_schema::envelope::sign_manifest(manifest, key);
+    json!({ "envelope": serde_json::from_str::<serde_json::Value>(&env.to_json()).unwrap() })
+}
+
 /// A valid `remote` manifest for `name` at `version`.
 pub fn remote_manifest(name: &str, version: &str) -> Manifest {
     let v = json!({
