@@ -442,7 +442,11 @@ fn arb_text() -> impl Strategy<Value = String> {
         "[a-z]{1,5}(\n[a-z ]{0,8}){1,3}\n?",
         "\\PC{1,12}"
     ]
-    .prop_filter("non-blank", |s| !s.trim().is_empty())
+    // `<%` opens a prompt template and `${` a variable: text with either is not plain text
+    // (a lone `<%` is refused as an unclosed template, as it should be).
+    .prop_filter("non-blank plain text", |s| {
+        !s.trim().is_empty() && !s.contains("<%") && !s.contains("${")
+    })
 }
 
 fn arb_inline(furniture: Vec<String>) -> impl Strategy<Value = InlineAgent> {
