@@ -161,6 +161,9 @@ impl Drop for Deployment {
         let _ = Command::new("podman")
             .args(["rmi", "-f", &self.image])
             .output();
+        let _ = Command::new("podman")
+            .args(["secret", "rm", &self.secret()])
+            .output();
     }
 }
 
