@@ -167,6 +167,38 @@ impl Drop for Deployment {
     }
 }
 
+/// A thread publishing `dir` as versions `2.0.0`, `2.0.1`, … through `ofc` (at most `max`,
+/// `pause` apart) until `stop`; answers the acknowledged versions and the failures.
+pub(crate) fn publisher(
+    stop: Arc<AtomicBool>,
+    ofc: Ofc,
+    dir: PathBuf,
+    max: usize,
+    pause: Duration,
+) -> std::thread::JoinHandle<(Vec<String>, Vec<String>)> {
+    std::thread::spawn(move || {
+        let (mut acked, mut failed) = (Vec::new(), Vec::new());
+        for n in 0..max {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let v = format!("2.0.{n}");
+            let r =
+                Ofc::finish(
+                    ofc.cmd()
+                        .args(["publish", dir.to_str().unwrap(), "--version", &v]),
+                );
+            if r.code == Some(0) {
+                acked.push(v);
+            } else {
+                failed.push(format!("{v}: {}", r.stderr.trim()));
+            }
+            std::thread::sleep(pause);
+        }
+        (acked, failed)
+    })
+}
+
 /// `agent.yaml` without a version (`ofc publish --version` gives it).
 fn agent_dir(root: &Path, agent: &str) -> PathBuf {
     let dir = root.join(agent);
@@ -316,30 +348,7 @@ fn three_replicas_from_the_image_behind_haproxy_survive_a_rolling_restart() {
     // A publisher through the balancer for the whole restart too (at most 60 versions): each
     // `ofc publish` is several requests (the bundle's upload session, its bytes, the signed
     // manifest) that haproxy spreads over the replicas.
-    let writer = {
-        let (stop, ofc, dir) = (stop.clone(), ofc.clone(), dir.clone());
-        std::thread::spawn(move || {
-            let (mut acked, mut failed) = (Vec::new(), Vec::new());
-            for n in 0..60 {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let v = format!("2.0.{n}");
-                let r = Ofc::finish(ofc.cmd().args([
-                    "publish",
-                    dir.to_str().unwrap(),
-                    "--version",
-                    &v,
-                ]));
-                if r.code == Some(0) {
-                    acked.push(v);
-                } else {
-                    failed.push(format!("{v}: {}", r.stderr));
-                }
-            }
-            (acked, failed)
-        })
-    };
+    let writer = publisher(stop.clone(), ofc.clone(), dir.clone(), 60, Duration::ZERO);
 
     // Each replica in turn: drained, replaced by a new container, back when ready; a publish
     // through the balancer after each.

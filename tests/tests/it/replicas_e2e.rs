@@ -224,31 +224,13 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
     // A publisher (at most 40 versions): each `ofc publish` is several requests haproxy spreads
     // over the replicas. Those that fail are expected while a replica dies or the database is
     // down (a POST is not replayed); they must leave nothing half applied.
-    let writer = {
-        let (stop, ofc, dir) = (stop.clone(), ofc.clone(), dir.clone());
-        std::thread::spawn(move || {
-            let (mut acked, mut failed) = (Vec::new(), Vec::new());
-            for n in 0..40 {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let v = format!("2.0.{n}");
-                let r = Ofc::finish(ofc.cmd().args([
-                    "publish",
-                    dir.to_str().unwrap(),
-                    "--version",
-                    &v,
-                ]));
-                if r.code == Some(0) {
-                    acked.push(v);
-                } else {
-                    failed.push(format!("{v}: {}", r.stderr.trim()));
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            (acked, failed)
-        })
-    };
+    let writer = crate::deploy_e2e::publisher(
+        stop.clone(),
+        ofc.clone(),
+        dir.clone(),
+        40,
+        Duration::from_millis(200),
+    );
 
     // Mid-load: SIGKILL a replica, later start it again (same data dir, same address).
     std::thread::sleep(Duration::from_secs(3));
