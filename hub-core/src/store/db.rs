@@ -197,10 +197,13 @@ impl Db {
 
     /// The embedded migrations of this backend.
     fn migrator(&self) -> Migrator {
-        match self.backend {
+        let migrator = match self.backend {
             Backend::Sqlite => sqlx::migrate!("../migrations/sqlite"),
             Backend::Postgres => sqlx::migrate!("../migrations/postgres"),
-        }
+        };
+        #[cfg(feature = "upgrade-test-migration")]
+        let migrator = super::upgrade_test::extend(migrator);
+        migrator
     }
 
     /// The newest migration this binary knows (version, description).

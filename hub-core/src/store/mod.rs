@@ -27,6 +27,8 @@ mod sessions;
 mod tlog;
 mod tlog_check;
 mod tx;
+#[cfg(feature = "upgrade-test-migration")]
+pub mod upgrade_test;
 mod upload_parts;
 
 pub use blobs::{BlobClaim, Registered};

@@ -3,9 +3,13 @@
 //! own data dir and the distribution registry (scripts/peers/registry) as their shared blob
 //! backend, behind a real haproxy configured by `deploy/haproxy.cfg` unchanged; then
 //! `deploy/rolling-restart` restarts each replica in turn (drain, SIGTERM, a new container,
-//! back once `/readyz` passes) while clients search, read and publish through the balancer.
-//! Checked: no request failed, every acknowledged publish is on every replica, and `ofc pull`
-//! through the balancer verifies. Fails (never skips) without podman, haproxy or PostgreSQL.
+//! back once `/readyz` passes) onto a new binary while clients search, read and publish through
+//! the balancer. The new binary (`scripts/build-hub-next`) has one additive migration more: the
+//! first new replica migrates the database while the two old ones go on serving it.
+//! Checked: no request failed, every acknowledged publish is on every replica, `ofc pull`
+//! through the balancer verifies, every replica runs the new image, and the old binary now
+//! refuses to start on the newer schema. Fails (never skips) without podman, haproxy or
+//! PostgreSQL.
 
 use std::io::{Read as _, Write as _};
 use std::os::unix::net::UnixStream;
@@ -67,6 +71,8 @@ pub(crate) fn statuses(socket: &Path) -> Vec<(String, String)> {
 struct Deployment {
     tag: String,
     image: String,
+    /// The image of the new binary the rolling restart moves to.
+    next_image: String,
     database_url: String,
     registry: String,
     dirs: Vec<PathBuf>,
@@ -87,8 +93,8 @@ impl Deployment {
         format!("ofc-deploy-{}-hub{}", self.tag, i + 1)
     }
 
-    /// `podman run` of replica `i` (as the README shows it).
-    fn run_args(&self, i: usize) -> Vec<String> {
+    /// `podman run` of replica `i` from `image` (as the README shows it).
+    fn run_args(&self, i: usize, image: &str) -> Vec<String> {
         [
             "run",
             "-d",
@@ -112,7 +118,7 @@ impl Deployment {
             "OFC_HUB__TRUSTED_PROXIES=127.0.0.1",
             "-e",
             "OFC_HUB_LOG=warn",
-            &self.image,
+            image,
         ]
         .iter()
         .map(|s| s.to_string())
@@ -159,7 +165,7 @@ impl Drop for Deployment {
                 .output();
         }
         let _ = Command::new("podman")
-            .args(["rmi", "-f", &self.image])
+            .args(["rmi", "-f", &self.image, &self.next_image])
             .output();
         let _ = Command::new("podman")
             .args(["secret", "rm", &self.secret()])
@@ -237,6 +243,17 @@ fn three_replicas_from_the_image_behind_haproxy_survive_a_rolling_restart() {
         .env("OFC_HUB_BIN", bin("ofc-hub")))
     .trim()
     .to_string();
+    // … and the image of the new binary: ofc-hub with one additive migration more.
+    let next_bin = std::env::var("OFC_HUB_NEXT_BIN").unwrap_or_else(|_| {
+        run(&mut Command::new(repo().join("scripts/build-hub-next")))
+            .trim()
+            .to_string()
+    });
+    let next_image = run(Command::new(repo().join("deploy/build-image"))
+        .arg(format!("localhost/ofc-hub-e2e-next:{tag}"))
+        .env("OFC_HUB_BIN", &next_bin))
+    .trim()
+    .to_string();
 
     let dirs: Vec<PathBuf> = (1..=3)
         .map(|i| {
@@ -269,6 +286,7 @@ fn three_replicas_from_the_image_behind_haproxy_survive_a_rolling_restart() {
     let d = Deployment {
         tag,
         image,
+        next_image,
         database_url,
         registry,
         dirs,
@@ -283,7 +301,7 @@ fn three_replicas_from_the_image_behind_haproxy_survive_a_rolling_restart() {
         .args(["secret", "create", &d.secret()])
         .arg(&key));
     for i in 0..3 {
-        run(Command::new("podman").args(d.run_args(i)));
+        run(Command::new("podman").args(d.run_args(i, &d.image)));
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     while !d.socket.exists() {
@@ -350,14 +368,15 @@ fn three_replicas_from_the_image_behind_haproxy_survive_a_rolling_restart() {
     // manifest) that haproxy spreads over the replicas.
     let writer = publisher(stop.clone(), ofc.clone(), dir.clone(), 60, Duration::ZERO);
 
-    // Each replica in turn: drained, replaced by a new container, back when ready; a publish
-    // through the balancer after each.
+    // Each replica in turn: drained, replaced by a container of the new binary, back when
+    // ready; a publish through the balancer after each. The first new replica migrates; until
+    // the last is replaced, old replicas serve the migrated database beside new ones.
     let mut published = vec!["1.0.0".to_string()];
     for i in 0..3 {
         let restart = format!(
             "podman stop -t 30 {c} >/dev/null && podman rm {c} >/dev/null && podman {args} >/dev/null",
             c = d.container(i),
-            args = d.run_args(i).join(" ")
+            args = d.run_args(i, &d.next_image).join(" ")
         );
         let out = Command::new(repo().join("deploy/rolling-restart"))
             .args([&format!("hub{}", i + 1), "--", "sh", "-c", &restart])
@@ -415,6 +434,26 @@ fn three_replicas_from_the_image_behind_haproxy_survive_a_rolling_restart() {
             );
         }
     }
+    // Every replica runs the new image, the new binary migrated the database, and the old
+    // binary now refuses to start on it, naming the migration it does not know.
+    for i in 0..3 {
+        let image = run(Command::new("podman").args([
+            "inspect",
+            "--format",
+            "{{.ImageName}}",
+            &d.container(i),
+        ]));
+        assert_eq!(image.trim(), d.next_image, "hub{}", i + 1);
+    }
+    let out = seed.command().arg("migrate").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err
+                .contains("schema is at migration 9000 (upgrade test: additive columns and table)"),
+        "the old binary did not refuse the newer schema: {out:?}"
+    );
+
     // And a verified pull through the balancer, of the newest.
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("ofc.lock"), "").unwrap();
