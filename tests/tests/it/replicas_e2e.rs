@@ -2,11 +2,14 @@
 //! PostgreSQL of the test's own (`PrivatePostgres`, so it can be stopped), the distribution
 //! registry (`scripts/peers/registry`) as their shared blob backend and one real witness, behind
 //! a real haproxy configured by `deploy/haproxy.cfg` unchanged. A bounded mixed load runs
-//! through haproxy (`ofc publish` of new versions; searches, version lists, a web page and the
-//! log's checkpoint); mid-load one replica is SIGKILLed and later restarted, then PostgreSQL is
-//! stopped and started once. Checked after: every acknowledged publish is on every replica and
-//! searchable from each within 5 s, `ofc pull` through haproxy verifies; no GET failed outside
-//! the database outage; `ofc-hub log verify` is clean and counts one entry per version; each
+//! through haproxy (`ofc publish` of new versions; a real OCI client, oras, pushing agent
+//! artifacts over `/v2/` and pulling them back; searches, version lists, a web page, the log's
+//! checkpoint and log-ins); mid-load one replica is SIGKILLed and later restarted, then
+//! PostgreSQL is stopped and started once. Checked after: every acknowledged publish and push is
+//! on every replica and searchable from each within 5 s, `ofc pull` and oras pull through
+//! haproxy get the bytes; no GET failed outside the database outage, no POST outside a fault;
+//! a log-in's token works on every replica; `ofc-hub gc` leaves every version's bundle whole;
+//! `ofc-hub log verify` is clean and counts one entry per version; each
 //! replica serves a checkpoint the witness cosigned and the witness refused nothing; the
 //! reader's checkpoints never show two trees of one size (that they only grow fails today, see
 //! (f)); failed log-ins past the limit are refused by every replica. Fails (never skips) without haproxy,
@@ -18,12 +21,119 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use index_schema::envelope::sign_manifest;
+use index_schema::name::Digest;
 use index_schema::tlog::{LogVerifier, WitnessVerifier};
-use ofc_test_kit::{HubProcess, PrivatePostgres, ProcessOptions, WitnessProcess};
+use ofc_test_kit::{
+    HubProcess, PrivatePostgres, ProcessOptions, Publisher, WitnessProcess, bundle_manifest,
+};
+use rand::RngCore as _;
 use serde_json::{Value, json};
 
 use crate::common::{Ofc, free_port};
 use crate::deploy_e2e::{peer, repo, run, statuses, uuid_tag};
+
+/// A request of the load that did not succeed, with the time it ran.
+#[derive(Debug)]
+struct Miss {
+    from: Instant,
+    to: Instant,
+    what: String,
+}
+
+impl Miss {
+    /// Whether it ran (in part) between `from` and `to`.
+    fn overlaps(&self, (from, to): (Instant, Instant)) -> bool {
+        self.from <= to && self.to >= from
+    }
+}
+
+/// What the OCI client did through the balancer: the versions it pushed and had acknowledged
+/// (with their bundles), and the pushes and pulls that failed.
+type OciLoad = (Vec<(String, Vec<u8>)>, Vec<Miss>, Vec<Miss>);
+
+/// A real OCI client (oras, PyPI) through the balancer until `stop`, at most `max` rounds: each
+/// round pushes a new version of `carol/oci-scaled` as an ofc agent artifact (the signed
+/// envelope as config, the bundle as the one layer: a publish over `/v2/`, its chunks and
+/// manifest spread by haproxy over the replicas), then, when acknowledged, pulls it back
+/// anonymously and compares the bytes.
+fn oci_client(
+    stop: Arc<AtomicBool>,
+    lb: &str,
+    carol: Publisher,
+    max: usize,
+) -> std::thread::JoinHandle<OciLoad> {
+    let python = peer("oci-clients", "python");
+    let script = repo().join("hub-server/tests/oci/oras_agent.py");
+    let host = lb.trim_start_matches("http://").to_string();
+    std::thread::spawn(move || {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut acked, mut failed_pushes, mut failed_pulls) = (Vec::new(), Vec::new(), Vec::new());
+        for n in 0..max {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let v = format!("3.0.{n}");
+            let mut bundle = vec![0u8; 20_000];
+            rand::thread_rng().fill_bytes(&mut bundle);
+            let m = bundle_manifest("carol/oci-scaled", &v, &bundle);
+            let env = tmp.path().join(format!("envelope-{n}.json"));
+            let tar = tmp.path().join(format!("bundle-{n}.tar.gz"));
+            std::fs::write(&env, sign_manifest(&m, &carol.key).to_json()).unwrap();
+            std::fs::write(&tar, &bundle).unwrap();
+            let from = Instant::now();
+            let out = Command::new(&python)
+                .arg(&script)
+                .args([
+                    "push",
+                    &host,
+                    &format!("carol/oci-scaled:{v}"),
+                    &carol.token,
+                ])
+                .args([&env, &tar])
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            if !(out.status.success() && stdout.trim() == "201") {
+                failed_pushes.push(Miss {
+                    from,
+                    to: Instant::now(),
+                    what: format!("push {v}: {stdout} {}", tail(&out.stderr)),
+                });
+                continue;
+            }
+            acked.push((v.clone(), bundle.clone()));
+            let from = Instant::now();
+            let dir = tmp.path().join(format!("pulled-{n}"));
+            let out = Command::new(&python)
+                .arg(&script)
+                .args(["pull", &host, &format!("carol/oci-scaled:{v}")])
+                .arg(&dir)
+                .output()
+                .unwrap();
+            let files = String::from_utf8_lossy(&out.stdout).into_owned();
+            let same = out.status.success()
+                && files.lines().count() == 1
+                && std::fs::read(files.trim()).is_ok_and(|b| b == bundle);
+            if !same {
+                failed_pulls.push(Miss {
+                    from,
+                    to: Instant::now(),
+                    what: format!("pull {v}: {files} {}", tail(&out.stderr)),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        (acked, failed_pushes, failed_pulls)
+    })
+}
+
+/// The last lines of a client's stderr.
+fn tail(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(3)..].join(" | ")
+}
 
 /// One GET the reader made that did not answer 2xx.
 #[derive(Debug)]
@@ -146,6 +256,8 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
     // A publisher through the balancer.
     let token = hubs[0].create_user("alice");
     hubs[0].create_user_with_password("bob", "correct horse battery");
+    hubs[0].create_user_with_password("dave", "dave's long passphrase");
+    let carol = hubs[0].new_user("carol");
     let home = tempfile::tempdir().unwrap();
     let ofc = Ofc::new(home.path(), &lb);
     ofc.cmd()
@@ -160,7 +272,8 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
     ofc.ok(&["publish", dir.to_str().unwrap(), "--version", "1.0.0"]);
 
     // Readers through the balancer: search, the version list, a web page, the log's
-    // checkpoint (kept, to check it only grew). Bounded: 100 ms apart, at most 2,000 requests.
+    // checkpoint (kept, to check it only grew), and a log-in (a POST: haproxy does not replay
+    // it). Bounded: 100 ms apart, at most 2,000 requests.
     let stop = Arc::new(AtomicBool::new(false));
     let reader = {
         let (stop, lb) = (stop.clone(), lb.clone());
@@ -181,7 +294,41 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
                     "/log/checkpoint",
                 ];
                 let (mut done, mut failed, mut notes) = (0usize, Vec::new(), Vec::new());
+                let (mut logins, mut failed_logins) = (Vec::new(), Vec::new());
                 while !stop.load(Ordering::Relaxed) && done < 2_000 {
+                    if done % 5 == 4 {
+                        let from = Instant::now();
+                        let r = c
+                            .post(format!("{lb}/api/v1/login"))
+                            .json(
+                                &json!({"username": "dave", "password": "dave's long passphrase"}),
+                            )
+                            .send()
+                            .await;
+                        match r {
+                            Ok(r) if r.status() == 201 => {
+                                let v: Value = r.json().await.unwrap_or(Value::Null);
+                                logins.push(v["token"].as_str().unwrap_or_default().to_string());
+                            }
+                            Ok(r) => failed_logins.push(Miss {
+                                from,
+                                to: Instant::now(),
+                                what: format!(
+                                    "{}: {}",
+                                    r.status(),
+                                    r.text().await.unwrap_or_default()
+                                ),
+                            }),
+                            Err(e) => failed_logins.push(Miss {
+                                from,
+                                to: Instant::now(),
+                                what: e.to_string(),
+                            }),
+                        }
+                        done += 1;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
                     let path = paths[done % paths.len()];
                     match c.get(format!("{lb}{path}")).send().await {
                         Ok(r) if r.status().is_success() => {
@@ -217,7 +364,7 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
                     done += 1;
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                (done, failed, notes)
+                (done, failed, notes, logins, failed_logins)
             })
         })
     };
@@ -231,13 +378,16 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
         40,
         Duration::from_millis(200),
     );
+    let oci = oci_client(stop.clone(), &lb, carol.clone(), 20);
 
     // Mid-load: SIGKILL a replica, later start it again (same data dir, same address).
     std::thread::sleep(Duration::from_secs(3));
+    let killed = Instant::now();
     hubs[1].kill();
     std::thread::sleep(Duration::from_secs(4));
     hubs[1].spawn();
     wait_all_up(&socket, &hubs, Duration::from_secs(60));
+    let kill_window = (killed, Instant::now());
     std::thread::sleep(Duration::from_secs(2));
     // Then PostgreSQL stops and starts once.
     let pg_stopped = Instant::now();
@@ -249,7 +399,17 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
     std::thread::sleep(Duration::from_secs(3));
     stop.store(true, Ordering::Relaxed);
     let (acked, failed_publishes) = writer.join().unwrap();
-    let (done, failed, notes) = reader.join().unwrap();
+    let (done, failed, notes, logins, failed_logins) = reader.join().unwrap();
+    let (oci_acked, failed_pushes, failed_pulls) = oci.join().unwrap();
+    let pg_window = (pg_stopped, pg_back);
+    eprintln!(
+        "log-ins: {} accepted, {} failed: {failed_logins:?}\nOCI pushes: {} acknowledged, {} \
+         failed: {failed_pushes:?}\nOCI pulls failed: {failed_pulls:?}",
+        logins.len(),
+        failed_logins.len(),
+        oci_acked.len(),
+        failed_pushes.len(),
+    );
     eprintln!(
         "publishes: {} acknowledged, {} failed: {failed_publishes:?}\nreads: {done}, {} failed: \
          {failed:?}\ndatabase down for {:?}",
@@ -263,6 +423,28 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
         "too few publishes went through: {acked:?}"
     );
     assert!(done > 50, "the reader made only {done} requests");
+    assert!(logins.len() >= 3, "too few log-ins went through");
+    assert!(
+        oci_acked.len() >= 3,
+        "too few OCI pushes went through: {failed_pushes:?}"
+    );
+    // A failed log-in or push (POSTs, PATCHes, PUTs: not replayed) only while a replica died
+    // under it or the database was down; a failed pull (GETs, replayed on another replica when
+    // one dies) only while the database was down.
+    for m in failed_logins.iter().chain(&failed_pushes) {
+        assert!(
+            m.overlaps(kill_window) || m.overlaps(pg_window),
+            "a log-in or OCI push failed outside the faults: {}",
+            m.what
+        );
+    }
+    for m in &failed_pulls {
+        assert!(
+            m.overlaps(pg_window),
+            "an OCI pull failed outside the database outage: {}",
+            m.what
+        );
+    }
 
     // (b) No GET failed, except while the database was down. haproxy replays a GET on another
     // replica when one dies (empty response, refused connection), so the SIGKILL must cost no
@@ -347,6 +529,45 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
         "the lock does not name the newest version {newest}:\n{lock}"
     );
 
+    // … the versions pushed over `/v2/` too: on every replica with their bundle, and pulled
+    // back through the balancer by the OCI client, byte for byte.
+    for (v, bundle) in &oci_acked {
+        for (i, hub) in hubs.iter().enumerate() {
+            let (s, body) = hub.api(
+                reqwest::Method::GET,
+                &format!("/api/v1/agents/carol/oci-scaled/versions/{v}"),
+                None,
+                None,
+            );
+            assert_eq!(s, 200, "hub{} lacks carol/oci-scaled {v}: {body}", i + 1);
+            assert_eq!(
+                body["bundle"]["digest"],
+                Digest::of(bundle).to_string(),
+                "hub{}",
+                i + 1
+            );
+        }
+    }
+    let python = peer("oci-clients", "python");
+    let pulled = tempfile::tempdir().unwrap();
+    let (v, bundle) = oci_acked.last().unwrap();
+    let files = run(Command::new(&python)
+        .arg(repo().join("hub-server/tests/oci/oras_agent.py"))
+        .args([
+            "pull",
+            lb.trim_start_matches("http://"),
+            &format!("carol/oci-scaled:{v}"),
+        ])
+        .arg(pulled.path()));
+    assert_eq!(std::fs::read(files.trim()).unwrap(), *bundle, "{files}");
+    // Log-ins take effect on every replica at once: the last token works on each.
+    let last = logins.last().unwrap();
+    for (i, hub) in hubs.iter().enumerate() {
+        let (s, body) = hub.api(reqwest::Method::GET, "/api/v1/me", Some(last), None);
+        assert_eq!(s, 200, "hub{}: {body}", i + 1);
+        assert_eq!(body["user"], "dave", "{body}");
+    }
+
     // (c) Nothing half applied: the whole tree recomputed from the entries, every version's
     // row logged where it says (`ofc-hub log verify` on the replicas' database).
     let out = seed.run(&["log", "verify", "--json"]);
@@ -358,21 +579,56 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
         Some(0),
         "{report}"
     );
-    // alice's key, then one entry per version the hub has (acknowledged or not).
-    let (_, agent) = hubs[0].api(
-        reqwest::Method::GET,
-        "/api/v1/agents/alice/scaled",
-        None,
-        None,
-    );
-    let versions = agent["versions"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{agent}"));
+    // carol's key and alice's, then one entry per version the hub has (acknowledged or not).
+    let versions_of = |agent: &str| -> Vec<Value> {
+        let (_, body) = hubs[0].api(
+            reqwest::Method::GET,
+            &format!("/api/v1/agents/{agent}"),
+            None,
+            None,
+        );
+        body["versions"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{body}"))
+            .clone()
+    };
+    let (scaled, oci_scaled) = (versions_of("alice/scaled"), versions_of("carol/oci-scaled"));
     assert_eq!(
         report["size"],
-        1 + versions.len() as u64,
-        "{report}\n{agent}"
+        2 + (scaled.len() + oci_scaled.len()) as u64,
+        "{report}\n{scaled:?}\n{oci_scaled:?}"
     );
+
+    // (g) No blob claimed by nothing: gc with no grace takes what failed publishes and pushes
+    // left (uploaded, never claimed), and every version's bundle is still there, whole.
+    let out = seed.run(&["gc", "--grace-secs", "0", "--json"]);
+    assert!(out.status.success(), "ofc-hub gc: {out:?}");
+    eprintln!(
+        "gc after the load: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let mut checked = 0;
+    for (agent, versions) in [("alice/scaled", &scaled), ("carol/oci-scaled", &oci_scaled)] {
+        for v in versions {
+            let version = v["version"].as_str().unwrap_or_else(|| panic!("{v}"));
+            let (s, body) = hubs[checked % 3].api(
+                reqwest::Method::GET,
+                &format!("/api/v1/agents/{agent}/versions/{version}"),
+                None,
+                None,
+            );
+            assert_eq!(s, 200, "{body}");
+            let digest = body["bundle"]["digest"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{body}"));
+            let bytes = hubs[checked % 3].get_bytes(&format!("/v2/{agent}/blobs/{digest}"));
+            assert_eq!(Digest::of(&bytes).to_string(), digest, "{agent}@{version}");
+            checked += 1;
+        }
+    }
+    let again = seed.run(&["gc", "--grace-secs", "0", "--json"]);
+    let again: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(again["blobs_deleted"], 0, "a second gc found more: {again}");
 
     // (f) The reader's checkpoints through haproxy, each signed by the log key: never two
     // roots for one size (no replica showed a forked tree), and never a smaller tree than the
