@@ -11,6 +11,8 @@
 //! - [`furniture`] is what agents call tools on: the task board and MCP servers, and the
 //!   grants that decide who may call what.
 //! - [`transcript`] writes every floor as JSON lines and replays them through the controller.
+//! - [`rooms`] adds sub-rooms to a floor: side conversations with their own turn-taking,
+//!   kept out of `#main`'s context.
 //! - [`session`] keeps every floor as a resumable event log (`.ofc/sessions/<id>.jsonl`).
 //! - [`server`] is the OFC floor server API over HTTP (`ofc floor serve`).
 //! - [`session_server`] is the floor server over sessions (`ofc serve`): sessions of one
@@ -29,6 +31,7 @@ pub mod handle;
 pub mod lines;
 pub mod llm;
 pub mod mention;
+pub mod rooms;
 pub mod server;
 pub mod session;
 pub mod session_server;

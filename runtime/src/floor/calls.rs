@@ -83,14 +83,20 @@ impl FloorTask {
             call,
             agent: agent.clone(),
         });
-        let start = self
+        // Notes private to others are left out (see `rooms`).
+        let mut messages: Vec<Message> = self
             .messages
-            .len()
-            .saturating_sub(self.settings.history_limit);
+            .iter()
+            .rev()
+            .filter(|m| rooms::visible_to(m, &agent))
+            .take(self.settings.history_limit)
+            .cloned()
+            .collect();
+        messages.reverse();
         let request = RespondRequest {
             floor_id: self.id.clone(),
             user_id: None,
-            messages: self.messages[start..].to_vec(),
+            messages,
             wake_reason: Some(wire::WakeReason::from(wake_reason.as_wire())),
             initiator: initiator.map(|s| s.to_string()),
             context: None,

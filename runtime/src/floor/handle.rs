@@ -11,7 +11,7 @@ impl Floor {
         agents: Vec<FloorAgent>,
         settings: FloorSettings,
     ) -> Result<Self, FloorError> {
-        Self::start(id.into(), name, agents, settings, None)
+        Self::start(id.into(), name, agents, settings, None, None)
     }
 
     /// Opens a floor that records everything into `session` (see [`crate::session`]) and
@@ -26,15 +26,25 @@ impl Floor {
         session: crate::session::LiveSession,
         history: Vec<Message>,
     ) -> Result<Self, FloorError> {
-        Self::start(id.into(), name, agents, settings, Some((session, history)))
+        Self::start(
+            id.into(),
+            name,
+            agents,
+            settings,
+            Some((session, history)),
+            None,
+        )
     }
 
-    fn start(
+    /// Opens a floor; `room`: the sub-room it is (its message ids are `msg-<room>-<n>`, so
+    /// they never meet the main floor's `msg-<n>`).
+    pub(super) fn start(
         id: String,
         name: Option<String>,
         agents: Vec<FloorAgent>,
         settings: FloorSettings,
         session: Option<(crate::session::LiveSession, Vec<Message>)>,
+        room: Option<&str>,
     ) -> Result<Self, FloorError> {
         if agents.len() > settings.max_agents {
             return Err(FloorError::Full(settings.max_agents));
@@ -70,6 +80,7 @@ impl Floor {
             cancelling: false,
             joining: Vec::new(),
             session: None,
+            presence: rooms::Presence::new(room),
         };
         if let Some((session, history)) = session {
             task.restore(history);
@@ -102,7 +113,7 @@ impl Floor {
         self.events.subscribe()
     }
 
-    async fn ask<T>(
+    pub(super) async fn ask<T>(
         &self,
         make: impl FnOnce(oneshot::Sender<T>) -> Command,
     ) -> Result<T, FloorError> {
@@ -245,7 +256,7 @@ impl FloorTask {
         for message in history {
             if let Some(n) = message
                 .id
-                .strip_prefix("msg-")
+                .strip_prefix(self.presence.prefix.as_str())
                 .and_then(|n| n.parse::<u64>().ok())
             {
                 self.next_message = self.next_message.max(n);

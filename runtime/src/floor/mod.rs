@@ -27,6 +27,7 @@
 mod calls;
 mod event;
 mod handle;
+mod rooms;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -264,6 +265,7 @@ enum Command {
     Close {
         reply: oneshot::Sender<()>,
     },
+    Room(rooms::RoomCommand),
 }
 
 /// A posted message whose turn has not ended.
@@ -336,6 +338,8 @@ struct FloorTask {
     joining: Vec<(FloorAgent, oneshot::Sender<Result<(), FloorError>>)>,
     /// The session the floor records into ([`Floor::open_session`]).
     session: Option<crate::session::LiveSession>,
+    /// Which agents are away in sub-rooms ([`crate::rooms`]), and its message ids' prefix.
+    presence: rooms::Presence,
 }
 
 type Operation = BoxFuture<'static, Completed>;
@@ -414,6 +418,7 @@ impl FloorTask {
                 }
             }
             self.admit_joining();
+            self.settle_presence();
             self.flush();
         }
     }
@@ -467,6 +472,7 @@ impl FloorTask {
                 };
                 let _ = reply.send(result);
             }
+            Command::Room(command) => self.room_command(command),
             Command::Cancel { .. } | Command::Close { .. } => {}
         }
         None
@@ -534,14 +540,14 @@ impl FloorTask {
         Ok(removed.agent)
     }
 
+    /// Sets the agents; the controller's roster is those of them not away in a sub-room.
     fn set_roster(&mut self, agents: Vec<FloorAgent>) -> Result<(), FloorError> {
-        let roster = specs(&agents);
+        let roster = self.presence.present(&specs(&agents));
         self.controller.set_roster(roster.clone())?;
         self.agents = agents;
+        let agents = roster.iter().map(|a| a.handle.clone()).collect();
         self.record(Entry::Roster { roster });
-        self.emit(FloorEvent::Roster {
-            agents: self.agents.iter().map(|a| a.handle.clone()).collect(),
-        });
+        self.emit(FloorEvent::Roster { agents });
         Ok(())
     }
 
@@ -600,7 +606,7 @@ impl FloorTask {
     ) -> Message {
         self.next_message += 1;
         let mut message = Message::new(
-            format!("msg-{}", self.next_message),
+            format!("{}{}", self.presence.prefix, self.next_message),
             from.to_string(),
             content,
             now(),

@@ -27,6 +27,8 @@ pub struct LiveSession {
     turn_end: Arc<Mutex<Option<TurnEndHook>>>,
     id: SessionId,
     path: PathBuf,
+    /// The room its events go to (`#main`, or a sub-room's view: [`LiveSession::in_room`]).
+    room: Arc<str>,
 }
 
 /// What [`LiveSession::on_turn_end`] calls.
@@ -57,6 +59,7 @@ impl LiveSession {
         Self {
             id: file.id().clone(),
             path: file.path().to_owned(),
+            room: Arc::from(MAIN_ROOM),
             turn_end: Arc::new(Mutex::new(None)),
             inner: Arc::new(Mutex::new(Inner {
                 file: Some(file),
@@ -81,6 +84,20 @@ impl LiveSession {
             });
         live.lock().message_seq.extend(known);
         live
+    }
+
+    /// The same session, its events recorded in `room` (a sub-room's floor records through
+    /// one).
+    pub fn in_room(&self, room: &str) -> Self {
+        Self {
+            room: Arc::from(room),
+            ..self.clone()
+        }
+    }
+
+    /// The room its events go to.
+    pub fn room(&self) -> &str {
+        &self.room
     }
 
     /// The session.
@@ -128,12 +145,12 @@ impl LiveSession {
         feed
     }
 
-    /// Appends an event to `#main`; answers its seq (`None` once recording has stopped).
+    /// Appends an event to its room; answers its seq (`None` once recording has stopped).
     pub fn append(&self, payload_type: &str, payload: Value) -> Option<u64> {
         let mut inner = self.lock();
         let watched = inner.feed.is_some();
         let file = inner.file.as_mut()?;
-        let result = file.append(MAIN_ROOM, payload_type, payload);
+        let result = file.append(&self.room, payload_type, payload);
         let line = (watched && result.is_ok())
             .then(|| String::from_utf8_lossy(file.last_line()).into_owned());
         let seq = inner.settle(result)?;
@@ -143,7 +160,8 @@ impl LiveSession {
                 payload_type: payload_type.to_owned(),
                 line: line.into(),
             });
-            if payload_type == "closed" {
+            // A sub-room's floor closing is not the session's end.
+            if payload_type == "closed" && &*self.room == MAIN_ROOM {
                 feed.end();
             }
         }

@@ -7,6 +7,8 @@
 //! | `compaction` | [`Compaction`]: an agent's memory summarised | yes |
 //! | `grants` | `{"grants": [{"agent", "furniture", "classes": ["read", …]}]}`: furniture access after a change | yes |
 //! | `tasks` | `{"boards": {"<name>": [<task>, …]}}`: the task boards after a turn that changed them | yes |
+//! | `room_opened` | [`RoomOpened`]: a sub-room and its members (its events carry its `room_id`) | yes |
+//! | `room_closed` | [`RoomClosed`]: a sub-room closed, with the summary posted to `#main` | yes |
 //! | `turn_ended` | the floor event; ends a turn | yes |
 //! | `transcript` | one transcript line ([`crate::transcript::Line`]), for `ofc floor replay` | no |
 //! | any other floor event name (`turn_started`, `responding`, `call_finished`, `note`, `roster`, `queued`, `polling`, `should_wake`, `closed`) | the floor event as watchers see it | no |
@@ -29,6 +31,10 @@ pub const GRANTS: &str = "grants";
 pub const TASKS: &str = "tasks";
 /// `transcript`.
 pub const TRANSCRIPT: &str = "transcript";
+/// `room_opened`.
+pub const ROOM_OPENED: &str = "room_opened";
+/// `room_closed`.
+pub const ROOM_CLOSED: &str = "room_closed";
 
 /// The floor events stored under their own name.
 pub const FLOOR_EVENTS: [&str; 11] = [
@@ -60,7 +66,9 @@ impl PayloadKind {
     /// The kind of a payload type.
     pub fn of(payload_type: &str) -> Self {
         match payload_type {
-            MESSAGE | CLEARED | COMPACTION | GRANTS | TASKS => Self::State,
+            MESSAGE | CLEARED | COMPACTION | GRANTS | TASKS | ROOM_OPENED | ROOM_CLOSED => {
+                Self::State
+            }
             TRANSCRIPT => Self::Record,
             t if FLOOR_EVENTS.contains(&t) => Self::Record,
             _ => Self::Unknown,
@@ -87,6 +95,29 @@ pub struct Compaction {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covers_up_to_seq: Option<u64>,
     /// The summary.
+    pub summary: String,
+}
+
+/// `room_opened`: sub-room `room` (`#name`) opened with these members (the agents in it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoomOpened {
+    /// `#name`.
+    pub room: String,
+    /// Its agents, in the order given.
+    pub members: Vec<String>,
+    /// What it was opened to discuss, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+}
+
+/// `room_closed`: sub-room `room` closed; its agents are back on `#main`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoomClosed {
+    /// `#name`.
+    pub room: String,
+    /// The summary posted to `#main`.
     pub summary: String,
 }
 
@@ -169,6 +200,8 @@ pub fn check(payload_type: &str, payload: &Value) -> Result<(), String> {
         COMPACTION => typed(serde_json::from_value::<Compaction>(payload.clone()).map(|_| ())),
         GRANTS => typed(serde_json::from_value::<Grants>(payload.clone()).map(|_| ())),
         TASKS => typed(serde_json::from_value::<Tasks>(payload.clone()).map(|_| ())),
+        ROOM_OPENED => typed(serde_json::from_value::<RoomOpened>(payload.clone()).map(|_| ())),
+        ROOM_CLOSED => typed(serde_json::from_value::<RoomClosed>(payload.clone()).map(|_| ())),
         t if PayloadKind::of(t) == PayloadKind::Unknown => Err(format!(
             "unknown payload type `{}` (written by a newer ofc?)",
             super::shown(t)

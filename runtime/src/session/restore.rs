@@ -6,15 +6,32 @@ use std::collections::BTreeMap;
 
 use index_schema::wire::Message;
 
+use super::MAIN_ROOM;
 use super::jsonl::SessionLog;
-use super::payload::{self, Compaction, Grants, Tasks};
+use super::payload::{self, Compaction, Grants, RoomOpened, Tasks};
 use crate::transcript::{Entry, Line};
+
+/// A sub-room a session left open.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RestoredRoom {
+    /// Its agents.
+    pub members: Vec<String>,
+    /// Its conversation, oldest first.
+    pub messages: Vec<Message>,
+}
+
+/// Whether an event is `#main`'s (logs of older builds may leave the room out).
+fn in_main(room: &str) -> bool {
+    room.is_empty() || room == MAIN_ROOM
+}
 
 /// The state a session log leaves.
 #[derive(Debug, Clone, Default)]
 pub struct Restored {
     /// The conversation of `#main`, oldest first.
     pub messages: Vec<Message>,
+    /// The sub-rooms open when it was last recorded (`#name` → its members and messages).
+    pub rooms: BTreeMap<String, RestoredRoom>,
     /// Agent → its latest memory summary (none before the last `/clear`).
     pub compactions: BTreeMap<String, Compaction>,
     /// The grants as last recorded.
@@ -33,12 +50,32 @@ impl Restored {
         let mut out = Self::default();
         for event in &log.events {
             let p = &event.payload;
+            let main = in_main(&event.room_id);
             match event.payload_type.as_str() {
                 payload::MESSAGE => {
                     if let Ok(m) = payload::message(p, event.seq, &event.time) {
-                        out.messages.push(m);
+                        if main {
+                            out.messages.push(m);
+                        } else if let Some(room) = out.rooms.get_mut(&event.room_id) {
+                            room.messages.push(m);
+                        }
                     }
                 }
+                payload::ROOM_OPENED => {
+                    if let Ok(r) = serde_json::from_value::<RoomOpened>(p.clone()) {
+                        let room = RestoredRoom {
+                            members: r.members,
+                            messages: Vec::new(),
+                        };
+                        out.rooms.insert(r.room, room);
+                    }
+                }
+                payload::ROOM_CLOSED => {
+                    if let Some(room) = p.get("room").and_then(|r| r.as_str()) {
+                        out.rooms.remove(room);
+                    }
+                }
+                payload::CLEARED if !main => {}
                 payload::CLEARED => {
                     out.messages.clear();
                     out.compactions.clear();
@@ -50,7 +87,9 @@ impl Restored {
                 }
                 payload::GRANTS => out.grants = serde_json::from_value(p.clone()).ok(),
                 payload::TASKS => out.tasks = serde_json::from_value(p.clone()).ok(),
-                payload::TRANSCRIPT if p.get("kind").and_then(|k| k.as_str()) == Some("floor") => {
+                payload::TRANSCRIPT
+                    if main && p.get("kind").and_then(|k| k.as_str()) == Some("floor") =>
+                {
                     out.segments += 1;
                 }
                 _ => {}
@@ -60,22 +99,34 @@ impl Restored {
     }
 }
 
-/// The transcript of each floor run in the log, in order: what `ofc floor replay` checks.
-/// A `transcript` payload that is not a transcript line is an error naming its `seq`.
+/// The transcript of each floor run in the log, in the order they started: what `ofc floor
+/// replay` checks. A sub-room's floor is a run of its own (its lines carry its `room_id`, so
+/// they are told apart from `#main`'s they interleave with). A `transcript` payload that is
+/// not a transcript line is an error naming its `seq`.
 pub fn transcript_segments(log: &SessionLog) -> Result<Vec<Vec<Line>>, String> {
     let mut segments: Vec<Vec<Line>> = Vec::new();
+    // Room → the index of its running segment.
+    let mut running: BTreeMap<&str, usize> = BTreeMap::new();
     for event in &log.events {
         if event.payload_type != payload::TRANSCRIPT {
             continue;
         }
         let line: Line = serde_json::from_value(event.payload.clone())
             .map_err(|e| format!("event seq {}: not a transcript line: {e}", event.seq))?;
-        if matches!(line.entry, Entry::Floor { .. }) || segments.is_empty() {
-            segments.push(Vec::new());
-        }
-        if let Some(last) = segments.last_mut() {
-            last.push(line);
-        }
+        let room = if in_main(&event.room_id) {
+            MAIN_ROOM
+        } else {
+            event.room_id.as_str()
+        };
+        let index = match running.get(room) {
+            Some(i) if !matches!(line.entry, Entry::Floor { .. }) => *i,
+            _ => {
+                segments.push(Vec::new());
+                running.insert(room, segments.len() - 1);
+                segments.len() - 1
+            }
+        };
+        segments[index].push(line);
     }
     Ok(segments)
 }
