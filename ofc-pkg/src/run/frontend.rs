@@ -4,8 +4,9 @@
 //!   in its own colour (none when `NO_COLOR` is set or stdout is not a terminal); who is
 //!   polled, who passes or fails and why a turn ended go to stderr. Everything an agent sends
 //!   is cleaned of control characters (escape sequences) before it reaches the terminal.
-//!   Interactive commands are answered here and never posted: `/agents`, `/clear`, `/quit`,
-//!   `/help`; any other `/word` is answered "unknown command".
+//!   Interactive commands are answered here and never posted: `/agents`, `/clear`, `/room`,
+//!   `/quit`, `/help`; any other `/word` is answered "unknown command". Sub-rooms' messages
+//!   are shown whole, marked with their room (`[#design] @a: …`).
 //! - **`--json`**: every floor event as one JSON line on stdout (the floor's own event
 //!   format, `type` tagged), plus `{"type":"ready",…}` first and `{"type":"exit","code":N}`
 //!   last.
@@ -23,6 +24,7 @@ use std::sync::Mutex;
 
 use runtime::TurnEndReason;
 use runtime::floor::{CallOutcome, Floor, FloorEvent};
+use runtime::rooms::{RoomEvent, Rooms};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::broadcast;
 
@@ -295,9 +297,35 @@ impl Frontend {
         }
     }
 
+    /// Shows one event of the sub-rooms.
+    fn show_room(&self, event: &RoomEvent) {
+        if self.json {
+            self.json_line(&room_json(event));
+            return;
+        }
+        match event {
+            RoomEvent::Floor {
+                room,
+                event: FloorEvent::Message { message },
+            } => {
+                self.end_speech();
+                let mut out = std::io::stdout().lock();
+                let who = self.paint(&message.from, &format!("{}:", message.from));
+                let _ = writeln!(out, "[{}] {who} {}", clean(room), clean(&message.content));
+                let _ = out.flush();
+            }
+            other => {
+                if let Some(line) = room_narration(other) {
+                    self.info(&line);
+                }
+            }
+        }
+    }
+
     /// The interactive session; the exit code is 0 unless the floor failed.
-    pub async fn interactive(&self, floor: &Floor) -> u8 {
+    pub async fn interactive(&self, floor: &Floor, rooms: &Rooms) -> u8 {
         let mut events = floor.subscribe();
+        let mut room_events = rooms.subscribe();
         let mut interrupts = Interrupts::new();
         let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
         let mut running = false;
@@ -326,9 +354,14 @@ impl Frontend {
                     Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return exit::FAILURE,
                 },
+                ev = room_events.recv() => {
+                    if let Ok(ev) = ev {
+                        self.show_room(&ev);
+                    }
+                }
                 line = lines.next_line(), if input_open => match line {
                     Ok(Some(line)) => {
-                        if let Some(done) = self.command(floor, &line).await {
+                        if let Some(done) = self.command(floor, rooms, &line).await {
                             return done;
                         }
                     }
@@ -354,8 +387,8 @@ impl Frontend {
     }
 
     /// Handles one input line; `Some(code)` ends the session.
-    async fn command(&self, floor: &Floor, line: &str) -> Option<u8> {
-        match interpret(floor, line).await {
+    async fn command(&self, floor: &Floor, rooms: &Rooms, line: &str) -> Option<u8> {
+        match interpret(floor, rooms, line).await {
             Input::Nothing => {}
             Input::Quit => return Some(exit::ANSWERED),
             Input::Say(lines) => {
@@ -433,6 +466,46 @@ pub(crate) fn narration(event: &FloorEvent) -> Option<String> {
     })
 }
 
+/// A sub-room's event as one `--json` line: its floor events with the room added, and
+/// `room_opened` / `room_closed`.
+fn room_json(event: &RoomEvent) -> serde_json::Value {
+    match event {
+        RoomEvent::Opened { room, members } => serde_json::json!({
+            "type": "room_opened",
+            "room": room,
+            "members": members.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        }),
+        RoomEvent::Closed { room, summary } => serde_json::json!({
+            "type": "room_closed",
+            "room": room,
+            "summary": summary,
+        }),
+        RoomEvent::Floor { room, event } => {
+            let mut v = serde_json::to_value(event).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("room".to_owned(), serde_json::json!(room));
+            }
+            v
+        }
+    }
+}
+
+/// The narration line of a sub-room's event (its messages aside), shared with the TUI.
+pub(crate) fn room_narration(event: &RoomEvent) -> Option<String> {
+    Some(match event {
+        RoomEvent::Opened { room, members } => {
+            let names: Vec<String> = members.iter().map(ToString::to_string).collect();
+            format!("· room {room} opened: {}", names.join(", "))
+        }
+        RoomEvent::Closed { room, .. } => format!("· room {room} closed"),
+        RoomEvent::Floor {
+            room,
+            event: FloorEvent::Message { message },
+        } => format!("[{room}] {}: {}", message.from, clean(&message.content)),
+        RoomEvent::Floor { room, event } => format!("[{room}] {}", narration(event)?),
+    })
+}
+
 /// What an input line asks for, shared by the line mode and the TUI.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Input {
@@ -447,16 +520,19 @@ pub(crate) enum Input {
 }
 
 /// The interactive commands, for `/help`.
-pub(crate) const HELP: [&str; 4] = [
+pub(crate) const HELP: [&str; 7] = [
     "  /agents  list the agents",
     "  /clear   forget the conversation",
+    "  /room #name @a @b [prompt]   open a sub-room (its talk stays out of #main)",
+    "  /room #name message          say something in an open sub-room",
+    "  /room close #name            close it (a summary goes to #main); /room lists them",
     "  /quit    end the session",
     "  Ctrl-C   cancel the running turn (twice: quit)",
 ];
 
 /// Interprets one input line: commands are answered here and never posted; anything else
 /// (up to [`MAX_INPUT`] bytes) is to be posted.
-pub(crate) async fn interpret(floor: &Floor, line: &str) -> Input {
+pub(crate) async fn interpret(floor: &Floor, rooms: &Rooms, line: &str) -> Input {
     let text = line.trim();
     if text.is_empty() {
         return Input::Nothing;
@@ -492,12 +568,62 @@ pub(crate) async fn interpret(floor: &Floor, line: &str) -> Input {
             Ok(None) => vec!["· a turn is running; /clear when it has ended".to_owned()],
             Err(e) => vec![format!("· {e}")],
         },
+        "room" | "rooms" => room_command(rooms, cmd[word.len()..].trim()).await,
         "help" => HELP.iter().map(|l| (*l).to_owned()).collect(),
         other => vec![format!(
             "· unknown command /{} (try /help); nothing was sent",
             clean(other)
         )],
     })
+}
+
+/// `/room …`: list, open, say in, or close a sub-room.
+async fn room_command(rooms: &Rooms, args: &str) -> Vec<String> {
+    let mut words = args.split_whitespace();
+    let Some(first) = words.next() else {
+        let open = rooms.list();
+        if open.is_empty() {
+            return vec!["· no sub-room is open (/room #name @a @b [prompt] opens one)".to_owned()];
+        }
+        return open
+            .into_iter()
+            .map(|(name, members)| {
+                let names: Vec<String> = members.iter().map(ToString::to_string).collect();
+                format!("  {name}  {}", names.join(", "))
+            })
+            .collect();
+    };
+    let failed = |e: runtime::rooms::RoomError| vec![format!("· {}", clean(&e.to_string()))];
+    if first == "close" {
+        let Some(name) = words.next() else {
+            return vec!["· /room close #name: which room?".to_owned()];
+        };
+        return match rooms.close(name).await {
+            Ok(_) => Vec::new(),
+            Err(e) => failed(e),
+        };
+    }
+    // Members: the words right after the name that are handles (`@a`); the rest is the
+    // prompt (which may start with a question to one of them, `@a? …`).
+    let rest: Vec<&str> = words.collect();
+    let is_handle = |w: &str| w.starts_with('@') && runtime::Handle::new(w).is_ok();
+    let n = rest.iter().take_while(|w| is_handle(w)).count();
+    let members: Vec<String> = rest[..n].iter().map(|w| (*w).to_owned()).collect();
+    let text = rest[n..].join(" ");
+    let prompt = (!text.is_empty()).then_some(text);
+    if members.is_empty() && rooms.floor(first).is_some() {
+        let Some(text) = prompt else {
+            return vec![format!("· /room {}: say what?", clean(first))];
+        };
+        return match rooms.post(first, text).await {
+            Ok(()) => Vec::new(),
+            Err(e) => failed(e),
+        };
+    }
+    match rooms.open(first, &members, prompt).await {
+        Ok(()) => Vec::new(),
+        Err(e) => failed(e),
+    }
 }
 
 /// Ctrl-C (SIGINT) as a stream. Once registered, SIGINT no longer ends the process.

@@ -707,7 +707,7 @@ async fn run_floor(
     let ui = frontend::Frontend::new(out.json, &handles).session(session.live().id().as_str());
     let code = if args.tui {
         let greeting = frontend::ready_line(&handles, &transcript, ready_ms);
-        match tui::session(&floor.floor, &handles, &greeting).await {
+        match tui::session(&floor.floor, &floor.rooms, &handles, &greeting).await {
             Ok(code) => code,
             Err(e) => {
                 out.error(&e);
@@ -718,7 +718,7 @@ async fn run_floor(
         ui.ready(&run_id, &handles, &transcript, ready_ms);
         match &args.message {
             Some(message) => ui.one_turn(&floor.floor, message).await,
-            None => ui.interactive(&floor.floor).await,
+            None => ui.interactive(&floor.floor, &floor.rooms).await,
         }
     };
     floor.stop().await;
@@ -733,6 +733,8 @@ async fn run_floor(
 /// it all. `ofc run` starts one per run, `ofc serve` one per live session.
 pub(crate) struct StartedFloor {
     pub(crate) floor: Floor,
+    /// Its sub-rooms (`/room`).
+    pub(crate) rooms: runtime::rooms::Rooms,
     pub(crate) furniture: Option<Arc<FloorFurniture>>,
     pub(crate) handles: Vec<String>,
     switchboard: Option<Arc<runtime::switchboard::Switchboard>>,
@@ -748,6 +750,7 @@ impl StartedFloor {
             sb.shutdown(Duration::from_secs(5)).await;
         }
         drop(self.served);
+        self.rooms.shutdown().await;
         let _ = self.floor.close().await;
         if let Some(f) = &self.furniture {
             f.shutdown().await;
@@ -934,11 +937,19 @@ pub(crate) async fn start_floor(
         run_id.clone(),
         loaded.blueprint.name.clone(),
         agents,
-        settings,
+        settings.clone(),
         session.live(),
         session.history(),
     )
     .map_err(|e| anyhow!("cannot open the floor: {e}"))?;
+    let rooms = runtime::rooms::Rooms::new(floor.clone(), settings, Some(session.live()));
+    for w in rooms.restore(session.rooms()).await {
+        out.status(&format!("warning: {w}"));
+    }
+    for (name, members) in rooms.list() {
+        let names: Vec<String> = members.iter().map(ToString::to_string).collect();
+        out.status(&format!("room {name} is open again: {}", names.join(", ")));
+    }
     manager.attach(floor.downgrade());
     let served = match &switchboard {
         Some(sb) => match switchboard::start(sb, &floor).await {
@@ -959,6 +970,7 @@ pub(crate) async fn start_floor(
     };
     Ok(StartedFloor {
         floor,
+        rooms,
         furniture,
         handles,
         switchboard,

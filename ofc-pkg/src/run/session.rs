@@ -198,6 +198,13 @@ impl RunSession {
         self.restored.messages.clone()
     }
 
+    /// The sub-rooms the session left open, to reopen.
+    pub fn rooms(
+        &self,
+    ) -> std::collections::BTreeMap<String, runtime::session::restore::RestoredRoom> {
+        self.restored.rooms.clone()
+    }
+
     /// Puts the grants and task boards back (before the agents are given their furniture),
     /// and records them into the session whenever a turn changed them.
     pub fn furniture(&self, furniture: Option<&Arc<FloorFurniture>>, out: &mut Output) {

@@ -34,7 +34,7 @@ use tokio::sync::{broadcast, mpsc};
 use unicode_width::UnicodeWidthChar;
 
 use super::exit;
-use super::frontend::{Input, clean, interpret, narration};
+use super::frontend::{Input, clean, interpret, narration, room_narration};
 
 /// The most scrollback entries kept; older ones are dropped (the transcript keeps them).
 const MAX_ENTRIES: usize = 5_000;
@@ -520,8 +520,14 @@ fn colour_wanted() -> bool {
 
 /// The interactive session on the full screen; the exit code is 0 unless the floor failed.
 /// `greeting` is shown first (the floor-ready line).
-pub(crate) async fn session(floor: &Floor, handles: &[String], greeting: &str) -> Result<u8> {
+pub(crate) async fn session(
+    floor: &Floor,
+    rooms: &runtime::rooms::Rooms,
+    handles: &[String],
+    greeting: &str,
+) -> Result<u8> {
     let mut events = floor.subscribe();
+    let mut room_events = rooms.subscribe();
     let agents = match floor.snapshot().await {
         Ok(s) => s
             .agents
@@ -583,6 +589,11 @@ pub(crate) async fn session(floor: &Floor, handles: &[String], greeting: &str) -
                 }
                 Err(broadcast::error::RecvError::Closed) => break exit::FAILURE,
             },
+            ev = room_events.recv() => {
+                if let Some(line) = ev.ok().as_ref().and_then(room_narration) {
+                    view.info(&line);
+                }
+            }
             note = notes.recv() => {
                 if let Some(note) = note {
                     view.info(&note);
@@ -602,7 +613,7 @@ pub(crate) async fn session(floor: &Floor, handles: &[String], greeting: &str) -
                             view.info("· cancelling the turn (Ctrl-C again to quit)");
                             let _ = floor.cancel_turn().await;
                         }
-                        Key::Submit(line) => match interpret(floor, &line).await {
+                        Key::Submit(line) => match interpret(floor, rooms, &line).await {
                             Input::Nothing => {}
                             Input::Quit => break exit::ANSWERED,
                             Input::Say(lines) => lines.iter().for_each(|l| view.info(l)),

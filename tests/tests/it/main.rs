@@ -16,6 +16,7 @@ mod pull_e2e;
 mod pull_hostile;
 mod reference_shapes_e2e;
 mod replicas_e2e;
+mod rooms_e2e;
 mod run_acp_e2e;
 mod run_e2e;
 mod run_fields_e2e;
