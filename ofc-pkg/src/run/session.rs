@@ -2,7 +2,8 @@
 //! `--resume [ID]` continues one.
 //!
 //! The store is the project's `.ofc/sessions/` (the project is the blueprint's directory), or
-//! `$OFC_SESSIONS_DIR`; a session of another project is refused there. A resume puts back,
+//! `$OFC_SESSIONS_DIR`, or a PostgreSQL database shared by many projects
+//! (`$OFC_SESSIONS_URL=postgres://…`); a session of another project is refused there. A resume puts back,
 //! without calling any model: the conversation (each agent's next call carries it), each LLM
 //! agent's memory summary, the grants and the built-in task boards. It warns when the
 //! blueprint changed since the session was recorded, or when an agent of the session is not
@@ -23,6 +24,9 @@ use crate::output::{Output, UserError};
 
 /// The environment variable that moves the session store out of the project.
 pub const SESSIONS_DIR_ENV: &str = "OFC_SESSIONS_DIR";
+
+/// The environment variable that puts the sessions in PostgreSQL.
+pub const SESSIONS_URL_ENV: &str = "OFC_SESSIONS_URL";
 
 /// `ofc run`'s session flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -64,11 +68,29 @@ pub fn store_for(project_dir: &Path) -> Result<SessionStore> {
             project_dir.display()
         ))
     })?;
-    let dir = match std::env::var_os(SESSIONS_DIR_ENV) {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => project.join(".ofc").join("sessions"),
-    };
-    Ok(SessionStore::new(dir, project.display().to_string()))
+    let dir = std::env::var_os(SESSIONS_DIR_ENV).filter(|d| !d.is_empty());
+    let project_name = project.display().to_string();
+    if let Some(url) = std::env::var_os(SESSIONS_URL_ENV).filter(|u| !u.is_empty()) {
+        if dir.is_some() {
+            return Err(UserError::new(format!(
+                "both {SESSIONS_DIR_ENV} and {SESSIONS_URL_ENV} are set: sessions go to one store"
+            ))
+            .hint(format!(
+                "unset one ({SESSIONS_URL_ENV} for PostgreSQL, {SESSIONS_DIR_ENV} for a directory)"
+            ))
+            .into());
+        }
+        let url = url
+            .to_str()
+            .ok_or_else(|| UserError::new(format!("{SESSIONS_URL_ENV} is not valid UTF-8")))?;
+        return SessionStore::postgres(url, project_name).map_err(|e| {
+            UserError::new(format!("{SESSIONS_URL_ENV}: {e}"))
+                .hint("e.g. OFC_SESSIONS_URL=postgres://ofc:secret@db.internal:5432/ofc")
+                .into()
+        });
+    }
+    let dir = dir.map_or_else(|| project.join(".ofc").join("sessions"), PathBuf::from);
+    Ok(SessionStore::new(dir, project_name))
 }
 
 /// A session error for a person: what, and what to do.

@@ -14,13 +14,13 @@
 //! watcher sees what `ofc sessions show` and a resume read.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
 
 use super::SessionError;
 use super::jsonl::{self, Record};
+use super::store::LogSource;
 
 /// How many of the latest events a feed keeps in memory.
 pub const FEED_RING: usize = 4096;
@@ -42,7 +42,7 @@ pub struct SessionFeed {
     ring: Mutex<Ring>,
     /// The `seq` of the newest event, and whether the session has ended.
     last: watch::Sender<(u64, bool)>,
-    path: PathBuf,
+    source: LogSource,
     capacity: usize,
 }
 
@@ -52,21 +52,21 @@ struct Ring {
 }
 
 impl SessionFeed {
-    /// A feed for the session in `path`, whose newest event so far is `last_seq` (earlier
-    /// events are read from the file when asked for).
-    pub fn new(path: PathBuf, last_seq: u64) -> Self {
-        Self::with_capacity(path, last_seq, FEED_RING)
+    /// A feed for the session in `source` (its file), whose newest event so far is
+    /// `last_seq` (earlier events are read from the store when asked for).
+    pub fn new(source: impl Into<LogSource>, last_seq: u64) -> Self {
+        Self::with_capacity(source, last_seq, FEED_RING)
     }
 
     /// A feed keeping `capacity` events in memory (at least 1).
-    pub fn with_capacity(path: PathBuf, last_seq: u64, capacity: usize) -> Self {
+    pub fn with_capacity(source: impl Into<LogSource>, last_seq: u64, capacity: usize) -> Self {
         let (last, _) = watch::channel((last_seq, false));
         Self {
             ring: Mutex::new(Ring {
                 events: VecDeque::new(),
             }),
             last,
-            path,
+            source: source.into(),
             capacity: capacity.max(1),
         }
     }
@@ -113,7 +113,7 @@ impl SessionFeed {
     pub fn after(&self, cursor: u64, max: usize) -> Result<Vec<FeedEvent>, SessionError> {
         match self.in_memory(cursor, max) {
             Ok(events) => Ok(events),
-            Err(oldest) => from_file(&self.path, cursor, oldest, max),
+            Err(oldest) => from_log(self.source.read()?, cursor, oldest, max),
         }
     }
 
@@ -140,7 +140,16 @@ pub fn from_file(
     before: u64,
     max: usize,
 ) -> Result<Vec<FeedEvent>, SessionError> {
-    let log = jsonl::read(path)?;
+    from_log(jsonl::read(path)?, cursor, before, max)
+}
+
+/// Events `cursor < seq < before` of a session as read, at most `max`.
+fn from_log(
+    log: jsonl::SessionLog,
+    cursor: u64,
+    before: u64,
+    max: usize,
+) -> Result<Vec<FeedEvent>, SessionError> {
     let mut out = Vec::new();
     for event in log.events {
         if event.seq <= cursor || event.seq >= before {

@@ -26,6 +26,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::payload::{self, PayloadKind};
+use super::pg::{PgSessions, PgWriter};
+use super::store::LogSource;
 use super::{SessionError, SessionId, SessionMeta, shown};
 
 /// The longest line read, in bytes. A floor message is at most 256 KiB; a line longer than
@@ -326,16 +328,24 @@ pub fn read_from(mut reader: impl BufRead) -> std::io::Result<SessionLog> {
     Ok(log)
 }
 
-/// A session file open for appending, locked for this process.
+/// A session file open for appending, locked for this process (or a session in PostgreSQL,
+/// locked for this connection: [`super::pg`]).
 #[derive(Debug)]
 pub struct SessionFile {
     id: SessionId,
     path: PathBuf,
-    file: File,
+    sink: Sink,
     next_seq: u64,
     /// Lines written since the last sync.
     unsynced: bool,
     line: Vec<u8>,
+}
+
+/// Where the lines go.
+#[derive(Debug)]
+enum Sink {
+    File(File),
+    Pg(PgWriter, PgSessions),
 }
 
 fn lock(file: &File, id: &SessionId) -> Result<(), SessionError> {
@@ -368,7 +378,7 @@ impl SessionFile {
         let mut out = Self {
             id,
             path: path.to_owned(),
-            file,
+            sink: Sink::File(file),
             next_seq: 1,
             unsynced: false,
             line: Vec::new(),
@@ -419,12 +429,61 @@ impl SessionFile {
         let out = Self {
             id,
             path: path.to_owned(),
-            file,
+            sink: Sink::File(file),
             next_seq: log.last_seq() + 1,
             unsynced: false,
             line: Vec::new(),
         };
         Ok((out, log))
+    }
+
+    /// Creates a new session of `project` in PostgreSQL and writes its `meta` line.
+    pub(crate) fn create_pg(
+        store: &PgSessions,
+        id: SessionId,
+        project: &str,
+        meta: &SessionMeta,
+    ) -> Result<Self, SessionError> {
+        let (writer, _, _) = store.open(&id, Some(project))?;
+        let mut out = Self {
+            path: store.place_of(&id),
+            id,
+            sink: Sink::Pg(writer, store.clone()),
+            next_seq: 1,
+            unsynced: false,
+            line: Vec::new(),
+        };
+        out.write_meta(meta)?;
+        Ok(out)
+    }
+
+    /// Opens a session in PostgreSQL to continue it (locked for this connection), as
+    /// [`SessionFile::resume`] opens a file.
+    pub(crate) fn resume_pg(
+        store: &PgSessions,
+        id: SessionId,
+        accept: impl FnOnce(&SessionLog) -> Result<(), SessionError>,
+    ) -> Result<(Self, SessionLog), SessionError> {
+        let (writer, lines, _) = store.open(&id, None)?;
+        let log = super::pg::parse_lines(&lines)?;
+        accept(&log)?;
+        let out = Self {
+            path: store.place_of(&id),
+            id,
+            sink: Sink::Pg(writer, store.clone()),
+            next_seq: log.last_seq() + 1,
+            unsynced: false,
+            line: Vec::new(),
+        };
+        Ok((out, log))
+    }
+
+    /// Where its events can be read back (by a watcher behind the in-memory feed).
+    pub fn source(&self) -> LogSource {
+        match &self.sink {
+            Sink::File(_) => LogSource::File(self.path.clone()),
+            Sink::Pg(_, store) => LogSource::Pg(store.clone(), self.id.clone()),
+        }
     }
 
     /// The session.
@@ -482,10 +541,15 @@ impl SessionFile {
         serde_json::to_writer(&mut self.line, record)
             .map_err(|e| SessionError::io("cannot encode a session record", e))?;
         self.line.push(b'\n');
-        // One write of the whole line: never interleaved, at worst cut at its end.
-        (&self.file)
-            .write_all(&self.line)
-            .map_err(|e| SessionError::io(self.path.display(), e))?;
+        match &self.sink {
+            // One write of the whole line: never interleaved, at worst cut at its end.
+            Sink::File(file) => {
+                let mut file = file;
+                file.write_all(&self.line)
+                    .map_err(|e| SessionError::io(self.path.display(), e))?;
+            }
+            Sink::Pg(writer, _) => writer.line(&self.line[..self.line.len() - 1])?,
+        }
         self.unsynced = true;
         Ok(())
     }
@@ -499,9 +563,12 @@ impl SessionFile {
     /// Syncs what was written.
     pub fn sync(&mut self) -> Result<(), SessionError> {
         if self.unsynced {
-            self.file
-                .sync_data()
-                .map_err(|e| SessionError::io(self.path.display(), e))?;
+            match &self.sink {
+                Sink::File(file) => file
+                    .sync_data()
+                    .map_err(|e| SessionError::io(self.path.display(), e))?,
+                Sink::Pg(writer, _) => writer.sync()?,
+            }
             self.unsynced = false;
         }
         Ok(())

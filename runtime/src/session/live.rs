@@ -137,7 +137,11 @@ impl LiveSession {
             .file
             .as_ref()
             .map_or(0, |f| f.next_seq().saturating_sub(1));
-        let feed = Arc::new(SessionFeed::new(self.path.clone(), last));
+        let source = inner
+            .file
+            .as_ref()
+            .map_or_else(|| self.path.clone().into(), SessionFile::source);
+        let feed = Arc::new(SessionFeed::new(source, last));
         if inner.file.is_none() {
             feed.end();
         }

@@ -30,6 +30,7 @@ pub mod feed;
 pub mod jsonl;
 pub mod live;
 pub mod payload;
+pub mod pg;
 pub mod restore;
 pub mod state;
 pub mod store;
@@ -38,7 +39,7 @@ pub use feed::{FeedEvent, SessionFeed};
 pub use jsonl::{Problem, SessionFile, SessionLog, StoredEvent, Torn};
 pub use live::LiveSession;
 pub use restore::Restored;
-pub use store::{SessionInfo, SessionStore};
+pub use store::{LogSource, SessionInfo, SessionStore};
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,6 @@
-//! A project's sessions: one directory, one `<uuid>.jsonl` file per session.
+//! A project's sessions: one directory, one `<uuid>.jsonl` file per session — or one
+//! PostgreSQL database shared by many projects ([`super::pg`]), where a session holds the same
+//! lines and belongs to its project the same way.
 //!
 //! A store reads only its own directory, and only files whose name is a session id in its
 //! canonical form; an id is parsed ([`SessionId::parse`]) before any path is built from it.
@@ -10,13 +12,41 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::jsonl::{self, SessionFile, SessionLog};
+use super::pg::PgSessions;
 use super::{SessionError, SessionId, SessionMeta};
 
-/// A directory of sessions belonging to one project.
+/// A directory of sessions belonging to one project (or the project's sessions in a
+/// PostgreSQL database).
 #[derive(Debug, Clone)]
 pub struct SessionStore {
     dir: PathBuf,
     project: String,
+    pg: Option<PgSessions>,
+}
+
+/// Where a session's events can be read back from.
+#[derive(Debug, Clone)]
+pub enum LogSource {
+    /// Its file.
+    File(PathBuf),
+    /// Its lines in PostgreSQL.
+    Pg(PgSessions, SessionId),
+}
+
+impl LogSource {
+    /// Reads the session.
+    pub fn read(&self) -> Result<SessionLog, SessionError> {
+        match self {
+            Self::File(path) => jsonl::read(path),
+            Self::Pg(store, id) => store.read(id),
+        }
+    }
+}
+
+impl From<PathBuf> for LogSource {
+    fn from(path: PathBuf) -> Self {
+        Self::File(path)
+    }
 }
 
 /// One session as `ofc sessions ls` shows it.
@@ -63,12 +93,31 @@ impl SessionStore {
         Self {
             dir: dir.into(),
             project: project.into(),
+            pg: None,
         }
     }
 
-    /// Its directory.
+    /// The sessions of `project` in the PostgreSQL database at `url`.
+    pub fn postgres(url: &str, project: impl Into<String>) -> Result<Self, SessionError> {
+        let pg = PgSessions::new(url)?;
+        Ok(Self {
+            dir: PathBuf::from(pg.shown()),
+            project: project.into(),
+            pg: Some(pg),
+        })
+    }
+
+    /// Its directory (for a PostgreSQL store, its URL without the password).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Where a session's events can be read back from.
+    pub fn source(&self, id: &SessionId) -> LogSource {
+        match &self.pg {
+            Some(pg) => LogSource::Pg(pg.clone(), id.clone()),
+            None => LogSource::File(self.path(id)),
+        }
     }
 
     /// Its project.
@@ -76,9 +125,12 @@ impl SessionStore {
         &self.project
     }
 
-    /// The file of a session.
+    /// The file of a session (in PostgreSQL: the store's URL and the id).
     pub fn path(&self, id: &SessionId) -> PathBuf {
-        self.dir.join(format!("{id}.jsonl"))
+        match &self.pg {
+            Some(pg) => pg.place_of(id),
+            None => self.dir.join(format!("{id}.jsonl")),
+        }
     }
 
     fn place(&self) -> String {
@@ -88,6 +140,13 @@ impl SessionStore {
     /// Creates a new session (and the directory, 0700), writing its meta with this store's
     /// project.
     pub fn create(&self, mut meta: SessionMeta) -> Result<SessionFile, SessionError> {
+        if let Some(pg) = &self.pg {
+            meta.project = Some(self.project.clone());
+            if meta.created_at.is_empty() {
+                meta.created_at = super::now_rfc3339();
+            }
+            return SessionFile::create_pg(pg, SessionId::random(), &self.project, &meta);
+        }
         let mut builder = std::fs::DirBuilder::new();
         builder.recursive(true);
         #[cfg(unix)]
@@ -128,6 +187,11 @@ impl SessionStore {
 
     /// Reads a session of this project.
     pub fn read(&self, id: &SessionId) -> Result<SessionLog, SessionError> {
+        if let Some(pg) = &self.pg {
+            let log = pg.read(id)?;
+            self.check_owner(id, &log)?;
+            return Ok(log);
+        }
         let path = self.existing(id)?;
         let log = jsonl::read(&path)?;
         self.check_owner(id, &log)?;
@@ -136,6 +200,9 @@ impl SessionStore {
 
     /// Opens a session of this project to continue it (see [`SessionFile::resume`]).
     pub fn resume(&self, id: &SessionId) -> Result<(SessionFile, SessionLog), SessionError> {
+        if let Some(pg) = &self.pg {
+            return SessionFile::resume_pg(pg, id.clone(), |log| self.check_owner(id, log));
+        }
         let path = self.existing(id)?;
         SessionFile::resume(&path, id.clone(), |log| self.check_owner(id, log))
     }
@@ -144,12 +211,22 @@ impl SessionStore {
     /// events last, by id). Files that are not sessions are left alone; sessions of another
     /// project are not listed.
     pub fn list(&self) -> Result<Vec<SessionInfo>, SessionError> {
+        let mut out = Vec::new();
+        if let Some(pg) = &self.pg {
+            for id in pg.ids(&self.project)? {
+                let log = pg.read(&id)?;
+                if self.check_owner(&id, &log).is_ok() {
+                    out.push(SessionInfo::of(id, &log));
+                }
+            }
+            sort(&mut out);
+            return Ok(out);
+        }
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(SessionError::io(self.dir.display(), e)),
         };
-        let mut out = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| SessionError::io(self.dir.display(), e))?;
             let name = entry.file_name();
@@ -168,12 +245,7 @@ impl SessionStore {
             }
             out.push(SessionInfo::of(id, &log));
         }
-        out.sort_by(|a, b| match (&a.last_activity, &b.last_activity) {
-            (Some(x), Some(y)) => y.cmp(x).then_with(|| a.id.cmp(&b.id)),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (None, None) => a.id.cmp(&b.id),
-        });
+        sort(&mut out);
         Ok(out)
     }
 
@@ -191,6 +263,10 @@ impl SessionStore {
     /// Removes a session (with the cut lines set aside from it). Refused while a process
     /// has it open.
     pub fn remove(&self, id: &SessionId) -> Result<(), SessionError> {
+        if let Some(pg) = &self.pg {
+            self.read(id)?;
+            return pg.remove(id);
+        }
         let path = self.existing(id)?;
         let log = jsonl::read(&path)?;
         self.check_owner(id, &log)?;
@@ -219,4 +295,14 @@ impl SessionStore {
         }
         std::fs::remove_file(&path).map_err(|e| SessionError::io(path.display(), e))
     }
+}
+
+/// The most recently active first (sessions without events last, by id).
+fn sort(sessions: &mut [SessionInfo]) {
+    sessions.sort_by(|a, b| match (&a.last_activity, &b.last_activity) {
+        (Some(x), Some(y)) => y.cmp(x).then_with(|| a.id.cmp(&b.id)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.id.cmp(&b.id),
+    });
 }

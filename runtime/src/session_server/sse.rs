@@ -99,7 +99,7 @@ pub async fn events(
                 .await
                 .map_err(ApiError::internal)?
                 .map_err(session_error)?;
-            let feed = SessionFeed::new(server.inner.store.path(&id), log.last_seq());
+            let feed = SessionFeed::new(server.inner.store.source(&id), log.last_seq());
             feed.end();
             (Arc::new(feed), None)
         }

@@ -25,6 +25,7 @@ mod run_furniture_e2e;
 mod run_hardening_e2e;
 mod run_sandbox_e2e;
 mod run_session_e2e;
+mod run_session_pg_e2e;
 mod run_switchboard_e2e;
 mod run_tui_e2e;
 mod serve_e2e;

@@ -1,0 +1,329 @@
+//! Sessions in PostgreSQL (`OFC_SESSIONS_URL`) end to end, on a fresh database of the
+//! project's PostgreSQL peer (`scripts/peers/postgres`; fails without it): the real `ofc`
+//! records a run there (no file in the project), `--resume` continues it and the scripted
+//! model is sent the earlier turns, `ofc sessions ls|show|rm` and `ofc floor replay` by id,
+//! a session open in one process is refused to another (rm and resume), a run killed
+//! mid-session resumes with what it had said, rows edited by hand are named by line and
+//! skipped with nothing else lost, another project's session is not readable, and bad
+//! settings are refused clearly. The database's password never shows.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use ofc_test_kit::PgDatabase;
+use serde_json::Value;
+
+use crate::common::run::blueprint;
+use crate::common::{Ofc, Run, bin};
+use crate::run_e2e::{ModelServer, chat_of, pieces};
+
+const KEEPER: &str = "name: keeper-pg\ndefaults:\n  endpoint: ENDPOINT\nagents:\n  - id: \"@keeper\"\n    model: keeper-model\n    activation: always\n    prompt: You keep what you are told.\n";
+
+fn run(ofc: &Ofc, dir: &Path, url: &str, args: &[&str]) -> Run {
+    let r = Ofc::finish(
+        ofc.cmd()
+            .current_dir(dir)
+            .env("OFC_SESSIONS_URL", url)
+            .args(args),
+    );
+    let password = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .and_then(|(auth, _)| auth.split_once(':'))
+        .map(|(_, p)| format!(":{p}@"));
+    if let Some(p) = password {
+        assert!(
+            !r.stderr.contains(&p) && !r.stdout.contains(&p),
+            "the database password shows: {r:?}"
+        );
+    }
+    r
+}
+
+fn json(ofc: &Ofc, dir: &Path, url: &str, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let r = run(ofc, dir, url, &all);
+    r.assert_code(0);
+    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
+}
+
+fn announced(r: &Run) -> String {
+    let at = r
+        .stderr
+        .find("session ")
+        .expect("the run names its session");
+    r.stderr[at + 8..at + 8 + 36].to_owned()
+}
+
+/// One SQL statement on the sessions' database.
+fn sql(url: &str, statement: String) {
+    let url = url.to_owned();
+    ofc_test_kit::on_own_runtime(async move {
+        use sqlx::Connection as _;
+        let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+        sqlx::query(&statement).execute(&mut c).await.unwrap();
+        c.close().await.ok();
+    });
+}
+
+/// The number of the session's last stored line.
+fn last_line(url: &str, id: &str) -> i64 {
+    let (url, id) = (url.to_owned(), id.to_owned());
+    ofc_test_kit::on_own_runtime(async move {
+        use sqlx::Connection as _;
+        let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+        let (n,): (i64,) =
+            sqlx::query_as("SELECT max(n) FROM ofc_session_lines WHERE session_id = $1")
+                .bind(&id)
+                .fetch_one(&mut c)
+                .await
+                .unwrap();
+        c.close().await.ok();
+        n
+    })
+}
+
+#[test]
+fn sessions_in_postgresql_resume_list_replay_lock_and_survive_hand_edits() {
+    let db = PgDatabase::create_blocking();
+    let url = db.url.as_str();
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(&[(
+        "keeper-model",
+        vec![
+            pieces(&["Noted: ", "the code word is ZEBRA."]),
+            pieces(&["You told me: ", "ZEBRA."]),
+            pieces(&["Noted ", "PELICAN."]),
+            pieces(&["ZEBRA and ", "PELICAN."]),
+            pieces(&["Still ", "here."]),
+            pieces(&["Theirs."]),
+        ],
+    )]);
+    blueprint(proj.path(), &KEEPER.replace("ENDPOINT", &model.endpoint));
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    let dir = proj.path();
+
+    // Recorded in PostgreSQL, not in the project.
+    let first = run(&ofc, dir, url, &["run", "Remember the code word ZEBRA"]);
+    first.assert_code(0);
+    let id = announced(&first);
+    assert!(
+        !dir.join(".ofc/sessions").exists(),
+        "a session file was written"
+    );
+    let ls = json(&ofc, dir, url, &["sessions", "ls"]);
+    let sessions = ls["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{ls}");
+    assert_eq!(sessions[0]["id"], id.as_str());
+    assert_eq!(sessions[0]["blueprint"], "keeper-pg");
+    assert!(sessions[0]["event_count"].as_u64().unwrap() > 5, "{ls}");
+
+    // Resumed (the newest): the model is sent the first turn, no model call rebuilds it.
+    let second = run(
+        &ofc,
+        dir,
+        url,
+        &["run", "What was the code word?", "--resume"],
+    );
+    second.assert_code(0);
+    assert!(
+        second
+            .stderr
+            .contains(&format!("resuming session {id}: 2 messages")),
+        "{}",
+        second.stderr
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let context = chat_of(&requests[1].1);
+    let turns: Vec<&str> = context[1..].iter().map(|(_, _, c)| c.as_str()).collect();
+    assert_eq!(
+        turns,
+        [
+            "Remember the code word ZEBRA",
+            "Noted: the code word is ZEBRA.",
+            "What was the code word?"
+        ]
+    );
+
+    // Open in one process (an interactive run), refused to another; killed mid-session, it
+    // resumes with what it had said.
+    let mut child = Command::new(bin("ofc"))
+        .args(["--json", "run", "--resume", &id])
+        .current_dir(dir)
+        .env("OFC_HOME", home.path())
+        .env("OFC_SESSIONS_URL", url)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let wait_for = |needle: &str| loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no `{needle}` from ofc run"));
+        if line.contains(needle) {
+            break;
+        }
+    };
+    wait_for("\"type\":\"ready\"");
+    let busy = run(&ofc, dir, url, &["sessions", "rm", &id]);
+    busy.assert_code(1);
+    assert!(
+        busy.stderr.contains("open in another ofc process"),
+        "{}",
+        busy.stderr
+    );
+    // (A second run of the project is refused by the project's lock before it gets that far.)
+    let busy = run(&ofc, dir, url, &["run", "x", "--resume", &id]);
+    busy.assert_code(1);
+    assert!(
+        busy.stderr
+            .contains("another `ofc run` is using this project"),
+        "{}",
+        busy.stderr
+    );
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "The secret bird is PELICAN").unwrap();
+    wait_for("Noted PELICAN.");
+    wait_for("\"type\":\"turn_ended\"");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let r = run(&ofc, dir, url, &["run", "Which two?", "--resume", &id]);
+    r.assert_code(0);
+    let context = chat_of(&model.requests()[3].1);
+    for said in [
+        "Remember the code word ZEBRA",
+        "The secret bird is PELICAN",
+        "Noted PELICAN.",
+    ] {
+        assert!(
+            context.iter().any(|(_, _, c)| c == said),
+            "{said}: {context:?}"
+        );
+    }
+
+    // Rows edited by hand: not JSON, an event from the future, a 10 MB line — each named by
+    // its line, skipped, nothing else lost; and it resumes after them.
+    let last = last_line(url, &id);
+    let future = format!(
+        r##"{{"kind":"event","session_id":"{id}","seq":999999,"time":"2999-01-01T00:00:00Z","room_id":"#main","payload_type":"cleared","payload":{{"forgotten":2}}}}"##
+    );
+    for (n, line) in [
+        (last + 1, "{\"kind\":\"event\", oops".to_owned()),
+        (last + 2, future),
+        (last + 3, format!("\"{}\"", "x".repeat(10 * 1024 * 1024))),
+    ] {
+        sql(
+            url,
+            format!(
+                "INSERT INTO ofc_session_lines (session_id, n, line) VALUES ('{id}', {n}, '{}')",
+                line.replace('\'', "''")
+            ),
+        );
+    }
+    let show = run(&ofc, dir, url, &["sessions", "show", &id]);
+    show.assert_code(0);
+    for (n, what) in [
+        (last + 1, "not JSON"),
+        (last + 2, "in the future"),
+        (last + 3, "MiB"),
+    ] {
+        assert!(
+            show.stderr
+                .lines()
+                .any(|l| l.starts_with("warning: postgres://")
+                    && l.contains(&format!("#{id}:{n}:"))
+                    && l.contains(what)),
+            "line {n} ({what}) named in\n{}",
+            show.stderr
+        );
+    }
+    let shown = json(&ofc, dir, url, &["sessions", "show", &id]);
+    assert_eq!(shown["messages"].as_array().unwrap().len(), 8, "{shown}");
+    assert_eq!(shown["problems"].as_array().unwrap().len(), 3);
+    let r = run(&ofc, dir, url, &["run", "And now?", "--resume", &id]);
+    r.assert_code(0);
+    let shown = json(&ofc, dir, url, &["sessions", "show", &id]);
+    assert_eq!(shown["messages"].as_array().unwrap().len(), 10, "{shown}");
+
+    // Replayed by id: each run through the controller.
+    let replay = json(&ofc, dir, url, &["floor", "replay", &id]);
+    assert_eq!(replay["ok"], true, "{replay}");
+    assert_eq!(replay["runs"].as_array().unwrap().len(), 5, "{replay}");
+
+    // Another project on the same database: its own sessions only; ours not readable there.
+    let other = tempfile::tempdir().unwrap();
+    blueprint(other.path(), &KEEPER.replace("ENDPOINT", &model.endpoint));
+    let theirs = run(&ofc, other.path(), url, &["run", "their words"]);
+    theirs.assert_code(0);
+    let their_id = announced(&theirs);
+    let ls = json(&ofc, other.path(), url, &["sessions", "ls"]);
+    assert_eq!(ls["sessions"].as_array().unwrap().len(), 1, "{ls}");
+    assert_eq!(ls["sessions"][0]["id"], their_id.as_str());
+    for args in [
+        vec!["sessions", "show", id.as_str()],
+        vec!["sessions", "rm", id.as_str()],
+        vec!["run", "x", "--resume", id.as_str()],
+    ] {
+        let refused = run(&ofc, other.path(), url, &args);
+        refused.assert_code(1);
+        assert!(refused.stderr.contains("belongs to"), "{}", refused.stderr);
+    }
+
+    // Removed (ours, from our project): gone from the list and the database.
+    let rm = json(&ofc, dir, url, &["sessions", "rm", &id]);
+    assert_eq!(rm["removed"], id.as_str());
+    let ls = json(&ofc, dir, url, &["sessions", "ls"]);
+    assert_eq!(ls["sessions"], serde_json::json!([]));
+    let gone = run(&ofc, dir, url, &["sessions", "show", &id]);
+    gone.assert_code(1);
+    assert!(gone.stderr.contains("no session"), "{}", gone.stderr);
+
+    // Settings refused clearly, before any model is called.
+    let calls = model.requests().len();
+    let r = Ofc::finish(
+        ofc.cmd()
+            .current_dir(dir)
+            .env("OFC_SESSIONS_URL", url)
+            .env("OFC_SESSIONS_DIR", dir.join("elsewhere"))
+            .args(["run", "x"]),
+    );
+    r.assert_code(1);
+    assert!(
+        r.stderr
+            .contains("both OFC_SESSIONS_DIR and OFC_SESSIONS_URL"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&ofc, dir, "mysql://u:p@127.0.0.1/x", &["run", "x"]);
+    r.assert_code(1);
+    assert!(r.stderr.contains("is not a PostgreSQL URL"), "{}", r.stderr);
+    let r = run(
+        &ofc,
+        dir,
+        "postgres://ofc:hunter2@127.0.0.1:9/nothing",
+        &["run", "x"],
+    );
+    r.assert_code(1);
+    assert!(
+        r.stderr
+            .contains("session store postgres://ofc:***@127.0.0.1:9/nothing"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(model.requests().len(), calls, "no agent was called");
+}
