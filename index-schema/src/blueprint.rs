@@ -93,6 +93,7 @@ mod fields;
 mod fields_tests;
 mod inline;
 mod memory;
+mod oauth;
 mod switchboard;
 pub mod template;
 mod thinking;
@@ -100,6 +101,7 @@ pub mod vars;
 
 pub use api_key::ApiKey;
 pub use memory::Memory;
+pub use oauth::{Grant, OAuth};
 pub use thinking::Thinking;
 
 /// A parsed blueprint.
@@ -375,6 +377,9 @@ pub struct Furniture {
     /// ${MCP_TOKEN}`); their values are never logged.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub headers: IndexMap<String, String>,
+    /// How ofc obtains a bearer token for the MCP server at `url` (see [`OAuth`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuth>,
     /// The access class (`read`, `write`, `execute`) of named tools, overriding what the
     /// furniture says (an ofc extension; MCP tool annotations decide otherwise, `execute`
     /// when a tool has none).
@@ -763,6 +768,7 @@ impl Blueprint {
                     );
                 }
             }
+            oauth::check(f, &p, &mut d);
             for (tool, access) in &f.access {
                 if !matches!(access, Access::Read | Access::Write | Access::Execute) {
                     d.push(

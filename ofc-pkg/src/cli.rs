@@ -46,6 +46,8 @@ pub enum Command {
     /// Test a model endpoint (OpenAI-compatible): ping, list its models, ask one question.
     #[command(subcommand)]
     Check(crate::commands::check::CheckCommand),
+    /// Authorize a furniture's OAuth (an MCP server reached by url): consent once, token kept.
+    Auth(crate::commands::auth::AuthArgs),
     /// Create an ed25519 signing key for publishing.
     Keygen(crate::commands::keygen::KeygenArgs),
     /// Create a new agent (agent.yaml or AgentCard) or blueprint in a folder.
@@ -120,6 +122,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => crate::run::serve::main(args, &mut out),
         Command::Sessions(cmd) => crate::commands::sessions::run(cmd, &mut out),
         Command::Check(cmd) => crate::commands::check::run(cmd, &mut out),
+        Command::Auth(args) => crate::commands::auth::run(args, &mut out),
         Command::Keygen(args) => crate::commands::keygen::run(args, &mut out),
         Command::Init(args) => crate::commands::init::run(args, &mut out),
         Command::Publish(args) => crate::commands::publish::run(args, &mut out),

@@ -134,7 +134,7 @@ const FURNITURE: &[(FurnitureType, EntryKind)] = &[
         EntryKind {
             label: "an `mcp` furniture",
             fields: &[
-                "name", "type", "command", "args", "url", "headers", "access",
+                "name", "type", "command", "args", "url", "headers", "oauth", "access",
             ],
             unused: &[CONFIG_UNUSED],
             hint: "",

@@ -551,6 +551,7 @@ fn arb_blueprint() -> impl Strategy<Value = Blueprint> {
                     },
                     url: None,
                     headers: IndexMap::new(),
+                    oauth: None,
                     access: IndexMap::new(),
                     config: (i == 0).then(|| {
                         serde_json::json!({"columns": ["todo", "done"], "limit": 3})
@@ -725,4 +726,69 @@ fn furniture_headers_go_with_a_url_and_must_be_sendable() {
     );
     assert!(p.starts_with("furniture[0].headers"), "{p}");
     assert!(m.contains("control characters"), "{m}");
+}
+
+#[test]
+fn furniture_oauth_goes_with_an_mcp_url_and_a_grant_ofc_knows() {
+    let mcp = "furniture:\n  - name: docs\n    type: mcp\n    url: http://127.0.0.1:9/mcp\n";
+    let bp = Blueprint::from_yaml(&format!("{mcp}    oauth: {{}}\n")).unwrap();
+    let o = bp.furniture[0].oauth.as_ref().unwrap();
+    assert_eq!(o.grant, Grant::AuthorizationCode);
+    let bp = Blueprint::from_yaml(&format!(
+        "{mcp}    oauth: {{grant: client_credentials, client_id: c1, client_secret: s3cr3t-x, scopes: [docs.read, \"a:b\"]}}\n"
+    ))
+    .unwrap();
+    let o = bp.furniture[0].oauth.as_ref().unwrap();
+    assert_eq!(o.grant, Grant::ClientCredentials);
+    assert_eq!(o.client_secret.as_ref().unwrap().expose(), "s3cr3t-x");
+    assert_eq!(o.scopes, ["docs.read", "a:b"]);
+    // The secret is never shown, in Debug or serialized.
+    assert!(!format!("{bp:?}").contains("s3cr3t-x"));
+    assert!(!serde_json::to_string(&bp).unwrap().contains("s3cr3t-x"));
+    // The reference's empty grant is the default.
+    let bp = Blueprint::from_yaml(&format!("{mcp}    oauth: {{grant: \"\"}}\n")).unwrap();
+    assert_eq!(
+        bp.furniture[0].oauth.as_ref().unwrap().grant,
+        Grant::AuthorizationCode
+    );
+
+    // A grant ofc does not know.
+    let (p, _, m) = err(&format!("{mcp}    oauth: {{grant: password}}\n"));
+    assert!(p.starts_with("furniture[0].oauth"), "{p}: {m}");
+    assert!(m.contains("`password` is not a grant"), "{m}");
+    // client_credentials without its id or secret.
+    let (p, _, m) = err(&format!(
+        "{mcp}    oauth: {{grant: client_credentials, client_secret: s}}\n"
+    ));
+    assert_eq!(p, "furniture[0].oauth.client_id", "{m}");
+    assert!(
+        m.contains("furniture `docs`") && m.contains("client_credentials"),
+        "{m}"
+    );
+    let (p, _, m) = err(&format!(
+        "{mcp}    oauth: {{grant: client_credentials, client_id: c}}\n"
+    ));
+    assert_eq!(p, "furniture[0].oauth.client_secret", "{m}");
+    // No url: a server ofc starts gets no token.
+    let (p, _, m) = err(
+        "furniture:\n  - name: local\n    type: mcp\n    command: srv\n    oauth: {grant: client_credentials, client_id: c, client_secret: s}\n",
+    );
+    assert_eq!(p, "furniture[0].oauth", "{m}");
+    assert!(
+        m.contains("furniture `local`") && m.contains("reached by `url`"),
+        "{m}"
+    );
+    // A taskboard has no oauth.
+    let e = Blueprint::from_yaml("furniture:\n  - name: t\n    type: taskboard\n    oauth: {}\n")
+        .unwrap_err();
+    assert!(
+        e.0.iter()
+            .any(|d| d.path.to_string().starts_with("furniture[0].oauth")),
+        "{e:?}"
+    );
+    // A field the block does not have, a scope with a space.
+    let (p, _, m) = err(&format!("{mcp}    oauth: {{token_url: http://x/t}}\n"));
+    assert!(p.starts_with("furniture[0].oauth"), "{p}: {m}");
+    let (p, _, m) = err(&format!("{mcp}    oauth: {{scopes: [\"a b\"]}}\n"));
+    assert_eq!(p, "furniture[0].oauth.scopes[0]", "{m}");
 }

@@ -1,9 +1,11 @@
 //! One module per verb.
 
 pub mod audit;
+pub mod auth;
 pub mod check;
 pub mod completions;
 pub mod floor;
+pub mod floors;
 pub mod gc;
 pub mod info;
 pub mod init;

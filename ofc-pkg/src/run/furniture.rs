@@ -1,12 +1,13 @@
 //! The blueprint's furniture and workstations for `ofc run`, and the grants on them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
 use index_schema::name::AgentHandle;
 use index_schema::{Diagnostics, FieldPath};
 use runtime::agent::SpawnHook;
+use runtime::furniture::oauth::{Consent, OAuthSettings};
 use runtime::furniture::{
     ContainerHook, FloorFurniture, FurnitureError, FurnitureSettings, Grants,
 };
@@ -14,6 +15,27 @@ use runtime::furniture::{
 use super::plan;
 use crate::output::UserError;
 use crate::supervisor;
+
+/// Where an `oauth:` furniture's token file is kept: `$OFC_OAUTH_DIR`, else `oauth/` in ofc's
+/// config directory; under the floor's name (the blueprint's `name`, else its directory's).
+pub(crate) fn oauth_settings(loaded: &plan::Loaded, consent: Consent) -> Result<OAuthSettings> {
+    let dir = match std::env::var_os("OFC_OAUTH_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => std::path::absolute(PathBuf::from(d))?,
+        None => crate::config::Paths::from_env()?.config.join("oauth"),
+    };
+    let floor = loaded.blueprint.name.clone().unwrap_or_else(|| {
+        loaded
+            .dir
+            .file_name()
+            .map_or_else(|| "floor".to_owned(), |n| n.to_string_lossy().into_owned())
+    });
+    Ok(OAuthSettings {
+        floor,
+        dir: Some(dir),
+        consent,
+        force: false,
+    })
+}
 
 /// Starts the blueprint's furniture (task boards, MCP servers) and workstations (sandbox
 /// containers) and decides the grants: each inline agent gets the furniture its `furniture`
@@ -25,12 +47,19 @@ pub(crate) async fn start_furniture(
     supervisor: Option<&supervisor::Supervisor>,
     run_id: &str,
     agent_log: &Path,
+    consent: Consent,
 ) -> Result<Option<Arc<FloorFurniture>>> {
     let bp = &loaded.blueprint;
     if bp.furniture.is_empty() && bp.workstations.is_empty() {
         return Ok(None);
     }
+    let oauth = if bp.furniture.iter().any(|f| f.oauth.is_some()) {
+        oauth_settings(loaded, consent)?
+    } else {
+        OAuthSettings::default()
+    };
     let settings = FurnitureSettings {
+        oauth,
         working_dir: Some(loaded.dir.clone()),
         stderr_log: Some(agent_log.to_path_buf()),
         on_spawn: supervisor.map(|s| {

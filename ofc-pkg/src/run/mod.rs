@@ -19,7 +19,7 @@ pub mod agents;
 pub mod exit;
 pub mod floor_manager;
 mod frontend;
-mod furniture;
+pub(crate) mod furniture;
 pub mod plan;
 pub(crate) mod project_dir;
 mod reach;
@@ -790,7 +790,14 @@ pub(crate) async fn start_floor(
     } else {
         None
     };
-    let furniture = start_furniture(loaded, supervisor.as_ref(), &run_id, &agent_log).await;
+    // An `oauth:` furniture may ask a person to consent: one at a terminal, not a program.
+    let consent = if !out.json && std::io::stdin().is_terminal() {
+        runtime::furniture::oauth::Consent::Person
+    } else {
+        runtime::furniture::oauth::Consent::Nobody
+    };
+    let furniture =
+        start_furniture(loaded, supervisor.as_ref(), &run_id, &agent_log, consent).await;
     project_dir::make_private(&agent_log);
     let furniture = furniture?;
     session.furniture(furniture.as_ref(), out);

@@ -14,6 +14,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
+use super::oauth::{Authorizer, OAuthClient, Outcome};
 use super::{FurnitureError, FurnitureSettings, FurnitureTool, Hints, classify};
 use crate::llm::{ToolError, ToolSpec, Toolbox};
 
@@ -29,6 +30,7 @@ pub struct McpToolbox {
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
     catalog: Vec<FurnitureTool>,
     stderr: Arc<Mutex<String>>,
+    oauth: Option<Arc<Authorizer>>,
 }
 
 impl fmt::Debug for McpToolbox {
@@ -126,11 +128,12 @@ impl McpToolbox {
 
     /// [`McpToolbox::http`], sending `headers` with every request (the blueprint's `headers`;
     /// a name or value HTTP cannot carry is a configuration error naming the header, never its
-    /// value).
+    /// value), and with `oauth`, the bearer token it obtains (see [`super::oauth`]).
     pub async fn http_with_headers<'h>(
         name: &str,
         url: &str,
         headers: impl IntoIterator<Item = (&'h String, &'h String)>,
+        oauth: Option<&index_schema::blueprint::OAuth>,
         settings: &FurnitureSettings,
     ) -> Result<McpToolbox, FurnitureError> {
         let mut custom = std::collections::HashMap::new();
@@ -148,10 +151,51 @@ impl McpToolbox {
         }
         let mut config = StreamableHttpClientTransportConfig::with_uri(url);
         config.custom_headers = custom;
-        let transport = StreamableHttpClientTransport::from_config(config);
         let what = format!("the MCP server at {url}");
         let tail = Arc::new(Mutex::new(String::new()));
-        Self::connect(name, &what, ().serve(transport), tail, None, settings).await
+        let Some(oauth) = oauth else {
+            let transport = StreamableHttpClientTransport::from_config(config);
+            return Self::connect(name, &what, ().serve(transport), tail, None, settings).await;
+        };
+        let auth = Arc::new(Authorizer::new(name, url, oauth, &settings.oauth).map_err(
+            |message| FurnitureError::Config {
+                name: name.to_owned(),
+                message,
+            },
+        )?);
+        // rmcp's own client, built as its default one is but following no redirect: a
+        // bearer token goes to the URL the blueprint names and nowhere else.
+        let inner = reqwest_mcp::Client::builder()
+            .pool_max_idle_per_host(0)
+            .redirect(reqwest_mcp::redirect::Policy::none())
+            .build()
+            .map_err(|e| FurnitureError::Config {
+                name: name.to_owned(),
+                message: format!("cannot make an HTTP client: {e}"),
+            })?;
+        let client = OAuthClient {
+            inner,
+            auth: auth.clone(),
+        };
+        let transport = StreamableHttpClientTransport::with_client(client, config);
+        let mut toolbox = Self::connect(name, &what, ().serve(transport), tail, None, settings)
+            .await
+            .map_err(|e| match auth.failure() {
+                // What went wrong getting the token, rather than the transport's wrapping.
+                Some(message) => FurnitureError::Mcp {
+                    name: name.to_owned(),
+                    message,
+                },
+                None => e,
+            })?;
+        toolbox.oauth = Some(auth);
+        Ok(toolbox)
+    }
+
+    /// For a furniture with `oauth`: whether a person consented while it connected, and where
+    /// its token is kept.
+    pub fn oauth_outcome(&self) -> Option<Outcome> {
+        self.oauth.as_ref().map(|a| a.outcome())
     }
 
     /// [`McpToolbox::http`], sending `Authorization: Bearer <token>` when a token is given (a
@@ -233,6 +277,7 @@ impl McpToolbox {
             service: tokio::sync::Mutex::new(Some(service)),
             catalog: tools.iter().map(furniture_tool).collect(),
             stderr,
+            oauth: None,
         })
     }
 

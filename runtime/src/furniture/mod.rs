@@ -33,6 +33,7 @@
 
 pub mod access;
 pub mod mcp;
+pub mod oauth;
 pub mod openagents;
 pub mod peer;
 pub mod sandbox;
@@ -113,6 +114,8 @@ pub struct FurnitureSettings {
     /// The project's `.openagents` directory, when it has one (seed 002): a `taskboard` is
     /// then its `tasks.jsonl` ([`OpenAgentsBoard`]).
     pub openagents: Option<std::path::PathBuf>,
+    /// How furniture with an `oauth:` block gets its tokens.
+    pub oauth: oauth::OAuthSettings,
 }
 
 /// What a [`ContainerHook`] calls: with the engine program and the container's name.
@@ -148,6 +151,7 @@ impl Default for FurnitureSettings {
             sandbox: SandboxSettings::default(),
             env: Vec::new(),
             openagents: None,
+            oauth: oauth::OAuthSettings::default(),
         }
     }
 }
@@ -242,8 +246,14 @@ impl Furniture {
                     Self::from_mcp(&name, "mcp (stdio)", toolbox)
                 }
                 (None, Some(url)) => {
-                    let toolbox =
-                        McpToolbox::http_with_headers(&name, url, &entry.headers, settings).await?;
+                    let toolbox = McpToolbox::http_with_headers(
+                        &name,
+                        url,
+                        &entry.headers,
+                        entry.oauth.as_ref(),
+                        settings,
+                    )
+                    .await?;
                     Self::from_mcp(&name, "mcp (streamable HTTP)", toolbox)
                 }
                 _ => {
@@ -298,6 +308,12 @@ impl Furniture {
             openagents: Some(board),
             taskboard: None,
         }
+    }
+
+    /// For an MCP server with an `oauth:` block: whether a person consented while it started,
+    /// and where its token is kept.
+    pub fn oauth_outcome(&self) -> Option<oauth::Outcome> {
+        self.mcp.as_ref().and_then(|m| m.oauth_outcome())
     }
 
     /// The built-in task board, when it is one.

@@ -23,6 +23,7 @@ mod run_fields_e2e;
 mod run_floor_manager_e2e;
 mod run_furniture_e2e;
 mod run_hardening_e2e;
+mod run_oauth_e2e;
 mod run_sandbox_e2e;
 mod run_session_e2e;
 mod run_session_pg_e2e;

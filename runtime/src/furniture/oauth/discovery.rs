@@ -1,0 +1,244 @@
+//! MCP authorization discovery: from the MCP server to its authorization server's endpoints.
+//!
+//! 1. The protected-resource metadata (RFC 9728): at the `resource_metadata` URL of the
+//!    server's `401` `WWW-Authenticate` challenge, else at
+//!    `/.well-known/oauth-protected-resource{path}` and then `/.well-known/oauth-protected-resource`
+//!    of the server's origin. Its first `authorization_servers` entry is the issuer. Without any
+//!    such document, the server's origin is taken as the issuer (the MCP revision of 2025-03-26).
+//! 2. The authorization server metadata (RFC 8414, then OpenID Connect discovery): for an
+//!    issuer with a path, `/.well-known/oauth-authorization-server{path}`,
+//!    `/.well-known/openid-configuration{path}` and `{issuer}/.well-known/openid-configuration`;
+//!    without one, the first two at the root.
+//!
+//! The blueprint never names an endpoint.
+
+use serde::Deserialize;
+use url::Url;
+
+use super::http::Http;
+
+/// What ofc needs of an authorization server.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Endpoints {
+    pub(crate) issuer: String,
+    pub(crate) authorization_endpoint: Option<String>,
+    pub(crate) token_endpoint: String,
+    pub(crate) registration_endpoint: Option<String>,
+    /// The scopes to ask for when the blueprint names none: the challenge's `scope`, else the
+    /// resource's `scopes_supported`.
+    pub(crate) scopes: Vec<String>,
+    pub(crate) code_challenge_methods: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct ResourceMetadata {
+    #[serde(default)]
+    authorization_servers: Vec<String>,
+    #[serde(default)]
+    scopes_supported: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct ServerMetadata {
+    issuer: Option<String>,
+    authorization_endpoint: Option<String>,
+    token_endpoint: Option<String>,
+    registration_endpoint: Option<String>,
+    #[serde(default)]
+    code_challenge_methods_supported: Vec<String>,
+}
+
+/// A parameter of a `WWW-Authenticate: Bearer k="v", …` challenge.
+pub(crate) fn challenge_param(header: &str, key: &str) -> Option<String> {
+    let rest = header.trim_start();
+    let rest = rest
+        .get(..6)
+        .filter(|s| s.eq_ignore_ascii_case("bearer"))
+        .map(|_| &rest[6..])?;
+    let mut s = rest;
+    loop {
+        s = s.trim_start_matches([' ', ',', '\t']);
+        let eq = s.find('=')?;
+        let k = s[..eq].trim();
+        s = &s[eq + 1..];
+        let (v, tail) = if let Some(q) = s.strip_prefix('"') {
+            let mut v = String::new();
+            let mut chars = q.char_indices();
+            let mut end = None;
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, n)) = chars.next() {
+                            v.push(n);
+                        }
+                    }
+                    '"' => {
+                        end = Some(i + 1);
+                        break;
+                    }
+                    c => v.push(c),
+                }
+            }
+            (v, &q[end?..])
+        } else {
+            let end = s.find(',').unwrap_or(s.len());
+            (s[..end].trim().to_owned(), &s[end..])
+        };
+        if k.eq_ignore_ascii_case(key) {
+            return Some(v);
+        }
+        s = tail;
+    }
+}
+
+fn http_url(s: &str) -> Option<Url> {
+    Url::parse(s)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+}
+
+/// `{origin}/.well-known/{name}{path}` (the path left out when it is `/`).
+fn well_known(base: &Url, name: &str, with_path: bool) -> String {
+    let origin = base.origin().ascii_serialization();
+    let path = base.path().trim_end_matches('/');
+    if with_path && !path.is_empty() {
+        format!("{origin}/.well-known/{name}{path}")
+    } else {
+        format!("{origin}/.well-known/{name}")
+    }
+}
+
+/// Discovers the endpoints for the MCP server at `resource`, given the `WWW-Authenticate`
+/// header of its `401`, when there was one.
+pub(crate) async fn discover(
+    http: &Http,
+    resource: &str,
+    challenge: Option<&str>,
+) -> Result<Endpoints, String> {
+    let resource_url =
+        http_url(resource).ok_or_else(|| format!("`{resource}` is not an http(s) URL"))?;
+    let mut tried = Vec::new();
+    let mut candidates = Vec::new();
+    if let Some(m) = challenge.and_then(|h| challenge_param(h, "resource_metadata")) {
+        match http_url(&m) {
+            Some(u) => candidates.push(u.to_string()),
+            None => {
+                return Err(format!(
+                    "the server's resource_metadata `{m}` is not an http(s) URL"
+                ));
+            }
+        }
+    }
+    candidates.push(well_known(&resource_url, "oauth-protected-resource", true));
+    candidates.push(well_known(&resource_url, "oauth-protected-resource", false));
+    candidates.dedup();
+    let mut resource_meta = None;
+    for url in candidates {
+        tried.push(url.clone());
+        if let Some(m) = http.get_json::<ResourceMetadata>(&url).await? {
+            resource_meta = Some(m);
+            break;
+        }
+    }
+    let (issuer, resource_scopes) = match resource_meta {
+        Some(m) => {
+            let Some(first) = m.authorization_servers.first() else {
+                return Err(format!(
+                    "the protected-resource metadata of {resource} names no authorization server"
+                ));
+            };
+            let issuer = http_url(first).ok_or_else(|| {
+                format!("the authorization server `{first}` of {resource} is not an http(s) URL")
+            })?;
+            (issuer, m.scopes_supported)
+        }
+        // The 2025-03-26 revision: the server's origin is its own authorization server.
+        None => (
+            Url::parse(&resource_url.origin().ascii_serialization())
+                .map_err(|e| format!("{resource}: {e}"))?,
+            Vec::new(),
+        ),
+    };
+    let has_path = !issuer.path().trim_end_matches('/').is_empty();
+    let mut candidates = vec![
+        well_known(&issuer, "oauth-authorization-server", true),
+        well_known(&issuer, "openid-configuration", true),
+    ];
+    if has_path {
+        candidates.push(format!(
+            "{}/.well-known/openid-configuration",
+            issuer.as_str().trim_end_matches('/')
+        ));
+    }
+    for url in candidates {
+        tried.push(url.clone());
+        let Some(m) = http.get_json::<ServerMetadata>(&url).await? else {
+            continue;
+        };
+        let Some(token_endpoint) = m.token_endpoint.filter(|t| http_url(t).is_some()) else {
+            return Err(format!(
+                "the authorization server metadata at {url} has no http(s) token_endpoint"
+            ));
+        };
+        let scopes = challenge
+            .and_then(|h| challenge_param(h, "scope"))
+            .map(|s| s.split_whitespace().map(str::to_owned).collect())
+            .unwrap_or(resource_scopes);
+        return Ok(Endpoints {
+            issuer: m.issuer.unwrap_or_else(|| issuer.to_string()),
+            authorization_endpoint: m.authorization_endpoint.filter(|a| http_url(a).is_some()),
+            token_endpoint,
+            registration_endpoint: m.registration_endpoint.filter(|r| http_url(r).is_some()),
+            scopes,
+            code_challenge_methods: m.code_challenge_methods_supported,
+        });
+    }
+    Err(format!(
+        "no authorization server metadata found for {resource} (tried {})",
+        tried.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenge_parameters_are_read_quoted_or_not() {
+        let h = r#"Bearer error="invalid_token", resource_metadata="http://a/.well-known/oauth-protected-resource/mcp", scope="a b""#;
+        assert_eq!(
+            challenge_param(h, "resource_metadata").as_deref(),
+            Some("http://a/.well-known/oauth-protected-resource/mcp")
+        );
+        assert_eq!(challenge_param(h, "scope").as_deref(), Some("a b"));
+        assert_eq!(
+            challenge_param("Bearer realm=x, scope=s1", "scope").as_deref(),
+            Some("s1")
+        );
+        assert_eq!(
+            challenge_param(r#"Bearer a="q\"x""#, "a").as_deref(),
+            Some("q\"x")
+        );
+        assert_eq!(challenge_param("Basic realm=x", "realm"), None);
+        assert_eq!(challenge_param("Bearer", "scope"), None);
+        assert_eq!(challenge_param(r#"Bearer a="unterminated"#, "a"), None);
+    }
+
+    #[test]
+    fn well_known_urls_put_the_path_after_the_name() {
+        let u = Url::parse("https://h.example:8443/tenant/mcp").unwrap();
+        assert_eq!(
+            well_known(&u, "oauth-protected-resource", true),
+            "https://h.example:8443/.well-known/oauth-protected-resource/tenant/mcp"
+        );
+        assert_eq!(
+            well_known(&u, "oauth-protected-resource", false),
+            "https://h.example:8443/.well-known/oauth-protected-resource"
+        );
+        let root = Url::parse("http://127.0.0.1:9/").unwrap();
+        assert_eq!(
+            well_known(&root, "openid-configuration", true),
+            "http://127.0.0.1:9/.well-known/openid-configuration"
+        );
+    }
+}
