@@ -11,7 +11,8 @@
 //! from its acknowledgement until replica 2's search finds it (polled every 5 ms). Prints the
 //! CPU time of the replicas, PostgreSQL, haproxy and this load generator for each phase.
 //! Bounded: each phase stops after its count or 120 s; a publish not found within 10 s counts
-//! as not found.
+//! as not found. `OFC_BENCH_BLOBS=dir` puts the blobs in one shared directory instead of the
+//! distribution registry.
 
 use std::future::Future;
 use std::io::{Read as _, Write as _};
@@ -214,18 +215,28 @@ fn percentiles(lat: &mut [Duration]) -> (f64, f64) {
 
 /// Runs `op(i)` for i in 0..count over `clients` concurrent tasks; the successes' latencies,
 /// the failures, and the time taken.
-async fn load<F, Fut>(count: usize, clients: usize, op: F) -> (Vec<Duration>, usize, Duration)
+/// What a phase of load gave: the latencies of the operations that succeeded, the failures
+/// (the first few of them described) and how long it took.
+struct Loaded {
+    lat: Vec<Duration>,
+    failed: usize,
+    why: Vec<String>,
+    took: Duration,
+}
+
+async fn load<F, Fut>(count: usize, clients: usize, op: F) -> Loaded
 where
     F: Fn(usize) -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = bool> + Send,
+    Fut: Future<Output = Result<(), String>> + Send,
 {
     let next = Arc::new(AtomicUsize::new(0));
     let failed = Arc::new(AtomicUsize::new(0));
+    let why = Arc::new(std::sync::Mutex::new(Vec::new()));
     let start = Instant::now();
     let deadline = start + PHASE_BOUND;
     let tasks: Vec<_> = (0..clients)
         .map(|_| {
-            let (op, next, failed) = (op.clone(), next.clone(), failed.clone());
+            let (op, next, failed, why) = (op.clone(), next.clone(), failed.clone(), why.clone());
             tokio::spawn(async move {
                 let mut lat = Vec::new();
                 loop {
@@ -234,10 +245,15 @@ where
                         return lat;
                     }
                     let t = Instant::now();
-                    if op(i).await {
-                        lat.push(t.elapsed());
-                    } else {
-                        failed.fetch_add(1, Ordering::SeqCst);
+                    match op(i).await {
+                        Ok(()) => lat.push(t.elapsed()),
+                        Err(e) => {
+                            failed.fetch_add(1, Ordering::SeqCst);
+                            let mut why = why.lock().unwrap_or_else(|p| p.into_inner());
+                            if why.len() < 5 {
+                                why.push(format!("after {:?}: {e}", t.elapsed()));
+                            }
+                        }
                     }
                 }
             })
@@ -247,7 +263,29 @@ where
     for t in tasks {
         lat.extend(t.await.expect("a load task"));
     }
-    (lat, failed.load(Ordering::SeqCst), start.elapsed())
+    let why = why.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    Loaded {
+        lat,
+        failed: failed.load(Ordering::SeqCst),
+        why,
+        took: start.elapsed(),
+    }
+}
+
+/// An answer with `want`, or why not.
+async fn expect(r: reqwest::Result<reqwest::Response>, want: u16) -> Result<(), String> {
+    match r {
+        Ok(r) if r.status() == want => Ok(()),
+        Ok(r) => {
+            let status = r.status();
+            let body = r.text().await.unwrap_or_default();
+            Err(format!(
+                "{status}: {}",
+                body.chars().take(200).collect::<String>()
+            ))
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn usize_arg(args: &[String], i: usize, name: &str, default: usize) -> anyhow::Result<usize> {
@@ -286,9 +324,23 @@ fn main() -> anyhow::Result<()> {
         uuid::Uuid::new_v4().simple()
     );
     let tmp = tempfile::tempdir()?;
-    // One fresh database, one log key, then the replicas.
+    // One fresh database, one log key, then the replicas; their blobs in the registry, or
+    // (OFC_BENCH_BLOBS=dir, to tell the registry's part of a publish from the rest) in one
+    // shared directory.
     let mut replicas = Replicas::new("");
-    replicas.set_env("OFC_HUB__UPSTREAM_REGISTRY", &registry);
+    let blobs = std::env::var("OFC_BENCH_BLOBS").unwrap_or_else(|_| "registry".into());
+    match blobs.as_str() {
+        "registry" => replicas.set_env("OFC_HUB__UPSTREAM_REGISTRY", &registry),
+        "dir" => {
+            let dir = tmp.path().join("blobs");
+            std::fs::create_dir_all(&dir)?;
+            replicas.set_env(
+                "OFC_HUB__BLOB_DIR",
+                dir.to_str().context("a UTF-8 temp dir")?,
+            );
+        }
+        other => bail!("OFC_BENCH_BLOBS must be `registry` or `dir`, not {other:?}"),
+    }
     replicas.set_env("OFC_HUB__TRUSTED_PROXIES", "127.0.0.1");
     replicas.log_key();
     for _ in 0..n {
@@ -304,7 +356,7 @@ fn main() -> anyhow::Result<()> {
     let pids: Vec<u32> = replicas.hubs.iter().filter_map(|h| h.pid()).collect();
     let cpu = || Cpu::now(&pids, lb.child.id());
     println!(
-        "{n} replica(s) on PostgreSQL, haproxy {}, {clients} clients, load average {}",
+        "{n} replica(s) on PostgreSQL, blobs in the {blobs}, haproxy {}, {clients} clients, load average {}",
         lb.url,
         std::fs::read_to_string("/proc/loadavg")?.trim()
     );
@@ -330,12 +382,17 @@ fn main() -> anyhow::Result<()> {
                     .json(&body)
                     .send()
                     .await;
-                r.is_ok_and(|r| r.status() == 201)
+                expect(r, 201).await
             }
         }
     };
     let before = cpu();
-    let (mut lat, failed, took) = rt.block_on(load(publishes, clients, {
+    let Loaded {
+        mut lat,
+        failed,
+        why,
+        took,
+    } = rt.block_on(load(publishes, clients, {
         let (put, url) = (put.clone(), lb.url.clone());
         move |i| put(url.clone(), format!("agent-{}", i % 50), format!("1.0.{i}"))
     }));
@@ -347,15 +404,23 @@ fn main() -> anyhow::Result<()> {
         lat.len() as f64 / took.as_secs_f64()
     );
     println!("  {}", cpu().since(before, took));
+    for w in why {
+        println!("  failed {w}");
+    }
 
     // Searches through haproxy.
     let before = cpu();
-    let (mut lat, failed, took) = rt.block_on(load(searches, clients, {
+    let Loaded {
+        mut lat,
+        failed,
+        why,
+        took,
+    } = rt.block_on(load(searches, clients, {
         let (client, url) = (client.clone(), lb.url.clone());
         move |i| {
             let q = ["scripts", "code assistant", "agent-7", "send anything"][i % 4];
             let req = client.get(format!("{url}/api/v1/search?q={q}&limit=20"));
-            async move { req.send().await.is_ok_and(|r| r.status() == 200) }
+            async move { expect(req.send().await, 200).await }
         }
     }));
     let (p50, p99) = percentiles(&mut lat);
@@ -366,6 +431,9 @@ fn main() -> anyhow::Result<()> {
         lat.len() as f64 / took.as_secs_f64()
     );
     println!("  {}", cpu().since(before, took));
+    for w in why {
+        println!("  failed {w}");
+    }
 
     // Freshness: publish on replica 1, find by search on replica 2 (the same one with one).
     let (a, b) = (replicas[0].url.clone(), replicas[n.min(2) - 1].url.clone());
@@ -376,8 +444,8 @@ fn main() -> anyhow::Result<()> {
             break;
         }
         let agent = format!("fresh{i}");
-        if !rt.block_on(put(a.clone(), agent.clone(), "1.0.0".into())) {
-            bail!("publishing {agent} on replica 1 failed");
+        if let Err(e) = rt.block_on(put(a.clone(), agent.clone(), "1.0.0".into())) {
+            bail!("publishing {agent} on replica 1 failed: {e}");
         }
         let acked = Instant::now();
         let full = format!("{}/{agent}", user.name);
