@@ -40,6 +40,9 @@ pub enum Command {
     Floor(crate::commands::floor::FloorCommand),
     /// Serve a blueprint's sessions over HTTP: create, resume, post, cancel, watch (SSE).
     Serve(crate::run::serve::ServeArgs),
+    /// Named floors: a blueprint kept under a name, changed in place, run with `--floor`.
+    #[command(subcommand)]
+    Floors(crate::commands::floors::FloorsCommand),
     /// The project's sessions: every `ofc run` records one; `ofc run --resume` continues it.
     #[command(subcommand)]
     Sessions(crate::commands::sessions::SessionsCommand),
@@ -120,6 +123,7 @@ pub fn main() -> ExitCode {
             crate::commands::floor::replay(args, &mut out)
         }
         Command::Serve(args) => crate::run::serve::main(args, &mut out),
+        Command::Floors(cmd) => crate::commands::floors::run(cmd, &mut out),
         Command::Sessions(cmd) => crate::commands::sessions::run(cmd, &mut out),
         Command::Check(cmd) => crate::commands::check::run(cmd, &mut out),
         Command::Auth(args) => crate::commands::auth::run(args, &mut out),

@@ -13,6 +13,7 @@ pub mod config;
 pub mod container;
 pub mod credentials;
 pub mod detect;
+pub mod floors;
 pub mod hub;
 pub mod hub_url;
 pub mod keys;

@@ -37,6 +37,9 @@ pub struct ProjectArgs {
         default_value = "blueprint.yaml"
     )]
     pub file: PathBuf,
+    /// The named floor NAME's project instead (`ofc floors ls`); `ls` lists only its sessions.
+    #[arg(long, value_name = "NAME", conflicts_with = "file")]
+    pub floor: Option<String>,
 }
 
 /// One session of a project.
@@ -58,7 +61,13 @@ fn project_dir(file: &Path) -> &Path {
 }
 
 fn store(args: &ProjectArgs) -> Result<SessionStore> {
-    store_for(project_dir(&args.file))
+    match &args.floor {
+        Some(name) => {
+            let record = crate::floors::read(&crate::floors::floors_dir(), name)?;
+            store_for(project_dir(Path::new(&record.source)))
+        }
+        None => store_for(project_dir(&args.file)),
+    }
 }
 
 fn id(args: &SessionArgs, store: &SessionStore) -> Result<SessionId> {
@@ -82,7 +91,14 @@ pub fn run(command: &SessionsCommand, out: &mut Output) -> Result<ExitStatus> {
 
 fn ls(args: &ProjectArgs, out: &mut Output) -> Result<ExitStatus> {
     let store = store(args)?;
-    let sessions = store.list().map_err(|e| user_error(e, &store))?;
+    let mut sessions = store.list().map_err(|e| user_error(e, &store))?;
+    if let Some(name) = &args.floor {
+        sessions.retain(|s| {
+            store.info(&s.id).is_ok_and(|(_, log)| {
+                log.meta.and_then(|m| m.floor).as_deref() == Some(name.as_str())
+            })
+        });
+    }
     if out.json {
         out.json_value(&json!({
             "dir": store.dir().display().to_string(),

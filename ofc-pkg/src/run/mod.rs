@@ -20,6 +20,7 @@ pub mod exit;
 pub mod floor_manager;
 mod frontend;
 pub(crate) mod furniture;
+mod named;
 pub mod plan;
 pub(crate) mod project_dir;
 mod reach;
@@ -155,14 +156,17 @@ fn run(args: &RunArgs, out: &mut Output) -> Result<u8> {
     if args.should_wake_deadline_ms == 0 || args.respond_deadline_ms == 0 {
         return Err(UserError::new("deadlines must be at least 1 ms").into());
     }
-    if !args.file.exists() {
+    if args.session.floor.is_none() && !args.file.exists() {
         return Err(
             UserError::new(format!("{} does not exist", args.file.display()))
                 .hint("write a blueprint.yaml (`ofc init --blueprint`) or name one with `-f PATH`")
                 .into(),
         );
     }
-    let loaded = plan::load(&args.file).map_err(blueprint_error)?;
+    let loaded = match &args.session.floor {
+        Some(name) => named::load(name)?,
+        None => plan::load(&args.file).map_err(blueprint_error)?,
+    };
     plan::say_warnings(out, &loaded.warnings);
     let problems = plan::unsupported(&loaded.blueprint);
     if !problems.is_empty() {
@@ -679,6 +683,12 @@ async fn run_floor(
         "state": "starting",
     }))?;
     let floor = start_floor(args, out, loaded, project, planned, &session, &run_id).await?;
+    let _watch = named::watch(named::Running {
+        floor: floor.floor.clone(),
+        reload: floor.reload.clone(),
+        furniture: floor.furniture.clone(),
+        live: session.live(),
+    });
     let handles = floor.handles.clone();
     let transcript = project.logs.join(format!("{run_id}.jsonl"));
     project_dir::make_private(&transcript);
@@ -735,6 +745,8 @@ pub(crate) struct StartedFloor {
     pub(crate) floor: Floor,
     /// Its sub-rooms (`/room`).
     pub(crate) rooms: runtime::rooms::Rooms,
+    /// Its agents, replaceable while it runs (a named floor's).
+    reload: named::Reload,
     pub(crate) furniture: Option<Arc<FloorFurniture>>,
     pub(crate) handles: Vec<String>,
     switchboard: Option<Arc<runtime::switchboard::Switchboard>>,
@@ -901,6 +913,8 @@ pub(crate) async fn start_floor(
         ..FloorSettings::default()
     };
     let handles: Vec<String> = agents.iter().map(|a| a.handle.to_string()).collect();
+    let reload = named::Reload::default();
+    let mut agents = reload.wrap(agents, args.session.floor.is_some());
     // The built-in `@floor-manager`: finds agents on the hub, adds them (the user approves),
     // decides access requests.
     let hub = Paths::from_env().and_then(|p| Hub::from_env(&p).map(|h| (p, h)));
@@ -978,6 +992,7 @@ pub(crate) async fn start_floor(
     Ok(StartedFloor {
         floor,
         rooms,
+        reload,
         furniture,
         handles,
         switchboard,

@@ -129,7 +129,20 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     }
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut doc = source::parse_yaml(&text).map_err(|d| {
+    load_text(path, &text)
+}
+
+/// Validates a blueprint's `text` as if read from `path` (a named floor's stored copy: its
+/// relative paths are taken from `path`'s directory, its problems named by `path`).
+pub fn load_text(path: &Path, text: &str) -> Result<Loaded, String> {
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "{} is {} bytes; a blueprint may have at most {MAX_FILE_BYTES}",
+            path.display(),
+            text.len()
+        ));
+    }
+    let mut doc = source::parse_yaml(text).map_err(|d| {
         let empty = SourceDoc::from_value(serde_json::Value::Null);
         report(path, &empty, d)
     })?;

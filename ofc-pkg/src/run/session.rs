@@ -42,6 +42,10 @@ pub struct SessionArgs {
         value_parser = resume_id
     )]
     pub resume: Option<String>,
+    /// Run the named floor NAME (`ofc floors ls`) instead of a blueprint file: its stored
+    /// blueprint, with the changes `ofc floors update` makes applied as it runs.
+    #[arg(long, value_name = "NAME", conflicts_with = "file")]
+    pub floor: Option<String>,
 }
 
 /// `--resume`'s value: a session id, or nothing (the newest). Checked as the command line is
@@ -152,6 +156,7 @@ impl RunSession {
                 blueprint_name: name.unwrap_or_default().to_owned(),
                 blueprint_hash: hash,
                 ofc_version: env!("CARGO_PKG_VERSION").to_owned(),
+                floor: args.floor.clone(),
                 ..SessionMeta::default()
             };
             let file = store.create(meta).map_err(|e| user_error(e, &store))?;

@@ -119,6 +119,9 @@ pub struct SessionMeta {
     /// session is only opened by the project that made it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
+    /// ofc: the named floor it runs (`ofc run --floor X`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<String>,
 }
 
 /// Why a session cannot be used.

@@ -7,6 +7,7 @@ mod client_verbs;
 mod common;
 mod deploy_e2e;
 mod examples_publishable;
+mod floors_e2e;
 mod hostile;
 mod hub_files;
 mod layout;

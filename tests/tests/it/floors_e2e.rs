@@ -1,0 +1,264 @@
+//! Named floors end to end with the real `ofc` binary: `ofc floors create | ls | show |
+//! update | rm` (`--json`), `ofc run --floor X` interactive over stdin while `ofc floors
+//! update` changes the agent's prompt and removes its furniture — the scripted model (which
+//! records every request) is sent the new system prompt on the next turn, no longer offered
+//! the furniture's tools, and a call to one gets the clean "unknown tool" error — and
+//! `ofc sessions ls --floor X`; bad names, a missing floor and an invalid file are refused
+//! with what is wrong.
+//!
+//! Needs the binaries: `cargo build -p ofc-pkg -p hub-server --bins`.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{Ofc, Run, bin};
+use crate::run_e2e::{ModelServer, chat_of, pieces};
+
+fn blueprint(endpoint: &str, prompt: &str, with_board: bool) -> String {
+    let board = if with_board {
+        "furniture:\n  - {name: board, type: taskboard}\n"
+    } else {
+        ""
+    };
+    let uses = if with_board { "[board]" } else { "[]" };
+    format!(
+        "name: floor-test\ndefaults:\n  endpoint: {endpoint}\n{board}agents:\n  - id: \"@keeper\"\n    model: keeper-model\n    activation: always\n    furniture: {uses}\n    prompt: \"{prompt}\"\n"
+    )
+}
+
+fn run(ofc: &Ofc, dir: &Path, args: &[&str]) -> Run {
+    Ofc::finish(ofc.cmd().current_dir(dir).args(args))
+}
+
+fn json(ofc: &Ofc, dir: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let r = run(ofc, dir, &all);
+    r.assert_code(0);
+    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
+}
+
+fn lines_of(read: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(read).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+fn wait_for(rx: &Receiver<String>, needle: &str) -> String {
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no `{needle}` from ofc run"));
+        if line.contains(needle) {
+            return line;
+        }
+    }
+}
+
+fn tools_of(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| {
+                    t["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_running_named_floor_takes_an_update_on_its_next_turn() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let dir = proj.path();
+    let model = ModelServer::start(&[(
+        "keeper-model",
+        vec![
+            pieces(&["First ", "answer."]),
+            pieces(&["TOOL board__list_tasks {}"]),
+            pieces(&["The board ", "is gone."]),
+        ],
+    )]);
+    std::fs::write(
+        dir.join("blueprint.yaml"),
+        blueprint(&model.endpoint, "PROMPT-ONE: keep notes.", true),
+    )
+    .unwrap();
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+
+    // Created, listed, shown; the record is the floor (0600, under .ofc/floors/).
+    let created = json(
+        &ofc,
+        dir,
+        &["floors", "create", "blueprint.yaml", "--name", "demo"],
+    );
+    assert_eq!(created["name"], "demo");
+    assert_eq!(created["generation"], 1);
+    let record = dir.join(".ofc/floors/demo.json");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&record).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let ls = json(&ofc, dir, &["floors", "ls"]);
+    assert_eq!(ls["floors"][0]["name"], "demo", "{ls}");
+    let shown = json(&ofc, dir, &["floors", "show", "demo"]);
+    assert!(shown["blueprint"].as_str().unwrap().contains("PROMPT-ONE"));
+    // The file is only where it started: changing it changes nothing.
+    std::fs::write(dir.join("blueprint.yaml"), "not: [a blueprint").unwrap();
+
+    let mut child = Command::new(bin("ofc"))
+        .args(["--json", "run", "--floor", "demo"])
+        .current_dir(dir)
+        .env("OFC_HOME", home.path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = lines_of(child.stdout.take().unwrap());
+    let err = lines_of(child.stderr.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    let ready: Value = serde_json::from_str(&wait_for(&out, "\"type\":\"ready\"")).unwrap();
+    let session = ready["session"].as_str().unwrap().to_owned();
+    writeln!(stdin, "hello").unwrap();
+    wait_for(&out, "\"type\":\"turn_ended\"");
+
+    // Updated while it runs: a new prompt, and the board gone.
+    std::fs::write(
+        dir.join("v2.yaml"),
+        blueprint(&model.endpoint, "PROMPT-TWO: the board is gone.", false),
+    )
+    .unwrap();
+    let update = json(
+        &ofc,
+        dir,
+        &["floors", "update", "demo", "--from-file", "v2.yaml"],
+    );
+    assert_eq!(update["generation"], 2);
+    assert_eq!(
+        update["mutations"],
+        serde_json::json!([
+            {"op": "update", "kind": "agent", "id": "@keeper", "fields": ["furniture", "prompt"]},
+            {"op": "remove", "kind": "furniture", "id": "board"},
+        ])
+    );
+    wait_for(&err, "floor demo: generation 2 applied");
+    writeln!(stdin, "and now?").unwrap();
+    wait_for(&out, "The board is gone.");
+    wait_for(&out, "\"type\":\"turn_ended\"");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+
+    let requests = model.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "one call, then a tool round and its answer"
+    );
+    let system = |i: usize| chat_of(&requests[i].1)[0].2.clone();
+    assert!(system(0).contains("PROMPT-ONE") && !system(0).contains("PROMPT-TWO"));
+    assert!(tools_of(&requests[0].1).contains(&"board__list_tasks".to_owned()));
+    // The next turn: the new prompt, the old conversation, no board.
+    assert!(
+        system(1).contains("PROMPT-TWO") && !system(1).contains("PROMPT-ONE"),
+        "{}",
+        system(1)
+    );
+    let said: Vec<String> = chat_of(&requests[1].1)[1..]
+        .iter()
+        .map(|(_, _, c)| c.clone())
+        .collect();
+    assert_eq!(said, ["hello", "First answer.", "and now?"]);
+    assert!(
+        tools_of(&requests[1].1)
+            .iter()
+            .all(|t| !t.starts_with("board__"))
+    );
+    // Its call to the removed furniture got a clean error it could answer.
+    let last = chat_of(&requests[2].1);
+    assert!(
+        last.iter()
+            .any(|(role, _, c)| role == "tool" && c.contains("unknown tool `board__list_tasks`")),
+        "{last:?}"
+    );
+
+    // The session is the floor's.
+    let ls = json(&ofc, dir, &["sessions", "ls", "--floor", "demo"]);
+    let ids: Vec<&str> = ls["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [session.as_str()]);
+
+    // Refused, with what is wrong; the floor unchanged.
+    std::fs::write(dir.join("bad.yaml"), "agents: 5\n").unwrap();
+    for (args, said) in [
+        (
+            vec!["floors", "create", "v2.yaml", "--name", "Bad/Name"],
+            "is not a floor name",
+        ),
+        (
+            vec!["floors", "create", "v2.yaml", "--name", "demo"],
+            "floor `demo` exists already",
+        ),
+        (
+            vec!["floors", "update", "demo", "--from-file", "bad.yaml"],
+            "the blueprint is not valid",
+        ),
+        (
+            vec!["floors", "update", "demo", "--from-file", "nope.yaml"],
+            "nope.yaml does not exist",
+        ),
+        (vec!["floors", "show", "missing"], "no floor `missing`"),
+        (
+            vec!["run", "--floor", "missing", "hi"],
+            "no floor `missing`",
+        ),
+        (vec!["run", "--floor", "../x", "hi"], "is not a floor name"),
+    ] {
+        let r = run(&ofc, dir, &args);
+        r.assert_code(1);
+        assert!(r.stderr.contains(said), "{args:?}: {}", r.stderr);
+    }
+    assert_eq!(
+        json(&ofc, dir, &["floors", "show", "demo"])["generation"],
+        2
+    );
+    let same = json(
+        &ofc,
+        dir,
+        &["floors", "update", "demo", "--from-file", "v2.yaml"],
+    );
+    assert_eq!(same["mutations"], serde_json::json!([]));
+    assert_eq!(same["generation"], 2);
+
+    assert_eq!(
+        json(&ofc, dir, &["floors", "rm", "demo"])["removed"],
+        "demo"
+    );
+    assert_eq!(
+        json(&ofc, dir, &["floors", "ls"])["floors"],
+        serde_json::json!([])
+    );
+    assert!(!record.exists());
+}
