@@ -1,8 +1,10 @@
-//! The reference CLI's six example blueprints, in our own words (`tests/fixtures/reference-shapes/`,
-//! same shapes and features), each loaded and run by the real `ofc` with its model endpoint
-//! pointed at a scripted model, its sandbox built `FROM scratch` around busybox with real podman,
-//! its `claude-code-acp` replaced by the ACP test agent (official ACP SDK) and its `npx -y`
-//! MCP server the real `@modelcontextprotocol/server-everything` installed by
+//! The reference CLI's example blueprints, old and new, in our own words
+//! (`tests/fixtures/reference-shapes/`, same shapes and features), each loaded and run by the
+//! real `ofc` with its model endpoint pointed at a scripted model, its sandbox built `FROM
+//! scratch` around busybox with real podman, its `claude-code-acp` replaced by the ACP test
+//! agent (official ACP SDK), its `opencode acp` the real opencode (npm `opencode-ai`, installed
+//! by `scripts/peers/opencode`, on the same scripted model) and its `npx -y` MCP servers the
+//! real `@modelcontextprotocol/server-everything` and `server-filesystem` installed by
 //! `scripts/peers/mcp-servers`. Fails (never skips) when a peer is missing.
 
 use std::path::{Path, PathBuf};
@@ -56,29 +58,65 @@ fn project(name: &str, model: &ModelServer) -> (tempfile::TempDir, PathBuf) {
             &format!("command: {:?}", agent.display().to_string()),
         );
     }
-    if text.contains("@modelcontextprotocol/server-everything") {
-        let modules = std::env::var_os("OFC_TEST_PEERS_DIR")
-            .map_or_else(|| PathBuf::from("/var/tmp/ofc-peers"), PathBuf::from)
-            .join("mcp/everything-pkg/node_modules");
+    for (server, pkg) in [("everything", "everything-pkg"), ("filesystem", "fs-pkg")] {
+        if !text.contains(&format!("@modelcontextprotocol/server-{server}")) {
+            continue;
+        }
+        let modules = peers_dir().join("mcp").join(pkg).join("node_modules");
         assert!(
             modules
-                .join("@modelcontextprotocol/server-everything/package.json")
+                .join(format!(
+                    "@modelcontextprotocol/server-{server}/package.json"
+                ))
                 .is_file(),
-            "@modelcontextprotocol/server-everything is not installed under {}: run \
+            "@modelcontextprotocol/server-{server} is not installed under {}: run \
              scripts/install-test-deps (or scripts/peers/mcp-servers)",
             modules.display()
         );
         std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
     }
+    if text.contains("command: opencode") {
+        text = text.replace(
+            "command: opencode",
+            &format!("command: {:?}", opencode().display().to_string()),
+        );
+    }
     std::fs::write(dir.join("blueprint.yaml"), text).unwrap();
     (tmp, dir)
 }
 
+fn peers_dir() -> PathBuf {
+    std::env::var_os("OFC_TEST_PEERS_DIR")
+        .map_or_else(|| PathBuf::from("/var/tmp/ofc-peers"), PathBuf::from)
+}
+
+/// The `opencode` executable, installed by `scripts/peers/opencode` (the test fails without it).
+fn opencode() -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/opencode");
+    let out = std::process::Command::new(&script).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
 /// `ofc --json run MESSAGE` in `dir`: the exit code and the messages (as JSON).
 fn run(dir: &Path, message: &str) -> (Option<i32>, Vec<Value>) {
+    run_with(dir, message, &[])
+}
+
+/// [`run`] with more environment.
+fn run_with(dir: &Path, message: &str, env: &[(&str, &Path)]) -> (Option<i32>, Vec<Value>) {
     let home = tempfile::tempdir().unwrap();
     let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
-    let r = Ofc::finish(ofc.cmd().current_dir(dir).args(["--json", "run", message]));
+    let mut cmd = ofc.cmd();
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let r = Ofc::finish(cmd.current_dir(dir).args(["--json", "run", message]));
     let messages = r
         .stdout
         .lines()
@@ -298,4 +336,114 @@ fn acp_test_puts_an_acp_agent_next_to_an_llm_agent_with_a_sandbox_on_the_floor()
     let code = said(&messages, "@code")[0]["content"].as_str().unwrap();
     assert!(code.starts_with("Heard: "), "{code}");
     assert!(code.ends_with("read: allowed, execute: allowed."), "{code}");
+}
+
+#[test]
+fn blog_takes_its_prompt_from_a_file_and_runs_bash_in_the_sandbox() {
+    let model = ModelServer::start(&[(
+        "@code",
+        vec![
+            pieces(&["TOOL python-sandbox__bash {\"command\": \"wc -l < /workspace/visits.csv\"}"]),
+            pieces(&["visits.csv holds three days after its header."]),
+        ],
+    )]);
+    let (_tmp, dir) = project("blog", &model);
+    let (_, messages) = run(&dir, "how many days of visits are there?");
+    assert_eq!(senders(&messages), ["@user", "@code"]);
+    let code = said(&messages, "@code")[0];
+    assert!(code["tool_results"][0].to_string().contains('4'), "{code}");
+    // The prompt came from prompt.txt.
+    let system = model.requests()[0].1["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system.contains("reproducible analyses for a blog post"),
+        "{system}"
+    );
+}
+
+/// The analyst reads the workspace through the filesystem MCP server (started with `npx -y`)
+/// and hands the sum to the coder over ACP; answers `@data`'s scripted turns.
+fn analysis_script() -> Vec<Vec<String>> {
+    vec![
+        pieces(&["TOOL fs__read_text_file {\"path\": \"sales.csv\"}"]),
+        pieces(&["Four rows of revenue. @code? total the revenue column"]),
+        pieces(&["Thanks, @user: that is the total."]),
+    ]
+}
+
+fn check_analysis(messages: &[Value]) {
+    assert_eq!(senders(messages), ["@user", "@data", "@code", "@data"]);
+    let data = said(messages, "@data")[0];
+    assert_eq!(
+        data["tool_calls"][0]["name"], "fs__read_text_file",
+        "{data}"
+    );
+    let read = data["tool_results"][0].to_string();
+    assert!(read.contains("north,2026-02,140"), "{read}");
+}
+
+#[test]
+fn data_analysis_acp_reads_files_over_mcp_and_asks_the_acp_coder() {
+    let model = ModelServer::start(&[("@data", analysis_script())]);
+    let (_tmp, dir) = project("data-analysis-acp", &model);
+    let (_, messages) = run(&dir, "what is the total revenue in sales.csv?");
+    check_analysis(&messages);
+    let code = said(&messages, "@code")[0]["content"].as_str().unwrap();
+    assert!(code.starts_with("Heard: "), "{code}");
+}
+
+#[test]
+fn data_analysis_opencode_runs_the_real_opencode_over_acp() {
+    let model = ModelServer::start(&[
+        ("@data", analysis_script()),
+        // opencode's own requests (its title and its answer) name the model of its config.
+        (
+            "oc-model",
+            vec![pieces(&["The revenue column totals 456."])],
+        ),
+    ]);
+    let (_tmp, dir) = project("data-analysis-opencode", &model);
+    // opencode on the scripted model (an OpenAI-compatible provider), its state in the test's
+    // directories.
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("opencode.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({
+            "$schema": "https://opencode.ai/config.json",
+            "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "Scripted",
+                "options": {"baseURL": model.endpoint, "apiKey": "unused"},
+                "models": {"oc-model": {"name": "oc-model"}}}},
+            "model": "scripted/oc-model",
+            "autoupdate": false,
+            "share": "disabled",
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let xdg: Vec<(String, PathBuf)> = [
+        "XDG_DATA_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_CACHE_HOME",
+        "XDG_STATE_HOME",
+    ]
+    .iter()
+    .map(|k| ((*k).to_owned(), state.path().join(k.to_lowercase())))
+    .collect();
+    let mut env: Vec<(&str, &Path)> = xdg.iter().map(|(k, v)| (k.as_str(), v.as_path())).collect();
+    env.push(("OPENCODE_CONFIG", &config));
+    let (_, messages) = run_with(&dir, "what is the total revenue in sales.csv?", &env);
+    check_analysis(&messages);
+    let code = said(&messages, "@code")[0]["content"].as_str().unwrap();
+    assert!(code.contains("The revenue column totals 456."), "{code}");
+    // opencode asked the scripted model, with its own system prompt.
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|(_, b)| b["model"] == "oc-model"),
+        "opencode never asked the model"
+    );
 }
