@@ -89,9 +89,11 @@ pub(crate) struct Authorizer {
     file: Option<TokenFile>,
     http: Http,
     state: tokio::sync::Mutex<AuthState>,
-    /// Why getting a token failed (what the start error says, rather than the transport's
-    /// wrapping of it); an authorization that failed is not asked again.
+    /// Why getting a token last failed (what the start error says, rather than the
+    /// transport's wrapping of it).
     failure: Mutex<Option<String>>,
+    /// An authorization (consent, or nobody to give it) failed: it is not asked again.
+    refused: AtomicBool,
     consented: AtomicBool,
 }
 
@@ -136,6 +138,7 @@ impl Authorizer {
             http: Http::new()?,
             state: tokio::sync::Mutex::new(AuthState::default()),
             failure: Mutex::new(None),
+            refused: AtomicBool::new(false),
             consented: AtomicBool::new(false),
         })
     }
@@ -261,7 +264,9 @@ impl Authorizer {
         challenge: &str,
         sent: Option<&str>,
     ) -> Result<String, String> {
-        if let Some(m) = self.failure() {
+        if self.refused.load(Ordering::SeqCst)
+            && let Some(m) = self.failure()
+        {
             return Err(m);
         }
         let mut st = self.state.lock().await;
@@ -297,6 +302,7 @@ impl Authorizer {
                     }
                 }
                 if self.consent == Consent::Nobody {
+                    self.refused.store(true, Ordering::SeqCst);
                     return Err(self.fail(format!(
                         "not authorized: run `ofc auth {}` to authorize",
                         self.name
@@ -312,7 +318,10 @@ impl Authorizer {
                     self.consent == Consent::PersonPasting,
                 )
                 .await
-                .map_err(|e| self.fail(format!("authorization failed: {e}")))?;
+                .map_err(|e| {
+                    self.refused.store(true, Ordering::SeqCst);
+                    self.fail(format!("authorization failed: {e}"))
+                })?;
                 let stored = Stored {
                     client_id: got.client.id,
                     client_secret: got.client.secret,
