@@ -188,11 +188,17 @@ impl LiveSession {
                 };
                 self.append(other.name(), value);
                 if matches!(other, FloorEvent::TurnEnded { .. } | FloorEvent::Closed) {
-                    let hook = self
-                        .turn_end
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .clone();
+                    let hook = {
+                        let mut slot = self.turn_end.lock().unwrap_or_else(|e| e.into_inner());
+                        // The floor's last call: let go of the hook, which may hold this
+                        // session (a cycle that would keep the file, and its lock, open
+                        // after the floor closed — `ofc serve` could not resume it).
+                        if matches!(other, FloorEvent::Closed) {
+                            slot.take()
+                        } else {
+                            slot.clone()
+                        }
+                    };
                     if let Some(hook) = hook {
                         hook();
                     }
@@ -252,5 +258,36 @@ impl Inner {
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{SessionMeta, SessionStore};
+
+    #[test]
+    fn a_turn_end_hook_holding_the_session_lets_it_go_when_the_floor_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path(), "/p");
+        let live = LiveSession::new(store.create(SessionMeta::default()).unwrap());
+        let id = live.id().clone();
+        // As `ofc run` records its furniture's state: the hook holds the session.
+        let held = live.clone();
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&calls);
+        live.on_turn_end(Arc::new(move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.sync();
+        }));
+        assert!(
+            matches!(store.resume(&id), Err(SessionError::Busy(_))),
+            "open for writing"
+        );
+        live.record_event(&FloorEvent::Closed);
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+        drop(live);
+        // Nothing holds the file now: another floor can take the session on.
+        store.resume(&id).unwrap();
     }
 }
