@@ -197,11 +197,17 @@ async fn serve(
             .to_vec()
     });
     let url = format!("http://{addr}");
+    // The token in the fragment: a browser never sends it (see `runtime::session_server::web`).
+    let fragment = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("token", &token)
+        .finish();
+    let browser = format!("{url}/#{fragment}");
     if out.json {
         out.data(
             &serde_json::json!({
                 "url": url,
                 "server_token": token,
+                "browser_url": browser,
                 "blueprint": loaded.path.display().to_string(),
                 "sessions": store.dir().display().to_string(),
             })
@@ -218,6 +224,7 @@ async fn serve(
     out.status(&format!(
         "server token: `Authorization: Bearer {token}` (set {SERVE_TOKEN_ENV} to choose it); the contract: {url}/openapi.json"
     ));
+    out.status(&format!("browser view: {browser}"));
     let host = Arc::new(BlueprintHost {
         args: run_args,
         loaded: Arc::new(loaded),

@@ -13,6 +13,7 @@
 //! | `GET /api/v1/sessions/{id}/events` | server or its own | its events, server-sent |
 //! | `POST /api/v1/sessions/{id}/furniture/{name}/call` | server or its own | a tool call as one of its agents, under that agent's grants |
 //! | `GET /openapi.json` | none | this contract ([`openapi`]) |
+//! | `GET /`, `GET /assets/{file}` | none | the browser view ([`web`]; it holds no data) |
 //!
 //! **Tokens.** The server has one token (printed by `ofc serve`, or `OFC_SERVE_TOKEN`); each
 //! live session has its own, answered when the session is created or resumed. A session token
@@ -25,9 +26,14 @@
 //! grants, transcript lines — as `id: <seq>`, `event: <payload_type>`, `data: <the session
 //! line>`. A client that reconnects with `Last-Event-ID: N` (or `?last_event_id=N`) gets
 //! exactly the events after `N`, from memory or from the session file: nothing missed, nothing
-//! twice, however long it was away. Streamed pieces of an answer are not events (the message
-//! they make is). A stored session that is not live is streamed to its end, then the stream
-//! closes.
+//! twice, however long it was away. The pieces of answers being streamed go to the live
+//! watchers as `event: delta` without an `id:`: not stored (the message they make is), so
+//! never counted by `Last-Event-ID` nor replayed. A stored session that is not live is
+//! streamed to its end, then the stream closes.
+//!
+//! **Browser view** ([`web`]): a page and its assets from the binary, under a strict CSP;
+//! opened as `/#token=…` (a fragment: the token reaches no server log), it sends the token as
+//! a Bearer header on every call and reads the events with `fetch`.
 //!
 //! **Furniture proxy.** A call names the agent it is made as; it goes through that agent's
 //! guard, so it is refused (403 `not_granted`, with the reason) exactly when the agent's own
@@ -46,6 +52,9 @@ mod routes;
 pub mod sse;
 #[cfg(test)]
 mod tests;
+pub mod web;
+#[cfg(test)]
+mod web_tests;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -296,6 +305,8 @@ impl SessionServer {
         Router::new()
             .merge(api)
             .route("/openapi.json", get(openapi::openapi))
+            .route("/", get(web::index))
+            .route("/assets/{file}", get(web::assets))
             .fallback(|| async { ApiError::not_found("no such route") })
             .layer(axum::extract::DefaultBodyLimit::max(
                 self.inner.settings.max_body,
@@ -304,6 +315,7 @@ impl SessionServer {
                 self.clone(),
                 check_request,
             ))
+            .layer(axum::middleware::from_fn(web::security_headers))
             .with_state(self.clone())
     }
 

@@ -6,7 +6,7 @@ use axum::response::IntoResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{routes, sse};
+use super::{routes, sse, web};
 
 /// The floor server over sessions (`ofc serve`).
 #[derive(Debug, OpenApi)]
@@ -15,7 +15,7 @@ use super::{routes, sse};
     paths(
         routes::list_sessions, routes::create_session, routes::resume_session,
         routes::close_session, routes::get_session, routes::post_message, routes::cancel_turn,
-        sse::events, routes::call_furniture, openapi,
+        sse::events, routes::call_furniture, openapi, web::index, web::assets,
     ),
     components(schemas(crate::api::ErrorBody)),
     modifiers(&Bearer),
@@ -23,6 +23,7 @@ use super::{routes, sse};
         (name = "sessions", description = "sessions, messages, turns, events"),
         (name = "furniture", description = "tool calls as an agent, under its grants"),
         (name = "ops", description = "this document"),
+        (name = "browser", description = "the browser view: a page without data, opened as `/#token=<token>`"),
     )
 )]
 pub struct ApiDoc;

@@ -6,6 +6,14 @@
 //! follows the cursor, from memory or from the file, then waits for more; it never holds the
 //! floor up. A live session's stream ends after its last event when the floor closes; a
 //! stored one's after its last event.
+//!
+//! **Streamed pieces.** A live session's stream also carries the pieces of the answers being
+//! streamed, as `event: delta` with `data: {"type":"delta","call","agent","content"}` and no
+//! `id:`. They are not stored (the message they make is, as `message_posted`), so they are
+//! neither counted by `Last-Event-ID` nor replayed: a watcher gets the pieces streamed while it
+//! is caught up with the stored events (pieces that come while it catches up are dropped), and
+//! the pieces of an answer always reach it before that answer's `message_posted` (those it
+//! gets at all: a watcher too slow for the floor's event buffer loses pieces, never events).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -18,11 +26,12 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use serde::Deserialize;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
 use super::routes::session_error;
 use super::{CallerExt, SessionServer, Subscription};
 use crate::api::{ApiError, ErrorBody};
+use crate::floor::FloorEvent;
 use crate::session::{FeedEvent, SessionFeed, SessionId};
 
 /// How many events one read takes from the feed.
@@ -68,7 +77,7 @@ fn cursor(headers: &HeaderMap, query: Option<u64>) -> Result<u64, ApiError> {
         ("last_event_id" = Option<u64>, Query, description = "start after this seq (as `Last-Event-ID`)"),
         ("Last-Event-ID" = Option<u64>, Header, description = "start after this seq")),
     responses(
-        (status = 200, description = "`text/event-stream`: `id: <seq>`, `event: <payload_type>`, `data: <the session line>`", content_type = "text/event-stream"),
+        (status = 200, description = "`text/event-stream`: `id: <seq>`, `event: <payload_type>`, `data: <the session line>`; and, not stored and without `id:`, `event: delta`, `data: {\"type\":\"delta\",\"call\",\"agent\",\"content\"}`: a piece of an answer being streamed", content_type = "text/event-stream"),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 429, description = "too many subscribers", body = ErrorBody),
@@ -86,10 +95,12 @@ pub async fn events(
     caller.may(&id)?;
     let start = cursor(&headers, query.last_event_id)?;
     let keep_alive = server.inner.settings.keep_alive;
-    let (feed, subscription) = match server.live(&id).await {
+    let (feed, subscription, pieces) = match server.live(&id).await {
         Some(live) => {
             let sub = Subscription::take(Arc::clone(&live), server.inner.settings.max_subscribers)?;
-            (Arc::clone(&live.feed), Some(sub))
+            // Subscribed before the feed is read: no piece of what follows is missed.
+            let pieces = live.hosted.floor.subscribe();
+            (Arc::clone(&live.feed), Some(sub), Some(pieces))
         }
         None => {
             // A stored session: to its end, then the stream closes.
@@ -101,10 +112,10 @@ pub async fn events(
                 .map_err(session_error)?;
             let feed = SessionFeed::new(server.inner.store.source(&id), log.last_seq());
             feed.end();
-            (Arc::new(feed), None)
+            (Arc::new(feed), None, None)
         }
     };
-    let stream = stream(feed, start, subscription).map_ok_infallible();
+    let stream = stream(feed, start, subscription, pieces).map_ok_infallible();
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(keep_alive))
         .into_response())
@@ -115,7 +126,56 @@ struct Reader {
     cursor: u64,
     pending: std::collections::VecDeque<FeedEvent>,
     changes: watch::Receiver<(u64, bool)>,
+    /// The floor's live events, for the streamed pieces (live sessions).
+    pieces: Option<broadcast::Receiver<FloorEvent>>,
+    /// Whether the reader has been caught up with the stored events once (pieces before that
+    /// are dropped: they belong to answers whose start it missed).
+    caught_up: bool,
     _subscription: Option<Subscription>,
+}
+
+/// What a watcher's stream carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Watched {
+    /// A stored event.
+    Stored(FeedEvent),
+    /// A streamed piece of an answer (not stored): the `delta` floor event as JSON.
+    Piece(Arc<str>),
+}
+
+impl Reader {
+    /// The next streamed piece already waiting, if any (other floor events are stored, and
+    /// come from the feed).
+    fn waiting_piece(&mut self) -> Option<Arc<str>> {
+        let rx = self.pieces.as_mut()?;
+        loop {
+            match rx.try_recv() {
+                Ok(event @ FloorEvent::Delta { .. }) if self.caught_up => return piece(&event),
+                Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                Err(broadcast::error::TryRecvError::Empty) => return None,
+                Err(broadcast::error::TryRecvError::Closed) => {
+                    self.pieces = None;
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Why a waiting reader woke.
+enum Woke {
+    /// The feed is gone.
+    Ended,
+    /// A streamed piece came.
+    Piece(FloorEvent),
+    /// The floor's events ended (its pieces with them).
+    NoMorePieces,
+    /// Something changed (or nothing did, for long enough): look again.
+    Look,
+}
+
+fn piece(event: &FloorEvent) -> Option<Arc<str>> {
+    serde_json::to_string(event).ok().map(Into::into)
 }
 
 /// The events of `feed` after `cursor`, until the feed ends and all are out.
@@ -123,27 +183,49 @@ pub fn feed_stream(
     feed: Arc<SessionFeed>,
     cursor: u64,
 ) -> impl Stream<Item = FeedEvent> + Send + 'static {
-    stream(feed, cursor, None)
+    futures::StreamExt::filter_map(stream(feed, cursor, None, None), |w| async move {
+        match w {
+            Watched::Stored(e) => Some(e),
+            Watched::Piece(_) => None,
+        }
+    })
+}
+
+/// The events of `feed` after `cursor`, and the streamed pieces of `pieces`, until the feed
+/// ends and all are out.
+pub fn watch_stream(
+    feed: Arc<SessionFeed>,
+    cursor: u64,
+    pieces: broadcast::Receiver<FloorEvent>,
+) -> impl Stream<Item = Watched> + Send + 'static {
+    stream(feed, cursor, None, Some(pieces))
 }
 
 fn stream(
     feed: Arc<SessionFeed>,
     cursor: u64,
     subscription: Option<Subscription>,
-) -> impl Stream<Item = FeedEvent> + Send + 'static {
+    pieces: Option<broadcast::Receiver<FloorEvent>>,
+) -> impl Stream<Item = Watched> + Send + 'static {
     let changes = feed.watch();
     let reader = Reader {
         feed,
         cursor,
         pending: Default::default(),
         changes,
+        pieces,
+        caught_up: false,
         _subscription: subscription,
     };
     futures::stream::unfold(reader, |mut r| async move {
         loop {
+            // Pieces sent before an event was stored go out before it.
+            if let Some(piece) = r.waiting_piece() {
+                return Some((Watched::Piece(piece), r));
+            }
             if let Some(event) = r.pending.pop_front() {
                 r.cursor = event.seq;
-                return Some((event, r));
+                return Some((Watched::Stored(event), r));
             }
             // Marked seen before the read: a change after it wakes the wait below.
             let (_, ended) = *r.changes.borrow_and_update();
@@ -170,12 +252,39 @@ fn stream(
             if ended {
                 return None;
             }
-            // Nothing new: wait for the next event, but look again now and then.
-            if tokio::time::timeout(Duration::from_secs(5), r.changes.changed())
-                .await
-                .is_ok_and(|changed| changed.is_err())
-            {
-                return None;
+            r.caught_up = true;
+            // Nothing new: wait for the next event or piece, but look again now and then.
+            let Reader {
+                changes, pieces, ..
+            } = &mut r;
+            let wait = async {
+                let Some(rx) = pieces.as_mut() else {
+                    return match changes.changed().await {
+                        Ok(()) => Woke::Look,
+                        Err(_) => Woke::Ended,
+                    };
+                };
+                tokio::select! {
+                    changed = changes.changed() => match changed {
+                        Ok(()) => Woke::Look,
+                        Err(_) => Woke::Ended,
+                    },
+                    event = rx.recv() => match event {
+                        Ok(event @ FloorEvent::Delta { .. }) => Woke::Piece(event),
+                        Err(broadcast::error::RecvError::Closed) => Woke::NoMorePieces,
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => Woke::Look,
+                    },
+                }
+            };
+            match tokio::time::timeout(Duration::from_secs(5), wait).await {
+                Ok(Woke::Ended) => return None,
+                Ok(Woke::Piece(event)) => {
+                    if let Some(piece) = piece(&event) {
+                        return Some((Watched::Piece(piece), r));
+                    }
+                }
+                Ok(Woke::NoMorePieces) => r.pieces = None,
+                Ok(Woke::Look) | Err(_) => {}
             }
         }
     })
@@ -185,13 +294,17 @@ trait IntoSse {
     fn map_ok_infallible(self) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send;
 }
 
-impl<S: Stream<Item = FeedEvent> + Send + 'static> IntoSse for S {
+impl<S: Stream<Item = Watched> + Send + 'static> IntoSse for S {
     fn map_ok_infallible(self) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send {
-        futures::StreamExt::map(self, |e| {
-            Ok(SseEvent::default()
-                .id(e.seq.to_string())
-                .event(e.payload_type)
-                .data(&*e.line))
+        futures::StreamExt::map(self, |w| {
+            Ok(match w {
+                Watched::Stored(e) => SseEvent::default()
+                    .id(e.seq.to_string())
+                    .event(e.payload_type)
+                    .data(&*e.line),
+                // No `id:`: the client's Last-Event-ID stays the last stored event's.
+                Watched::Piece(data) => SseEvent::default().event("delta").data(&*data),
+            })
         })
     }
 }

@@ -15,6 +15,8 @@ fn openapi_document_snapshot() {
         "/api/v1/sessions/{id}/events",
         "/api/v1/sessions/{id}/furniture/{name}/call",
         "/openapi.json",
+        "/",
+        "/assets/{file}",
     ] {
         assert!(paths.contains_key(p), "{p} missing");
     }

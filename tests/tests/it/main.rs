@@ -31,6 +31,7 @@ mod run_session_pg_e2e;
 mod run_switchboard_e2e;
 mod run_tui_e2e;
 mod serve_e2e;
+mod serve_web_e2e;
 mod sources_docker_e2e;
 mod sources_npm_e2e;
 mod sources_pip_e2e;

@@ -640,11 +640,17 @@ impl ModelServer {
                     )))
                     .unwrap();
             };
-            // A piece `TOOL name {arguments}` is a tool call instead of text.
+            // A piece `TOOL name {arguments}` is a tool call instead of text; `WAIT ms` sends
+            // nothing, and the next chunk comes that much later.
             let mut calls = 0;
-            let mut chunks: Vec<String> = pieces
+            let mut wait = 0;
+            let mut chunks: Vec<(u64, String)> = pieces
                 .iter()
-                .map(|p| {
+                .filter_map(|p| {
+                    if let Some(ms) = p.strip_prefix("WAIT ") {
+                        wait += ms.parse::<u64>().expect("WAIT <ms>");
+                        return None;
+                    }
                     let delta = match p.strip_prefix("TOOL ") {
                         Some(call) => {
                             let (name, args) = call.split_once(' ').unwrap_or((call, "{}"));
@@ -655,20 +661,23 @@ impl ModelServer {
                         }
                         None => serde_json::json!({"content": p}),
                     };
-                    format!(
-                        "data: {}\n\n",
-                        serde_json::json!({"choices": [{"index": 0, "delta": delta}]})
-                    )
+                    Some((
+                        5 + std::mem::take(&mut wait),
+                        format!(
+                            "data: {}\n\n",
+                            serde_json::json!({"choices": [{"index": 0, "delta": delta}]})
+                        ),
+                    ))
                 })
                 .collect();
             let reason = if calls > 0 { "tool_calls" } else { "stop" };
-            chunks.push(format!(
+            chunks.push((5 + wait, format!(
                 "data: {}\n\ndata: [DONE]\n\n",
                 serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
-            ));
+            )));
             let stream = futures::stream::unfold(chunks.into_iter(), |mut it| async move {
-                let chunk = it.next()?;
-                tokio::time::sleep(Duration::from_millis(5)).await;
+                let (ms, chunk) = it.next()?;
+                tokio::time::sleep(Duration::from_millis(ms)).await;
                 Some((Ok::<_, std::io::Error>(chunk), it))
             });
             axum::response::Response::builder()

@@ -25,10 +25,12 @@ use crate::run_e2e::{ModelServer, pieces};
 const BLUEPRINT: &str = "name: serve-test\ndefaults:\n  endpoint: ENDPOINT\nfurniture:\n  - {name: board, type: taskboard}\nagents:\n  - id: \"@keeper\"\n    model: keeper-model\n    activation: always\n    furniture: [board]\n  - id: \"@other\"\n    model: keeper-model\n";
 
 /// A running `ofc serve`, stopped (SIGTERM, then killed) when dropped.
-struct Served {
+pub(crate) struct Served {
     child: Child,
-    url: String,
-    token: String,
+    pub(crate) url: String,
+    pub(crate) token: String,
+    /// The browser view's address, the token in its fragment.
+    pub(crate) browser_url: String,
     http: reqwest::Client,
 }
 
@@ -49,7 +51,7 @@ impl Drop for Served {
     }
 }
 
-fn serve(home: &Path, dir: &Path, extra: &[&str]) -> Served {
+pub(crate) fn serve(home: &Path, dir: &Path, extra: &[&str]) -> Served {
     let mut child = Command::new(bin("ofc"))
         .current_dir(dir)
         .env("OFC_HOME", home)
@@ -80,6 +82,7 @@ fn serve(home: &Path, dir: &Path, extra: &[&str]) -> Served {
     Served {
         url: started["url"].as_str().unwrap().to_owned(),
         token: started["server_token"].as_str().unwrap().to_owned(),
+        browser_url: started["browser_url"].as_str().unwrap().to_owned(),
         child,
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(30))

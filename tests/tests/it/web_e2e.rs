@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::common::{Ofc, Publishers as _};
 
 /// `scripts/peers/chromium`: installs what is missing, answers axe-core's path.
-fn axe_path() -> PathBuf {
+pub(crate) fn axe_path() -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/chromium");
     let out = Command::new(&script)
         .output()
@@ -32,9 +32,9 @@ fn axe_path() -> PathBuf {
 }
 
 /// A chromedriver on a loopback port, killed on drop.
-struct Driver {
+pub(crate) struct Driver {
     child: Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Drop for Driver {
@@ -44,7 +44,7 @@ impl Drop for Driver {
     }
 }
 
-fn start_driver() -> Driver {
+pub(crate) fn start_driver() -> Driver {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -138,7 +138,7 @@ fn screenshots_dir() -> PathBuf {
 }
 
 /// Screenshots the page at desktop and phone widths, checks each is not blank, and audits it.
-async fn shoot_and_audit(client: &Client, name: &str, axe: &str) {
+pub(crate) async fn shoot_and_audit(client: &Client, name: &str, axe: &str) {
     for (width, height, label) in [(1280, 900, "desktop"), (390, 844, "phone")] {
         client.set_window_size(width, height).await.unwrap();
         let png = client.screenshot().await.unwrap();
