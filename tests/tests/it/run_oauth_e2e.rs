@@ -38,6 +38,8 @@ struct Auth {
     clients: Vec<String>,
     /// grant_type of each token issued.
     grants: Vec<String>,
+    /// Each refused token request: (grant_type, error).
+    token_errors: Vec<(String, String)>,
     /// Each 401 the MCP server gave: the token sent, if any.
     refused: Vec<Option<String>>,
     /// Each tool call: the token it came with and the text.
@@ -121,6 +123,14 @@ async fn server_metadata(State((_, base)): State<Shared>) -> Response {
     .into_response()
 }
 
+fn refuse(a: &mut Auth, form: &HashMap<String, String>, error: &str) -> Response {
+    a.token_errors.push((
+        form.get("grant_type").cloned().unwrap_or_default(),
+        error.to_owned(),
+    ));
+    oauth_error(error)
+}
+
 fn oauth_error(error: &str) -> Response {
     (StatusCode::BAD_REQUEST, axum::Json(json!({"error": error}))).into_response()
 }
@@ -153,11 +163,7 @@ async fn token(State((auth, _)): State<Shared>, headers: HeaderMap, body: String
     match form.get("grant_type").map(String::as_str) {
         Some("client_credentials") => {
             if basic.as_deref() != Some("floor-client:floor-secret") {
-                return (
-                    StatusCode::UNAUTHORIZED,
-                    axum::Json(json!({"error": "invalid_client"})),
-                )
-                    .into_response();
+                return refuse(&mut a, &form, "invalid_client");
             }
             issue(&mut a, "client_credentials", "floor-client", false)
         }
@@ -181,10 +187,10 @@ async fn token(State((auth, _)): State<Shared>, headers: HeaderMap, body: String
         }
         Some("refresh_token") => {
             let Some(client) = form.get("refresh_token").and_then(|r| a.refresh.remove(r)) else {
-                return oauth_error("invalid_grant");
+                return refuse(&mut a, &form, "invalid_grant");
             };
             if form.get("client_id") != Some(&client) {
-                return oauth_error("invalid_client");
+                return refuse(&mut a, &form, "invalid_client");
             }
             issue(&mut a, "refresh_token", &client, true)
         }
@@ -411,6 +417,23 @@ fn client_credentials_token_is_fetched_refreshed_and_never_written() {
     for text in [&written, &r.stdout, &r.stderr] {
         assert!(!text.contains("floor-secret"), "the client secret leaked");
     }
+    drop(a);
+
+    // A secret the token endpoint refuses: a start error naming the furniture and the
+    // refusal, never the secret.
+    let r = Ofc::finish(
+        ofc.cmd()
+            .current_dir(proj.path())
+            .env("DOCS_SECRET", "wrong-s3cret-x")
+            .args(["run", "@a? echo"]),
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("furniture `docs`") && r.stderr.contains("invalid_client"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("wrong-s3cret-x"), "{}", r.stderr);
 }
 
 /// Runs `ofc auth docs` with stdin piped: reads the URL it prints, asks the authorization
@@ -599,6 +622,43 @@ fn authorization_code_consent_by_ofc_auth_then_runs_refresh_the_stored_token() {
             "token {t} leaked"
         );
     }
+    assert!(a.token_errors.is_empty(), "{:?}", a.token_errors);
+    drop(a);
+
+    // Two runs at once (two projects of the same floor, so one token file) on an expired
+    // token whose refresh token rotates: the file's lock makes one refresh and the other read
+    // what it wrote (refreshing with the same refresh token twice is refused `invalid_grant`).
+    let proj2 = tempfile::tempdir().unwrap();
+    let model2 = ModelServer::start(&[(
+        "m",
+        vec![
+            pieces(&["TOOL docs__echo {\"text\": \"stored\"}"]),
+            pieces(&["Echoed."]),
+        ],
+    )]);
+    let text = std::fs::read_to_string(proj.path().join("blueprint.yaml")).unwrap();
+    blueprint(
+        proj2.path(),
+        &text.replace(&model.endpoint, &model2.endpoint),
+    );
+    std::thread::sleep(LIFE + Duration::from_millis(100));
+    let runs: Vec<_> = [proj.path(), proj2.path()]
+        .into_iter()
+        .map(|dir| {
+            let mut c = ofc.cmd();
+            c.current_dir(dir)
+                .env("OFC_OAUTH_DIR", &oauth_dir)
+                .args(["--json", "run", "@a? echo"]);
+            std::thread::spawn(move || Ofc::finish(&mut c))
+        })
+        .collect();
+    for r in runs {
+        let r = r.join().unwrap();
+        r.assert_code(0);
+        assert_eq!(tool_results(&r.stdout), ["echo: stored"], "{}", r.stderr);
+    }
+    let a = servers.auth();
+    assert!(a.token_errors.is_empty(), "{:?}", a.token_errors);
 }
 
 #[test]
