@@ -176,9 +176,8 @@ pub(crate) fn watch(running: Running) -> Option<tokio::task::JoinHandle<()>> {
                 stamp = now;
                 continue;
             }
-            if state.apply(&next, &running).await {
-                stamp = now;
-            }
+            state.apply(&next, &running).await;
+            stamp = now;
         }
     }))
 }
@@ -201,9 +200,9 @@ fn say(line: &str) {
 }
 
 impl State {
-    /// Applies `next`; `false` when something must wait for the floor to be between turns
-    /// (tried again at the next poll).
-    async fn apply(&mut self, next: &FloorRecord, running: &Running) -> bool {
+    /// Applies `next`; what must wait for the floor to be between turns (an agent leaving or
+    /// joining) is waited for, so that once it is said to be applied, the next turn has it.
+    async fn apply(&mut self, next: &FloorRecord, running: &Running) {
         let name = self.name.clone();
         let loaded = match plan::load_text(Path::new(&next.source), &next.blueprint) {
             Ok(l) => l,
@@ -213,14 +212,13 @@ impl State {
                     next.generation
                 ));
                 self.generation = next.generation;
-                return true;
+                return;
             }
         };
         let mutations = floors::diff(
             &floors::parsed(&self.text),
             &floors::parsed(&next.blueprint),
         );
-        let mut done = true;
         let mut rebuild: HashSet<String> = HashSet::new();
         let all_llm = mutations.iter().any(|m| {
             (m.kind == "furniture" && m.op == "remove") || (m.kind == "field" && m.id == "defaults")
@@ -229,11 +227,12 @@ impl State {
             match (m.kind, m.op) {
                 ("agent", "remove") => {
                     let Ok(h) = Handle::new(&m.id) else { continue };
-                    match running.floor.remove_agent(h).await {
-                        Ok(()) | Err(FloorError::UnknownAgent(_)) => {
-                            running.reload.lock().remove(&m.id);
-                        }
-                        Err(_) => done = false,
+                    running.reload.lock().remove(&m.id);
+                    // Refused during a turn: tried again until the floor is between turns.
+                    while let Err(FloorError::Roster(_)) =
+                        running.floor.remove_agent(h.clone()).await
+                    {
+                        tokio::time::sleep(Duration::from_millis(250)).await;
                     }
                 }
                 ("agent", _) => {
@@ -260,6 +259,7 @@ impl State {
                 _ => None,
             })
             .collect();
+        let mut handled: HashSet<String> = HashSet::new();
         for entry in &loaded.blueprint.agents {
             let AgentEntry::Inline(a) = entry else {
                 continue;
@@ -268,6 +268,7 @@ impl State {
             if !rebuild.contains(&me) {
                 continue;
             }
+            handled.insert(me.clone());
             if a.agent_type() != InlineAgentType::Llm {
                 later(
                     &name,
@@ -305,19 +306,17 @@ impl State {
                         endpoint: None,
                         info: None,
                     });
-                    let floor = running.floor.clone();
-                    let who = me.clone();
-                    let n = name.clone();
-                    tokio::spawn(async move {
-                        if let Err(e) = floor.add_agent_when_idle(joining).await {
-                            say(&format!("· floor {n}: {who} cannot join: {e}"));
-                        }
-                    });
+                    if let Err(e) = running.floor.add_agent_when_idle(joining).await {
+                        say(&format!("· floor {name}: {me} cannot join: {e}"));
+                    }
                 }
             }
         }
-        if !done {
-            return false;
+        // Agents that are not inline (hub references, agent files) start only with a run.
+        for m in &mutations {
+            if m.kind == "agent" && m.op != "remove" && !handled.contains(&m.id) {
+                later(&name, m);
+            }
         }
         self.generation = next.generation;
         self.text = next.blueprint.clone();
@@ -331,7 +330,6 @@ impl State {
                 format!(": {}", shown.join("; "))
             }
         ));
-        true
     }
 
     /// An LLM agent from the new blueprint, equipped as `ofc run` equips one: who else is on

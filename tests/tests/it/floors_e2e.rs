@@ -55,13 +55,15 @@ fn lines_of(read: impl std::io::Read + Send + 'static) -> Receiver<String> {
 }
 
 fn wait_for(rx: &Receiver<String>, needle: &str) -> String {
+    let mut passed = Vec::new();
     loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no `{needle}` from ofc run"));
+        let Ok(line) = rx.recv_timeout(Duration::from_secs(30)) else {
+            panic!("no `{needle}` from ofc run; it said:\n{}", passed.join("\n"));
+        };
         if line.contains(needle) {
             return line;
         }
+        passed.push(line);
     }
 }
 
@@ -86,14 +88,17 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
     let home = tempfile::tempdir().unwrap();
     let proj = tempfile::tempdir().unwrap();
     let dir = proj.path();
-    let model = ModelServer::start(&[(
-        "keeper-model",
-        vec![
-            pieces(&["First ", "answer."]),
-            pieces(&["TOOL board__list_tasks {}"]),
-            pieces(&["The board ", "is gone."]),
-        ],
-    )]);
+    let model = ModelServer::start(&[
+        (
+            "keeper-model",
+            vec![
+                pieces(&["First ", "answer."]),
+                pieces(&["TOOL board__list_tasks {}"]),
+                pieces(&["The board ", "is gone."]),
+            ],
+        ),
+        ("scribe-model", vec![pieces(&["Scribe ", "here."])]),
+    ]);
     std::fs::write(
         dir.join("blueprint.yaml"),
         blueprint(&model.endpoint, "PROMPT-ONE: keep notes.", true),
@@ -164,15 +169,47 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
     writeln!(stdin, "and now?").unwrap();
     wait_for(&out, "The board is gone.");
     wait_for(&out, "\"type\":\"turn_ended\"");
+
+    // @keeper leaves, @scribe joins.
+    std::fs::write(
+        dir.join("v3.yaml"),
+        format!(
+            "name: floor-test\ndefaults:\n  endpoint: {}\nagents:\n  - {{id: \"@scribe\", model: scribe-model, activation: always, prompt: SCRIBE}}\n",
+            model.endpoint
+        ),
+    )
+    .unwrap();
+    let update = json(
+        &ofc,
+        dir,
+        &["floors", "update", "demo", "--from-file", "v3.yaml"],
+    );
+    assert_eq!(
+        update["mutations"],
+        serde_json::json!([
+            {"op": "remove", "kind": "agent", "id": "@keeper"},
+            {"op": "add", "kind": "agent", "id": "@scribe"},
+        ])
+    );
+    wait_for(&err, "floor demo: generation 3 applied");
+    writeln!(stdin, "who is here?").unwrap();
+    wait_for(&out, "Scribe here.");
+    wait_for(&out, "\"type\":\"turn_ended\"");
     drop(stdin);
     assert!(child.wait().unwrap().success());
 
     let requests = model.requests();
     assert_eq!(
         requests.len(),
-        3,
-        "one call, then a tool round and its answer"
+        4,
+        "one call, a tool round and its answer, then @scribe's (and no more of @keeper)"
     );
+    let scribe = chat_of(&requests[3].1);
+    assert!(
+        scribe[0].2.contains("You are @scribe on a floor"),
+        "{scribe:?}"
+    );
+    assert_eq!(scribe.last().unwrap().2, "who is here?");
     let system = |i: usize| chat_of(&requests[i].1)[0].2.clone();
     assert!(system(0).contains("PROMPT-ONE") && !system(0).contains("PROMPT-TWO"));
     assert!(tools_of(&requests[0].1).contains(&"board__list_tasks".to_owned()));
@@ -242,15 +279,15 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
     }
     assert_eq!(
         json(&ofc, dir, &["floors", "show", "demo"])["generation"],
-        2
+        3
     );
     let same = json(
         &ofc,
         dir,
-        &["floors", "update", "demo", "--from-file", "v2.yaml"],
+        &["floors", "update", "demo", "--from-file", "v3.yaml"],
     );
     assert_eq!(same["mutations"], serde_json::json!([]));
-    assert_eq!(same["generation"], 2);
+    assert_eq!(same["generation"], 3);
 
     assert_eq!(
         json(&ofc, dir, &["floors", "rm", "demo"])["removed"],
