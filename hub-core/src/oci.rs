@@ -183,3 +183,23 @@ pub async fn mirror(
         )
         .await
 }
+
+/// Tags, in the blob store's registry, a manifest [`mirror`] put there by its digest (so no
+/// blob needs mounting again: one request). Nothing to do without a registry.
+pub async fn tag_mirror(
+    hub: &Hub,
+    repository: &str,
+    tag: &str,
+    parsed: &Parsed,
+    bytes: &[u8],
+) -> Result<(), BlobError> {
+    hub.blobs
+        .mirror_manifest(
+            repository.to_string(),
+            tag.to_string(),
+            parsed.media_type.clone(),
+            bytes.to_vec(),
+            Vec::new(),
+        )
+        .await
+}

@@ -28,7 +28,7 @@ use crate::blob::BlobError;
 use crate::claims::store_bytes;
 use crate::error::{CoreError, ErrorCode, Kind};
 use crate::hub::Hub;
-use crate::oci::{Parsed, mirror, parse_manifest};
+use crate::oci::{Parsed, mirror, parse_manifest, tag_mirror};
 use crate::store::{Actor, BlobClaim, LogAppend, NewManifest, NewVersion, StoreError};
 
 /// How many times a publish stores again a blob a garbage collection took between its upload
@@ -485,6 +485,24 @@ async fn publish_checked(
         token_id: Some(principal.token_id),
     };
     let m = oci.manifest(&repository, &version);
+    // Before the commit, the manifest goes to the upstream registry (if the blobs live in one)
+    // by its digest, its blobs mounted into the agent's repository there: from then on the
+    // registry's own garbage collection keeps every blob this version will claim, whatever
+    // happens after. (Mirrored after the commit, a replica that died between the two left an
+    // acknowledged version whose blobs no registry manifest named, for that collection to
+    // take.) A registry that does not answer refuses the publish here, before anything is
+    // recorded. A commit that then fails leaves an untagged manifest there: garbage, harmless.
+    let parsed;
+    let mirrored = match req.pushed {
+        Some(p) => Some(p.parsed),
+        None => {
+            parsed = parse_manifest(Some(OCI_IMAGE_MANIFEST), &oci.bytes).ok();
+            parsed.as_ref()
+        }
+    };
+    if let Some(p) = mirrored {
+        mirror(hub, &repository, &oci.digest.to_string(), p, &oci.bytes).await?;
+    }
     // The transaction claims every blob first, so a concurrent garbage collection cannot take
     // one from an acknowledged version; one it took before the claim is stored again from the
     // bytes at hand (a bundle uploaded through `/v2/` cannot be: then `bundle_missing`).
@@ -512,20 +530,13 @@ async fn publish_checked(
         }
         other => other.into(),
     })?;
-    // After the commit: a failure to mirror upstream is logged (the publish stands).
-    let parsed;
-    let mirrored = match req.pushed {
-        Some(p) => Some(p.parsed),
-        None => {
-            parsed = parse_manifest(Some(OCI_IMAGE_MANIFEST), &oci.bytes).ok();
-            parsed.as_ref()
-        }
-    };
+    // After the commit, the mirrored manifest is tagged with the version (its blobs are there
+    // already). Only the tag is at stake, so a failure is logged and the publish stands.
     if let Some(p) = mirrored
-        && let Err(e) = mirror(hub, &repository, &version, p, &oci.bytes).await
+        && let Err(e) = tag_mirror(hub, &repository, &version, p, &oci.bytes).await
     {
         tracing::warn!(agent.name = %repository, agent.version = %version, error = %e,
-            "cannot mirror the agent's OCI manifest to the upstream registry");
+            "cannot tag the agent's OCI manifest in the upstream registry");
     }
     Ok(Published {
         name,

@@ -60,3 +60,120 @@ async fn wrong_bytes_from_upstream_are_refused() {
     assert!(leftovers.is_empty(), "left a staging file behind");
     drop(store);
 }
+
+/// The address of the real distribution registry (`scripts/peers/registry`).
+fn real_registry() -> String {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/registry");
+    let out = std::process::Command::new(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "the OCI registry peer is unavailable: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A proxy in front of the real registry `to` that passes everything but manifest `PUT`s,
+/// which it answers 500 while `refuse` is set. Its address.
+async fn manifest_refusing_proxy(to: String, refuse: Arc<std::sync::atomic::AtomicBool>) -> String {
+    use axum::body::Body;
+    use axum::extract::Request;
+    let client = reqwest::Client::new();
+    let app = Router::new().fallback(move |req: Request| {
+        let (client, to, refuse) = (client.clone(), to.clone(), refuse.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let path = parts
+                .uri
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .to_string();
+            if parts.method == axum::http::Method::PUT
+                && path.contains("/manifests/")
+                && refuse.load(std::sync::atomic::Ordering::SeqCst)
+            {
+                return (StatusCode::INTERNAL_SERVER_ERROR, "manifest store broken")
+                    .into_response();
+            }
+            let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+            let mut out = client.request(parts.method, format!("http://{to}{path}"));
+            for (k, v) in &parts.headers {
+                if k != header::HOST {
+                    out = out.header(k, v);
+                }
+            }
+            let r = out.body(bytes).send().await.unwrap();
+            let mut resp = axum::http::Response::builder().status(r.status().as_u16());
+            for (k, v) in r.headers() {
+                resp = resp.header(k, v);
+            }
+            resp.body(Body::from(r.bytes().await.unwrap())).unwrap()
+        }
+    });
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    addr.to_string()
+}
+
+/// A publish to the registry backend puts its manifest in the registry (so that the registry's
+/// own garbage collection keeps the version's blobs) before anything is recorded: a registry
+/// that refuses the manifest refuses the publish with nothing recorded. (Mirrored after the
+/// commit, the publish stood with its blobs named by no registry manifest.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_refusing_the_manifest_refuses_the_publish_with_nothing_recorded() {
+    let refuse = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let proxy = manifest_refusing_proxy(real_registry(), refuse.clone()).await;
+    let prefix = format!("ofc-refuse-{}", uuid::Uuid::new_v4().simple());
+    let upstream = format!("http://{proxy}/{prefix}");
+    let app = ofc_test_kit::TestHub::in_process_with(ofc_test_kit::Backend::Sqlite, move |c| {
+        c.upstream_registry = Some(upstream);
+    })
+    .await;
+    let m = ofc_test_kit::remote_manifest("alice/mirrored", "1.0.0");
+    let (s, v) = app.publish(&app.user.token, &app.user.key, &m, None).await;
+    assert_eq!(s, 503, "{v}");
+    let (s, v) = app
+        .call(
+            reqwest::Method::GET,
+            "/api/v1/agents/alice/mirrored/versions/1.0.0",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(s, 404, "a refused publish was recorded: {v}");
+    let (_, log) = app
+        .call(reqwest::Method::GET, "/api/v1/outbox", None, None)
+        .await;
+    assert!(
+        !log.to_string().contains("alice/mirrored"),
+        "a refused publish reached the outbox: {log}"
+    );
+
+    // The registry answering again, the same publish goes through, and the registry holds
+    // its manifest under the version's tag.
+    refuse.store(false, std::sync::atomic::Ordering::SeqCst);
+    let (s, v) = app.publish(&app.user.token, &app.user.key, &m, None).await;
+    assert_eq!(s, 201, "{v}");
+    let ours = app
+        .client
+        .get(app.url("/v2/alice/mirrored/manifests/1.0.0"))
+        .send()
+        .await
+        .unwrap();
+    let media_type = ours.headers()["content-type"].to_str().unwrap().to_string();
+    let ours = ours.bytes().await.unwrap();
+    let theirs = app
+        .client
+        .get(format!(
+            "http://{proxy}/v2/{prefix}/alice/mirrored/manifests/1.0.0"
+        ))
+        .header("accept", &media_type)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(theirs.status(), 200);
+    assert_eq!(theirs.bytes().await.unwrap(), ours, "the mirror differs");
+}
