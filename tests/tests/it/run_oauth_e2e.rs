@@ -436,12 +436,31 @@ fn client_credentials_token_is_fetched_refreshed_and_never_written() {
     assert!(!r.stderr.contains("wrong-s3cret-x"), "{}", r.stderr);
 }
 
-/// Runs `ofc auth docs` with stdin piped: reads the URL it prints, asks the authorization
-/// endpoint (which answers with the redirect a browser would follow), and pastes that
-/// address on ofc's stdin. Returns (exit code, stdout, stderr).
-fn auth_by_pasting(dir: &Path, home: &Path, oauth_dir: &Path) -> (Option<i32>, String, String) {
+/// How the test plays the person consenting in [`auth_as`].
+#[derive(Clone, Copy, PartialEq)]
+enum Person {
+    /// Pastes the address the authorization endpoint redirects to on ofc's stdin.
+    Pastes,
+    /// Is the browser: follows the redirect to ofc's loopback callback (after a callback with a
+    /// wrong state, which ofc must answer 400 and not take).
+    Browses,
+    /// Refuses: the callback gets `error=access_denied`.
+    Refuses,
+}
+
+/// Runs `ofc auth docs [--force]` with stdin piped: reads the URL it prints, asks the
+/// authorization endpoint (which answers with the redirect a browser would follow), and
+/// consents as `person` says. Returns (exit code, stdout, stderr).
+fn auth_as(
+    person: Person,
+    dir: &Path,
+    home: &Path,
+    oauth_dir: &Path,
+    force: bool,
+) -> (Option<i32>, String, String) {
     let mut child = Command::new(bin("ofc"))
         .args(["auth", "docs"])
+        .args(force.then_some("--force"))
         .current_dir(dir)
         .env("OFC_HOME", home)
         .env("OFC_OAUTH_DIR", oauth_dir)
@@ -468,9 +487,36 @@ fn auth_by_pasting(dir: &Path, home: &Path, oauth_dir: &Path) -> (Option<i32>, S
     let url = rx
         .recv_timeout(Duration::from_secs(60))
         .expect("ofc auth printed the authorization URL");
-    let location = redirect_of(&url);
     let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "{location}").unwrap();
+    match person {
+        Person::Pastes => {
+            writeln!(stdin, "{}", redirect_of(&url)).unwrap();
+        }
+        Person::Browses => {
+            let location = redirect_of(&url);
+            let forged = location.replace("state=", "state=x");
+            let (status, text) = get(&forged);
+            assert_eq!(status, 400, "{text}");
+            assert!(text.contains("state differs"), "{text}");
+            let (status, text) = get(&location);
+            assert_eq!(status, 200, "{text}");
+            assert!(text.contains("authorized"), "{text}");
+        }
+        Person::Refuses => {
+            let q: HashMap<String, String> = url::Url::parse(&url)
+                .unwrap()
+                .query_pairs()
+                .into_owned()
+                .collect();
+            let denied = format!(
+                "{}?error=access_denied&state={}",
+                q["redirect_uri"],
+                urlencode(&q["state"])
+            );
+            let (status, text) = get(&denied);
+            assert_eq!(status, 400, "{text}");
+        }
+    }
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     (
@@ -478,6 +524,18 @@ fn auth_by_pasting(dir: &Path, home: &Path, oauth_dir: &Path) -> (Option<i32>, S
         String::from_utf8(out.stdout).unwrap(),
         reader.join().unwrap(),
     )
+}
+
+/// GET `url`: the status and the body.
+fn get(url: &str) -> (u16, String) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let resp = reqwest::get(url).await.unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    })
 }
 
 /// Where `url` redirects to (the `Location` of its 302), as a browser would be sent.
@@ -543,7 +601,17 @@ fn authorization_code_consent_by_ofc_auth_then_runs_refresh_the_stored_token() {
     );
 
     // `ofc auth`: consent by pasting the callback address.
-    let (code, stdout, stderr) = auth_by_pasting(proj.path(), home.path(), &oauth_dir);
+    // A person who refuses: ofc auth fails, saying so, and writes no token.
+    let (code, stdout, stderr) =
+        auth_as(Person::Refuses, proj.path(), home.path(), &oauth_dir, false);
+    assert_eq!(code, Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stderr.contains("furniture `docs`: authorization failed: the authorization server refused: access_denied"),
+        "{stderr}"
+    );
+    assert!(!oauth_dir.join("oauth-ac/docs.json").exists());
+    let (code, stdout, stderr) =
+        auth_as(Person::Pastes, proj.path(), home.path(), &oauth_dir, false);
     assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(
         stderr.contains("Open this URL to authorize docs:"),
@@ -561,7 +629,8 @@ fn authorization_code_consent_by_ofc_auth_then_runs_refresh_the_stored_token() {
     assert_eq!(file_mode(file.parent().unwrap()), 0o700);
     assert_eq!(file_mode(&oauth_dir), 0o700);
     let stored: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    assert_eq!(stored["client_id"], "dyn-1", "{stored}");
+    // A client registered for this consent (each consent's loopback port is its own).
+    assert_eq!(stored["client_id"], "dyn-2", "{stored}");
     assert_eq!(stored["token_url"], format!("{}/as/token", servers.base));
     let first = stored["token"]["access_token"].as_str().unwrap().to_owned();
     assert!(servers.auth().issued.contains_key(&first));
@@ -624,6 +693,22 @@ fn authorization_code_consent_by_ofc_auth_then_runs_refresh_the_stored_token() {
     }
     assert!(a.token_errors.is_empty(), "{:?}", a.token_errors);
     drop(a);
+
+    // `--force` asks anew even with a token stored; this time the browser reaches ofc's
+    // loopback callback.
+    let (code, stdout, stderr) =
+        auth_as(Person::Browses, proj.path(), home.path(), &oauth_dir, true);
+    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("docs is authorized (1 tools)"), "{stdout}");
+    assert_eq!(
+        servers
+            .auth()
+            .grants
+            .iter()
+            .filter(|g| *g == "authorization_code")
+            .count(),
+        2
+    );
 
     // Two runs at once (two projects of the same floor, so one token file) on an expired
     // token whose refresh token rotates: the file's lock makes one refresh and the other read
