@@ -963,14 +963,7 @@ pub(crate) async fn start_floor(
         session.history(),
     )
     .map_err(|e| anyhow!("cannot open the floor: {e}"))?;
-    let rooms = runtime::rooms::Rooms::new(floor.clone(), settings, Some(session.live()));
-    for w in rooms.restore(session.rooms()).await {
-        out.status(&format!("warning: {w}"));
-    }
-    for (name, members) in rooms.list() {
-        let names: Vec<String> = members.iter().map(ToString::to_string).collect();
-        out.status(&format!("room {name} is open again: {}", names.join(", ")));
-    }
+    let rooms = session.rooms(&floor, settings, out).await;
     manager.attach(floor.downgrade());
     let served = match &switchboard {
         Some(sb) => match switchboard::start(sb, &floor).await {

@@ -225,11 +225,23 @@ impl RunSession {
         self.restored.messages.clone()
     }
 
-    /// The sub-rooms the session left open, to reopen.
-    pub fn rooms(
+    /// The rooms of `floor`, recorded into the session, with those the session left open
+    /// reopened (and said).
+    pub async fn rooms(
         &self,
-    ) -> std::collections::BTreeMap<String, runtime::session::restore::RestoredRoom> {
-        self.restored.rooms.clone()
+        floor: &runtime::floor::Floor,
+        settings: runtime::floor::FloorSettings,
+        out: &mut Output,
+    ) -> runtime::rooms::Rooms {
+        let rooms = runtime::rooms::Rooms::new(floor.clone(), settings, Some(self.live()));
+        for w in rooms.restore(self.restored.rooms.clone()).await {
+            out.status(&format!("warning: {w}"));
+        }
+        for (name, members) in rooms.list() {
+            let names: Vec<String> = members.iter().map(ToString::to_string).collect();
+            out.status(&format!("room {name} is open again: {}", names.join(", ")));
+        }
+        rooms
     }
 
     /// Puts the grants and task boards back (before the agents are given their furniture),
