@@ -806,3 +806,61 @@ fn bad_oauth_blocks_are_load_errors_naming_the_furniture() {
     assert_eq!(r.code, Some(1));
     assert!(r.stderr.contains("has no furniture `nope`"), "{}", r.stderr);
 }
+
+/// `ofc run` in a real terminal (tmux) with nothing stored: a person is there, so it asks —
+/// the URL on the screen, the code at its loopback callback — and the run goes on with the
+/// token it got, kept for the next run.
+#[test]
+fn ofc_run_at_a_terminal_asks_the_person_and_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let oauth_dir = tempfile::tempdir().unwrap();
+    let servers = OAuthServers::start();
+    let model = ModelServer::start(&[(
+        "m",
+        vec![
+            pieces(&["TOOL docs__echo {\"text\": \"at a terminal\"}"]),
+            pieces(&["Echoed at a terminal."]),
+        ],
+    )]);
+    blueprint(
+        proj.path(),
+        &format!(
+            "name: oauth-tty\ndefaults:\n  endpoint: {}\n  model: m\nfurniture:\n  - name: docs\n    type: mcp\n    url: {}\n    oauth: {{}}\nagents:\n  - {{id: \"@a\", furniture: [docs]}}\n",
+            model.endpoint,
+            servers.mcp_url()
+        ),
+    );
+    let command = format!(
+        "cd '{}' && OFC_HOME='{}' OFC_OAUTH_DIR='{}' NO_COLOR=1 '{}' run '@a? echo'; echo \"ofc exited $?\"; sleep 60",
+        proj.path().display(),
+        home.path().display(),
+        oauth_dir.path().display(),
+        bin("ofc").display()
+    );
+    let tmux = crate::common::run::Tmux::start(&command);
+    tmux.wait_for("Open this URL to authorize docs:", 1);
+    // The URL is long: the pane's wrapped lines joined.
+    let screen = tmux.ok(&["capture-pane", "-p", "-J", "-t", "t", "-S", "-200"]);
+    let url = screen
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("http://") && l.contains("/as/authorize?"))
+        .unwrap_or_else(|| panic!("no URL on the screen:\n{screen}"))
+        .to_owned();
+    let (status, text) = get(&redirect_of(&url));
+    assert_eq!(status, 200, "{text}");
+    let screen = tmux.wait_for("ofc exited", 1);
+    assert!(screen.contains("ofc exited 0"), "{screen}");
+    assert!(screen.contains("Echoed at a terminal."), "{screen}");
+    let a = servers.auth();
+    assert!(
+        a.calls.iter().any(|(_, t)| t == "at a terminal"),
+        "{:?}",
+        a.calls
+    );
+    assert!(
+        oauth_dir.path().join("oauth-tty/docs.json").is_file(),
+        "the token was kept"
+    );
+}
