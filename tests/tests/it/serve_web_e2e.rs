@@ -5,7 +5,10 @@
 //! started from the picker; a message typed and sent; the answer is seen streaming in, with who
 //! holds the floor, then as the stored message; a reload in the middle of an answer misses
 //! nothing (every message once); a tool call is shown with its result; a long turn is
-//! cancelled from the page. Every page is audited by axe-core (no serious or critical
+//! cancelled from the page; the connection cut by a relay in front of the server (and
+//! refused a while) is taken up again with `Last-Event-ID` and the Bearer header (the relay
+//! reads the requests: no token in any request line), and what the floor did meanwhile shows
+//! once; the session closed elsewhere is resumed from the page. Every page is audited by axe-core (no serious or critical
 //! violation) and screenshot; the strict CSP is on every answer and the browser's console
 //! holds no CSP violation — read from chromedriver's browser log, which is shown to catch one.
 //! Fails, never skips, without the browser.
@@ -59,6 +62,83 @@ async fn console(driver: &Driver, c: &Client) -> Vec<String> {
         .iter()
         .map(|e| format!("{} {}", e["level"], e["message"]))
         .collect()
+}
+
+/// A TCP relay in front of the server, whose connections the test can cut (all at once) and
+/// whose door it can shut (new connections dropped) and open again: a real network cut.
+struct Relay {
+    url: String,
+    cut: tokio::sync::watch::Sender<u64>,
+    open: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The head of each connection's first request.
+    heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Relay {
+    async fn start(target: &str) -> Relay {
+        use std::sync::atomic::Ordering;
+        let target: std::net::SocketAddr = target.strip_prefix("http://").unwrap().parse().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (cut, cuts) = tokio::sync::watch::channel(0u64);
+        let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let door = std::sync::Arc::clone(&open);
+        let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let heads_in = std::sync::Arc::clone(&heads);
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if !door.load(Ordering::SeqCst) {
+                    continue; // dropped: the connection is refused
+                }
+                let mut cuts = cuts.clone();
+                cuts.borrow_and_update();
+                let heads = std::sync::Arc::clone(&heads_in);
+                tokio::spawn(async move {
+                    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else {
+                        return;
+                    };
+                    // The head of the connection's first request, kept, then passed on.
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
+                        match inbound.read(&mut byte).await {
+                            Ok(1) => head.push(byte[0]),
+                            _ => return,
+                        }
+                    }
+                    heads
+                        .lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&head).into_owned());
+                    if outbound.write_all(&head).await.is_err() {
+                        return;
+                    }
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = cuts.changed() => {}
+                    }
+                });
+            }
+        });
+        Relay {
+            url,
+            cut,
+            open,
+            heads,
+        }
+    }
+
+    /// Cuts every connection and refuses new ones.
+    fn cut(&self) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.cut.send_modify(|n| *n += 1);
+    }
+
+    /// Lets connections in again.
+    fn reopen(&self) {
+        self.open.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 fn csp_violations(lines: &[String]) -> Vec<&String> {
@@ -164,8 +244,12 @@ fn the_browser_view_streams_answers_survives_a_reload_shows_tools_and_cancels() 
         );
         assert_eq!(page.headers()["x-content-type-options"], "nosniff");
 
+        // Through the relay, so that the test can cut the page's connections.
+        let relay = Relay::start(&s.url).await;
         let c = browser(&driver).await;
-        c.goto(&s.browser_url).await.unwrap();
+        c.goto(&s.browser_url.replace(&s.url, &relay.url))
+            .await
+            .unwrap();
         until(&c, "the session picker", 20, "return !document.getElementById('picker').hidden").await;
         let address = c.current_url().await.unwrap();
         assert!(
@@ -319,6 +403,88 @@ fn the_browser_view_streams_answers_survives_a_reload_shows_tools_and_cancels() 
         let ids: std::collections::HashSet<&String> = shown.iter().map(|m| &m.0).collect();
         assert_eq!(ids.len(), shown.len(), "every message once: {shown:?}");
 
+        // The connection cut (and refused for a while) while the floor goes on without the page:
+        // it reconnects from the last event it has, and shows what it missed, once.
+        let heads_before = relay.heads.lock().unwrap().len();
+        relay.cut();
+        until(
+            &c,
+            "the page to see the connection lost",
+            30,
+            "return document.getElementById('floor-state').dataset.state === 'reconnecting'",
+        )
+        .await;
+        let http = reqwest::Client::new();
+        let posted = http
+            .post(format!("{}/api/v1/sessions/{id}/messages", s.url))
+            .bearer_auth(&s.token)
+            .json(&json!({"content": "while you were away"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(posted.status(), 201);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let view: Value = http
+                .get(format!("{}/api/v1/sessions/{id}", s.url))
+                .bearer_auth(&s.token)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            // The model asked a fifth time, and the turn over: the answer is stored.
+            if model.requests().len() == 5 && view["turn_running"] == false {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the turn did not end: {view}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        relay.reopen();
+        until(
+            &c,
+            "the missed messages after the reconnection",
+            60,
+            &format!(
+                "return document.querySelectorAll('#log li.msg[data-id]').length === {} \
+                   && document.getElementById('floor-state').dataset.state === 'waiting'",
+                shown.len() + 2
+            ),
+        )
+        .await;
+        // It asked for what follows the last event it had, with the token in a header only.
+        let heads: Vec<String> = relay.heads.lock().unwrap()[heads_before..].to_vec();
+        let resumed: Vec<&String> = heads
+            .iter()
+            .filter(|h| h.starts_with(&format!("GET /api/v1/sessions/{id}/events ")))
+            .collect();
+        assert!(!resumed.is_empty(), "{heads:#?}");
+        for h in &resumed {
+            let lower = h.to_ascii_lowercase();
+            let last = lower
+                .lines()
+                .find_map(|l| l.strip_prefix("last-event-id: "))
+                .unwrap_or_else(|| panic!("no Last-Event-ID: {h}"));
+            assert!(last.trim().parse::<u64>().unwrap() > 0, "{h}");
+            assert!(lower.contains(&format!("authorization: bearer {}", s.token.to_ascii_lowercase())));
+        }
+        assert!(
+            relay.heads.lock().unwrap().iter().all(|h| !h.lines().next().unwrap_or_default().contains("token")),
+            "no token in any request line"
+        );
+        let after = messages(&c).await;
+        assert_eq!(after[..shown.len()], shown[..]);
+        let missed: Vec<(&str, &str)> = after[shown.len()..]
+            .iter()
+            .map(|m| (m.1.as_str(), m.2.as_str()))
+            .collect();
+        assert_eq!(
+            missed,
+            [("@user", "while you were away"), ("@keeper", "Hello from the keeper.")]
+        );
+        let shown = after;
+
         // Closed elsewhere: the page says so; resumed from the page, everything is there once.
         let closed = reqwest::Client::new()
             .post(format!("{}/api/v1/sessions/{id}/close", s.url))
@@ -388,6 +554,6 @@ fn the_browser_view_streams_answers_survives_a_reload_shows_tools_and_cancels() 
         assert!(!csp_violations(&seen).is_empty(), "{seen:#?}");
         c.close().await.unwrap();
     });
-    // The model was asked four times: nothing was asked again for the reload.
-    assert_eq!(model.requests().len(), 4);
+    // The model was asked five times: nothing was asked again for a reload or a reconnection.
+    assert_eq!(model.requests().len(), 5);
 }

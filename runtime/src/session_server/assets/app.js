@@ -134,9 +134,8 @@
         list.append(li);
         if (s.blueprint) $('blueprint').textContent = s.blueprint;
       }
-      status.textContent = data.sessions.length
-        ? data.sessions.length + ' sessions'
-        : 'No sessions yet: start one.';
+      const n = data.sessions.length;
+      status.textContent = n ? n + (n === 1 ? ' session' : ' sessions') : 'No sessions yet: start one.';
     } catch (e) {
       if (e.status === 403) {
         status.textContent = 'This token opens one session only: open its address with #session=<id>.';
