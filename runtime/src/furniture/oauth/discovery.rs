@@ -224,6 +224,87 @@ mod tests {
         assert_eq!(challenge_param(r#"Bearer a="unterminated"#, "a"), None);
     }
 
+    /// Serves `docs` (path → JSON) on 127.0.0.1; anything else is a 404. Answers the base URL.
+    async fn serve(docs: Vec<(&'static str, serde_json::Value)>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let mut app = axum::Router::new();
+        for (path, doc) in docs {
+            let doc = serde_json::Value::String(doc.to_string().replace("BASE", &base));
+            app = app.route(
+                path,
+                axum::routing::get(move || {
+                    let text = doc.as_str().unwrap_or_default().to_owned();
+                    async move { ([("content-type", "application/json")], text) }
+                }),
+            );
+        }
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        base
+    }
+
+    #[tokio::test]
+    async fn discovery_falls_back_to_well_known_documents_and_openid_configuration() {
+        let http = Http::new().unwrap();
+        // No challenge: the protected-resource metadata at its path-suffixed well-known URL,
+        // an issuer with a path, found only by `{issuer}/.well-known/openid-configuration`.
+        let base = serve(vec![
+            (
+                "/.well-known/oauth-protected-resource/tenant/mcp",
+                serde_json::json!({"authorization_servers": ["BASE/realms/r1"],
+                    "scopes_supported": ["mcp:tools"]}),
+            ),
+            (
+                "/realms/r1/.well-known/openid-configuration",
+                serde_json::json!({"issuer": "BASE/realms/r1",
+                    "token_endpoint": "BASE/realms/r1/token",
+                    "authorization_endpoint": "BASE/realms/r1/auth"}),
+            ),
+        ])
+        .await;
+        let ep = discover(&http, &format!("{base}/tenant/mcp"), None)
+            .await
+            .unwrap();
+        assert_eq!(ep.token_endpoint, format!("{base}/realms/r1/token"));
+        assert_eq!(ep.scopes, ["mcp:tools"]);
+        assert_eq!(ep.registration_endpoint, None);
+
+        // No protected-resource metadata at all: the server's origin is its authorization
+        // server (RFC 8414 at the root); the challenge's scope wins over nothing.
+        let base = serve(vec![(
+            "/.well-known/oauth-authorization-server",
+            serde_json::json!({"token_endpoint": "BASE/token", "registration_endpoint": "BASE/reg"}),
+        )])
+        .await;
+        let ep = discover(
+            &http,
+            &format!("{base}/mcp"),
+            Some("Bearer realm=\"x\", scope=\"a b\""),
+        )
+        .await
+        .unwrap();
+        assert_eq!(ep.token_endpoint, format!("{base}/token"));
+        assert_eq!(ep.registration_endpoint, Some(format!("{base}/reg")));
+        assert_eq!(ep.scopes, ["a", "b"]);
+
+        // Nothing anywhere: an error that says what was tried.
+        let base = serve(vec![]).await;
+        let e = discover(&http, &format!("{base}/mcp"), None)
+            .await
+            .unwrap_err();
+        assert!(e.contains("no authorization server metadata"), "{e}");
+        assert!(e.contains("/.well-known/openid-configuration"), "{e}");
+        // A challenge naming metadata that is not http(s).
+        let e = discover(
+            &http,
+            &format!("{base}/mcp"),
+            Some("Bearer resource_metadata=\"file:///etc/passwd\""),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("not an http(s) URL"), "{e}");
+    }
+
     #[test]
     fn well_known_urls_put_the_path_after_the_name() {
         let u = Url::parse("https://h.example:8443/tenant/mcp").unwrap();
