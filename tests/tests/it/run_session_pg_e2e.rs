@@ -327,3 +327,152 @@ fn sessions_in_postgresql_resume_list_replay_lock_and_survive_hand_edits() {
     );
     assert_eq!(model.requests().len(), calls, "no agent was called");
 }
+
+/// `ofc serve` on sessions in PostgreSQL: a session made over HTTP records there, and once it
+/// is closed its whole event stream is read back from the database (`Last-Event-ID: 0`), the
+/// same events `ofc sessions show` lists; it resumes over HTTP from there.
+#[test]
+fn the_floor_server_records_to_postgresql_and_streams_a_closed_session_back_from_it() {
+    use std::io::BufRead as _;
+    let db = PgDatabase::create_blocking();
+    let url = db.url.clone();
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(&[(
+        "keeper-model",
+        vec![
+            pieces(&["Kept ", "in the database."]),
+            pieces(&["Still ", "there."]),
+        ],
+    )]);
+    blueprint(proj.path(), &KEEPER.replace("ENDPOINT", &model.endpoint));
+    let mut child = Command::new(bin("ofc"))
+        .current_dir(proj.path())
+        .env("OFC_HOME", home.path())
+        .env("OFC_HUB", "http://127.0.0.1:9")
+        .env("OFC_SESSIONS_URL", &url)
+        .env("NO_COLOR", "1")
+        .env_remove("OFC_SERVE_TOKEN")
+        .args(["--json", "serve", "--listen", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let started: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    let base = started["url"].as_str().unwrap().to_owned();
+    let token = started["server_token"].as_str().unwrap().to_owned();
+    assert!(
+        !started.to_string().contains(":ofc@"),
+        "the database password shows: {started}"
+    );
+    let (id, stream, resumed) = ofc_test_kit::on_own_runtime(async move {
+        let c = reqwest::Client::new();
+        let call = |method: reqwest::Method, path: String, body: Option<Value>| {
+            let mut r = c
+                .request(method, format!("{base}{path}"))
+                .bearer_auth(&token)
+                .timeout(Duration::from_secs(60));
+            if let Some(b) = body {
+                r = r.json(&b);
+            }
+            r.send()
+        };
+        let created: Value = call(reqwest::Method::POST, "/api/v1/sessions".into(), None)
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let id = created["id"].as_str().unwrap().to_owned();
+        let posted = call(
+            reqwest::Method::POST,
+            format!("/api/v1/sessions/{id}/messages"),
+            Some(serde_json::json!({"content": "keep this"})),
+        )
+        .await
+        .unwrap();
+        assert!(posted.status().is_success(), "{posted:?}");
+        // The answer stored, then the session closed: the stream is the database's.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let s: Value = call(reqwest::Method::GET, format!("/api/v1/sessions/{id}"), None)
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if s.to_string().contains("Kept in the database.") || s["last_seq"].as_u64() > Some(6) {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "no answer: {s}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let closed = call(
+            reqwest::Method::POST,
+            format!("/api/v1/sessions/{id}/close"),
+            None,
+        )
+        .await
+        .unwrap();
+        assert!(closed.status().is_success(), "{closed:?}");
+        let stream = c
+            .get(format!("{base}/api/v1/sessions/{id}/events"))
+            .bearer_auth(&token)
+            .header("Last-Event-ID", "0")
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        let mut text = String::new();
+        let mut body = stream;
+        while let Ok(Some(chunk)) = body.chunk().await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            if text.contains("Kept in the database.") && text.contains("session_ended") {
+                break;
+            }
+        }
+        let resumed = call(
+            reqwest::Method::POST,
+            format!("/api/v1/sessions/{id}/resume"),
+            None,
+        )
+        .await
+        .unwrap()
+        .status()
+        .as_u16();
+        (id, text, resumed)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let ids: Vec<u64> = stream
+        .lines()
+        .filter_map(|l| l.strip_prefix("id: ")?.trim().parse().ok())
+        .collect();
+    assert!(
+        stream.contains("Kept in the database."),
+        "the answer is not in the stream read back: {stream}"
+    );
+    assert_eq!(ids.first(), Some(&1), "{stream}");
+    assert!(
+        ids.windows(2).all(|w| w[1] == w[0] + 1),
+        "events missing or twice: {ids:?}"
+    );
+    assert_eq!(resumed, 200, "resume over HTTP");
+    // The same session, read by `ofc sessions show` from the database.
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    let shown = json(&ofc, proj.path(), &url, &["sessions", "show", &id]);
+    let said: Vec<&str> = shown["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(said, ["keep this", "Kept in the database."], "{shown}");
+}
