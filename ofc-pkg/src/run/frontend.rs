@@ -520,12 +520,10 @@ pub(crate) enum Input {
 }
 
 /// The interactive commands, for `/help`.
-pub(crate) const HELP: [&str; 7] = [
+pub(crate) const HELP: [&str; 5] = [
     "  /agents  list the agents",
     "  /clear   forget the conversation",
-    "  /room #name @a @b [prompt]   open a sub-room (its talk stays out of #main)",
-    "  /room #name message          say something in an open sub-room",
-    "  /room close #name            close it (a summary goes to #main); /room lists them",
+    "  /room    sub-rooms: #name @a @b [prompt] | #name text | close #name | (list)",
     "  /quit    end the session",
     "  Ctrl-C   cancel the running turn (twice: quit)",
 ];

@@ -158,7 +158,14 @@ fn tui_in_a_real_terminal_streaming_ctrl_c_commands_and_restore() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    tmux.ok(&["send-keys", "-t", "t", "PPage"]);
+    // A page at a time, as many as the conversation takes (at most 5).
+    for _ in 0..5 {
+        tmux.ok(&["send-keys", "-t", "t", "PPage"]);
+        std::thread::sleep(Duration::from_millis(200));
+        if tmux.screen().contains("floor ready") {
+            break;
+        }
+    }
     let screen = tmux.wait_for("floor ready", 1);
     assert!(screen.contains("scrolled up"), "{screen}");
     tmux.ok(&["send-keys", "-t", "t", "NPage"]);
