@@ -32,6 +32,7 @@ pub(crate) struct Endpoints {
 
 #[derive(Deserialize)]
 struct ResourceMetadata {
+    resource: Option<String>,
     #[serde(default)]
     authorization_servers: Vec<String>,
     #[serde(default)]
@@ -108,6 +109,19 @@ fn well_known(base: &Url, name: &str, with_path: bool) -> String {
     }
 }
 
+/// Whether the metadata's `resource` names the server at `url`: the same origin, and a path
+/// that is the URL's or a parent of it.
+fn same_resource(resource: &str, url: &Url) -> bool {
+    let Some(r) = http_url(resource) else {
+        return false;
+    };
+    let (rp, up) = (
+        r.path().trim_end_matches('/'),
+        url.path().trim_end_matches('/'),
+    );
+    r.origin() == url.origin() && (up == rp || up.starts_with(&format!("{rp}/")))
+}
+
 /// Discovers the endpoints for the MCP server at `resource`, given the `WWW-Authenticate`
 /// header of its `401`, when there was one.
 pub(crate) async fn discover(
@@ -142,6 +156,15 @@ pub(crate) async fn discover(
     }
     let (issuer, resource_scopes) = match resource_meta {
         Some(m) => {
+            // RFC 9728 §3.3: metadata for another resource is not this server's (a server
+            // could otherwise send ofc, and the client's secret, to anyone's token endpoint).
+            if let Some(r) = &m.resource
+                && !same_resource(r, &resource_url)
+            {
+                return Err(format!(
+                    "the protected-resource metadata of {resource} is for `{r}`, another resource"
+                ));
+            }
             let Some(first) = m.authorization_servers.first() else {
                 return Err(format!(
                     "the protected-resource metadata of {resource} names no authorization server"
@@ -287,6 +310,18 @@ mod tests {
         assert_eq!(ep.registration_endpoint, Some(format!("{base}/reg")));
         assert_eq!(ep.scopes, ["a", "b"]);
 
+        // Metadata for another resource is refused.
+        let base = serve(vec![(
+            "/.well-known/oauth-protected-resource",
+            serde_json::json!({"resource": "https://elsewhere.example/mcp",
+                "authorization_servers": ["BASE"]}),
+        )])
+        .await;
+        let e = discover(&http, &format!("{base}/mcp"), None)
+            .await
+            .unwrap_err();
+        assert!(e.contains("another resource"), "{e}");
+
         // Nothing anywhere: an error that says what was tried.
         let base = serve(vec![]).await;
         let e = discover(&http, &format!("{base}/mcp"), None)
@@ -303,6 +338,19 @@ mod tests {
         .await
         .unwrap_err();
         assert!(e.contains("not an http(s) URL"), "{e}");
+    }
+
+    #[test]
+    fn a_resource_is_the_url_or_a_parent_of_it_on_the_same_origin() {
+        let u = Url::parse("http://127.0.0.1:9/tenant/mcp").unwrap();
+        assert!(same_resource("http://127.0.0.1:9/tenant/mcp", &u));
+        assert!(same_resource("http://127.0.0.1:9/tenant/mcp/", &u));
+        assert!(same_resource("http://127.0.0.1:9/", &u));
+        assert!(same_resource("http://127.0.0.1:9/tenant", &u));
+        assert!(!same_resource("http://127.0.0.1:9/ten", &u));
+        assert!(!same_resource("http://127.0.0.1:10/tenant/mcp", &u));
+        assert!(!same_resource("https://127.0.0.1:9/tenant/mcp", &u));
+        assert!(!same_resource("not a url", &u));
     }
 
     #[test]
