@@ -146,12 +146,15 @@ fn show(args: &SessionArgs, out: &mut Output) -> Result<ExitStatus> {
     let path = store.path(&id);
     say_warnings(out, &log, &path);
     let restored = Restored::from_log(&log);
+    let rooms = restore::room_messages(&log);
     if out.json {
         out.json_value(&json!({
             "session": info,
             "path": path.display().to_string(),
             "meta": log.meta,
             "messages": restored.messages,
+            "rooms": rooms,
+            "open_rooms": restored.rooms.keys().collect::<Vec<_>>(),
             "compactions": restored.compactions.values().collect::<Vec<_>>(),
             "runs": restored.segments,
             "problems": log.problems.iter().map(|p| json!({"line": p.line, "message": p.message})).collect::<Vec<_>>(),
@@ -160,6 +163,21 @@ fn show(args: &SessionArgs, out: &mut Output) -> Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     }
     describe(out, &info, &path, &restored);
+    for (room, messages) in &rooms {
+        out.data("");
+        let open = if restored.rooms.contains_key(room) {
+            " (open)"
+        } else {
+            ""
+        };
+        out.data(&format!("room {room}{open}: {} messages", messages.len()));
+        for m in messages {
+            out.data(&format!("  {} {} ({})", m.from, m.timestamp, m.id));
+            for line in m.content.lines() {
+                out.data(&format!("    {line}"));
+            }
+        }
+    }
     Ok(ExitStatus::Success)
 }
 

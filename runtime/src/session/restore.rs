@@ -99,6 +99,21 @@ impl Restored {
     }
 }
 
+/// Every sub-room's conversation in the log, open or closed (`#name` → its messages, oldest
+/// first): what `ofc sessions show` lists beside `#main`'s.
+pub fn room_messages(log: &SessionLog) -> BTreeMap<String, Vec<Message>> {
+    let mut rooms: BTreeMap<String, Vec<Message>> = BTreeMap::new();
+    for event in &log.events {
+        if event.payload_type == payload::MESSAGE
+            && !in_main(&event.room_id)
+            && let Ok(m) = payload::message(&event.payload, event.seq, &event.time)
+        {
+            rooms.entry(event.room_id.clone()).or_default().push(m);
+        }
+    }
+    rooms
+}
+
 /// The transcript of each floor run in the log, in the order they started: what `ofc floor
 /// replay` checks. A sub-room's floor is a run of its own (its lines carry its `room_id`, so
 /// they are told apart from `#main`'s they interleave with). A `transcript` payload that is

@@ -224,6 +224,40 @@ fn two_rooms_with_overlapping_members_stay_apart_and_come_back_on_resume() {
     assert_eq!(replay["ok"], true, "{replay}");
     assert_eq!(replay["runs"].as_array().unwrap().len(), 4, "{replay}");
 
+    // Shown: #main's conversation, and each room's apart.
+    let show = Ofc::finish(
+        ofc.cmd()
+            .current_dir(dir)
+            .args(["--json", "sessions", "show", &id]),
+    );
+    show.assert_code(0);
+    let show: Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(show["open_rooms"], serde_json::json!(["#kept"]));
+    let left: Vec<&str> = show["rooms"]["#left"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(left.last(), Some(&"The LEFT-CODE is 42."));
+    assert!(
+        show["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| !m["content"]
+                .as_str()
+                .unwrap()
+                .contains("what is the LEFT-CODE")),
+        "{show}"
+    );
+    let text = Ofc::finish(ofc.cmd().current_dir(dir).args(["sessions", "show", &id]));
+    assert!(
+        text.stdout.contains("room #kept (open): 1 messages"),
+        "{}",
+        text.stdout
+    );
+
     // Resumed: #kept is open again with @a in it, and @a answers there from its own
     // conversation (its note), not #main's.
     let mut s = Session::start(home.path(), dir, &["--resume", &id]);
