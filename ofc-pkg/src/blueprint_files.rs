@@ -27,9 +27,9 @@ pub fn expand_vars(doc: &mut SourceDoc) -> Diagnostics {
     vars::expand(&mut doc.value, &|name| std::env::var(name).ok())
 }
 
-/// The `api_key`s written as the key itself rather than `${VAR}` (look before
-/// [`expand_vars`]): one warning each, since anyone who can read the file can read the key.
-/// The key is never part of the message.
+/// The `api_key`s (and furniture `oauth.client_secret`s) written as the key itself rather than
+/// `${VAR}` (look before [`expand_vars`]): one warning each, since anyone who can read the file
+/// can read the key. The key is never part of the message.
 pub fn literal_api_keys(doc: &SourceDoc) -> Diagnostics {
     let mut d = Diagnostics::default();
     let root = FieldPath::root();
@@ -50,6 +50,25 @@ pub fn literal_api_keys(doc: &SourceDoc) -> Diagnostics {
                 "the key is written in the blueprint: anyone who can read this file can read \
                  it; prefer `api_key: ${VAR}` or `api_key_env: VAR`",
             );
+        }
+    }
+    // The same for a furniture's OAuth client secret.
+    if let Some(furniture) = doc.value.get("furniture").and_then(|f| f.as_array()) {
+        for (i, f) in furniture.iter().enumerate() {
+            let secret = f
+                .get("oauth")
+                .and_then(|o| o.get("client_secret"))
+                .and_then(|s| s.as_str());
+            if secret.is_some_and(|s| !s.is_empty() && !s.contains("${")) {
+                d.push(
+                    root.key("furniture")
+                        .index(i)
+                        .key("oauth")
+                        .key("client_secret"),
+                    "the secret is written in the blueprint: anyone who can read this file can \
+                     read it; prefer `client_secret: ${VAR}`",
+                );
+            }
         }
     }
     d

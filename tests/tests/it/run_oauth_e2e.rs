@@ -805,6 +805,23 @@ fn bad_oauth_blocks_are_load_errors_naming_the_furniture() {
     let r = Ofc::finish(ofc.cmd().current_dir(proj.path()).args(["auth", "nope"]));
     assert_eq!(r.code, Some(1));
     assert!(r.stderr.contains("has no furniture `nope`"), "{}", r.stderr);
+    // A secret written in the file is accepted, with a warning that never shows it.
+    blueprint(
+        proj.path(),
+        &format!(
+            "{head}    type: mcp\n    url: http://127.0.0.1:9/mcp\n    oauth: {{grant: client_credentials, client_id: c, client_secret: lit3ral-s3cret}}\n"
+        ),
+    );
+    let r = Ofc::finish(ofc.cmd().current_dir(proj.path()).args(["run", "hi"]));
+    assert!(
+        r.stderr.contains("warning: ")
+            && r.stderr.contains(
+                "furniture[0].oauth.client_secret: the secret is written in the blueprint"
+            ),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("lit3ral-s3cret"), "{}", r.stderr);
 }
 
 /// `ofc run` in a real terminal (tmux) with nothing stored: a person is there, so it asks —
