@@ -14,7 +14,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
-use super::oauth::{Authorizer, OAuthClient, Outcome};
+use super::oauth::{Authorizer, CONSENT_WAIT, Consent, OAuthClient, Outcome};
 use super::{FurnitureError, FurnitureSettings, FurnitureTool, Hints, classify};
 use crate::llm::{ToolError, ToolSpec, Toolbox};
 
@@ -178,7 +178,15 @@ impl McpToolbox {
             auth: auth.clone(),
         };
         let transport = StreamableHttpClientTransport::with_client(client, config);
-        let mut toolbox = Self::connect(name, &what, ().serve(transport), tail, None, settings)
+        // A person may be asked to consent during the handshake: they get the consent's time
+        // on top of the server's.
+        let mut settings = settings.clone();
+        if oauth.grant == index_schema::blueprint::Grant::AuthorizationCode
+            && settings.oauth.consent != Consent::Nobody
+        {
+            settings.start_deadline += CONSENT_WAIT;
+        }
+        let mut toolbox = Self::connect(name, &what, ().serve(transport), tail, None, &settings)
             .await
             .map_err(|e| match auth.failure() {
                 // What went wrong getting the token, rather than the transport's wrapping.

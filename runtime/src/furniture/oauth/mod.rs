@@ -32,6 +32,7 @@ use self::store::{Stored, TokenFile};
 use self::token::{Client, Refused, Token};
 
 pub(crate) use client::OAuthClient;
+pub(crate) use consent::CONSENT_WAIT;
 
 /// Whether a person can be asked to consent, and how.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
