@@ -70,12 +70,55 @@ pub async fn agent(hub: &Hub, name: &AgentName) -> CoreResult<AgentRow> {
 /// A version of `agent`, or 404 `version_not_found`.
 pub async fn version(hub: &Hub, agent: &AgentRow, version: &str) -> CoreResult<VersionRow> {
     let v = parse_version(version)?;
-    hub.store.version(agent.id, &v).await?.ok_or_else(|| {
-        CoreError::not_found(
+    match hub.store.version(agent.id, &v).await? {
+        Some(row) => Ok(row),
+        None => Err(gone_or_missing(hub, &agent.name, &v).await),
+    }
+}
+
+/// The error for a version that is not there: 410 `version_removed` naming the reason class
+/// when it was removed (or deleted by an operator), else 404 `version_not_found`.
+pub async fn gone_or_missing(hub: &Hub, agent: &str, version: &str) -> CoreError {
+    match hub.store.tombstone(agent, version).await {
+        Ok(Some(t)) => {
+            let class = t.reason.as_deref().unwrap_or("deleted");
+            CoreError::new(
+                crate::error::Kind::Gone,
+                ErrorCode::VersionRemoved,
+                format!(
+                    "`{agent}` {version} was removed (reason class `{class}`); its number will \
+                     never be used again — `ofc audit {agent}` shows its publish and removal in \
+                     the transparency log"
+                ),
+            )
+        }
+        Ok(None) => CoreError::not_found(
             ErrorCode::VersionNotFound,
-            format!("`{}` has no version {v}", agent.name),
-        )
-    })
+            format!("`{agent}` has no version {version}"),
+        ),
+        Err(e) => e.into(),
+    }
+}
+
+/// A version's URL whose agent is gone (every version deleted, or never there): 410 when the
+/// version has a tombstone, else the agent's 404.
+pub async fn agent_of_version(
+    hub: &Hub,
+    publisher: &str,
+    agent_name: &str,
+    version_text: &str,
+) -> CoreResult<AgentRow> {
+    let name = parse_name(publisher, agent_name)?;
+    match agent(hub, &name).await {
+        Err(e) if e.kind == crate::error::Kind::NotFound => match parse_version(version_text) {
+            Ok(v) => match hub.store.tombstone(&name.to_string(), &v).await? {
+                Some(_) => Err(gone_or_missing(hub, &name.to_string(), &v).await),
+                None => Err(e),
+            },
+            Err(_) => Err(e),
+        },
+        other => other,
+    }
 }
 
 fn key_map(keys: Vec<KeyRow>) -> HashMap<String, KeyRow> {
@@ -100,6 +143,7 @@ pub async fn info(hub: &Hub, publisher: &str, agent_name: &str) -> CoreResult<Ag
             yanked: v.yanked_at.is_some(),
             yank_reason: v.yank_reason,
             deprecated: v.deprecated_message,
+            deprecated_successor: v.deprecated_successor,
             key_id: v.key_id,
             downloads: v.downloads,
         })
@@ -160,8 +204,7 @@ pub async fn version_info(
     version_text: &str,
     log_size: Option<u64>,
 ) -> CoreResult<VersionInfo> {
-    let name = parse_name(publisher, agent_name)?;
-    let a = agent(hub, &name).await?;
+    let a = agent_of_version(hub, publisher, agent_name, version_text).await?;
     let v = version(hub, &a, version_text).await?;
     let log = match v.log_index {
         Some(index) => {
@@ -197,6 +240,7 @@ pub async fn version_info(
         yanked: v.yanked_at.is_some(),
         yank_reason: v.yank_reason,
         deprecated: v.deprecated_message,
+        deprecated_successor: v.deprecated_successor,
         downloads: v.downloads,
         log,
     })
@@ -229,8 +273,7 @@ pub async fn bundle(
     version_text: &str,
     ip: Option<IpAddr>,
 ) -> CoreResult<(std::fs::File, u64, String)> {
-    let name = parse_name(publisher, agent_name)?;
-    let a = agent(hub, &name).await?;
+    let a = agent_of_version(hub, publisher, agent_name, version_text).await?;
     let v = version(hub, &a, version_text).await?;
     let Some(d) = v.bundle_digest.as_deref() else {
         return Err(CoreError::not_found(
@@ -310,7 +353,7 @@ pub async fn list(
 }
 
 /// The agent and exact version a change by `p` (yank, deprecate) acts on, once `p` may.
-async fn changing(
+pub(crate) async fn changing(
     hub: &Hub,
     p: &Principal,
     publisher: &str,
@@ -327,7 +370,7 @@ async fn changing(
 
 /// A reason or message shown on terminals by clients: at most 1000 characters on one line,
 /// no control characters, no bidirectional overrides.
-fn check_text(field: &str, s: &str) -> CoreResult<()> {
+pub(crate) fn check_text(field: &str, s: &str) -> CoreResult<()> {
     if s.chars().count() > 1000 {
         return Err(CoreError::invalid(
             ErrorCode::InvalidMessage,
@@ -375,29 +418,6 @@ pub async fn set_yanked(
     }
     let (a, v) = changing(hub, p, publisher, agent_name, version_text).await?;
     hub.store.set_yanked(&actor(p), &a, &v, reason).await?;
-    Ok(())
-}
-
-/// Deprecates a version with `message`, or clears its deprecation (`None`).
-pub async fn set_deprecated(
-    hub: &Hub,
-    p: &Principal,
-    publisher: &str,
-    agent_name: &str,
-    version_text: &str,
-    message: Option<&str>,
-) -> CoreResult<()> {
-    if let Some(m) = message {
-        check_text("message", m)?;
-        if m.trim().is_empty() {
-            return Err(CoreError::invalid(
-                ErrorCode::InvalidMessage,
-                "the deprecation message is empty",
-            ));
-        }
-    }
-    let (a, v) = changing(hub, p, publisher, agent_name, version_text).await?;
-    hub.store.set_deprecated(&actor(p), &a, &v, message).await?;
     Ok(())
 }
 

@@ -123,6 +123,12 @@ pub struct Config {
     /// address that is not itself a trusted proxy), so the failure limiter and download counts
     /// see clients, not the balancer. Empty: `X-Forwarded-For` is ignored.
     pub trusted_proxies: Vec<crate::proxies::ProxyNet>,
+    /// Seconds after its publish during which the publisher may unpublish a version
+    /// (`ofc unpublish`); later only an operator's takedown removes it. 0: never.
+    pub unpublish_window_secs: u64,
+    /// A version downloaded this often (counted as for ranking: once per client and day)
+    /// can no longer be unpublished by its publisher. 0: never.
+    pub unpublish_max_downloads: u64,
 }
 
 /// A witness of the hub's log.
@@ -190,6 +196,8 @@ impl Default for Config {
             log_witnesses: Vec::new(),
             log_witness_refresh_secs: 600,
             trusted_proxies: Vec::new(),
+            unpublish_window_secs: 72 * 3600,
+            unpublish_max_downloads: 100,
         }
     }
 }

@@ -21,6 +21,8 @@ pub enum Kind {
     NotFound,
     /// In the way of something that exists (409).
     Conflict,
+    /// It was there and was removed for good (410).
+    Gone,
     /// Larger than the hub takes (413).
     TooLarge,
     /// Too many failed authentications from this client (429).

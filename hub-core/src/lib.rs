@@ -9,7 +9,8 @@
 //! - the transparency log: its key ([`log_key`]), the heads it proves against
 //!   ([`log_heads`]), its proofs and views ([`tlog`]);
 //! - accounts, tokens and namespaces: the rules ([`auth`]) and the services ([`accounts`],
-//!   [`namespaces`]); agents and versions as the read API shows them ([`agents`]);
+//!   [`namespaces`]); agents and versions as the read API shows them ([`agents`]), and their
+//!   life after publish: deprecate, unpublish, takedown, tombstones ([`lifecycle`]);
 //! - search: the glue that follows the outbox into the `hub-search` index ([`search`]);
 //! - the settings ([`config`]), the operator's verbs ([`admin`], [`import`]), and opening a
 //!   hub ([`start`]).
@@ -30,6 +31,7 @@ pub mod error;
 pub mod gc;
 pub mod hub;
 pub mod import;
+pub mod lifecycle;
 pub mod limits;
 pub mod log_heads;
 pub mod log_key;

@@ -223,6 +223,21 @@ pub enum PublishError {
         /// The version.
         version: String,
     },
+    /// The version was removed (unpublished by its publisher or taken down by an operator): a
+    /// tombstone. Refused whatever the content, the same bytes included (see
+    /// [`crate::lifecycle`]).
+    #[error(
+        "`{name}` version {version} was removed (reason class `{reason}`) and its number can \
+         never be published again, whatever the content; publish a new version instead"
+    )]
+    VersionRemoved {
+        /// The agent.
+        name: AgentName,
+        /// The version.
+        version: String,
+        /// The reason class of the removal.
+        reason: String,
+    },
     /// Another write got there first.
     #[error("{0}")]
     Conflict(String),
@@ -262,6 +277,7 @@ impl PublishError {
             PublishError::UnexpectedBundle(_) => ErrorCode::UnexpectedBundle,
             PublishError::VersionExists { .. } => ErrorCode::VersionExists,
             PublishError::VersionDeleted { .. } => ErrorCode::VersionDeleted,
+            PublishError::VersionRemoved { .. } => ErrorCode::VersionRemoved,
             PublishError::Conflict(_) => ErrorCode::Conflict,
             PublishError::DatabaseUnavailable => ErrorCode::DatabaseUnavailable,
             PublishError::BlobsUnavailable(_) => ErrorCode::BlobsUnavailable,
@@ -278,6 +294,7 @@ impl PublishError {
             PublishError::RegistryEntry(_)
             | PublishError::VersionExists { .. }
             | PublishError::VersionDeleted { .. }
+            | PublishError::VersionRemoved { .. }
             | PublishError::Conflict(_) => Kind::Conflict,
             PublishError::BundleTooLarge { .. } | PublishError::InlineBundleTooLarge { .. } => {
                 Kind::TooLarge
@@ -519,6 +536,11 @@ async fn publish_checked(
         StoreError::VersionDeleted => PublishError::VersionDeleted {
             name: name.clone(),
             version: version.clone(),
+        },
+        StoreError::VersionRemoved(reason) => PublishError::VersionRemoved {
+            name: name.clone(),
+            version: version.clone(),
+            reason,
         },
         StoreError::KeyRevoked => PublishError::KeyRevoked {
             key_id: key_id.to_string(),

@@ -35,6 +35,6 @@ pub use error::{Error, Result};
 pub use follow::{FollowConfig, FollowStatus, Follower};
 pub use index::{Check, CommitPayload, Indexer, SearchIndex, Tuning, WriterConfig};
 pub use outbox::{Change, OutboxEntry, OutboxSource};
-pub use query::{Cursor, QueryError, SearchParams, SearchQuery, Sort};
+pub use query::{Cursor, DeprecatedFilter, QueryError, SearchParams, SearchQuery, Sort};
 pub use search::{FacetCount, Highlight, Hit, SearchFacets, SearchResults};
 pub use synonyms::{SynonymError, Synonyms};

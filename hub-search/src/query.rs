@@ -98,6 +98,18 @@ impl Cursor {
     }
 }
 
+/// Which deprecated agents a search shows (`deprecated=` of the query string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeprecatedFilter {
+    /// Shown, ranked lower and marked (the default).
+    #[default]
+    Include,
+    /// Hidden.
+    Exclude,
+    /// Only they.
+    Only,
+}
+
 /// A checked search request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SearchQuery {
@@ -119,6 +131,8 @@ pub struct SearchQuery {
     pub cursor: Option<Cursor>,
     /// Count facets over every match ([`crate::SearchFacets`]).
     pub facets: bool,
+    /// Deprecated agents: shown, hidden, or only they.
+    pub deprecated: DeprecatedFilter,
 }
 
 fn list(field: &'static str, value: Option<&str>) -> Result<Vec<String>, QueryError> {
@@ -246,6 +260,17 @@ impl SearchQuery {
                     ));
                 }
             },
+            deprecated: match p.deprecated.as_deref().map(str::trim) {
+                None | Some("" | "include") => DeprecatedFilter::Include,
+                Some("exclude") => DeprecatedFilter::Exclude,
+                Some("only") => DeprecatedFilter::Only,
+                Some(other) => {
+                    return Err(bad(
+                        "deprecated",
+                        format!("`{}` is not `include`, `exclude` or `only`", shown(other)),
+                    ));
+                }
+            },
         };
         if let Some(c) = p.cursor.as_deref().filter(|c| !c.is_empty()) {
             let cursor = Cursor::decode(c).ok_or_else(|| {
@@ -292,6 +317,12 @@ impl SearchQuery {
         ] {
             h.update(part.as_bytes());
             h.update([0]);
+        }
+        // Only when set, so cursors of queries without it keep their digest.
+        match self.deprecated {
+            DeprecatedFilter::Include => {}
+            DeprecatedFilter::Exclude => h.update(b"deprecated=exclude\0"),
+            DeprecatedFilter::Only => h.update(b"deprecated=only\0"),
         }
         hex::encode(&h.finalize()[..8])
     }

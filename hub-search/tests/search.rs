@@ -53,6 +53,11 @@ fn all_pages(index: &SearchIndex, mut q: SearchQuery) -> Vec<String> {
             publisher: q.publisher.clone(),
             cursor: Some(c),
             facets: q.facets.then(|| "true".to_string()),
+            deprecated: match q.deprecated {
+                hub_search::DeprecatedFilter::Include => None,
+                hub_search::DeprecatedFilter::Exclude => Some("exclude".into()),
+                hub_search::DeprecatedFilter::Only => Some("only".into()),
+            },
         };
         q = SearchQuery::parse(&p).unwrap();
     }

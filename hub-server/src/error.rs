@@ -71,6 +71,7 @@ pub fn status_of(kind: Kind) -> StatusCode {
         Kind::Forbidden => StatusCode::FORBIDDEN,
         Kind::NotFound => StatusCode::NOT_FOUND,
         Kind::Conflict => StatusCode::CONFLICT,
+        Kind::Gone => StatusCode::GONE,
         Kind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         Kind::TooMany => StatusCode::TOO_MANY_REQUESTS,
         Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,

@@ -15,10 +15,18 @@
 //! ofc-log/v1 yank <publisher>/<agent> <version>
 //! ofc-log/v1 unyank <publisher>/<agent> <version>
 //! ofc-log/v1 delete <publisher>/<agent> <version>
+//! ofc-log/v1 deprecate <publisher>/<agent> <version> <successor or -> <message, base64url>
+//! ofc-log/v1 undeprecate <publisher>/<agent> <version>
+//! ofc-log/v1 remove <publisher>/<agent> <version> sha256:<manifest digest> <reason class>
 //! ```
 //!
 //! Every field is in its canonical form (names lowercase, the manifest digest as the envelope's
 //! payload digest, key ids as 32 hex digits), so the same fact always has the same bytes.
+//! A deprecation's message is free text, so it is written as unpadded base64url of its UTF-8
+//! bytes (one field, no spaces). `delete` is an operator's deletion as logged before reason
+//! classes existed; `remove` is the tombstone of an unpublish (`unpublished`) or an operator's
+//! takedown (a [`RemovalReason`]), naming the digest that is gone. Kinds were only ever added:
+//! a log written by an older hub parses with this module unchanged.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -28,8 +36,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use sha2::{Digest as _, Sha256};
 
-use crate::envelope::{KeyId, PublicKey, SecretKey};
-use crate::name::{AgentName, Digest, check_publisher};
+use crate::envelope::{PublicKey, SecretKey};
 
 pub use tlog_tiles::{
     EMPTY_HASH, HASH_SIZE, Hash, HashReader, record_hash, split_stored_hash_index,
@@ -120,210 +127,7 @@ pub fn node_hash(left: Hash, right: Hash) -> Hash {
     tlog_tiles::node_hash(left, right)
 }
 
-// ---- entries ----
-
-/// One fact of the log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Entry {
-    /// A version was published.
-    Publish {
-        /// `publisher/agent`.
-        agent: AgentName,
-        /// The version, canonical semver.
-        version: String,
-        /// SHA-256 of the signed manifest bytes.
-        manifest_digest: Digest,
-        /// The key that signed it.
-        key_id: KeyId,
-    },
-    /// A publisher key was registered.
-    KeyAdd {
-        /// Namespace.
-        publisher: String,
-        /// The key.
-        key: PublicKey,
-    },
-    /// A publisher key was revoked.
-    KeyRevoke {
-        /// Namespace.
-        publisher: String,
-        /// The key's id.
-        key_id: KeyId,
-    },
-    /// A version was yanked.
-    Yank {
-        /// `publisher/agent`.
-        agent: AgentName,
-        /// The version.
-        version: String,
-    },
-    /// A yank was undone.
-    Unyank {
-        /// `publisher/agent`.
-        agent: AgentName,
-        /// The version.
-        version: String,
-    },
-    /// An operator deleted a version (deleting an agent logs one per version); the version can
-    /// never be published again.
-    Delete {
-        /// `publisher/agent`.
-        agent: AgentName,
-        /// The version.
-        version: String,
-    },
-}
-
-fn canonical_version(s: &str) -> Result<String> {
-    let v =
-        semver::Version::parse(s).map_err(|e| TlogError::Entry(format!("version `{s}`: {e}")))?;
-    if v.to_string() != s || !v.build.is_empty() {
-        return Err(TlogError::Entry(format!(
-            "version `{s}` is not canonical semver without build metadata"
-        )));
-    }
-    Ok(s.to_string())
-}
-
-impl Entry {
-    /// A publish entry; `version` must be canonical semver.
-    pub fn publish(
-        agent: AgentName,
-        version: &str,
-        manifest_digest: Digest,
-        key_id: KeyId,
-    ) -> Result<Self> {
-        Ok(Entry::Publish {
-            agent,
-            version: canonical_version(version)?,
-            manifest_digest,
-            key_id,
-        })
-    }
-
-    /// The publisher (namespace) the entry concerns.
-    pub fn publisher(&self) -> &str {
-        match self {
-            Entry::Publish { agent, .. }
-            | Entry::Yank { agent, .. }
-            | Entry::Unyank { agent, .. }
-            | Entry::Delete { agent, .. } => agent.publisher(),
-            Entry::KeyAdd { publisher, .. } | Entry::KeyRevoke { publisher, .. } => publisher,
-        }
-    }
-
-    /// The agent the entry concerns, if it is about one.
-    pub fn agent(&self) -> Option<&AgentName> {
-        match self {
-            Entry::Publish { agent, .. }
-            | Entry::Yank { agent, .. }
-            | Entry::Unyank { agent, .. }
-            | Entry::Delete { agent, .. } => Some(agent),
-            Entry::KeyAdd { .. } | Entry::KeyRevoke { .. } => None,
-        }
-    }
-
-    /// The entry's bytes: one line, see the module documentation.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        format!("{self}\n").into_bytes()
-    }
-
-    /// Parses an entry's bytes; anything but the one canonical form is refused.
-    pub fn parse(bytes: &[u8]) -> Result<Self> {
-        let text = std::str::from_utf8(bytes).map_err(|_| TlogError::Entry("not UTF-8".into()))?;
-        let line = text
-            .strip_suffix('\n')
-            .ok_or_else(|| TlogError::Entry("does not end with a line feed".into()))?;
-        if line.contains('\n') {
-            return Err(TlogError::Entry("more than one line".into()));
-        }
-        let fields: Vec<&str> = line.split(' ').collect();
-        if fields.first() != Some(&ENTRY_FORMAT) {
-            return Err(TlogError::Entry(format!(
-                "does not start with `{ENTRY_FORMAT}`"
-            )));
-        }
-        let agent = |s: &str| {
-            AgentName::parse(s).map_err(|e| TlogError::Entry(format!("agent `{s}`: {e}")))
-        };
-        let key_id =
-            |s: &str| KeyId::parse(s).map_err(|e| TlogError::Entry(format!("key id `{s}`: {e}")));
-        let publisher = |s: &str| {
-            check_publisher(s).map_err(|e| TlogError::Entry(format!("publisher `{s}`: {e}")))
-        };
-        let entry = match fields[1..] {
-            ["publish", a, v, d, k] => Entry::Publish {
-                agent: agent(a)?,
-                version: canonical_version(v)?,
-                manifest_digest: Digest::parse(d)
-                    .map_err(|e| TlogError::Entry(format!("digest `{d}`: {e}")))?,
-                key_id: key_id(k)?,
-            },
-            ["key-add", p, k, pk] => {
-                let key = PublicKey::parse(pk)
-                    .map_err(|e| TlogError::Entry(format!("public key `{pk}`: {e}")))?;
-                if key.key_id() != key_id(k)? {
-                    return Err(TlogError::Entry(format!(
-                        "key id {k} is not the id of key {pk}"
-                    )));
-                }
-                Entry::KeyAdd {
-                    publisher: publisher(p)?,
-                    key,
-                }
-            }
-            ["key-revoke", p, k] => Entry::KeyRevoke {
-                publisher: publisher(p)?,
-                key_id: key_id(k)?,
-            },
-            ["yank", a, v] => Entry::Yank {
-                agent: agent(a)?,
-                version: canonical_version(v)?,
-            },
-            ["unyank", a, v] => Entry::Unyank {
-                agent: agent(a)?,
-                version: canonical_version(v)?,
-            },
-            ["delete", a, v] => Entry::Delete {
-                agent: agent(a)?,
-                version: canonical_version(v)?,
-            },
-            _ => {
-                return Err(TlogError::Entry(format!(
-                    "`{line}` is no known entry kind with its fields"
-                )));
-            }
-        };
-        // Canonical: the parsed entry prints back to the same bytes (lowercase names, …).
-        if entry.to_bytes() != bytes {
-            return Err(TlogError::Entry(format!(
-                "`{line}` is not in canonical form"
-            )));
-        }
-        Ok(entry)
-    }
-}
-
-impl fmt::Display for Entry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{ENTRY_FORMAT} ")?;
-        match self {
-            Entry::Publish {
-                agent,
-                version,
-                manifest_digest,
-                key_id,
-            } => write!(f, "publish {agent} {version} {manifest_digest} {key_id}"),
-            Entry::KeyAdd { publisher, key } => {
-                write!(f, "key-add {publisher} {} {key}", key.key_id())
-            }
-            Entry::KeyRevoke { publisher, key_id } => write!(f, "key-revoke {publisher} {key_id}"),
-            Entry::Yank { agent, version } => write!(f, "yank {agent} {version}"),
-            Entry::Unyank { agent, version } => write!(f, "unyank {agent} {version}"),
-            Entry::Delete { agent, version } => write!(f, "delete {agent} {version}"),
-        }
-    }
-}
+pub use entry::{Entry, RemovalReason};
 
 // ---- tiles ----
 
@@ -963,6 +767,7 @@ impl fmt::Display for LogVerifier {
 }
 
 mod cosign;
+mod entry;
 pub use cosign::{
     AddCheckpoint, Cosignature, MAX_PROOF_LINES, WitnessSigner, WitnessVerifier, body_of,
     checkpoint_text, cosignature_lines, origin_of,

@@ -72,6 +72,10 @@ pub enum Command {
     Info(crate::commands::info::InfoArgs),
     /// Yank a version (selectors skip it; it stays downloadable by exact version), or undo that.
     Yank(crate::commands::yank::YankArgs),
+    /// Deprecate versions with a message and a successor (pull and run warn), or undo that.
+    Deprecate(crate::commands::deprecate::DeprecateArgs),
+    /// Remove a version you published recently and few pulled; it leaves a tombstone.
+    Unpublish(crate::commands::unpublish::UnpublishArgs),
     /// Print a shell completion script on stdout.
     Completions(crate::commands::completions::CompletionsArgs),
     /// Resolve, verify and install agents into the cache, and record them in ofc.lock.
@@ -136,6 +140,8 @@ pub fn main() -> ExitCode {
         Command::Search(args) => crate::commands::search::run(args, &mut out),
         Command::Info(args) => crate::commands::info::run(args, &mut out),
         Command::Yank(args) => crate::commands::yank::run(args, &mut out),
+        Command::Deprecate(args) => crate::commands::deprecate::run(args, &mut out),
+        Command::Unpublish(args) => crate::commands::unpublish::run(args, &mut out),
         Command::Completions(args) => {
             crate::commands::completions::run(args, Cli::command(), &mut out)
         }

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use index_schema::hub_api::{
-    AddKeyRequest, AgentInfo, ErrorBody, ErrorCode, Key, KeyList, LoginRequest, Me, NewToken,
-    PublishRequest, PublishResponse, SearchPage, SearchParams, VersionInfo, YankRequest, path,
+    AddKeyRequest, AgentInfo, DeprecateRequest, ErrorBody, ErrorCode, Key, KeyList, LoginRequest,
+    Me, NewToken, PublishRequest, PublishResponse, SearchPage, SearchParams, VersionInfo,
+    YankRequest, path,
 };
 use index_schema::name::AgentName;
 use reqwest::{Method, StatusCode};
@@ -485,6 +486,29 @@ impl Hub {
     /// Unyanks a version (`DELETE …/yank`).
     pub async fn unyank(&self, name: &AgentName, version: &str) -> Result<()> {
         self.act::<()>(Method::DELETE, &path::yank(name, version), None)
+            .await
+    }
+
+    /// Deprecates a version (`PUT …/deprecation`).
+    pub async fn deprecate(
+        &self,
+        name: &AgentName,
+        version: &str,
+        req: &DeprecateRequest,
+    ) -> Result<()> {
+        self.act(Method::PUT, &path::deprecation(name, version), Some(req))
+            .await
+    }
+
+    /// Clears a deprecation (`DELETE …/deprecation`).
+    pub async fn undeprecate(&self, name: &AgentName, version: &str) -> Result<()> {
+        self.act::<()>(Method::DELETE, &path::deprecation(name, version), None)
+            .await
+    }
+
+    /// Unpublishes a version (`POST …/unpublish`).
+    pub async fn unpublish(&self, name: &AgentName, version: &str) -> Result<()> {
+        self.act::<()>(Method::POST, &path::unpublish(name, version), None)
             .await
     }
 

@@ -1,8 +1,10 @@
-//! Agents and versions: publish, read, yank, deprecate, delete, downloads.
+//! Agents and versions: publish, read, yank, delete, downloads (deprecate and removals:
+//! `lifecycle.rs`).
 
 use index_schema::name::Digest;
 
 use super::blobs::{BlobClaim, claim_blobs};
+use super::lifecycle::drop_version_oci;
 use super::oci::{NewManifest, insert_manifest};
 use super::repo::{Actor, Result, Store, StoreError, conflict_on_unique, now_ms, unique_violation};
 use super::rows::{AGENT_COLUMNS, AgentRow, NewVersion, VERSION_COLUMNS, VersionRow};
@@ -53,15 +55,18 @@ impl Store {
         if !matches!(revoked, Some(None)) {
             return Err(StoreError::KeyRevoked);
         }
-        let tombstone: Option<i64> = sqlx::query_scalar(
-            "SELECT deleted_at FROM deleted_versions WHERE agent = $1 AND version = $2",
+        // A removed version's number is never used again, whatever the content (issue 33).
+        let tombstone: Option<Option<String>> = sqlx::query_scalar(
+            "SELECT reason_class FROM deleted_versions WHERE agent = $1 AND version = $2",
         )
         .bind(&v.agent)
         .bind(&v.version)
         .fetch_optional(&mut *tx)
         .await?;
-        if tombstone.is_some() {
-            return Err(StoreError::VersionDeleted);
+        match tombstone {
+            Some(Some(reason)) => return Err(StoreError::VersionRemoved(reason)),
+            Some(None) => return Err(StoreError::VersionDeleted),
+            None => {}
         }
         let agent_id: Option<i64> = sqlx::query_scalar("SELECT id FROM agents WHERE name = $1")
             .bind(&v.agent)
@@ -293,49 +298,6 @@ impl Store {
         Ok(true)
     }
 
-    /// Sets (`Some`) or clears the deprecation message of a version.
-    pub async fn set_deprecated(
-        &self,
-        actor: &Actor,
-        agent: &AgentRow,
-        version: &str,
-        message: Option<&str>,
-    ) -> Result<bool> {
-        let now = now_ms();
-        let mut tx = self.db.write().begin().await?;
-        let n = sqlx::query(
-            "UPDATE versions SET deprecated_message = $1 WHERE agent_id = $2 AND version = $3",
-        )
-        .bind(message)
-        .bind(agent.id)
-        .bind(version)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if n == 0 {
-            return Ok(false);
-        }
-        refresh_agent(&mut tx, agent.id, now).await?;
-        let kind = if message.is_some() {
-            "deprecate"
-        } else {
-            "undeprecate"
-        };
-        let target = format!("{}@{version}", agent.name);
-        audit(
-            &mut tx,
-            actor,
-            &format!("version.{kind}"),
-            &target,
-            message,
-            now,
-        )
-        .await?;
-        outbox(&mut tx, kind, &agent.name, Some(version), now).await?;
-        tx.commit().await?;
-        Ok(true)
-    }
-
     /// Deletes one version (operator/admin only) and leaves a tombstone, so the same version
     /// can never be published again. False when absent.
     pub async fn delete_version(
@@ -366,29 +328,7 @@ impl Store {
         .bind(now)
         .execute(&mut *tx)
         .await?;
-        // The version's OCI tag, the manifest it named (unless another tag names it too)
-        // and the manifests that refer to it (signatures, attestations).
-        let digest: Option<String> =
-            sqlx::query_scalar("SELECT digest FROM oci_tags WHERE repository = $1 AND tag = $2")
-                .bind(&agent.name)
-                .bind(version)
-                .fetch_optional(&mut *tx)
-                .await?;
-        sqlx::query("DELETE FROM oci_tags WHERE repository = $1 AND tag = $2")
-            .bind(&agent.name)
-            .bind(version)
-            .execute(&mut *tx)
-            .await?;
-        if let Some(d) = digest {
-            sqlx::query(
-                "DELETE FROM oci_manifests WHERE repository = $1 AND (digest = $2 OR subject = $2) \
-                 AND NOT EXISTS (SELECT 1 FROM oci_tags t WHERE t.repository = $1 AND t.digest = $2)",
-            )
-            .bind(&agent.name)
-            .bind(&d)
-            .execute(&mut *tx)
-            .await?;
-        }
+        drop_version_oci(&mut tx, &agent.name, version).await?;
         refresh_agent(&mut tx, agent.id, now).await?;
         let target = format!("{}@{version}", agent.name);
         audit(&mut tx, actor, "version.delete", &target, None, now).await?;

@@ -15,6 +15,7 @@ mod accounts;
 mod agents;
 mod blobs;
 pub mod db;
+mod lifecycle;
 mod namespaces;
 mod oci;
 mod outbox;
@@ -32,6 +33,7 @@ pub mod upgrade_test;
 mod upload_parts;
 
 pub use blobs::{BlobClaim, Registered};
+pub use lifecycle::{Deprecation, RemoveOutcome, Tombstone, UnpublishLimits};
 pub use oci::{ManifestRow, NewManifest, Unrecorded};
 pub use replicas::{LimiterWindow, StoredCosigned};
 pub use repo::{Actor, Result, Store, StoreError, now_ms};

@@ -20,6 +20,9 @@ pub enum StoreError {
     /// The version was deleted by an administrator; its name and number stay taken.
     #[error("version deleted")]
     VersionDeleted,
+    /// The version was removed (unpublished or taken down; the reason class): a tombstone.
+    #[error("version removed ({0})")]
+    VersionRemoved(String),
     /// The signing key was revoked while the publish was under way.
     #[error("key revoked")]
     KeyRevoked,

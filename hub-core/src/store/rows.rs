@@ -200,13 +200,15 @@ pub struct VersionRow {
     pub downloads: i64,
     /// Index of its publish entry in the transparency log (`None`: not logged yet).
     pub log_index: Option<i64>,
+    /// The agent a deprecation names to use instead.
+    pub deprecated_successor: Option<String>,
 }
 
 /// The columns of a [`VersionRow`] of `versions v JOIN users u`.
 pub(super) const VERSION_COLUMNS: &str = "v.id, v.version, v.manifest_digest, v.envelope, \
     v.key_id, v.source_kind, v.bundle_digest, v.bundle_size, u.name AS published_by, \
     v.token_id, v.created_at, v.yanked_at, v.yank_reason, v.deprecated_message, v.downloads, \
-    v.log_index";
+    v.log_index, v.deprecated_successor";
 
 /// An outbox entry.
 pub use index_schema::hub_api::OutboxEntry as OutboxRow;

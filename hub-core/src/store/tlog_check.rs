@@ -1,8 +1,9 @@
 //! `ofc-hub log verify` (the whole tree recomputed from the stored entries and compared with
-//! every stored hash, the head, and the versions' and keys' logged indexes) and the start-up
-//! backfill of what was committed before the log existed.
+//! every stored hash, the head, the versions' and keys' logged indexes, and the tombstones
+//! against the `remove` entries) and the start-up backfill of what was committed before the log
+//! existed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use index_schema::envelope::PublicKey;
 use index_schema::tlog::{self, Attempt, Entry, Hash, HashCache, HashReader as _};
@@ -40,6 +41,10 @@ impl Store {
         // The facts the entries state, to compare with the tables.
         let mut published: HashMap<(String, String), (u64, String, String)> = Default::default();
         let mut keys: HashMap<(String, String), u64> = Default::default();
+        // Removed versions: (digest, reason class, index) of their `remove` entry; versions an
+        // operator deleted (`delete` entries, no digest or class).
+        let mut removed: HashMap<(String, String), (String, String, u64)> = Default::default();
+        let mut deleted: HashSet<(String, String)> = Default::default();
         loop {
             let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(
                 "SELECT idx, data FROM tlog_entries WHERE idx >= $1 ORDER BY idx LIMIT 4096",
@@ -71,6 +76,43 @@ impl Store {
                     }
                     Ok(Entry::KeyAdd { publisher, key }) => {
                         keys.insert((publisher, key.key_id().to_string()), next);
+                    }
+                    Ok(Entry::Remove {
+                        agent,
+                        version,
+                        manifest_digest,
+                        reason,
+                    }) => {
+                        let at = (agent.to_string(), version);
+                        // A tombstone names what was published: the publish entry comes first,
+                        // with the same digest.
+                        match published.get(&at) {
+                            Some((_, d, _)) if *d == manifest_digest.to_string() => {}
+                            Some((_, d, _)) => report.problems.push(format!(
+                                "entry {next} removes {}@{} with digest {manifest_digest}, \
+                                 published with {d}",
+                                at.0, at.1
+                            )),
+                            None => report.problems.push(format!(
+                                "entry {next} removes {}@{}, which the log never published",
+                                at.0, at.1
+                            )),
+                        }
+                        if removed
+                            .insert(
+                                at.clone(),
+                                (manifest_digest.to_string(), reason.to_string(), next),
+                            )
+                            .is_some()
+                        {
+                            report.problems.push(format!(
+                                "entry {next} removes {}@{} a second time",
+                                at.0, at.1
+                            ));
+                        }
+                    }
+                    Ok(Entry::Delete { agent, version }) => {
+                        deleted.insert((agent.to_string(), version));
                     }
                     Ok(_) => {}
                     Err(e) => report.problems.push(format!("entry {next}: {e}")),
@@ -155,7 +197,17 @@ impl Store {
         .fetch_all(pool)
         .await?;
         for (agent, version, digest, key_id, log_index) in versions {
-            match published.get(&(agent.clone(), version.clone())) {
+            let at = (agent.clone(), version.clone());
+            if let Some((_, _, i)) = removed.get(&at) {
+                report.problems.push(format!(
+                    "{agent}@{version} is in the table, but entry {i} of the log removed it"
+                ));
+            } else if deleted.contains(&at) {
+                report.problems.push(format!(
+                    "{agent}@{version} is in the table, but the log deleted it"
+                ));
+            }
+            match published.get(&at) {
                 None => report
                     .problems
                     .push(format!("{agent}@{version} has no publish entry in the log")),
@@ -172,6 +224,45 @@ impl Store {
                         ));
                     }
                 }
+            }
+        }
+        // Every tombstone with a reason class has its `remove` entry, naming the same digest
+        // and class; every `remove` entry has its tombstone.
+        let tombstones: Vec<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT agent, version, manifest_digest, reason_class FROM deleted_versions",
+        )
+        .fetch_all(pool)
+        .await?;
+        let mut stoned = HashSet::new();
+        for (agent, version, digest, reason) in tombstones {
+            let at = (agent, version);
+            match (removed.get(&at), reason) {
+                (Some((d, r, _)), reason)
+                    if digest.as_deref() != Some(d.as_str())
+                        || reason.as_deref() != Some(r.as_str()) =>
+                {
+                    report.problems.push(format!(
+                        "{}@{}: the log's tombstone says digest {d} reason {r}, the table \
+                         {} reason {}",
+                        at.0,
+                        at.1,
+                        digest.as_deref().unwrap_or("(none)"),
+                        reason.as_deref().unwrap_or("(none)")
+                    ))
+                }
+                (None, Some(reason)) => report.problems.push(format!(
+                    "{}@{} was removed ({reason}) with no remove entry in the log",
+                    at.0, at.1
+                )),
+                _ => {}
+            }
+            stoned.insert(at);
+        }
+        for ((agent, version), (_, _, i)) in &removed {
+            if !stoned.contains(&(agent.clone(), version.clone())) {
+                report.problems.push(format!(
+                    "entry {i} removes {agent}@{version}, which has no tombstone in the table"
+                ));
             }
         }
         let key_rows: Vec<(String, String)> = sqlx::query_as(

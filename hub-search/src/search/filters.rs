@@ -1,4 +1,4 @@
-//! The filters (capability, keyword, kind, publisher) around a text query: constant-scored
+//! The filters (capability, keyword, kind, publisher, deprecated) around a text query: constant-scored
 //! term clauses that add nothing to the score, so the text query's bounds hold for the whole.
 
 use tantivy::Term;
@@ -7,7 +7,7 @@ use tantivy::schema::IndexRecordOption;
 
 use crate::index::SearchIndex;
 use crate::mapping::field;
-use crate::query::SearchQuery;
+use crate::query::{DeprecatedFilter, SearchQuery};
 
 impl SearchIndex {
     /// Text query AND filters. (Yanked agents are never in the index: the writer deletes them
@@ -17,7 +17,8 @@ impl SearchIndex {
         let unfiltered = q.capabilities.is_empty()
             && q.keywords.is_empty()
             && q.kind.is_none()
-            && q.publisher.is_none();
+            && q.publisher.is_none()
+            && q.deprecated == DeprecatedFilter::Include;
         if unfiltered {
             return match text {
                 Some(t) => t.box_clone(),
@@ -51,6 +52,23 @@ impl SearchIndex {
         clauses.extend(q.keywords.iter().map(|k| filter(field::KEYWORD_EXACT, k)));
         clauses.extend(q.kind.iter().map(|k| filter(field::KIND, k)));
         clauses.extend(q.publisher.iter().map(|p| filter(field::PUBLISHER, p)));
+        let deprecated = match q.deprecated {
+            DeprecatedFilter::Include => None,
+            DeprecatedFilter::Exclude => Some(false),
+            DeprecatedFilter::Only => Some(true),
+        };
+        clauses.extend(deprecated.map(|d| -> (Occur, Box<dyn Query>) {
+            (
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(
+                    Box::new(TermQuery::new(
+                        Term::from_field_bool(self.fields.get(field::DEPRECATED), d),
+                        IndexRecordOption::Basic,
+                    )),
+                    0.0,
+                )),
+            )
+        }));
         Box::new(BooleanQuery::new(clauses))
     }
 }

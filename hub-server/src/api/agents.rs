@@ -8,8 +8,8 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use hub_core::agents;
 use hub_core::publish::{self, Published};
+use hub_core::{agents, lifecycle};
 pub use index_schema::hub_api::{
     AgentInfo, AgentList, AgentSummary, AuditPage, AuditQuery, BundleInfo, DeprecateRequest,
     EnvelopeJson, ListQuery, LogQuery, OutboxPage, OutboxQuery, PublishRequest, PublishResponse,
@@ -199,6 +199,7 @@ pub async fn get_agent_card(
         (status = 200, description = "the version", body = VersionInfo),
         (status = 400, description = "invalid name or version", body = ErrorBody),
         (status = 404, description = "no such agent or version", body = ErrorBody),
+        (status = 410, description = "the version was removed (unpublished or taken down): the message names the reason class", body = ErrorBody),
     ))]
 pub async fn get_version(
     State(state): State<AppState>,
@@ -221,6 +222,7 @@ pub async fn get_version(
         (status = 200, description = "tar.gz bytes", content_type = "application/octet-stream"),
         (status = 400, description = "invalid name or version", body = ErrorBody),
         (status = 404, description = "no such agent, version or bundle", body = ErrorBody),
+        (status = 410, description = "the version was removed (unpublished or taken down): the message names the reason class", body = ErrorBody),
     ))]
 pub async fn get_bundle(
     State(state): State<AppState>,
@@ -332,13 +334,14 @@ pub async fn deprecate(
     Path((publisher, agent, version)): Path<(String, String, String)>,
     Json(req): Json<DeprecateRequest>,
 ) -> ApiResult<StatusCode> {
-    agents::set_deprecated(
+    lifecycle::set_deprecated(
         &state.core,
         &auth.0,
         &publisher,
         &agent,
         &version,
         Some(&req.message),
+        req.successor.as_deref(),
     )
     .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -361,7 +364,42 @@ pub async fn undeprecate(
     auth: Auth,
     Path((publisher, agent, version)): Path<(String, String, String)>,
 ) -> ApiResult<StatusCode> {
-    agents::set_deprecated(&state.core, &auth.0, &publisher, &agent, &version, None).await?;
+    lifecycle::set_deprecated(
+        &state.core,
+        &auth.0,
+        &publisher,
+        &agent,
+        &version,
+        None,
+        None,
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Unpublishes a version: its publisher (the `yank` scope, maintainer or owner) removes it
+/// while it is younger than the hub's `unpublish_window_secs` and has fewer downloads than
+/// `unpublish_max_downloads`; otherwise 403 `unpublish_refused` (an operator's takedown can
+/// still remove it). Leaves a tombstone: its URLs answer 410 `version_removed`, and its number
+/// can never be published again.
+#[utoipa::path(post, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/unpublish", tag = "agents",
+    params(("publisher" = String, Path, description = "namespace"),
+           ("agent" = String, Path, description = "agent"),
+           ("version" = String, Path, description = "exact version")),
+    responses(
+        (status = 204, description = "unpublished: a tombstone is left"),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no valid token", body = ErrorBody),
+        (status = 403, description = "not allowed, or past the window or download limit", body = ErrorBody),
+        (status = 404, description = "no such agent or version", body = ErrorBody),
+        (status = 410, description = "removed already", body = ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn unpublish(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((publisher, agent, version)): Path<(String, String, String)>,
+) -> ApiResult<StatusCode> {
+    lifecycle::unpublish(&state.core, &auth.0, &publisher, &agent, &version).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -82,6 +82,7 @@ pub fn router(state: AppState) -> Router {
             route::DEPRECATION,
             put(agents::deprecate).delete(agents::undeprecate),
         )
+        .route(route::UNPUBLISH, post(agents::unpublish))
         .route(route::SEARCH, get(search::search))
         .route(route::OUTBOX, get(agents::outbox))
         .route(route::AUDIT, get(agents::audit));

@@ -20,7 +20,7 @@ use crate::tlog;
         namespaces::revoke_key,
         agents::publish, agents::get_agent, agents::get_agent_card, agents::get_version, agents::get_bundle,
         agents::list_agents, agents::yank, agents::unyank, agents::deprecate,
-        agents::undeprecate, agents::delete_agent, agents::delete_version, agents::outbox,
+        agents::undeprecate, agents::unpublish, agents::delete_agent, agents::delete_version, agents::outbox,
         agents::audit,
         registry::register, registry::get, registry::patch, registry::remove,
         search::search, search::registry_search,

@@ -94,6 +94,16 @@ pub(crate) enum AdminCommand {
         #[arg(long)]
         version: Option<String>,
     },
+    /// Take a version down (it stays a tombstone: its URLs answer 410 naming the reason class,
+    /// the log gets a `remove` entry, its number is never published again).
+    Takedown {
+        /// `publisher/agent@version`.
+        #[arg(value_name = "NAME@VERSION")]
+        target: String,
+        /// The reason class: malware, legal, security, abuse or policy.
+        #[arg(long, value_name = "CLASS")]
+        reason: String,
+    },
     /// Show the audit log, newest first.
     Audit {
         #[arg(long)]
@@ -248,6 +258,15 @@ async fn admin_cmd(store: &Store, cmd: AdminCommand) -> anyhow::Result<()> {
                 admin::delete(store, &name, version.as_deref()).await?,
                 "nothing to delete"
             );
+        }
+        AdminCommand::Takedown { target, reason } => {
+            let Some((name, version)) = target.split_once('@') else {
+                anyhow::bail!("`{target}`: give the version to take down as NAME@VERSION");
+            };
+            let index = hub_core::lifecycle::takedown(store, name, version, &reason).await?;
+            out(format!(
+                "took down {name}@{version} ({reason}); tombstone at log entry {index}"
+            ));
         }
         AdminCommand::Audit {
             target,

@@ -300,7 +300,12 @@ pub(super) fn agent(
                         span { "published " (when(v.published_at)) }
                     }
                     @if v.yanked { p class="badge danger" { "This version is yanked" @if let Some(r) = &v.yank_reason { ": " (r) } } }
-                    @if let Some(d) = &v.deprecated { p class="badge warn" { "Deprecated: " (d) } }
+                    @if let Some(d) = &v.deprecated {
+                        p class="badge warn" id="deprecated" {
+                            "Deprecated: " (d)
+                            @if let Some(s) = &v.deprecated_successor { " — use " a href=(format!("/agents/{s}")) { (s) } " instead" }
+                        }
+                    }
                 }
                 section aria-labelledby="use" {
                     h2 id="use" { "Use it" }
@@ -374,7 +379,7 @@ pub(super) fn agent(
                                     td { a href=(format!("/agents/{}?version={}", info.name, s.version)) { (s.version) } }
                                     td { (when(s.published_at)) }
                                     td {
-                                        @if s.yanked { "yanked" } @else if s.deprecated.is_some() { "deprecated" } @else { "available" }
+                                        @if s.yanked { "yanked" } @else if let Some(d) = &s.deprecated { span class="deprecated" title=(d) { "deprecated" } @if let Some(n) = &s.deprecated_successor { " (use " a href=(format!("/agents/{n}")) { (n) } ")" } } @else { "available" }
                                         @if s.key_revoked_at.is_some() { " (key revoked)" }
                                     }
                                     td { (s.downloads) }

@@ -11,6 +11,7 @@ mod crash;
 mod e2e;
 mod formats;
 mod layout;
+mod lifecycle;
 mod oci_clients;
 mod oci_gc;
 mod oci_protocol;

@@ -182,7 +182,15 @@ async fn storage_suite(#[case] backend: Backend) {
     );
     assert!(
         store
-            .set_deprecated(&op, &a, "1.0.0", Some("old"))
+            .set_deprecated(
+                &op,
+                &a,
+                "1.0.0",
+                Some(hub_core::store::Deprecation {
+                    message: "old",
+                    successor: None
+                })
+            )
             .await
             .unwrap()
     );
@@ -235,12 +243,13 @@ async fn storage_suite(#[case] backend: Backend) {
             "publish",
             "publish",
             "yank",
+            "deprecate",
             "delete"
         ]
     );
     let report = store.log_verify().await.unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
-    assert_eq!(report.size, 8);
+    assert_eq!(report.size, 9);
 
     // listing: cursor order and updated_since
     let page1 = store.list_agents(i64::MIN, 0, 1).await.unwrap();

@@ -132,6 +132,9 @@ pub struct VersionSummary {
     pub yank_reason: Option<String>,
     /// Deprecation message.
     pub deprecated: Option<String>,
+    /// The agent a deprecation names to use instead (`publisher/agent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated_successor: Option<String>,
     /// Signing key.
     pub key_id: String,
     /// When the signing key was revoked, if it was.
@@ -221,6 +224,9 @@ pub struct VersionInfo {
     pub yank_reason: Option<String>,
     /// Deprecation message.
     pub deprecated: Option<String>,
+    /// The agent a deprecation names to use instead (`publisher/agent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated_successor: Option<String>,
     /// Downloads.
     #[serde(default)]
     pub downloads: i64,
@@ -288,8 +294,11 @@ pub struct YankRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DeprecateRequest {
-    /// What to use instead.
+    /// Why, and what to use instead (one line, at most 1000 characters).
     pub message: String,
+    /// The agent to use instead (`publisher/agent`); it need not exist on this hub yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub successor: Option<String>,
 }
 
 /// Query of `GET /api/v1/outbox`.

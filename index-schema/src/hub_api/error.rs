@@ -130,6 +130,12 @@ open_enum! {
         VersionExists = "version_exists",
         /// The version was deleted; its number cannot be used again.
         VersionDeleted = "version_deleted",
+        /// The version was removed (unpublished or taken down; 410): the message names the
+        /// reason class. Its number cannot be used again.
+        VersionRemoved = "version_removed",
+        /// The publisher may no longer unpublish the version (past the hub's window, or
+        /// downloaded too often); only an operator's takedown removes it now.
+        UnpublishRefused = "unpublish_refused",
         /// The last owner of a namespace cannot leave it.
         LastOwner = "last_owner",
         /// Another change got there first.

@@ -84,6 +84,9 @@ pub mod route {
     pub const YANK: &str = "/agents/{publisher}/{agent}/versions/{version}/yank";
     /// `PUT` deprecate, `DELETE` undeprecate.
     pub const DEPRECATION: &str = "/agents/{publisher}/{agent}/versions/{version}/deprecation";
+    /// `POST`: the publisher unpublishes the version (within the hub's window and download
+    /// limit), leaving a tombstone.
+    pub const UNPUBLISH: &str = "/agents/{publisher}/{agent}/versions/{version}/unpublish";
     /// `GET`: the bundle's bytes (absolute: served outside the request-time limit).
     pub const BUNDLE: &str = "/api/v1/agents/{publisher}/{agent}/versions/{version}/bundle";
     /// `GET`: search.
@@ -222,6 +225,10 @@ pub mod path {
     /// `…/versions/{version}/deprecation`.
     pub fn deprecation(name: &AgentName, version: &str) -> String {
         versioned(route::DEPRECATION, name, version)
+    }
+    /// `…/versions/{version}/unpublish`.
+    pub fn unpublish(name: &AgentName, version: &str) -> String {
+        versioned(route::UNPUBLISH, name, version)
     }
     /// `…/versions/{version}/bundle`.
     pub fn bundle(name: &AgentName, version: &str) -> String {

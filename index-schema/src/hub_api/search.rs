@@ -35,6 +35,10 @@ pub struct SearchParams {
     /// `true` to get facet counts (`false` by default: they cost a pass over every match).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facets: Option<String>,
+    /// Deprecated agents: `include` (default: shown, ranked lower and marked), `exclude`
+    /// (hidden) or `only`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<String>,
 }
 
 /// A page of hits.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::name::{AgentName, Digest};
 
 fn entries(n: usize) -> Vec<Vec<u8>> {
     (0..n)
@@ -124,6 +125,28 @@ fn entries_print_and_parse_in_one_canonical_form() {
             agent: AgentName::parse("alice/echo").unwrap(),
             version: "1.0.0".into(),
         },
+        Entry::Deprecate {
+            agent: AgentName::parse("alice/echo").unwrap(),
+            version: "1.0.0".into(),
+            successor: Some(AgentName::parse("bob/echo2").unwrap()),
+            message: "use echo2 — it streams; ünïcode and spaces".into(),
+        },
+        Entry::Deprecate {
+            agent: AgentName::parse("alice/echo").unwrap(),
+            version: "1.0.0".into(),
+            successor: None,
+            message: "x".into(),
+        },
+        Entry::Undeprecate {
+            agent: AgentName::parse("alice/echo").unwrap(),
+            version: "1.0.0".into(),
+        },
+        Entry::Remove {
+            agent: AgentName::parse("alice/echo").unwrap(),
+            version: "1.0.0".into(),
+            manifest_digest: Digest::of(b"manifest"),
+            reason: RemovalReason::Malware,
+        },
     ];
     for e in cases {
         let bytes = e.to_bytes();
@@ -152,6 +175,17 @@ fn entries_print_and_parse_in_one_canonical_form() {
         format!("{text}{text}"),
         "ofc-log/v1 delete alice/echo\n".to_string(),
         "ofc-log/v1 delete alice/echo 1.0\n".to_string(),
+        // The message is base64url without padding, never empty; a successor is a name or `-`.
+        "ofc-log/v1 deprecate alice/echo 1.0.0 - use echo2\n".to_string(),
+        "ofc-log/v1 deprecate alice/echo 1.0.0 - eA==\n".to_string(),
+        "ofc-log/v1 deprecate alice/echo 1.0.0 -  \n".to_string(),
+        "ofc-log/v1 deprecate alice/echo 1.0.0 Bob/x eA\n".to_string(),
+        "ofc-log/v1 deprecate alice/echo 1.0.0 - //8\n".to_string(),
+        format!(
+            "ofc-log/v1 remove alice/echo 1.0.0 {} deleted\n",
+            Digest::of(b"m")
+        ),
+        format!("ofc-log/v1 remove alice/echo 1.0.0 {}\n", Digest::of(b"m")),
         format!(
             "ofc-log/v1 key-add alice {} {}\n",
             SecretKey::from_seed(&[8; 32]).key_id(),

@@ -4,6 +4,10 @@
 //! client verified — so a publisher sees anything published in their name. The hub says which
 //! entries concern the publisher; an entry it leaves out is not found by this command (a full
 //! walk of the log's tiles, e.g. with aics-tlog, finds it).
+//!
+//! A removed version shows as its `publish` entry followed by a `remove` entry (its
+//! tombstone: digest and reason class); a version that never existed has neither. A
+//! deprecation's message, base64url in the entry, is shown decoded.
 
 use anyhow::{Result, anyhow};
 use index_schema::name::{AgentName, check_publisher};
@@ -93,7 +97,7 @@ pub fn run(args: &AuditArgs, out: &mut Output) -> Result<ExitStatus> {
                 ))
                 .into());
             }
-            rows.push((e.index, e.logged_at, e.entry.clone()));
+            rows.push((e.index, e.logged_at, e.entry.clone(), shown(&entry)));
         }
         before = Some(log::Before::verified(&checked, cp.clone())?);
         match page.next_after {
@@ -114,11 +118,11 @@ pub fn run(args: &AuditArgs, out: &mut Output) -> Result<ExitStatus> {
         out.json_value(&json!({
             "hub": hub.url,
             "log_size": cp.size,
-            "entries": rows.iter().map(|(i, at, e)| json!({"index": i, "logged_at": at, "entry": e})).collect::<Vec<_>>(),
+            "entries": rows.iter().map(|(i, at, e, _)| json!({"index": i, "logged_at": at, "entry": e})).collect::<Vec<_>>(),
         }));
         return Ok(ExitStatus::Success);
     }
-    for (index, at, entry) in &rows {
+    for (index, at, _, text) in &rows {
         let when = time::OffsetDateTime::from_unix_timestamp(at / 1000)
             .ok()
             .and_then(|t| {
@@ -126,7 +130,6 @@ pub fn run(args: &AuditArgs, out: &mut Output) -> Result<ExitStatus> {
                     .ok()
             })
             .unwrap_or_default();
-        let text = entry.strip_prefix("ofc-log/v1 ").unwrap_or(entry);
         out.data(&output::clean_line(&format!("{index:>8}  {when}  {text}")));
     }
     out.status(&format!(
@@ -137,4 +140,51 @@ pub fn run(args: &AuditArgs, out: &mut Output) -> Result<ExitStatus> {
         cp.size
     ));
     Ok(ExitStatus::Success)
+}
+
+/// An entry as printed: its fields after the format, a deprecation's message decoded.
+fn shown(entry: &Entry) -> String {
+    match entry {
+        Entry::Deprecate {
+            agent,
+            version,
+            successor,
+            message,
+        } => {
+            let successor = successor
+                .as_ref()
+                .map(|s| format!(" (use {s})"))
+                .unwrap_or_default();
+            format!("deprecate {agent} {version}{successor}: {message}")
+        }
+        Entry::Remove {
+            agent,
+            version,
+            manifest_digest,
+            reason,
+        } => format!("remove {agent} {version} {manifest_digest} {reason} (tombstone)"),
+        other => {
+            let text = other.to_string();
+            text.strip_prefix("ofc-log/v1 ")
+                .unwrap_or(&text)
+                .to_string()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deprecations_show_their_message_and_removals_say_tombstone() {
+        let e =
+            Entry::parse(b"ofc-log/v1 deprecate acme/old 1.0.0 acme/new bW92ZWQgb24\n").unwrap();
+        assert_eq!(
+            shown(&e),
+            "deprecate acme/old 1.0.0 (use acme/new): moved on"
+        );
+        let e = Entry::parse(b"ofc-log/v1 yank acme/old 1.0.0\n").unwrap();
+        assert_eq!(shown(&e), "yank acme/old 1.0.0");
+    }
 }

@@ -238,6 +238,9 @@ fn render(agent: &AgentInfo, v: &VersionInfo) -> Vec<String> {
     }
     if let Some(d) = &v.deprecated {
         fields.push(("deprecated", d.clone()));
+        if let Some(s) = &v.deprecated_successor {
+            fields.push(("use instead", s.clone()));
+        }
     }
     let width = fields.iter().map(|(l, _)| l.len()).max().unwrap_or(0) + 2;
     for (label, value) in fields {
@@ -267,6 +270,9 @@ fn render(agent: &AgentInfo, v: &VersionInfo) -> Vec<String> {
             }
             if let Some(d) = &s.deprecated {
                 notes.push(format!("deprecated: {}", output::truncate(d, 60)));
+                if let Some(n) = &s.deprecated_successor {
+                    notes.push(format!("use {}", output::truncate(n, 80)));
+                }
             }
             if s.key_revoked_at.is_some() {
                 notes.push("key revoked".into());

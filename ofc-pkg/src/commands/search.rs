@@ -1,5 +1,5 @@
 //! `ofc search [QUERY] [--capability C]… [--keyword K]… [--kind K] [--publisher P] [--sort S]
-//! [--limit N] [--facets]`: asks the hub (`GET /api/v1/search`) and prints a table NAME VERSION
+//! [--limit N] [--facets] [--deprecated include|exclude|only]`: asks the hub (`GET /api/v1/search`) and prints a table NAME VERSION
 //! DOWNLOADS TAGLINE, best hit first, then with `--facets` one line per facet (`kind: remote 12,
 //! bundle 3`); `--json` prints the hub's answer as is (with `facets` when asked).
 
@@ -19,6 +19,17 @@ pub enum SearchSort {
     Downloads,
     /// Most recently updated first.
     Updated,
+}
+
+/// Which deprecated agents to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeprecatedShown {
+    /// Shown, marked `[deprecated]`, ranked lower.
+    Include,
+    /// Hidden.
+    Exclude,
+    /// Only deprecated agents.
+    Only,
 }
 
 impl SearchSort {
@@ -68,6 +79,11 @@ pub struct SearchArgs {
     /// (over every match, the most frequent ten of each; `--json` carries them too).
     #[arg(long)]
     pub facets: bool,
+
+    /// Deprecated agents (marked `[deprecated]`): shown (`include`, the default), hidden
+    /// (`exclude`) or alone (`only`).
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = DeprecatedShown::Include)]
+    pub deprecated: DeprecatedShown,
 }
 
 /// Tagline width when stdout is not a terminal: fixed, so captured output is the same anywhere.
@@ -231,6 +247,11 @@ fn query_params(args: &SearchArgs) -> Result<SearchParams> {
     }
     params.sort = Some(args.sort.as_str().to_string());
     params.limit = Some(args.limit.to_string());
+    params.deprecated = match args.deprecated {
+        DeprecatedShown::Include => None,
+        DeprecatedShown::Exclude => Some("exclude".into()),
+        DeprecatedShown::Only => Some("only".into()),
+    };
     if args.facets {
         params.facets = Some("true".into());
     }

@@ -32,7 +32,7 @@ const MAX_REASON: usize = 1000;
 
 /// Runs the verb.
 pub fn run(args: &YankArgs, out: &mut Output) -> Result<ExitStatus> {
-    let (name, version) = exact_reference(&args.reference)?;
+    let (name, version) = exact_reference(&args.reference, "yank")?;
     if let Some(r) = &args.reason
         && r.chars().count() > MAX_REASON
     {
@@ -88,15 +88,20 @@ pub fn run(args: &YankArgs, out: &mut Output) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// `publisher/agent@1.2.3`, refusing anything but an exact version on the hub ofc talks to.
-fn exact_reference(text: &str) -> Result<(index_schema::name::AgentName, semver::Version)> {
+/// `publisher/agent@1.2.3`, refusing anything but an exact version on the hub ofc talks to;
+/// `verb` (`yank`, `unpublish`) for the messages.
+pub(crate) fn exact_reference(
+    text: &str,
+    verb: &str,
+) -> Result<(index_schema::name::AgentName, semver::Version)> {
     let r = Reference::parse(text).map_err(|e| {
-        UserError::new(format!("invalid reference `{text}`: {e}"))
-            .hint("give the version to yank as `publisher/agent@1.2.3`")
+        UserError::new(format!("invalid reference `{text}`: {e}")).hint(format!(
+            "give the version to {verb} as `publisher/agent@1.2.3`"
+        ))
     })?;
     if let Some(host) = r.host() {
         return Err(UserError::new(format!(
-            "`{text}` names the hub `{host}`; ofc yanks on the hub of OFC_HUB"
+            "`{text}` names the hub `{host}`; ofc {verb}s on the hub of OFC_HUB"
         ))
         .hint("drop the host and set OFC_HUB to that hub")
         .into());
@@ -110,7 +115,7 @@ fn exact_reference(text: &str) -> Result<(index_schema::name::AgentName, semver:
             };
             Err(UserError::new(format!("`{text}` gives {shown}"))
                 .hint(format!(
-                    "yank one exact version: `ofc yank {}@1.2.3`",
+                    "{verb} one exact version: `ofc {verb} {}@1.2.3`",
                     r.name()
                 ))
                 .hint(format!("`ofc info {}` lists its versions", r.name()))
@@ -125,13 +130,13 @@ mod tests {
 
     #[test]
     fn only_exact_versions_can_be_yanked() {
-        let (n, v) = exact_reference("acme/bot@1.2.3").unwrap();
+        let (n, v) = exact_reference("acme/bot@1.2.3", "yank").unwrap();
         assert_eq!(
             (n.to_string(), v.to_string()),
             ("acme/bot".into(), "1.2.3".into())
         );
         assert_eq!(
-            exact_reference("acme/bot@=2.0.0-rc.1")
+            exact_reference("acme/bot@=2.0.0-rc.1", "yank")
                 .unwrap()
                 .1
                 .to_string(),
@@ -147,7 +152,7 @@ mod tests {
             ),
             ("bot@1.0.0", "invalid reference"),
         ] {
-            let e = exact_reference(bad).unwrap_err().to_string();
+            let e = exact_reference(bad, "yank").unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

@@ -405,7 +405,11 @@ impl Ctx {
         let name = r.name();
         let info = hub.agent(name).await?;
         let mut versions = Vec::new();
+        let mut deprecations = std::collections::HashMap::new();
         for v in info.versions {
+            if let Some(message) = v.deprecated.clone() {
+                deprecations.insert(v.version.clone(), (message, v.deprecated_successor.clone()));
+            }
             // One entry this client cannot read must not block the others.
             match (
                 Version::parse(&v.version),
@@ -456,6 +460,12 @@ impl Ctx {
         if yanked {
             eprintln!(
                 "warning: {name} {version} is yanked; pulled because it was asked for exactly"
+            );
+        }
+        if let Some((message, successor)) = deprecations.get(&version.to_string()) {
+            eprintln!(
+                "{}",
+                deprecation_warning(name, &version, message, successor.as_deref())
             );
         }
         // Rollback: when the selector would match the highest version pulled before, that
@@ -836,6 +846,24 @@ fn signature_error(
     }
 }
 
+/// The warning for a deprecated version: the publisher's message (one line, shortened) and the
+/// successor it names, if any. The hub's text, so cleaned of control characters.
+fn deprecation_warning(
+    name: &AgentName,
+    version: &Version,
+    message: &str,
+    successor: Option<&str>,
+) -> String {
+    let mut line = format!(
+        "warning: {name} {version} is deprecated: {}",
+        truncate(message, 200)
+    );
+    if let Some(s) = successor {
+        line.push_str(&format!("; use {} instead", truncate(s, 100)));
+    }
+    crate::output::clean_line(&line)
+}
+
 fn check_identity(m: &Manifest, name: &AgentName, version: Option<&Version>) -> Result<()> {
     if &m.name != name {
         bail!(
@@ -888,6 +916,19 @@ pub fn summary(p: &Pulled) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deprecation_warnings_name_the_successor_on_one_clean_line() {
+        let n = AgentName::parse("acme/old").unwrap();
+        let v = Version::parse("1.2.0").unwrap();
+        assert_eq!(
+            deprecation_warning(&n, &v, "moved", Some("acme/new")),
+            "warning: acme/old 1.2.0 is deprecated: moved; use acme/new instead"
+        );
+        let w = deprecation_warning(&n, &v, "a\x1b[31mred\nline", None);
+        assert!(!w.chars().any(char::is_control), "{w:?}");
+        assert!(w.ends_with("red line"), "{w:?}");
+    }
 
     #[test]
     fn lock_changes_are_described() {
