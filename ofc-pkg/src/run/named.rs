@@ -150,6 +150,14 @@ pub(crate) struct Running {
 /// floor closes.
 pub(crate) fn watch(running: Running) -> Option<tokio::task::JoinHandle<()>> {
     let record = LOADED.get()?.clone();
+    // The watcher does not keep the floor open: it holds it only while applying a change.
+    let weak = running.floor.downgrade();
+    let Running {
+        reload,
+        furniture,
+        live,
+        ..
+    } = running;
     Some(tokio::spawn(async move {
         let dir = floors::floors_dir();
         let path = floors::path_of(&dir, &record.name);
@@ -162,7 +170,10 @@ pub(crate) fn watch(running: Running) -> Option<tokio::task::JoinHandle<()>> {
         };
         loop {
             tokio::time::sleep(Duration::from_millis(250)).await;
-            if running.floor.snapshot().await.is_err() {
+            let Some(floor) = weak.upgrade() else {
+                return;
+            };
+            if floor.snapshot().await.is_err() {
                 return;
             }
             let now = stamp_of(&path);
@@ -176,6 +187,12 @@ pub(crate) fn watch(running: Running) -> Option<tokio::task::JoinHandle<()>> {
                 stamp = now;
                 continue;
             }
+            let running = Running {
+                floor,
+                reload: reload.clone(),
+                furniture: furniture.clone(),
+                live: live.clone(),
+            };
             state.apply(&next, &running).await;
             stamp = now;
         }
@@ -320,6 +337,14 @@ impl State {
         }
         self.generation = next.generation;
         self.text = next.blueprint.clone();
+        running.live.append(
+            runtime::session::payload::FLOOR_UPDATED,
+            serde_json::json!({
+                "floor": name,
+                "generation": next.generation,
+                "mutations": mutations,
+            }),
+        );
         let shown: Vec<String> = mutations.iter().map(ToString::to_string).collect();
         say(&format!(
             "· floor {name}: generation {} applied{}",

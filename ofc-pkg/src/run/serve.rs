@@ -41,6 +41,11 @@ pub struct ServeArgs {
     #[arg(value_name = "BLUEPRINT", default_value = "blueprint.yaml")]
     pub file: std::path::PathBuf,
 
+    /// Serve the named floor NAME (`ofc floors ls`) instead of a blueprint file; each
+    /// session's floor applies the changes `ofc floors update` makes as it runs.
+    #[arg(long, value_name = "NAME", conflicts_with = "file")]
+    pub floor: Option<String>,
+
     /// Address to listen on. Loopback by default: sessions are private conversations.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:3712")]
     pub listen: String,
@@ -93,7 +98,10 @@ impl ServeArgs {
             should_wake_deadline_ms: self.should_wake_deadline_ms,
             respond_deadline_ms: self.respond_deadline_ms,
             switchboard: false,
-            session: session::SessionArgs::default(),
+            session: session::SessionArgs {
+                floor: self.floor.clone(),
+                ..session::SessionArgs::default()
+            },
         }
     }
 }
@@ -113,14 +121,17 @@ pub fn main(args: &ServeArgs, out: &mut Output) -> Result<ExitStatus> {
     if args.should_wake_deadline_ms == 0 || args.respond_deadline_ms == 0 {
         return Err(UserError::new("deadlines must be at least 1 ms").into());
     }
-    if !args.file.exists() {
+    if args.floor.is_none() && !args.file.exists() {
         return Err(
             UserError::new(format!("{} does not exist", args.file.display()))
                 .hint("name a blueprint: `ofc serve path/to/blueprint.yaml`")
                 .into(),
         );
     }
-    let loaded = plan::load(&args.file).map_err(super::blueprint_error)?;
+    let loaded = match &args.floor {
+        Some(name) => super::named::load(name)?,
+        None => plan::load(&args.file).map_err(super::blueprint_error)?,
+    };
     plan::say_warnings(out, &loaded.warnings);
     let problems = plan::unsupported(&loaded.blueprint);
     if !problems.is_empty() {
@@ -303,6 +314,13 @@ impl SessionHost for BlueprintHost {
         )
         .await
         .map_err(|e| OpenError::Start(format!("{e:#}")))?;
+        // A named floor's changes, applied to this session's floor until it closes.
+        super::named::watch(super::named::Running {
+            floor: started.floor.clone(),
+            reload: started.reload.clone(),
+            furniture: started.furniture.clone(),
+            live: session.live(),
+        });
         Ok(HostedSession {
             live: session.live(),
             floor: started.floor.clone(),

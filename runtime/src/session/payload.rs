@@ -10,6 +10,7 @@
 //! | `room_opened` | [`RoomOpened`]: a sub-room and its members (its events carry its `room_id`) | yes |
 //! | `room_closed` | [`RoomClosed`]: a sub-room closed, with the summary posted to `#main` | yes |
 //! | `turn_ended` | the floor event; ends a turn | yes |
+//! | `floor_updated` | `{"floor", "generation", "mutations"}`: a named floor's change applied to the running floor | no |
 //! | `transcript` | one transcript line ([`crate::transcript::Line`]), for `ofc floor replay` | no |
 //! | any other floor event name (`turn_started`, `responding`, `call_finished`, `note`, `roster`, `queued`, `polling`, `should_wake`, `closed`) | the floor event as watchers see it | no |
 //!
@@ -31,6 +32,8 @@ pub const GRANTS: &str = "grants";
 pub const TASKS: &str = "tasks";
 /// `transcript`.
 pub const TRANSCRIPT: &str = "transcript";
+/// `floor_updated`.
+pub const FLOOR_UPDATED: &str = "floor_updated";
 /// `room_opened`.
 pub const ROOM_OPENED: &str = "room_opened";
 /// `room_closed`.
@@ -69,7 +72,7 @@ impl PayloadKind {
             MESSAGE | CLEARED | COMPACTION | GRANTS | TASKS | ROOM_OPENED | ROOM_CLOSED => {
                 Self::State
             }
-            TRANSCRIPT => Self::Record,
+            TRANSCRIPT | FLOOR_UPDATED => Self::Record,
             t if FLOOR_EVENTS.contains(&t) => Self::Record,
             _ => Self::Unknown,
         }

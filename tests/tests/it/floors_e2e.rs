@@ -58,7 +58,10 @@ fn wait_for(rx: &Receiver<String>, needle: &str) -> String {
     let mut passed = Vec::new();
     loop {
         let Ok(line) = rx.recv_timeout(Duration::from_secs(30)) else {
-            panic!("no `{needle}` from ofc run; it said:\n{}", passed.join("\n"));
+            panic!(
+                "no `{needle}` from ofc run; it said:\n{}",
+                passed.join("\n")
+            );
         };
         if line.contains(needle) {
             return line;
@@ -298,4 +301,104 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
         serde_json::json!([])
     );
     assert!(!record.exists());
+}
+
+#[test]
+fn ofc_serve_serves_a_named_floor_and_applies_its_updates() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let dir = proj.path();
+    let model = ModelServer::start(&[(
+        "keeper-model",
+        vec![
+            pieces(&["Served ", "once."]),
+            pieces(&["Served ", "twice."]),
+        ],
+    )]);
+    std::fs::write(
+        dir.join("blueprint.yaml"),
+        blueprint(&model.endpoint, "SERVE-ONE", false),
+    )
+    .unwrap();
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    json(
+        &ofc,
+        dir,
+        &["floors", "create", "blueprint.yaml", "--name", "served"],
+    );
+    let served = crate::serve_e2e::serve(home.path(), dir, &["--floor", "served"]);
+    let http = reqwest::Client::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let post = |path: String, token: &str, body: Value| -> Value {
+        rt.block_on(async {
+            let r = http
+                .post(format!("{}{path}", served.url))
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "{path}: {}", r.status());
+            r.json().await.unwrap()
+        })
+    };
+    let until = |what: &str, ok: &dyn Fn() -> bool| {
+        for _ in 0..600 {
+            if ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("timed out waiting for {what}");
+    };
+    let created = post(
+        "/api/v1/sessions".to_owned(),
+        &served.token,
+        serde_json::json!({}),
+    );
+    let (id, token) = (
+        created["id"].as_str().unwrap().to_owned(),
+        created["token"].as_str().unwrap().to_owned(),
+    );
+    let say = |text: &str| {
+        post(
+            format!("/api/v1/sessions/{id}/messages"),
+            &token,
+            serde_json::json!({"content": text}),
+        )
+    };
+    say("hello");
+    until("the first answer", &|| model.requests().len() == 1);
+
+    std::fs::write(
+        dir.join("v2.yaml"),
+        blueprint(&model.endpoint, "SERVE-TWO", false),
+    )
+    .unwrap();
+    json(
+        &ofc,
+        dir,
+        &["floors", "update", "served", "--from-file", "v2.yaml"],
+    );
+    // The session's floor says in its log when it has applied the change.
+    let log = dir.join(".ofc/sessions").join(format!("{id}.jsonl"));
+    until("floor_updated in the session", &|| {
+        std::fs::read_to_string(&log)
+            .is_ok_and(|t| t.contains("\"payload_type\":\"floor_updated\""))
+    });
+    say("again");
+    until("the second answer", &|| model.requests().len() == 2);
+    let requests = model.requests();
+    let system = |i: usize| chat_of(&requests[i].1)[0].2.clone();
+    assert!(system(0).contains("SERVE-ONE"), "{}", system(0));
+    assert!(
+        system(1).contains("SERVE-TWO") && !system(1).contains("SERVE-ONE"),
+        "{}",
+        system(1)
+    );
+    let ls = json(&ofc, dir, &["sessions", "ls", "--floor", "served"]);
+    assert_eq!(ls["sessions"][0]["id"], id.as_str(), "{ls}");
 }
