@@ -20,6 +20,12 @@
 //! - [`switchboard`] brings seed 004's Switchboard agents onto a floor: agents whose turns
 //!   are JSON files in `.switchboard/`, or calls to its MCP server over HTTP/SSE.
 
+/// ofc's own secrets in its environment, never passed on to the processes a floor starts
+/// (agents, ACP agents, MCP servers, furniture commands) unless a blueprint's `env` names
+/// them: the hub token, the floor server's token, the sessions database's URL (with its
+/// password).
+pub const SECRET_ENV: [&str; 3] = ["OFC_TOKEN", "OFC_SERVE_TOKEN", "OFC_SESSIONS_URL"];
+
 pub mod agent;
 pub mod api;
 pub mod container;

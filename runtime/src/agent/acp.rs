@@ -341,6 +341,9 @@ impl AcpAgent {
     /// carries what the agent printed on stderr.
     pub async fn spawn(config: AcpCommand) -> Result<AcpAgent, AgentError> {
         let mut cmd = tokio::process::Command::new(&config.command);
+        for k in crate::SECRET_ENV {
+            cmd.env_remove(k);
+        }
         cmd.args(&config.args)
             .envs(config.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .current_dir(&config.working_dir)

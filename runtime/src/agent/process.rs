@@ -127,6 +127,9 @@ impl ProcessAgent {
     ) -> Result<Self, AgentError> {
         let port = free_port().map_err(|e| AgentError::NotRunning(format!("no free port: {e}")))?;
         let mut cmd = Command::new(&command.program);
+        for k in crate::SECRET_ENV {
+            cmd.env_remove(k);
+        }
         cmd.args(&command.args)
             .envs(command.env.iter().map(|(k, v)| (k, v)))
             .env("OFC_PORT", port.to_string())

@@ -52,6 +52,9 @@ impl McpToolbox {
         settings: &FurnitureSettings,
     ) -> Result<McpToolbox, FurnitureError> {
         let mut cmd = tokio::process::Command::new(command);
+        for k in crate::SECRET_ENV {
+            cmd.env_remove(k);
+        }
         cmd.args(args)
             .envs(settings.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .kill_on_drop(true);

@@ -345,7 +345,8 @@ pub struct SessionFile {
 #[derive(Debug)]
 enum Sink {
     File(File),
-    Pg(PgWriter, PgSessions),
+    /// The writer, the store, the session's project.
+    Pg(PgWriter, PgSessions, String),
 }
 
 fn lock(file: &File, id: &SessionId) -> Result<(), SessionError> {
@@ -444,11 +445,11 @@ impl SessionFile {
         project: &str,
         meta: &SessionMeta,
     ) -> Result<Self, SessionError> {
-        let (writer, _, _) = store.open(&id, Some(project))?;
+        let (writer, _, _) = store.open(&id, project, true)?;
         let mut out = Self {
             path: store.place_of(&id),
             id,
-            sink: Sink::Pg(writer, store.clone()),
+            sink: Sink::Pg(writer, store.clone(), project.to_owned()),
             next_seq: 1,
             unsynced: false,
             line: Vec::new(),
@@ -462,15 +463,16 @@ impl SessionFile {
     pub(crate) fn resume_pg(
         store: &PgSessions,
         id: SessionId,
+        project: &str,
         accept: impl FnOnce(&SessionLog) -> Result<(), SessionError>,
     ) -> Result<(Self, SessionLog), SessionError> {
-        let (writer, lines, _) = store.open(&id, None)?;
+        let (writer, lines, _) = store.open(&id, project, false)?;
         let log = super::pg::parse_lines(&lines)?;
         accept(&log)?;
         let out = Self {
             path: store.place_of(&id),
             id,
-            sink: Sink::Pg(writer, store.clone()),
+            sink: Sink::Pg(writer, store.clone(), project.to_owned()),
             next_seq: log.last_seq() + 1,
             unsynced: false,
             line: Vec::new(),
@@ -482,7 +484,9 @@ impl SessionFile {
     pub fn source(&self) -> LogSource {
         match &self.sink {
             Sink::File(_) => LogSource::File(self.path.clone()),
-            Sink::Pg(_, store) => LogSource::Pg(store.clone(), self.id.clone()),
+            Sink::Pg(_, store, project) => {
+                LogSource::Pg(store.clone(), self.id.clone(), project.clone())
+            }
         }
     }
 
@@ -548,7 +552,7 @@ impl SessionFile {
                 file.write_all(&self.line)
                     .map_err(|e| SessionError::io(self.path.display(), e))?;
             }
-            Sink::Pg(writer, _) => writer.line(&self.line[..self.line.len() - 1])?,
+            Sink::Pg(writer, ..) => writer.line(&self.line[..self.line.len() - 1])?,
         }
         self.unsynced = true;
         Ok(())
@@ -567,7 +571,7 @@ impl SessionFile {
                 Sink::File(file) => file
                     .sync_data()
                     .map_err(|e| SessionError::io(self.path.display(), e))?,
-                Sink::Pg(writer, _) => writer.sync()?,
+                Sink::Pg(writer, ..) => writer.sync()?,
             }
             self.unsynced = false;
         }

@@ -27,6 +27,8 @@ pub struct LiveSession {
     turn_end: Arc<Mutex<Option<TurnEndHook>>>,
     id: SessionId,
     path: PathBuf,
+    /// Where its events are read back from (by watchers behind the feed's memory).
+    source: super::LogSource,
     /// The room its events go to (`#main`, or a sub-room's view: [`LiveSession::in_room`]).
     room: Arc<str>,
 }
@@ -59,6 +61,7 @@ impl LiveSession {
         Self {
             id: file.id().clone(),
             path: file.path().to_owned(),
+            source: file.source(),
             room: Arc::from(MAIN_ROOM),
             turn_end: Arc::new(Mutex::new(None)),
             inner: Arc::new(Mutex::new(Inner {
@@ -137,11 +140,7 @@ impl LiveSession {
             .file
             .as_ref()
             .map_or(0, |f| f.next_seq().saturating_sub(1));
-        let source = inner
-            .file
-            .as_ref()
-            .map_or_else(|| self.path.clone().into(), SessionFile::source);
-        let feed = Arc::new(SessionFeed::new(source, last));
+        let feed = Arc::new(SessionFeed::new(self.source.clone(), last));
         if inner.file.is_none() {
             feed.end();
         }

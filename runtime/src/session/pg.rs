@@ -22,10 +22,27 @@
 //! line before it is committed. After a failed insert nothing more is written (no gap in the
 //! sequence) and every later sync reports the failure.
 //!
-//! The URL's password is never shown: errors and `ofc sessions` name the store by the URL
-//! without it.
+//! **Faults**: every statement has a deadline, and so has a sync's wait for the writer: a
+//! database that stops answering fails the session's recording after [`SYNC_WAIT`] instead of
+//! holding the floor. A connection that fails (an idle timeout, a restart of the database) is
+//! opened again once, the session's lock taken again and the lines that were not confirmed
+//! written again (a line the database did take is not written twice); only when that fails
+//! too does recording stop.
+//!
+//! **Ownership** is checked on the session's row as well as on its meta line: a session is
+//! read, continued or removed only by the project that created it, even with its lines gone.
+//!
+//! **Rights**: the tables are created only when missing; a role that may only read and write
+//! tables an administrator created works.
+//!
+//! The URL's password is never shown (in the address or as a `password=` parameter): errors
+//! and `ofc sessions` name the store by the URL without it. A connection pooler in transaction
+//! mode (PgBouncer's `pool_mode = transaction`) is not supported: the session's lock is a
+//! session-level advisory lock.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -35,8 +52,15 @@ use sqlx::postgres::PgConnection;
 use super::jsonl::{self, SessionLog};
 use super::{SessionError, SessionId};
 
-/// How long a connection may take to open.
+/// How long a connection may take to open (and find its tables).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long one statement may take.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long a sync waits for the writer (a statement, a reconnection and the same statement
+/// again fit in it).
+pub const SYNC_WAIT: Duration = Duration::from_secs(60);
 
 /// Lines inserted in one statement at most.
 const BATCH: usize = 512;
@@ -63,6 +87,8 @@ const SCHEMA: [&str; 2] = [
 pub struct PgSessions {
     url: String,
     shown: String,
+    /// Whether the tables are known to exist (checked once per store).
+    ready: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for PgSessions {
@@ -73,12 +99,23 @@ impl std::fmt::Debug for PgSessions {
     }
 }
 
-/// `url` without its password.
+/// `url` without its password (in the address, or a `password` parameter).
 fn redact(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(mut u) => {
             if u.password().is_some() {
                 let _ = u.set_password(Some("***"));
+            }
+            if u.query().is_some() {
+                let pairs: Vec<(String, String)> = u
+                    .query_pairs()
+                    .map(|(k, v)| {
+                        let secret = k.to_ascii_lowercase().contains("pass");
+                        let v = if secret { "***".into() } else { v.into_owned() };
+                        (k.into_owned(), v)
+                    })
+                    .collect();
+                u.query_pairs_mut().clear().extend_pairs(pairs);
             }
             u.to_string()
         }
@@ -120,6 +157,7 @@ impl PgSessions {
         Ok(Self {
             url: url.to_owned(),
             shown: redact(url),
+            ready: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -138,10 +176,27 @@ impl PgSessions {
     }
 
     async fn connect(&self) -> Result<PgConnection, SessionError> {
-        let mut c = tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect(&self.url))
+        tokio::time::timeout(CONNECT_TIMEOUT, self.connect_now())
             .await
             .map_err(|_| self.err("no connection within 10 s"))?
+    }
+
+    async fn connect_now(&self) -> Result<PgConnection, SessionError> {
+        let mut c = PgConnection::connect(&self.url)
+            .await
             .map_err(|e| self.err(e))?;
+        if self.ready.load(Ordering::Acquire) {
+            return Ok(c);
+        }
+        let (exists,): (bool,) =
+            sqlx::query_as("SELECT to_regclass('ofc_session_lines') IS NOT NULL")
+                .fetch_one(&mut c)
+                .await
+                .map_err(|e| self.err(e))?;
+        if exists {
+            self.ready.store(true, Ordering::Release);
+            return Ok(c);
+        }
         let mut tx = c.begin().await.map_err(|e| self.err(e))?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(SCHEMA_LOCK)
@@ -155,21 +210,54 @@ impl PgSessions {
                 .map_err(|e| self.err(e))?;
         }
         tx.commit().await.map_err(|e| self.err(e))?;
+        self.ready.store(true, Ordering::Release);
         Ok(c)
     }
 
-    async fn lines(&self, c: &mut PgConnection, id: &SessionId) -> Result<Vec<u8>, SessionError> {
-        let exists: Option<(String,)> = sqlx::query_as("SELECT id FROM ofc_sessions WHERE id = $1")
-            .bind(id.as_str())
-            .fetch_optional(&mut *c)
+    /// `work` within [`QUERY_TIMEOUT`].
+    async fn bounded<T>(
+        &self,
+        work: impl Future<Output = Result<T, SessionError>>,
+    ) -> Result<T, SessionError> {
+        tokio::time::timeout(QUERY_TIMEOUT, work)
             .await
-            .map_err(|e| self.err(e))?;
-        if exists.is_none() {
-            return Err(SessionError::NotFound {
+            .map_err(|_| self.err("no answer within 20 s"))?
+    }
+
+    /// Checks that session `id` exists and belongs to `project`.
+    async fn owned(
+        &self,
+        c: &mut PgConnection,
+        id: &SessionId,
+        project: &str,
+    ) -> Result<(), SessionError> {
+        let owner: Option<(String,)> =
+            sqlx::query_as("SELECT project FROM ofc_sessions WHERE id = $1")
+                .bind(id.as_str())
+                .fetch_optional(&mut *c)
+                .await
+                .map_err(|e| self.err(e))?;
+        match owner {
+            None => Err(SessionError::NotFound {
                 id: id.clone(),
                 place: self.shown.clone(),
-            });
+            }),
+            Some((owner,)) if owner != project => Err(SessionError::Foreign {
+                id: id.clone(),
+                owner,
+                here: project.to_owned(),
+            }),
+            Some(_) => Ok(()),
         }
+    }
+
+    async fn lines(
+        &self,
+        c: &mut PgConnection,
+        id: &SessionId,
+        project: &str,
+    ) -> Result<Vec<u8>, SessionError> {
+        self.owned(c, id, project).await?;
         let rows: Vec<(String,)> =
             sqlx::query_as("SELECT line FROM ofc_session_lines WHERE session_id = $1 ORDER BY n")
                 .bind(id.as_str())
@@ -179,11 +267,11 @@ impl PgSessions {
         Ok(join(rows.into_iter().map(|(l,)| l)))
     }
 
-    /// Reads a session (any project's: the store checks the owner).
-    pub fn read(&self, id: &SessionId) -> Result<SessionLog, SessionError> {
+    /// Reads a session of `project`.
+    pub fn read(&self, id: &SessionId, project: &str) -> Result<SessionLog, SessionError> {
         let bytes = on_own_thread(|| async move {
             let mut c = self.connect().await?;
-            let lines = self.lines(&mut c, id).await;
+            let lines = self.bounded(self.lines(&mut c, id, project)).await;
             let _ = c.close().await;
             lines
         })?;
@@ -194,11 +282,15 @@ impl PgSessions {
     pub fn ids(&self, project: &str) -> Result<Vec<SessionId>, SessionError> {
         let rows: Vec<(String,)> = on_own_thread(|| async move {
             let mut c = self.connect().await?;
-            let rows = sqlx::query_as("SELECT id FROM ofc_sessions WHERE project = $1")
-                .bind(project)
-                .fetch_all(&mut c)
-                .await
-                .map_err(|e| self.err(e));
+            let rows = self
+                .bounded(async {
+                    sqlx::query_as("SELECT id FROM ofc_sessions WHERE project = $1")
+                        .bind(project)
+                        .fetch_all(&mut c)
+                        .await
+                        .map_err(|e| self.err(e))
+                })
+                .await;
             let _ = c.close().await;
             rows
         })?;
@@ -208,29 +300,25 @@ impl PgSessions {
             .collect())
     }
 
-    /// Removes a session; refused while a writer holds it.
-    pub fn remove(&self, id: &SessionId) -> Result<(), SessionError> {
-        on_own_thread(|| {
-            async move {
-                let mut c = self.connect().await?;
-                let (got,): (bool,) = sqlx::query_as("SELECT pg_try_advisory_lock($1)")
-                    .bind(lock_key(id))
-                    .fetch_one(&mut c)
-                    .await
-                    .map_err(|e| self.err(e))?;
-                if !got {
-                    let _ = c.close().await;
-                    return Err(SessionError::Busy(id.clone()));
-                }
-                let done = sqlx::query("DELETE FROM ofc_sessions WHERE id = $1")
-                    .bind(id.as_str())
-                    .execute(&mut c)
-                    .await
-                    .map_err(|e| self.err(e));
-                // Closing the connection releases the lock.
-                let _ = c.close().await;
-                done.map(|_| ())
-            }
+    /// Removes a session of `project`; refused while a writer holds it.
+    pub fn remove(&self, id: &SessionId, project: &str) -> Result<(), SessionError> {
+        on_own_thread(|| async move {
+            let mut c = self.connect().await?;
+            let done = self
+                .bounded(async {
+                    self.owned(&mut c, id, project).await?;
+                    self.lock(&mut c, id).await?;
+                    sqlx::query("DELETE FROM ofc_sessions WHERE id = $1 AND project = $2")
+                        .bind(id.as_str())
+                        .bind(project)
+                        .execute(&mut c)
+                        .await
+                        .map_err(|e| self.err(e))
+                })
+                .await;
+            // Closing the connection releases the lock.
+            let _ = c.close().await;
+            done.map(|_| ())
         })
     }
 
@@ -240,11 +328,12 @@ impl PgSessions {
     pub(crate) fn open(
         &self,
         id: &SessionId,
-        create: Option<&str>,
+        project: &str,
+        create: bool,
     ) -> Result<(PgWriter, Vec<u8>, i64), SessionError> {
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let (tx, rx) = mpsc::channel::<Command>();
-        let (store, id2, create) = (self.clone(), id.clone(), create.map(str::to_owned));
+        let (store, id2, project) = (self.clone(), id.clone(), project.to_owned());
         let thread = std::thread::Builder::new()
             .name(format!("ofc-session-{}", &id.as_str()[..8]))
             .spawn(move || {
@@ -258,10 +347,10 @@ impl PgSessions {
                         return;
                     }
                 };
-                rt.block_on(store.write_loop(id2, create, ready_tx, rx));
+                rt.block_on(store.write_loop(id2, project, create, ready_tx, rx));
             })
             .map_err(|e| self.err(e))?;
-        match ready_rx.recv() {
+        match ready_rx.recv_timeout(SYNC_WAIT) {
             Ok(Ok((lines, next))) => Ok((
                 PgWriter {
                     tx: Some(tx),
@@ -281,21 +370,29 @@ impl PgSessions {
         }
     }
 
-    async fn start_writing(
-        &self,
-        c: &mut PgConnection,
-        id: &SessionId,
-        create: Option<&str>,
-    ) -> Result<(Vec<u8>, i64), SessionError> {
+    /// Takes the session's lock on `c`.
+    async fn lock(&self, c: &mut PgConnection, id: &SessionId) -> Result<(), SessionError> {
         let (got,): (bool,) = sqlx::query_as("SELECT pg_try_advisory_lock($1)")
             .bind(lock_key(id))
             .fetch_one(&mut *c)
             .await
             .map_err(|e| self.err(e))?;
-        if !got {
-            return Err(SessionError::Busy(id.clone()));
+        if got {
+            Ok(())
+        } else {
+            Err(SessionError::Busy(id.clone()))
         }
-        if let Some(project) = create {
+    }
+
+    async fn start_writing(
+        &self,
+        c: &mut PgConnection,
+        id: &SessionId,
+        project: &str,
+        create: bool,
+    ) -> Result<(Vec<u8>, i64), SessionError> {
+        self.lock(c, id).await?;
+        if create {
             let done = sqlx::query(
                 "INSERT INTO ofc_sessions (id, project) VALUES ($1, $2) ON CONFLICT DO NOTHING",
             )
@@ -309,7 +406,7 @@ impl PgSessions {
             }
             return Ok((Vec::new(), 1));
         }
-        let lines = self.lines(c, id).await?;
+        let lines = self.lines(c, id, project).await?;
         let (next,): (Option<i64>,) =
             sqlx::query_as("SELECT max(n) FROM ofc_session_lines WHERE session_id = $1")
                 .bind(id.as_str())
@@ -322,7 +419,8 @@ impl PgSessions {
     async fn write_loop(
         self,
         id: SessionId,
-        create: Option<String>,
+        project: String,
+        create: bool,
         ready: mpsc::SyncSender<Result<(Vec<u8>, i64), SessionError>>,
         rx: mpsc::Receiver<Command>,
     ) {
@@ -333,7 +431,10 @@ impl PgSessions {
                 return;
             }
         };
-        let mut next = match self.start_writing(&mut c, &id, create.as_deref()).await {
+        let started = self
+            .bounded(self.start_writing(&mut c, &id, &project, create))
+            .await;
+        let mut next = match started {
             Ok((lines, next)) => {
                 let _ = ready.send(Ok((lines, next)));
                 next
@@ -344,6 +445,7 @@ impl PgSessions {
                 return;
             }
         };
+        let mut conn = Some(c);
         let mut failed: Option<String> = None;
         // The channel's commands in order; blocking receives are fine on this thread of its own.
         while let Ok(first) = rx.recv() {
@@ -360,34 +462,92 @@ impl PgSessions {
                 }
             }
             if failed.is_none() && !lines.is_empty() {
-                let ns: Vec<i64> = (next..next + lines.len() as i64).collect();
-                let r = sqlx::query(
-                    "INSERT INTO ofc_session_lines (session_id, n, line) \
-                     SELECT $1, n, line FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS t (n, line)",
-                )
-                .bind(id.as_str())
-                .bind(&ns)
-                .bind(&lines)
-                .execute(&mut c)
-                .await;
-                match r {
-                    Ok(_) => next += lines.len() as i64,
-                    Err(e) => failed = Some(self.err(e).to_string()),
+                match self.insert(&mut conn, &id, next, &lines).await {
+                    Ok(()) => next += lines.len() as i64,
+                    Err(e) => failed = Some(e.to_string()),
                 }
             }
             for reply in syncs {
                 let _ = reply.send(failed.clone());
             }
         }
-        let _ = c.close().await;
+        if let Some(c) = conn {
+            let _ = c.close().await;
+        }
+    }
+
+    /// Inserts `lines` as lines `from`…; on a failure, once more on a new connection holding
+    /// the session's lock again (a line the failed attempt did store is not stored twice).
+    async fn insert(
+        &self,
+        conn: &mut Option<PgConnection>,
+        id: &SessionId,
+        from: i64,
+        lines: &[String],
+    ) -> Result<(), SessionError> {
+        let ns: Vec<i64> = (from..from + lines.len() as i64).collect();
+        let statement = |again: bool| {
+            format!(
+                "INSERT INTO ofc_session_lines (session_id, n, line) \
+                 SELECT $1, n, line FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS t (n, line){}",
+                if again {
+                    " ON CONFLICT (session_id, n) DO NOTHING"
+                } else {
+                    ""
+                }
+            )
+        };
+        if let Some(c) = conn.as_mut() {
+            let sql = statement(false);
+            let first = self
+                .bounded(async {
+                    sqlx::query(&sql)
+                        .bind(id.as_str())
+                        .bind(&ns)
+                        .bind(lines)
+                        .execute(&mut *c)
+                        .await
+                        .map_err(|e| self.err(e))
+                })
+                .await;
+            match first {
+                Ok(_) => return Ok(()),
+                Err(e) => tracing::warn!(session = %id, error = %e,
+                    "writing the session failed; connecting again"),
+            }
+        }
+        // The old connection (and with it the lock, if the database still had it) goes first.
+        if let Some(c) = conn.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), c.close()).await;
+        }
+        let mut c = self.connect().await?;
+        let sql = statement(true);
+        self.bounded(async {
+            self.lock(&mut c, id).await?;
+            sqlx::query(&sql)
+                .bind(id.as_str())
+                .bind(&ns)
+                .bind(lines)
+                .execute(&mut c)
+                .await
+                .map_err(|e| self.err(e))
+        })
+        .await?;
+        *conn = Some(c);
+        Ok(())
     }
 }
 
-/// Lines joined as a file holds them.
+/// Lines joined as a file holds them: one row is one line (a line break a row was edited to
+/// hold becomes a space: JSON allows it between tokens, and the row stays one record or one
+/// bad line, never several).
 fn join(lines: impl Iterator<Item = String>) -> Vec<u8> {
     let mut out = Vec::new();
     for l in lines {
-        out.extend_from_slice(l.as_bytes());
+        out.extend(
+            l.bytes()
+                .map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
+        );
         out.push(b'\n');
     }
     out
@@ -433,10 +593,16 @@ impl PgWriter {
     pub(crate) fn sync(&self) -> Result<(), SessionError> {
         let (reply, answer) = mpsc::sync_channel(1);
         self.send(Command::Sync(reply))?;
-        match answer.recv() {
+        match answer.recv_timeout(SYNC_WAIT) {
             Ok(None) => Ok(()),
             Ok(Some(e)) => Err(SessionError::Io(e)),
-            Err(_) => Err(SessionError::Io("the session's writer stopped".into())),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(SessionError::Io(format!(
+                "the session store confirmed nothing within {} s",
+                SYNC_WAIT.as_secs()
+            ))),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                Err(SessionError::Io("the session's writer stopped".into()))
+            }
         }
     }
 }

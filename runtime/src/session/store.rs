@@ -29,8 +29,8 @@ pub struct SessionStore {
 pub enum LogSource {
     /// Its file.
     File(PathBuf),
-    /// Its lines in PostgreSQL.
-    Pg(PgSessions, SessionId),
+    /// Its lines in PostgreSQL: the store, the session, its project.
+    Pg(PgSessions, SessionId, String),
 }
 
 impl LogSource {
@@ -38,7 +38,7 @@ impl LogSource {
     pub fn read(&self) -> Result<SessionLog, SessionError> {
         match self {
             Self::File(path) => jsonl::read(path),
-            Self::Pg(store, id) => store.read(id),
+            Self::Pg(store, id, project) => store.read(id, project),
         }
     }
 }
@@ -115,7 +115,7 @@ impl SessionStore {
     /// Where a session's events can be read back from.
     pub fn source(&self, id: &SessionId) -> LogSource {
         match &self.pg {
-            Some(pg) => LogSource::Pg(pg.clone(), id.clone()),
+            Some(pg) => LogSource::Pg(pg.clone(), id.clone(), self.project.clone()),
             None => LogSource::File(self.path(id)),
         }
     }
@@ -188,7 +188,7 @@ impl SessionStore {
     /// Reads a session of this project.
     pub fn read(&self, id: &SessionId) -> Result<SessionLog, SessionError> {
         if let Some(pg) = &self.pg {
-            let log = pg.read(id)?;
+            let log = pg.read(id, &self.project)?;
             self.check_owner(id, &log)?;
             return Ok(log);
         }
@@ -201,7 +201,9 @@ impl SessionStore {
     /// Opens a session of this project to continue it (see [`SessionFile::resume`]).
     pub fn resume(&self, id: &SessionId) -> Result<(SessionFile, SessionLog), SessionError> {
         if let Some(pg) = &self.pg {
-            return SessionFile::resume_pg(pg, id.clone(), |log| self.check_owner(id, log));
+            return SessionFile::resume_pg(pg, id.clone(), &self.project, |log| {
+                self.check_owner(id, log)
+            });
         }
         let path = self.existing(id)?;
         SessionFile::resume(&path, id.clone(), |log| self.check_owner(id, log))
@@ -214,7 +216,7 @@ impl SessionStore {
         let mut out = Vec::new();
         if let Some(pg) = &self.pg {
             for id in pg.ids(&self.project)? {
-                let log = pg.read(&id)?;
+                let log = pg.read(&id, &self.project)?;
                 if self.check_owner(&id, &log).is_ok() {
                     out.push(SessionInfo::of(id, &log));
                 }
@@ -265,7 +267,7 @@ impl SessionStore {
     pub fn remove(&self, id: &SessionId) -> Result<(), SessionError> {
         if let Some(pg) = &self.pg {
             self.read(id)?;
-            return pg.remove(id);
+            return pg.remove(id, &self.project);
         }
         let path = self.existing(id)?;
         let log = jsonl::read(&path)?;

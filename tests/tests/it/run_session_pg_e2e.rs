@@ -476,3 +476,47 @@ fn the_floor_server_records_to_postgresql_and_streams_a_closed_session_back_from
         .collect();
     assert_eq!(said, ["keep this", "Kept in the database."], "{shown}");
 }
+
+/// ofc's secrets in its environment — the sessions database's URL (with its password), the
+/// hub token, the floor server's token — do not reach the processes a floor starts: an agent
+/// that writes down its environment finds none of them, and finds what the machine's
+/// environment gives otherwise.
+#[test]
+fn the_sessions_url_and_ofc_tokens_do_not_reach_the_floors_processes() {
+    let db = PgDatabase::create_blocking();
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let seen = proj.path().join("env-seen.txt");
+    std::fs::write(
+        proj.path().join("envcheck.agent.yaml"),
+        format!(
+            "id: \"@envcheck\"\ncommand: sh\nargs: [\"-c\", \"env > {} && exec {} --name envcheck --wake\"]\n",
+            seen.display(),
+            bin("ofc-test-agent").display()
+        ),
+    )
+    .unwrap();
+    blueprint(proj.path(), "agents:\n  - ./envcheck.agent.yaml\n");
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    let r = Ofc::finish(
+        ofc.cmd()
+            .current_dir(proj.path())
+            .env("OFC_SESSIONS_URL", &db.url)
+            .env("OFC_TOKEN", "ofc_secret_hub_token_value")
+            .env("OFC_SERVE_TOKEN", "ofc_secret_serve_token_value")
+            .env("OFC_TEST_HARMLESS", "passed-on")
+            .args(["run", "hello @envcheck"]),
+    );
+    r.assert_code(0);
+    let env = std::fs::read_to_string(&seen).expect("the agent wrote its environment");
+    assert!(env.contains("OFC_TEST_HARMLESS=passed-on"), "{env}");
+    for secret in [
+        "OFC_SESSIONS_URL",
+        "OFC_TOKEN=",
+        "OFC_SERVE_TOKEN",
+        "ofc_secret_hub_token_value",
+        "ofc_secret_serve_token_value",
+    ] {
+        assert!(!env.contains(secret), "{secret} reached the agent:\n{env}");
+    }
+}

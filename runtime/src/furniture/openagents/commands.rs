@@ -41,6 +41,9 @@ async fn run_local(
     cap: usize,
 ) -> Result<Ran, ToolError> {
     let mut cmd = tokio::process::Command::new("sh");
+    for k in crate::SECRET_ENV {
+        cmd.env_remove(k);
+    }
     cmd.arg("-c")
         .arg(command)
         .current_dir(root)
