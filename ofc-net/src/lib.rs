@@ -23,6 +23,8 @@
 //!   that answers no request handed to the app is hyper's, and goes out with a JSON body that
 //!   has both error shapes of ofc's servers ([`parse_error_body`]).
 
+pub mod page_headers;
+
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;

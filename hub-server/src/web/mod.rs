@@ -36,7 +36,6 @@ mod views;
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::{HeaderValue, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -82,19 +81,6 @@ pub fn router(state: AppState) -> Router {
 
 async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
+    ofc_net::page_headers::set(response.headers_mut(), CSP);
     response
 }

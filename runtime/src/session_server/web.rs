@@ -19,7 +19,7 @@
 //! framing, no referrer. The script writes agents' text with `textContent`, never as markup.
 
 use axum::extract::{Path, Request};
-use axum::http::{HeaderValue, header};
+use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -71,19 +71,6 @@ pub async fn assets(Path(file): Path<String>) -> Response {
 /// The security headers of every answer (see the module doc).
 pub async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
+    ofc_net::page_headers::set(response.headers_mut(), CSP);
     response
 }
