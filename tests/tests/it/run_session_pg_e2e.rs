@@ -520,3 +520,78 @@ fn the_sessions_url_and_ofc_tokens_do_not_reach_the_floors_processes() {
         assert!(!env.contains(secret), "{secret} reached the agent:\n{env}");
     }
 }
+
+/// PostgreSQL restarted while a session is open (between two turns of an interactive run):
+/// the next turn's lines go to the database all the same — the writer connects again, takes
+/// the session's lock again and writes what was not confirmed — and nothing is doubled.
+#[test]
+fn a_database_restarted_between_turns_loses_no_line_of_the_open_session() {
+    let pg = ofc_test_kit::PrivatePostgres::start();
+    let url = pg.url.clone();
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(&[(
+        "keeper-model",
+        vec![
+            pieces(&["First ", "answer."]),
+            pieces(&["Second ", "answer."]),
+        ],
+    )]);
+    blueprint(proj.path(), &KEEPER.replace("ENDPOINT", &model.endpoint));
+    let mut child = Command::new(bin("ofc"))
+        .args(["--json", "run"])
+        .current_dir(proj.path())
+        .env("OFC_HOME", home.path())
+        .env("OFC_SESSIONS_URL", &url)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let wait_for = |needle: &str| loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(90))
+            .unwrap_or_else(|_| panic!("no `{needle}` from ofc run"));
+        if line.contains(needle) {
+            break line;
+        }
+    };
+    let ready: Value = serde_json::from_str(&wait_for("\"type\":\"ready\"")).unwrap();
+    let id = ready["session"].as_str().unwrap().to_owned();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "one").unwrap();
+    wait_for("First answer.");
+    wait_for("\"type\":\"turn_ended\"");
+    pg.stop();
+    pg.start_again();
+    writeln!(stdin, "two").unwrap();
+    wait_for("Second answer.");
+    wait_for("\"type\":\"turn_ended\"");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "ofc run: {status}");
+
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    let shown = json(&ofc, proj.path(), &url, &["sessions", "show", &id]);
+    let said: Vec<&str> = shown["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        said,
+        ["one", "First answer.", "two", "Second answer."],
+        "{shown}"
+    );
+    assert_eq!(shown["problems"], serde_json::json!([]), "{shown}");
+}
