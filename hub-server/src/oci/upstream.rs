@@ -152,6 +152,26 @@ impl UpstreamBlobStore {
         })
     }
 
+    /// Uploads `digest` from the local cache to `PREFIX/blobs` (the registry lost its copy).
+    fn restore_from_cache(&self, digest: &Digest) -> Result<(), BlobError> {
+        let Some((mut file, _)) = self.cache.open(digest)? else {
+            return Err(upstream(format!(
+                "neither the registry nor this replica's cache has {digest}"
+            )));
+        };
+        let tmp = self
+            .cache
+            .staging_dir()
+            .join(format!("restore-{}", uuid::Uuid::new_v4().simple()));
+        let copied = std::fs::File::create(&tmp)
+            .and_then(|mut out| std::io::copy(&mut file, &mut out).map(|_| ()));
+        let done = copied
+            .map_err(BlobError::from)
+            .and_then(|()| self.upload(digest, &tmp));
+        let _ = std::fs::remove_file(&tmp);
+        done
+    }
+
     /// The upstream repository holding the chunks of upload sessions (`PREFIX/uploads`).
     fn uploads_repo(&self) -> Result<Reference, BlobError> {
         format!("{}/uploads", self.base)
@@ -340,21 +360,53 @@ impl BlobStore for UpstreamBlobStore {
             bytes.to_vec(),
         );
         let digests: Vec<String> = blobs.iter().map(ToString::to_string).collect();
+        let mount = |digests: Vec<String>| {
+            let (c, source, auth, target) = (
+                c.clone(),
+                source.clone(),
+                auth.clone(),
+                target.clone(),
+            );
+            self.run(async move {
+                c.auth(&target, &auth, oci_client::RegistryOperation::Push)
+                    .await
+                    .map_err(upstream)?;
+                // Mounted straight away: one request per blob, where asking first made two
+                // (a publish spent ~6 ms per registry request; BENCHMARKS.md). A registry
+                // answers 201 also for a blob the repository has; one that will not mount
+                // (202), or has no copy to mount from, is asked whether the repository has
+                // it after all. Answers those it has not.
+                let mut missing = Vec::new();
+                for d in digests {
+                    if c.mount_blob(&target, &source, &d).await.is_err()
+                        && !c.blob_exists(&target, &d).await.map_err(upstream)?
+                    {
+                        missing.push(d);
+                    }
+                }
+                Ok::<_, BlobError>(missing)
+            })
+        };
+        let missing = mount(digests)?;
+        if !missing.is_empty() {
+            // The registry lost its copy (its garbage collection took a blob nothing named
+            // yet), while the hub's cache has the bytes: stored again, then mounted.
+            for d in &missing {
+                let digest: Digest = d.parse().map_err(|_| upstream(format!("bad digest {d}")))?;
+                self.restore_from_cache(&digest)?;
+            }
+            let still = mount(missing)?;
+            if !still.is_empty() {
+                return Err(upstream(format!(
+                    "the registry has no copy of {} to mount into {repository}",
+                    still.join(", ")
+                )));
+            }
+        }
         self.run(async move {
             c.auth(&target, &auth, oci_client::RegistryOperation::Push)
                 .await
                 .map_err(upstream)?;
-            // Mounted straight away: one request per blob, where asking first made two (a
-            // publish spent ~6 ms per registry request; BENCHMARKS.md, "What a publish waits
-            // on"). A registry answers 201 also for a blob the repository has; one that will
-            // not mount (202) is asked whether the repository has it after all.
-            for d in &digests {
-                if let Err(e) = c.mount_blob(&target, &source, d).await
-                    && !c.blob_exists(&target, d).await.map_err(upstream)?
-                {
-                    return Err(upstream(e));
-                }
-            }
             c.push_manifest_raw(&target, body, content_type)
                 .await
                 .map(|_| ())

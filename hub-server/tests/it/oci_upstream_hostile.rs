@@ -177,3 +177,74 @@ async fn a_registry_refusing_the_manifest_refuses_the_publish_with_nothing_recor
     assert_eq!(theirs.status(), 200);
     assert_eq!(theirs.bytes().await.unwrap(), ours, "the mirror differs");
 }
+
+/// The registry lost its copy of a blob the hub's cache still has (its garbage collection took
+/// a blob no manifest named yet, or an operator deleted it): mirroring a manifest that names
+/// it stores it again from the cache instead of failing every publish that uses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blob_the_registry_lost_is_stored_again_from_the_cache_when_mirrored() {
+    let registry = real_registry();
+    let prefix = format!("ofc-lost-{}", uuid::Uuid::new_v4().simple());
+    let url = format!("http://{registry}/{prefix}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let store = tokio::task::spawn_blocking(move || {
+        Arc::new(UpstreamBlobStore::open(&path, &url, None, None).unwrap())
+    })
+    .await
+    .unwrap();
+    let bytes = format!("a config blob of {prefix}").into_bytes();
+    let d = Digest::of(&bytes);
+    let s = store.clone();
+    let b = bytes.clone();
+    tokio::task::spawn_blocking(move || s.put(&d, &b).unwrap())
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+    let blob_url = format!("http://{registry}/v2/{prefix}/blobs/blobs/{d}");
+    assert_eq!(http.head(&blob_url).send().await.unwrap().status(), 200);
+    // The registry loses it.
+    let gone = http.delete(&blob_url).send().await.unwrap();
+    assert_eq!(gone.status(), 202, "the registry peer allows deletes");
+    assert_eq!(http.head(&blob_url).send().await.unwrap().status(), 404);
+
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": d.to_string(), "size": bytes.len()},
+        "layers": [],
+    })
+    .to_string();
+    let s = store.clone();
+    let m = manifest.clone();
+    let r = tokio::task::spawn_blocking(move || {
+        s.mirror_manifest(
+            "alice/lost",
+            "1.0.0",
+            "application/vnd.oci.image.manifest.v1+json",
+            m.as_bytes(),
+            &[d],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(r.is_ok(), "the mirror failed: {r:?}");
+    let theirs = http
+        .get(format!(
+            "http://{registry}/v2/{prefix}/alice/lost/manifests/1.0.0"
+        ))
+        .header("accept", "application/vnd.oci.image.manifest.v1+json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(theirs.status(), 200);
+    assert_eq!(theirs.text().await.unwrap(), manifest);
+    let held = http
+        .head(format!(
+            "http://{registry}/v2/{prefix}/alice/lost/blobs/{d}"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(held.status(), 200, "the agent's repository holds the blob");
+}
