@@ -433,6 +433,14 @@ impl Ctx {
                 .and_then(|p| versions.iter().find(|v| &v.0 == p)),
         };
         let Some((version, digest, yanked)) = pick.cloned() else {
+            // An exact version the list lacks may have been removed: the hub's version URL
+            // says so (410, naming the reason class), which is worth more than "no match".
+            if let VersionSelector::Exact(v) = sel
+                && let Err(e) = hub.version(name, &v.to_string()).await
+                && crate::hub::hub_error(&e).is_some_and(|h| h.status == reqwest::StatusCode::GONE)
+            {
+                return Err(e);
+            }
             let listed: Vec<String> = versions
                 .iter()
                 .take(8)

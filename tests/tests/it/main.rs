@@ -11,6 +11,7 @@ mod floors_e2e;
 mod hostile;
 mod hub_files;
 mod layout;
+mod lifecycle_e2e;
 mod newcomer_e2e;
 mod publish_blob_e2e;
 mod pull_e2e;
