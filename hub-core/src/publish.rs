@@ -502,6 +502,16 @@ async fn publish_checked(
         token_id: Some(principal.token_id),
     };
     let m = oci.manifest(&repository, &version);
+    // A version that exists is refused before its manifest goes anywhere (the transaction
+    // checks again): a CI job publishing again leaves no manifest behind in the registry.
+    if let Some(agent) = &existing
+        && hub.store.version(agent.id, &version).await?.is_some()
+    {
+        return Err(PublishError::VersionExists {
+            name: name.clone(),
+            version: version.clone(),
+        });
+    }
     // Before the commit, the manifest goes to the upstream registry (if the blobs live in one)
     // by its digest, its blobs mounted into the agent's repository there: from then on the
     // registry's own garbage collection keeps every blob this version will claim, whatever
