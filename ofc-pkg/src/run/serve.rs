@@ -277,9 +277,15 @@ impl SessionHost for BlueprintHost {
         let loaded = Arc::clone(&self.loaded);
         if let Some(id) = resume {
             // Refused as the store says (none, another project's), before anything starts.
-            let store =
-                session::store_for(&loaded.dir).map_err(|e| OpenError::Start(e.to_string()))?;
-            store.read(id)?;
+            // Off the runtime's workers: a store in PostgreSQL waits on the network.
+            let (dir, id) = (loaded.dir.clone(), id.clone());
+            tokio::task::spawn_blocking(move || {
+                let store =
+                    session::store_for(&dir).map_err(|e| OpenError::Start(e.to_string()))?;
+                store.read(&id).map(|_| ()).map_err(OpenError::from)
+            })
+            .await
+            .map_err(|e| OpenError::Start(format!("reading the session failed: {e}")))??;
         }
         let mut args = self.args.clone();
         args.session.resume = resume.map(ToString::to_string);
@@ -298,10 +304,23 @@ impl SessionHost for BlueprintHost {
             .await
             .map_err(|_| OpenError::Start("the agents' resolution stopped".to_owned()))?
             .map_err(OpenError::Start)?;
-        let mut out = Output::new(false);
-        let session =
-            session::RunSession::open(&args.session, &loaded.path, &loaded.blueprint, &mut out)
-                .map_err(|e| OpenError::Start(format!("{e:#}")))?;
+        // Off the runtime's workers too (the session's store may be PostgreSQL).
+        let (session, mut out) = {
+            let (args, loaded) = (args.clone(), Arc::clone(&loaded));
+            tokio::task::spawn_blocking(move || {
+                let mut out = Output::new(false);
+                let session = session::RunSession::open(
+                    &args.session,
+                    &loaded.path,
+                    &loaded.blueprint,
+                    &mut out,
+                );
+                (session, out)
+            })
+            .await
+            .map_err(|e| OpenError::Start(format!("opening the session failed: {e}")))?
+        };
+        let session = session.map_err(|e| OpenError::Start(format!("{e:#}")))?;
         let run_id = project_dir::run_id();
         let started = super::start_floor(
             &args,
