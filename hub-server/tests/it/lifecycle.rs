@@ -3,7 +3,7 @@
 //! inside and outside the window and over the download limit, an operator's takedown, the
 //! tombstones (410 naming the reason class against 404 for never-existed, republishing
 //! refused whatever the content), checked by `ofc-hub log verify`'s check and, for the
-//! `remove` entry, by aics-tlog from the tiles.
+//! `remove` entry, by aics-tlog from the tiles; `ofc-hub admin takedown` as an operator runs it.
 
 use std::time::Duration;
 
@@ -491,5 +491,46 @@ async fn tombstones_are_proven_by_aics_tlog(#[case] backend: Backend) {
         ],
     );
     assert!(!ok, "a changed tombstone must not verify");
+
+    // The operator's verb, as run beside the serving hub: `ofc-hub admin takedown`.
+    let (s, b) = app
+        .publish(
+            &u.token,
+            &u.key,
+            &remote_manifest("alice/code", "1.0.1"),
+            None,
+        )
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let takedown = |target: &str, reason: &str| {
+        app.command()
+            .args(["admin", "takedown", target, "--reason", reason])
+            .output()
+            .unwrap()
+    };
+    let out = takedown("alice/code@1.0.1", "because");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown takedown reason class `because`"),
+        "{stderr}"
+    );
+    let out = takedown("alice/code", "legal");
+    assert_eq!(out.status.code(), Some(1), "no version given");
+    let out = takedown("alice/code@1.0.1", "legal");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("took down alice/code@1.0.1 (legal)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let (s, b) = app.get("/api/v1/agents/alice/code/versions/1.0.1").await;
+    assert_eq!(s, 410, "{b}");
+    assert!(b["message"].as_str().unwrap().contains("`legal`"), "{b}");
+    assert_problem_free(&app.store().log_verify().await.unwrap());
     app.stop().await;
 }
