@@ -512,6 +512,20 @@ async fn publish_checked(
             version: version.clone(),
         });
     }
+    // So is a removed one (a tombstone; the transaction checks again).
+    if let Some(t) = hub.store.tombstone(&name.to_string(), &version).await? {
+        return Err(match t.reason {
+            Some(reason) => PublishError::VersionRemoved {
+                name: name.clone(),
+                version: version.clone(),
+                reason,
+            },
+            None => PublishError::VersionDeleted {
+                name: name.clone(),
+                version: version.clone(),
+            },
+        });
+    }
     // Before the commit, the manifest goes to the upstream registry (if the blobs live in one)
     // by its digest, its blobs mounted into the agent's repository there: from then on the
     // registry's own garbage collection keeps every blob this version will claim, whatever
