@@ -402,3 +402,133 @@ fn ofc_serve_serves_a_named_floor_and_applies_its_updates() {
     let ls = json(&ofc, dir, &["sessions", "ls", "--floor", "served"]);
     assert_eq!(ls["sessions"][0]["id"], id.as_str(), "{ls}");
 }
+
+/// A stdio MCP server (the official Python SDK, `scripts/peers/mcp-python`) whose one tool
+/// writes `started` next to itself, then waits `seconds`.
+const SLOW_MCP: &str = r#"
+import pathlib, sys
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("slow")
+here = pathlib.Path(sys.argv[1])
+
+@server.tool()
+async def wait(seconds: float) -> str:
+    """Waits, then says so."""
+    (here / "started").write_text("started")
+    await anyio.sleep(seconds)
+    return f"waited {seconds} s"
+
+server.run()
+"#;
+
+/// Furniture removed by `ofc floors update` while an agent's call to it is in flight: the call
+/// fails at once with an error the agent is given (not after the tool's 60 s), the turn ends,
+/// and the floor goes on.
+#[test]
+fn furniture_removed_mid_call_fails_the_call_cleanly_and_the_floor_goes_on() {
+    let python = {
+        let out =
+            Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/mcp-python"))
+                .output()
+                .expect("scripts/peers/mcp-python");
+        assert!(
+            out.status.success(),
+            "the MCP Python SDK is unavailable: {out:?}"
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let dir = proj.path();
+    std::fs::write(dir.join("slow_mcp.py"), SLOW_MCP).unwrap();
+    let model = ModelServer::start(&[(
+        "keeper-model",
+        vec![
+            pieces(&["TOOL slow__wait {\"seconds\": 60}"]),
+            pieces(&["The call ", "failed."]),
+            pieces(&["Still ", "here."]),
+        ],
+    )]);
+    let with_slow = format!(
+        "name: floor-test\ndefaults:\n  endpoint: {}\nfurniture:\n  - name: slow\n    type: mcp\n    command: {python:?}\n    args: [\"slow_mcp.py\", {:?}]\nagents:\n  - id: \"@keeper\"\n    model: keeper-model\n    activation: always\n    furniture: [slow]\n    prompt: keep\n",
+        model.endpoint,
+        dir.display().to_string()
+    );
+    std::fs::write(dir.join("blueprint.yaml"), with_slow).unwrap();
+    let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
+    json(
+        &ofc,
+        dir,
+        &["floors", "create", "blueprint.yaml", "--name", "slowdemo"],
+    );
+    let mut child = Command::new(bin("ofc"))
+        .args(["--json", "run", "--floor", "slowdemo"])
+        .current_dir(dir)
+        .env("OFC_HOME", home.path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = lines_of(child.stdout.take().unwrap());
+    let err = lines_of(child.stderr.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    wait_for(&out, "\"type\":\"ready\"");
+    writeln!(stdin, "wait for me").unwrap();
+    // The call is in flight once the tool has started.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !dir.join("started").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slow tool was never called"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let removed_at = std::time::Instant::now();
+    std::fs::write(
+        dir.join("v2.yaml"),
+        format!(
+            "name: floor-test\ndefaults:\n  endpoint: {}\nagents:\n  - id: \"@keeper\"\n    model: keeper-model\n    activation: always\n    furniture: []\n    prompt: keep\n",
+            model.endpoint
+        ),
+    )
+    .unwrap();
+    json(
+        &ofc,
+        dir,
+        &["floors", "update", "slowdemo", "--from-file", "v2.yaml"],
+    );
+    wait_for(&out, "The call failed.");
+    wait_for(&out, "\"type\":\"turn_ended\"");
+    let took = removed_at.elapsed();
+    assert!(
+        took < Duration::from_secs(45),
+        "the call in flight was not cut when its furniture went ({took:?}): it ran out its 60 s"
+    );
+    wait_for(&err, "floor slowdemo: generation 2 applied");
+    // The agent was given the failure as the tool's result.
+    let requests = model.requests();
+    let context = chat_of(&requests[1].1);
+    let (_, _, result) = context
+        .iter()
+        .find(|(role, _, _)| role == "tool")
+        .unwrap_or_else(|| panic!("no tool result sent: {context:?}"));
+    assert!(
+        !result.contains("waited"),
+        "the tool's answer came through: {result}"
+    );
+    assert!(
+        result.to_lowercase().contains("error") || result.contains("slow"),
+        "{result}"
+    );
+    // The floor goes on.
+    writeln!(stdin, "and now?").unwrap();
+    wait_for(&out, "Still here.");
+    wait_for(&out, "\"type\":\"turn_ended\"");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "ofc run: {status}");
+}
