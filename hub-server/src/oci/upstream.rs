@@ -361,12 +361,8 @@ impl BlobStore for UpstreamBlobStore {
         );
         let digests: Vec<String> = blobs.iter().map(ToString::to_string).collect();
         let mount = |digests: Vec<String>| {
-            let (c, source, auth, target) = (
-                c.clone(),
-                source.clone(),
-                auth.clone(),
-                target.clone(),
-            );
+            let (c, source, auth, target) =
+                (c.clone(), source.clone(), auth.clone(), target.clone());
             self.run(async move {
                 c.auth(&target, &auth, oci_client::RegistryOperation::Push)
                     .await
