@@ -2,17 +2,17 @@
 //! PostgreSQL of the test's own (`PrivatePostgres`, so it can be stopped), the distribution
 //! registry (`scripts/peers/registry`) as their shared blob backend and one real witness, behind
 //! a real haproxy configured by `deploy/haproxy.cfg` unchanged. A bounded mixed load runs
-//! through haproxy (`ofc publish` of new versions; a real OCI client, oras, pushing agent
-//! artifacts over `/v2/` and pulling them back; searches, version lists, a web page, the log's
-//! checkpoint and log-ins); mid-load one replica is SIGKILLed and later restarted, then
+//! through haproxy (`ofc publish` of new versions; `ofc pull` of the newest, verified; a real
+//! OCI client, oras, pushing agent artifacts over `/v2/` and pulling them back; searches,
+//! version lists, a web page, the log's checkpoint and log-ins); mid-load one replica is SIGKILLed and later restarted, then
 //! PostgreSQL is stopped and started once. Checked after: every acknowledged publish and push is
 //! on every replica and searchable from each within 5 s, `ofc pull` and oras pull through
 //! haproxy get the bytes; no GET failed outside the database outage, no POST outside a fault;
 //! a log-in's token works on every replica; `ofc-hub gc` leaves every version's bundle whole;
 //! `ofc-hub log verify` is clean and counts one entry per version; each
 //! replica serves a checkpoint the witness cosigned and the witness refused nothing; the
-//! reader's checkpoints never show two trees of one size (that they only grow fails today, see
-//! (f)); failed log-ins past the limit are refused by every replica. Fails (never skips) without haproxy,
+//! reader's checkpoints never show two trees of one size nor a smaller tree than before (f);
+//! failed log-ins past the limit are refused by every replica. Fails (never skips) without haproxy,
 //! PostgreSQL or the registry.
 
 use std::path::Path;
@@ -379,6 +379,37 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
         Duration::from_millis(200),
     );
     let oci = oci_client(stop.clone(), &lb, carol.clone(), 20);
+    // And `ofc pull` of the newest `alice/scaled` (at most 80, 300 ms apart), each verified.
+    let puller = {
+        let (stop, ofc) = (stop.clone(), ofc.clone());
+        std::thread::spawn(move || {
+            let project = tempfile::tempdir().unwrap();
+            let (mut pulled, mut failed) = (0usize, Vec::new());
+            for _ in 0..80 {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                std::fs::write(project.path().join("ofc.lock"), "").unwrap();
+                let from = Instant::now();
+                let r = Ofc::finish(
+                    ofc.cmd()
+                        .current_dir(project.path())
+                        .args(["pull", "alice/scaled"]),
+                );
+                if r.code == Some(0) {
+                    pulled += 1;
+                } else {
+                    failed.push(Miss {
+                        from,
+                        to: Instant::now(),
+                        what: format!("ofc pull: {}", r.stderr.trim()),
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            (pulled, failed)
+        })
+    };
 
     // Mid-load: SIGKILL a replica, later start it again (same data dir, same address).
     std::thread::sleep(Duration::from_secs(3));
@@ -400,7 +431,14 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
     stop.store(true, Ordering::Relaxed);
     let (acked, failed_publishes) = writer.join().unwrap();
     let (done, failed, notes, logins, failed_logins) = reader.join().unwrap();
-    let (oci_acked, failed_pushes, failed_pulls) = oci.join().unwrap();
+    let (oci_acked, failed_pushes, mut failed_pulls) = oci.join().unwrap();
+    let (pulled, failed_ofc_pulls) = puller.join().unwrap();
+    eprintln!(
+        "ofc pulls: {pulled} verified, {} failed: {failed_ofc_pulls:?}",
+        failed_ofc_pulls.len()
+    );
+    assert!(pulled >= 3, "too few ofc pulls went through");
+    failed_pulls.extend(failed_ofc_pulls);
     let pg_window = (pg_stopped, pg_back);
     eprintln!(
         "log-ins: {} accepted, {} failed: {failed_logins:?}\nOCI pushes: {} acknowledged, {} \
@@ -441,7 +479,7 @@ fn three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_and_postgresql_
     for m in &failed_pulls {
         assert!(
             m.overlaps(pg_window),
-            "an OCI pull failed outside the database outage: {}",
+            "a pull (oras or ofc) failed outside the database outage: {}",
             m.what
         );
     }
