@@ -239,7 +239,8 @@ async fn deleted_versions_are_tombstones(#[case] backend: Backend) {
         )
         .await;
     assert_eq!(s, 204, "{e}");
-    let (s, _) = app
+    // Gone, not missing: the version's URL says it was removed (issue 33's tombstones).
+    let (s, e) = app
         .call(
             Method::GET,
             "/api/v1/agents/alice/code/versions/1.1.0",
@@ -247,7 +248,11 @@ async fn deleted_versions_are_tombstones(#[case] backend: Backend) {
             None,
         )
         .await;
-    assert_eq!(s, 404);
+    assert_eq!(
+        (s, e["code"].as_str()),
+        (410, Some("version_removed")),
+        "{e}"
+    );
     // Neither the same manifest nor a different one may take the deleted version again.
     let m = remote_manifest("alice/code", "1.1.0");
     let (s, e) = app.publish(&u.token, &u.key, &m, None).await;
