@@ -177,17 +177,17 @@ fn search_open_an_agent_and_its_pull_line_pulls() {
             .unwrap();
         // The start page has an `ol.hits` of its own (recently updated): wait for the
         // search page's address first, then its hits.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let url = c.current_url().await.unwrap();
             if url.as_str().contains("/search?q=data+analysis") {
                 break;
             }
             assert!(
-                std::time::Instant::now() < deadline,
+                Instant::now() < deadline,
                 "the search form did not lead to /search?q=data+analysis: {url}"
             );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         c.wait().for_element(Locator::Css("ol.hits")).await.unwrap();
         // Matches are marked.
