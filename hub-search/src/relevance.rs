@@ -4,6 +4,10 @@
 //! agent is a failed query. Every query belongs to the tuning half or the held-out half
 //! ([`Split`]), assigned by a hash of its text when the sets were written, before any tuning:
 //! ranking changes are tuned on the first and reported on both.
+//!
+//! A third set, the paraphrase set (`relevance/paraphrase/`, issue 34): queries written in a
+//! user's own words, sharing few or no words with the right agents' text, judged over the
+//! agents of both other sets (160). [`shared_words`] counts what a query and an agent share.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,7 +17,9 @@ use serde::Deserialize;
 use crate::corpus::AgentSpec;
 use crate::doc::SearchDoc;
 use crate::index::{SearchIndex, WriterConfig};
+use crate::mapping::{TEXT_SOURCES, Value, analyzer, tokens};
 use crate::query::SearchQuery;
+use crate::words::query_words;
 
 /// Which half of the judged queries a query belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
@@ -58,6 +64,65 @@ pub fn default_dir() -> &'static Path {
 /// The directory of the committed small-hub relevance set.
 pub fn small_dir() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/relevance/small"))
+}
+
+/// The directory of the committed paraphrase set (its queries; its agents are the main and
+/// small sets' agents together, see [`paraphrase_agents`]).
+pub fn paraphrase_dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/relevance/paraphrase"))
+}
+
+/// The agents the paraphrase set is judged over: the main set's and the small hub's.
+pub fn paraphrase_agents() -> anyhow::Result<Vec<SearchDoc>> {
+    let mut agents = load_agents(default_dir())?;
+    agents.extend(load_agents(small_dir())?);
+    Ok(agents)
+}
+
+/// The agents of the set in `dir`: its `agents.jsonl`, or for the paraphrase set the agents
+/// of the main and small sets.
+pub fn agents_of(dir: &Path) -> anyhow::Result<Vec<SearchDoc>> {
+    if dir.join("agents.jsonl").exists() {
+        load_agents(dir)
+    } else if dir == paraphrase_dir() {
+        paraphrase_agents()
+    } else {
+        anyhow::bail!("{}: no agents.jsonl", dir.display())
+    }
+}
+
+/// English function words, left out of [`shared_words`] besides the search's own stop words:
+/// sharing "our" or "into" with an agent says nothing about meaning.
+const FUNCTION_WORDS: &[&str] = &[
+    "about", "after", "all", "am", "any", "before", "but", "could", "did", "do", "does", "doesn",
+    "don", "each", "every", "has", "have", "how", "if", "into", "its", "just", "no", "not", "our",
+    "out", "over", "s", "so", "some", "t", "than", "their", "them", "then", "there", "they", "up",
+    "was", "we", "were", "when", "where", "why", "will", "would", "you", "your",
+];
+
+/// The content words (stop and function words dropped, English-stemmed as the index stems its
+/// text) that `query` shares with everything the index reads of `doc` (name, display name,
+/// tagline, description, keywords, capabilities), sorted.
+pub fn shared_words(query: &str, doc: &SearchDoc) -> Vec<String> {
+    let mut agent = std::collections::BTreeSet::new();
+    let mut values = Vec::new();
+    for source in TEXT_SOURCES {
+        (source.extract)(doc, &mut values);
+    }
+    for v in &values {
+        if let Value::Text(t) = v {
+            agent.extend(tokens(analyzer::TEXT, t));
+        }
+    }
+    let mut out: Vec<String> = query_words(query)
+        .iter()
+        .filter(|w| !FUNCTION_WORDS.contains(&w.as_str()))
+        .flat_map(|w| tokens(analyzer::TEXT, w))
+        .filter(|stem| agent.contains(stem))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Mean nDCG@10 of the evaluated queries of `split` (all when `None`), and their count.

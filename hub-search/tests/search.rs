@@ -14,6 +14,8 @@ use hub_search::{
 };
 use index_schema::name::AgentName;
 
+#[path = "search/paraphrase.rs"]
+mod paraphrase;
 #[path = "search/recall.rs"]
 mod recall;
 

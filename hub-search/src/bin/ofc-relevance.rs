@@ -1,7 +1,9 @@
 //! Prints nDCG@10 for every judged query of the relevance sets (the main one and the small
-//! hub, or `--dir`), then the means of the tuning and held-out halves.
+//! hub, or `--dir`), then the means of the tuning and held-out halves. `--paraphrase` runs the
+//! paraphrase set instead; `--overlap` prints, for each of its queries, the words it shares
+//! with its best-judged agents.
 //!
-//! `cargo run -p hub-search --release --bin ofc-relevance [-- --dir DIR] [--verbose]`
+//! `cargo run -p hub-search --release --bin ofc-relevance [-- --dir DIR] [--paraphrase] [--overlap] [--verbose]`
 
 #![allow(clippy::print_stdout)]
 
@@ -19,12 +21,62 @@ struct Args {
     /// Also print the top results of every query.
     #[arg(long)]
     verbose: bool,
+    /// The paraphrase set (`relevance/paraphrase/`) instead of the main and small sets.
+    #[arg(long, conflicts_with = "dir")]
+    paraphrase: bool,
+    /// Print the words each paraphrase query shares with its agents graded 3, then stop.
+    #[arg(long, requires = "paraphrase")]
+    overlap: bool,
+}
+
+/// The words each query shares with its grade-3 agents (the most any of them shares), and how
+/// many queries share 0, 1, 2, ... words.
+fn print_overlap() -> anyhow::Result<()> {
+    let dir = relevance::paraphrase_dir();
+    let agents = relevance::agents_of(dir)?;
+    let queries = relevance::load_queries(dir)?;
+    let mut histogram = std::collections::BTreeMap::<usize, usize>::new();
+    let mut any_relevant = std::collections::BTreeMap::<usize, usize>::new();
+    for q in &queries {
+        let shared = |grade: Option<u8>| -> Vec<String> {
+            q.relevant
+                .iter()
+                .filter(|(_, g)| grade.is_none_or(|x| **g == x))
+                .filter_map(|(name, _)| agents.iter().find(|a| a.name().to_string() == *name))
+                .map(|a| relevance::shared_words(&q.q, a))
+                .max_by_key(Vec::len)
+                .unwrap_or_default()
+        };
+        let best = shared(Some(3));
+        let any = shared(None);
+        *histogram.entry(best.len()).or_default() += 1;
+        *any_relevant.entry(any.len()).or_default() += 1;
+        println!(
+            "{:>2}  {:<7}  {:?}  {:?}",
+            best.len(),
+            q.split.as_str(),
+            q.q,
+            best
+        );
+    }
+    println!("# {} queries over {} agents", queries.len(), agents.len());
+    for (n, count) in &histogram {
+        println!("{count:>4} queries share {n} content word(s) with their closest grade-3 agent");
+    }
+    for (n, count) in &any_relevant {
+        println!("{count:>4} queries share {n} content word(s) with their closest relevant agent");
+    }
+    Ok(())
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.overlap {
+        return print_overlap();
+    }
     let dirs = match &args.dir {
         Some(d) => vec![("given", d.clone())],
+        None if args.paraphrase => vec![("paraphrase", relevance::paraphrase_dir().to_owned())],
         None => vec![
             ("main", relevance::default_dir().to_owned()),
             ("small hub", relevance::small_dir().to_owned()),
@@ -33,7 +85,7 @@ fn main() -> anyhow::Result<()> {
     let mut all = Vec::new();
     let mut agents_total = 0;
     for (label, dir) in dirs {
-        let agents = relevance::load_agents(&dir)?;
+        let agents = relevance::agents_of(&dir)?;
         let queries = relevance::load_queries(&dir)?;
         let index = relevance::index_of(&agents)?;
         let results = relevance::evaluate(&index, &queries)?;
