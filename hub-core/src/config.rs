@@ -98,6 +98,11 @@ pub struct Config {
     /// When every word of a query together finds fewer agents than this, agents with only
     /// some of the words follow, ranked below every full match (0: never).
     pub search_fewer_words_below: usize,
+    /// The directory of the sentence-embedding model (all-MiniLM-L6-v2: `model.safetensors`,
+    /// `tokenizer.json`, `config.json`; `scripts/peers/search-model` installs it). Set, the hub
+    /// loads it at start (refusing to start, naming the file, when one is missing or unusable)
+    /// and embeds every agent beside the keyword index; unset, search is keyword only.
+    pub search_model_dir: Option<PathBuf>,
     /// The transparency log's origin (checkpoint first line, name of the log key), used when
     /// the hub creates its log key (`DATA/log-key`); default `<registry_host>/log`. Once the
     /// key exists its name is the origin, and a different setting stops the hub at start.
@@ -191,6 +196,7 @@ impl Default for Config {
             search_poll_ms: 250,
             search_synonyms_file: None,
             search_fewer_words_below: hub_search::index::DEFAULT_FEWER_WORDS_BELOW,
+            search_model_dir: None,
             log_origin: None,
             log_key_file: None,
             log_witnesses: Vec::new(),

@@ -21,6 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use hub_search::embed::Embedder;
+use hub_search::embed::follow::{VectorFollowConfig, VectorFollower, VectorStatus};
+use hub_search::embed::store::{SharedVectors, VectorStore};
 use hub_search::follow::SourceError;
 use hub_search::index::INDEX_DIR_NAME;
 use hub_search::{
@@ -48,6 +51,17 @@ pub struct Search {
     follower: std::sync::Mutex<Option<Follower>>,
     /// Re-reads the synonym file when it changes; aborted at shutdown.
     reloader: Option<tokio::task::AbortHandle>,
+    /// With `search_model_dir`: the model, the agents' vectors and their follower.
+    semantic: Option<SemanticParts>,
+}
+
+/// The meaning side of search when a model is configured.
+#[derive(Debug)]
+struct SemanticParts {
+    embedder: Arc<Embedder>,
+    vectors: SharedVectors,
+    status: Arc<VectorStatus>,
+    follower: std::sync::Mutex<Option<VectorFollower>>,
 }
 
 /// Where the query-time settings come from.
@@ -57,6 +71,8 @@ pub struct TuningSource {
     pub synonyms_file: Option<PathBuf>,
     /// See `Config::search_fewer_words_below`.
     pub fewer_words_below: usize,
+    /// See `Config::search_model_dir` (None: keyword search only, no model loaded).
+    pub model_dir: Option<PathBuf>,
 }
 
 /// How often the synonym file is looked at for changes.
@@ -140,6 +156,12 @@ impl Search {
             })
             .abort_handle()
         });
+        // The model loads before the follower takes the index's writer lock: a bad model
+        // file stops the hub at start, naming the file.
+        let semantic = match &tuning.model_dir {
+            Some(model_dir) => Some(start_semantic(&store, model_dir, &dir, poll)?),
+            None => None,
+        };
         let follower = Follower::start(index.clone(), HubOutbox { store }, config)
             .context("cannot start the search follower (is another hub using this data dir?)")?;
         Ok(Search {
@@ -147,7 +169,23 @@ impl Search {
             status: follower.status(),
             follower: std::sync::Mutex::new(Some(follower)),
             reloader,
+            semantic,
         })
+    }
+
+    /// The embedding model, when `search_model_dir` is set.
+    pub fn embedder(&self) -> Option<&Arc<Embedder>> {
+        self.semantic.as_ref().map(|s| &s.embedder)
+    }
+
+    /// The agents' vectors (kept up to date from the outbox), when `search_model_dir` is set.
+    pub fn vectors(&self) -> Option<&SharedVectors> {
+        self.semantic.as_ref().map(|s| &s.vectors)
+    }
+
+    /// Progress of the embeddings, when `search_model_dir` is set.
+    pub fn vector_status(&self) -> Option<&VectorStatus> {
+        self.semantic.as_ref().map(|s| &*s.status)
     }
 
     /// Tells the follower the outbox grew (after a publish, yank, … commits).
@@ -157,6 +195,15 @@ impl Search {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .as_ref()
+        {
+            f.wake();
+        }
+        if let Some(s) = &self.semantic
+            && let Some(f) = s
+                .follower
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .as_ref()
         {
             f.wake();
         }
@@ -185,8 +232,61 @@ impl Search {
         if let Some(f) = f {
             f.shutdown().await.context("search follower")?;
         }
+        let v = self.semantic.as_ref().and_then(|s| {
+            s.follower
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+        });
+        if let Some(v) = v {
+            v.shutdown().await.context("embedding follower")?;
+        }
         Ok(())
     }
+}
+
+/// Loads the model in `model_dir`, opens the vectors in the index directory `index_dir` and
+/// starts their follower.
+fn start_semantic(
+    store: &Store,
+    model_dir: &Path,
+    index_dir: &Path,
+    poll: std::time::Duration,
+) -> anyhow::Result<SemanticParts> {
+    let t0 = std::time::Instant::now();
+    let embedder = Arc::new(Embedder::load(model_dir).with_context(|| {
+        format!(
+            "cannot load the search model (search_model_dir = {})",
+            model_dir.display()
+        )
+    })?);
+    let vectors = VectorStore::open(index_dir, embedder.model_id())?;
+    tracing::info!(
+        model = embedder.model_id(),
+        load_ms = t0.elapsed().as_millis() as u64,
+        agents = vectors.len(),
+        seq = vectors.seq(),
+        rebuild = vectors.reset_reason().unwrap_or("no"),
+        "search model loaded"
+    );
+    let vectors: SharedVectors = Arc::new(std::sync::RwLock::new(vectors));
+    let follower = VectorFollower::start(
+        HubOutbox {
+            store: store.clone(),
+        },
+        Arc::clone(&embedder),
+        Arc::clone(&vectors),
+        VectorFollowConfig {
+            poll_interval: poll,
+            ..VectorFollowConfig::default()
+        },
+    );
+    Ok(SemanticParts {
+        embedder,
+        vectors,
+        status: follower.status(),
+        follower: std::sync::Mutex::new(Some(follower)),
+    })
 }
 
 /// The outbox as [`OutboxSource`].

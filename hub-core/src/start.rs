@@ -68,6 +68,7 @@ pub async fn open(
             TuningSource {
                 synonyms_file: config.search_synonyms_file.clone(),
                 fewer_words_below: config.search_fewer_words_below,
+                model_dir: config.search_model_dir.clone(),
             },
         )?)),
         Role::Command => None,

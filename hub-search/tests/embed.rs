@@ -1,4 +1,5 @@
-//! The hub's own embeddings against the reference implementation, and its model-file errors.
+//! The hub's own embeddings against the reference implementation, its model-file errors, and
+//! the follower that keeps the agents' vectors up to date.
 //!
 //! The model is the real all-MiniLM-L6-v2 that `scripts/peers/search-model` installs from PyPI;
 //! the reference is sentence-transformers in the venv `scripts/peers/sentence-transformers`
@@ -7,8 +8,16 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
-use hub_search::embed::{CONFIG_FILE, EmbedError, Embedder, MODEL_FILE, TOKENIZER_FILE};
+use hub_search::embed::follow::{VectorFollowConfig, VectorFollower};
+use hub_search::embed::store::{SharedVectors, VectorStore};
+use hub_search::embed::{
+    CONFIG_FILE, EmbedError, Embedder, MODEL_FILE, TOKENIZER_FILE, agent_text,
+};
+use hub_search::relevance;
+use hub_search::{Change, OutboxEntry, OutboxSource, SearchDoc};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -221,4 +230,125 @@ fn a_missing_or_corrupt_model_file_is_named() {
     // A directory that does not exist names the first file looked for.
     let err = Embedder::load(Path::new("/nonexistent/ofc-model")).unwrap_err();
     assert!(err.to_string().contains("/nonexistent/ofc-model/"), "{err}");
+}
+
+/// An in-memory outbox, standing in for the hub's database.
+#[derive(Default, Clone)]
+struct MemoryOutbox(Arc<std::sync::Mutex<Vec<OutboxEntry>>>);
+
+impl MemoryOutbox {
+    fn push(&self, change: Change) -> u64 {
+        let mut v = self.0.lock().unwrap();
+        let seq = v.last().map_or(0, |e| e.seq) + 1;
+        v.push(OutboxEntry { seq, change });
+        seq
+    }
+}
+
+impl OutboxSource for MemoryOutbox {
+    async fn entries_after(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, hub_search::follow::SourceError> {
+        Ok(self
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.seq > after)
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+    async fn head(&self) -> Result<u64, hub_search::follow::SourceError> {
+        Ok(self.0.lock().unwrap().last().map_or(0, |e| e.seq))
+    }
+}
+
+fn open_store(dir: &Path, embedder: &Embedder) -> SharedVectors {
+    Arc::new(RwLock::new(
+        VectorStore::open(dir, embedder.model_id()).unwrap(),
+    ))
+}
+
+fn config() -> VectorFollowConfig {
+    VectorFollowConfig {
+        batch: 16,
+        poll_interval: Duration::from_millis(20),
+    }
+}
+
+/// The follower embeds what the outbox upserts (the vector is the agent text's embedding),
+/// does not embed again when only statistics change, removes deleted and yanked agents, and
+/// after a restart resumes from the store's sequence without embedding anything again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vector_follower_embeds_changes_and_resumes() {
+    let embedder = Arc::new(Embedder::load(&model_dir()).unwrap());
+    let docs: Vec<SearchDoc> = relevance::load_agents(relevance::default_dir())
+        .unwrap()
+        .into_iter()
+        .take(40)
+        .collect();
+    let outbox = MemoryOutbox::default();
+    for d in &docs {
+        outbox.push(Change::Upsert(Box::new(d.clone())));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let vectors = open_store(dir.path(), &embedder);
+    let f = VectorFollower::start(
+        outbox.clone(),
+        Arc::clone(&embedder),
+        Arc::clone(&vectors),
+        config(),
+    );
+    f.wait_for(40).await.unwrap();
+    assert_eq!(f.status().embedded(), 40);
+    {
+        let v = vectors.read().unwrap();
+        assert_eq!((v.len(), v.seq()), (40, 40));
+        for d in docs.iter().take(5) {
+            let want = embedder.embed(&[&agent_text(d)]).unwrap().remove(0);
+            let got = v.get(&d.name().to_string()).unwrap();
+            assert!(got.dot(&want) > 0.999, "{}", d.name());
+        }
+    }
+
+    // A statistics change: same text, nothing embedded. A delete and a yank remove vectors.
+    let mut bumped = docs[0].clone();
+    bumped.stats.downloads += 10;
+    bumped.stats.updated_at += 1;
+    outbox.push(Change::Upsert(Box::new(bumped)));
+    outbox.push(Change::Delete(docs[1].name().clone()));
+    let mut yanked = docs[2].clone();
+    yanked.stats.yanked = true;
+    outbox.push(Change::Upsert(Box::new(yanked)));
+    // A changed description is embedded again.
+    let mut changed = docs[3].clone();
+    changed.manifest.description = "Reads scanned receipts and books them as expenses.".into();
+    let last = outbox.push(Change::Upsert(Box::new(changed.clone())));
+    f.wake();
+    f.wait_for(last).await.unwrap();
+    assert_eq!(f.status().embedded(), 41);
+    {
+        let v = vectors.read().unwrap();
+        assert_eq!(v.len(), 38);
+        assert!(v.get(&docs[1].name().to_string()).is_none());
+        assert!(v.get(&docs[2].name().to_string()).is_none());
+        let want = embedder.embed(&[&agent_text(&changed)]).unwrap().remove(0);
+        assert!(v.get(&docs[3].name().to_string()).unwrap().dot(&want) > 0.999);
+    }
+    f.shutdown().await.unwrap();
+
+    // Restart: the store comes back at its sequence; nothing is embedded again.
+    let reopened = open_store(dir.path(), &embedder);
+    assert_eq!(reopened.read().unwrap().seq(), last);
+    let f = VectorFollower::start(outbox.clone(), Arc::clone(&embedder), reopened, config());
+    let again = outbox.push(Change::Delete(docs[4].name().clone()));
+    f.wake();
+    f.wait_for(again).await.unwrap();
+    assert_eq!(f.status().embedded(), 0);
+    f.shutdown().await.unwrap();
+    let v = VectorStore::open(dir.path(), embedder.model_id()).unwrap();
+    assert_eq!((v.len(), v.seq()), (37, again));
 }

@@ -9,8 +9,9 @@
 //! unit length. So the dot product of two embeddings is their cosine similarity.
 //!
 //! [`agent_text`] is what an agent is embedded from; [`store`] keeps the vectors beside the
-//! index, quantised to `i8`.
+//! index, quantised to `i8`; [`follow`] keeps them up to date from the hub's outbox.
 
+pub mod follow;
 pub mod store;
 
 use std::fmt;
