@@ -79,25 +79,44 @@ pub async fn version(hub: &Hub, agent: &AgentRow, version: &str) -> CoreResult<V
 /// The error for a version that is not there: 410 `version_removed` naming the reason class
 /// when it was removed (or deleted by an operator), else 404 `version_not_found`.
 pub async fn gone_or_missing(hub: &Hub, agent: &str, version: &str) -> CoreError {
-    match hub.store.tombstone(agent, version).await {
-        Ok(Some(t)) => {
-            let class = t.reason.as_deref().unwrap_or("deleted");
-            CoreError::new(
-                crate::error::Kind::Gone,
-                ErrorCode::VersionRemoved,
-                format!(
-                    "`{agent}` {version} was removed (reason class `{class}`); its number will \
-                     never be used again — `ofc audit {agent}` shows its publish and removal in \
-                     the transparency log"
-                ),
-            )
-        }
+    match removal(hub, agent, version).await {
+        Ok(Some(removed)) => CoreError::new(
+            crate::error::Kind::Gone,
+            ErrorCode::VersionRemoved,
+            format!(
+                "`{agent}` {version} was removed (reason class `{}`); its number will never be \
+                 used again — `ofc audit {agent}` shows its publish and removal in the \
+                 transparency log",
+                removed.reason
+            ),
+        )
+        .with_removed(removed),
         Ok(None) => CoreError::not_found(
             ErrorCode::VersionNotFound,
             format!("`{agent}` has no version {version}"),
         ),
-        Err(e) => e.into(),
+        Err(e) => e,
     }
+}
+
+/// How `agent@version` was removed, when it has a tombstone: the fields of the JSON API's 410
+/// and of the OCI registry's 404 `detail` (see [`crate::lifecycle`] for why 404 there).
+pub async fn removal(
+    hub: &Hub,
+    agent: &str,
+    version: &str,
+) -> CoreResult<Option<index_schema::hub_api::Removed>> {
+    Ok(hub
+        .store
+        .tombstone(agent, version)
+        .await?
+        .map(|t| index_schema::hub_api::Removed {
+            reason: t
+                .reason
+                .unwrap_or_else(|| index_schema::hub_api::Removed::DELETED.to_string()),
+            removed_at: t.removed_at,
+            manifest_digest: t.manifest_digest,
+        }))
 }
 
 /// A version's URL whose agent is gone (every version deleted, or never there): 410 when the

@@ -43,6 +43,8 @@ pub struct CoreError {
     pub code: ErrorCode,
     /// For people: what went wrong and what to do.
     pub message: String,
+    /// With `version_removed`: the tombstone's reason class and time, for the answer's body.
+    pub removed: Option<Box<index_schema::hub_api::Removed>>,
 }
 
 /// What core services return.
@@ -55,7 +57,13 @@ impl CoreError {
             kind,
             code,
             message: message.into(),
+            removed: None,
         }
+    }
+    /// With the machine-readable part of a `version_removed` answer.
+    pub fn with_removed(mut self, removed: index_schema::hub_api::Removed) -> Self {
+        self.removed = Some(Box::new(removed));
+        self
     }
     /// [`Kind::Invalid`].
     pub fn invalid(code: ErrorCode, message: impl Into<String>) -> Self {

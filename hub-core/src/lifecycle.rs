@@ -18,7 +18,17 @@
 //! class) and a `remove` log entry naming agent, version, digest and class, so audit tells a
 //! removed version (its publish entry, then its `remove`) from one that never existed (no
 //! entry at all). The version's URLs answer 410 `version_removed` naming the class; a version
-//! that never existed stays 404.
+//! that never existed stays 404. The 410's body carries the class and the removal's time as
+//! fields (`removed: {reason, removed_at, manifest_digest}`), for clients to act on.
+//!
+//! **Under `/v2/`** (the OCI registry) a removed version's tag answers **404
+//! `MANIFEST_UNKNOWN`**, not 410: the distribution spec says a manifest that is not in the
+//! repository is 404 with that code, and OCI clients (docker, containerd, oras, skopeo) know
+//! only its error codes — a 410 would read as an unexpected server failure, some would retry
+//! it. The removal is named in the message and, machine-readable, in the error's `detail`
+//! (`{"ofc_code": "version_removed", "reason", "removed_at", "manifest_digest"}`), which the
+//! spec leaves to the registry. A removed version's OCI manifest asked by its digest is a plain
+//! 404: the tombstone keeps the ofc manifest's digest, not the OCI manifest's.
 //!
 //! **Never again, whatever the content.** A removed `name@version` cannot be published again,
 //! not even with the same bytes: a takedown (malware) must not be undone by re-pushing the same

@@ -19,6 +19,8 @@ pub struct ApiError {
     pub code: ErrorCode,
     /// See [`ErrorBody::message`].
     pub message: String,
+    /// See [`ErrorBody::removed`].
+    pub removed: Option<Box<index_schema::hub_api::Removed>>,
 }
 
 /// The `Retry-After` of a 503 (the database unavailable, the hub not ready, a request that
@@ -35,6 +37,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            removed: None,
         }
     }
     /// 400.
@@ -81,7 +84,10 @@ pub fn status_of(kind: Kind) -> StatusCode {
 
 impl From<CoreError> for ApiError {
     fn from(e: CoreError) -> Self {
-        ApiError::new(status_of(e.kind), e.code, e.message)
+        ApiError {
+            removed: e.removed,
+            ..ApiError::new(status_of(e.kind), e.code, e.message)
+        }
     }
 }
 
@@ -103,6 +109,7 @@ impl IntoResponse for ApiError {
         let body = ErrorBody {
             code: self.code,
             message: self.message,
+            removed: self.removed.map(|r| *r),
         };
         let mut r = (self.status, Json(body)).into_response();
         // Every 503 is worth retrying: say when.

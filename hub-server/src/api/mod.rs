@@ -187,6 +187,7 @@ async fn json_errors(resp: Response) -> Response {
     let body = ErrorBody {
         code: code_for_status(status),
         message,
+        removed: None,
     };
     let bytes = serde_json::to_vec(&body).unwrap_or_default();
     parts.headers.insert(

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use hub_core::auth::Scope;
 use hub_core::oci::{mirror, parse_manifest};
 use hub_core::store::{BlobClaim, ManifestRow, NewManifest, StoreError};
+use index_schema::hub_api::ErrorCode;
 use index_schema::media_types;
 use index_schema::name::Digest;
 use serde_json::{Value, json};
@@ -82,11 +83,7 @@ pub(crate) async fn get_manifest(
 ) -> OciResult<Response> {
     let r = parse_reference(reference)?;
     let Some(m) = find_manifest(st, repository, &r).await? else {
-        return Err(OciError::new(
-            StatusCode::NOT_FOUND,
-            "MANIFEST_UNKNOWN",
-            format!("manifest `{reference}` is not in `{repository}`"),
-        ));
+        return Err(unknown_manifest(st, repository, &r, reference).await);
     };
     let mut h = HeaderMap::new();
     h.insert(header::CONTENT_TYPE, hv(&m.media_type));
@@ -113,6 +110,46 @@ pub(crate) async fn get_manifest(
     };
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(content.len()));
     Ok((StatusCode::OK, h, held_body(content, permit)).into_response())
+}
+
+/// 404 `MANIFEST_UNKNOWN` for a manifest that is not there; for the tag of a removed agent
+/// version, naming the removal in the message and in `detail` (see [`hub_core::lifecycle`]
+/// for why 404 and not the JSON API's 410).
+async fn unknown_manifest(
+    st: &OciState,
+    repository: &str,
+    r: &Reference,
+    reference: &str,
+) -> OciError {
+    let plain = || {
+        OciError::new(
+            StatusCode::NOT_FOUND,
+            "MANIFEST_UNKNOWN",
+            format!("manifest `{reference}` is not in `{repository}`"),
+        )
+    };
+    let Reference::Tag(tag) = r else {
+        return plain();
+    };
+    match hub_core::agents::removal(&st.app.core, repository, tag).await {
+        Ok(Some(removed)) => OciError::new(
+            StatusCode::NOT_FOUND,
+            "MANIFEST_UNKNOWN",
+            format!(
+                "`{repository}` {tag} was removed (reason class `{}`); its tag will never name \
+                 a manifest again",
+                removed.reason
+            ),
+        )
+        .detail(json!({
+            "ofc_code": ErrorCode::VersionRemoved,
+            "reason": removed.reason,
+            "removed_at": removed.removed_at,
+            "manifest_digest": removed.manifest_digest,
+        })),
+        Ok(None) => plain(),
+        Err(e) => e.into(),
+    }
 }
 
 pub(crate) async fn read_limited(body: Body, limit: usize) -> OciResult<Vec<u8>> {

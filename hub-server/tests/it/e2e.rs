@@ -253,6 +253,9 @@ async fn deleted_versions_are_tombstones(#[case] backend: Backend) {
         (410, Some("version_removed")),
         "{e}"
     );
+    // An operator's delete gives no class: `deleted`, and no digest (none was recorded).
+    assert_eq!(e["removed"]["reason"], "deleted", "{e}");
+    assert!(e["removed"].get("manifest_digest").is_none(), "{e}");
     // Neither the same manifest nor a different one may take the deleted version again.
     let m = remote_manifest("alice/code", "1.1.0");
     let (s, e) = app.publish(&u.token, &u.key, &m, None).await;

@@ -259,10 +259,13 @@ async fn unpublish_within_limits_takedown_beyond_and_tombstones_stay(#[case] bac
     let bob = app.new_user("bob", false).await;
     let (s, b) = unpublish(&app, &bob.token, "alice/data", "1.0.0").await;
     assert_eq!(s, 403, "{b}");
+    let before = hub_core::store::now_ms();
     let (s, b) = unpublish(&app, &u.token, "alice/data", "1.0.0").await;
     assert_eq!(s, 204, "{b}");
+    let after = hub_core::store::now_ms();
 
-    // Its URLs answer 410 naming the reason class; a version that never existed, 404.
+    // Its URLs answer 410 naming the reason class, in the message and as fields (class, time,
+    // the digest that is gone); a version that never existed, 404 without them.
     for path in [
         "/api/v1/agents/alice/data/versions/1.0.0",
         "/api/v1/agents/alice/data/versions/1.0.0/bundle",
@@ -277,7 +280,49 @@ async fn unpublish_within_limits_takedown_beyond_and_tombstones_stay(#[case] bac
             b["message"].as_str().unwrap().contains("`unpublished`"),
             "{b}"
         );
+        assert_eq!(b["removed"]["reason"], "unpublished", "{b}");
+        assert_eq!(b["removed"]["manifest_digest"], digest.as_str(), "{b}");
+        let at = b["removed"]["removed_at"].as_i64().unwrap();
+        assert!(
+            (before..=after).contains(&at),
+            "{at} not in {before}..={after}"
+        );
     }
+    // Under /v2/ the tag is 404 MANIFEST_UNKNOWN, as the OCI distribution spec has it, with
+    // the removal in the message and the error's detail; a tag that never was has no detail.
+    for (tag, removed) in [("1.0.0", true), ("9.9.9", false)] {
+        let path = format!("/v2/alice/data/manifests/{tag}");
+        let head = app.client.head(app.url(&path)).send().await.unwrap();
+        assert_eq!(head.status(), 404, "HEAD {path}");
+        let r = app.client.get(app.url(&path)).send().await.unwrap();
+        assert_eq!(r.status(), 404, "GET {path}");
+        let b: Value = r.json().await.unwrap();
+        let e = &b["errors"][0];
+        assert_eq!(e["code"], "MANIFEST_UNKNOWN", "{b}");
+        if removed {
+            assert!(
+                e["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("was removed (reason class `unpublished`)"),
+                "{b}"
+            );
+            assert_eq!(e["detail"]["ofc_code"], "version_removed", "{b}");
+            assert_eq!(e["detail"]["reason"], "unpublished", "{b}");
+            assert_eq!(e["detail"]["manifest_digest"], digest.as_str(), "{b}");
+            let at = e["detail"]["removed_at"].as_i64().unwrap();
+            assert!((before..=after).contains(&at), "{b}");
+        } else {
+            assert!(e["detail"].is_null(), "{b}");
+        }
+    }
+    let r = app
+        .client
+        .get(app.url("/v2/alice/data/manifests/1.0.1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "a live version's tag still answers");
     let (s, b) = app.get("/api/v1/agents/alice/data/versions/9.9.9").await;
     assert_eq!(
         (s, b["code"].as_str().unwrap()),
@@ -369,6 +414,7 @@ async fn unpublish_within_limits_takedown_beyond_and_tombstones_stay(#[case] bac
     let (s, b) = app.get("/api/v1/agents/alice/data/versions/1.0.2").await;
     assert_eq!(s, 410, "{b}");
     assert!(b["message"].as_str().unwrap().contains("`malware`"), "{b}");
+    assert_eq!(b["removed"]["reason"], "malware", "{b}");
 
     // The log: each removal a `remove` entry naming digest and class, after its publish.
     let entries = log_of(&app, "alice").await;

@@ -198,6 +198,31 @@ pub struct ErrorBody {
     pub code: ErrorCode,
     /// For people: what went wrong and what to do.
     pub message: String,
+    /// With `version_removed` (410, and 409 on a publish of a removed number): what removed the
+    /// version and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed: Option<Removed>,
+}
+
+/// How a removed version went (issue 33): the machine-readable part of a `version_removed`
+/// answer, from its tombstone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Removed {
+    /// The reason class: `unpublished` (by its publisher), an operator takedown's `malware`,
+    /// `legal`, `security`, `abuse` or `policy` — or `deleted`: deleted by an operator
+    /// (`ofc-hub admin delete`, or any removal before reason classes existed), no class given.
+    pub reason: String,
+    /// When it was removed (Unix ms).
+    pub removed_at: i64,
+    /// The manifest digest that is gone, when the tombstone recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest_digest: Option<String>,
+}
+
+impl Removed {
+    /// The class of a removal by an operator's delete, which gives none.
+    pub const DELETED: &'static str = "deleted";
 }
 
 #[cfg(feature = "openapi")]

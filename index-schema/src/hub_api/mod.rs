@@ -38,7 +38,7 @@ pub use agents::{
     DeprecateRequest, EnvelopeJson, ListQuery, OutboxEntry, OutboxPage, OutboxQuery,
     PublishRequest, PublishResponse, SigningKey, VersionInfo, VersionSummary, YankRequest,
 };
-pub use error::{ErrorBody, ErrorCode};
+pub use error::{ErrorBody, ErrorCode, Removed};
 pub use log::{LogEntries, LogEntriesQuery, LogEntryInfo, LogInclusion, LogInfo, LogQuery};
 pub use namespaces::{
     AddKeyRequest, CreateNamespaceRequest, Key, KeyList, Member, NamespaceInfo, SetMemberRequest,
