@@ -50,6 +50,9 @@ struct Args {
     /// Also print the slowest queries (median of the runs) of every class.
     #[arg(long, default_value_t = 0)]
     slowest: usize,
+    /// Only the queries of the set with this text (repeatable; for profiling one query).
+    #[arg(long)]
+    query: Vec<String>,
 }
 
 fn vm_hwm_mib() -> u64 {
@@ -253,6 +256,13 @@ fn main() -> anyhow::Result<()> {
     let mut queries = query_set(args.seed, args.n, args.per_class);
     if !args.class.is_empty() {
         queries.retain(|q| args.class.iter().any(|c| c == q.class.name()));
+    }
+    if !args.query.is_empty() {
+        queries.retain(|q| args.query.contains(&q.q));
+        anyhow::ensure!(
+            !queries.is_empty(),
+            "no query of the set has the text of --query (see --slowest for the set's queries)"
+        );
     }
     println!(
         "corpus: {} agents, seed {}; {} queries x {} runs; writer heap {} MiB, {} threads",

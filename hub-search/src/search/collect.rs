@@ -16,6 +16,7 @@ use crate::search::plan::{Mode, Shape};
 use crate::search::rank::Ranked;
 use crate::search::scorers::phrase_bonus::PhraseBonus;
 use crate::search::scorers::without::Without;
+use crate::search::scorers::word_unions::WordUnions;
 
 /// What a collection ranks: the text query of some of the query's words, less the documents
 /// another query matches.
@@ -121,6 +122,10 @@ impl SearchIndex {
             if let Some(p) = text.as_mut().and_then(|t| t.downcast_mut::<PhraseBonus>()) {
                 // The collector below bounds thresholds with these (see `Visit::blocks`).
                 p.popularity.clone_from(&bounds);
+            }
+            if let Some(w) = text.as_mut().and_then(|t| t.downcast_mut::<WordUnions>()) {
+                // Likewise for the window loop (see `WordUnions`).
+                w.popularity.clone_from(&bounds);
             }
             if let Some(without) = part.without {
                 // The excluded documents are skipped as the text query's loop passes them

@@ -18,6 +18,7 @@ use crate::search::scorers::boosted_term::BoostedTerm;
 use crate::search::scorers::conjunction::TermConjunction;
 use crate::search::scorers::loose::LooseMatch;
 use crate::search::scorers::phrase_bonus::PhraseBonus;
+use crate::search::scorers::word_unions::WordUnions;
 
 /// Words shorter than this get no typo tolerance (too many neighbours).
 pub(super) const FUZZY_MIN_CHARS: usize = 4;
@@ -129,6 +130,9 @@ impl SearchIndex {
         let mut lone_term = None;
         // Every word's alternatives when each is one plain term (a [`TermConjunction`]).
         let mut plain_terms = Some(Vec::with_capacity(words.len()));
+        // Every word's alternatives when each word's are plain terms only (a [`WordUnions`]).
+        let mut plain_words: Option<Vec<Vec<(Term, Score)>>> =
+            Some(Vec::with_capacity(words.len()));
         for (i, word) in words.iter().enumerate() {
             let stem = tokens(analyzer::TEXT, word)
                 .into_iter()
@@ -224,6 +228,13 @@ impl SearchIndex {
             for (t, _) in &terms {
                 word_docs += freqs.get(searcher, t)?;
             }
+            plain_words = match plain_words {
+                Some(mut v) if alts.len() == terms.len() && !terms.is_empty() => {
+                    v.push(terms.clone());
+                    Some(v)
+                }
+                _ => None,
+            };
             lone_term = match (alts.len(), terms.pop()) {
                 (1, Some(t)) => Some(t),
                 _ => None,
@@ -295,6 +306,29 @@ impl SearchIndex {
             )) as Box<dyn Query>
         });
         let conjunction = plain_terms.as_ref().is_some_and(|t| t.len() > 1);
+        // Words of plain terms, some word with several (a single term stays a `BoostedTerm`,
+        // one term a word a `TermConjunction`), or any of several plain terms: scored window
+        // by window.
+        if let (Some(words), None, true) = (&mut plain_words, &exact_name, phrases.is_empty())
+            && match mode {
+                Mode::All => words.iter().any(|w| w.len() > 1),
+                Mode::Any => words.iter().map(Vec::len).sum::<usize>() > 1,
+            }
+        {
+            let words = match mode {
+                Mode::All => std::mem::take(words),
+                // Any word: one union of every word's terms (a term two words share counts
+                // twice, as in the flat union).
+                Mode::Any => vec![std::mem::take(words).concat()],
+            };
+            return Ok(Some((
+                Box::new(WordUnions {
+                    words,
+                    popularity: None,
+                }),
+                Shape::Other,
+            )));
+        }
         if mode == Mode::All && (!phrases.is_empty() || conjunction) {
             // Every word required, phrases as a bonus: phrases are checked only for documents
             // that could enter the top k with them (see `PhraseBonus`).

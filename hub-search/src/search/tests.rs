@@ -22,6 +22,7 @@ use crate::search::scorers::any_of::AnyOf;
 use crate::search::scorers::conjunction::TermConjunction;
 use crate::search::scorers::loose::{FEW_TERMS, LooseMatch, matched_terms};
 use crate::search::scorers::phrase_bonus::PhraseBonus;
+use crate::search::scorers::word_unions::WordUnions;
 use crate::words::query_words;
 
 /// An in-RAM index of `n` synthetic agents (corpus seed `seed`), committed as one segment.
@@ -104,7 +105,7 @@ fn pruned_top_k_equals_exhaustive_top_k() {
     // Pruned: the hub's path (per-segment queries without absent terms, block-max WAND
     // with the popularity bound). Exhaustive: one query with every term for all segments,
     // every match scored.
-    let run = |text: &str, k: usize, after: Option<(u64, String)>, prune: bool| {
+    let run_in = |mode: Mode, text: &str, k: usize, after: Option<(u64, String)>, prune: bool| {
         let mut q = SearchQuery::text(text);
         q.limit = k - 1;
         let words = query_words(text);
@@ -117,7 +118,7 @@ fn pruned_top_k_equals_exhaustive_top_k() {
         };
         let ranked = if prune {
             let ranked = index
-                .collect_with(&searcher, &DocFreqs::default(), &q, &words, Mode::All, &c)
+                .collect_with(&searcher, &DocFreqs::default(), &q, &words, mode, &c)
                 .unwrap();
             // The hub's path leaves names unresolved within a segment (ties compare the
             // name column's ordinals): same hits in the same order.
@@ -127,28 +128,14 @@ fn pruned_top_k_equals_exhaustive_top_k() {
                 ..c
             };
             let unnamed = index
-                .collect_with(
-                    &searcher,
-                    &DocFreqs::default(),
-                    &q,
-                    &words,
-                    Mode::All,
-                    &lazy,
-                )
+                .collect_with(&searcher, &DocFreqs::default(), &q, &words, mode, &lazy)
                 .unwrap();
             let addrs = |r: &[Ranked]| r.iter().map(|r| (r.key, r.addr)).collect::<Vec<_>>();
             assert_eq!(addrs(&unnamed), addrs(&ranked), "{text}");
             ranked
         } else {
             let t = index
-                .text_query(
-                    &searcher,
-                    &DocFreqs::default(),
-                    text,
-                    &words,
-                    Mode::All,
-                    None,
-                )
+                .text_query(&searcher, &DocFreqs::default(), text, &words, mode, None)
                 .unwrap()
                 .unwrap();
             let query = index.full_query(&q, Some(t.as_ref()));
@@ -162,7 +149,9 @@ fn pruned_top_k_equals_exhaustive_top_k() {
     let mut compared = 0;
     let mut misspelled = 0;
     let mut conjunctions = 0;
-    for text in [
+    let mut unions = 0;
+    let mut any_unions = 0;
+    let all = [
         "result",
         "floor",
         "request",
@@ -173,6 +162,13 @@ fn pruned_top_k_equals_exhaustive_top_k() {
         "web scraping",
         "code review",
         "analyze dataset",
+        // Words with synonyms and a last word every agent has (no prefix alternative):
+        // `WordUnions`.
+        "scraping result",
+        "monitor request",
+        "database result",
+        "crawl web",
+        "sql data",
         // Last words every agent has (no prefix alternative): a `TermConjunction`.
         "web result",
         "data request",
@@ -181,7 +177,19 @@ fn pruned_top_k_equals_exhaustive_top_k() {
         "reveiw",
         "scrapign",
         "reveiw scrapign",
-    ] {
+    ]
+    .map(|t| (Mode::All, t));
+    // Any word (the fallback tier): a flat union of every word's terms.
+    let any = [
+        "scraping web",
+        "code review request",
+        "monitor data request",
+    ]
+    .map(|t| (Mode::Any, t));
+    for (mode, text) in all.into_iter().chain(any) {
+        let run = |text: &str, k: usize, after: Option<(u64, String)>, prune: bool| {
+            run_in(mode, text, k, after, prune)
+        };
         let exhaustive = run(text, 60, None, false);
         if exhaustive.len() < 60 {
             continue;
@@ -194,7 +202,7 @@ fn pruned_top_k_equals_exhaustive_top_k() {
                 &DocFreqs::default(),
                 text,
                 &query_words(text),
-                Mode::All,
+                mode,
                 None,
             )
             .unwrap()
@@ -204,6 +212,9 @@ fn pruned_top_k_equals_exhaustive_top_k() {
                 .downcast_ref::<PhraseBonus>()
                 .is_some_and(|p| p.required.downcast_ref::<TermConjunction>().is_some()),
         );
+        let is_union = shaped.downcast_ref::<WordUnions>().is_some();
+        unions += usize::from(is_union && mode == Mode::All);
+        any_unions += usize::from(is_union && mode == Mode::Any);
         assert_eq!(run(text, 60, None, true), exhaustive, "{text}");
         // Pages of 7 after a cursor give the same sequence.
         let mut paged = Vec::new();
@@ -219,6 +230,15 @@ fn pruned_top_k_equals_exhaustive_top_k() {
     }
     assert!(compared >= 3, "too few frequent words to compare");
     assert!(misspelled >= 2, "too few misspelled queries to compare");
+    // Words with synonyms: `WordUnions`' window loop, all words and any word.
+    assert!(
+        unions >= 3,
+        "too few queries of word unions to compare ({unions})"
+    );
+    assert!(
+        any_unions >= 2,
+        "too few any-word unions to compare ({any_unions})"
+    );
     // Plain multi-word queries: `TermConjunction`'s block loop with popularity-raised
     // thresholds.
     assert!(conjunctions >= 2, "too few multi-word queries to compare");
@@ -397,6 +417,113 @@ fn any_of_scores_like_a_union() {
         "in a conjunction",
     );
     assert!(n > 0);
+}
+
+/// [`WordUnions`] matches the documents and gives the scores of the Tantivy query it replaces
+/// (a `BooleanQuery` of required unions of boosted term queries): one word, several words, and
+/// as a required clause next to a filter term (its scorer's seeks).
+#[test]
+fn word_unions_score_like_required_unions() {
+    let index = synthetic_index(3, 2000);
+    let searcher = index.reader.searcher();
+    let text = index.fields.get(field::TEXT);
+    let term = |w: &str| Term::from_field_text(text, &tokens(analyzer::TEXT, w)[0]);
+    let word = |ws: &[&str]| -> Vec<(Term, Score)> {
+        ws.iter()
+            .enumerate()
+            .map(|(i, w)| (term(w), 1.0 - 0.2 * i as Score))
+            .collect()
+    };
+    let theirs = |words: &[Vec<(Term, Score)>]| -> Box<dyn Query> {
+        Box::new(BooleanQuery::new(
+            words
+                .iter()
+                .map(|terms| {
+                    let union = terms
+                        .iter()
+                        .map(|(t, b)| {
+                            (
+                                Occur::Should,
+                                Box::new(BoostQuery::new(
+                                    Box::new(TermQuery::new(
+                                        t.clone(),
+                                        IndexRecordOption::WithFreqs,
+                                    )),
+                                    *b,
+                                )) as Box<dyn Query>,
+                            )
+                        })
+                        .collect();
+                    (
+                        Occur::Must,
+                        Box::new(BooleanQuery::new(union)) as Box<dyn Query>,
+                    )
+                })
+                .collect(),
+        ))
+    };
+    let ours = |words: &[Vec<(Term, Score)>]| -> Box<dyn Query> {
+        Box::new(WordUnions {
+            words: words.to_vec(),
+            popularity: None,
+        })
+    };
+    let all = TopDocs::with_limit(100_000);
+    let same = |ours: &dyn Query, theirs: &dyn Query, what: &str| {
+        let mut a = searcher.search(ours, &all).unwrap();
+        let mut b = searcher.search(theirs, &all).unwrap();
+        assert!(!b.is_empty(), "{what}");
+        a.sort_by_key(|x| x.1);
+        b.sort_by_key(|x| x.1);
+        assert_eq!(a.len(), b.len(), "{what}");
+        for ((x, dx), (y, dy)) in a.iter().zip(&b) {
+            assert_eq!(dx, dy, "{what}");
+            assert!((x - y).abs() <= 1e-5 * y.abs(), "{what}: {x} vs {y}");
+        }
+        a.len()
+    };
+    let one = [word(&["scraping", "scrape", "crawl", "web"])];
+    same(ours(&one).as_ref(), theirs(&one).as_ref(), "one word");
+    let two = [
+        word(&["scraping", "crawl"]),
+        word(&["data", "dataset", "table"]),
+    ];
+    let n = same(ours(&two).as_ref(), theirs(&two).as_ref(), "two words");
+    assert!(n > 0);
+    let filtered = |q: Box<dyn Query>| {
+        BooleanQuery::new(vec![
+            (Occur::Must, q),
+            (
+                Occur::Must,
+                Box::new(TermQuery::new(term("html"), IndexRecordOption::Basic)) as Box<dyn Query>,
+            ),
+        ])
+    };
+    same(
+        &filtered(ours(&one)),
+        &filtered(theirs(&one)),
+        "next to another term",
+    );
+    // The pruning loop with no threshold passes on every match with the scorer's score,
+    // bit for bit.
+    let weight = ours(&two)
+        .weight(EnableScoring::enabled_from_searcher(&searcher))
+        .unwrap();
+    for reader in searcher.segment_readers() {
+        let mut pruned = Vec::new();
+        weight
+            .for_each_pruning(Score::MIN, reader, &mut |d, s| {
+                pruned.push((d, s.to_bits()));
+                Score::MIN
+            })
+            .unwrap();
+        let mut scored = Vec::new();
+        weight
+            .for_each(reader, &mut |d, s| scored.push((d, s.to_bits())))
+            .unwrap();
+        assert_eq!(pruned, scored);
+        assert!(!pruned.is_empty());
+    }
 }
 
 /// A word with several alternatives is an [`AnyOf`] in a conjunction where another word is

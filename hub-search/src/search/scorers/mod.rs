@@ -9,6 +9,9 @@
 //! - [`any_of`]: a union that seeks clause by clause (over the cursors of [`union`]).
 //! - [`without`]: a query less another's documents, keeping the inner query's pruning.
 //! - [`loose`]: typo and prefix matches, over the automaton of [`automaton`].
+//! - [`word_unions`]: every word required, each a union of plain terms, scored window by
+//!   window into arrays (block-max WAND re-sorts its cursors at nearly every document of a
+//!   union of near-synonyms).
 
 pub(super) mod any_of;
 mod automaton;
@@ -20,3 +23,4 @@ pub(super) mod loose;
 pub(super) mod phrase_bonus;
 mod union;
 pub(super) mod without;
+pub(super) mod word_unions;

@@ -1,0 +1,631 @@
+//! `WordUnions`: every word required, each word a union of plain terms (its own terms and its
+//! synonyms'), collected window by window: within a window of document ids each word's
+//! postings are decoded block by block and their scores added into an array, the words'
+//! match sets are intersected as bitsets, and only the documents whose score (times their
+//! popularity factor) can enter the top k are passed on.
+//!
+//! It replaces block-max WAND over a union of common terms and Tantivy's intersection of
+//! unions: with a few near-synonyms of one topic (`scraping`: scrape, crawl, spider, ...) most
+//! blocks hold a document near the best score, so WAND re-sorts its cursors at nearly every
+//! document (72% of the slowest queries' time at 1M agents); here a posting costs an add.
+
+use std::sync::Arc;
+
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::postings::{BlockSegmentPostings, Postings as _, SegmentPostings};
+use tantivy::query::{
+    Bm25Weight, BooleanQuery, EnableScoring, Explanation, Occur, Query, Scorer, TermQuery, Weight,
+};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, TantivyError, Term};
+
+use crate::popularity::PopularityBounds;
+use crate::search::scorers::union::{union_advance, union_seek};
+
+/// Documents per window (a multiple of 64): the score arrays of a few words stay in the L1/L2
+/// cache. The tests' indexes are small: there, windows are short so that a segment has many.
+const WINDOW: u32 = if cfg!(test) { 128 } else { 4096 };
+
+/// Every word required; a word matches when any of its terms does. A document's score is, word
+/// by word in word order, the sum of its matching terms' BM25 scores (times their boosts) in
+/// term order, on every path (scorer, pruning loop, explanation): the matches and, up to float
+/// rounding, the scores of a `BooleanQuery` of required unions of boosted term queries.
+#[derive(Debug, Clone)]
+pub(in crate::search) struct WordUnions {
+    /// Per word, its terms and their boosts (no term twice within a word).
+    pub(in crate::search) words: Vec<Vec<(Term, Score)>>,
+    /// The segment's popularity bounds, when the query is built for one segment and collected
+    /// by relevance: documents are then passed on only when their score times their own rank
+    /// factor can reach the heap, and the loop ends once no later document can.
+    pub(in crate::search) popularity: Option<Arc<PopularityBounds>>,
+}
+
+impl Query for WordUnions {
+    fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let EnableScoring::Enabled {
+            statistics_provider,
+            ..
+        } = scoring
+        else {
+            // Unscored: Tantivy's intersection of unions gives the same documents.
+            let words = self
+                .words
+                .iter()
+                .map(|terms| {
+                    let union = terms
+                        .iter()
+                        .map(|(t, _)| {
+                            (
+                                Occur::Should,
+                                Box::new(TermQuery::new(t.clone(), IndexRecordOption::Basic))
+                                    as Box<dyn Query>,
+                            )
+                        })
+                        .collect();
+                    (
+                        Occur::Must,
+                        Box::new(BooleanQuery::new(union)) as Box<dyn Query>,
+                    )
+                })
+                .collect();
+            return BooleanQuery::new(words).weight(scoring);
+        };
+        let words = self
+            .words
+            .iter()
+            .map(|terms| {
+                terms
+                    .iter()
+                    .map(|(t, boost)| {
+                        Ok((
+                            t.clone(),
+                            Bm25Weight::for_terms(statistics_provider, std::slice::from_ref(t))?
+                                .boost_by(*boost),
+                        ))
+                    })
+                    .collect::<tantivy::Result<Vec<_>>>()
+            })
+            .collect::<tantivy::Result<Vec<_>>>()?;
+        Ok(Box::new(WordUnionsWeight {
+            words,
+            popularity: self.popularity.clone(),
+        }))
+    }
+
+    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        for (t, _) in self.words.iter().flatten() {
+            visitor(t, false);
+        }
+    }
+}
+
+struct WordUnionsWeight {
+    words: Vec<Vec<(Term, Bm25Weight)>>,
+    popularity: Option<Arc<PopularityBounds>>,
+}
+
+/// A term's postings as opened for a segment, its weight and its field's lengths.
+type Opened<P> = (P, Bm25Weight, FieldNormReader);
+
+fn fieldnorms(reader: &SegmentReader, t: &Term) -> tantivy::Result<FieldNormReader> {
+    Ok(reader
+        .fieldnorms_readers()
+        .get_field(t.field())?
+        .unwrap_or_else(|| FieldNormReader::constant(reader.max_doc(), 1)))
+}
+
+impl WordUnionsWeight {
+    /// Per word, its terms the segment has (`None` when it lacks every term of some word: no
+    /// document matches).
+    fn open<P>(
+        &self,
+        reader: &SegmentReader,
+        mut open: impl FnMut(&Term) -> tantivy::Result<Option<P>>,
+    ) -> tantivy::Result<Option<Vec<Vec<Opened<P>>>>> {
+        let mut words = Vec::with_capacity(self.words.len());
+        for terms in &self.words {
+            let mut word = Vec::with_capacity(terms.len());
+            for (t, bm25) in terms {
+                if let Some(p) = open(t)? {
+                    word.push((p, bm25.clone(), fieldnorms(reader, t)?));
+                }
+            }
+            if word.is_empty() {
+                return Ok(None);
+            }
+            words.push(word);
+        }
+        Ok(Some(words))
+    }
+
+    fn word_scorer(
+        &self,
+        reader: &SegmentReader,
+        boost: Score,
+    ) -> tantivy::Result<Option<WordUnionsScorer>> {
+        let Some(words) = self.open(reader, |t| {
+            Ok(reader
+                .inverted_index(t.field())?
+                .read_postings(t, IndexRecordOption::WithFreqs)?)
+        })?
+        else {
+            return Ok(None);
+        };
+        let words: Vec<Word> = words
+            .into_iter()
+            .map(|terms| {
+                let mut w = Word {
+                    doc: TERMINATED,
+                    postings: Vec::with_capacity(terms.len()),
+                    bm25: Vec::with_capacity(terms.len()),
+                    norms: Vec::with_capacity(terms.len()),
+                };
+                for (p, bm25, norms) in terms {
+                    w.doc = w.doc.min(p.doc());
+                    w.postings.push(p);
+                    w.bm25.push(bm25.boost_by(boost));
+                    w.norms.push(norms);
+                }
+                w
+            })
+            .collect();
+        let mut s = WordUnionsScorer { words, doc: 0 };
+        s.align(0);
+        Ok(Some(s))
+    }
+}
+
+impl Weight for WordUnionsWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        Ok(match self.word_scorer(reader, boost)? {
+            Some(s) => Box::new(s),
+            None => Box::new(tantivy::query::EmptyScorer),
+        })
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let unmatched = || TantivyError::InvalidArgument(format!("document {doc} does not match"));
+        let mut s = self.word_scorer(reader, 1.0)?.ok_or_else(unmatched)?;
+        if s.seek(doc) != doc {
+            return Err(unmatched());
+        }
+        let mut e = Explanation::new("every word, any of its terms (BM25, summed)", s.score());
+        for w in &s.words {
+            for ((p, bm25), norms) in w.postings.iter().zip(&w.bm25).zip(&w.norms) {
+                if p.doc() == doc {
+                    e.add_detail(bm25.explain(norms.fieldnorm_id(doc), p.term_freq()));
+                }
+            }
+        }
+        Ok(e)
+    }
+
+    fn for_each_pruning(
+        &self,
+        threshold: Score,
+        reader: &SegmentReader,
+        callback: &mut dyn FnMut(DocId, Score) -> Score,
+    ) -> tantivy::Result<()> {
+        let Some(words) = self.open(reader, |t| {
+            Ok(reader
+                .inverted_index(t.field())?
+                .read_block_postings(t, IndexRecordOption::WithFreqs)?)
+        })?
+        else {
+            return Ok(());
+        };
+        let mut loop_ = Windows::new(words, threshold, self.popularity.as_deref());
+        loop_.run(callback);
+        Ok(())
+    }
+}
+
+/// One word's terms in the scorer.
+struct Word {
+    /// The least of the terms' documents.
+    doc: DocId,
+    postings: Vec<SegmentPostings>,
+    bm25: Vec<Bm25Weight>,
+    norms: Vec<FieldNormReader>,
+}
+
+/// The documents with every word (a leapfrog of the words' unions).
+struct WordUnionsScorer {
+    words: Vec<Word>,
+    doc: DocId,
+}
+
+impl WordUnionsScorer {
+    /// Moves to the first document at or after `target` that has every word.
+    fn align(&mut self, mut target: DocId) -> DocId {
+        'candidate: while target != TERMINATED {
+            for w in &mut self.words {
+                let d = union_seek(&mut w.postings, &mut w.doc, target);
+                if d > target {
+                    target = d;
+                    continue 'candidate;
+                }
+            }
+            break;
+        }
+        self.doc = target;
+        target
+    }
+}
+
+impl DocSet for WordUnionsScorer {
+    fn advance(&mut self) -> DocId {
+        if self.doc == TERMINATED {
+            return self.doc;
+        }
+        let w = &mut self.words[0];
+        let next = union_advance(&mut w.postings, &mut w.doc);
+        self.align(next)
+    }
+    fn seek(&mut self, target: DocId) -> DocId {
+        if target <= self.doc {
+            return self.doc;
+        }
+        self.align(target)
+    }
+    fn doc(&self) -> DocId {
+        self.doc
+    }
+    fn size_hint(&self) -> u32 {
+        self.words
+            .iter()
+            .map(|w| {
+                w.postings
+                    .iter()
+                    .fold(0u32, |n, p| n.saturating_add(p.size_hint()))
+            })
+            .min()
+            .unwrap_or(0)
+    }
+}
+
+impl Scorer for WordUnionsScorer {
+    fn score(&mut self) -> Score {
+        let doc = self.doc;
+        let mut total = 0.0;
+        for w in &self.words {
+            let mut word: Score = 0.0;
+            for ((p, bm25), norms) in w.postings.iter().zip(&w.bm25).zip(&w.norms) {
+                if p.doc() == doc {
+                    word += bm25.score(norms.fieldnorm_id(doc), p.term_freq());
+                }
+            }
+            total += word;
+        }
+        total
+    }
+}
+
+/// A term's posting list read block by block.
+struct Cursor {
+    block: BlockSegmentPostings,
+    /// The current document's index in the loaded block.
+    at: usize,
+    done: bool,
+    bm25: Bm25Weight,
+    norms: FieldNormReader,
+}
+
+impl Cursor {
+    fn new(block: BlockSegmentPostings, bm25: Bm25Weight, norms: FieldNormReader) -> Self {
+        let done = block.docs().is_empty();
+        Self {
+            block,
+            at: 0,
+            done,
+            bm25,
+            norms,
+        }
+    }
+
+    /// Moves to the first document at or after `target` (decoding only the block that holds
+    /// it).
+    fn seek(&mut self, target: DocId) -> DocId {
+        if self.done {
+            return TERMINATED;
+        }
+        let docs = self.block.docs();
+        if docs[self.at] >= target {
+            return docs[self.at];
+        }
+        if docs.last().is_some_and(|&last| last < target) {
+            self.block.seek(target);
+            self.at = 0;
+        }
+        let docs = self.block.docs();
+        match docs[self.at..].iter().position(|&d| d >= target) {
+            Some(i) => {
+                self.at += i;
+                docs[self.at]
+            }
+            None => {
+                self.done = true;
+                TERMINATED
+            }
+        }
+    }
+
+    /// The highest score of a document in `[from, to]` this cursor can give (its current
+    /// block's maximum when the block reaches `to`, its highest score otherwise).
+    fn bound(&mut self, to: DocId) -> Score {
+        if self.done {
+            return 0.0;
+        }
+        if self.block.docs().last().is_some_and(|&last| last >= to) {
+            self.block.block_max_score(&self.norms, &self.bm25)
+        } else {
+            self.bm25.max_score()
+        }
+    }
+
+    /// Calls `f(document, score)` for each document before `end`, in order, and stops at the
+    /// first at or after it. With `only`, documents whose bit is not set in it (offsets from
+    /// `start`) are passed over unscored.
+    fn each_before(
+        &mut self,
+        start: DocId,
+        end: DocId,
+        only: Option<&[u64]>,
+        mut f: impl FnMut(usize, Score),
+    ) {
+        while !self.done {
+            let docs = self.block.docs();
+            let freqs = self.block.freqs();
+            let mut i = self.at;
+            while i < docs.len() {
+                let d = docs[i];
+                if d >= end {
+                    self.at = i;
+                    return;
+                }
+                let off = (d - start) as usize;
+                if only.is_none_or(|m| m[off / 64] >> (off % 64) & 1 == 1) {
+                    f(off, self.bm25.score(self.norms.fieldnorm_id(d), freqs[i]));
+                }
+                i += 1;
+            }
+            self.block.advance();
+            self.at = 0;
+            self.done = self.block.docs().is_empty();
+        }
+    }
+}
+
+/// The window loop of [`WordUnionsWeight::for_each_pruning`].
+struct Windows<'a> {
+    /// Per word, its terms' cursors (term order).
+    words: Vec<Vec<Cursor>>,
+    /// Word indexes, fewest documents first: the order in which the match sets are narrowed.
+    narrow: Vec<usize>,
+    /// Per word, the score of each document of the window (valid where `has` is set).
+    acc: Vec<Vec<Score>>,
+    /// Per word, the documents of the window it matches.
+    has: Vec<Vec<u64>>,
+    /// The documents every word read so far matches (and that may still enter the heap).
+    mask: Vec<u64>,
+    /// The score of each document of `mask` over the words read so far.
+    sum: Vec<Score>,
+    /// Per word, the bound of its score in the current window.
+    bounds: Vec<Score>,
+    threshold: Score,
+    popularity: Option<&'a PopularityBounds>,
+    /// The heap's entry bar on the rank key (`threshold × factor bound` where it was set),
+    /// when the heap is full and popularity is known.
+    bar: Option<Score>,
+    /// The sum of every term's highest score: no document scores more.
+    max_total: Score,
+}
+
+impl<'a> Windows<'a> {
+    fn new(
+        words: Vec<Vec<Opened<BlockSegmentPostings>>>,
+        threshold: Score,
+        popularity: Option<&'a PopularityBounds>,
+    ) -> Self {
+        let words: Vec<Vec<Cursor>> = words
+            .into_iter()
+            .map(|terms| {
+                terms
+                    .into_iter()
+                    .map(|(b, w, n)| Cursor::new(b, w, n))
+                    .collect()
+            })
+            .collect();
+        let mut narrow: Vec<usize> = (0..words.len()).collect();
+        narrow.sort_by_key(|&i| {
+            words[i]
+                .iter()
+                .map(|c| u64::from(c.block.doc_freq()))
+                .sum::<u64>()
+        });
+        let max_total = words
+            .iter()
+            .map(|w| w.iter().map(|c| c.bm25.max_score()).sum::<Score>())
+            .sum::<Score>()
+            // A bound, never below a sum of the same terms added in another order.
+            * (1.0 + 1e-5);
+        let n = words.len();
+        let mut s = Self {
+            words,
+            narrow,
+            acc: vec![vec![0.0; WINDOW as usize]; n],
+            has: vec![vec![0; WINDOW as usize / 64]; n],
+            mask: vec![0; WINDOW as usize / 64],
+            sum: vec![0.0; WINDOW as usize],
+            bounds: vec![0.0; n],
+            threshold: Score::MIN,
+            popularity,
+            bar: None,
+            max_total,
+        };
+        s.set_threshold(threshold, 0);
+        s
+    }
+
+    /// A threshold the collector returned after `doc`: for later documents, a text score at
+    /// or below it cannot enter the heap.
+    fn set_threshold(&mut self, threshold: Score, doc: DocId) {
+        self.threshold = threshold;
+        self.bar = match self.popularity {
+            // The collector's threshold is `worst / factor bound(doc)` less a relative margin
+            // of 1e-4: times that bound, it is just below the heap's worst rank key (1e-6
+            // more keeps rounding on the safe side).
+            Some(p) if threshold > 0.0 => Some(threshold * p.from(doc) * (1.0 - 1e-6)),
+            _ => None,
+        };
+    }
+
+    /// The text score a document at or after `doc` must exceed.
+    fn text_bar(&self, doc: DocId) -> Score {
+        match (self.bar, self.popularity) {
+            (Some(bar), Some(p)) => bar / p.from(doc) * (1.0 - 1e-6),
+            _ => self.threshold,
+        }
+    }
+
+    fn run(&mut self, callback: &mut dyn FnMut(DocId, Score) -> Score) {
+        let mut from: DocId = 0;
+        loop {
+            // The first window that can hold every word: each word's first document at or
+            // after `from`, the greatest of them.
+            let mut start = from;
+            'align: loop {
+                for w in &mut self.words {
+                    let mut first = TERMINATED;
+                    for c in w.iter_mut() {
+                        first = first.min(c.seek(start));
+                    }
+                    if first == TERMINATED {
+                        return;
+                    }
+                    if first > start {
+                        start = first;
+                        continue 'align;
+                    }
+                }
+                break;
+            }
+            let bar = self.text_bar(start);
+            if self.max_total <= bar {
+                // No later document can enter (the bound of later factors only falls).
+                return;
+            }
+            let end = start.saturating_add(WINDOW);
+            let mut bound: Score = 0.0;
+            for (w, b) in self.words.iter_mut().zip(&mut self.bounds) {
+                *b = 0.0;
+                for c in w.iter_mut() {
+                    *b += c.bound(end - 1);
+                }
+                bound += *b;
+            }
+            if bound * (1.0 + 1e-5) > bar {
+                self.window(start, end, callback);
+            }
+            from = end;
+        }
+    }
+
+    /// Whether a document whose text score is at most `score` may enter the heap (`score`
+    /// computed in another order than the exact sum: a relative margin of 1e-5 covers it).
+    fn may_enter(&self, score: Score, doc: DocId) -> bool {
+        match (self.bar, self.popularity) {
+            (Some(bar), Some(p)) => score * (1.0 + 1e-5) * p.factors[doc as usize] > bar,
+            _ => score * (1.0 + 1e-5) > self.threshold,
+        }
+    }
+
+    /// Scores the documents of `[start, end)` and passes on those that may enter the heap.
+    /// Words are read rarest first; after each, a document whose score so far plus the bound
+    /// of the words still to read cannot enter the heap is dropped, so a common word is
+    /// scored only where the rarer ones left a chance.
+    fn window(
+        &mut self,
+        start: DocId,
+        end: DocId,
+        callback: &mut dyn FnMut(DocId, Score) -> Score,
+    ) {
+        for n in 0..self.narrow.len() {
+            let i = self.narrow[n];
+            let rest: Score = self.narrow[n + 1..].iter().map(|&j| self.bounds[j]).sum();
+            let Self {
+                words,
+                acc,
+                has,
+                mask,
+                ..
+            } = self;
+            let (acc, has) = (&mut acc[i], &mut has[i]);
+            has.fill(0);
+            let only = (n > 0).then_some(&mask[..]);
+            for c in &mut words[i] {
+                c.each_before(start, end, only, |off, score| {
+                    let bit = 1u64 << (off % 64);
+                    if has[off / 64] & bit == 0 {
+                        has[off / 64] |= bit;
+                        acc[off] = score;
+                    } else {
+                        acc[off] += score;
+                    }
+                });
+            }
+            if n == 0 {
+                mask.copy_from_slice(has);
+            } else {
+                for (m, h) in mask.iter_mut().zip(has.iter()) {
+                    *m &= h;
+                }
+            }
+            // The score so far (in reading order: a bound's, not the exact sum's), and the
+            // documents it rules out.
+            let pruning = self.bar.is_some() || self.threshold > 0.0;
+            for k in 0..self.mask.len() {
+                let mut bits = self.mask[k];
+                while bits != 0 {
+                    let off = k * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let so_far = if n == 0 {
+                        self.acc[i][off]
+                    } else {
+                        self.sum[off] + self.acc[i][off]
+                    };
+                    self.sum[off] = so_far;
+                    if pruning && !self.may_enter(so_far + rest, start + off as DocId) {
+                        self.mask[k] &= !(1u64 << (off % 64));
+                    }
+                }
+            }
+            if self.mask.iter().all(|&m| m == 0) {
+                // No document of the window can enter; the other words' cursors stay before
+                // `end` and seek past it next window.
+                return;
+            }
+        }
+        for k in 0..self.mask.len() {
+            let mut bits = self.mask[k];
+            while bits != 0 {
+                let off = k * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let doc = start + off as DocId;
+                // Word by word, in word order (as the scorer adds).
+                let mut total: Score = 0.0;
+                for a in &self.acc {
+                    total += a[off];
+                }
+                let passes = match (self.bar, self.popularity) {
+                    (Some(bar), Some(p)) => total * p.factors[doc as usize] > bar,
+                    _ => total > self.threshold,
+                };
+                if passes {
+                    let t = callback(doc, total);
+                    self.set_threshold(t, doc);
+                }
+            }
+        }
+    }
+}
