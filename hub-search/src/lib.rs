@@ -23,6 +23,7 @@ pub mod doc;
 pub mod embed;
 mod error;
 pub mod follow;
+pub mod hybrid;
 pub mod index;
 pub mod mapping;
 pub mod outbox;
@@ -38,6 +39,8 @@ pub use error::{Error, Result};
 pub use follow::{FollowConfig, FollowStatus, Follower};
 pub use index::{Check, CommitPayload, Indexer, SearchIndex, Tuning, WriterConfig};
 pub use outbox::{Change, OutboxEntry, OutboxSource};
-pub use query::{Cursor, DeprecatedFilter, QueryError, SearchParams, SearchQuery, Sort};
+pub use query::{
+    Cursor, DeprecatedFilter, QueryError, SearchMode, SearchParams, SearchQuery, Sort,
+};
 pub use search::{FacetCount, Highlight, Hit, SearchFacets, SearchResults};
 pub use synonyms::{SynonymError, Synonyms};

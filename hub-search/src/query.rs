@@ -82,6 +82,9 @@ pub struct Cursor {
     /// ones; absent otherwise.
     #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<u8>,
+    /// For a semantic or hybrid query: the hits already shown (such a ranking is no sort key).
+    #[serde(rename = "o", default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u32>,
 }
 
 impl Cursor {
@@ -110,6 +113,29 @@ pub enum DeprecatedFilter {
     Only,
 }
 
+/// How the text is matched (`mode=` of the query string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// The words (BM25 with tiers, synonyms, typos): the only mode without a model.
+    Keyword,
+    /// The meaning only: the agents whose embeddings are nearest the query's.
+    Semantic,
+    /// Both, fused (the default with a model; see [`crate::hybrid`]).
+    Hybrid,
+}
+
+impl SearchMode {
+    /// `keyword`, `semantic` or `hybrid`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Keyword => "keyword",
+            Self::Semantic => "semantic",
+            Self::Hybrid => "hybrid",
+        }
+    }
+}
+
 /// A checked search request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SearchQuery {
@@ -133,6 +159,11 @@ pub struct SearchQuery {
     pub facets: bool,
     /// Deprecated agents: shown, hidden, or only they.
     pub deprecated: DeprecatedFilter,
+    /// The mode asked for (`None`: the hub's default, see [`crate::hybrid`]).
+    pub mode: Option<SearchMode>,
+    /// Only these agents (the hybrid search's vector side asks for its candidates' hits
+    /// this way, so that they pass the same filters); empty: no restriction.
+    pub only_names: Vec<String>,
 }
 
 fn list(field: &'static str, value: Option<&str>) -> Result<Vec<String>, QueryError> {
@@ -250,6 +281,8 @@ impl SearchQuery {
             sort,
             limit,
             cursor: None,
+            mode: None,
+            only_names: Vec::new(),
             facets: match p.facets.as_deref().map(str::trim) {
                 None | Some("" | "false" | "0") => false,
                 Some("true" | "1") => true,
@@ -271,6 +304,21 @@ impl SearchQuery {
                     ));
                 }
             },
+        };
+        query.mode = match p.mode.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some("keyword") => Some(SearchMode::Keyword),
+            Some("semantic") => Some(SearchMode::Semantic),
+            Some("hybrid") => Some(SearchMode::Hybrid),
+            Some(other) => {
+                return Err(bad(
+                    "mode",
+                    format!(
+                        "unknown mode `{}`; expected keyword, semantic or hybrid",
+                        shown(other)
+                    ),
+                ));
+            }
         };
         if let Some(c) = p.cursor.as_deref().filter(|c| !c.is_empty()) {
             let cursor = Cursor::decode(c).ok_or_else(|| {
@@ -323,6 +371,11 @@ impl SearchQuery {
             DeprecatedFilter::Include => {}
             DeprecatedFilter::Exclude => h.update(b"deprecated=exclude\0"),
             DeprecatedFilter::Only => h.update(b"deprecated=only\0"),
+        }
+        if let Some(m) = self.mode {
+            h.update(b"mode=");
+            h.update(m.as_str().as_bytes());
+            h.update([0]);
         }
         hex::encode(&h.finalize()[..8])
     }
@@ -422,6 +475,7 @@ mod tests {
             name: "a/b".into(),
             query: q.digest(),
             tier: None,
+            offset: None,
         }
         .encode();
         assert!(SearchQuery::parse(&params(&[("q", "sql"), ("cursor", &c)])).is_ok());

@@ -11,14 +11,18 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, RwLock};
 
 use serde::Deserialize;
 
 use crate::corpus::AgentSpec;
 use crate::doc::SearchDoc;
+use crate::embed::store::VectorStore;
+use crate::embed::{self, Embedder};
+use crate::hybrid::Semantic;
 use crate::index::{SearchIndex, WriterConfig};
 use crate::mapping::{TEXT_SOURCES, Value, analyzer, tokens};
-use crate::query::SearchQuery;
+use crate::query::{SearchMode, SearchQuery};
 use crate::words::query_words;
 
 /// Which half of the judged queries a query belongs to.
@@ -219,14 +223,55 @@ pub struct Evaluated {
     pub ndcg: f64,
 }
 
-/// Runs every judged query and scores it.
+/// Runs every judged query and scores it (keyword search).
 pub fn evaluate(index: &SearchIndex, queries: &[JudgedQuery]) -> anyhow::Result<Vec<Evaluated>> {
+    evaluate_in(index, None, SearchMode::Keyword, queries)
+}
+
+/// The meaning side over `docs` for the relevance runs: each agent's text
+/// ([`embed::agent_text`]) embedded with `embedder`, the vectors in a store in `dir`.
+pub fn semantic_of(
+    docs: &[SearchDoc],
+    embedder: Arc<Embedder>,
+    dir: &Path,
+) -> anyhow::Result<Semantic> {
+    let mut store = VectorStore::open(dir, embedder.model_id())?;
+    let texts: Vec<String> = docs.iter().map(embed::agent_text).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = embedder.embed(&refs)?;
+    for ((doc, text), v) in docs.iter().zip(&texts).zip(&vectors) {
+        store.upsert(&doc.name().to_string(), embed::text_hash(text), v);
+    }
+    store.commit(1)?;
+    Ok(Semantic::new(embedder, Arc::new(RwLock::new(store))))
+}
+
+/// Runs every judged query in `mode` (`semantic` the hub's model and vectors, needed for any
+/// mode but keyword) and scores it.
+pub fn evaluate_in(
+    index: &SearchIndex,
+    semantic: Option<&Semantic>,
+    mode: SearchMode,
+    queries: &[JudgedQuery],
+) -> anyhow::Result<Vec<Evaluated>> {
     let mut out = Vec::new();
     for jq in queries {
         let mut q = SearchQuery::text(&jq.q);
         q.limit = 10;
         q.capabilities = jq.capability.iter().map(|c| c.to_lowercase()).collect();
-        let ranked: Vec<String> = index.search(&q)?.hits.into_iter().map(|h| h.name).collect();
+        // A query of filters only has no text to embed: keyword in every mode, as the hub's
+        // default mode does.
+        q.mode = Some(if q.text.is_empty() {
+            SearchMode::Keyword
+        } else {
+            mode
+        });
+        let ranked: Vec<String> = index
+            .search_with(&q, semantic)?
+            .hits
+            .into_iter()
+            .map(|h| h.name)
+            .collect();
         out.push(Evaluated {
             ndcg: ndcg_at(10, &ranked, &jq.relevant),
             ranked,

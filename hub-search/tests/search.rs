@@ -14,6 +14,8 @@ use hub_search::{
 };
 use index_schema::name::AgentName;
 
+#[path = "search/hybrid.rs"]
+mod hybrid;
 #[path = "search/paraphrase.rs"]
 mod paraphrase;
 #[path = "search/recall.rs"]
@@ -55,6 +57,7 @@ fn all_pages(index: &SearchIndex, mut q: SearchQuery) -> Vec<String> {
             publisher: q.publisher.clone(),
             cursor: Some(c),
             facets: q.facets.then(|| "true".to_string()),
+            mode: None,
             deprecated: match q.deprecated {
                 hub_search::DeprecatedFilter::Include => None,
                 hub_search::DeprecatedFilter::Exclude => Some("exclude".into()),

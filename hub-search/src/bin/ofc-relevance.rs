@@ -3,13 +3,22 @@
 //! paraphrase set instead; `--overlap` prints, for each of its queries, the words it shares
 //! with its best-judged agents.
 //!
-//! `cargo run -p hub-search --release --bin ofc-relevance [-- --dir DIR] [--paraphrase] [--overlap] [--verbose]`
+//! `--mode keyword,hybrid --model DIR` compares modes side by side (semantic and hybrid embed
+//! the agents and queries with the model in DIR); `--rrf-k` and the other fusion flags override
+//! the hub's fusion settings, for tuning on the tune half.
+//!
+//! `cargo run -p hub-search --release --bin ofc-relevance [-- --dir DIR] [--paraphrase] [--overlap] [--mode M,M] [--model DIR] [--verbose]`
 
 #![allow(clippy::print_stdout)]
 
 use std::path::PathBuf;
 
+use std::sync::Arc;
+
 use clap::Parser;
+use hub_search::SearchMode;
+use hub_search::embed::Embedder;
+use hub_search::hybrid::Fusion;
 use hub_search::relevance::{self, Split};
 
 #[derive(Parser)]
@@ -27,6 +36,30 @@ struct Args {
     /// Print the words each paraphrase query shares with its agents graded 3, then stop.
     #[arg(long, requires = "paraphrase")]
     overlap: bool,
+    /// Modes to evaluate, comma-separated: keyword, semantic, hybrid.
+    #[arg(long, default_value = "keyword")]
+    mode: String,
+    /// The embedding model's directory (for semantic and hybrid).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Fusion: RRF's k (tuning; the default is the hub's).
+    #[arg(long)]
+    rrf_k: Option<f32>,
+    /// Fusion: the keyword ranking's weight.
+    #[arg(long)]
+    keyword_weight: Option<f32>,
+    /// Fusion: the meaning ranking's weight.
+    #[arg(long)]
+    semantic_weight: Option<f32>,
+    /// Fusion: the factor on the keyword weight for a hit lacking some words.
+    #[arg(long)]
+    partial_factor: Option<f32>,
+    /// Fusion: hits taken from each side.
+    #[arg(long)]
+    depth: Option<usize>,
+    /// Fusion: the lowest cosine similarity a meaning candidate may have.
+    #[arg(long)]
+    min_similarity: Option<f32>,
 }
 
 /// The words each query shares with its grade-3 agents (the most any of them shares), and how
@@ -74,6 +107,23 @@ fn main() -> anyhow::Result<()> {
     if args.overlap {
         return print_overlap();
     }
+    let modes = args
+        .mode
+        .split(',')
+        .map(|m| match m.trim() {
+            "keyword" => Ok(SearchMode::Keyword),
+            "semantic" => Ok(SearchMode::Semantic),
+            "hybrid" => Ok(SearchMode::Hybrid),
+            other => anyhow::bail!("--mode: unknown mode `{other}`"),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let embedder = match &args.model {
+        Some(dir) => Some(Arc::new(Embedder::load(dir)?)),
+        None if modes.iter().any(|m| *m != SearchMode::Keyword) => {
+            anyhow::bail!("--mode semantic or hybrid needs --model DIR (the embedding model)")
+        }
+        None => None,
+    };
     let dirs = match &args.dir {
         Some(d) => vec![("given", d.clone())],
         None if args.paraphrase => vec![("paraphrase", relevance::paraphrase_dir().to_owned())],
@@ -82,51 +132,117 @@ fn main() -> anyhow::Result<()> {
             ("small hub", relevance::small_dir().to_owned()),
         ],
     };
-    let mut all = Vec::new();
+    let names: Vec<&str> = modes.iter().map(|m| m.as_str()).collect();
+    let mut all: Vec<Vec<relevance::Evaluated>> = vec![Vec::new(); modes.len()];
     let mut agents_total = 0;
     for (label, dir) in dirs {
         let agents = relevance::agents_of(&dir)?;
         let queries = relevance::load_queries(&dir)?;
         let index = relevance::index_of(&agents)?;
-        let results = relevance::evaluate(&index, &queries)?;
+        let vectors_dir = tempfile::tempdir()?;
+        let semantic = match &embedder {
+            Some(e) => {
+                let mut s = relevance::semantic_of(&agents, Arc::clone(e), vectors_dir.path())?;
+                s.fusion = fusion(&args, s.fusion);
+                Some(s)
+            }
+            None => None,
+        };
+        let results = modes
+            .iter()
+            .map(|m| relevance::evaluate_in(&index, semantic.as_ref(), *m, &queries))
+            .collect::<anyhow::Result<Vec<_>>>()?;
         println!(
             "# {label} set: {} agents, {} queries",
             agents.len(),
             queries.len()
         );
-        println!("{:>7}  {:<7}  query", "nDCG@10", "split");
-        for r in &results {
-            let label = match &r.query.capability {
-                Some(c) => format!("{:?} capability={c}", r.query.q),
-                None => format!("{:?}", r.query.q),
+        let columns: Vec<String> = names.iter().map(|n| format!("{n:>8}")).collect();
+        println!("{}  {:<7}  query (nDCG@10)", columns.join(" "), "split");
+        for (i, q) in queries.iter().enumerate() {
+            let label = match &q.capability {
+                Some(c) => format!("{:?} capability={c}", q.q),
+                None => format!("{:?}", q.q),
             };
-            println!("{:>7.3}  {:<7}  {label}", r.ndcg, r.query.split.as_str());
+            let scores: Vec<String> = results
+                .iter()
+                .map(|r| format!("{:>8.3}", r[i].ndcg))
+                .collect();
+            println!("{}  {:<7}  {label}", scores.join(" "), q.split.as_str());
             if args.verbose {
-                for (i, name) in r.ranked.iter().enumerate() {
-                    let grade = r.query.relevant.get(name).copied().unwrap_or(0);
-                    println!("                    {:>2}. {name} ({grade})", i + 1);
+                for (m, r) in names.iter().zip(&results) {
+                    for (rank, name) in r[i].ranked.iter().enumerate() {
+                        let grade = q.relevant.get(name).copied().unwrap_or(0);
+                        println!("          {m:>8} {:>2}. {name} ({grade})", rank + 1);
+                    }
                 }
             }
         }
         for split in [Split::Tune, Split::Heldout] {
-            let (mean, n) = relevance::mean_ndcg(&results, Some(split));
+            let means: Vec<String> = results
+                .iter()
+                .map(|r| format!("{:>8.3}", relevance::mean_ndcg(r, Some(split)).0))
+                .collect();
+            let n = relevance::mean_ndcg(&results[0], Some(split)).1;
             println!(
-                "{mean:>7.3}  mean of the {} half ({n} queries)",
+                "{}  mean of the {} half ({n} queries)",
+                means.join(" "),
                 split.as_str()
             );
         }
         println!();
         agents_total += agents.len();
-        all.extend(results);
+        for (a, r) in all.iter_mut().zip(results) {
+            a.extend(r);
+        }
     }
+    println!(
+        "{}  ({agents_total} agents)",
+        names
+            .iter()
+            .map(|n| format!("{n:>8}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     for split in [Split::Tune, Split::Heldout] {
-        let (mean, n) = relevance::mean_ndcg(&all, Some(split));
+        let means: Vec<String> = all
+            .iter()
+            .map(|r| format!("{:>8.3}", relevance::mean_ndcg(r, Some(split)).0))
+            .collect();
+        let n = relevance::mean_ndcg(&all[0], Some(split)).1;
         println!(
-            "{mean:>7.3}  {} half, both sets ({n} queries, {agents_total} agents)",
+            "{}  {} half, every set ({n} queries)",
+            means.join(" "),
             split.as_str()
         );
     }
-    let (mean, n) = relevance::mean_ndcg(&all, None);
-    println!("{mean:>7.3}  all {n} queries");
+    let means: Vec<String> = all
+        .iter()
+        .map(|r| format!("{:>8.3}", relevance::mean_ndcg(r, None).0))
+        .collect();
+    println!("{}  all {} queries", means.join(" "), all[0].len());
     Ok(())
+}
+
+/// The fusion settings with the command line's overrides.
+fn fusion(args: &Args, mut f: Fusion) -> Fusion {
+    if let Some(v) = args.rrf_k {
+        f.rrf_k = v;
+    }
+    if let Some(v) = args.keyword_weight {
+        f.keyword_weight = v;
+    }
+    if let Some(v) = args.semantic_weight {
+        f.semantic_weight = v;
+    }
+    if let Some(v) = args.partial_factor {
+        f.partial_factor = v;
+    }
+    if let Some(v) = args.depth {
+        f.depth = v;
+    }
+    if let Some(v) = args.min_similarity {
+        f.min_similarity = v;
+    }
+    f
 }

@@ -2,6 +2,7 @@
 //! term clauses that add nothing to the score, so the text query's bounds hold for the whole.
 
 use tantivy::Term;
+use tantivy::query::TermSetQuery;
 use tantivy::query::{AllQuery, BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::IndexRecordOption;
 
@@ -14,6 +15,27 @@ impl SearchIndex {
     /// instead of adding them, so no clause is needed to hide them.) Without filters the text
     /// query is run as it is, which keeps a plain term union prunable (block-max WAND).
     pub(super) fn full_query(&self, q: &SearchQuery, text: Option<&dyn Query>) -> Box<dyn Query> {
+        if !q.only_names.is_empty() {
+            // The hybrid search's vector side: these agents, if they pass the filters.
+            let names = q
+                .only_names
+                .iter()
+                .map(|n| Term::from_field_text(self.fields.get(field::NAME), n));
+            let rest = SearchQuery {
+                only_names: Vec::new(),
+                ..q.clone()
+            };
+            return Box::new(BooleanQuery::new(vec![
+                (Occur::Must, self.full_query(&rest, text)),
+                (
+                    Occur::Must,
+                    Box::new(ConstScoreQuery::new(
+                        Box::new(TermSetQuery::new(names)),
+                        0.0,
+                    )),
+                ),
+            ]));
+        }
         let unfiltered = q.capabilities.is_empty()
             && q.keywords.is_empty()
             && q.kind.is_none()

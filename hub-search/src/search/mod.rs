@@ -19,6 +19,7 @@
 //! - `doc_freqs`: document frequencies and typo matches memoised for one search.
 //! - `scorers`: the Tantivy queries of our own (query, weight and scorer of each).
 //! - `facets`: the facet counts.
+//! - `restrict`: which of some named agents pass the filters (the hybrid search's vector side).
 
 mod collect;
 mod collector;
@@ -31,6 +32,7 @@ mod highlight;
 mod page;
 mod plan;
 mod rank;
+mod restrict;
 mod scorers;
 #[cfg(test)]
 mod tests;

@@ -142,6 +142,8 @@ impl SearchIndex {
                     .unwrap_or(false),
                 score: (q.sort == Sort::Relevance).then_some(h.score),
                 highlights,
+                matched_by: Vec::new(),
+                similarity: None,
                 missing_words: Vec::new(),
             });
         }
@@ -191,6 +193,7 @@ impl SearchIndex {
                     name: last.name.clone(),
                     query: q.digest(),
                     tier: tiers.as_ref().and_then(|t| t.get(out.len() - 1).copied()),
+                    offset: None,
                 }
                 .encode(),
             ),

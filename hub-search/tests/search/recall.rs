@@ -213,6 +213,7 @@ fn a_cursor_with_a_tier_on_a_query_of_one_word_or_none_is_harmless() {
                 name: "a/full".into(),
                 query: q.digest(),
                 tier: Some(tier),
+                offset: None,
             });
             let page = index.search(&q);
             assert!(page.is_ok(), "{text:?} tier {tier}: {page:?}");

@@ -35,6 +35,10 @@ pub struct SearchParams {
     /// `true` to get facet counts (`false` by default: they cost a pass over every match).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facets: Option<String>,
+    /// `keyword`, `semantic` or `hybrid` (the default when the hub has an embedding model;
+    /// `keyword` otherwise, and the others are refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
     /// Deprecated agents: `include` (default: shown, ranked lower and marked), `exclude`
     /// (hidden) or `only`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,6 +135,15 @@ pub struct SearchHit {
     /// Matched words in the tagline and description.
     #[serde(default)]
     pub highlights: Vec<SearchHighlight>,
+    /// With `mode=semantic` or `hybrid`: what found the agent, `words` (the keyword search)
+    /// and/or `meaning` (its embedding is among the nearest to the query's). Absent in
+    /// keyword mode.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matched_by: Vec<String>,
+    /// With `mode=semantic` or `hybrid`: the cosine similarity of the agent's embedding and
+    /// the query's (-1 to 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f32>,
     /// The query words this agent lacks: it is a partial match, listed after every agent
     /// that has them all. Empty for a full match.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -377,6 +377,8 @@ mod tests {
             deprecated: false,
             score: None,
             highlights: Vec::new(),
+            matched_by: Vec::new(),
+            similarity: None,
             missing_words: Vec::new(),
         }
     }

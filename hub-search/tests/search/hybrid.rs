@@ -1,0 +1,208 @@
+//! Hybrid and semantic search (issue 34) with the real model (`scripts/peers/search-model`
+//! installs it; the test fails when it cannot): a paraphrase keyword search misses is found,
+//! filters hold for hits found by meaning, pages follow each other, and a hub without a model
+//! answers as before and refuses the other modes.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+
+use hub_search::embed::Embedder;
+use hub_search::hybrid::Semantic;
+use hub_search::{DeprecatedFilter, SearchIndex, SearchMode, SearchParams, SearchQuery, relevance};
+
+fn model_dir() -> PathBuf {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/search-model");
+    let out = Command::new(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "scripts/peers/search-model failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+struct Fixture {
+    index: SearchIndex,
+    semantic: Semantic,
+    _vectors: tempfile::TempDir,
+}
+
+/// The 160 relevance agents, indexed and embedded once for every test here.
+fn fixture() -> (&'static SearchIndex, &'static Semantic) {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    let f = FIXTURE.get_or_init(|| {
+        let agents = relevance::paraphrase_agents().unwrap();
+        let index = relevance::index_of(&agents).unwrap();
+        let embedder = Arc::new(Embedder::load(&model_dir()).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let semantic = relevance::semantic_of(&agents, embedder, dir.path()).unwrap();
+        Fixture {
+            index,
+            semantic,
+            _vectors: dir,
+        }
+    });
+    (&f.index, &f.semantic)
+}
+
+fn names(index: &SearchIndex, semantic: Option<&Semantic>, q: &SearchQuery) -> Vec<String> {
+    index
+        .search_with(q, semantic)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| h.name)
+        .collect()
+}
+
+fn query(text: &str, mode: Option<SearchMode>) -> SearchQuery {
+    let mut q = SearchQuery::text(text);
+    q.limit = 5;
+    q.mode = mode;
+    q
+}
+
+#[test]
+fn hybrid_finds_the_paraphrase_that_keyword_search_misses() {
+    let (index, semantic) = fixture();
+    let text = "study cards for my biology exam";
+    let keyword = names(
+        index,
+        Some(semantic),
+        &query(text, Some(SearchMode::Keyword)),
+    );
+    assert!(
+        !keyword.iter().any(|n| n == "edu/quiz-maker"),
+        "{keyword:?}"
+    );
+    // The default mode with a model is hybrid.
+    let page = index
+        .search_with(&query(text, None), Some(semantic))
+        .unwrap();
+    let hit = page
+        .hits
+        .iter()
+        .find(|h| h.name == "edu/quiz-maker")
+        .unwrap_or_else(|| panic!("{:?}", page.hits));
+    assert!(hit.matched_by.contains(&"meaning".to_owned()), "{hit:?}");
+    assert!(hit.similarity.unwrap() > 0.2, "{hit:?}");
+}
+
+#[test]
+fn filters_hold_for_hits_found_by_meaning() {
+    let (index, semantic) = fixture();
+    let text = "indent my database statements nicely";
+    let mut q = query(text, Some(SearchMode::Semantic));
+    let all = names(index, Some(semantic), &q);
+    assert!(all.iter().any(|n| n == "legacy/sql-formatter"), "{all:?}");
+    // The deprecated formatter is the nearest; excluded, it is gone and others fill the page.
+    q.deprecated = DeprecatedFilter::Exclude;
+    let kept = names(index, Some(semantic), &q);
+    assert!(
+        !kept.iter().any(|n| n == "legacy/sql-formatter"),
+        "{kept:?}"
+    );
+    assert_eq!(kept.len(), 5, "{kept:?}");
+    // A publisher filter: only its agents, in both hybrid and semantic modes.
+    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+        let mut q = query("what did we decide in today's call", Some(mode));
+        q.publisher = Some("team".into());
+        let hits = names(index, Some(semantic), &q);
+        assert!(!hits.is_empty());
+        assert!(
+            hits.iter().all(|n| n.starts_with("team/")),
+            "{mode:?} {hits:?}"
+        );
+        assert!(
+            hits.iter().any(|n| n == "team/meeting-minutes"),
+            "{mode:?} {hits:?}"
+        );
+    }
+    // A capability filter.
+    let mut q = query(
+        "someone check my changes before I merge them",
+        Some(SearchMode::Semantic),
+    );
+    q.capabilities = vec!["review_pr".into()];
+    assert_eq!(names(index, Some(semantic), &q), ["team/pr-reviewer"]);
+}
+
+#[test]
+fn pages_of_a_hybrid_query_follow_each_other() {
+    let (index, semantic) = fixture();
+    let params = |cursor: Option<String>| SearchParams {
+        q: Some("keep an eye on prices".into()),
+        limit: Some("4".into()),
+        mode: Some("hybrid".into()),
+        cursor,
+        ..SearchParams::default()
+    };
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    for _ in 0..5 {
+        let q = SearchQuery::parse(&params(cursor.take())).unwrap();
+        let page = index.search_with(&q, Some(semantic)).unwrap();
+        seen.extend(page.hits.into_iter().map(|h| h.name));
+        cursor = page.next_cursor;
+    }
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), seen.len(), "{seen:?}");
+    assert_eq!(seen.len(), 20);
+    // The first page equals the same query with limit 20's first 4.
+    let mut q = SearchQuery::parse(&params(None)).unwrap();
+    q.limit = 20;
+    assert_eq!(names(index, Some(semantic), &q), seen);
+}
+
+#[test]
+fn without_a_model_the_default_answers_as_before_and_other_modes_are_refused() {
+    let (index, _) = fixture();
+    for text in ["data analysis", "tick off each bank statement line", ""] {
+        let q = query(text, None);
+        assert_eq!(
+            index.search_with(&q, None).unwrap(),
+            index.search(&q).unwrap(),
+            "{text:?}"
+        );
+    }
+    for mode in ["semantic", "hybrid"] {
+        let q = SearchQuery::parse(&SearchParams {
+            q: Some("invoices".into()),
+            mode: Some(mode.into()),
+            ..SearchParams::default()
+        })
+        .unwrap();
+        let err = index.search_with(&q, None).unwrap_err().to_string();
+        assert!(err.starts_with("mode: "), "{err}");
+        assert!(err.contains("needs an embedding model"), "{err}");
+    }
+    let err = SearchQuery::parse(&SearchParams {
+        mode: Some("vector".into()),
+        ..SearchParams::default()
+    })
+    .unwrap_err();
+    assert_eq!(err.field, "mode");
+}
+
+#[test]
+fn a_mode_that_cannot_honour_the_other_parameters_is_refused() {
+    let (index, semantic) = fixture();
+    let mut q = query("invoices", Some(SearchMode::Hybrid));
+    q.sort = hub_search::Sort::Downloads;
+    let err = index
+        .search_with(&q, Some(semantic))
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("sort: "), "{err}");
+    // The default mode with another sort is keyword, unchanged.
+    q.mode = None;
+    assert_eq!(
+        index.search_with(&q, Some(semantic)).unwrap(),
+        index.search(&q).unwrap()
+    );
+}
