@@ -37,8 +37,7 @@ use crate::auth::{Principal, Scope};
 use crate::error::{CoreError, CoreResult, ErrorCode};
 use crate::hub::Hub;
 use crate::namespaces;
-use crate::store::{AgentRow, AuditRow, KeyRow, OutboxRow, VersionRow, publish_entry};
-use crate::tlog::inclusion_now;
+use crate::store::{AgentRow, AuditRow, KeyRow, OutboxRow, VersionRow};
 
 /// `publisher/agent` from the path's two parts.
 pub fn parse_name(publisher: &str, agent: &str) -> CoreResult<AgentName> {
@@ -149,10 +148,21 @@ pub async fn info(hub: &Hub, publisher: &str, agent_name: &str) -> CoreResult<Ag
     let name = parse_name(publisher, agent_name)?;
     let a = agent(hub, &name).await?;
     let keys = key_map(hub.store.keys(a.namespace_id).await?);
-    let versions = hub
-        .store
-        .versions(a.id)
-        .await?
+    let rows = hub.store.versions(a.id).await?;
+    // The trust signals of the version `latest` names, else of the newest.
+    let shown = match &a.latest_version {
+        Some(l) => rows.iter().find(|v| &v.version == l),
+        None => rows.iter().max_by_key(|v| (v.created_at, v.id)),
+    };
+    let trust = match shown {
+        Some(v) => {
+            let log = crate::trust::log_proof(hub, &a, v, None).await?;
+            let key = keys.get(&v.key_id);
+            Some(crate::trust::signals(hub, &a, v, key, log.as_ref()).await?)
+        }
+        None => None,
+    };
+    let versions = rows
         .into_iter()
         .map(|v| VersionSummary {
             key_revoked_at: keys.get(&v.key_id).and_then(|k| k.revoked_at),
@@ -176,6 +186,7 @@ pub async fn info(hub: &Hub, publisher: &str, agent_name: &str) -> CoreResult<Ag
         downloads: a.downloads,
         created_at: a.created_at,
         updated_at: a.updated_at,
+        trust,
     })
 }
 
@@ -225,14 +236,9 @@ pub async fn version_info(
 ) -> CoreResult<VersionInfo> {
     let a = agent_of_version(hub, publisher, agent_name, version_text).await?;
     let v = version(hub, &a, version_text).await?;
-    let log = match v.log_index {
-        Some(index) => {
-            let entry = publish_entry(&a.name, &v.version, &v.manifest_digest, &v.key_id)?;
-            Some(inclusion_now(hub, &entry, index as u64, log_size).await?)
-        }
-        None => None,
-    };
+    let log = crate::trust::log_proof(hub, &a, &v, log_size).await?;
     let keys = key_map(hub.store.keys(a.namespace_id).await?);
+    let trust = crate::trust::signals(hub, &a, &v, keys.get(&v.key_id), log.as_ref()).await?;
     let env = Envelope::from_json(&v.envelope).map_err(CoreError::internal)?;
     let manifest: serde_json::Value =
         serde_json::from_slice(&env.payload).map_err(CoreError::internal)?;
@@ -262,6 +268,7 @@ pub async fn version_info(
         deprecated_successor: v.deprecated_successor,
         downloads: v.downloads,
         log,
+        trust: Some(trust),
     })
 }
 

@@ -10,7 +10,8 @@
 //!   ([`log_heads`]), its proofs and views ([`tlog`]);
 //! - accounts, tokens and namespaces: the rules ([`auth`]) and the services ([`accounts`],
 //!   [`namespaces`]); agents and versions as the read API shows them ([`agents`]), and their
-//!   life after publish: deprecate, unpublish, takedown, tombstones ([`lifecycle`]);
+//!   life after publish: deprecate, unpublish, takedown, tombstones ([`lifecycle`]); the trust
+//!   signals shown beside a version ([`trust`]);
 //! - search: the glue that follows the outbox into the `hub-search` index ([`search`]);
 //! - the settings ([`config`]), the operator's verbs ([`admin`], [`import`]), and opening a
 //!   hub ([`start`]).
@@ -44,6 +45,7 @@ pub mod search;
 pub mod start;
 pub mod store;
 pub mod tlog;
+pub mod trust;
 pub mod uploads;
 pub mod web_sessions;
 

@@ -369,6 +369,7 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
+        super::trust::forget_weeks(&mut tx, id).await?;
         sqlx::query("DELETE FROM agents WHERE id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -420,6 +421,8 @@ impl Store {
             .bind(agent_id)
             .execute(&mut *tx)
             .await?;
+        let week = index_schema::hub_api::trust::week_of_day(day);
+        super::trust::count_week(&mut tx, agent_id, week).await?;
         tx.commit().await?;
         Ok(())
     }

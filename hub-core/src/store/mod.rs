@@ -9,7 +9,8 @@
 //! transparency log), `replicas` (what replicas on one database share: the log key's record,
 //! cosigned checkpoints, the failure limiter), `oci` (manifests, tags, uploads, bearer tokens),
 //! `upload_parts` (the chunks of uploads, in the blob backend) and `blobs` (blob rows, claims
-//! and marks, links to repositories).
+//! and marks, links to repositories). `trust` reads what the trust signals need (downloads
+//! by week, the last publish); `lifecycle` deprecations, removals and tombstones.
 
 mod accounts;
 mod agents;
@@ -27,6 +28,7 @@ mod search;
 mod sessions;
 mod tlog;
 mod tlog_check;
+mod trust;
 mod tx;
 #[cfg(feature = "upgrade-test-migration")]
 pub mod upgrade_test;

@@ -11,7 +11,7 @@
 //! |---|---|
 //! | `GET /` | search box, recently updated, most pulled |
 //! | `GET /search?q=&capability=&keyword=&kind=&publisher=&sort=&cursor=` | the API's search, as a page, with matches marked |
-//! | `GET /agents/{publisher}/{agent}` | the latest version (or `?version=`): what it does, its capabilities and schemas, what it needs, who signed it and whether the signature verifies, its versions, the `ofc pull` line and a blueprint snippet |
+//! | `GET /agents/{publisher}/{agent}` | the latest version (or `?version=`): what it does, its capabilities and schemas, what it needs, who signed it and whether the signature verifies, its trust signals (`trust.rs`: key age, log proof, deprecation, last publish, downloads per week), its versions, the `ofc pull` line and a blueprint snippet |
 //! | `GET /publishers/{name}` | a publisher's agents and members |
 //!
 //! | `GET/POST /login`, `POST /logout` | password log-in (the API's check and failure limiter); a server-side session (`session.rs`) |
@@ -32,6 +32,7 @@ mod account;
 mod page;
 mod pages;
 mod session;
+mod trust;
 mod views;
 
 use axum::Router;

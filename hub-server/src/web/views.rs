@@ -332,6 +332,7 @@ pub(super) fn agent(
                     }
                     p class="meta" { "Manifest digest " code { (v.manifest_digest) } }
                 }
+                (super::trust::section(v.trust.as_ref(), when))
                 @if let Some(m) = manifest {
                     section aria-labelledby="about" {
                         h2 id="about" { "What it does" }

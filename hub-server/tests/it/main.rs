@@ -27,4 +27,5 @@ mod search_crash;
 mod search_http;
 mod storage;
 mod tlog;
+mod trust;
 mod witness;

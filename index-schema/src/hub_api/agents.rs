@@ -167,6 +167,10 @@ pub struct AgentInfo {
     pub created_at: i64,
     /// Unix ms.
     pub updated_at: i64,
+    /// The trust signals of the version `latest` names (else the newest version); absent from
+    /// hubs before issue 33's point 5 and for an agent without versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<super::trust::TrustSignals>,
 }
 
 /// The signing key of a version.
@@ -233,6 +237,9 @@ pub struct VersionInfo {
     /// The publish's transparency-log entry, proven under the current checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<super::LogInclusion>,
+    /// The version's trust signals (absent from hubs before issue 33's point 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<super::trust::TrustSignals>,
 }
 
 /// One agent in a listing.

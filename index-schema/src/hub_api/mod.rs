@@ -29,6 +29,7 @@ pub mod log;
 pub mod namespaces;
 pub mod ops;
 pub mod search;
+pub mod trust;
 
 pub use accounts::{
     CreateTokenRequest, LoginRequest, Me, MyNamespace, NewToken, TokenInfo, TokenList,

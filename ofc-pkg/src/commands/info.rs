@@ -1,9 +1,12 @@
 //! `ofc info publisher/agent[@selector]`: an agent on the hub (`GET /api/v1/agents/{p}/{a}`) and
 //! one of its versions (`GET …/versions/{v}`): the latest, or the one the selector picks. Shows
 //! what the publisher wrote, the source, digests, signing key, downloads and every version with
-//! its yanked and deprecated marks; `--json` prints both hub answers.
+//! its yanked and deprecated marks, and the hub's trust signals of the version (signing key and
+//! its age, log proof, deprecation, last publish, downloads per week); `--json` prints both hub
+//! answers (each with its `trust` block).
 
 use anyhow::Result;
+use index_schema::hub_api::trust::TrustSignals;
 use index_schema::hub_api::{AgentInfo, VersionInfo, VersionSummary};
 use index_schema::name::{AgentName, Reference, VersionSelector};
 use semver::Version;
@@ -247,6 +250,10 @@ fn render(agent: &AgentInfo, v: &VersionInfo) -> Vec<String> {
         lines.push(format!("{label:<width$}{value}"));
     }
 
+    if let Some(t) = &v.trust {
+        lines.push(String::new());
+        lines.extend(trust_lines(t));
+    }
     lines.push(String::new());
     lines.push("versions:".into());
     let mut sorted: Vec<&VersionSummary> = agent.versions.iter().collect();
@@ -288,5 +295,77 @@ fn render(agent: &AgentInfo, v: &VersionInfo) -> Vec<String> {
     for line in output::table(&["VERSION", "PUBLISHED", "DOWNLOADS", "NOTES"], &rows) {
         lines.push(format!("  {line}"));
     }
+    lines
+}
+
+/// The hub's trust signals of the version (issue 33): facts, each on its line.
+fn trust_lines(t: &TrustSignals) -> Vec<String> {
+    let mut fields: Vec<(&str, String)> = Vec::new();
+    let k = &t.signed_by;
+    let mut key = match (k.added_at, k.age_days_at_publish) {
+        (Some(added), Some(0)) => format!(
+            "{}, added {} (less than a day before this version)",
+            k.key_id,
+            output::format_time_ms(added)
+        ),
+        (Some(added), Some(days)) => format!(
+            "{}, added {} ({days} day{} before this version)",
+            k.key_id,
+            output::format_time_ms(added),
+            if days == 1 { "" } else { "s" }
+        ),
+        _ => format!("{} (no longer registered)", k.key_id),
+    };
+    if let Some(r) = k.revoked_at {
+        key.push_str(&format!(", revoked {}", output::format_time_ms(r)));
+    }
+    fields.push(("signed by", key));
+    let log = match (t.log.verified, t.log.index, t.log.checkpoint_size) {
+        (true, Some(i), Some(size)) => {
+            format!("entry {i}, proven by the hub under its checkpoint of {size} entries")
+        }
+        _ => format!(
+            "not proven{}",
+            t.log
+                .problem
+                .as_deref()
+                .map(|p| format!(": {}", output::truncate(p, 200)))
+                .unwrap_or_default()
+        ),
+    };
+    fields.push(("log", log));
+    fields.push((
+        "deprecation",
+        match &t.deprecated {
+            Some(d) => match &d.successor {
+                Some(s) => format!("{} (use {s})", output::truncate(&d.message, 200)),
+                None => output::truncate(&d.message, 200),
+            },
+            None => "none".into(),
+        },
+    ));
+    fields.push(("last publish", output::format_time_ms(t.last_published_at)));
+    if let Some(first) = t.downloads_per_week.first() {
+        let counts: Vec<String> = t
+            .downloads_per_week
+            .iter()
+            .map(|w| w.downloads.to_string())
+            .collect();
+        fields.push((
+            "downloads/week",
+            format!(
+                "{} (weeks from Monday {}, oldest first)",
+                counts.join(" "),
+                first.week
+            ),
+        ));
+    }
+    let width = fields.iter().map(|(l, _)| l.len()).max().unwrap_or(0) + 2;
+    let mut lines = vec!["trust signals:".to_string()];
+    lines.extend(
+        fields
+            .into_iter()
+            .map(|(label, value)| format!("  {label:<width$}{value}")),
+    );
     lines
 }
