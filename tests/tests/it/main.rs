@@ -37,3 +37,4 @@ mod sources_docker_e2e;
 mod sources_npm_e2e;
 mod sources_pip_e2e;
 mod web_e2e;
+mod web_trust_e2e;

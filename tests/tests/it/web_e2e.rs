@@ -67,7 +67,7 @@ pub(crate) fn start_driver() -> Driver {
     }
 }
 
-async fn browser(driver: &Driver) -> Client {
+pub(crate) async fn browser(driver: &Driver) -> Client {
     browser_with(driver, &[]).await
 }
 
@@ -344,7 +344,7 @@ fn set_cookie_of(r: &reqwest::Response, name: &str) -> String {
 }
 
 /// The text of the first element `css` selects on the current page.
-async fn text_of(c: &Client, css: &str) -> String {
+pub(crate) async fn text_of(c: &Client, css: &str) -> String {
     c.find(Locator::Css(css))
         .await
         .unwrap()
