@@ -25,6 +25,7 @@ mod replica_blobs;
 mod replicas;
 mod search_crash;
 mod search_http;
+mod search_model;
 mod storage;
 mod tlog;
 mod trust;
