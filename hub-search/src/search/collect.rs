@@ -105,17 +105,8 @@ impl SearchIndex {
                 part.prefix_last,
                 Some(reader),
             )?;
-            let unfiltered = q.capabilities.is_empty()
-                && q.keywords.is_empty()
-                && q.kind.is_none()
-                && q.publisher.is_none();
-            let shape = match shaped.as_ref().map(|(_, s)| *s) {
-                // With filters the query is no longer a plain union.
-                Some(Shape::TermUnion) if !unfiltered => Shape::Other,
-                // Filters add 0 to the score: the text query's bound holds for the full query.
-                Some(s) => s,
-                None => Shape::Other,
-            };
+            // Filters add 0 to the score: the text query's bound holds for the full query.
+            let shape = shaped.as_ref().map_or(Shape::Other, |(_, s)| *s);
             // Relevance uses the bounds; every sort uses the opened columns.
             let bounds = Some(self.bounds.get(searcher, reader)?);
             let mut text = shaped.map(|(t, _)| t);

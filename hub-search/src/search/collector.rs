@@ -108,12 +108,9 @@ impl RankCollector {
     /// bound on the factor then applies to the documents after the current one only, which
     /// is lower the more popular documents come first (a rebuild writes them in that order).
     ///
-    /// [`Shape::TermUnion`]: block-max WAND adds the terms' scores in an order that depends on
-    /// where its cursors stand, so the same document's sum may differ in the last bit from one
-    /// query to the next (a different cursor or page). A document that passes the threshold is
-    /// then scored again by the query's own scorer, which always adds in clause order: ranks and
-    /// cursors compare equal scores on every page. [`Shape::LooseOnly`]: the scan stops once no
-    /// later document can enter.
+    /// [`Shape::LooseOnly`]: the scan stops once no later document can enter. Every other
+    /// query's own pruning loop adds a document's scores in the order its scorer does, so ranks
+    /// and cursors compare equal scores on every page.
     pub(super) fn collect_segment_bounded(
         &self,
         weight: &dyn Weight,
@@ -170,23 +167,8 @@ impl RankCollector {
             }
             return Ok(seg.harvest());
         }
-        let mut exact = if shape == Shape::TermUnion {
-            Some(weight.scorer(reader, 1.0)?)
-        } else {
-            None
-        };
         weight.for_each_pruning(Score::MIN, reader, &mut |doc, score| {
             if is_alive(doc) {
-                let score = match exact.as_mut() {
-                    Some(s) if s.doc() <= doc => {
-                        if s.seek(doc) == doc {
-                            s.score()
-                        } else {
-                            score
-                        }
-                    }
-                    _ => score,
-                };
                 seg.collect(doc, score);
             }
             seg.text_threshold(bounds.map_or(max_factor, |b| b.from(doc)))

@@ -229,7 +229,9 @@ impl SearchIndex {
                 word_docs += freqs.get(searcher, t)?;
             }
             plain_words = match plain_words {
-                Some(mut v) if alts.len() == terms.len() && !terms.is_empty() => {
+                // A word without terms (none in this segment): a conjunction matches
+                // nothing, an any-word union goes on without it.
+                Some(mut v) if alts.len() == terms.len() => {
                     v.push(terms.clone());
                     Some(v)
                 }
@@ -357,30 +359,21 @@ impl SearchIndex {
             ));
         }
         if let Some(q) = exact_name {
-            other_clauses += 1;
             per_word.push((Occur::Should, q));
         }
         if let [(Occur::Must, _)] = per_word.as_slice() {
-            // One required word and nothing else: the word's alternatives are the query. A
-            // top-level union of term queries is what Tantivy prunes with block-max WAND; a
-            // single term is pruned block by block as a `BoostedTerm` (a union of one clause,
-            // or a `BoostQuery`, would score every document).
+            // One required word and nothing else: the word's alternatives are the query (a
+            // union of plain terms is a `WordUnions`, above); a single term is pruned block by
+            // block as a `BoostedTerm` (a union of one clause, or a `BoostQuery`, would score
+            // every document).
             if let Some((term, boost)) = lone_term {
                 return Ok(Some((Box::new(BoostedTerm { term, boost }), Shape::Other)));
             }
             let (_, only) = per_word.pop().expect("one clause");
-            let shape = match loose_only {
-                Some(max) => Shape::LooseOnly(max),
-                None if other_clauses == 0 && term_clauses > 1 => Shape::TermUnion,
-                None => Shape::Other,
-            };
+            let shape = loose_only.map_or(Shape::Other, Shape::LooseOnly);
             return Ok(Some((only, shape)));
         }
-        let shape = match loose_only {
-            Some(max) => Shape::LooseOnly(max),
-            None if mode == Mode::Any && other_clauses == 0 && term_clauses > 1 => Shape::TermUnion,
-            None => Shape::Other,
-        };
+        let shape = loose_only.map_or(Shape::Other, Shape::LooseOnly);
         Ok(Some((Box::new(BooleanQuery::new(per_word)), shape)))
     }
 }
@@ -391,8 +384,6 @@ type Clause = (Occur, Box<dyn Query>);
 /// What the pruning loop may rely on in a text query.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Shape {
-    /// A union of two or more plain term queries (Tantivy runs it as block-max WAND).
-    TermUnion,
     /// Only constant-scored typo and prefix matches: no document scores above this.
     LooseOnly(Score),
     /// Anything else.

@@ -3,9 +3,11 @@
 //! For each reference, in parallel:
 //!
 //! 1. **Resolve.** A locked entry that satisfies the reference wins (no network when its
-//!    manifest and bundle are cached). Otherwise the hub's version list gives the highest
-//!    non-yanked version matching the selector (pre-releases only when the requirement names
-//!    one), an exact version, or the version whose manifest has the pinned `@sha256:` digest.
+//!    manifest and bundle are cached, but one bounded question whether the version was
+//!    deprecated or removed since, which warns; a hub that does not answer is noted, not
+//!    fatal: `deprecation.rs`). Otherwise the hub's version list gives the highest non-yanked
+//!    version matching the selector (pre-releases only when the requirement names one), an
+//!    exact version, or the version whose manifest has the pinned `@sha256:` digest.
 //!    `--offline` resolves from the cache alone.
 //! 2. **Verify.** The signed envelope must verify with a key pinned for the publisher; the first
 //!    pull of a publisher pins the key that signed it (trust on first use). The signed manifest
@@ -39,11 +41,13 @@ use crate::project;
 use crate::trust::TrustStore;
 
 mod context;
+mod deprecation;
 pub(crate) mod log;
 mod source;
 
 use context::{Ctx, Progress};
 pub use context::{MAX_BYTES_ENV, MAX_ENTRIES_ENV, Origin, PullOptions, Pulled, limits_from_env};
+use deprecation::deprecation_warning;
 use source::{Installed, Job};
 
 /// How many agents are fetched at once.
@@ -364,7 +368,12 @@ impl Ctx {
         {
             let reason =
                 match self.cached(&hub, &name, &digest, Some(entry), Some(&entry.version))? {
-                    Lookup::Hit(p) => return Ok(*p),
+                    Lookup::Hit(p) => {
+                        if !self.opts.offline {
+                            self.warn_if_deprecated(&hub, &name, &entry.version).await;
+                        }
+                        return Ok(*p);
+                    }
                     Lookup::Miss(reason) => reason,
                 };
             if self.opts.offline {
@@ -854,24 +863,6 @@ fn signature_error(
     }
 }
 
-/// The warning for a deprecated version: the publisher's message (one line, shortened) and the
-/// successor it names, if any. The hub's text, so cleaned of control characters.
-fn deprecation_warning(
-    name: &AgentName,
-    version: &Version,
-    message: &str,
-    successor: Option<&str>,
-) -> String {
-    let mut line = format!(
-        "warning: {name} {version} is deprecated: {}",
-        truncate(message, 200)
-    );
-    if let Some(s) = successor {
-        line.push_str(&format!("; use {} instead", truncate(s, 100)));
-    }
-    crate::output::clean_line(&line)
-}
-
 fn check_identity(m: &Manifest, name: &AgentName, version: Option<&Version>) -> Result<()> {
     if &m.name != name {
         bail!(
@@ -924,19 +915,6 @@ pub fn summary(p: &Pulled) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn deprecation_warnings_name_the_successor_on_one_clean_line() {
-        let n = AgentName::parse("acme/old").unwrap();
-        let v = Version::parse("1.2.0").unwrap();
-        assert_eq!(
-            deprecation_warning(&n, &v, "moved", Some("acme/new")),
-            "warning: acme/old 1.2.0 is deprecated: moved; use acme/new instead"
-        );
-        let w = deprecation_warning(&n, &v, "a\x1b[31mred\nline", None);
-        assert!(!w.chars().any(char::is_control), "{w:?}");
-        assert!(w.ends_with("red line"), "{w:?}");
-    }
 
     #[test]
     fn lock_changes_are_described() {

@@ -2,7 +2,9 @@
 //! SQLite and PostgreSQL: `ofc deprecate` → the warning (naming the successor) on `ofc pull`
 //! and `ofc run`, the marker and filter of `ofc search`, `ofc info`; `ofc unpublish` → the
 //! tombstone in `ofc audit` (verified against the signed log), a pull of it refused with 410,
-//! its number refused to `ofc publish` again, `--undo` of a deprecation.
+//! its number refused to `ofc publish` again, `--undo` of a deprecation; a locked and cached
+//! agent's run warns too (it asks the hub) and, with the hub down, runs with one note; `ofc info`
+//! shows the trust signals.
 
 use crate::common::Publishers as _;
 use crate::common::run::{blueprint, run_in, tag};
@@ -27,7 +29,7 @@ fn agent_dir(root: &std::path::Path, name: &str, version: &str, args: &str) -> s
 }
 
 fn deprecate_and_unpublish(backend: Backend) {
-    let hub = TestHub::process(ProcessOptions::new(backend));
+    let mut hub = TestHub::process(ProcessOptions::new(backend));
     let acme = hub.publisher("acme", &[]);
     let work = tempfile::tempdir().unwrap();
     let teller = agent_dir(
@@ -45,6 +47,18 @@ fn deprecate_and_unpublish(backend: Backend) {
     for d in [&teller, &helper] {
         acme.ofc.ok(&["publish", d.to_str().unwrap()]);
     }
+
+    // A project that runs acme/teller before its deprecation: locked and cached.
+    let locked_home = tempfile::tempdir().unwrap();
+    let locked_runner = Ofc::new(locked_home.path(), &hub.url);
+    let locked_proj = tempfile::tempdir().unwrap();
+    blueprint(
+        locked_proj.path(),
+        "agents:\n  - acme/teller@^1\n  - acme/helper\n",
+    );
+    let r = run_in(&locked_runner, locked_proj.path(), &["run", "what is new?"]);
+    r.assert_code(0);
+    assert!(!r.stderr.contains("deprecated"), "{}", r.stderr);
 
     // Deprecate every version of acme/teller, naming the successor.
     let out = acme.ofc.ok(&[
@@ -90,12 +104,45 @@ fn deprecate_and_unpublish(backend: Backend) {
     assert!(r.stderr.contains(warning), "{}", r.stderr);
     assert!(r.stdout.contains("@teller: teller reports"), "{}", r.stdout);
 
-    // `ofc info` names the successor; `ofc search` marks it and filters it.
+    // The locked, cached project runs it without fetching, and still warns: it asked the hub.
+    let r = run_in(
+        &locked_runner,
+        locked_proj.path(),
+        &["run", "--locked", "what is new?"],
+    );
+    r.assert_code(0);
+    assert!(r.stderr.contains(warning), "{}", r.stderr);
+    assert!(r.stdout.contains("@teller: teller reports"), "{}", r.stdout);
+
+    // `ofc info` names the successor and shows the trust signals; `ofc search` marks it and
+    // filters it.
     let info = ofc.ok(&["info", "acme/teller"]);
     assert!(
         info.contains("use instead") && info.contains("acme/helper"),
         "{info}"
     );
+    assert!(info.contains("trust signals:"), "{info}");
+    assert!(
+        info.contains("less than a day before this version"),
+        "{info}"
+    );
+    assert!(
+        info.contains("proven by the hub under its checkpoint"),
+        "{info}"
+    );
+    assert!(
+        info.contains("deprecation     replaced by the helper (use acme/helper)"),
+        "{info}"
+    );
+    assert!(info.contains("downloads/week"), "{info}");
+    let j = ofc.json(&["info", "acme/teller"]);
+    let t = &j["version"]["trust"];
+    assert_eq!(t["log"]["verified"], true, "{j}");
+    assert_eq!(t["deprecated"]["successor"], "acme/helper", "{j}");
+    // Pulled twice (by the pull and the runs above), each from 127.0.0.1 today: counted once,
+    // in this week.
+    assert_eq!(t["downloads_per_week"][7]["downloads"], 1, "{j}");
+    assert_eq!(j["agent"]["trust"]["version"], "1.0.0", "{j}");
     hub.wait_for_search("q=lifecycle", |h| h.iter().any(|h| h["deprecated"] == true));
     let shown = ofc.ok(&["search", "lifecycle"]);
     assert!(shown.contains("[deprecated] A test agent"), "{shown}");
@@ -163,6 +210,28 @@ fn deprecate_and_unpublish(backend: Backend) {
     // Unpublishing needs an exact version.
     let r = acme.ofc.fails(1, &["unpublish", "acme/helper"]);
     assert!(r.stderr.contains("gives no version"), "{}", r.stderr);
+
+    // The hub gone: the locked, cached project still runs; one line says the check could not
+    // be made.
+    hub.kill();
+    let r = run_in(
+        &locked_runner,
+        locked_proj.path(),
+        &["run", "--locked", "what is new?"],
+    );
+    r.assert_code(0);
+    assert!(r.stdout.contains("@teller: teller reports"), "{}", r.stdout);
+    let notes: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("note: could not ask"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{}", r.stderr);
+    assert!(
+        notes[0].contains("whether locked agents were deprecated since"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
