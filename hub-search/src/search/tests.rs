@@ -7,7 +7,7 @@ use tantivy::query::{
     BooleanQuery, BoostQuery, EnableScoring, Occur, PhraseQuery, Query, TermQuery,
 };
 use tantivy::schema::IndexRecordOption;
-use tantivy::{DocSet as _, Score};
+use tantivy::{DocSet as _, Score, Searcher};
 
 use crate::index::SearchIndex;
 use crate::mapping::{analyzer, field, tokens};
@@ -363,6 +363,23 @@ fn word_groups_and_tiers() {
     assert_eq!(fewer_words_tiers(16), [Exactly(15), AtMost(14)]);
 }
 
+/// Asserts that `ours` matches the documents of `theirs` (some) with the same scores (up to
+/// float rounding); the number of matches.
+fn same_matches(searcher: &Searcher, ours: &dyn Query, theirs: &dyn Query, what: &str) -> usize {
+    let all = TopDocs::with_limit(100_000);
+    let mut a = searcher.search(ours, &all).unwrap();
+    let mut b = searcher.search(theirs, &all).unwrap();
+    assert!(!b.is_empty(), "{what}");
+    a.sort_by_key(|x| x.1);
+    b.sort_by_key(|x| x.1);
+    assert_eq!(a.len(), b.len(), "{what}");
+    for ((x, dx), (y, dy)) in a.iter().zip(&b) {
+        assert_eq!(dx, dy, "{what}");
+        assert!((x - y).abs() <= 1e-5 * y.abs(), "{what}: {x} vs {y}");
+    }
+    a.len()
+}
+
 /// [`AnyOf`] matches the documents and gives the scores of a union `BooleanQuery` of the
 /// same clauses, alone and as a required clause of a conjunction.
 #[test]
@@ -386,19 +403,8 @@ fn any_of_scores_like_a_union() {
     let union = |q: Vec<Box<dyn Query>>| {
         BooleanQuery::new(q.into_iter().map(|q| (Occur::Should, q)).collect())
     };
-    let all = TopDocs::with_limit(100_000);
     let same = |ours: &dyn Query, theirs: &dyn Query, what: &str| {
-        let mut a = searcher.search(ours, &all).unwrap();
-        let mut b = searcher.search(theirs, &all).unwrap();
-        assert!(!b.is_empty(), "{what}");
-        a.sort_by_key(|x| x.1);
-        b.sort_by_key(|x| x.1);
-        assert_eq!(a.len(), b.len(), "{what}");
-        for ((x, dx), (y, dy)) in a.iter().zip(&b) {
-            assert_eq!(dx, dy, "{what}");
-            assert!((x - y).abs() <= 1e-5 * y.abs(), "{what}: {x} vs {y}");
-        }
-        a.len()
+        same_matches(&searcher, ours, theirs, what)
     };
     let scraping = ["scraping", "scrape", "crawl", "web"];
     same(&AnyOf(alts(&scraping)), &union(alts(&scraping)), "alone");
@@ -468,19 +474,8 @@ fn word_unions_score_like_required_unions() {
             popularity: None,
         })
     };
-    let all = TopDocs::with_limit(100_000);
     let same = |ours: &dyn Query, theirs: &dyn Query, what: &str| {
-        let mut a = searcher.search(ours, &all).unwrap();
-        let mut b = searcher.search(theirs, &all).unwrap();
-        assert!(!b.is_empty(), "{what}");
-        a.sort_by_key(|x| x.1);
-        b.sort_by_key(|x| x.1);
-        assert_eq!(a.len(), b.len(), "{what}");
-        for ((x, dx), (y, dy)) in a.iter().zip(&b) {
-            assert_eq!(dx, dy, "{what}");
-            assert!((x - y).abs() <= 1e-5 * y.abs(), "{what}: {x} vs {y}");
-        }
-        a.len()
+        same_matches(&searcher, ours, theirs, what)
     };
     let one = [word(&["scraping", "scrape", "crawl", "web"])];
     same(ours(&one).as_ref(), theirs(&one).as_ref(), "one word");
