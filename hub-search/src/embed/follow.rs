@@ -267,21 +267,29 @@ fn apply(
                 .collect()
         }
     };
-    let mut v = vectors
-        .write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let write = || {
+        vectors
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
     let mut n = 0;
-    for ((key, hash, _), vector) in todo.iter().zip(&embedded) {
-        if vector.len() == Embedder::DIM {
-            v.upsert(key, *hash, vector);
-            n += 1;
-        } else {
+    {
+        let mut v = write();
+        for ((key, hash, _), vector) in todo.iter().zip(&embedded) {
+            if vector.len() == Embedder::DIM {
+                v.upsert(key, *hash, vector);
+                n += 1;
+            } else {
+                v.remove(key);
+            }
+        }
+        for key in &removes {
             v.remove(key);
         }
     }
-    for key in &removes {
-        v.remove(key);
-    }
-    v.commit(seq)?;
+    // The file is written under the read lock (searches go on; this task is the only writer),
+    // then recorded under a short write lock.
+    let written = read(vectors).write(seq)?;
+    write().finish(written);
     Ok(n)
 }

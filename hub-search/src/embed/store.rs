@@ -319,8 +319,18 @@ impl VectorStore {
 
     /// Makes the changes since the last commit durable as outbox sequence `seq` (synced to
     /// disk before it returns). Rewrites the file when it is new, made for another model, or
-    /// mostly dead records.
+    /// mostly dead records. The same as [`Self::write`] then [`Self::finish`].
     pub fn commit(&mut self, seq: u64) -> Result<(), StoreError> {
+        let written = self.write(seq)?;
+        self.finish(written);
+        Ok(())
+    }
+
+    /// The file part of [`Self::commit`]: writes and syncs the changes since the last commit
+    /// as sequence `seq`, needing only shared access — so searches holding the read lock go on
+    /// while a large file is rewritten. Nothing may change the store until [`Self::finish`]
+    /// takes the result (the follower is the one writer).
+    pub fn write(&self, seq: u64) -> Result<Written, StoreError> {
         let rewrite = match self.file_len {
             None => true,
             Some(_) => self.file_records + self.pending.len() > 2 * self.len() + 1024,
@@ -330,19 +340,39 @@ impl VectorStore {
         } else if !self.pending.is_empty() || seq != self.seq {
             self.append(seq)
         } else {
-            Ok(())
+            Ok((self.file_len, self.file_records))
         };
-        written.map_err(|source| StoreError {
+        let (file_len, file_records) = written.map_err(|source| StoreError {
             path: self.path.clone(),
             source,
         })?;
-        self.pending.clear();
-        self.seq = seq;
-        self.reset_reason = None;
-        Ok(())
+        Ok(Written {
+            seq,
+            file_len,
+            file_records,
+            ops: self.pending.len(),
+        })
     }
 
-    fn append(&mut self, seq: u64) -> std::io::Result<()> {
+    /// Records a [`Self::write`] as committed.
+    ///
+    /// # Panics
+    /// If the store changed since that write.
+    pub fn finish(&mut self, written: Written) {
+        assert_eq!(
+            written.ops,
+            self.pending.len(),
+            "the embedding store changed between write and finish"
+        );
+        self.file_len = written.file_len;
+        self.file_records = written.file_records;
+        self.pending.clear();
+        self.seq = written.seq;
+        self.reset_reason = None;
+    }
+
+    /// Appends the pending changes as one block: the file's new length and record count.
+    fn append(&self, seq: u64) -> std::io::Result<(Option<u64>, usize)> {
         let mut payload = Vec::new();
         for op in &self.pending {
             encode_op(&mut payload, op);
@@ -355,12 +385,14 @@ impl VectorStore {
         let block = encode_block(seq, &payload);
         f.write_all(&block)?;
         f.sync_data()?;
-        self.file_len = Some(len + block.len() as u64);
-        self.file_records += self.pending.len();
-        Ok(())
+        Ok((
+            Some(len + block.len() as u64),
+            self.file_records + self.pending.len(),
+        ))
     }
 
-    fn rewrite(&mut self, seq: u64) -> std::io::Result<()> {
+    /// Writes the live vectors as a new file, renamed over the old one.
+    fn rewrite(&self, seq: u64) -> std::io::Result<(Option<u64>, usize)> {
         let mut payload = Vec::with_capacity(self.len() * (DIM + 64));
         for (s, key) in self.keys.iter().enumerate() {
             if let Some(key) = key {
@@ -385,10 +417,18 @@ impl VectorStore {
         if let Some(dir) = self.path.parent() {
             File::open(dir)?.sync_all()?;
         }
-        self.file_len = Some(bytes.len() as u64);
-        self.file_records = self.len();
-        Ok(())
+        Ok((Some(bytes.len() as u64), self.len()))
     }
+}
+
+/// A [`VectorStore::write`] done, for [`VectorStore::finish`].
+#[derive(Debug)]
+#[must_use = "a write is committed only when finished"]
+pub struct Written {
+    seq: u64,
+    file_len: Option<u64>,
+    file_records: usize,
+    ops: usize,
 }
 
 fn header(model_id: &str) -> Vec<u8> {

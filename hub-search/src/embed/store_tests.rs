@@ -151,3 +151,32 @@ fn a_mostly_dead_file_is_rewritten_to_its_live_records() {
     assert_eq!(r.text_hash("p/a7"), Some(4));
     assert!(r.get("p/a7").unwrap().dot(&unit(11)) > 0.999);
 }
+
+#[test]
+fn write_needs_only_shared_access_and_finish_records_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = VectorStore::open(dir.path(), "m").unwrap();
+    s.upsert("a/one", 1, &unit(1));
+    let shared = &s;
+    let written = shared.write(4).unwrap();
+    // Readers still see the store; on disk the commit is already there.
+    assert!(shared.get("a/one").is_some());
+    assert_eq!(VectorStore::open(dir.path(), "m").unwrap().seq(), 4);
+    s.finish(written);
+    assert_eq!(s.seq(), 4);
+    s.upsert("a/two", 2, &unit(2));
+    s.commit(6).unwrap();
+    let r = VectorStore::open(dir.path(), "m").unwrap();
+    assert_eq!((r.seq(), r.len()), (6, 2));
+}
+
+#[test]
+#[should_panic(expected = "changed between write and finish")]
+fn finish_refuses_a_write_the_store_moved_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = VectorStore::open(dir.path(), "m").unwrap();
+    s.upsert("a/one", 1, &unit(1));
+    let written = s.write(1).unwrap();
+    s.upsert("a/two", 2, &unit(2));
+    s.finish(written);
+}
