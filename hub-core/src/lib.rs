@@ -12,7 +12,9 @@
 //!   [`namespaces`]); agents and versions as the read API shows them ([`agents`]), and their
 //!   life after publish: deprecate, unpublish, takedown, tombstones ([`lifecycle`]); the trust
 //!   signals shown beside a version ([`trust`]);
-//! - search: the glue that follows the outbox into the `hub-search` index ([`search`]);
+//! - search: the glue that follows the outbox into the `hub-search` index ([`search`]), and
+//!   the discovery documents read from it (AI catalog, ARD search, signed A2A cards:
+//!   [`discovery`]);
 //! - the settings ([`config`]), the operator's verbs ([`admin`], [`import`]), and opening a
 //!   hub ([`start`]).
 //!
@@ -28,6 +30,7 @@ pub mod blob;
 pub mod claims;
 pub mod config;
 pub mod counters;
+pub mod discovery;
 pub mod error;
 pub mod gc;
 pub mod hub;

@@ -11,6 +11,7 @@
 mod open_enum;
 
 pub mod a2a_card;
+pub mod a2a_sign;
 pub mod agent_card;
 pub mod agent_yaml;
 pub mod blueprint;
@@ -19,6 +20,7 @@ mod entry_fields;
 pub mod envelope;
 pub mod http_url;
 pub mod hub_api;
+pub mod jcs;
 pub mod lockfile;
 pub mod manifest;
 pub mod mcp_server_json;

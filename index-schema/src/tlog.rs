@@ -660,6 +660,18 @@ impl LogSigner {
         }
     }
 
+    /// A key for another use of the hub, derived from this one: its seed is
+    /// SHA-256(`"ofc derived key\0"` ‖ `purpose` ‖ `"\0"` ‖ this key's seed). Whoever holds the
+    /// log key holds it too, and no signature of one verifies under the other.
+    pub fn derived_key(&self, purpose: &str) -> SecretKey {
+        let mut h = Sha256::new();
+        h.update(b"ofc derived key\0");
+        h.update(purpose.as_bytes());
+        h.update(b"\0");
+        h.update(self.key.seed());
+        SecretKey::from_seed(&h.finalize().into())
+    }
+
     /// The signed checkpoint note of the tree (`size`, `root`).
     pub fn sign_checkpoint(&self, size: u64, root: Hash) -> String {
         let text = format!("{}\n{size}\n{}\n", self.origin, hash_b64(&root));

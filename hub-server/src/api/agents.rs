@@ -168,8 +168,9 @@ pub async fn get_agent(
 
 /// The A2A agent card (v0.3) of a `remote` agent, built from its latest version's signed
 /// manifest (`index_schema::a2a_card::from_manifest`): an agent published from an A2A card gets
-/// its card back, any other remote agent a card with one skill per capability. Other sources
-/// have no A2A endpoint: 404 `no_agent_card`.
+/// its card back, any other remote agent a card with one skill per capability; either with the
+/// hub's JWS in `signatures` (A2A §8.4; key in `/.well-known/jwks.json`). Other sources have
+/// no A2A endpoint: 404 `no_agent_card`.
 #[utoipa::path(get, path = "/api/v1/agents/{publisher}/{agent}/agent-card.json", tag = "agents",
     params(("publisher" = String, Path, description = "namespace"),
            ("agent" = String, Path, description = "agent")),
@@ -184,7 +185,7 @@ pub async fn get_agent_card(
     Path((publisher, agent)): Path<(String, String)>,
 ) -> ApiResult<Json<serde_json::Map<String, serde_json::Value>>> {
     Ok(Json(
-        agents::agent_card(&state.core, &publisher, &agent).await?,
+        hub_core::discovery::signed_agent_card(&state.core, &publisher, &agent).await?,
     ))
 }
 

@@ -13,6 +13,7 @@
 pub mod accounts;
 pub mod agents;
 pub mod auth;
+pub mod discovery;
 pub mod namespaces;
 pub mod openapi;
 pub mod ops;
@@ -84,6 +85,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route(route::UNPUBLISH, post(agents::unpublish))
         .route(route::SEARCH, get(search::search))
+        .route("/ard/search", post(discovery::search))
         .route(route::OUTBOX, get(agents::outbox))
         .route(route::AUDIT, get(agents::audit));
     Router::new()
@@ -96,6 +98,8 @@ pub fn router(state: AppState) -> Router {
                 .patch(registry::patch)
                 .delete(registry::remove),
         )
+        .route(hub_core::discovery::CATALOG_PATH, get(discovery::catalog))
+        .route(hub_core::discovery::JWKS_PATH, get(discovery::jwks))
         .route(route::HEALTHZ, get(ops::healthz))
         .route(route::READYZ, get(ops::readyz))
         .route("/metrics", get(ops::metrics))

@@ -8,6 +8,7 @@ mod attacks;
 mod authz;
 mod connections;
 mod crash;
+mod discovery;
 mod e2e;
 mod formats;
 mod layout;
