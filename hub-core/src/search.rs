@@ -25,10 +25,11 @@ use hub_search::embed::Embedder;
 use hub_search::embed::follow::{VectorFollowConfig, VectorFollower, VectorStatus};
 use hub_search::embed::store::{SharedVectors, VectorStore};
 use hub_search::follow::SourceError;
+use hub_search::hybrid::{HybridError, Semantic};
 use hub_search::index::INDEX_DIR_NAME;
 use hub_search::{
     AgentStats, Change, Check, FollowConfig, FollowStatus, Follower, OutboxEntry, OutboxSource,
-    SearchDoc, SearchIndex, Synonyms, Tuning, WriterConfig,
+    SearchDoc, SearchIndex, SearchQuery, SearchResults, Synonyms, Tuning, WriterConfig,
 };
 use index_schema::envelope::Envelope;
 use index_schema::manifest::Manifest;
@@ -58,6 +59,8 @@ pub struct Search {
 /// The meaning side of search when a model is configured.
 #[derive(Debug)]
 struct SemanticParts {
+    /// The meaning side of hybrid search over `embedder` and `vectors` (its IVF index too).
+    hybrid: Semantic,
     embedder: Arc<Embedder>,
     vectors: SharedVectors,
     status: Arc<VectorStatus>,
@@ -183,6 +186,12 @@ impl Search {
         self.semantic.as_ref().map(|s| &s.vectors)
     }
 
+    /// The meaning side of `mode=semantic|hybrid`, when `search_model_dir` is set (see
+    /// [`hub_search::hybrid`]).
+    pub fn semantic(&self) -> Option<&Semantic> {
+        self.semantic.as_ref().map(|s| &s.hybrid)
+    }
+
     /// Progress of the embeddings, when `search_model_dir` is set.
     pub fn vector_status(&self) -> Option<&VectorStatus> {
         self.semantic.as_ref().map(|s| &*s.status)
@@ -245,6 +254,14 @@ impl Search {
     }
 }
 
+impl Search {
+    /// Runs `q` in its mode (`mode=`; the default is hybrid with a model, keyword without):
+    /// blocking work, keep it off async workers.
+    pub fn run(&self, q: &SearchQuery) -> Result<SearchResults, HybridError> {
+        self.index.search_with(q, self.semantic())
+    }
+}
+
 /// Loads the model in `model_dir`, opens the vectors in the index directory `index_dir` and
 /// starts their follower.
 fn start_semantic(
@@ -282,6 +299,7 @@ fn start_semantic(
         },
     );
     Ok(SemanticParts {
+        hybrid: Semantic::new(Arc::clone(&embedder), Arc::clone(&vectors)),
         embedder,
         vectors,
         status: follower.status(),

@@ -31,7 +31,7 @@ use crate::embed::{EmbedError, Embedder};
 use crate::query::QueryError;
 
 /// From this many vectors on, the meaning side uses the IVF index instead of an exact scan.
-pub const ANN_FROM: usize = 50_000;
+pub const ANN_FROM: usize = 200_000;
 /// An IVF index older than this is rebuilt (in the background) once the store changed.
 pub const ANN_REBUILD_AFTER: Duration = Duration::from_secs(600);
 /// Deepest hit a semantic or hybrid query pages to.

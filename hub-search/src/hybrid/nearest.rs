@@ -152,7 +152,7 @@ pub struct Ivf {
 pub struct IvfParams {
     /// Lists (centroids); 0: about √n / 4, between 16 and 256.
     pub lists: usize,
-    /// Lists scanned per query; 0: a sixteenth of the lists, at least 4.
+    /// Lists scanned per query; 0: a tenth of the lists, at least 8.
     pub probe: usize,
     /// k-means rounds on the sample.
     pub rounds: usize,

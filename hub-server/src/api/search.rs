@@ -52,11 +52,15 @@ fn bad_query(e: &hub_search::QueryError) -> ApiError {
 }
 
 async fn run(search: Arc<Search>, q: SearchQuery) -> ApiResult<SearchResults> {
-    // Tantivy searches are blocking work.
-    tokio::task::spawn_blocking(move || search.index.search(&q))
+    // Tantivy searches and embedding the query are blocking work.
+    tokio::task::spawn_blocking(move || search.run(&q))
         .await
         .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)
+        .map_err(|e| match e {
+            // A mode the hub cannot run (no model) or that cannot honour the other parameters.
+            hub_search::hybrid::HybridError::Query(e) => bad_query(&e),
+            e => ApiError::internal(e),
+        })
 }
 
 /// Searches agents: ranked, latest non-yanked version, with highlights.
@@ -71,6 +75,7 @@ async fn run(search: Arc<Search>, q: SearchQuery) -> ApiResult<SearchResults> {
         ("limit" = Option<String>, Query, description = "hits per page, 1..=100 (default 20)"),
         ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
         ("facets" = Option<String>, Query, description = "`true` for facet counts over every match"),
+        ("mode" = Option<String>, Query, description = "`keyword`, `semantic` or `hybrid`: by the words, by meaning (the hub's embedding model), or both fused. Default `hybrid` when the hub has a model (`search_model_dir`) and `q` is given with the relevance sort, else `keyword`; without a model `semantic` and `hybrid` are refused (400)"),
     ),
     responses(
         (status = 200, description = "a page of hits", body = index_schema::hub_api::SearchPage),

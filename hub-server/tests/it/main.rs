@@ -26,6 +26,7 @@ mod replica_blobs;
 mod replicas;
 mod search_crash;
 mod search_http;
+mod search_hybrid;
 mod search_model;
 mod storage;
 mod tlog;

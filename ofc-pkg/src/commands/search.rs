@@ -43,6 +43,17 @@ impl SearchSort {
     }
 }
 
+/// How the hub matches the query (`--mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SearchModeArg {
+    /// By the words (and their synonyms and misspellings).
+    Keyword,
+    /// By meaning: agents whose description is closest to the query's (the hub's model).
+    Semantic,
+    /// Both, fused: the hub's default when it has an embedding model.
+    Hybrid,
+}
+
 /// Arguments of `ofc search`.
 #[derive(Debug, clap::Args)]
 pub struct SearchArgs {
@@ -69,6 +80,11 @@ pub struct SearchArgs {
     /// Order of the hits.
     #[arg(long, value_enum, default_value_t = SearchSort::Relevance)]
     pub sort: SearchSort,
+
+    /// How the hub matches the query: by the words, by meaning, or both (the default of a
+    /// hub with an embedding model; `keyword` on one without, which refuses the others).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<SearchModeArg>,
 
     /// How many hits to show (1 to 100).
     #[arg(long, value_name = "N", default_value_t = 20,
@@ -246,6 +262,14 @@ fn query_params(args: &SearchArgs) -> Result<SearchParams> {
         params.publisher = Some(p.trim().to_string());
     }
     params.sort = Some(args.sort.as_str().to_string());
+    params.mode = args.mode.map(|m| {
+        match m {
+            SearchModeArg::Keyword => "keyword",
+            SearchModeArg::Semantic => "semantic",
+            SearchModeArg::Hybrid => "hybrid",
+        }
+        .to_string()
+    });
     params.limit = Some(args.limit.to_string());
     params.deprecated = match args.deprecated {
         DeprecatedShown::Include => None,
@@ -314,9 +338,22 @@ fn render(hits: &[Hit], width: Option<usize>) -> Vec<String> {
         .max()
         .unwrap_or(0)
         .max(9);
+    // A hub searching by meaning says why each hit matched: a column of its own.
+    let whys: Option<Vec<String>> = hits
+        .iter()
+        .any(|h| !h.matched_by.is_empty())
+        .then(|| hits.iter().map(why_matched).collect());
+    let why_w = whys.as_ref().map_or(0, |w| {
+        w.iter()
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(7)
+            + 2
+    });
     let tagline_w = match width {
         Some(w) => w
-            .saturating_sub(name_w + version_w + downloads_w + 6)
+            .saturating_sub(name_w + version_w + downloads_w + 6 + why_w)
             .max(MIN_TAGLINE_WIDTH),
         None => PIPED_TAGLINE_WIDTH,
     };
@@ -336,7 +373,57 @@ fn render(hits: &[Hit], width: Option<usize>) -> Vec<String> {
             ]
         })
         .collect();
-    output::table(&["NAME", "VERSION", "DOWNLOADS", "TAGLINE"], &rows)
+    match whys {
+        Some(whys) => {
+            let rows: Vec<Vec<String>> = rows
+                .into_iter()
+                .zip(whys)
+                .map(|(mut r, w)| {
+                    r.push(w);
+                    r
+                })
+                .collect();
+            output::table(
+                &["NAME", "VERSION", "DOWNLOADS", "TAGLINE", "MATCHED"],
+                &rows,
+            )
+        }
+        None => output::table(&["NAME", "VERSION", "DOWNLOADS", "TAGLINE"], &rows),
+    }
+}
+
+/// Why a hit matched, from what the hub says: `words "invoice"` (the highlighted words, at most
+/// three), `meaning 0.71` (the cosine similarity), or both. The hub's text, cleaned.
+fn why_matched(h: &Hit) -> String {
+    let mut parts = Vec::new();
+    if h.matched_by.iter().any(|m| m == "words") {
+        let mut words: Vec<String> = Vec::new();
+        for hl in &h.highlights {
+            for r in &hl.ranges {
+                let (start, end) = (r.start, r.end);
+                if let Some(w) = hl.fragment.get(start..end) {
+                    let w = output::truncate(&output::clean_line(&w.to_lowercase()), 24);
+                    if !words.contains(&w) {
+                        words.push(w);
+                    }
+                }
+            }
+        }
+        words.truncate(3);
+        parts.push(if words.is_empty() {
+            "words".to_owned()
+        } else {
+            let quoted: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
+            format!("words {}", quoted.join(" "))
+        });
+    }
+    if h.matched_by.iter().any(|m| m == "meaning") {
+        parts.push(match h.similarity {
+            Some(s) => format!("meaning {s:.2}"),
+            None => "meaning".to_owned(),
+        });
+    }
+    parts.join(", ")
 }
 
 #[cfg(test)]
@@ -381,6 +468,31 @@ mod tests {
             similarity: None,
             missing_words: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_hub_searching_by_meaning_gets_a_column_saying_why_each_hit_matched() {
+        use index_schema::hub_api::{ByteRange, SearchHighlight};
+        let plain = [hit("a/b", "reads invoices", 1)];
+        assert!(!render(&plain, None)[0].contains("MATCHED"));
+        let mut words = hit("a/invoices", "reads invoices", 1);
+        words.matched_by = vec!["words".into(), "meaning".into()];
+        words.similarity = Some(0.712);
+        words.highlights = vec![SearchHighlight {
+            field: "tagline".into(),
+            fragment: "reads Invoices".into(),
+            ranges: vec![ByteRange { start: 6, end: 14 }],
+        }];
+        let mut meaning = hit("b/bookkeeper", "reconciles your books", 1);
+        meaning.matched_by = vec!["meaning".into()];
+        meaning.similarity = Some(0.4449);
+        let lines = render(&[words, meaning], None);
+        assert!(lines[0].ends_with("MATCHED"), "{lines:?}");
+        assert!(
+            lines[1].ends_with("words \"invoices\", meaning 0.71"),
+            "{lines:?}"
+        );
+        assert!(lines[2].ends_with("meaning 0.44"), "{lines:?}");
     }
 
     #[test]
