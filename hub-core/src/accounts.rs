@@ -15,8 +15,8 @@ use index_schema::hub_api::{
 };
 
 use crate::auth::{
-    FailureLimiter, Principal, Scope, TOKEN_PREFIX, check_pattern, dummy_password_hash,
-    generate_token, hash_token, parse_scopes, pattern_covers, verify_password,
+    FailureLimiter, Principal, Scope, TOKEN_PREFIX, TrustedOrigin, check_pattern,
+    dummy_password_hash, generate_token, hash_token, parse_scopes, pattern_covers, verify_password,
 };
 use crate::error::{CoreError, CoreResult, ErrorCode};
 use crate::hub::Hub;
@@ -119,6 +119,10 @@ pub async fn principal_for_hash(
         scopes,
         namespaces: split(&t.namespaces),
         expires_at: t.expires_at,
+        trusted: t
+            .trusted_issuer
+            .zip(t.trusted_subject)
+            .map(|(issuer, subject)| TrustedOrigin { issuer, subject }),
     }))
 }
 

@@ -290,6 +290,7 @@ pub async fn import_mcp_registry(
         scopes: scopes.to_vec(),
         namespaces: vec![ns_name.clone()],
         expires_at: row.expires_at,
+        trusted: None,
     };
     let report = mcp_registry(hub, &principal, key, &ns_name, registry, text).await;
     store.revoke_token(&Actor::operator(), None, row.id).await?;

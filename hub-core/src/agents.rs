@@ -25,8 +25,8 @@ use std::net::IpAddr;
 
 use index_schema::envelope::Envelope;
 use index_schema::hub_api::{
-    AgentInfo, AgentList, AgentSummary, BundleInfo, EnvelopeJson, SigningKey, VersionInfo,
-    VersionSummary,
+    AgentInfo, AgentList, AgentSummary, BundleInfo, EnvelopeJson, SigningKey, TrustedPublishing,
+    VersionInfo, VersionSummary,
 };
 use index_schema::manifest::{Manifest, parse_exact_version};
 use index_schema::name::{AgentName, Digest};
@@ -269,6 +269,10 @@ pub async fn version_info(
         downloads: v.downloads,
         log,
         trust: Some(trust),
+        trusted_publishing: v
+            .trusted_issuer
+            .zip(v.trusted_subject)
+            .map(|(issuer, subject)| TrustedPublishing { issuer, subject }),
     })
 }
 

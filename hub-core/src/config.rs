@@ -134,6 +134,9 @@ pub struct Config {
     /// A version downloaded this often (counted as for ranking: once per client and day)
     /// can no longer be unpublished by its publisher. 0: never.
     pub unpublish_max_downloads: u64,
+    /// Trusted publishing (issue 33): take `http://127.0.0.1` OIDC issuers and key URLs,
+    /// for tests and local development. Off: issuers must be `https://`.
+    pub oidc_allow_http_loopback: bool,
 }
 
 /// A witness of the hub's log.
@@ -204,6 +207,7 @@ impl Default for Config {
             trusted_proxies: Vec::new(),
             unpublish_window_secs: 72 * 3600,
             unpublish_max_downloads: 100,
+            oidc_allow_http_loopback: false,
         }
     }
 }

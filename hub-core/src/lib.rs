@@ -49,6 +49,7 @@ pub mod start;
 pub mod store;
 pub mod tlog;
 pub mod trust;
+pub mod trusted;
 pub mod uploads;
 pub mod web_sessions;
 

@@ -477,6 +477,7 @@ async fn publish_checked(
         source_kind: manifest.source.kind().to_string(),
         bundle_digest: bundle.map(|(d, _)| d.to_string()),
         bundle_size: bundle.map(|(_, s)| i64::try_from(s).unwrap_or(i64::MAX)),
+        trusted: principal.trusted.clone(),
     };
     let repository = name.to_string();
     let oci = match req.pushed {

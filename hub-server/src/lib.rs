@@ -10,6 +10,7 @@ pub mod cosigner;
 pub mod error;
 pub mod metrics;
 pub mod oci;
+pub mod oidc;
 pub mod state;
 pub mod tlog;
 pub mod web;

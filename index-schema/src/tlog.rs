@@ -18,6 +18,7 @@
 //! ofc-log/v1 deprecate <publisher>/<agent> <version> <successor or -> <message, base64url>
 //! ofc-log/v1 undeprecate <publisher>/<agent> <version>
 //! ofc-log/v1 remove <publisher>/<agent> <version> sha256:<manifest digest> <reason class>
+//! ofc-log/v1 trusted-publish <publisher>/<agent> <version> sha256:<manifest digest> <issuer, base64url> <subject, base64url>
 //! ```
 //!
 //! Every field is in its canonical form (names lowercase, the manifest digest as the envelope's
@@ -25,7 +26,10 @@
 //! A deprecation's message is free text, so it is written as unpadded base64url of its UTF-8
 //! bytes (one field, no spaces). `delete` is an operator's deletion as logged before reason
 //! classes existed; `remove` is the tombstone of an unpublish (`unpublished`) or an operator's
-//! takedown (a [`RemovalReason`]), naming the digest that is gone. Kinds were only ever added:
+//! takedown (a [`RemovalReason`]), naming the digest that is gone. `trusted-publish` follows
+//! the `publish` entry of a version published by trusted publishing (issue 33), in the same
+//! transaction, naming the OIDC issuer and subject (free text, so base64url as a message is);
+//! the `publish` entry itself is unchanged, so clients that check it need nothing new. Kinds were only ever added:
 //! a log written by an older hub parses with this module unchanged.
 
 use std::cell::RefCell;

@@ -142,6 +142,8 @@ pub enum TokenSource {
     Env,
     /// The credentials file.
     File,
+    /// Exchanged for a CI's OIDC ID token (`ofc publish --oidc`), for this run only.
+    Exchanged,
 }
 
 /// The token to use for `hub`: `OFC_TOKEN`, else the credentials file.

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use index_schema::hub_api::{
-    AddKeyRequest, AgentInfo, DeprecateRequest, ErrorBody, ErrorCode, Key, KeyList, LoginRequest,
-    Me, NewToken, PublishRequest, PublishResponse, SearchPage, SearchParams, VersionInfo,
+    AddKeyRequest, AddTrustedPublisherRequest, AgentInfo, DeprecateRequest, ErrorBody, ErrorCode,
+    ExchangeRequest, ExchangeResponse, Key, KeyList, LoginRequest, Me, NewToken, PublishRequest,
+    PublishResponse, SearchPage, SearchParams, TrustedPublisher, TrustedPublisherList, VersionInfo,
     YankRequest, path,
 };
 use index_schema::name::AgentName;
@@ -319,6 +320,10 @@ impl Hub {
             (401, Some(TokenSource::File)) => {
                 hint.hint("the stored token is expired or revoked; run `ofc login` again")
             }
+            (401, Some(TokenSource::Exchanged)) => hint.hint(
+                "the token trusted publishing gave lives 15 minutes and dies when its trusted \
+                 publisher is removed; run `ofc publish --oidc` again",
+            ),
             (403, _) if about_rights => {
                 hint.hint("the token lacks the rights for this; ask a namespace owner")
             }
@@ -527,6 +532,48 @@ impl Hub {
     pub async fn revoke_key(&self, namespace: &str, key_id: &str) -> Result<()> {
         self.act::<()>(Method::DELETE, &path::key(namespace, key_id), None)
             .await
+    }
+
+    /// A namespace's trusted publishers (`GET /api/v1/namespaces/{ns}/trusted-publishers`).
+    pub async fn trusted_publishers(&self, namespace: &str) -> Result<TrustedPublisherList> {
+        self.get_json(&path::trusted_publishers(namespace)).await
+    }
+
+    /// Trusts an OIDC issuer and subject pattern to publish to a namespace.
+    pub async fn add_trusted_publisher(
+        &self,
+        namespace: &str,
+        req: &AddTrustedPublisherRequest,
+    ) -> Result<TrustedPublisher> {
+        self.exchange(
+            Method::POST,
+            &path::trusted_publishers(namespace),
+            Some(req),
+        )
+        .await
+    }
+
+    /// Removes a trusted publisher (its minted tokens are revoked).
+    pub async fn remove_trusted_publisher(&self, namespace: &str, id: i64) -> Result<()> {
+        self.act::<()>(
+            Method::DELETE,
+            &path::trusted_publisher(namespace, id),
+            None,
+        )
+        .await
+    }
+
+    /// Exchanges a CI's OIDC ID token for a publish-only token of `namespace`
+    /// (`POST /api/v1/trusted-publishing/exchange`, no hub token sent).
+    pub async fn exchange_oidc(&self, req: &ExchangeRequest) -> Result<ExchangeResponse> {
+        let p = path::trusted_exchange();
+        let rb = self
+            .client
+            .post(self.endpoint(&p))
+            .timeout(JSON_TIMEOUT)
+            .json(req);
+        let resp = self.send(rb).await?;
+        self.decode(resp, &p).await
     }
 
     /// Searches (`GET /api/v1/search`).

@@ -19,6 +19,8 @@
 //!   PostgreSQL database and one log key file (a hub behind a load balancer).
 //! - [`PgDatabase`]: a uniquely named database per test on `OFC_TEST_POSTGRES_URL`
 //!   (`scripts/peers/postgres`); PostgreSQL tests fail, never skip, without it.
+//! - [`oidc::OidcIssuer`]: a real OIDC issuer on 127.0.0.1 (discovery, JWKS, its own RSA and
+//!   P-256 keys) minting ID tokens, for trusted publishing.
 //! - [`Publisher`]: the publisher fixture; [`Request`]: authorized JSON requests;
 //!   [`assert`]: assertions on `(status, JSON)` answers.
 //!
@@ -28,6 +30,7 @@
 pub mod assert;
 mod fixtures;
 mod in_process;
+pub mod oidc;
 mod postgres;
 mod process;
 mod replicas;

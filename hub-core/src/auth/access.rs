@@ -167,6 +167,18 @@ pub struct Principal {
     pub namespaces: Vec<String>,
     /// When the token expires (ms since the epoch); a token it creates may not outlive it.
     pub expires_at: Option<i64>,
+    /// Set for a token minted by trusted publishing (issue 33): it may publish to its one
+    /// namespace and nothing else, whatever its user's role.
+    pub trusted: Option<TrustedOrigin>,
+}
+
+/// Where a trusted-publishing token came from: the OIDC ID token it was exchanged for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedOrigin {
+    /// The ID token's `iss`.
+    pub issuer: String,
+    /// The ID token's `sub`.
+    pub subject: String,
 }
 
 /// Why an authorization was refused.
@@ -185,9 +197,9 @@ pub enum Denied {
 }
 
 impl Principal {
-    /// Whether this caller acts as a site administrator.
+    /// Whether this caller acts as a site administrator (never a trusted-publishing token).
     pub fn acts_as_admin(&self) -> bool {
-        self.is_admin && self.scopes.contains(&Scope::Admin)
+        self.is_admin && self.scopes.contains(&Scope::Admin) && self.trusted.is_none()
     }
 
     /// May this caller use `scope` in `namespace`, where the user's role is `role`?
@@ -199,6 +211,12 @@ impl Principal {
     ) -> Result<(), Denied> {
         if self.acts_as_admin() {
             return Ok(());
+        }
+        // A trusted-publishing token publishes; it never yanks, manages keys or members, or
+        // anything else its user's role would allow (its own scopes say so too: this holds
+        // even if a row were edited).
+        if self.trusted.is_some() && !matches!(scope, Scope::PublishNew | Scope::PublishUpdate) {
+            return Err(Denied::Scope(scope));
         }
         if !self.scopes.contains(&scope) {
             return Err(Denied::Scope(scope));

@@ -9,7 +9,8 @@ mod password;
 mod token;
 
 pub use access::{
-    Denied, Principal, Role, Scope, check_pattern, parse_scopes, pattern_covers, pattern_matches,
+    Denied, Principal, Role, Scope, TrustedOrigin, check_pattern, parse_scopes, pattern_covers,
+    pattern_matches,
 };
 pub use limiter::FailureLimiter;
 pub use password::{dummy_password_hash, hash_password, verify_password};

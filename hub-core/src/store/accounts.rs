@@ -164,6 +164,8 @@ impl Store {
             created_at: now,
             revoked_at: None,
             last_used_at: None,
+            trusted_issuer: None,
+            trusted_subject: None,
         })
     }
 
@@ -171,7 +173,8 @@ impl Store {
     pub async fn token_by_hash(&self, hash: &str) -> Result<Option<(TokenRow, User)>> {
         let row: Option<TokenUser> = sqlx::query_as(
             "SELECT t.id, t.user_id, t.name, t.scopes, t.namespaces, t.expires_at, \
-             t.created_at, t.revoked_at, t.last_used_at, u.name AS user_name, \
+             t.created_at, t.revoked_at, t.last_used_at, t.trusted_issuer, t.trusted_subject, \
+             u.name AS user_name, \
              CAST(u.is_admin AS INTEGER) AS is_admin, CAST(u.disabled AS INTEGER) AS disabled, \
              u.created_at AS user_created_at FROM api_tokens t JOIN users u ON u.id = t.user_id \
              WHERE t.token_hash = $1",

@@ -8,7 +8,9 @@ use super::lifecycle::drop_version_oci;
 use super::oci::{NewManifest, insert_manifest};
 use super::repo::{Actor, Result, Store, StoreError, conflict_on_unique, now_ms, unique_violation};
 use super::rows::{AGENT_COLUMNS, AgentRow, NewVersion, VERSION_COLUMNS, VersionRow};
-use super::tlog::{LogAppend, delete_entry, publish_entry, tlog_append, yank_entry};
+use super::tlog::{
+    LogAppend, delete_entry, publish_entry, tlog_append, trusted_publish_entry, yank_entry,
+};
 use super::tx::{audit, outbox, refresh_agent};
 
 impl Store {
@@ -92,8 +94,9 @@ impl Store {
         };
         sqlx::query(
             "INSERT INTO versions (agent_id, version, manifest_digest, envelope, key_id, \
-             source_kind, bundle_digest, bundle_size, published_by, token_id, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             source_kind, bundle_digest, bundle_size, published_by, token_id, created_at, \
+             trusted_issuer, trusted_subject) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(agent_id)
         .bind(&v.version)
@@ -106,6 +109,8 @@ impl Store {
         .bind(actor.user_id)
         .bind(actor.token_id)
         .bind(now)
+        .bind(v.trusted.as_ref().map(|t| t.issuer.as_str()))
+        .bind(v.trusted.as_ref().map(|t| t.subject.as_str()))
         .execute(&mut *tx)
         .await
         .map_err(|e| {
@@ -145,7 +150,13 @@ impl Store {
             .await?;
         }
         let target = format!("{}@{}", v.agent, v.version);
-        let detail = format!("digest={} key={}", v.manifest_digest, v.key_id);
+        let mut detail = format!("digest={} key={}", v.manifest_digest, v.key_id);
+        if let Some(t) = &v.trusted {
+            detail.push_str(&format!(
+                " trusted_issuer={} trusted_subject={}",
+                t.issuer, t.subject
+            ));
+        }
         audit(
             &mut tx,
             actor,
@@ -157,6 +168,11 @@ impl Store {
         .await?;
         // Last, so that the log's head row is held for the shortest time (PostgreSQL).
         let logged = tlog_append(&mut tx, &entry, now).await?;
+        // Published by trusted publishing: a fact of its own, right after the publish.
+        if let Some(t) = &v.trusted {
+            let trusted = trusted_publish_entry(&v.agent, &v.version, &v.manifest_digest, t)?;
+            tlog_append(&mut tx, &trusted, now).await?;
+        }
         sqlx::query("UPDATE versions SET log_index = $1 WHERE agent_id = $2 AND version = $3")
             .bind(logged.index as i64)
             .bind(agent_id)

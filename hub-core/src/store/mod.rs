@@ -8,8 +8,9 @@
 //! `outbox`, `sessions`, `search` (what the index follows), `tlog` and `tlog_check` (the
 //! transparency log), `replicas` (what replicas on one database share: the log key's record,
 //! cosigned checkpoints, the failure limiter), `oci` (manifests, tags, uploads, bearer tokens),
-//! `upload_parts` (the chunks of uploads, in the blob backend) and `blobs` (blob rows, claims
-//! and marks, links to repositories). `trust` reads what the trust signals need (downloads
+//! `upload_parts` (the chunks of uploads, in the blob backend), `trusted` (trusted publishers,
+//! exchanged ID tokens) and `blobs` (blob rows, claims and marks, links to repositories).
+//! `trust` reads what the trust signals need (downloads
 //! by week, the last publish); `lifecycle` deprecations, removals and tombstones.
 
 mod accounts;
@@ -29,6 +30,7 @@ mod sessions;
 mod tlog;
 mod tlog_check;
 mod trust;
+mod trusted;
 mod tx;
 #[cfg(feature = "upgrade-test-migration")]
 pub mod upgrade_test;
@@ -47,5 +49,6 @@ pub use search::VisibleAgent;
 pub use sessions::WebSession;
 pub use tlog::{LogAppend, LogEntryRow, delete_entry, log_error, publish_entry, yank_entry};
 pub use tlog_check::LogVerifyReport;
+pub use trusted::{NewExchange, TrustedPublisherRow};
 pub use tx::latest_version;
 pub use upload_parts::{UploadPart, UploadState};

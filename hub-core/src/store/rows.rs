@@ -51,11 +51,15 @@ pub struct TokenRow {
     pub revoked_at: Option<i64>,
     /// Unix ms of the last authenticated request, to the minute ([`TOKEN_USE_PRECISION_MS`]).
     pub last_used_at: Option<i64>,
+    /// Minted by trusted publishing: the ID token's issuer (migration 0025).
+    pub trusted_issuer: Option<String>,
+    /// Minted by trusted publishing: the ID token's subject.
+    pub trusted_subject: Option<String>,
 }
 
 /// The columns of a [`TokenRow`].
-pub(super) const TOKEN_COLUMNS: &str =
-    "id, user_id, name, scopes, namespaces, expires_at, created_at, revoked_at, last_used_at";
+pub(super) const TOKEN_COLUMNS: &str = "id, user_id, name, scopes, namespaces, expires_at, \
+    created_at, revoked_at, last_used_at, trusted_issuer, trusted_subject";
 
 /// A token with its user, as authentication reads them.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -202,13 +206,17 @@ pub struct VersionRow {
     pub log_index: Option<i64>,
     /// The agent a deprecation names to use instead.
     pub deprecated_successor: Option<String>,
+    /// Published by trusted publishing: the ID token's issuer (migration 0025).
+    pub trusted_issuer: Option<String>,
+    /// And its subject.
+    pub trusted_subject: Option<String>,
 }
 
 /// The columns of a [`VersionRow`] of `versions v JOIN users u`.
 pub(super) const VERSION_COLUMNS: &str = "v.id, v.version, v.manifest_digest, v.envelope, \
     v.key_id, v.source_kind, v.bundle_digest, v.bundle_size, u.name AS published_by, \
     v.token_id, v.created_at, v.yanked_at, v.yank_reason, v.deprecated_message, v.downloads, \
-    v.log_index, v.deprecated_successor";
+    v.log_index, v.deprecated_successor, v.trusted_issuer, v.trusted_subject";
 
 /// An outbox entry.
 pub use index_schema::hub_api::OutboxEntry as OutboxRow;
@@ -287,6 +295,8 @@ pub struct NewVersion {
     pub bundle_digest: Option<String>,
     /// Bundle size.
     pub bundle_size: Option<i64>,
+    /// Published by trusted publishing: the ID token's issuer and subject.
+    pub trusted: Option<crate::auth::TrustedOrigin>,
 }
 
 /// A registry-API registration (an unsigned `remote` entry).

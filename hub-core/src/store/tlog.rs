@@ -327,3 +327,19 @@ pub fn yank_entry(agent: &str, version: &str, yank: bool) -> Result<Entry> {
         Entry::Unyank { agent, version }
     })
 }
+
+/// The entry saying a version was published by trusted publishing, from `origin`.
+pub fn trusted_publish_entry(
+    agent: &str,
+    version: &str,
+    digest: &str,
+    origin: &crate::auth::TrustedOrigin,
+) -> Result<Entry> {
+    Ok(Entry::TrustedPublish {
+        agent: AgentName::parse(agent).map_err(log_error)?,
+        version: version.to_string(),
+        manifest_digest: Digest::parse(digest).map_err(log_error)?,
+        issuer: origin.issuer.clone(),
+        subject: origin.subject.clone(),
+    })
+}

@@ -114,6 +114,26 @@ impl Store {
                     Ok(Entry::Delete { agent, version }) => {
                         deleted.insert((agent.to_string(), version));
                     }
+                    Ok(Entry::TrustedPublish {
+                        agent,
+                        version,
+                        manifest_digest,
+                        ..
+                    }) => {
+                        // Written in the publish's transaction, right after its entry.
+                        let at = (agent.to_string(), version);
+                        let follows = published.get(&at).is_some_and(|(i, d, _)| {
+                            *i + 1 == next && *d == manifest_digest.to_string()
+                        });
+                        if !follows {
+                            report.problems.push(format!(
+                                "entry {next} says {}@{} was published by trusted publishing, \
+                                 but does not follow its publish entry with digest \
+                                 {manifest_digest}",
+                                at.0, at.1
+                            ));
+                        }
+                    }
                     Ok(_) => {}
                     Err(e) => report.problems.push(format!("entry {next}: {e}")),
                 }

@@ -19,6 +19,7 @@ pub mod openapi;
 pub mod ops;
 pub mod registry;
 pub mod search;
+pub mod trusted;
 
 use std::time::Duration;
 
@@ -65,6 +66,12 @@ pub fn router(state: AppState) -> Router {
             get(namespaces::list_keys).post(namespaces::add_key),
         )
         .route(route::KEY, delete(namespaces::revoke_key))
+        .route(
+            route::TRUSTED_PUBLISHERS,
+            get(trusted::list).post(trusted::add),
+        )
+        .route(route::TRUSTED_PUBLISHER, delete(trusted::remove))
+        .route(route::TRUSTED_EXCHANGE, post(trusted::exchange))
         .route(route::AGENTS, get(agents::list_agents))
         .route(
             route::AGENT,

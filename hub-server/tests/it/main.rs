@@ -31,4 +31,6 @@ mod search_model;
 mod storage;
 mod tlog;
 mod trust;
+mod trusted;
+mod verified_namespaces;
 mod witness;

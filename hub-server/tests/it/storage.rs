@@ -18,6 +18,7 @@ fn version(ns: i64, agent: &str, v: &str, key: &str) -> NewVersion {
         source_kind: "remote".into(),
         bundle_digest: None,
         bundle_size: None,
+        trusted: None,
     }
 }
 

@@ -240,6 +240,10 @@ pub struct VersionInfo {
     /// The version's trust signals (absent from hubs before issue 33's point 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<super::trust::TrustSignals>,
+    /// Set when the version was published by trusted publishing: from which OIDC issuer and
+    /// subject (also a `trusted-publish` entry of the log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_publishing: Option<super::TrustedPublishing>,
 }
 
 /// One agent in a listing.

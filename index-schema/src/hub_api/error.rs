@@ -136,6 +136,16 @@ open_enum! {
         /// The publisher may no longer unpublish the version (past the hub's window, or
         /// downloaded too often); only an operator's takedown removes it now.
         UnpublishRefused = "unpublish_refused",
+        /// An OIDC ID token offered for trusted publishing was refused (401): the message names
+        /// the check that failed (signature, `alg`, `kid`, `iss`, `aud`, `exp`, `nbf`, `iat`,
+        /// subject, replay).
+        OidcTokenRefused = "oidc_token_refused",
+        /// The OIDC issuer's discovery document or keys could not be fetched (503).
+        OidcIssuerUnavailable = "oidc_issuer_unavailable",
+        /// A malformed trusted publisher (issuer, audience or subject pattern).
+        InvalidTrustedPublisher = "invalid_trusted_publisher",
+        /// No such trusted publisher.
+        TrustedPublisherNotFound = "trusted_publisher_not_found",
         /// The last owner of a namespace cannot leave it.
         LastOwner = "last_owner",
         /// Another change got there first.

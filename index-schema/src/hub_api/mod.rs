@@ -30,6 +30,7 @@ pub mod namespaces;
 pub mod ops;
 pub mod search;
 pub mod trust;
+pub mod trusted;
 
 pub use accounts::{
     CreateTokenRequest, LoginRequest, Me, MyNamespace, NewToken, TokenInfo, TokenList,
@@ -48,6 +49,10 @@ pub use ops::{Health, NotReady, Ready};
 pub use search::{
     ByteRange, FacetCount, MAX_FACET_VALUES, SearchFacets, SearchHighlight, SearchHit, SearchPage,
     SearchParams,
+};
+pub use trusted::{
+    AddTrustedPublisherRequest, ExchangeRequest, ExchangeResponse, TrustedPublisher,
+    TrustedPublisherList, TrustedPublishing,
 };
 
 /// Route templates as the hub's router declares them (`{name}` segments), relative to
@@ -73,6 +78,12 @@ pub mod route {
     pub const KEYS: &str = "/namespaces/{namespace}/keys";
     /// `DELETE`: revoke.
     pub const KEY: &str = "/namespaces/{namespace}/keys/{key_id}";
+    /// `GET` and `POST`: a namespace's trusted publishers (issue 33).
+    pub const TRUSTED_PUBLISHERS: &str = "/namespaces/{namespace}/trusted-publishers";
+    /// `DELETE`: one trusted publisher.
+    pub const TRUSTED_PUBLISHER: &str = "/namespaces/{namespace}/trusted-publishers/{id}";
+    /// `POST`: an OIDC ID token exchanged for a publish-only token.
+    pub const TRUSTED_EXCHANGE: &str = "/trusted-publishing/exchange";
     /// `GET`: every agent, paged.
     pub const AGENTS: &str = "/agents";
     /// `GET`, `DELETE` (administrators).
@@ -196,6 +207,21 @@ pub mod path {
     /// `/api/v1/namespaces/{namespace}/keys/{key_id}`.
     pub fn key(ns: &str, key_id: &str) -> String {
         fill(route::KEY, &[("namespace", ns), ("key_id", key_id)])
+    }
+    /// `/api/v1/namespaces/{namespace}/trusted-publishers`.
+    pub fn trusted_publishers(ns: &str) -> String {
+        fill(route::TRUSTED_PUBLISHERS, &[("namespace", ns)])
+    }
+    /// `/api/v1/namespaces/{namespace}/trusted-publishers/{id}`.
+    pub fn trusted_publisher(ns: &str, id: i64) -> String {
+        fill(
+            route::TRUSTED_PUBLISHER,
+            &[("namespace", ns), ("id", &id.to_string())],
+        )
+    }
+    /// `/api/v1/trusted-publishing/exchange`.
+    pub fn trusted_exchange() -> String {
+        fill(route::TRUSTED_EXCHANGE, &[])
     }
     /// `/api/v1/agents`.
     pub fn agents() -> String {

@@ -88,6 +88,21 @@ pub enum Entry {
         /// Why.
         reason: RemovalReason,
     },
+    /// The version just published (the `publish` entry before it, same digest) was published
+    /// by trusted publishing: with a token exchanged for a CI's OIDC ID token of this issuer
+    /// and subject (issue 33). A fact of its own, so the `publish` entry keeps its one form.
+    TrustedPublish {
+        /// `publisher/agent`.
+        agent: AgentName,
+        /// The version.
+        version: String,
+        /// SHA-256 of the signed manifest bytes (the publish entry's).
+        manifest_digest: Digest,
+        /// The ID token's `iss`, exactly.
+        issuer: String,
+        /// The ID token's `sub`, exactly.
+        subject: String,
+    },
 }
 
 /// Why a version was removed: its reason class, in the log, the tombstone and the 410 answer.
@@ -155,6 +170,19 @@ fn message_field(message: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(message.as_bytes())
 }
 
+/// A free-text field written as [`message_field`]: decoded, non-empty UTF-8.
+fn text_field(field: &str, what: &str) -> Result<String> {
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(field)
+        .map_err(|e| TlogError::Entry(format!("{what} `{field}` is not base64url: {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| TlogError::Entry(format!("the {what} is not UTF-8")))?;
+    if text.is_empty() {
+        return Err(TlogError::Entry(format!("the {what} is empty")));
+    }
+    Ok(text)
+}
+
 fn canonical_version(s: &str) -> Result<String> {
     let v =
         semver::Version::parse(s).map_err(|e| TlogError::Entry(format!("version `{s}`: {e}")))?;
@@ -191,7 +219,8 @@ impl Entry {
             | Entry::Delete { agent, .. }
             | Entry::Deprecate { agent, .. }
             | Entry::Undeprecate { agent, .. }
-            | Entry::Remove { agent, .. } => agent.publisher(),
+            | Entry::Remove { agent, .. }
+            | Entry::TrustedPublish { agent, .. } => agent.publisher(),
             Entry::KeyAdd { publisher, .. } | Entry::KeyRevoke { publisher, .. } => publisher,
         }
     }
@@ -205,7 +234,8 @@ impl Entry {
             | Entry::Delete { agent, .. }
             | Entry::Deprecate { agent, .. }
             | Entry::Undeprecate { agent, .. }
-            | Entry::Remove { agent, .. } => Some(agent),
+            | Entry::Remove { agent, .. }
+            | Entry::TrustedPublish { agent, .. } => Some(agent),
             Entry::KeyAdd { .. } | Entry::KeyRevoke { .. } => None,
         }
     }
@@ -305,6 +335,14 @@ impl Entry {
                 reason: RemovalReason::parse(r)
                     .ok_or_else(|| TlogError::Entry(format!("unknown reason class `{r}`")))?,
             },
+            ["trusted-publish", a, v, d, i, s] => Entry::TrustedPublish {
+                agent: agent(a)?,
+                version: canonical_version(v)?,
+                manifest_digest: Digest::parse(d)
+                    .map_err(|e| TlogError::Entry(format!("digest `{d}`: {e}")))?,
+                issuer: text_field(i, "issuer")?,
+                subject: text_field(s, "subject")?,
+            },
             _ => {
                 return Err(TlogError::Entry(format!(
                     "`{line}` is no known entry kind with its fields"
@@ -360,6 +398,18 @@ impl fmt::Display for Entry {
                 manifest_digest,
                 reason,
             } => write!(f, "remove {agent} {version} {manifest_digest} {reason}"),
+            Entry::TrustedPublish {
+                agent,
+                version,
+                manifest_digest,
+                issuer,
+                subject,
+            } => write!(
+                f,
+                "trusted-publish {agent} {version} {manifest_digest} {} {}",
+                message_field(issuer),
+                message_field(subject)
+            ),
         }
     }
 }

@@ -147,6 +147,13 @@ fn entries_print_and_parse_in_one_canonical_form() {
             manifest_digest: Digest::of(b"manifest"),
             reason: RemovalReason::Malware,
         },
+        Entry::TrustedPublish {
+            agent: AgentName::parse("alice/echo").unwrap(),
+            version: "1.0.0".into(),
+            manifest_digest: Digest::of(b"manifest"),
+            issuer: "https://token.actions.githubusercontent.com".into(),
+            subject: "repo:alice/echo:ref:refs/heads/main".into(),
+        },
     ];
     for e in cases {
         let bytes = e.to_bytes();
@@ -186,6 +193,19 @@ fn entries_print_and_parse_in_one_canonical_form() {
             Digest::of(b"m")
         ),
         format!("ofc-log/v1 remove alice/echo 1.0.0 {}\n", Digest::of(b"m")),
+        // Issuer and subject are base64url, never empty, both present.
+        format!(
+            "ofc-log/v1 trusted-publish alice/echo 1.0.0 {} aHR0cHM6Ly94 \n",
+            Digest::of(b"m")
+        ),
+        format!(
+            "ofc-log/v1 trusted-publish alice/echo 1.0.0 {} https://x sub\n",
+            Digest::of(b"m")
+        ),
+        format!(
+            "ofc-log/v1 trusted-publish alice/echo 1.0.0 {} aHR0cHM6Ly94\n",
+            Digest::of(b"m")
+        ),
         format!(
             "ofc-log/v1 key-add alice {} {}\n",
             SecretKey::from_seed(&[8; 32]).key_id(),

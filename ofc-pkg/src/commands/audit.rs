@@ -163,6 +163,16 @@ fn shown(entry: &Entry) -> String {
             manifest_digest,
             reason,
         } => format!("remove {agent} {version} {manifest_digest} {reason} (tombstone)"),
+        Entry::TrustedPublish {
+            agent,
+            version,
+            manifest_digest,
+            issuer,
+            subject,
+        } => format!(
+            "trusted-publish {agent} {version} {manifest_digest}: published by trusted \
+             publishing from {subject} (issuer {issuer})"
+        ),
         other => {
             let text = other.to_string();
             text.strip_prefix("ofc-log/v1 ")

@@ -191,6 +191,16 @@ fn render(agent: &AgentInfo, v: &VersionInfo) -> Vec<String> {
         "published",
         format!("{}{by}", output::format_time_ms(v.published_at)),
     ));
+    if let Some(t) = &v.trusted_publishing {
+        // Issuer and subject are the CI's text: cleaned like every line shown.
+        fields.push((
+            "published via",
+            output::clean_line(&format!(
+                "trusted publishing from {} (issuer {})",
+                t.subject, t.issuer
+            )),
+        ));
+    }
     fields.push((
         "downloads",
         format!(

@@ -22,6 +22,7 @@ pub mod run;
 pub mod search;
 pub mod sessions;
 pub mod trust;
+pub mod trusted;
 pub mod unpublish;
 pub mod validate;
 pub mod verify;

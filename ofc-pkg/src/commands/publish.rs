@@ -21,6 +21,7 @@ use serde_json::json;
 use crate::config::Paths;
 use crate::credentials::TOKEN_ENV;
 use crate::hub::{self, Hub};
+use crate::hub_url::HubUrl;
 use crate::keys;
 use crate::output::{ExitStatus, Output, UserError};
 use crate::pack::Packed;
@@ -58,6 +59,17 @@ pub struct PublishArgs {
     /// How long to wait for the hub's search to find the new version.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     pub wait_secs: u64,
+
+    /// Trusted publishing: exchange the CI's OIDC ID token (`OFC_OIDC_TOKEN`, or GitHub
+    /// Actions' own) for a token that may publish to this agent's namespace for 15 minutes,
+    /// instead of a stored token. The namespace must trust the CI (`ofc namespace trust add`).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub oidc: bool,
+
+    /// With `--oidc` in GitHub Actions: the audience asked for.
+    #[arg(long, value_name = "AUD", requires = "oidc",
+        default_value = index_schema::hub_api::trusted::DEFAULT_AUDIENCE)]
+    pub oidc_audience: String,
 }
 
 /// Upload chunk size, for the progress bar (the chunks share the bundle's bytes).
@@ -69,6 +81,12 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
     // Without a token, say so before packing and signing anything.
     let hub = if args.dry_run {
         None
+    } else if args.oidc {
+        // The token comes from the exchange, once the agent's namespace is known.
+        Some(Hub::with_url(
+            HubUrl::parse(&crate::hub_url::configured())?,
+            None,
+        )?)
     } else {
         let hub = Hub::from_env(&paths)?;
         if !hub.has_token() {
@@ -98,6 +116,17 @@ pub fn run(args: &PublishArgs, out: &mut Output) -> Result<ExitStatus> {
     let manifest_digest = prepared.envelope.payload_digest();
     let key_id = key.key_id();
 
+    let hub = match hub {
+        Some(h) if args.oidc => Some(hub::runtime()?.block_on(
+            crate::commands::trusted::exchange_for_publish(
+                &h,
+                m.name.publisher(),
+                &args.oidc_audience,
+                out,
+            ),
+        )?),
+        other => other,
+    };
     let fresh = match &hub {
         Some(hub) => upload(hub, &prepared)?,
         None => false,
