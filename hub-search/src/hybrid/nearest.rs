@@ -352,3 +352,87 @@ impl Ivf {
         top.into_sorted()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{DIM, Ivf, IvfParams, exact};
+    use crate::embed::normalize;
+    use crate::embed::store::VectorStore;
+
+    /// Unit vectors around `clusters` random centres (a deterministic generator).
+    fn vectors(n: usize, clusters: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut s = seed;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            #[allow(clippy::cast_precision_loss)]
+            let u = (s >> 40) as f32 / (1u64 << 24) as f32;
+            u - 0.5
+        };
+        let centres: Vec<Vec<f32>> = (0..clusters)
+            .map(|_| (0..DIM).map(|_| next()).collect())
+            .collect();
+        (0..n)
+            .map(|i| {
+                let mut v: Vec<f32> = centres[i % clusters]
+                    .iter()
+                    .map(|c| c + 0.3 * next())
+                    .collect();
+                normalize(&mut v);
+                v
+            })
+            .collect()
+    }
+
+    #[test]
+    fn probing_every_list_is_the_exact_scan_and_fewer_lists_keep_most_neighbours() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = VectorStore::open(dir.path(), "test-model").unwrap();
+        for (i, v) in vectors(3000, 40, 7).iter().enumerate() {
+            store.upsert(&format!("p/a{i}"), 0, v);
+        }
+        let ivf = Ivf::build(
+            &store,
+            IvfParams {
+                lists: 16,
+                ..IvfParams::default()
+            },
+        );
+        assert_eq!((ivf.lists(), ivf.len()), (16, 3000));
+        let (mut four, mut eight) = (0, 0);
+        let queries = vectors(30, 40, 99);
+        for q in &queries {
+            let want = exact(&store, q, 10);
+            assert_eq!(ivf.search(q, 10, 16), want);
+            four += ivf
+                .search(q, 10, 4)
+                .iter()
+                .filter(|s| want.contains(s))
+                .count();
+            eight += ivf
+                .search(q, 10, 8)
+                .iter()
+                .filter(|s| want.contains(s))
+                .count();
+        }
+        // Of the 300 true neighbours: most with a quarter of the lists, more with half.
+        assert!(four >= 210 && eight > four, "recall {four}, {eight} of 300");
+    }
+
+    #[test]
+    fn the_exact_scan_returns_the_best_first_by_the_quantised_cosine() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = VectorStore::open(dir.path(), "test-model").unwrap();
+        let vs = vectors(200, 5, 3);
+        for (i, v) in vs.iter().enumerate() {
+            store.upsert(&format!("p/a{i}"), 0, v);
+        }
+        let top = exact(&store, &vs[17], 3);
+        assert_eq!(top[0].0, "p/a17");
+        assert!((top[0].1 - 1.0).abs() < 0.01, "{top:?}");
+        assert!(top[0].1 >= top[1].1 && top[1].1 >= top[2].1);
+        store.remove("p/a17");
+        assert!(exact(&store, &vs[17], 3).iter().all(|(n, _)| n != "p/a17"));
+    }
+}
