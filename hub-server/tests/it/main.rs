@@ -32,5 +32,4 @@ mod storage;
 mod tlog;
 mod trust;
 mod trusted;
-mod verified_namespaces;
 mod witness;
