@@ -66,6 +66,10 @@ pub enum Command {
     /// Manage the publisher keys registered for a namespace on the hub.
     #[command(subcommand)]
     Key(crate::commands::key::KeyCommand),
+    /// A namespace on the hub: its trusted publishers (CI identities that may publish with
+    /// `ofc publish --oidc`).
+    #[command(subcommand)]
+    Namespace(crate::commands::namespace::NamespaceCommand),
     /// Search the hub's agents.
     Search(crate::commands::search::SearchArgs),
     /// Show an agent on the hub: its latest (or chosen) version and every version.
@@ -137,6 +141,7 @@ pub fn main() -> ExitCode {
         Command::Login(args) => crate::commands::login::run(args, &mut out),
         Command::Logout(args) => crate::commands::logout::run(args, &mut out),
         Command::Key(cmd) => crate::commands::key::run(cmd, &mut out),
+        Command::Namespace(cmd) => crate::commands::namespace::run(cmd, &mut out),
         Command::Search(args) => crate::commands::search::run(args, &mut out),
         Command::Info(args) => crate::commands::info::run(args, &mut out),
         Command::Yank(args) => crate::commands::yank::run(args, &mut out),

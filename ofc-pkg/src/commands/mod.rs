@@ -15,6 +15,7 @@ pub mod keygen;
 pub mod list;
 pub mod login;
 pub mod logout;
+pub mod namespace;
 pub mod publish;
 pub mod pull;
 pub mod rm;
