@@ -95,26 +95,25 @@ impl SearchIndex {
     ) -> Result<SearchResults, HybridError> {
         let fusion = s.fusion;
         let depth = fusion.depth.max(offset + q.limit + 1).min(MAX_DEPTH + 1);
-        // The keyword side: the search as it is, its first `depth` hits.
-        let keyword = if mode == SearchMode::Hybrid {
-            let kq = SearchQuery {
-                cursor: None,
-                limit: depth,
-                mode: None,
-                facets: q.facets && offset == 0,
-                ..q.clone()
-            };
-            Some(self.search(&kq)?)
-        } else {
-            None
+        // The keyword side (the search as it is, its first `depth` hits) on another thread
+        // while this one embeds the query: the two take similar time, and a hub has cores.
+        let kq = SearchQuery {
+            cursor: None,
+            limit: depth,
+            mode: None,
+            facets: q.facets && offset == 0,
+            ..q.clone()
         };
+        let (keyword, query_vector) = std::thread::scope(|scope| {
+            let keyword = (mode == SearchMode::Hybrid).then(|| scope.spawn(|| self.search(&kq)));
+            let vector = s.embedder().embed(&[q.text.as_str()]);
+            let keyword = keyword.map(|h| h.join().expect("the keyword search thread"));
+            (keyword, vector)
+        });
+        let keyword = keyword.transpose()?;
+        let query_vector = query_vector?.pop().unwrap_or_default();
         // The meaning side: nearest first, only agents that pass the filters. A selective
         // filter leaves few of the nearest: ask for more, once.
-        let query_vector = s
-            .embedder()
-            .embed(&[q.text.as_str()])?
-            .pop()
-            .unwrap_or_default();
         let mut meaning: Vec<(String, f32)> = Vec::new();
         for factor in [4, 32] {
             let k = depth * factor;
