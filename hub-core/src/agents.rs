@@ -187,6 +187,7 @@ pub async fn info(hub: &Hub, publisher: &str, agent_name: &str) -> CoreResult<Ag
         created_at: a.created_at,
         updated_at: a.updated_at,
         trust,
+        verified_domain: hub.store.verified_domain(a.namespace_id).await?,
     })
 }
 

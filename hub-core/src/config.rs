@@ -134,6 +134,20 @@ pub struct Config {
     /// A version downloaded this often (counted as for ranking: once per client and day)
     /// can no longer be unpublished by its publisher. 0: never.
     pub unpublish_max_downloads: u64,
+    /// Seconds between re-checks of each verified namespace's domain proof (its
+    /// `/.well-known/ofc-namespace.txt` or its DNS TXT record); a failed re-check lapses the
+    /// verification until a later one passes. At least 1.
+    pub verify_recheck_secs: u64,
+    /// A PEM file of the certificate authorities trusted for the HTTPS proof of a domain,
+    /// instead of the built-in web roots (e.g. a company's internal CA).
+    pub verify_ca_file: Option<PathBuf>,
+    /// The DNS server (`IP:PORT`) asked for a domain's TXT record, and for its address by the
+    /// HTTPS proof. Unset: the first `nameserver` of `/etc/resolv.conf` for TXT records, the
+    /// system's resolver for addresses.
+    pub verify_dns_server: Option<SocketAddr>,
+    /// The port the HTTPS proof is fetched from (443; another only for a test or a hub that
+    /// reaches the web through a port-mapping gateway).
+    pub verify_https_port: u16,
     /// Trusted publishing (issue 33): take `http://127.0.0.1` OIDC issuers and key URLs,
     /// for tests and local development. Off: issuers must be `https://`.
     pub oidc_allow_http_loopback: bool,
@@ -207,6 +221,10 @@ impl Default for Config {
             trusted_proxies: Vec::new(),
             unpublish_window_secs: 72 * 3600,
             unpublish_max_downloads: 100,
+            verify_recheck_secs: 24 * 3600,
+            verify_ca_file: None,
+            verify_dns_server: None,
+            verify_https_port: 443,
             oidc_allow_http_loopback: false,
         }
     }

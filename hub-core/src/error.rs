@@ -114,6 +114,7 @@ impl From<StoreError> for CoreError {
             StoreError::Conflict(m) => CoreError::conflict(ErrorCode::Conflict, m),
             StoreError::NotFound(m) => CoreError::not_found(ErrorCode::NotFound, m),
             StoreError::BlobBackend(why) => BlobError::Upstream(why).into(),
+            StoreError::Lookalike(m) => CoreError::conflict(ErrorCode::NamespaceLookalike, m),
             StoreError::Quota(m) => {
                 CoreError::forbidden(ErrorCode::QuotaExceeded, format!("quota exceeded: {m}"))
             }

@@ -9,7 +9,7 @@
 //! - the transparency log: its key ([`log_key`]), the heads it proves against
 //!   ([`log_heads`]), its proofs and views ([`tlog`]);
 //! - accounts, tokens and namespaces: the rules ([`auth`]) and the services ([`accounts`],
-//!   [`namespaces`]); agents and versions as the read API shows them ([`agents`]), and their
+//!   [`namespaces`]), verified namespaces and look-alike names ([`domains`], [`lookalike`]); agents and versions as the read API shows them ([`agents`]), and their
 //!   life after publish: deprecate, unpublish, takedown, tombstones ([`lifecycle`]); the trust
 //!   signals shown beside a version ([`trust`]);
 //! - search: the glue that follows the outbox into the `hub-search` index ([`search`]), and
@@ -31,6 +31,7 @@ pub mod claims;
 pub mod config;
 pub mod counters;
 pub mod discovery;
+pub mod domains;
 pub mod error;
 pub mod gc;
 pub mod hub;
@@ -39,6 +40,7 @@ pub mod lifecycle;
 pub mod limits;
 pub mod log_heads;
 pub mod log_key;
+pub mod lookalike;
 pub mod namespaces;
 pub mod oci;
 pub mod private;

@@ -43,6 +43,7 @@ pub async fn info(hub: &Hub, name: &str) -> CoreResult<NamespaceInfo> {
     Ok(NamespaceInfo {
         members: hub.store.members(ns.id).await?,
         keys: hub.store.keys(ns.id).await?,
+        domain: hub.store.domain(ns.id).await?,
         name: ns.name,
         created_at: ns.created_at,
     })
@@ -53,6 +54,15 @@ pub async fn info(hub: &Hub, name: &str) -> CoreResult<NamespaceInfo> {
 pub async fn create(hub: &Hub, p: &Principal, name: &str) -> CoreResult<NamespaceInfo> {
     let name = check_publisher(name)
         .map_err(|e| CoreError::invalid(ErrorCode::InvalidName, e.to_string()))?;
+    if let Some(reserved) = crate::lookalike::reserved_lookalike(&name) {
+        return Err(CoreError::invalid(
+            ErrorCode::NamespaceLookalike,
+            format!(
+                "namespace `{name}` looks like the reserved name `{reserved}` (case, `-`/`_`, \
+                 0/o, 1/l/i, rn/m and vv/w are read alike); choose another name"
+            ),
+        ));
+    }
     // Creating is owning: the token must be allowed to manage members there.
     p.authorize(Scope::ManageMembers, &name, Some(Role::Owner))?;
     let limit = (!p.acts_as_admin()).then_some(hub.config.max_namespaces_per_user);

@@ -159,6 +159,12 @@ pub struct SearchQuery {
     pub facets: bool,
     /// Deprecated agents: shown, hidden, or only they.
     pub deprecated: DeprecatedFilter,
+    /// Only agents of verified namespaces (`verified=true`): the hub fills
+    /// [`Self::verified_publishers`] before searching, since verification is not in the index
+    /// (a proof lapses at any re-check, without a change to the agents).
+    pub verified: bool,
+    /// With `verified`: the publishers verified now (none: no hit).
+    pub verified_publishers: Vec<String>,
     /// The mode asked for (`None`: the hub's default, see [`crate::hybrid`]).
     pub mode: Option<SearchMode>,
     /// Only these agents (the hybrid search's vector side asks for its candidates' hits
@@ -304,6 +310,18 @@ impl SearchQuery {
                     ));
                 }
             },
+            verified: false,
+            verified_publishers: Vec::new(),
+        };
+        query.verified = match p.verified.as_deref().map(str::trim) {
+            None | Some("" | "false" | "0") => false,
+            Some("true" | "1") => true,
+            Some(other) => {
+                return Err(bad(
+                    "verified",
+                    format!("`{}` is not `true` or `false`", shown(other)),
+                ));
+            }
         };
         query.mode = match p.mode.as_deref().map(str::trim) {
             None | Some("") => None,
@@ -371,6 +389,9 @@ impl SearchQuery {
             DeprecatedFilter::Include => {}
             DeprecatedFilter::Exclude => h.update(b"deprecated=exclude\0"),
             DeprecatedFilter::Only => h.update(b"deprecated=only\0"),
+        }
+        if self.verified {
+            h.update(b"verified=true\0");
         }
         if let Some(m) = self.mode {
             h.update(b"mode=");

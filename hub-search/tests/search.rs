@@ -63,6 +63,7 @@ fn all_pages(index: &SearchIndex, mut q: SearchQuery) -> Vec<String> {
                 hub_search::DeprecatedFilter::Exclude => Some("exclude".into()),
                 hub_search::DeprecatedFilter::Only => Some("only".into()),
             },
+            verified: q.verified.then(|| "true".to_string()),
         };
         q = SearchQuery::parse(&p).unwrap();
     }
@@ -329,6 +330,45 @@ fn deprecated_agents_rank_below_equal_ones() {
     let index = relevance::index_of(&docs).unwrap();
     let hits = names(&index, &SearchQuery::text(&a.tagline));
     assert_eq!(hits, ["beta/one", "alpha/one"]);
+}
+
+#[test]
+fn verified_keeps_only_the_verified_publishers_agents() {
+    let mut a = synthetic_agent(1, 1);
+    a.name = "alpha/one".into();
+    let mut b = a.clone();
+    b.name = "beta/one".into();
+    let mut c = a.clone();
+    c.name = "gamma/one".into();
+    let docs = [
+        a.to_doc().unwrap(),
+        b.to_doc().unwrap(),
+        c.to_doc().unwrap(),
+    ];
+    let index = relevance::index_of(&docs).unwrap();
+    let parse = |verified: &str| {
+        SearchQuery::parse(&SearchParams {
+            q: Some(a.tagline.clone()),
+            verified: Some(verified.into()),
+            ..SearchParams::default()
+        })
+    };
+    let mut q = parse("true").unwrap();
+    assert!(q.verified);
+    // None verified: no hit, not every hit.
+    assert!(names(&index, &q).is_empty());
+    q.verified_publishers = vec!["beta".into(), "gamma".into()];
+    let mut hits = names(&index, &q);
+    hits.sort();
+    assert_eq!(hits, ["beta/one", "gamma/one"]);
+    // Without the filter the verified list is not looked at.
+    let mut all = parse("false").unwrap();
+    all.verified_publishers = vec!["beta".into()];
+    assert_eq!(names(&index, &all).len(), 3);
+    let e = parse("yes").unwrap_err().to_string();
+    assert!(e.contains("verified") && e.contains("`yes`"), "{e}");
+    // A cursor of the filtered query is not taken by the unfiltered one.
+    assert_ne!(q.digest(), all.digest());
 }
 
 fn upsert(seq: u64, doc: SearchDoc) -> OutboxEntry {

@@ -11,6 +11,7 @@ pub mod error;
 pub mod metrics;
 pub mod oci;
 pub mod oidc;
+pub mod proof;
 pub mod state;
 pub mod tlog;
 pub mod web;
@@ -59,7 +60,12 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
 /// Builds the application state for `role` (see [`hub_core::start::open`]).
 pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppState> {
     let witnesses = cosigner::targets(&config.log_witnesses)?;
+    // A verify_ca_file that cannot be read stops the start, not the first proof.
+    let prover = proof::Prover::from_config(&config)?;
     let core = hub_core::start::open(config, role, blob_store).await?;
+    if role == Role::Serve {
+        proof::start_rechecks(core.clone(), Arc::new(prover));
+    }
     if role == Role::Serve && !witnesses.is_empty() {
         cosigner::start(core.clone(), witnesses);
     }

@@ -21,6 +21,8 @@
 //!   (`scripts/peers/postgres`); PostgreSQL tests fail, never skip, without it.
 //! - [`oidc::OidcIssuer`]: a real OIDC issuer on 127.0.0.1 (discovery, JWKS, its own RSA and
 //!   P-256 keys) minting ID tokens, for trusted publishing.
+//! - [`domain_proof`]: a real DNS server (dnsmasq) and an HTTPS server with a test CA, for
+//!   the domain proofs of verified namespaces.
 //! - [`Publisher`]: the publisher fixture; [`Request`]: authorized JSON requests;
 //!   [`assert`]: assertions on `(status, JSON)` answers.
 //!
@@ -28,6 +30,7 @@
 //! `hub-server`'s own integration tests is fine; its unit tests cannot use it).
 
 pub mod assert;
+pub mod domain_proof;
 mod fixtures;
 mod in_process;
 pub mod oidc;

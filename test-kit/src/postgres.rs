@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use crate::Backend;
 
-fn workspace() -> PathBuf {
+pub(crate) fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 

@@ -5,7 +5,8 @@
 //! `repo.rs` holds the [`Store`] handle and its errors; `rows.rs` the rows; `tx.rs` what every
 //! writing transaction does besides its change (audit, outbox, the agent's derived state); one
 //! file per aggregate holds its `impl Store`: `accounts`, `namespaces`, `agents`, `registry`,
-//! `outbox`, `sessions`, `search` (what the index follows), `tlog` and `tlog_check` (the
+//! `outbox`, `sessions`, `search` (what the index follows), `domains` (claimed domains and
+//! their re-checks), `tlog` and `tlog_check` (the
 //! transparency log), `replicas` (what replicas on one database share: the log key's record,
 //! cosigned checkpoints, the failure limiter), `oci` (manifests, tags, uploads, bearer tokens),
 //! `upload_parts` (the chunks of uploads, in the blob backend), `trusted` (trusted publishers,
@@ -17,6 +18,7 @@ mod accounts;
 mod agents;
 mod blobs;
 pub mod db;
+mod domains;
 mod lifecycle;
 mod namespaces;
 mod oci;
@@ -37,6 +39,7 @@ pub mod upgrade_test;
 mod upload_parts;
 
 pub use blobs::{BlobClaim, Registered};
+pub use domains::DueDomain;
 pub use lifecycle::{Deprecation, RemoveOutcome, Tombstone, UnpublishLimits};
 pub use oci::{ManifestRow, NewManifest, Unrecorded};
 pub use replicas::{LimiterWindow, StoredCosigned};

@@ -36,12 +36,29 @@ pub(super) async fn insert_namespace(
     owner: i64,
     now: i64,
 ) -> Result<i64> {
+    // A look-alike of an existing namespace is refused (`crate::lookalike`); the same name is
+    // the unique index's conflict below.
+    let skeleton = crate::lookalike::skeleton(name);
+    let like: Option<String> =
+        sqlx::query_scalar("SELECT name FROM namespaces WHERE skeleton = $1 AND name <> $2")
+            .bind(&skeleton)
+            .bind(name)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if let Some(like) = like {
+        return Err(StoreError::Lookalike(format!(
+            "namespace `{name}` looks like the existing namespace `{like}` (case, `-`/`_`, \
+             0/o, 1/l/i, rn/m and vv/w are read alike); choose a name that reads differently"
+        )));
+    }
     let id: i64 = sqlx::query_scalar(
-        "INSERT INTO namespaces (name, created_by, created_at) VALUES ($1, $2, $3) RETURNING id",
+        "INSERT INTO namespaces (name, created_by, created_at, skeleton) \
+         VALUES ($1, $2, $3, $4) RETURNING id",
     )
     .bind(name)
     .bind(owner)
     .bind(now)
+    .bind(&skeleton)
     .fetch_one(&mut *conn)
     .await
     .map_err(|e| conflict_on_unique(e, || format!("namespace `{name}` exists already")))?;

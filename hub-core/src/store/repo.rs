@@ -47,6 +47,9 @@ pub enum StoreError {
     /// A quota of the hub would be passed (the message names the setting).
     #[error("quota exceeded: {0}")]
     Quota(String),
+    /// A new namespace looks like an existing one (the message names it).
+    #[error("{0}")]
+    Lookalike(String),
 }
 
 impl StoreError {

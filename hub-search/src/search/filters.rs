@@ -1,9 +1,11 @@
-//! The filters (capability, keyword, kind, publisher, deprecated) around a text query: constant-scored
+//! The filters (capability, keyword, kind, publisher, deprecated, verified) around a text query: constant-scored
 //! term clauses that add nothing to the score, so the text query's bounds hold for the whole.
 
 use tantivy::Term;
 use tantivy::query::TermSetQuery;
-use tantivy::query::{AllQuery, BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::query::{
+    AllQuery, BooleanQuery, ConstScoreQuery, EmptyQuery, Occur, Query, TermQuery,
+};
 use tantivy::schema::IndexRecordOption;
 
 use crate::index::SearchIndex;
@@ -40,7 +42,8 @@ impl SearchIndex {
             && q.keywords.is_empty()
             && q.kind.is_none()
             && q.publisher.is_none()
-            && q.deprecated == DeprecatedFilter::Include;
+            && q.deprecated == DeprecatedFilter::Include
+            && !q.verified;
         if unfiltered {
             return match text {
                 Some(t) => t.box_clone(),
@@ -91,6 +94,28 @@ impl SearchIndex {
                 )),
             )
         }));
+        if q.verified {
+            // One of the verified publishers (none verified: a clause nothing matches).
+            let any: Vec<(Occur, Box<dyn Query>)> = q
+                .verified_publishers
+                .iter()
+                .map(|p| -> (Occur, Box<dyn Query>) {
+                    (
+                        Occur::Should,
+                        Box::new(TermQuery::new(
+                            Term::from_field_text(self.fields.get(field::PUBLISHER), p),
+                            IndexRecordOption::Basic,
+                        )),
+                    )
+                })
+                .collect();
+            let any: Box<dyn Query> = if any.is_empty() {
+                Box::new(EmptyQuery)
+            } else {
+                Box::new(BooleanQuery::new(any))
+            };
+            clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(any, 0.0))));
+        }
         Box::new(BooleanQuery::new(clauses))
     }
 }

@@ -140,6 +140,9 @@ impl SearchIndex {
                     .get_first(self.fields.get(field::DEPRECATED))
                     .and_then(|v| v.as_bool())
                     .unwrap_or(false),
+                // Marked by the hub (hub-core's `domains::mark_hits`): not in the index, as a
+                // proof can lapse at any re-check.
+                verified_domain: None,
                 score: (q.sort == Sort::Relevance).then_some(h.score),
                 highlights,
                 matched_by: Vec::new(),

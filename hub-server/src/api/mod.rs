@@ -14,6 +14,7 @@ pub mod accounts;
 pub mod agents;
 pub mod auth;
 pub mod discovery;
+pub mod domains;
 pub mod namespaces;
 pub mod openapi;
 pub mod ops;
@@ -66,6 +67,10 @@ pub fn router(state: AppState) -> Router {
             get(namespaces::list_keys).post(namespaces::add_key),
         )
         .route(route::KEY, delete(namespaces::revoke_key))
+        .route(
+            route::DOMAIN,
+            put(domains::verify_domain).delete(domains::remove_domain),
+        )
         .route(
             route::TRUSTED_PUBLISHERS,
             get(trusted::list).post(trusted::add),

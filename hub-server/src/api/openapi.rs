@@ -5,7 +5,7 @@ use axum::response::IntoResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{accounts, agents, namespaces, ops, registry, search, trusted};
+use super::{accounts, agents, domains, namespaces, ops, registry, search, trusted};
 use crate::tlog;
 
 /// The hub's API.
@@ -18,6 +18,7 @@ use crate::tlog;
         namespaces::create_namespace, namespaces::get_namespace, namespaces::set_member,
         namespaces::remove_member, namespaces::list_keys, namespaces::add_key,
         namespaces::revoke_key,
+        domains::verify_domain, domains::remove_domain,
         trusted::add, trusted::list, trusted::remove, trusted::exchange,
         agents::publish, agents::get_agent, agents::get_agent_card, agents::get_version, agents::get_bundle,
         agents::list_agents, agents::yank, agents::unyank, agents::deprecate,
@@ -31,7 +32,7 @@ use crate::tlog;
     modifiers(&Bearer),
     tags(
         (name = "accounts", description = "login, the caller, API tokens"),
-        (name = "namespaces", description = "namespaces, members, publisher keys, trusted publishing"),
+        (name = "namespaces", description = "namespaces, members, publisher keys, verified domains, trusted publishing"),
         (name = "agents", description = "publish, read, yank, deprecate, delete"),
         (name = "search", description = "ranked agent search"),
         (name = "registry", description = "the OFC registry API (seed 000)"),

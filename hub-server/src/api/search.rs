@@ -75,6 +75,7 @@ async fn run(search: Arc<Search>, q: SearchQuery) -> ApiResult<SearchResults> {
         ("limit" = Option<String>, Query, description = "hits per page, 1..=100 (default 20)"),
         ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
         ("facets" = Option<String>, Query, description = "`true` for facet counts over every match"),
+        ("verified" = Option<String>, Query, description = "`true`: only agents of verified namespaces (a domain proved)"),
         ("mode" = Option<String>, Query, description = "`keyword`, `semantic` or `hybrid`: by the words, by meaning (the hub's embedding model), or both fused. Default `hybrid` when the hub has a model (`search_model_dir`) and `q` is given with the relevance sort, else `keyword`; without a model `semantic` and `hybrid` are refused (400)"),
     ),
     responses(
@@ -88,9 +89,12 @@ pub async fn search(
 ) -> ApiResult<Json<SearchResults>> {
     let Query(params) =
         params.map_err(|e| ApiError::bad_request(ErrorCode::InvalidParameter, e.body_text()))?;
-    let q = SearchQuery::parse(&params).map_err(|e| bad_query(&e))?;
+    let mut q = SearchQuery::parse(&params).map_err(|e| bad_query(&e))?;
     let search = search_of(&state)?;
-    Ok(Json(run(search, q).await?))
+    hub_core::domains::prepare_query(&state.core, &mut q).await?;
+    let mut results = run(search, q).await?;
+    hub_core::domains::mark_hits(&state.core, &mut results.hits).await?;
+    Ok(Json(results))
 }
 
 /// The OFC registry search, from the same index: published agents by handle.

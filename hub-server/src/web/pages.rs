@@ -39,17 +39,20 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-async fn run_search(state: &AppState, q: SearchQuery) -> Result<SearchResults, PageError> {
+async fn run_search(state: &AppState, mut q: SearchQuery) -> Result<SearchResults, PageError> {
     let Some(search) = state.core.search.clone() else {
         return Err(PageError {
             status: StatusCode::SERVICE_UNAVAILABLE,
             message: "search is not enabled on this hub".to_owned(),
         });
     };
-    tokio::task::spawn_blocking(move || search.index.search(&q))
+    hub_core::domains::prepare_query(&state.core, &mut q).await?;
+    let mut results = tokio::task::spawn_blocking(move || search.index.search(&q))
         .await
         .map_err(|e| PageError::from(CoreError::internal(e)))?
-        .map_err(|e| PageError::from(CoreError::internal(e)))
+        .map_err(|e| PageError::from(CoreError::internal(e)))?;
+    hub_core::domains::mark_hits(&state.core, &mut results.hits).await?;
+    Ok(results)
 }
 
 fn sorted(sort: &str, limit: usize) -> SearchParams {

@@ -89,6 +89,7 @@ fn hit_list(hits: &[SearchHit], marked: bool) -> Markup {
                         " "
                         span class="name" { (hit.name) "@" (hit.version) }
                         @if hit.deprecated { " " span class="badge warn" { "deprecated" } }
+                        @if let Some(d) = &hit.verified_domain { " " span class="badge ok verified" title=(format!("{} proved it holds the domain {d}", hit.name.split('/').next().unwrap_or_default())) { "✓ verified: " (d) } }
                     }
                     @let tagline = hit.highlights.iter().find(|h| h.field == "tagline");
                     @match (marked, tagline) {
@@ -294,6 +295,7 @@ pub(super) fn agent(
                     @if let Some(m) = manifest { p class="tagline" { (m.tagline) } }
                     p class="meta" {
                         span { "by " a href=(format!("/publishers/{}", info.namespace)) { (info.namespace) } }
+                        @if let Some(d) = &info.verified_domain { span class="badge ok verified" id="verified" title=(format!("{} proved it holds the domain {d}", info.namespace)) { "✓ verified: " (d) } }
                         @if let Some(h) = &info.handle { span { "answers as " code { (h) } } }
                         span { (v.source_kind) }
                         span { (count(info.downloads, "download", "downloads")) }

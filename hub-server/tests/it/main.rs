@@ -32,4 +32,5 @@ mod storage;
 mod tlog;
 mod trust;
 mod trusted;
+mod verified_namespaces;
 mod witness;

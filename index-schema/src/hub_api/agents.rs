@@ -171,6 +171,9 @@ pub struct AgentInfo {
     /// hubs before issue 33's point 5 and for an agent without versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<super::trust::TrustSignals>,
+    /// The domain its namespace proved, when verified (issue 33).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_domain: Option<String>,
 }
 
 /// The signing key of a version.

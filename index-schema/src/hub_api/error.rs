@@ -58,6 +58,15 @@ open_enum! {
         InvalidKey = "invalid_key",
         /// A malformed floor handle.
         InvalidHandle = "invalid_handle",
+        /// A malformed domain name (a namespace's claimed domain).
+        InvalidDomain = "invalid_domain",
+        /// A domain's proof (its TXT record or its `/.well-known/ofc-namespace.txt`) is
+        /// missing, names no live key of the namespace, or could not be fetched; the message
+        /// says which and what to publish.
+        DomainProofFailed = "domain_proof_failed",
+        /// A namespace name that looks like an existing namespace or a reserved name
+        /// (separators, case, `0`/`o`, `1`/`l`/`i`, `rn`/`m`, `vv`/`w`).
+        NamespaceLookalike = "namespace_lookalike",
         /// A malformed endpoint URL.
         InvalidEndpoint = "invalid_endpoint",
         /// A malformed deprecation message.

@@ -43,7 +43,8 @@ pub use agents::{
 pub use error::{ErrorBody, ErrorCode, Removed};
 pub use log::{LogEntries, LogEntriesQuery, LogEntryInfo, LogInclusion, LogInfo, LogQuery};
 pub use namespaces::{
-    AddKeyRequest, CreateNamespaceRequest, Key, KeyList, Member, NamespaceInfo, SetMemberRequest,
+    AddKeyRequest, CreateNamespaceRequest, DomainInfo, Key, KeyList, Member, NamespaceInfo,
+    SetMemberRequest, VerifyDomainRequest,
 };
 pub use ops::{Health, NotReady, Ready};
 pub use search::{
@@ -78,6 +79,8 @@ pub mod route {
     pub const KEYS: &str = "/namespaces/{namespace}/keys";
     /// `DELETE`: revoke.
     pub const KEY: &str = "/namespaces/{namespace}/keys/{key_id}";
+    /// `PUT`: claim a domain and prove it now; `DELETE`: drop the claim (issue 33).
+    pub const DOMAIN: &str = "/namespaces/{namespace}/domain";
     /// `GET` and `POST`: a namespace's trusted publishers (issue 33).
     pub const TRUSTED_PUBLISHERS: &str = "/namespaces/{namespace}/trusted-publishers";
     /// `DELETE`: one trusted publisher.
@@ -207,6 +210,10 @@ pub mod path {
     /// `/api/v1/namespaces/{namespace}/keys/{key_id}`.
     pub fn key(ns: &str, key_id: &str) -> String {
         fill(route::KEY, &[("namespace", ns), ("key_id", key_id)])
+    }
+    /// `/api/v1/namespaces/{namespace}/domain`.
+    pub fn domain(ns: &str) -> String {
+        fill(route::DOMAIN, &[("namespace", ns)])
     }
     /// `/api/v1/namespaces/{namespace}/trusted-publishers`.
     pub fn trusted_publishers(ns: &str) -> String {

@@ -43,6 +43,9 @@ pub struct SearchParams {
     /// (hidden) or `only`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deprecated: Option<String>,
+    /// `true`: only agents of verified namespaces (a domain proved, issue 33).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<String>,
 }
 
 /// A page of hits.
@@ -129,6 +132,9 @@ pub struct SearchHit {
     /// Deprecated by its publisher.
     #[serde(default)]
     pub deprecated: bool,
+    /// The domain its namespace proved, when verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_domain: Option<String>,
     /// Ranking score (relevance sort only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f32>,

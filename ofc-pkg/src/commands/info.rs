@@ -169,6 +169,17 @@ fn render(agent: &AgentInfo, v: &VersionInfo) -> Vec<String> {
     lines.push(String::new());
 
     let mut fields: Vec<(&str, String)> = Vec::new();
+    if let Some(d) = &agent.verified_domain {
+        // The namespace proved it holds the domain (`ofc namespace verify`); the hub's text.
+        fields.push((
+            "verified",
+            format!(
+                "{} holds {}",
+                agent.namespace,
+                output::truncate(&output::clean_line(d), 80)
+            ),
+        ));
+    }
     if let Some(h) = &agent.handle {
         fields.push(("handle", h.clone()));
     }

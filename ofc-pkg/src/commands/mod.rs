@@ -5,6 +5,7 @@ pub mod auth;
 pub mod check;
 pub mod completions;
 pub mod deprecate;
+pub mod domain;
 pub mod floor;
 pub mod floors;
 pub mod gc;

@@ -1,5 +1,5 @@
 //! `ofc search [QUERY] [--capability C]… [--keyword K]… [--kind K] [--publisher P] [--sort S]
-//! [--limit N] [--facets] [--deprecated include|exclude|only]`: asks the hub (`GET /api/v1/search`) and prints a table NAME VERSION
+//! [--limit N] [--facets] [--deprecated include|exclude|only] [--verified]`: asks the hub (`GET /api/v1/search`) and prints a table NAME VERSION
 //! DOWNLOADS TAGLINE, best hit first, then with `--facets` one line per facet (`kind: remote 12,
 //! bundle 3`); `--json` prints the hub's answer as is (with `facets` when asked).
 
@@ -100,6 +100,11 @@ pub struct SearchArgs {
     /// (`exclude`) or alone (`only`).
     #[arg(long, value_enum, value_name = "WHICH", default_value_t = DeprecatedShown::Include)]
     pub deprecated: DeprecatedShown,
+
+    /// Only agents of verified namespaces (a domain proved with `ofc namespace verify`); their
+    /// hits are marked `[verified: DOMAIN]` either way.
+    #[arg(long)]
+    pub verified: bool,
 }
 
 /// Tagline width when stdout is not a terminal: fixed, so captured output is the same anywhere.
@@ -279,6 +284,9 @@ fn query_params(args: &SearchArgs) -> Result<SearchParams> {
     if args.facets {
         params.facets = Some("true".into());
     }
+    if args.verified {
+        params.verified = Some("true".into());
+    }
     Ok(params)
 }
 
@@ -287,6 +295,7 @@ fn has_filters(args: &SearchArgs) -> bool {
         || !args.keyword.is_empty()
         || args.kind.is_some()
         || args.publisher.is_some()
+        || args.verified
 }
 
 fn no_match_message(args: &SearchArgs) -> String {
@@ -310,6 +319,9 @@ fn no_match_message(args: &SearchArgs) -> String {
     }
     if let Some(p) = &args.publisher {
         what.push(format!("publisher {p}"));
+    }
+    if args.verified {
+        what.push("of a verified namespace".into());
     }
     if what.is_empty() {
         "the hub has no agents yet".into()
@@ -360,11 +372,18 @@ fn render(hits: &[Hit], width: Option<usize>) -> Vec<String> {
     let rows: Vec<Vec<String>> = hits
         .iter()
         .map(|h| {
-            let tagline = if h.deprecated {
+            let mut tagline = if h.deprecated {
                 format!("[deprecated] {}", h.tagline)
             } else {
                 h.tagline.clone()
             };
+            if let Some(d) = &h.verified_domain {
+                // The hub's text, cleaned for the terminal.
+                tagline = format!(
+                    "[verified: {}] {tagline}",
+                    output::truncate(&output::clean_line(d), 80)
+                );
+            }
             vec![
                 h.name.clone(),
                 h.version.clone(),
@@ -462,6 +481,7 @@ mod tests {
             downloads,
             updated_at: 0,
             deprecated: false,
+            verified_domain: None,
             score: None,
             highlights: Vec::new(),
             matched_by: Vec::new(),

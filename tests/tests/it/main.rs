@@ -37,5 +37,6 @@ mod sources_docker_e2e;
 mod sources_npm_e2e;
 mod sources_pip_e2e;
 mod trusted_publishing_e2e;
+mod verified_namespaces_e2e;
 mod web_e2e;
 mod web_trust_e2e;
