@@ -247,7 +247,9 @@ impl Ofc {
 /// `http://127.0.0.1:PORT` becomes `http://127.0.0.1:[PORT]`), each `(from, to)` of `extra` is
 /// replaced (temp paths), `sha256:<hex>` becomes `sha256:[digest]`, `(N bytes)` becomes
 /// `([size] bytes)`, and — keeping their width, so tables stay aligned — 32-hex-digit key ids
-/// become `[key-id]-----…` and times `YYYY-MM-DD HH:MM UTC` the letters `YYYY-MM-DD HH:MM UTC`.
+/// become `[key-id]-----…`, times `YYYY-MM-DD HH:MM UTC` the letters `YYYY-MM-DD HH:MM UTC`,
+/// and the start of a run of weeks (`Monday YYYY-MM-DD`, as `ofc info`'s downloads per week
+/// say it) `Monday YYYY-MM-DD`.
 pub fn redact(text: &str, hub_url: &str, extra: &[(&str, &str)]) -> String {
     let mut s = text.to_string();
     for (from, to) in extra {
@@ -274,6 +276,14 @@ pub fn redact(text: &str, hub_url: &str, extra: &[(&str, &str)]) -> String {
         &format!("{:-<32}", "[key-id]"),
     );
     s = replace_times(&s);
+    s = replace_runs(&s, "Monday ", |rest| {
+        let date = rest.get(..10)?;
+        let fits = date.bytes().enumerate().all(|(i, b)| match i {
+            4 | 7 => b == b'-',
+            _ => b.is_ascii_digit(),
+        });
+        fits.then(|| (10, "YYYY-MM-DD".to_string()))
+    });
     replace_runs(&s, "(", |rest| {
         let n = rest.bytes().take_while(u8::is_ascii_digit).count();
         (n > 0 && rest[n..].starts_with(" bytes)")).then(|| (n, "[size]".to_string()))
@@ -348,11 +358,13 @@ fn replace_times(s: &str) -> String {
 fn redaction_is_stable() {
     let text = "at http://127.0.0.1:4242 and http://127.0.0.1:9 \
                 sha256:1b17f5d75e3a0af2031a68470212c52a01b53b443cb887294b977bbafc04c479 (1088 bytes) \
-                key 218f3b70c96aecc5ee8e6d37c6f15b03 on 2026-11-22 04:33 UTC in /tmp/x";
+                key 218f3b70c96aecc5ee8e6d37c6f15b03 on 2026-11-22 04:33 UTC in /tmp/x \
+                (weeks from Monday 2026-10-05, oldest first)";
     assert_eq!(
         redact(text, "http://127.0.0.1:4242", &[("/tmp/x", "[HOME]")]),
         "at [HUB] and http://127.0.0.1:[PORT] sha256:[digest] ([size] bytes) key \
-         [key-id]------------------------ on YYYY-MM-DD HH:MM UTC in [HOME]"
+         [key-id]------------------------ on YYYY-MM-DD HH:MM UTC in [HOME] \
+         (weeks from Monday YYYY-MM-DD, oldest first)"
     );
 }
 
