@@ -274,6 +274,18 @@ impl TestHub {
         self.call(reqwest::Method::GET, path, None, None).await
     }
 
+    /// `GET path` without a token; the body as text, whatever the status (a page, `/metrics`).
+    pub async fn get_text(&self, path: &str) -> String {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// Publishes `manifest` signed with `key`; `bundle` bytes go base64 in the body.
     pub async fn publish(
         &self,

@@ -681,15 +681,7 @@ async fn every_error_is_json_and_ops_endpoints_answer() {
     assert_eq!(e["code"], "bad_request");
     assert_eq!(app.call(Method::GET, "/healthz", None, None).await.0, 200);
     assert_eq!(app.call(Method::GET, "/readyz", None, None).await.0, 200);
-    let m = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let m = app.get_text("/metrics").await;
     assert!(
         m.contains("ofc_hub_http_requests_total{group=\"api\",status=\"4xx\"}"),
         "{m}"

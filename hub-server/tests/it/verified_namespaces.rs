@@ -177,25 +177,9 @@ async fn domains_are_proved_by_dns_and_https_refused_when_wrong_and_lapse(
     assert!(hit(&page, "alice/coder").is_some(), "{page}");
     let (s, v) = app.get("/api/v1/search?q=code&verified=maybe").await;
     assert_eq!(s, 400, "{v}");
-    let html = app
-        .client
-        .get(app.url("/agents/alice/coder"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = app.get_text("/agents/alice/coder").await;
     assert!(html.contains("verified: dns.ofc.test"), "{html}");
-    let html = app
-        .client
-        .get(app.url("/search?q=code"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = app.get_text("/search?q=code").await;
     assert!(html.contains("verified: dns.ofc.test"), "{html}");
 
     // The record disappears: the next re-check lapses the verification, visibly.
