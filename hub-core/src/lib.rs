@@ -15,6 +15,8 @@
 //! - search: the glue that follows the outbox into the `hub-search` index ([`search`]), and
 //!   the discovery documents read from it (AI catalog, ARD search, signed A2A cards:
 //!   [`discovery`]);
+//! - the outbound address policy: the addresses the hub may connect to for a user's issuer
+//!   or domain ([`outbound`]);
 //! - the settings ([`config`]), the operator's verbs ([`admin`], [`import`]), and opening a
 //!   hub ([`start`]).
 //!
@@ -43,6 +45,7 @@ pub mod log_key;
 pub mod lookalike;
 pub mod namespaces;
 pub mod oci;
+pub mod outbound;
 pub mod private;
 pub mod proxies;
 pub mod publish;
