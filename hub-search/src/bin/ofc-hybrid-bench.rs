@@ -184,7 +184,7 @@ fn main() -> anyhow::Result<()> {
     // The exact scan, and the IVF index's recall against it (top 10), probe by probe.
     let vectors: Vec<Vec<f32>> = queries
         .iter()
-        .map(|q| Ok(embedder.embed(&[q.as_str()])?.pop().unwrap_or_default()))
+        .map(|q| Ok(embedder.embed_one(q)?))
         .collect::<anyhow::Result<_>>()?;
     let store = semantic.vectors().read().expect("store");
     let mut exact_ms = Vec::new();
@@ -255,7 +255,7 @@ fn main() -> anyhow::Result<()> {
     let mut embed_ms = Vec::new();
     for text in &queries {
         let t = Instant::now();
-        std::hint::black_box(embedder.embed(&[text.as_str()])?);
+        std::hint::black_box(embedder.embed_one(text)?);
         embed_ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
     embed_ms.sort_by(f64::total_cmp);

@@ -254,7 +254,7 @@ fn apply(
             tracing::warn!(error = %e, "embeddings: a batch failed; embedding one by one");
             texts
                 .iter()
-                .map(|t| embedder.embed(&[t]).map(|mut v| v.remove(0)))
+                .map(|t| embedder.embed_one(t))
                 .collect::<Vec<Result<Vec<f32>, EmbedError>>>()
                 .into_iter()
                 .zip(&todo)

@@ -1,12 +1,12 @@
 //! Sentence embeddings computed by the hub itself: all-MiniLM-L6-v2 (a 6-layer BERT, 384
-//! dimensions) run on the CPU with candle, tokenised with the Hugging Face `tokenizers` crate,
-//! from three local files — no network, no Python.
+//! dimensions) run on the CPU by the hub's own forward pass (crate `sentence_model`), tokenised with the
+//! Hugging Face `tokenizers` crate, from three local files — no network, no Python.
 //!
 //! [`Embedder::embed`] does what sentence-transformers does for this model (its
 //! `modules.json`: Transformer → mean Pooling → Normalize): WordPiece tokens with `[CLS]` and
 //! `[SEP]`, truncated to [`Embedder::MAX_TOKENS`] (its `sentence_bert_config.json`
-//! `max_seq_length`), the last hidden state averaged over the attention mask, then scaled to
-//! unit length. So the dot product of two embeddings is their cosine similarity.
+//! `max_seq_length`), the last hidden state averaged over the tokens, then scaled to unit
+//! length. So the dot product of two embeddings is their cosine similarity.
 //!
 //! [`agent_text`] is what an agent is embedded from; [`store`] keeps the vectors beside the
 //! index, quantised to `i8`; [`follow`] keeps them up to date from the hub's outbox.
@@ -17,9 +17,6 @@ pub mod store;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
 use sha2::{Digest as _, Sha256};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
@@ -37,8 +34,8 @@ const MAX_SMALL_FILE_BYTES: u64 = 16 << 20;
 /// Largest weights file read (all-MiniLM-L6-v2's is 91 MB).
 const MAX_MODEL_FILE_BYTES: u64 = 1 << 30;
 
-/// Texts run through the model at once: sorted by length first, so a batch pads little.
-const BATCH: usize = 32;
+/// Threads [`Embedder::embed`] spreads a batch of texts over, at most.
+const MAX_THREADS: usize = 8;
 
 /// Why the model could not be loaded or run. Loading errors name the file.
 #[derive(Debug, thiserror::Error)]
@@ -62,9 +59,8 @@ pub enum EmbedError {
 
 /// A loaded sentence-embedding model. Thread-safe (`Send + Sync`): share it in an `Arc`.
 pub struct Embedder {
-    model: BertModel,
+    model: sentence_model::Bert,
     tokenizer: Tokenizer,
-    device: Device,
     model_id: String,
 }
 
@@ -111,21 +107,7 @@ impl Embedder {
         let (tok_path, tok_bytes) = read_file(dir, TOKENIZER_FILE, MAX_SMALL_FILE_BYTES)?;
         let (model_path, model_bytes) = read_file(dir, MODEL_FILE, MAX_MODEL_FILE_BYTES)?;
 
-        let config: BertConfig = serde_json::from_slice(&config_bytes)
-            .map_err(|e| EmbedError::Corrupt(config_path.clone(), e.to_string()))?;
-        let hidden = serde_json::from_slice::<serde_json::Value>(&config_bytes)
-            .ok()
-            .and_then(|v| v.get("hidden_size").and_then(serde_json::Value::as_u64));
-        if hidden != Some(Self::DIM as u64) {
-            return Err(EmbedError::Corrupt(
-                config_path,
-                format!(
-                    "hidden_size is {}, the hub's embeddings have {} dimensions (all-MiniLM-L6-v2)",
-                    hidden.map_or_else(|| "absent".to_owned(), |h| h.to_string()),
-                    Self::DIM
-                ),
-            ));
-        }
+        let shape = bert_shape(&config_path, &config_bytes)?;
 
         let mut tokenizer = Tokenizer::from_bytes(&tok_bytes)
             .map_err(|e| EmbedError::Corrupt(tok_path.clone(), e.to_string()))?;
@@ -148,22 +130,24 @@ impl Embedder {
             &hex::encode(id.finalize())[..16]
         );
 
-        let device = Device::Cpu;
-        let vb = VarBuilder::from_buffered_safetensors(model_bytes, DType::F32, &device)
-            .map_err(|e| EmbedError::Corrupt(model_path.clone(), e.to_string()))?;
-        let model = BertModel::load(vb, &config)
-            .map_err(|e| EmbedError::Corrupt(model_path.clone(), e.to_string()))?;
+        let model = sentence_model::Bert::from_safetensors(&model_bytes, shape)
+            .map_err(|e| EmbedError::Corrupt(model_path.clone(), e))?;
         let embedder = Self {
             model,
             tokenizer,
-            device,
             model_id,
         };
-        // Weights of the right names but wrong shapes load lazily in places: one run proves
-        // the file usable now rather than at the first agent.
-        embedder
-            .embed(&["ofc"])
-            .map_err(|e| EmbedError::Corrupt(model_path, format!("the model does not run: {e}")))?;
+        // Names and shapes are checked above; one run proves the numbers usable (weights that
+        // are not finite give no vector) now rather than at the first agent.
+        let probe = embedder.embed_one("ofc").map_err(|e| {
+            EmbedError::Corrupt(model_path.clone(), format!("the model does not run: {e}"))
+        })?;
+        if !probe.iter().all(|x| x.is_finite()) || probe.iter().all(|x| *x == 0.0) {
+            return Err(EmbedError::Corrupt(
+                model_path,
+                "the model's output is not a usable vector (weights not finite or all zero)".into(),
+            ));
+        }
         Ok(embedder)
     }
 
@@ -174,57 +158,108 @@ impl Embedder {
     }
 
     /// Embeds each text: unit-length vectors of [`Embedder::DIM`] values, in input order.
-    /// CPU-bound (milliseconds per text): keep it off async workers.
+    /// CPU-bound (milliseconds per text; several texts are spread over the machine's cores):
+    /// keep it off async workers.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let encodings = texts
-            .iter()
-            .map(|t| {
-                self.tokenizer
-                    .encode(*t, true)
-                    .map_err(|e| EmbedError::Tokenize(e.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| encodings[i].get_ids().len());
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZero::get)
+            .clamp(1, MAX_THREADS)
+            .min(texts.len());
+        if threads <= 1 {
+            return texts.iter().map(|t| self.embed_one(t)).collect();
+        }
+        // Every thread takes every `threads`-th text: long and short texts mix evenly.
+        type Part = Result<Vec<(usize, Vec<f32>)>, EmbedError>;
+        let parts: Vec<Part> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|start| {
+                    scope.spawn(move || {
+                        (start..texts.len())
+                            .step_by(threads)
+                            .map(|i| Ok((i, self.embed_one(texts[i])?)))
+                            .collect()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("an embedding thread panicked"))
+                .collect()
+        });
         let mut out = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(BATCH) {
-            let ids: Vec<&[u32]> = chunk.iter().map(|&i| encodings[i].get_ids()).collect();
-            let vectors = self
-                .run(&ids)
-                .map_err(|e| EmbedError::Model(e.to_string()))?;
-            for (&i, v) in chunk.iter().zip(vectors) {
+        for part in parts {
+            for (i, v) in part? {
                 out[i] = v;
             }
         }
         Ok(out)
     }
 
-    /// One padded batch through BERT, mean-pooled over the real tokens, normalised.
-    fn run(&self, ids: &[&[u32]]) -> candle_core::Result<Vec<Vec<f32>>> {
-        let len = ids.iter().map(|i| i.len()).max().unwrap_or(0).max(1);
-        let mut flat = Vec::with_capacity(ids.len() * len);
-        let mut mask = Vec::with_capacity(ids.len() * len);
-        for row in ids {
-            flat.extend_from_slice(row);
-            flat.extend(std::iter::repeat_n(0u32, len - row.len()));
-            mask.extend(std::iter::repeat_n(1u32, row.len()));
-            mask.extend(std::iter::repeat_n(0u32, len - row.len()));
-        }
-        let shape = (ids.len(), len);
-        let input = Tensor::from_vec(flat, shape, &self.device)?;
-        let mask = Tensor::from_vec(mask, shape, &self.device)?;
-        let types = input.zeros_like()?;
-        let hidden = self.model.forward(&input, &types, Some(&mask))?;
-        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-        let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-        let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?;
-        let mean = summed.broadcast_div(&counts)?;
-        let mut rows = mean.to_vec2::<f32>()?;
-        for r in &mut rows {
-            normalize(r);
-        }
-        Ok(rows)
+    /// Embeds one text on the calling thread: what a search query needs, in a few
+    /// milliseconds.
+    pub fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let encoding = self
+            .tokenizer
+            .encode(text, true)
+            .map_err(|e| EmbedError::Tokenize(e.to_string()))?;
+        self.model
+            .forward(encoding.get_ids())
+            .map_err(EmbedError::Model)
     }
+}
+
+/// The shape values of `config.json` the single-text pass needs; a missing or odd one is
+/// named.
+fn bert_shape(path: &Path, bytes: &[u8]) -> Result<sentence_model::BertShape, EmbedError> {
+    let v: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| EmbedError::Corrupt(path.to_owned(), e.to_string()))?;
+    let int = |key: &str| -> Result<usize, EmbedError> {
+        v.get(key)
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|&n| n > 0)
+            .ok_or_else(|| {
+                EmbedError::Corrupt(
+                    path.to_owned(),
+                    format!("{key} is absent or not a positive integer"),
+                )
+            })
+    };
+    #[allow(clippy::cast_possible_truncation)] // an epsilon like 1e-12
+    let eps = v
+        .get("layer_norm_eps")
+        .and_then(serde_json::Value::as_f64)
+        .unwrap_or(1e-12) as f32;
+    if v.get("hidden_act")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("gelu")
+        != "gelu"
+    {
+        return Err(EmbedError::Corrupt(
+            path.to_owned(),
+            "hidden_act is not \"gelu\" (all-MiniLM-L6-v2 uses the exact GELU)".into(),
+        ));
+    }
+    let hidden = v.get("hidden_size").and_then(serde_json::Value::as_u64);
+    if hidden != Some(Embedder::DIM as u64) {
+        return Err(EmbedError::Corrupt(
+            path.to_owned(),
+            format!(
+                "hidden_size is {}, the hub's embeddings have {} dimensions (all-MiniLM-L6-v2)",
+                hidden.map_or_else(|| "absent".to_owned(), |h| h.to_string()),
+                Embedder::DIM
+            ),
+        ));
+    }
+    Ok(sentence_model::BertShape {
+        hidden: Embedder::DIM,
+        layers: int("num_hidden_layers")?,
+        heads: int("num_attention_heads")?,
+        intermediate: int("intermediate_size")?,
+        eps,
+        max_positions: int("max_position_embeddings")?,
+        vocab: int("vocab_size")?,
+    })
 }
 
 /// Scales `v` to unit length (left as is when it is all zeros), as sentence-transformers'

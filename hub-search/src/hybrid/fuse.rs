@@ -106,12 +106,12 @@ impl SearchIndex {
         };
         let (keyword, query_vector) = std::thread::scope(|scope| {
             let keyword = (mode == SearchMode::Hybrid).then(|| scope.spawn(|| self.search(&kq)));
-            let vector = s.embedder().embed(&[q.text.as_str()]);
+            let vector = s.embedder().embed_one(&q.text);
             let keyword = keyword.map(|h| h.join().expect("the keyword search thread"));
             (keyword, vector)
         });
         let keyword = keyword.transpose()?;
-        let query_vector = query_vector?.pop().unwrap_or_default();
+        let query_vector = query_vector?;
         // The meaning side: nearest first, only agents that pass the filters. A selective
         // filter leaves few of the nearest: ask for more, once.
         let mut meaning: Vec<(String, f32)> = Vec::new();
