@@ -149,8 +149,16 @@ pub struct Config {
     /// reaches the web through a port-mapping gateway).
     pub verify_https_port: u16,
     /// Trusted publishing (issue 33): take `http://127.0.0.1` OIDC issuers and key URLs,
-    /// for tests and local development. Off: issuers must be `https://`.
+    /// for tests and local development. Off: issuers must be `https://`. Needs
+    /// `outbound_allow_private` (127.0.0.1 is a loopback address).
     pub oidc_allow_http_loopback: bool,
+    /// Let the hub connect to addresses that are not globally routable (loopback, private,
+    /// link-local, unique-local…; `hub_core::outbound`) when fetching what a user names: an
+    /// OIDC issuer's documents and keys, a claimed domain's HTTPS proof. Off (the default),
+    /// such an address is refused when the URL names it and when a name resolves to it, at
+    /// every connection. For tests (their servers are on 127.0.0.1) and hubs whose issuers or
+    /// domains live on a private network.
+    pub outbound_allow_private: bool,
 }
 
 /// A witness of the hub's log.
@@ -226,6 +234,7 @@ impl Default for Config {
             verify_dns_server: None,
             verify_https_port: 443,
             oidc_allow_http_loopback: false,
+            outbound_allow_private: false,
         }
     }
 }

@@ -97,6 +97,9 @@ pub enum FetchError {
     Missing(String),
     /// It could not be asked (no answer, a TLS failure, a server error, too large…).
     Failed(String),
+    /// The outbound address policy ([`crate::outbound`]) refused every address the domain
+    /// resolves to: the hub does not connect there (the message names them).
+    Refused(String),
 }
 
 /// The future of a [`ProofSource`] fetch.
@@ -225,6 +228,12 @@ pub fn judge(
             return Err(format!(
                 "could not read {place}: {why}; once it answers, it must hold the proof — {}",
                 publish()
+            ));
+        }
+        Err(FetchError::Refused(why)) => {
+            return Err(format!(
+                "the hub does not fetch {place}: {why}; a DNS proof (`--method dns`) does not \
+                 connect to the domain"
             ));
         }
     };

@@ -121,6 +121,25 @@ fn missing_and_unreachable_proofs_say_where_and_what() {
         e.contains("could not read the TXT records of acme.example"),
         "{e}"
     );
+    // An address the outbound policy refuses: said as such, not as a proof to publish.
+    let e = judge(
+        "acme",
+        "acme.example",
+        Method::Https,
+        Err(FetchError::Refused(
+            "`acme.example` resolves to 10.0.0.1, a private address (10.0.0.0/8)".into(),
+        )),
+        &keys,
+    )
+    .unwrap_err();
+    assert!(
+        e.contains(
+            "the hub does not fetch https://acme.example/.well-known/ofc-namespace.txt: \
+             `acme.example` resolves to 10.0.0.1"
+        ) && e.contains("--method dns")
+            && !e.contains(&record_for(&live.public_key)),
+        "{e}"
+    );
     // Without a live key there is nothing to vouch for.
     let e = judge(
         "acme",

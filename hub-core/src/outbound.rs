@@ -265,6 +265,19 @@ pub fn check_url_host(url: &url::Url, allow_private: bool) -> Result<(), String>
     check_addr(&ip.to_string(), ip, allow_private)
 }
 
+/// Refuses settings that contradict the policy: `oidc_allow_http_loopback` asks for
+/// `http://127.0.0.1` issuers, which the policy refuses unless [`SETTING`] is on.
+pub fn check_settings(config: &crate::config::Config) -> Result<(), String> {
+    if config.oidc_allow_http_loopback && !config.outbound_allow_private {
+        return Err(format!(
+            "oidc_allow_http_loopback = true takes http://127.0.0.1 issuers, but 127.0.0.1 is \
+             a loopback address the outbound address policy refuses: set {SETTING} = true too, \
+             or drop oidc_allow_http_loopback"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 #[path = "outbound_tests.rs"]
 mod tests;

@@ -1,6 +1,6 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::{SETTING, check_addr, check_url_host, filter_addrs, refused_range};
+use super::{SETTING, check_addr, check_settings, check_url_host, filter_addrs, refused_range};
 
 fn ip(s: &str) -> IpAddr {
     s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
@@ -230,4 +230,19 @@ fn urls_naming_an_address_are_checked_names_are_left_to_the_resolver() {
         refused_range(IpAddr::V6(Ipv4Addr::LOCALHOST.to_ipv6_mapped()))
     );
     assert!(refused_range(IpAddr::V6(Ipv6Addr::LOCALHOST)).is_some());
+}
+
+#[test]
+fn http_loopback_issuers_without_private_addresses_are_a_contradiction() {
+    let mut c = crate::config::Config::default();
+    assert!(!c.outbound_allow_private, "the policy is on by default");
+    assert!(check_settings(&c).is_ok());
+    c.oidc_allow_http_loopback = true;
+    let e = check_settings(&c).unwrap_err();
+    assert!(
+        e.contains("oidc_allow_http_loopback") && e.contains("outbound_allow_private = true"),
+        "{e}"
+    );
+    c.outbound_allow_private = true;
+    assert!(check_settings(&c).is_ok());
 }

@@ -11,6 +11,7 @@ pub mod error;
 pub mod metrics;
 pub mod oci;
 pub mod oidc;
+pub mod outbound;
 pub mod proof;
 pub mod state;
 pub mod tlog;
@@ -59,6 +60,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
 
 /// Builds the application state for `role` (see [`hub_core::start::open`]).
 pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppState> {
+    hub_core::outbound::check_settings(&config).map_err(anyhow::Error::msg)?;
     let witnesses = cosigner::targets(&config.log_witnesses)?;
     // A verify_ca_file that cannot be read stops the start, not the first proof.
     let prover = proof::Prover::from_config(&config)?;
@@ -69,7 +71,7 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
     if role == Role::Serve && !witnesses.is_empty() {
         cosigner::start(core.clone(), witnesses);
     }
-    Ok(AppState::new(core))
+    AppState::new(core)
 }
 
 /// The whole hub: the JSON API ([`api::router`]), the OCI API ([`oci::router`]) and the web

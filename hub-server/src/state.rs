@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use hub_core::Hub;
-use hub_core::trusted::Jwks;
+use hub_core::trusted::{Jwks, UrlRules};
 
 use crate::metrics::Metrics;
 use crate::oidc::HttpFetch;
@@ -21,16 +21,15 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// The state of a hub's core.
-    pub fn new(core: Hub) -> Self {
-        let oidc = Jwks::new(
-            Arc::new(HttpFetch::new()),
-            core.config.oidc_allow_http_loopback,
-        );
-        AppState {
+    /// The state of a hub's core; an HTTP client that cannot be built (no TLS roots) is an
+    /// error.
+    pub fn new(core: Hub) -> anyhow::Result<Self> {
+        let fetch = HttpFetch::new(core.config.outbound_allow_private)?;
+        let oidc = Jwks::new(Arc::new(fetch), UrlRules::of(&core.config));
+        Ok(AppState {
             core,
             metrics: Arc::default(),
             oidc: Arc::new(oidc),
-        }
+        })
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! **Registering** (`ofc namespace trust add`): owners only (the `manage-members` right). The
 //! issuer is an `https://` URL exactly as its tokens' `iss` says it (plain
-//! `http://127.0.0.1` only with the hub setting `oidc_allow_http_loopback`, for tests). The
+//! `http://127.0.0.1` only with the hub setting `oidc_allow_http_loopback`, for tests), and
+//! one naming an IP address must pass the outbound address policy ([`crate::outbound`]). The
 //! audience defaults to `ofc` ([`DEFAULT_AUDIENCE`]): like crates.io's `crates.io` and PyPI's
 //! `pypi`, one fixed value a CI asks its identity provider for; an owner publishing to several
 //! hubs that trust the same subject should give each its own audience, so a token minted for
@@ -39,7 +40,7 @@ mod refusal;
 #[cfg(test)]
 mod tests;
 
-pub use jwks::{BoxFuture, Jwks, OidcFetch, REFETCH_MIN, TTL, check_url};
+pub use jwks::{BoxFuture, FetchError, Jwks, OidcFetch, REFETCH_MIN, TTL, UrlRules, check_url};
 pub use jwt::MAX_TOKEN_BYTES;
 pub use refusal::Refusal;
 
@@ -139,7 +140,7 @@ pub async fn add(
 ) -> CoreResult<TrustedPublisher> {
     let ns = find(hub, namespace).await?;
     authorize(hub, p, Scope::ManageMembers, &ns).await?;
-    check_url(&req.issuer, hub.config.oidc_allow_http_loopback)
+    check_url(&req.issuer, UrlRules::of(&hub.config))
         .map_err(|m| invalid(format!("issuer: {m}")))?;
     let audience = req.audience.as_deref().unwrap_or(DEFAULT_AUDIENCE);
     check_audience(audience).map_err(invalid)?;

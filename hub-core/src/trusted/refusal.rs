@@ -1,5 +1,6 @@
 //! Why an ID token was refused, and how a refusal answers: 401 `oidc_token_refused` naming the
-//! check, or 503 `oidc_issuer_unavailable` when the issuer's keys could not be fetched.
+//! check (`issuer_address` when the outbound address policy refused the issuer's address), or
+//! 503 `oidc_issuer_unavailable` when the issuer's keys could not be fetched.
 
 use crate::error::{CoreError, ErrorCode};
 
@@ -34,6 +35,8 @@ pub enum Refusal {
     Owner(String),
     /// The issuer's discovery document or keys could not be fetched.
     IssuerUnavailable(String),
+    /// The issuer's (or its keys') address is one the outbound address policy refuses.
+    IssuerAddress(String),
 }
 
 impl Refusal {
@@ -54,6 +57,7 @@ impl Refusal {
             Refusal::Replayed(_) => "replay",
             Refusal::Owner(_) => "owner",
             Refusal::IssuerUnavailable(_) => "issuer_unavailable",
+            Refusal::IssuerAddress(_) => "issuer_address",
         }
     }
 
@@ -73,7 +77,8 @@ impl Refusal {
             | Refusal::Subject(m)
             | Refusal::Replayed(m)
             | Refusal::Owner(m)
-            | Refusal::IssuerUnavailable(m) => m,
+            | Refusal::IssuerUnavailable(m)
+            | Refusal::IssuerAddress(m) => m,
         }
     }
 }

@@ -7,7 +7,7 @@ use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
 
 use super::jwt::{self, Jwk};
-use super::{Refusal, check_subject_pattern, check_url, subject_matches};
+use super::{Refusal, UrlRules, check_subject_pattern, check_url, subject_matches};
 
 #[test]
 fn subject_patterns_are_anchored_globs_with_star_only() {
@@ -58,16 +58,50 @@ fn subject_patterns_are_anchored_globs_with_star_only() {
 
 #[test]
 fn issuers_are_https_and_loopback_http_only_when_allowed() {
-    assert!(check_url("https://token.actions.githubusercontent.com", false).is_ok());
-    assert!(check_url("http://127.0.0.1:4000", true).is_ok());
-    let e = check_url("http://127.0.0.1:4000", false).unwrap_err();
+    let strict = UrlRules::default();
+    let lax = UrlRules {
+        allow_http_loopback: true,
+        allow_private: true,
+    };
+    assert!(check_url("https://token.actions.githubusercontent.com", strict).is_ok());
+    assert!(check_url("http://127.0.0.1:4000", lax).is_ok());
+    let e = check_url("http://127.0.0.1:4000", strict).unwrap_err();
     assert!(e.contains("oidc_allow_http_loopback"), "{e}");
-    assert!(check_url("http://example.com", true).is_err());
-    assert!(check_url("http://localhost:1", true).is_err());
-    assert!(check_url("https://x.example/?a=1", false).is_err());
-    assert!(check_url("https://u@x.example", false).is_err());
-    assert!(check_url("ftp://x.example", false).is_err());
-    assert!(check_url("https://x.example/a b", false).is_err());
+    assert!(check_url("http://example.com", lax).is_err());
+    assert!(check_url("http://localhost:1", lax).is_err());
+    assert!(check_url("https://x.example/?a=1", strict).is_err());
+    assert!(check_url("https://u@x.example", strict).is_err());
+    assert!(check_url("ftp://x.example", strict).is_err());
+    assert!(check_url("https://x.example/a b", strict).is_err());
+}
+
+#[test]
+fn issuers_naming_an_address_answer_to_the_outbound_address_policy() {
+    let strict = UrlRules::default();
+    for s in [
+        "https://127.0.0.1:8443",
+        "https://10.0.0.7",
+        "https://169.254.169.254/latest",
+        "https://[::1]:8443",
+        "https://[::ffff:192.168.0.1]",
+        "https://[fd00::5]",
+    ] {
+        let e = check_url(s, strict).unwrap_err();
+        assert!(
+            e.contains(&format!("`{s}`"))
+                && e.contains("outbound address policy")
+                && e.contains("outbound_allow_private"),
+            "{s}: {e}"
+        );
+    }
+    let private = UrlRules {
+        allow_http_loopback: false,
+        allow_private: true,
+    };
+    assert!(check_url("https://127.0.0.1:8443", private).is_ok());
+    assert!(check_url("https://8.8.8.8", strict).is_ok());
+    // Names pass here: their addresses are the fetcher's to check, at each connection.
+    assert!(check_url("https://localhost:8443", strict).is_ok());
 }
 
 fn b64(b: &[u8]) -> String {

@@ -6,11 +6,16 @@
 //! the task that re-checks them every `verify_recheck_secs`.
 //!
 //! The HTTPS proof follows no redirect (the proof is at that URL of that domain, or not at
-//! all), reads at most 64 KiB and waits at most 10 s, as does a DNS question.
+//! all), uses no proxy, reads at most 64 KiB and waits at most 10 s, as does a DNS question.
+//! It connects only to the addresses the outbound address policy takes ([`crate::outbound`]):
+//! a domain resolving only to loopback, private, link-local… addresses is refused at each
+//! fetch — the claim and every re-check — naming the address, unless the hub setting
+//! `outbound_allow_private` is on. (The DNS proof asks the configured resolver, not the
+//! domain.)
 
 pub mod dns;
 
-use std::net::SocketAddr;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +25,8 @@ use hub_core::config::Config;
 use hub_core::domains::{FetchError, Fetching, Method, ProofSource, WELL_KNOWN_PATH};
 
 use dns::{Dns, DnsError};
+
+use crate::outbound::{self, Lookup, SystemLookup};
 
 /// How long one fetch may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -33,26 +40,23 @@ pub struct Prover {
     http: reqwest::Client,
     dns: Option<Dns>,
     https_port: u16,
+    allow_private: bool,
 }
 
-/// Resolves the HTTPS proof's domain through `verify_dns_server`.
+/// Resolves the HTTPS proof's domain through `verify_dns_server` (its A records).
 #[derive(Debug)]
-struct Resolver(Dns);
+struct DnsLookup(Dns);
 
-impl reqwest::dns::Resolve for Resolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let dns = self.0.clone();
+impl Lookup for DnsLookup {
+    fn addrs<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> hub_core::trusted::BoxFuture<'a, Result<Vec<IpAddr>, String>> {
         Box::pin(async move {
-            let ips = dns.a(name.as_str()).await.map_err(|e| match e {
+            let ips = self.0.a(host).await.map_err(|e| match e {
                 DnsError::NoRecords(m) | DnsError::Failed(m) => m,
             })?;
-            let addrs: reqwest::dns::Addrs = Box::new(
-                ips.into_iter()
-                    .map(|ip| SocketAddr::from((ip, 0)))
-                    .collect::<Vec<_>>()
-                    .into_iter(),
-            );
-            Ok(addrs)
+            Ok(ips.into_iter().map(IpAddr::V4).collect())
         })
     }
 }
@@ -60,7 +64,14 @@ impl reqwest::dns::Resolve for Resolver {
 impl Prover {
     /// The fetcher the settings describe; an unreadable or empty `verify_ca_file` is an error.
     pub fn from_config(config: &Config) -> anyhow::Result<Self> {
-        let mut http = reqwest::Client::builder()
+        let dns = config
+            .verify_dns_server
+            .map(|server| Dns::new(server, FETCH_TIMEOUT));
+        let lookup: Arc<dyn Lookup> = match &dns {
+            Some(d) => Arc::new(DnsLookup(d.clone())),
+            None => Arc::new(SystemLookup),
+        };
+        let mut http = outbound::client_builder(lookup, config.outbound_allow_private)
             .use_rustls_tls()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(FETCH_TIMEOUT)
@@ -85,18 +96,13 @@ impl Prover {
                 http = http.add_root_certificate(c);
             }
         }
-        let dns = config
-            .verify_dns_server
-            .map(|server| Dns::new(server, FETCH_TIMEOUT));
-        if let Some(d) = &dns {
-            http = http.dns_resolver(Arc::new(Resolver(d.clone())));
-        }
         Ok(Prover {
             http: http
                 .build()
                 .context("cannot build the domain-proof HTTP client")?,
             dns,
             https_port: config.verify_https_port,
+            allow_private: config.outbound_allow_private,
         })
     }
 
@@ -106,12 +112,16 @@ impl Prover {
         } else {
             format!("https://{domain}:{}{WELL_KNOWN_PATH}", self.https_port)
         };
-        let mut resp = self
-            .http
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| FetchError::Failed(chain(&e)))?;
+        outbound::check_url(&url, self.allow_private).map_err(|r| FetchError::Refused(r.0))?;
+        let mut resp =
+            self.http
+                .get(&url)
+                .send()
+                .await
+                .map_err(|e| match outbound::refused(&e) {
+                    Some(r) => FetchError::Refused(r.0.clone()),
+                    None => FetchError::Failed(chain(&e)),
+                })?;
         let status = resp.status();
         if status == reqwest::StatusCode::NOT_FOUND || status == reqwest::StatusCode::GONE {
             return Err(FetchError::Missing(format!("HTTP {status}")));

@@ -5,7 +5,10 @@
 //! publish-only token that publishes, the version and the log record the subject (checked by
 //! `ofc-hub log verify`'s check and by aics-tlog from the tiles); every bad token is refused
 //! with the check it failed; the minted token can do nothing but publish to its namespace,
-//! lives 15 minutes, and dies with its trusted publisher.
+//! lives 15 minutes, and dies with its trusted publisher. By default the hub's outbound address
+//! policy refuses issuers on addresses that are not globally routable — named in the URL at
+//! registration, or resolved to when the hub connects — so these tests turn on
+//! `outbound_allow_private` (with `oidc_allow_http_loopback`) for the issuer on 127.0.0.1.
 
 use hub_core::auth::{TOKEN_PREFIX, TrustedOrigin, generate_token, hash_token};
 use hub_core::store::{NewExchange, now_ms};
@@ -15,6 +18,8 @@ use ofc_test_kit::{Backend, TestHub, remote_manifest};
 use reqwest::Method;
 use rstest::rstest;
 use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 const SUBJECT: &str = "repo:acme/coder:ref:refs/heads/main";
 
@@ -45,7 +50,11 @@ fn assert_refused(what: &str, (s, b): (u16, Value), check: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn ci_tokens_are_exchanged_checked_and_publish_only(#[case] backend: Backend) {
     let issuer = OidcIssuer::start().await;
-    let app = TestHub::in_process_with(backend, |c| c.oidc_allow_http_loopback = true).await;
+    let app = TestHub::in_process_with(backend, |c| {
+        c.oidc_allow_http_loopback = true;
+        c.outbound_allow_private = true;
+    })
+    .await;
     let u = app.user.clone();
     let trusted_path = "/api/v1/namespaces/alice/trusted-publishers";
 
@@ -507,5 +516,117 @@ async fn plain_http_issuers_need_the_loopback_setting() {
             .unwrap()
             .contains("oidc_allow_http_loopback"),
         "{b}"
+    );
+}
+
+/// A TCP listener on 127.0.0.1 counting the connections it accepts (and dropping them): the
+/// witness of whether the hub connected.
+async fn counting_listener() -> (u16, Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let n = accepted.clone();
+    let task = tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            n.fetch_add(1, Ordering::SeqCst);
+            drop(tcp);
+        }
+    });
+    (port, accepted, task)
+}
+
+async fn add_issuer(app: &TestHub, issuer: &str) -> (u16, Value) {
+    app.call(
+        Method::POST,
+        "/api/v1/namespaces/alice/trusted-publishers",
+        Some(&app.user.token),
+        Some(json!({"issuer": issuer, "subject": "repo:acme/coder:*"})),
+    )
+    .await
+}
+
+/// The outbound address policy (on by default): an issuer URL naming a loopback, private or
+/// link-local address is refused at registration, naming the address and the policy; an
+/// issuer whose name resolves to 127.0.0.1 (`localhost`) registers, but the exchange that
+/// would fetch its keys is refused without a connection (the listener behind it sees none);
+/// with `outbound_allow_private` the same exchange does connect.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread")]
+async fn issuers_on_private_addresses_are_refused_unless_allowed(#[case] backend: Backend) {
+    let issuer = OidcIssuer::start().await;
+    let app = TestHub::in_process(backend).await;
+    // The real issuer's address, over https: named in the URL, refused at registration.
+    let port = issuer.url.rsplit(':').next().unwrap();
+    for (url, says) in [
+        (format!("https://127.0.0.1:{port}"), "loopback"),
+        ("https://10.1.2.3".to_string(), "private"),
+        (
+            "https://[::ffff:169.254.169.254]/".to_string(),
+            "link-local",
+        ),
+    ] {
+        let (s, b) = add_issuer(&app, &url).await;
+        assert_eq!(s, 400, "{url}: {b}");
+        assert_eq!(b["code"], "invalid_trusted_publisher", "{b}");
+        let m = b["message"].as_str().unwrap();
+        assert!(
+            m.contains(&format!("`{url}`"))
+                && m.contains(says)
+                && m.contains("outbound address policy")
+                && m.contains("outbound_allow_private = true"),
+            "{url}: {m}"
+        );
+    }
+    // A name resolving to 127.0.0.1: refused when the hub would connect.
+    let (lport, accepted, _task) = counting_listener().await;
+    let named = format!("https://localhost:{lport}");
+    let (s, b) = add_issuer(&app, &named).await;
+    assert_eq!(s, 201, "{b}");
+    let mut claims = issuer.claims("ofc", SUBJECT);
+    claims["iss"] = json!(named);
+    let token = issuer.token(Sign::Rs256, claims.clone());
+    let (s, b) = exchange(&app, "alice", &token).await;
+    assert_refused("localhost issuer", (s, b.clone()), "issuer_address");
+    let m = b["message"].as_str().unwrap();
+    assert!(
+        m.contains(&format!(
+            "{named}/.well-known/openid-configuration: `localhost` resolves"
+        )) && m.contains("127.0.0.1")
+            && m.contains("loopback")
+            && m.contains("outbound address policy"),
+        "{m}"
+    );
+    assert_eq!(accepted.load(Ordering::SeqCst), 0, "the hub connected");
+
+    // Allowed: the same issuer is asked (the listener is no issuer, so the keys are
+    // unavailable — but the hub did connect).
+    let open = TestHub::in_process_with(backend, |c| c.outbound_allow_private = true).await;
+    let (s, b) = add_issuer(&open, &named).await;
+    assert_eq!(s, 201, "{b}");
+    let (s, b) = add_issuer(&open, &format!("https://127.0.0.1:{port}")).await;
+    assert_eq!(s, 201, "{b}");
+    claims["jti"] = json!(uuid::Uuid::new_v4().to_string());
+    let (s, b) = exchange(&open, "alice", &issuer.token(Sign::Rs256, claims)).await;
+    assert_eq!(s, 503, "{b}");
+    assert_eq!(b["code"], "oidc_issuer_unavailable", "{b}");
+    assert!(
+        accepted.load(Ordering::SeqCst) >= 1,
+        "the hub never connected"
+    );
+}
+
+/// `oidc_allow_http_loopback` without `outbound_allow_private` contradicts the policy (the
+/// loopback issuer it admits would be refused): the hub does not start.
+#[tokio::test(flavor = "multi_thread")]
+async fn http_loopback_issuers_need_private_addresses_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = ofc_test_kit::test_config(&dir, None);
+    cfg.oidc_allow_http_loopback = true;
+    let e = hub_server::build_state(cfg).await.unwrap_err().to_string();
+    assert!(
+        e.contains("oidc_allow_http_loopback") && e.contains("outbound_allow_private = true"),
+        "{e}"
     );
 }

@@ -6,7 +6,10 @@
 //! publish; a record that disappears lapses the verification at the next re-check
 //! (`verify_recheck_secs = 1`), and it holds again when the record is back; a revoked key ends
 //! it at once. The marks: namespace info, agent info, search hits, `verified=true`, the pages.
-//! On SQLite and PostgreSQL. Then the look-alike names refused at creation, over HTTP.
+//! On SQLite and PostgreSQL. These hubs turn on `outbound_allow_private` (the HTTPS server is
+//! on 127.0.0.1); with the default outbound address policy a domain resolving to 127.0.0.1 is
+//! refused at the claim and at each re-check, without a connection. Then the look-alike names
+//! refused at creation, over HTTP.
 
 use std::time::{Duration, Instant};
 
@@ -87,6 +90,7 @@ async fn domains_are_proved_by_dns_and_https_refused_when_wrong_and_lapse(
         c.verify_ca_file = Some(ca);
         c.verify_https_port = port;
         c.verify_recheck_secs = 1;
+        c.outbound_allow_private = true;
     })
     .await;
     let alice = app.user.clone();
@@ -304,6 +308,7 @@ async fn an_untrusted_certificate_proves_nothing() {
     let app = TestHub::in_process_with(Backend::Sqlite, move |c| {
         c.verify_dns_server = Some(dns_addr);
         c.verify_https_port = port;
+        c.outbound_allow_private = true;
     })
     .await;
     let (s, v) = claim(&app, &app.user.token, "alice", "web.ofc.test", "https").await;
@@ -313,6 +318,72 @@ async fn an_untrusted_certificate_proves_nothing() {
             && message(&v).to_lowercase().contains("certificate"),
         "{v}"
     );
+}
+
+/// The outbound address policy, on by default: a domain dnsmasq resolves to 127.0.0.1 is
+/// refused when the hub would fetch its HTTPS proof — at the claim, and at the re-check of a
+/// claim verified before (a domain re-pointed at the hub's own network: DNS rebinding) — the
+/// reason naming the domain, the address and the policy, shown and kept as the lapse's
+/// reason. The HTTPS server behind the address serves a valid proof under a certificate the
+/// hub trusts, so a hub that connected would verify: it sees no request.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread")]
+async fn domains_resolving_to_private_addresses_are_refused_at_fetch_time(
+    #[case] backend: Backend,
+) {
+    let https = HttpsProof::start("web.ofc.test").await;
+    let dns = DnsServer::start(&[DnsRecord::A("web.ofc.test".into(), [127, 0, 0, 1].into())]);
+    let alice = ofc_test_kit::key_for("alice").public_key();
+    https.serve(Some(&record_for(&alice.to_string())));
+    let (dns_addr, ca, port) = (dns.addr(), https.ca_file().to_path_buf(), https.port());
+    let app = TestHub::in_process_with(backend, move |c| {
+        c.verify_dns_server = Some(dns_addr);
+        c.verify_ca_file = Some(ca);
+        c.verify_https_port = port;
+        c.verify_recheck_secs = 1;
+    })
+    .await;
+    let refused = |m: &str| {
+        m.contains("the hub does not fetch https://web.ofc.test/.well-known/ofc-namespace.txt")
+            && m.contains("`web.ofc.test` resolves to 127.0.0.1, a loopback address")
+            && m.contains("outbound address policy")
+            && m.contains("outbound_allow_private = true")
+    };
+    let (s, v) = claim(&app, &app.user.token, "alice", "web.ofc.test", "https").await;
+    assert_eq!(
+        (s, v["code"].as_str()),
+        (400, Some("domain_proof_failed")),
+        "{v}"
+    );
+    assert!(refused(message(&v)), "{v}");
+    let (_, v) = app.get("/api/v1/namespaces/alice").await;
+    assert!(v.get("domain").is_none(), "{v}");
+    assert_eq!(https.requests(), 0, "the hub connected");
+
+    // A claim verified earlier (stored as the claim would store it) is re-checked through
+    // the same client: it lapses, the policy's refusal kept as the reason.
+    let core = &app.state.core;
+    let ns = hub_core::namespaces::find(core, "alice").await.unwrap();
+    let operator = hub_core::store::Actor {
+        user_id: None,
+        user_name: "operator".into(),
+        token_id: None,
+    };
+    let key_id = alice.key_id().to_string();
+    let at = hub_core::store::now_ms();
+    core.store
+        .set_domain(&operator, &ns, "web.ofc.test", "https", &key_id, at)
+        .await
+        .unwrap();
+    let v = until(&app, "/api/v1/namespaces/alice", |v| {
+        v["domain"]["verified"] == false
+    })
+    .await;
+    let why = v["domain"]["lapse_reason"].as_str().unwrap();
+    assert!(refused(why), "{why}");
+    assert_eq!(https.requests(), 0, "the hub connected");
 }
 
 /// A `verify_ca_file` the hub cannot use stops it at start.

@@ -61,7 +61,8 @@ open_enum! {
         /// A malformed domain name (a namespace's claimed domain).
         InvalidDomain = "invalid_domain",
         /// A domain's proof (its TXT record or its `/.well-known/ofc-namespace.txt`) is
-        /// missing, names no live key of the namespace, or could not be fetched; the message
+        /// missing, names no live key of the namespace, could not be fetched, or the domain
+        /// resolves only to addresses the hub's outbound address policy refuses; the message
         /// says which and what to publish.
         DomainProofFailed = "domain_proof_failed",
         /// A namespace name that looks like an existing namespace or a reserved name
@@ -147,7 +148,8 @@ open_enum! {
         UnpublishRefused = "unpublish_refused",
         /// An OIDC ID token offered for trusted publishing was refused (401): the message names
         /// the check that failed (signature, `alg`, `kid`, `iss`, `aud`, `exp`, `nbf`, `iat`,
-        /// subject, replay).
+        /// subject, replay, or the issuer's address refused by the hub's outbound address
+        /// policy).
         OidcTokenRefused = "oidc_token_refused",
         /// The OIDC issuer's discovery document or keys could not be fetched (503).
         OidcIssuerUnavailable = "oidc_issuer_unavailable",

@@ -48,7 +48,8 @@ fn trusted_publishing(backend: Backend) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let issuer = rt.block_on(OidcIssuer::start());
     let hub = TestHub::process(
-        ProcessOptions::new(backend).hub_toml("oidc_allow_http_loopback = true\n"),
+        ProcessOptions::new(backend)
+            .hub_toml("oidc_allow_http_loopback = true\noutbound_allow_private = true\n"),
     );
     let acme = hub.publisher("acme", &[]);
     let out = acme.ofc.ok(&[

@@ -42,7 +42,7 @@ fn verified_namespace(backend: Backend) {
     let mut dns = DnsServer::start(&base);
     let toml = format!(
         "verify_recheck_secs = 1\nverify_dns_server = \"{}\"\nverify_ca_file = {:?}\n\
-         verify_https_port = {}\n",
+         verify_https_port = {}\noutbound_allow_private = true\n",
         dns.addr(),
         https.ca_file().display().to_string(),
         https.port()
