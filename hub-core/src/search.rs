@@ -8,7 +8,8 @@
 //!
 //! `hub-server` wakes the follower after every successful non-GET request (and this crate after
 //! each publish), so a change is searchable after the follower's next commit (≤ 200 ms) rather
-//! than its next poll; `/readyz` reports `search_lag` and `search_seq`; a failing database is
+//! than its next poll; `/readyz` reports `search_lag` and `search_seq` (and with a model
+//! `embedding_lag`, which never makes the hub not ready); a failing database is
 //! retried by the follower, not fatal. `ofc-hub reindex` reads `max(seq)` and every visible agent
 //! in one transaction and rebuilds the index, most downloaded first (the hub must be stopped: one
 //! writer); `ofc-hub search-check` compares the committed index with the database and exits 1 on
@@ -221,6 +222,15 @@ impl Search {
     /// Outbox entries not yet searchable.
     pub fn lag(&self) -> u64 {
         self.status.lag()
+    }
+
+    /// With a model: outbox entries whose vectors are not in yet, counted to the newest outbox
+    /// head either follower saw (the keyword follower looks more often, so a change shows here
+    /// before the embedding follower reads it).
+    pub fn embedding_lag(&self) -> Option<u64> {
+        let v = self.vector_status()?;
+        let behind_keyword = self.status.head_seq().saturating_sub(v.committed_seq());
+        Some(v.lag().max(behind_keyword))
     }
 
     /// Progress of the follower.

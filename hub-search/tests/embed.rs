@@ -350,3 +350,60 @@ async fn the_vector_follower_embeds_changes_and_resumes() {
     let v = VectorStore::open(dir.path(), embedder.model_id()).unwrap();
     assert_eq!((v.len(), v.seq()), (37, again));
 }
+
+/// An outbox whose reads wait for the test to open them: the follower has seen the head but
+/// cannot apply anything yet.
+#[derive(Clone)]
+struct HeldOutbox {
+    outbox: MemoryOutbox,
+    open: Arc<tokio::sync::Semaphore>,
+}
+
+impl OutboxSource for HeldOutbox {
+    async fn entries_after(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, hub_search::follow::SourceError> {
+        drop(self.open.acquire().await?);
+        self.outbox.entries_after(after, limit).await
+    }
+    async fn head(&self) -> Result<u64, hub_search::follow::SourceError> {
+        self.outbox.head().await
+    }
+}
+
+/// The follower's lag is the outbox entries it has seen and not applied: visible while it
+/// cannot read them, 0 once their vectors are in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vector_followers_lag_shows_until_it_catches_up() {
+    let embedder = Arc::new(Embedder::load(&model_dir()).unwrap());
+    let outbox = MemoryOutbox::default();
+    let docs = relevance::load_agents(relevance::default_dir()).unwrap();
+    for d in docs.into_iter().take(3) {
+        outbox.push(Change::Upsert(Box::new(d)));
+    }
+    let held = HeldOutbox {
+        outbox: outbox.clone(),
+        open: Arc::new(tokio::sync::Semaphore::new(0)),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let vectors = open_store(dir.path(), &embedder);
+    let f = VectorFollower::start(held.clone(), embedder, Arc::clone(&vectors), config());
+    let status = f.status();
+    let start = std::time::Instant::now();
+    while status.lag() != 3 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "lag {}",
+            status.lag()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!((status.committed_seq(), status.embedded()), (0, 0));
+    held.open.add_permits(1_000);
+    f.wait_for(3).await.unwrap();
+    assert_eq!((status.lag(), status.embedded()), (0, 3));
+    assert_eq!(vectors.read().unwrap().len(), 3);
+    f.shutdown().await.unwrap();
+}

@@ -58,6 +58,15 @@ struct GroupCounters {
     duration_micros: AtomicU64,
 }
 
+/// The search followers' lag, in outbox events, for `/metrics`.
+#[derive(Debug, Clone, Copy)]
+pub struct SearchLag {
+    /// The keyword index's follower.
+    pub keyword: u64,
+    /// The embedding follower's; `None` without a model.
+    pub embedding: Option<u64>,
+}
+
 /// Process-wide request counters.
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -73,8 +82,9 @@ impl Metrics {
         g.duration_micros
             .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
     }
-    /// The Prometheus text exposition, with the core's `counters`.
-    pub fn render(&self, backend: &str, counters: &Counters) -> String {
+    /// The Prometheus text exposition, with the core's `counters` and, when search is on, its
+    /// followers' lag.
+    pub fn render(&self, backend: &str, counters: &Counters, search: Option<SearchLag>) -> String {
         let mut s = String::new();
         s.push_str(
             "# HELP ofc_hub_http_requests_total HTTP requests by route group (api: /api/v1, oci: /v2, registry: /registry, ops: the rest) and status class.\n",
@@ -123,6 +133,11 @@ impl Metrics {
                 counters.publish_refusals(),
             ),
             (
+                "ofc_hub_mirror_tags_repaired_total",
+                "Agent versions' tags the repair pass made again in the upstream registry.",
+                counters.mirror_tags_repaired(),
+            ),
+            (
                 "ofc_hub_auth_failures_total",
                 "Failed authentications.",
                 counters.auth_failures(),
@@ -136,6 +151,21 @@ impl Metrics {
             "# HELP ofc_hub_cosigner 1 when this replica is the one submitting the log's heads to the witnesses.\n# TYPE ofc_hub_cosigner gauge\nofc_hub_cosigner {}",
             u8::from(counters.cosigning())
         );
+        if let Some(lag) = search {
+            let _ = writeln!(
+                s,
+                "# HELP ofc_hub_search_lag_events Outbox events a search follower has not applied yet: keyword (the index) or embedding (the agents' vectors, with an embedding model).\n# TYPE ofc_hub_search_lag_events gauge\nofc_hub_search_lag_events{{follower=\"keyword\"}} {}",
+                lag.keyword
+            );
+            if let Some(e) = lag.embedding {
+                let _ = writeln!(s, "ofc_hub_search_lag_events{{follower=\"embedding\"}} {e}");
+            }
+            let _ = writeln!(
+                s,
+                "# HELP ofc_hub_search_model 1 when the hub has an embedding model (search_model_dir): text queries are hybrid by default.\n# TYPE ofc_hub_search_model gauge\nofc_hub_search_model {}",
+                u8::from(lag.embedding.is_some())
+            );
+        }
         let _ = writeln!(
             s,
             "# HELP ofc_hub_info Build and backend.\n# TYPE ofc_hub_info gauge\nofc_hub_info{{version=\"{}\",backend=\"{backend}\"}} 1",
@@ -151,7 +181,7 @@ mod tests {
 
     use hub_core::counters::Counters;
 
-    use super::{Metrics, RouteGroup};
+    use super::{Metrics, RouteGroup, SearchLag};
 
     #[test]
     fn paths_fall_in_their_group() {
@@ -177,7 +207,7 @@ mod tests {
         m.request(RouteGroup::Oci, 201, Duration::from_millis(2));
         m.request(RouteGroup::Oci, 404, Duration::from_millis(1));
         m.request(RouteGroup::Api, 200, Duration::from_millis(1));
-        let text = m.render("sqlite", &Counters::default());
+        let text = m.render("sqlite", &Counters::default(), None);
         for line in [
             "ofc_hub_http_requests_total{group=\"oci\",status=\"2xx\"} 1",
             "ofc_hub_http_requests_total{group=\"oci\",status=\"4xx\"} 1",
@@ -187,5 +217,29 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
         }
+        assert!(!text.contains("ofc_hub_search"), "{text}");
+    }
+
+    #[test]
+    fn search_lag_is_a_gauge_per_follower() {
+        let m = Metrics::default();
+        let lag = |keyword, embedding| SearchLag { keyword, embedding };
+        let text = m.render("sqlite", &Counters::default(), Some(lag(3, Some(7))));
+        for line in [
+            "# TYPE ofc_hub_search_lag_events gauge",
+            "ofc_hub_search_lag_events{follower=\"keyword\"} 3",
+            "ofc_hub_search_lag_events{follower=\"embedding\"} 7",
+            "ofc_hub_search_model 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+        }
+        // Without a model: the keyword follower's only.
+        let text = m.render("sqlite", &Counters::default(), Some(lag(0, None)));
+        assert!(text.contains("ofc_hub_search_lag_events{follower=\"keyword\"} 0\n"));
+        assert!(!text.contains("follower=\"embedding\""), "{text}");
+        assert!(
+            text.lines().any(|l| l == "ofc_hub_search_model 0"),
+            "{text}"
+        );
     }
 }

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 pub use index_schema::hub_api::{Health, NotReady, Ready};
 
 use crate::error::{ApiError, ErrorCode, RETRY_AFTER_SECS};
+use crate::metrics::SearchLag;
 use crate::state::AppState;
 
 /// Liveness: the process answers.
@@ -21,7 +22,8 @@ pub async fn healthz() -> Json<Health> {
 /// Readiness: the database answers, and the search index caught up with the changes made
 /// before this hub started (a new replica, or one restarted while others kept writing, is not
 /// ready until its search answers as the others' do); reports how far search lags behind the
-/// outbox.
+/// outbox, and with an embedding model how far the embeddings lag (a degraded detail, never
+/// not-ready: keyword search answers in full meanwhile).
 #[utoipa::path(get, path = "/readyz", tag = "ops",
     responses(
         (status = 200, description = "ready", body = Ready),
@@ -40,10 +42,20 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError>
     })?;
     let search = state.core.search.as_ref();
     let caught_up = search.is_none_or(|s| s.status().caught_up());
+    // Embeddings behind are a degraded detail, not unreadiness: keyword search answers in
+    // full, and hybrid search finds the agents not embedded yet by their words.
+    let embedding_lag = search.and_then(|s| s.embedding_lag());
     let ready = Ready {
         status: if caught_up { "ok" } else { "catching_up" }.into(),
         search_lag: search.map(|s| s.lag()),
         search_seq: search.map(|s| s.status().committed_seq()),
+        search_model: search.map(|s| s.semantic().is_some()),
+        embedding_lag,
+        embedding_seq: search.and_then(|s| s.vector_status().map(|v| v.committed_seq())),
+        degraded: embedding_lag
+            .filter(|lag| *lag > 0)
+            .map(|_| vec!["embeddings_behind".to_string()])
+            .unwrap_or_default(),
     };
     Ok(if caught_up {
         Json(ready).into_response()
@@ -63,9 +75,14 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError>
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state
-            .metrics
-            .render(state.core.store.db().backend(), &state.core.counters),
+        state.metrics.render(
+            state.core.store.db().backend(),
+            &state.core.counters,
+            state.core.search.as_ref().map(|s| SearchLag {
+                keyword: s.lag(),
+                embedding: s.embedding_lag(),
+            }),
+        ),
     )
 }
 

@@ -87,6 +87,19 @@ async fn published_versions_become_searchable_and_yanks_hide_them(#[case] backen
     let ready = until(&app, "/readyz", |v| v["search_lag"] == 0).await;
     assert_eq!(ready["status"], "ok");
     assert!(ready["search_seq"].as_u64().unwrap() >= 2, "{ready}");
+    // No model: said so, and no embedding follower to report.
+    assert_eq!(ready["search_model"], false, "{ready}");
+    for absent in ["embedding_lag", "embedding_seq", "degraded"] {
+        assert!(ready.get(absent).is_none(), "{ready}");
+    }
+    let metrics = app.get_text("/metrics").await;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "ofc_hub_search_lag_events{follower=\"keyword\"} 0"),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("follower=\"embedding\""), "{metrics}");
 
     // The registry view answers from the same index, by handle.
     let (s, v) = app

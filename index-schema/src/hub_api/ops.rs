@@ -23,6 +23,22 @@ pub struct Ready {
     /// The last outbox sequence that is searchable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_seq: Option<u64>,
+    /// With search: whether the hub has an embedding model (`search_model_dir`), so that a
+    /// text query is hybrid by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_model: Option<bool>,
+    /// With a model: outbox entries whose agents' embeddings are not in yet (0: up to date).
+    /// Meanwhile hybrid search finds those agents by their words only; it never makes the hub
+    /// not ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_lag: Option<u64>,
+    /// With a model: the last outbox sequence whose embeddings are in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_seq: Option<u64>,
+    /// What answers less well than it could while the hub is ready: `embeddings_behind`
+    /// while `embedding_lag` is above 0.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<String>,
 }
 
 /// `GET /readyz` when the hub is not ready (503, with `Retry-After`): search catching up after
