@@ -234,65 +234,148 @@ pub async fn search(hub: &Hub, req: SearchRequest, site: &Site) -> CoreResult<Va
             ));
         }
     }
+    // The page token: the cap of the previous page (its last score) and the index's cursor.
+    let (cap, cursor) = match req.page_token.as_deref() {
+        None => (100, None),
+        Some(t) => {
+            let (cap, cursor) = split_token(t)?;
+            (cap, Some(cursor.to_string()))
+        }
+    };
+    let req = SearchRequest {
+        page_token: cursor,
+        ..req
+    };
     let Some(params) = params_of(&req, site, limit)? else {
         return Ok(json!({ "results": [] }));
     };
-    let page = run(hub, &params).await?;
+    let ranked = run(hub, &params).await?;
     let words = hub_search::words::query_words(&req.query.text).len();
-    let mut results = Vec::with_capacity(page.hits.len());
-    for hit in &page.hits {
+    let mut cap = cap;
+    let mut results = Vec::with_capacity(ranked.page.hits.len());
+    for hit in &ranked.page.hits {
+        // Ordered as the hits are: never above the one before, on this page or the last.
+        cap = cap.min(score(hit, words, ranked.best));
         let Some(mut entry) = entry_of(hub, hit, site).await? else {
             continue;
         };
-        entry.insert("score".into(), json!(score(hit, words)));
+        entry.insert("score".into(), json!(cap));
         entry.insert("source".into(), json!(site.registry_url()));
+        let meta = entry
+            .entry("metadata")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .expect("metadata is an object");
+        meta.insert("searchMode".into(), json!(ranked.mode.as_str()));
+        if !hit.matched_by.is_empty() {
+            meta.insert("matchedBy".into(), json!(hit.matched_by.join(",")));
+        }
+        if let Some(sim) = hit.similarity.filter(|s| s.is_finite()) {
+            meta.insert(
+                "similarity".into(),
+                json!((f64::from(sim) * 1000.0).round() / 1000.0),
+            );
+        }
         results.push(Value::Object(entry));
     }
     let mut out = json!({ "results": results });
-    if let Some(next) = page.next_cursor {
-        out["pageToken"] = json!(next);
+    if let Some(next) = ranked.page.next_cursor {
+        out["pageToken"] = json!(format!("{cap}.{next}"));
     }
     Ok(out)
 }
 
-/// The ARD relevance score (0-100) of a hit: the index's score s (BM25 with its boosts) as
-/// 100·s/(s+5), times the share of the query's words the hit has (partial matches rank after
-/// full ones). Without text (nothing to be relevant to) every hit scores 100. Informational
-/// only, as ARD says: the order is the index's.
-fn score(hit: &SearchHit, words: usize) -> u8 {
-    let Some(s) = hit.score.filter(|s| s.is_finite() && *s > 0.0) else {
-        return if words == 0 { 100 } else { 0 };
-    };
-    let s = f64::from(s);
-    let mut v = 100.0 * s / (s + 5.0);
-    if words > 0 && !hit.missing_words.is_empty() {
-        let have = words.saturating_sub(hit.missing_words.len());
-        v *= have as f64 / words as f64;
-    }
-    v.round().clamp(0.0, 100.0) as u8
+/// A `pageToken` this hub gave: `<cap>.<cursor>`, the score of the previous page's last
+/// result (0-100) and the index's cursor.
+fn split_token(token: &str) -> CoreResult<(u8, &str)> {
+    token
+        .split_once('.')
+        .and_then(|(cap, cursor)| {
+            let cap = cap.parse::<u8>().ok().filter(|c| *c <= 100)?;
+            (!cursor.is_empty()).then_some((cap, cursor))
+        })
+        .ok_or_else(|| {
+            invalid(
+                ErrorCode::InvalidCursor,
+                "pageToken is not one this hub gave (pass the `pageToken` of the previous page \
+                 unchanged)",
+            )
+        })
 }
 
-async fn run(hub: &Hub, params: &SearchParams) -> CoreResult<hub_search::SearchResults> {
+/// The ARD relevance score (0-100) of a hit; ARD calls it informational (not trust), and the
+/// order is the index's. `best` is the largest fused score of the mode the query ran in
+/// ([`hub_search::hybrid::Fusion::best_possible`]); `None` in keyword mode.
+///
+/// - **Hybrid** (a model, a text query): the hit's fused score over the best possible one, so
+///   100 is an agent first both by its words and by meaning, about 50 one first on one side
+///   and absent from the other, and the scores fall as the ranks do, across pages too.
+/// - **Keyword**: of a query of `words` words, a hit lacking m of them scores
+///   `(words - m + s/(s+5)) / (words + 1)`, s the index's score (BM25 with its boosts): each
+///   word found is worth a share, and the strength of the match fills the last share; full
+///   matches score above every partial one, as they rank. Without text (nothing to be relevant
+///   to) every hit scores 100.
+fn score(hit: &SearchHit, words: usize, best: Option<f32>) -> u8 {
+    let s = hit
+        .score
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(f64::from);
+    let relevance = match (best, s) {
+        (Some(best), Some(s)) if best > 0.0 => s / f64::from(best),
+        (Some(_), _) => 0.0,
+        (None, _) if words == 0 => 1.0,
+        (None, None) => 0.0,
+        (None, Some(s)) => {
+            let have = words.saturating_sub(hit.missing_words.len());
+            (have as f64 + s / (s + 5.0)) / (words as f64 + 1.0)
+        }
+    };
+    (100.0 * relevance).round().clamp(0.0, 100.0) as u8
+}
+
+/// A page of hits, the mode it ran in, and that mode's best fused score.
+struct Ranked {
+    page: hub_search::SearchResults,
+    mode: hub_search::SearchMode,
+    best: Option<f32>,
+}
+
+/// Runs `params` in the mode the hub's search gives it: hybrid with a model and a text query
+/// ranked by relevance, keyword otherwise (ARD's body has no `mode`).
+async fn run(hub: &Hub, params: &SearchParams) -> CoreResult<Ranked> {
     let search = search_of(hub)?;
-    let q = hub_search::SearchQuery::parse(params).map_err(|e| {
-        let field = match e.field {
-            "q" => "query.text",
-            "cursor" => "pageToken",
-            "capability" => "filter.capabilities",
-            "keyword" => "filter.tags",
-            other => other,
-        };
-        let code = if e.field == "cursor" {
-            ErrorCode::InvalidCursor
-        } else {
-            ErrorCode::InvalidParameter
-        };
-        invalid(code, format!("{field}: {}", e.message))
-    })?;
-    tokio::task::spawn_blocking(move || search.index.search(&q))
+    let q = hub_search::SearchQuery::parse(params).map_err(|e| bad_query(&e))?;
+    let fusion = search.semantic().map(|s| s.fusion);
+    let mode = hub_search::hybrid::resolve_mode(&q, fusion.is_some()).map_err(|e| bad_query(&e))?;
+    let page = tokio::task::spawn_blocking(move || search.run(&q))
         .await
         .map_err(CoreError::internal)?
-        .map_err(CoreError::internal)
+        .map_err(|e| match e {
+            hub_search::hybrid::HybridError::Query(e) => bad_query(&e),
+            e => CoreError::internal(e),
+        })?;
+    Ok(Ranked {
+        page,
+        mode,
+        best: fusion.and_then(|f| f.best_possible(mode)),
+    })
+}
+
+/// A query parameter the index refused, named as ARD's body names it.
+fn bad_query(e: &hub_search::QueryError) -> CoreError {
+    let field = match e.field {
+        "q" => "query.text",
+        "cursor" => "pageToken",
+        "capability" => "filter.capabilities",
+        "keyword" => "filter.tags",
+        other => other,
+    };
+    let code = if e.field == "cursor" {
+        ErrorCode::InvalidCursor
+    } else {
+        ErrorCode::InvalidParameter
+    };
+    invalid(code, format!("{field}: {}", e.message))
 }
 
 fn search_of(hub: &Hub) -> CoreResult<std::sync::Arc<search::Search>> {
@@ -384,7 +467,7 @@ pub async fn catalog(hub: &Hub, site: &Site, page_token: Option<&str>) -> CoreRe
         cursor: page_token.map(str::to_string),
         ..SearchParams::default()
     };
-    let page = run(hub, &params).await?;
+    let page = run(hub, &params).await?.page;
     let mut entries = Vec::new();
     if page_token.is_none() {
         entries.push(json!({

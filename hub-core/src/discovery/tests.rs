@@ -1,7 +1,7 @@
 use index_schema::hub_api::SearchHit;
 use serde_json::json;
 
-use super::{SearchRequest, Site, params_of, percent, score};
+use super::{SearchRequest, Site, params_of, percent, score, split_token};
 
 fn site() -> Site {
     Site {
@@ -89,12 +89,52 @@ fn hit(score: Option<f32>, missing: &[&str]) -> SearchHit {
 }
 
 #[test]
-fn scores_are_0_to_100_and_partial_matches_score_lower() {
-    assert_eq!(score(&hit(Some(5.0), &[]), 2), 50);
-    assert_eq!(score(&hit(Some(5.0), &["x"]), 2), 25);
-    assert_eq!(score(&hit(Some(1e9), &[]), 1), 100);
-    assert_eq!(score(&hit(None, &[]), 0), 100);
-    assert_eq!(score(&hit(Some(f32::NAN), &[]), 1), 0);
+fn keyword_scores_give_each_word_a_share_and_full_matches_outscore_partial_ones() {
+    // Two words: a full match is in [67, 100], one lacking a word in [33, 67].
+    assert_eq!(score(&hit(Some(5.0), &[]), 2, None), 83);
+    assert_eq!(score(&hit(Some(1e-3), &[]), 2, None), 67);
+    assert_eq!(score(&hit(Some(1e9), &[]), 2, None), 100);
+    assert_eq!(score(&hit(Some(1e9), &["x"]), 2, None), 67);
+    assert_eq!(score(&hit(Some(5.0), &["x"]), 2, None), 50);
+    // One word: the strength of the match decides above the half.
+    assert_eq!(score(&hit(Some(5.0), &[]), 1, None), 75);
+    // No text: nothing to be relevant to.
+    assert_eq!(score(&hit(None, &[]), 0, None), 100);
+    assert_eq!(score(&hit(Some(f32::NAN), &[]), 1, None), 0);
+}
+
+#[test]
+fn hybrid_scores_are_the_fused_score_over_the_best_possible() {
+    let fusion = hub_search::hybrid::Fusion::default();
+    let best = fusion.best_possible(hub_search::SearchMode::Hybrid);
+    let k = fusion.rrf_k;
+    let first = |w: f32| w / (k + 1.0);
+    // First on both sides: 100; first on one side only: half; lower ranks lower.
+    let both = first(fusion.keyword_weight) + first(fusion.semantic_weight);
+    assert_eq!(score(&hit(Some(both), &[]), 3, best), 100);
+    assert_eq!(
+        score(&hit(Some(first(fusion.semantic_weight)), &[]), 3, best),
+        50
+    );
+    let tenth = fusion.semantic_weight / (k + 10.0);
+    assert_eq!(score(&hit(Some(tenth), &[]), 3, best), 39);
+    // The words a hit lacks do not count again: the fusion weighed them already.
+    assert_eq!(score(&hit(Some(tenth), &["x"]), 3, best), 39);
+    assert_eq!(score(&hit(None, &[]), 3, best), 0);
+    assert_eq!(fusion.best_possible(hub_search::SearchMode::Keyword), None);
+}
+
+#[test]
+fn page_tokens_carry_the_last_score_and_are_checked() {
+    assert_eq!(split_token("42.abc").unwrap(), (42, "abc"));
+    assert_eq!(split_token("100.a.b").unwrap(), (100, "a.b"));
+    for bad in ["abc", "101.abc", "-1.abc", "42.", ".abc", ""] {
+        let e = split_token(bad).unwrap_err();
+        assert!(
+            e.message.contains("pageToken is not one this hub gave"),
+            "{bad}"
+        );
+    }
 }
 
 #[test]

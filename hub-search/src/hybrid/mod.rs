@@ -28,7 +28,7 @@ use nearest::{Ivf, IvfParams};
 
 use crate::embed::store::SharedVectors;
 use crate::embed::{EmbedError, Embedder};
-use crate::query::QueryError;
+use crate::query::{QueryError, SearchMode};
 
 /// From this many vectors on, the meaning side uses the IVF index instead of an exact scan.
 pub const ANN_FROM: usize = 200_000;
@@ -68,6 +68,21 @@ impl Default for Fusion {
             partial_factor: 0.5,
             depth: 50,
             min_similarity: 0.0,
+        }
+    }
+}
+
+impl Fusion {
+    /// The largest fused score a hit can have in `mode`: first on every side that runs (the
+    /// keyword side at its full weight). A hit's fused score over this is in (0, 1], ordered as
+    /// the hits are — what the hub's ARD search reports as its relevance score. `None` in
+    /// keyword mode, where nothing is fused.
+    pub fn best_possible(&self, mode: SearchMode) -> Option<f32> {
+        let first = |weight: f32| weight / (self.rrf_k + 1.0);
+        match mode {
+            SearchMode::Keyword => None,
+            SearchMode::Semantic => Some(first(self.semantic_weight)),
+            SearchMode::Hybrid => Some(first(self.keyword_weight) + first(self.semantic_weight)),
         }
     }
 }

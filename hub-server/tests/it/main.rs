@@ -4,6 +4,7 @@
 //! the `ofc-test-kit` crate (`TestHub::in_process`, `TestHub::process`).
 
 mod admin_while_serving;
+mod ard_scores;
 mod attacks;
 mod authz;
 mod connections;
