@@ -5,7 +5,7 @@ use axum::response::IntoResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{accounts, agents, domains, namespaces, ops, registry, search, trusted};
+use super::{accounts, agents, discovery, domains, namespaces, ops, registry, search, trusted};
 use crate::tlog;
 
 /// The hub's API.
@@ -26,6 +26,7 @@ use crate::tlog;
         agents::audit,
         registry::register, registry::get, registry::patch, registry::remove,
         search::search, search::registry_search,
+        discovery::catalog, discovery::jwks, discovery::search,
         ops::healthz, ops::readyz, ops::metrics, openapi,
         tlog::log_info, tlog::log_publisher, tlog::checkpoint, tlog::tile,
     ),
@@ -36,6 +37,7 @@ use crate::tlog;
         (name = "agents", description = "publish, read, yank, deprecate, delete"),
         (name = "search", description = "ranked agent search"),
         (name = "registry", description = "the OFC registry API (seed 000)"),
+        (name = "discovery", description = "the AI catalog and search of the ARD draft v0.9, and the key of the signed A2A cards"),
         (name = "ops", description = "health, readiness, metrics"),
         (name = "log", description = "the transparency log (tiles and checkpoint: C2SP tlog-tiles under /log/)"),
     )

@@ -14,6 +14,7 @@ use index_schema::name::AgentName;
 use ofc_test_kit::{Backend, TestHub, bundle_manifest, remote_manifest};
 use reqwest::Method;
 use serde_json::{Map, Value, json};
+use utoipa::OpenApi as _;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -114,6 +115,8 @@ async fn the_signed_a2a_card_verifies_with_an_independent_jose_library() {
     let (s, jwks) = hub.get("/.well-known/jwks.json").await;
     assert_eq!(s, 200, "{jwks}");
     let key = &jwks["keys"][0];
+    assert_documented(&jwks, "JwkSet");
+    assert_documented(key, "Jwk");
     assert_eq!(
         (&key["kty"], &key["crv"], &key["alg"]),
         (&json!("OKP"), &json!("Ed25519"), &json!("EdDSA"))
@@ -208,6 +211,38 @@ async fn search_until(hub: &TestHub, body: &Value, done: impl Fn(&Value) -> bool
     }
 }
 
+/// The property names of an OpenAPI component schema, through `allOf` and `$ref`.
+fn documented(doc: &Value, schema: &Value, into: &mut Vec<String>) {
+    if let Some(r) = schema["$ref"].as_str() {
+        let name = r.rsplit('/').next().unwrap();
+        return documented(doc, &doc["components"]["schemas"][name], into);
+    }
+    for part in schema["allOf"].as_array().into_iter().flatten() {
+        documented(doc, part, into);
+    }
+    into.extend(
+        schema["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.clone()),
+    );
+}
+
+/// Every member of `value` is one the OpenAPI document gives its schema `name`.
+fn assert_documented(value: &Value, name: &str) {
+    let doc = serde_json::to_value(hub_server::api::openapi::ApiDoc::openapi()).unwrap();
+    let mut props = Vec::new();
+    documented(&doc, &doc["components"]["schemas"][name], &mut props);
+    assert!(!props.is_empty(), "no schema {name}");
+    for key in value.as_object().unwrap().keys() {
+        assert!(
+            props.contains(key),
+            "{name} does not document `{key}`: {value}"
+        );
+    }
+}
+
 fn ids(v: &Value, member: &str) -> Vec<String> {
     v[member]
         .as_array()
@@ -277,7 +312,9 @@ async fn the_ai_catalog_and_ard_search_answer_over_http() {
     for h in hits {
         let score = h["score"].as_u64().unwrap();
         assert!((1..=100).contains(&score), "{h}");
+        assert_documented(h, "ArdSearchResult");
     }
+    assert_documented(&v, "ArdSearchResponse");
     // The entry's url is the signed card.
     let card_url = top["url"].as_str().unwrap();
     assert_eq!(
@@ -385,6 +422,7 @@ async fn the_ai_catalog_and_ard_search_answer_over_http() {
             .await;
         assert_eq!(s, 400, "{body}: {v}");
         assert_eq!(v["errorCode"], "INVALID_ARGUMENT", "{body}: {v}");
+        assert_documented(&v, "ArdError");
         assert!(
             v["message"].as_str().unwrap().contains(words),
             "{body}: {v}"
@@ -412,6 +450,11 @@ async fn the_ai_catalog_and_ard_search_answer_over_http() {
     // The catalog: the registry first, then every agent; the A2A entries' urls are cards.
     let (s, cat) = hub.get("/.well-known/ai-catalog.json").await;
     assert_eq!(s, 200, "{cat}");
+    assert_documented(&cat, "AiCatalog");
+    assert_documented(&cat["host"], "AiCatalogHost");
+    for e in cat["entries"].as_array().unwrap() {
+        assert_documented(e, "ArdEntry");
+    }
     assert_eq!(cat["specVersion"], "1.0");
     assert_eq!(cat["host"]["displayName"], host);
     let entries = cat["entries"].as_array().unwrap();
