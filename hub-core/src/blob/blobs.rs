@@ -98,4 +98,16 @@ impl Blobs {
         self.run(move |s| s.mirror_manifest(&repository, &reference, &media_type, &bytes, &blobs))
             .await
     }
+    /// [`BlobStore::mirrors`] (no i/o).
+    pub fn mirrors(&self) -> bool {
+        self.0.mirrors()
+    }
+    /// [`BlobStore::mirrored_tag`].
+    pub async fn mirrored_tag(
+        &self,
+        repository: String,
+        tag: String,
+    ) -> Result<Option<Digest>, BlobError> {
+        self.run(move |s| s.mirrored_tag(&repository, &tag)).await
+    }
 }

@@ -86,4 +86,17 @@ pub trait BlobStore: Send + Sync + std::fmt::Debug + 'static {
     ) -> Result<(), BlobError> {
         Ok(())
     }
+    /// Whether [`mirror_manifest`] mirrors manifests to an OCI registry (whose tags
+    /// [`mirrored_tag`] reads).
+    ///
+    /// [`mirror_manifest`]: BlobStore::mirror_manifest
+    /// [`mirrored_tag`]: BlobStore::mirrored_tag
+    fn mirrors(&self) -> bool {
+        false
+    }
+    /// The digest tag `tag` of `repository` names in the registry manifests are mirrored to;
+    /// `None` when the registry has no such tag (or there is no registry).
+    fn mirrored_tag(&self, _repository: &str, _tag: &str) -> Result<Option<Digest>, BlobError> {
+        Ok(None)
+    }
 }

@@ -41,7 +41,7 @@ mod upload_parts;
 pub use blobs::{BlobClaim, Registered};
 pub use domains::DueDomain;
 pub use lifecycle::{Deprecation, RemoveOutcome, Tombstone, UnpublishLimits};
-pub use oci::{ManifestRow, NewManifest, Unrecorded};
+pub use oci::{ManifestRow, NewManifest, PublishedTag, Unrecorded};
 pub use replicas::{LimiterWindow, StoredCosigned};
 pub use repo::{Actor, Result, Store, StoreError, now_ms};
 pub use rows::{

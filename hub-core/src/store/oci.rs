@@ -56,6 +56,23 @@ pub struct Unrecorded {
     pub bundle_size: Option<i64>,
 }
 
+/// A version's tag as the outbox saw it published (see [`Store::published_tags`]).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PublishedTag {
+    /// The publish's outbox sequence.
+    pub seq: i64,
+    /// When it was published (Unix ms).
+    pub created_at: i64,
+    /// `publisher/agent`.
+    pub repository: String,
+    /// The version.
+    pub tag: String,
+    /// The manifest the tag names.
+    pub digest: String,
+    /// Its media type.
+    pub media_type: String,
+}
+
 /// Inside a transaction: records manifest `m` (idempotent by digest), indexes the blobs it
 /// references (`refs`, digests of its config and layers: see migration 0017) and moves its tag.
 /// The blobs must have been claimed in the same transaction ([`claim_blobs`]).
@@ -258,6 +275,23 @@ impl Store {
              WHERE NOT EXISTS (SELECT 1 FROM oci_tags t \
                                WHERE t.repository = a.name AND t.tag = v.version)",
         )
+        .fetch_all(self.db.read())
+        .await?)
+    }
+
+    /// The versions published after outbox sequence `seq` that are still there, with the
+    /// manifest their tag names, in sequence (commit) order, at most `limit`.
+    pub async fn published_tags(&self, seq: i64, limit: i64) -> Result<Vec<PublishedTag>> {
+        Ok(sqlx::query_as(
+            "SELECT o.seq AS seq, o.created_at AS created_at, t.repository AS repository, \
+             t.tag AS tag, t.digest AS digest, m.media_type AS media_type \
+             FROM outbox o \
+             JOIN oci_tags t ON t.repository = o.agent AND t.tag = o.version \
+             JOIN oci_manifests m ON m.repository = t.repository AND m.digest = t.digest \
+             WHERE o.seq > $1 AND o.kind = 'publish' ORDER BY o.seq LIMIT $2",
+        )
+        .bind(seq)
+        .bind(limit)
         .fetch_all(self.db.read())
         .await?)
     }

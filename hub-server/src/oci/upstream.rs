@@ -409,4 +409,38 @@ impl BlobStore for UpstreamBlobStore {
                 .map_err(upstream)
         })
     }
+
+    fn mirrors(&self) -> bool {
+        true
+    }
+
+    fn mirrored_tag(&self, repository: &str, tag: &str) -> Result<Option<Digest>, BlobError> {
+        let target: Reference = format!("{}/{repository}:{tag}", self.base)
+            .parse()
+            .map_err(|e| upstream(format!("cannot name the mirror of {repository}: {e}")))?;
+        let (c, auth) = (self.client.clone(), self.auth.clone());
+        let found = self.run(async move { c.fetch_manifest_digest(&target, &auth).await });
+        match found {
+            Ok(d) => d
+                .parse()
+                .map(Some)
+                .map_err(|_| upstream(format!("the registry names {repository}:{tag} `{d}`"))),
+            Err(e) if not_found(&e) => Ok(None),
+            Err(e) => Err(upstream(e)),
+        }
+    }
+}
+
+/// Whether the registry said the manifest (or the whole repository) is not there.
+fn not_found(e: &oci_client::errors::OciDistributionError) -> bool {
+    use oci_client::errors::{OciDistributionError as E, OciErrorCode as C};
+    match e {
+        E::RegistryError { envelope, .. } => envelope
+            .errors
+            .iter()
+            .any(|e| matches!(e.code, C::ManifestUnknown | C::NameUnknown | C::NotFound)),
+        E::ServerError { code, .. } => *code == 404,
+        E::ImageManifestNotFoundError(_) => true,
+        _ => false,
+    }
 }
