@@ -138,6 +138,11 @@ pub struct Config {
     /// `/.well-known/ofc-namespace.txt` or its DNS TXT record); a failed re-check lapses the
     /// verification until a later one passes. At least 1.
     pub verify_recheck_secs: u64,
+    /// Seconds between the passes that check, in `upstream_registry`, the tag of every agent
+    /// version published since the last pass (the first pass at start checks them all) and
+    /// make a missing or wrong one again (a version is checked once it is 10 s old). At least
+    /// 1 (0 is refused).
+    pub mirror_repair_secs: u64,
     /// A PEM file of the certificate authorities trusted for the HTTPS proof of a domain,
     /// instead of the built-in web roots (e.g. a company's internal CA).
     pub verify_ca_file: Option<PathBuf>,
@@ -230,6 +235,7 @@ impl Default for Config {
             unpublish_window_secs: 72 * 3600,
             unpublish_max_downloads: 100,
             verify_recheck_secs: 24 * 3600,
+            mirror_repair_secs: 60,
             verify_ca_file: None,
             verify_dns_server: None,
             verify_https_port: 443,
@@ -294,9 +300,17 @@ impl Config {
         }
         merged.extend(env_table);
         merged.extend(flags);
-        toml::Value::Table(merged)
+        let c: Config = toml::Value::Table(merged)
             .try_into()
-            .map_err(|e: toml::de::Error| format!("invalid settings: {}", e.message()))
+            .map_err(|e: toml::de::Error| format!("invalid settings: {}", e.message()))?;
+        if c.mirror_repair_secs == 0 {
+            return Err(
+                "invalid settings: mirror_repair_secs is 0; it is the seconds between the \
+                 upstream registry's tag checks, at least 1"
+                    .into(),
+            );
+        }
+        Ok(c)
     }
 
     /// Where blobs live: `blob_dir`, else the data dir.
@@ -457,6 +471,18 @@ mod tests {
         );
         let err = Config::load(None, Vec::new(), flags).unwrap_err();
         assert!(err.contains("trusted_proxies: `10.0.0.0/40`"), "{err}");
+    }
+
+    #[test]
+    fn mirror_repair_secs_is_60_unless_set_and_never_0() {
+        let c = Config::load(None, Vec::new(), toml::Table::new()).unwrap();
+        assert_eq!(c.mirror_repair_secs, 60);
+        let env = vec![("OFC_HUB__MIRROR_REPAIR_SECS".to_string(), "5".to_string())];
+        let c = Config::load(None, env, toml::Table::new()).unwrap();
+        assert_eq!(c.mirror_repair_secs, 5);
+        let env = vec![("OFC_HUB__MIRROR_REPAIR_SECS".to_string(), "0".to_string())];
+        let err = Config::load(None, env, toml::Table::new()).unwrap_err();
+        assert!(err.contains("mirror_repair_secs is 0"), "{err}");
     }
 
     #[test]

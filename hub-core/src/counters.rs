@@ -10,6 +10,7 @@ pub struct Counters {
     publishes: AtomicU64,
     publish_refusals: AtomicU64,
     auth_failures: AtomicU64,
+    mirror_tags_repaired: AtomicU64,
     cosigning: AtomicBool,
 }
 
@@ -25,6 +26,14 @@ impl Counters {
     /// Records a failed authentication.
     pub fn auth_failure(&self) {
         self.auth_failures.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Records a version's tag made again in the upstream registry by the repair pass.
+    pub fn mirror_tag_repaired(&self) {
+        self.mirror_tags_repaired.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Versions' tags the repair pass made again in the upstream registry.
+    pub fn mirror_tags_repaired(&self) -> u64 {
+        self.mirror_tags_repaired.load(Ordering::Relaxed)
     }
     /// Records whether this replica holds the cosigner lease (submits heads to witnesses).
     pub fn set_cosigning(&self, holds: bool) {

@@ -43,6 +43,7 @@ pub mod limits;
 pub mod log_heads;
 pub mod log_key;
 pub mod lookalike;
+pub mod mirror_tags;
 pub mod namespaces;
 pub mod oci;
 pub mod outbound;

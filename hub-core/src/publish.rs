@@ -364,7 +364,13 @@ pub async fn publish(
     req: Request<'_>,
 ) -> Result<Published, PublishError> {
     let r = publish_checked(hub, principal, req).await;
-    match &r {
+    counted(hub, &r);
+    r
+}
+
+/// Counts a publish's outcome (and logs and announces a committed one).
+pub(crate) fn counted(hub: &Hub, r: &Result<Published, PublishError>) {
+    match r {
         Ok(p) => {
             hub.counters.publish();
             tracing::info!(agent.name = %p.name, agent.version = %p.version, seq = p.seq,
@@ -374,10 +380,10 @@ pub async fn publish(
         }
         Err(_) => hub.counters.publish_refused(),
     }
-    r
 }
 
-async fn publish_checked(
+/// [`publish`] without counting its outcome.
+pub(crate) async fn publish_checked(
     hub: &Hub,
     principal: &Principal,
     req: Request<'_>,
@@ -578,7 +584,9 @@ async fn publish_checked(
         other => other.into(),
     })?;
     // After the commit, the mirrored manifest is tagged with the version (its blobs are there
-    // already). Only the tag is at stake, so a failure is logged and the publish stands.
+    // already). Only the tag is at stake, so a failure is logged and the publish stands: a
+    // client's retry of the push makes it (`mirror_tags::publish_pushed`), else the repair
+    // pass does (`mirror_tags::repair_pass`).
     if let Some(p) = mirrored
         && let Err(e) = tag_mirror(hub, &repository, &version, p, &oci.bytes).await
     {

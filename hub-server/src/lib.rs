@@ -67,6 +67,8 @@ pub async fn build_state_for(config: Config, role: Role) -> anyhow::Result<AppSt
     let core = hub_core::start::open(config, role, blob_store).await?;
     if role == Role::Serve {
         proof::start_rechecks(core.clone(), Arc::new(prover));
+        // The upstream registry's tags of versions (nothing without one).
+        hub_core::mirror_tags::start_repairs(core.clone());
     }
     if role == Role::Serve && !witnesses.is_empty() {
         cosigner::start(core.clone(), witnesses);

@@ -15,8 +15,9 @@ use index_schema::media_types::{
 use index_schema::name::Digest;
 
 use hub_core::auth::Principal;
+use hub_core::mirror_tags::publish_pushed as publish;
 use hub_core::oci::Parsed;
-use hub_core::publish::{self, Pushed, Request};
+use hub_core::publish::{Pushed, Request};
 
 use super::error::{OciError, OciResult};
 use crate::error::ApiError;
@@ -85,7 +86,9 @@ pub async fn publish_pushed(
     {
         check_layers(&m, parsed)?;
     }
-    publish::publish(
+    // A push of the manifest the version already has is its publish again (201, the same
+    // digest; see `hub_core::mirror_tags`); another manifest for it is `version_exists`.
+    publish(
         &app.core,
         principal,
         Request {
