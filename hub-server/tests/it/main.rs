@@ -16,6 +16,7 @@ mod layout;
 mod lifecycle;
 mod oci_clients;
 mod oci_gc;
+mod oci_mirror_tags;
 mod oci_protocol;
 mod oci_upstream_hostile;
 mod openapi;

@@ -1375,11 +1375,22 @@ async fn agent_versions_are_oci_artifacts(#[case] backend: Backend) {
     )
     .await;
     assert_eq!(r.body, om, "stored byte-exact");
-    // Same version again: immutable.
-    let (r, _) = push_agent(
+    // Same version again, the same manifest: its publish again (a client's retry; see
+    // `oci_mirror_tags`). Another manifest: immutable.
+    let (r, same) = push_agent(
         bundle_manifest("alice/pushed", "0.1.0", &b2),
         "0.1.0",
         b2.clone(),
+        app.user.key.clone(),
+    )
+    .await;
+    assert_eq!(same, om);
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let b3 = b"yet another bundle".to_vec();
+    let (r, _) = push_agent(
+        bundle_manifest("alice/pushed", "0.1.0", &b3),
+        "0.1.0",
+        b3.clone(),
         app.user.key.clone(),
     )
     .await;
