@@ -5,7 +5,10 @@
 //! bundle agent with `ofc publish --oidc` (the ID token in `OFC_OIDC_TOKEN`); `ofc info` says
 //! it was published by trusted publishing and from which subject, `ofc audit` verifies the log's
 //! `trusted-publish` entry and a fresh `ofc pull` verifies the version; a replayed token and a
-//! foreign subject are refused with the check that failed.
+//! foreign subject are refused with the check that failed. With the hub's default outbound
+//! address policy, `ofc namespace trust add` of an issuer URL naming 127.0.0.1 is refused, and
+//! `ofc publish --oidc` with an issuer whose name resolves to 127.0.0.1 is refused without the
+//! hub connecting, both saying why.
 
 use crate::common::Publishers as _;
 use crate::common::{Ofc, bin};
@@ -160,4 +163,68 @@ fn trusted_publishing_on_sqlite() {
 #[test]
 fn trusted_publishing_on_postgres() {
     trusted_publishing(Backend::Postgres);
+}
+
+/// The outbound address policy through `ofc`, on a hub with the default settings: the issuer's
+/// own address in an https URL is refused at `trust add`; a name resolving to 127.0.0.1
+/// (`localhost`, in front of a listener that is never accepted from) registers, and the
+/// `publish --oidc` that would fetch its keys is refused — the listener's queue stays empty.
+#[test]
+fn issuers_on_private_addresses_are_refused_through_ofc() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let issuer = rt.block_on(OidcIssuer::start());
+    let hub = TestHub::process(ProcessOptions::new(Backend::Sqlite));
+    let acme = hub.publisher("acme", &[]);
+    let port = issuer.url.rsplit(':').next().unwrap();
+    let literal = format!("https://127.0.0.1:{port}");
+    let r = acme.ofc.fails(
+        1,
+        &["namespace", "trust", "add", &literal, "repo:acme/coder:*"],
+    );
+    assert!(
+        r.stderr.contains(&format!("`{literal}`"))
+            && r.stderr.contains("loopback")
+            && r.stderr.contains("outbound address policy")
+            && r.stderr.contains("outbound_allow_private"),
+        "{}",
+        r.stderr
+    );
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let named = format!(
+        "https://localhost:{}",
+        listener.local_addr().unwrap().port()
+    );
+    acme.ofc
+        .ok(&["namespace", "trust", "add", &named, "repo:acme/coder:*"]);
+    let ci_home = tempfile::tempdir().unwrap();
+    let ci = Ofc::new(ci_home.path(), &hub.url);
+    copy_keys(&acme.ofc, &ci);
+    let work = tempfile::tempdir().unwrap();
+    let v1 = agent_dir(work.path(), "1.0.0");
+    let mut claims = issuer.claims("ofc", SUBJECT);
+    claims["iss"] = serde_json::json!(named);
+    let token = issuer.token(Sign::Rs256, claims);
+    let r = Ofc::finish(ci.cmd().env("OFC_OIDC_TOKEN", &token).args([
+        "publish",
+        v1.to_str().unwrap(),
+        "--oidc",
+    ]));
+    r.assert_code(1);
+    assert!(
+        r.stderr
+            .contains("trusted publishing refused (issuer_address)")
+            && r.stderr.contains("`localhost` resolves")
+            && r.stderr.contains("127.0.0.1")
+            && r.stderr.contains("outbound address policy"),
+        "{}",
+        r.stderr
+    );
+    // Nothing connected: a connection would wait in the queue, accepted or not by now.
+    listener.set_nonblocking(true).unwrap();
+    let queued = listener.accept();
+    assert!(
+        matches!(&queued, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the hub connected: {queued:?}"
+    );
 }
