@@ -13,6 +13,16 @@ use crate::mapping::field;
 use crate::query::{DeprecatedFilter, SearchQuery};
 
 impl SearchIndex {
+    /// Whether `q` restricts the agents beyond its text (`only_names` aside).
+    pub(super) fn has_filters(&self, q: &SearchQuery) -> bool {
+        !(q.capabilities.is_empty()
+            && q.keywords.is_empty()
+            && q.kind.is_none()
+            && q.publisher.is_none()
+            && q.deprecated == DeprecatedFilter::Include
+            && !q.verified)
+    }
+
     /// Text query AND filters. (Yanked agents are never in the index: the writer deletes them
     /// instead of adding them, so no clause is needed to hide them.) Without filters the text
     /// query is run as it is, which keeps a plain term union prunable (block-max WAND).
@@ -38,13 +48,7 @@ impl SearchIndex {
                 ),
             ]));
         }
-        let unfiltered = q.capabilities.is_empty()
-            && q.keywords.is_empty()
-            && q.kind.is_none()
-            && q.publisher.is_none()
-            && q.deprecated == DeprecatedFilter::Include
-            && !q.verified;
-        if unfiltered {
+        if !self.has_filters(q) {
             return match text {
                 Some(t) => t.box_clone(),
                 None => Box::new(AllQuery),

@@ -9,7 +9,11 @@ use std::sync::{Arc, OnceLock};
 
 use hub_search::embed::Embedder;
 use hub_search::hybrid::Semantic;
-use hub_search::{DeprecatedFilter, SearchIndex, SearchMode, SearchParams, SearchQuery, relevance};
+use hub_search::{
+    Change, DeprecatedFilter, OutboxEntry, SearchIndex, SearchMode, SearchParams, SearchQuery,
+    WriterConfig, relevance,
+};
+use index_schema::name::AgentName;
 
 fn model_dir() -> PathBuf {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/search-model");
@@ -205,4 +209,61 @@ fn a_mode_that_cannot_honour_the_other_parameters_is_refused() {
         index.search_with(&q, Some(semantic)).unwrap(),
         index.search(&q).unwrap()
     );
+}
+
+/// An agent removed from the index whose vector is still in the store (the vector follower
+/// lags the keyword one) is not a hit by meaning; one updated in place (its old document
+/// deleted, a new one added) is a hit once, filtered by its new state.
+#[test]
+fn hits_by_meaning_follow_the_index_not_a_lagging_vector_store() {
+    let (_, shared) = fixture();
+    let agents = relevance::paraphrase_agents().unwrap();
+    let index = relevance::index_of(&agents).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let semantic =
+        relevance::semantic_of(&agents, Arc::clone(shared.embedder()), dir.path()).unwrap();
+    let text = "indent my database statements nicely";
+    let q = query(text, Some(SearchMode::Semantic));
+    let before = names(&index, Some(&semantic), &q);
+    assert_eq!(before[0], "legacy/sql-formatter", "{before:?}");
+    let second = before[1].clone();
+    let updated = agents
+        .iter()
+        .find(|a| a.name().to_string() == second)
+        .unwrap()
+        .clone();
+
+    let mut w = index
+        .writer(WriterConfig {
+            heap_bytes: 32 << 20,
+            threads: 1,
+        })
+        .unwrap();
+    let removed: AgentName = "legacy/sql-formatter".parse().unwrap();
+    for (seq, change) in [
+        (2, Change::Delete(removed)),
+        (3, Change::Upsert(Box::new(updated))),
+    ] {
+        w.apply(&OutboxEntry { seq, change }).unwrap();
+    }
+    w.commit_and_refresh().unwrap();
+
+    let after = names(&index, Some(&semantic), &q);
+    assert!(
+        !after.iter().any(|n| n == "legacy/sql-formatter"),
+        "{after:?}"
+    );
+    assert_eq!(after[0], second, "{after:?}");
+    assert_eq!(
+        after.iter().filter(|n| **n == second).count(),
+        1,
+        "{after:?}"
+    );
+    // The updated agent's publisher filter still finds it, another publisher's does not.
+    let publisher = second.split('/').next().unwrap().to_owned();
+    let mut q = query(text, Some(SearchMode::Semantic));
+    q.publisher = Some(publisher);
+    assert_eq!(names(&index, Some(&semantic), &q)[0], second);
+    q.publisher = Some("nobody-publishes-here".into());
+    assert!(names(&index, Some(&semantic), &q).is_empty());
 }
