@@ -7,7 +7,10 @@ use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
 
 use super::jwt::{self, Jwk};
-use super::{Refusal, UrlRules, check_subject_pattern, check_url, subject_matches};
+use super::{
+    BoxFuture, FetchError, Jwks, OidcFetch, Refusal, UrlRules, check_subject_pattern, check_url,
+    subject_matches,
+};
 
 #[test]
 fn subject_patterns_are_anchored_globs_with_star_only() {
@@ -160,4 +163,72 @@ fn signatures_verify_only_with_the_right_key_and_algorithm() {
     }
     assert!(matches!(jwt::parse("a.b"), Err(Refusal::Malformed(_))));
     assert!(matches!(jwt::parse("a.b.c.d"), Err(Refusal::Malformed(_))));
+}
+
+/// Serves one discovery document naming `jwks_uri`, and records the URLs asked for (the HTTP
+/// client and its resolver are hub-server's, tested there against real servers; this is the
+/// key cache's own check of a `jwks_uri` naming an address).
+#[derive(Debug, Default)]
+struct Documents {
+    jwks_uri: String,
+    asked: std::sync::Mutex<Vec<String>>,
+}
+
+impl OidcFetch for Documents {
+    fn get<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<Vec<u8>, FetchError>> {
+        Box::pin(async move {
+            self.asked.lock().unwrap().push(url.to_string());
+            if url.ends_with("/.well-known/openid-configuration") {
+                let d = serde_json::json!({"issuer": ISSUER, "jwks_uri": self.jwks_uri});
+                Ok(d.to_string().into_bytes())
+            } else {
+                Ok(br#"{"keys": []}"#.to_vec())
+            }
+        })
+    }
+}
+
+const ISSUER: &str = "https://ci.example";
+
+#[tokio::test]
+async fn a_jwks_uri_naming_a_private_address_is_refused_without_fetching_it() {
+    for (jwks_uri, says) in [
+        ("https://169.254.169.254/latest/meta-data", "link-local"),
+        ("https://[::ffff:10.0.0.1]/keys", "private"),
+        ("https://127.0.0.1:8443/keys", "loopback"),
+    ] {
+        let docs = std::sync::Arc::new(Documents {
+            jwks_uri: jwks_uri.into(),
+            ..Documents::default()
+        });
+        let jwks = Jwks::new(docs.clone(), UrlRules::default());
+        let e = jwks.key(ISSUER, "k1").await.unwrap_err();
+        assert_eq!(e.check(), "issuer_address", "{e:?}");
+        assert!(
+            e.message().contains("the issuer's jwks_uri")
+                && e.message().contains(says)
+                && e.message().contains("outbound address policy"),
+            "{e:?}"
+        );
+        let asked = docs.asked.lock().unwrap().clone();
+        assert_eq!(
+            asked,
+            [format!("{ISSUER}/.well-known/openid-configuration")]
+        );
+        // Allowed, the keys are fetched (and the kid is not among them).
+        let docs = std::sync::Arc::new(Documents {
+            jwks_uri: jwks_uri.into(),
+            ..Documents::default()
+        });
+        let lax = UrlRules {
+            allow_http_loopback: false,
+            allow_private: true,
+        };
+        let e = Jwks::new(docs.clone(), lax)
+            .key(ISSUER, "k1")
+            .await
+            .unwrap_err();
+        assert_eq!(e.check(), "kid", "{e:?}");
+        assert_eq!(docs.asked.lock().unwrap().len(), 2);
+    }
 }
