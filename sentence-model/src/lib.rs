@@ -6,11 +6,11 @@
 //! (copied) before it is used a handful of times, and the work is split across threads that
 //! mostly wait — 9–10 ms per query on the hub's 2-core machine, the largest part of a hybrid
 //! search. Here each weight row is read once per text straight from where it lies and
-//! multiplied against all the text's tokens in registers ([`tile`]); the whole pass runs on the
+//! multiplied against all the text's tokens in registers (`tile`); the whole pass runs on the
 //! calling thread. The vector instructions are chosen at run time ([`pulp`]: AVX2 + FMA where
 //! the CPU has them, scalar otherwise), with no `unsafe` here.
 //!
-//! The dense layers' weights are held in bfloat16 ([`pack_bf16`]): reading the weights is what
+//! The dense layers' weights are held in bfloat16 (`pack_bf16`): reading the weights is what
 //! a short text's pass waits on, and half the bytes is ~15 % off a query (and half the memory:
 //! 21 MB instead of 42 MB for all-MiniLM-L6-v2's encoder). The sums stay in `f32`; against
 //! sentence-transformers' vectors the lowest cosine on the reference set is 0.99999.
