@@ -49,6 +49,9 @@ struct Args {
     /// Directory for the index and the vectors (a temporary one when absent).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Also print this many slowest query texts of each mode (their median over the runs).
+    #[arg(long, default_value_t = 0)]
+    slowest: usize,
 }
 
 /// A tiny deterministic generator (xorshift) and Box–Muller for the noise.
@@ -229,20 +232,37 @@ fn main() -> anyhow::Result<()> {
         SearchMode::Hybrid,
     ] {
         let mut ms = Vec::new();
+        let mut per_text = vec![Vec::new(); queries.len()];
         for run in 0..=args.runs {
-            for text in &queries {
+            for (i, text) in queries.iter().enumerate() {
                 let mut q = SearchQuery::text(text);
                 q.limit = 10;
                 q.mode = Some(mode);
                 let t = Instant::now();
                 let page = index.search_with(&q, Some(&semantic))?;
                 if run > 0 {
-                    ms.push(t.elapsed().as_secs_f64() * 1e3);
+                    let took = t.elapsed().as_secs_f64() * 1e3;
+                    ms.push(took);
+                    per_text[i].push(took);
                 }
                 std::hint::black_box(page);
             }
         }
         ms.sort_by(f64::total_cmp);
+        if args.slowest > 0 && args.runs > 0 {
+            let mut medians: Vec<(f64, &str)> = per_text
+                .iter_mut()
+                .zip(&queries)
+                .map(|(t, q)| {
+                    t.sort_by(f64::total_cmp);
+                    (t[t.len() / 2], q.as_str())
+                })
+                .collect();
+            medians.sort_by(|a, b| b.0.total_cmp(&a.0));
+            for (took, text) in medians.iter().take(args.slowest) {
+                println!("  slow {}: {took:.2} ms {text:?}", mode.as_str());
+            }
+        }
         println!(
             "{:<8} p50 {:.2} / p99 {:.2} ms ({} queries × {} runs, query embedding included)",
             mode.as_str(),

@@ -4,7 +4,7 @@
 //! a query with enough agents lacking one word never looks at single words. Also which words
 //! a partial match lacks, for the hits whose tier does not say it.
 
-use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query};
+use tantivy::query::{EnableScoring, Query};
 use tantivy::{DocAddress, DocSet as _, Searcher};
 
 use crate::error::Result;
@@ -16,6 +16,7 @@ use crate::search::doc_freqs::DocFreqs;
 use crate::search::plan::Mode;
 use crate::search::rank::Ranked;
 use crate::search::scorers::any_of::AnyOf;
+use crate::search::scorers::at_least::AtLeast;
 
 /// Most conjunctions (groups of the words) a query answered with fewer words may run, over all
 /// its tiers; past it, the agents with even fewer words form one last tier ranked by the
@@ -127,13 +128,14 @@ impl SearchIndex {
                 }
                 Tier::AtMost(size) => {
                     // Every agent with at most `size` of the words, by the any-word union.
-                    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+                    let mut queries: Vec<Box<dyn Query>> = Vec::new();
                     for i in 0..n {
-                        if let Some(w) = word_query(i)? {
-                            clauses.push((Occur::Should, w));
-                        }
+                        queries.extend(word_query(i)?);
                     }
-                    let more = BooleanQuery::with_minimum_required_clauses(clauses, size + 1);
+                    let more = AtLeast {
+                        queries,
+                        m: size + 1,
+                    };
                     let part = Part {
                         text: &q.text,
                         words,

@@ -723,3 +723,76 @@ fn stop_words_drop_unless_alone() {
     assert_eq!(query_words("the"), ["the"]);
     assert_eq!(query_words("sql sql SQL"), ["sql"]);
 }
+
+/// [`AtLeast`] matches the documents of Tantivy's minimum-should-match `BooleanQuery` of the
+/// same queries, for every `m` from 1 to past their number, alone and as what a union
+/// leaves out (`Without`, as the last fewer-words tier uses it).
+#[test]
+fn at_least_matches_like_minimum_should_match() {
+    use crate::search::scorers::at_least::AtLeast;
+    use crate::search::scorers::without::Without;
+    use tantivy::collector::DocSetCollector;
+    use tantivy::query::ConstScoreQuery;
+
+    let index = synthetic_index(3, 2000);
+    let searcher = index.reader.searcher();
+    let text = index.fields.get(field::TEXT);
+    let term = |w: &str| Term::from_field_text(text, &tokens(analyzer::TEXT, w)[0]);
+    let words = ["data", "web", "sql", "scrape", "report", "query"];
+    let queries = || -> Vec<Box<dyn Query>> {
+        words
+            .iter()
+            .map(|w| Box::new(TermQuery::new(term(w), IndexRecordOption::Basic)) as Box<dyn Query>)
+            .collect()
+    };
+    let docs = |q: &dyn Query| {
+        let mut d: Vec<_> = searcher
+            .search(q, &DocSetCollector)
+            .unwrap()
+            .into_iter()
+            .collect();
+        d.sort();
+        d
+    };
+    let mut nonempty = 0;
+    for m in 1..=words.len() + 1 {
+        let ours = AtLeast {
+            queries: queries(),
+            m,
+        };
+        let theirs = BooleanQuery::with_minimum_required_clauses(
+            queries().into_iter().map(|q| (Occur::Should, q)).collect(),
+            m,
+        );
+        let (a, b) = (docs(&ours), docs(&theirs));
+        assert_eq!(a, b, "at least {m}");
+        nonempty += usize::from(!a.is_empty());
+        // As the excluded side of `Without` (seeks only), under a union of all the words.
+        let union =
+            || BooleanQuery::new(queries().into_iter().map(|q| (Occur::Should, q)).collect());
+        let ours = Without {
+            inner: Box::new(union()),
+            excluded: Box::new(AtLeast {
+                queries: queries(),
+                m,
+            }),
+        };
+        let theirs = BooleanQuery::new(vec![
+            (Occur::Must, Box::new(union()) as Box<dyn Query>),
+            (
+                Occur::MustNot,
+                Box::new(ConstScoreQuery::new(
+                    Box::new(BooleanQuery::with_minimum_required_clauses(
+                        queries().into_iter().map(|q| (Occur::Should, q)).collect(),
+                        m,
+                    )),
+                    0.0,
+                )),
+            ),
+        ]);
+        if m > 1 {
+            same_matches(&searcher, &ours, &theirs, &format!("without at least {m}"));
+        }
+    }
+    assert!(nonempty >= 3, "the words should overlap: {nonempty}");
+}

@@ -7,6 +7,8 @@
 //! - [`phrase_bonus`]: required words plus phrase and exact-name bonuses, with the loop of
 //!   [`bonus_pruning`] and the scorer of [`bonus_scorer`].
 //! - [`any_of`]: a union that seeks clause by clause (over the cursors of [`union`]).
+//! - [`at_least`]: the documents at least `m` of some queries match, by jumps (a
+//!   minimum-should-match disjunction walks every posting through a heap).
 //! - [`without`]: a query less another's documents, keeping the inner query's pruning.
 //! - [`loose`]: typo and prefix matches, over the automaton of [`automaton`].
 //! - [`word_unions`]: every word required, each a union of plain terms, scored window by
@@ -14,6 +16,7 @@
 //!   union of near-synonyms).
 
 pub(super) mod any_of;
+pub(super) mod at_least;
 mod automaton;
 mod bonus_pruning;
 mod bonus_scorer;
