@@ -122,6 +122,9 @@ pub struct VectorStore {
     /// The file's length up to its last valid block (`None`: it must be written anew).
     file_len: Option<u64>,
     reset_reason: Option<String>,
+    /// Changes applied since the store was opened (upserts and removes, committed or not):
+    /// an IVF snapshot taken at the same generation holds exactly these vectors.
+    generation: u64,
 }
 
 /// The store as the follower and the searches share it.
@@ -158,6 +161,7 @@ impl VectorStore {
             file_records: 0,
             file_len: None,
             reset_reason: None,
+            generation: 0,
         };
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
@@ -214,6 +218,11 @@ impl VectorStore {
     /// The outbox sequence whose changes are all committed here.
     pub fn seq(&self) -> u64 {
         self.seq
+    }
+
+    /// Changes applied since the store was opened, committed or not.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Agents with a vector.
@@ -284,6 +293,7 @@ impl VectorStore {
     }
 
     fn apply_ref(&mut self, op: &Op) {
+        self.generation += 1;
         match op {
             Op::Upsert(key, hash, scale, codes) => {
                 let slot = match self.slots.get(key) {

@@ -177,6 +177,10 @@ impl Semantic {
         let Some((ivf, _)) = ann else {
             return nearest::exact(&store, query, k);
         };
+        if ivf.generation == store.generation() {
+            // The snapshot holds exactly the store's vectors: its scores are the store's.
+            return ivf.search(query, k, self.ann_params.probe);
+        }
         // Candidates from the snapshot, scored as the store holds them now: an agent removed
         // since is dropped, an updated one counts as it is.
         let q = nearest::QueryCodes::new(query);

@@ -267,3 +267,48 @@ fn hits_by_meaning_follow_the_index_not_a_lagging_vector_store() {
     q.publisher = Some("nobody-publishes-here".into());
     assert!(names(&index, Some(&semantic), &q).is_empty());
 }
+
+/// The IVF index's answer is used as it is only while it holds exactly the store's vectors: an
+/// agent removed from the store since is no nearest agent, a changed vector counts as it is now.
+#[test]
+fn the_ann_index_answers_for_the_store_as_it_is_now() {
+    use hub_search::hybrid::nearest::{self, IvfParams};
+
+    let (_, shared) = fixture();
+    let agents = relevance::paraphrase_agents().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let semantic =
+        relevance::semantic_of(&agents, Arc::clone(shared.embedder()), dir.path()).unwrap();
+    let query = shared
+        .embedder()
+        .embed_one("indent my database statements nicely")
+        .unwrap();
+    // Every list probed: the index finds what the exact scan finds.
+    semantic.build_ann(IvfParams {
+        lists: 4,
+        probe: 4,
+        ..IvfParams::default()
+    });
+    let exact = nearest::exact(&semantic.vectors().read().unwrap(), &query, 5);
+    let before = semantic.nearest(&query, 5);
+    assert_eq!(before, exact);
+    let (first, second) = (before[0].0.clone(), before[1].0.clone());
+
+    // Removed (not committed yet: the follower commits after its batch) and changed vectors.
+    {
+        let mut store = semantic.vectors().write().unwrap();
+        store.remove(&first);
+        let mut far: Vec<f32> = query.iter().map(|x| -x).collect();
+        hub_search::embed::normalize(&mut far);
+        store.upsert(&second, 1, &far);
+    }
+    let after = semantic.nearest(&query, 5);
+    assert!(
+        after.iter().all(|(n, _)| *n != first && *n != second),
+        "{after:?}"
+    );
+    assert_eq!(
+        after,
+        nearest::exact(&semantic.vectors().read().unwrap(), &query, 5)
+    );
+}
