@@ -19,8 +19,10 @@
 //! many honest names.
 //!
 //! The skeleton is stored with each namespace (`namespaces.skeleton`, migration 0024, which
-//! computes it for existing rows with the same replacements in SQL); namespaces that were
-//! look-alikes before it stay.
+//! computes it for existing rows with the same replacements in SQL) under a unique index
+//! (migration 0027): the insert itself refuses a look-alike, so of two created at the same
+//! moment on two replicas one is refused. Namespaces that were look-alikes before stay (0027
+//! leaves the younger of each such group out of the index).
 
 use index_schema::name::{RESERVED_PATH_NAMES, RESERVED_PUBLISHERS};
 

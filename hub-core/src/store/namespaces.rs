@@ -36,32 +36,25 @@ pub(super) async fn insert_namespace(
     owner: i64,
     now: i64,
 ) -> Result<i64> {
-    // A look-alike of an existing namespace is refused (`crate::lookalike`); the same name is
-    // the unique index's conflict below.
+    // A look-alike of an existing namespace is refused (`crate::lookalike`) by the unique
+    // index on the skeleton (migration 0027), in the insert itself: of look-alikes created at
+    // the same moment exactly one is inserted (PostgreSQL makes the others wait for its
+    // commit). Nothing inserted means the name or its skeleton is taken; the read after it
+    // (a statement of its own, so it sees the namespace committed meanwhile) says which.
     let skeleton = crate::lookalike::skeleton(name);
-    let like: Option<String> =
-        sqlx::query_scalar("SELECT name FROM namespaces WHERE skeleton = $1 AND name <> $2")
-            .bind(&skeleton)
-            .bind(name)
-            .fetch_optional(&mut *conn)
-            .await?;
-    if let Some(like) = like {
-        return Err(StoreError::Lookalike(format!(
-            "namespace `{name}` looks like the existing namespace `{like}` (case, `-`/`_`, \
-             0/o, 1/l/i, rn/m and vv/w are read alike); choose a name that reads differently"
-        )));
-    }
-    let id: i64 = sqlx::query_scalar(
+    let id: Option<i64> = sqlx::query_scalar(
         "INSERT INTO namespaces (name, created_by, created_at, skeleton) \
-         VALUES ($1, $2, $3, $4) RETURNING id",
+         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id",
     )
     .bind(name)
     .bind(owner)
     .bind(now)
     .bind(&skeleton)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(|e| conflict_on_unique(e, || format!("namespace `{name}` exists already")))?;
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(id) = id else {
+        return Err(taken(conn, name, &skeleton).await?);
+    };
     sqlx::query(
         "INSERT INTO namespace_members (namespace_id, user_id, role, added_at) \
          VALUES ($1, $2, 'owner', $3)",
@@ -73,6 +66,26 @@ pub(super) async fn insert_namespace(
     .await?;
     audit(conn, actor, "namespace.create", name, None, now).await?;
     Ok(id)
+}
+
+/// Why namespace `name` (of `skeleton`) was not inserted: the name exists, or an older
+/// namespace reads the same.
+async fn taken(conn: &mut AnyConnection, name: &str, skeleton: &str) -> Result<StoreError> {
+    let holder: Option<String> = sqlx::query_scalar(
+        "SELECT name FROM namespaces WHERE name = $1 OR skeleton = $2 \
+         ORDER BY CASE WHEN name = $1 THEN 0 ELSE 1 END, id LIMIT 1",
+    )
+    .bind(name)
+    .bind(skeleton)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(match holder {
+        Some(like) if like != name => StoreError::Lookalike(format!(
+            "namespace `{name}` looks like the existing namespace `{like}` (case, `-`/`_`, \
+             0/o, 1/l/i, rn/m and vv/w are read alike); choose a name that reads differently"
+        )),
+        _ => StoreError::Conflict(format!("namespace `{name}` exists already")),
+    })
 }
 
 async fn role_in(

@@ -14,6 +14,7 @@ mod e2e;
 mod formats;
 mod layout;
 mod lifecycle;
+mod namespace_lookalikes;
 mod oci_clients;
 mod oci_gc;
 mod oci_mirror_tags;
