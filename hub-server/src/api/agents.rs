@@ -20,6 +20,43 @@ use super::auth::Auth;
 use crate::error::{ApiError, ApiResult, ErrorBody, ErrorCode};
 use crate::state::AppState;
 
+/// An agent's path: `/api/v1/agents/{publisher}/{agent}`.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct AgentPath {
+    /// namespace
+    publisher: String,
+    /// agent
+    agent: String,
+}
+
+/// A version's path: `/api/v1/agents/{publisher}/{agent}/versions/{version}`.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct VersionPath {
+    /// namespace
+    publisher: String,
+    /// agent
+    agent: String,
+    /// exact version
+    version: String,
+}
+
+/// The refusals of a yank or a deprecation and of their undoing (OpenAPI description: the
+/// answers are `ApiError`s).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+enum VersionChangeRefused {
+    #[response(status = 400, description = "bad input")]
+    BadInput(ErrorBody),
+    #[response(status = 401, description = "no valid token")]
+    NoToken(ErrorBody),
+    #[response(status = 403, description = "not allowed")]
+    NotAllowed(ErrorBody),
+    #[response(status = 404, description = "no such agent or version")]
+    NotFound(ErrorBody),
+}
+
 fn refused(state: &AppState, e: ApiError) -> ApiError {
     state.core.counters.publish_refused();
     e
@@ -152,8 +189,7 @@ async fn publish_inclusion(
 
 /// An agent: latest version and every version with its yanked/deprecated state.
 #[utoipa::path(get, path = "/api/v1/agents/{publisher}/{agent}", tag = "agents",
-    params(("publisher" = String, Path, description = "namespace"),
-           ("agent" = String, Path, description = "agent")),
+    params(AgentPath),
     responses(
         (status = 200, description = "the agent", body = AgentInfo),
         (status = 400, description = "invalid name", body = ErrorBody),
@@ -161,9 +197,11 @@ async fn publish_inclusion(
     ))]
 pub async fn get_agent(
     State(state): State<AppState>,
-    Path((publisher, agent)): Path<(String, String)>,
+    Path(a): Path<AgentPath>,
 ) -> ApiResult<Json<AgentInfo>> {
-    Ok(Json(agents::info(&state.core, &publisher, &agent).await?))
+    Ok(Json(
+        agents::info(&state.core, &a.publisher, &a.agent).await?,
+    ))
 }
 
 /// The A2A agent card (v0.3) of a `remote` agent, built from its latest version's signed
@@ -172,8 +210,7 @@ pub async fn get_agent(
 /// hub's JWS in `signatures` (A2A §8.4; key in `/.well-known/jwks.json`). Other sources have
 /// no A2A endpoint: 404 `no_agent_card`.
 #[utoipa::path(get, path = "/api/v1/agents/{publisher}/{agent}/agent-card.json", tag = "agents",
-    params(("publisher" = String, Path, description = "namespace"),
-           ("agent" = String, Path, description = "agent")),
+    params(AgentPath),
     responses(
         (status = 200, description = "the A2A agent card", body = Object),
         (status = 400, description = "invalid name", body = ErrorBody),
@@ -182,20 +219,17 @@ pub async fn get_agent(
     ))]
 pub async fn get_agent_card(
     State(state): State<AppState>,
-    Path((publisher, agent)): Path<(String, String)>,
+    Path(a): Path<AgentPath>,
 ) -> ApiResult<Json<serde_json::Map<String, serde_json::Value>>> {
     Ok(Json(
-        hub_core::discovery::signed_agent_card(&state.core, &publisher, &agent).await?,
+        hub_core::discovery::signed_agent_card(&state.core, &a.publisher, &a.agent).await?,
     ))
 }
 
 /// One version: manifest, envelope, digests, key state, and its transparency-log entry proven
 /// under the current checkpoint (with `log_size`, also the consistency proof from that size).
 #[utoipa::path(get, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}", tag = "agents",
-    params(("publisher" = String, Path, description = "namespace"),
-           ("agent" = String, Path, description = "agent"),
-           ("version" = String, Path, description = "exact version"),
-           LogQuery),
+    params(VersionPath, LogQuery),
     responses(
         (status = 200, description = "the version", body = VersionInfo),
         (status = 400, description = "invalid name or version", body = ErrorBody),
@@ -204,11 +238,11 @@ pub async fn get_agent_card(
     ))]
 pub async fn get_version(
     State(state): State<AppState>,
-    Path((publisher, agent, version)): Path<(String, String, String)>,
+    Path(v): Path<VersionPath>,
     Query(q): Query<LogQuery>,
 ) -> ApiResult<Json<VersionInfo>> {
     Ok(Json(
-        agents::version_info(&state.core, &publisher, &agent, &version, q.log_size).await?,
+        agents::version_info(&state.core, &v.publisher, &v.agent, &v.version, q.log_size).await?,
     ))
 }
 
@@ -216,9 +250,7 @@ pub async fn get_version(
 ///
 /// Each bundle download counts as a download of the version; reading its metadata does not.
 #[utoipa::path(get, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/bundle", tag = "agents",
-    params(("publisher" = String, Path, description = "namespace"),
-           ("agent" = String, Path, description = "agent"),
-           ("version" = String, Path, description = "exact version")),
+    params(VersionPath),
     responses(
         (status = 200, description = "tar.gz bytes", content_type = "application/octet-stream"),
         (status = 400, description = "invalid name or version", body = ErrorBody),
@@ -228,10 +260,16 @@ pub async fn get_version(
 pub async fn get_bundle(
     State(state): State<AppState>,
     peer: axum::extract::ConnectInfo<std::net::SocketAddr>,
-    Path((publisher, agent, version)): Path<(String, String, String)>,
+    Path(v): Path<VersionPath>,
 ) -> ApiResult<Response> {
-    let (file, size, d) =
-        agents::bundle(&state.core, &publisher, &agent, &version, Some(peer.0.ip())).await?;
+    let (file, size, d) = agents::bundle(
+        &state.core,
+        &v.publisher,
+        &v.agent,
+        &v.version,
+        Some(peer.0.ip()),
+    )
+    .await?;
     // Streamed from the blob file: a bundle is never held in memory, however many downloads
     // stall (each holds one open file and a 64 KiB buffer).
     let stream =
@@ -265,30 +303,25 @@ pub async fn list_agents(
 
 /// Yanks a version: selectors skip it; it stays downloadable by exact version.
 #[utoipa::path(put, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/yank", tag = "agents",
-    params(("publisher" = String, Path, description = "namespace"),
-           ("agent" = String, Path, description = "agent"),
-           ("version" = String, Path, description = "exact version")),
+    params(VersionPath),
     request_body = YankRequest,
     responses(
         (status = 204, description = "yanked"),
-        (status = 400, description = "bad input", body = ErrorBody),
-        (status = 401, description = "no valid token", body = ErrorBody),
-        (status = 403, description = "not allowed", body = ErrorBody),
-        (status = 404, description = "no such agent or version", body = ErrorBody),
+        VersionChangeRefused,
     ), security(("bearer" = [])))]
 pub async fn yank(
     State(state): State<AppState>,
     auth: Auth,
-    Path((publisher, agent, version)): Path<(String, String, String)>,
+    Path(v): Path<VersionPath>,
     Json(req): Json<YankRequest>,
 ) -> ApiResult<StatusCode> {
     let reason = req.reason.unwrap_or_default();
     agents::set_yanked(
         &state.core,
         &auth.0,
-        &publisher,
-        &agent,
-        &version,
+        &v.publisher,
+        &v.agent,
+        &v.version,
         Some(&reason),
     )
     .await?;
@@ -297,50 +330,48 @@ pub async fn yank(
 
 /// Unyanks a version.
 #[utoipa::path(delete, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/yank", tag = "agents",
-    params(("publisher" = String, Path, description = "namespace"),
-           ("agent" = String, Path, description = "agent"),
-           ("version" = String, Path, description = "exact version")),
+    params(VersionPath),
     responses(
         (status = 204, description = "unyanked"),
-        (status = 400, description = "bad input", body = ErrorBody),
-        (status = 401, description = "no valid token", body = ErrorBody),
-        (status = 403, description = "not allowed", body = ErrorBody),
-        (status = 404, description = "no such agent or version", body = ErrorBody),
+        VersionChangeRefused,
     ), security(("bearer" = [])))]
 pub async fn unyank(
     State(state): State<AppState>,
     auth: Auth,
-    Path((publisher, agent, version)): Path<(String, String, String)>,
+    Path(v): Path<VersionPath>,
 ) -> ApiResult<StatusCode> {
-    agents::set_yanked(&state.core, &auth.0, &publisher, &agent, &version, None).await?;
+    agents::set_yanked(
+        &state.core,
+        &auth.0,
+        &v.publisher,
+        &v.agent,
+        &v.version,
+        None,
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Deprecates a version with a message.
 #[utoipa::path(put, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/deprecation", tag = "agents",
-    params(("publisher" = String, Path, description = "namespace"),
-           ("agent" = String, Path, description = "agent"),
-           ("version" = String, Path, description = "exact version")),
+    params(VersionPath),
     request_body = DeprecateRequest,
     responses(
         (status = 204, description = "deprecated"),
-        (status = 400, description = "bad input", body = ErrorBody),
-        (status = 401, description = "no valid token", body = ErrorBody),
-        (status = 403, description = "not allowed", body = ErrorBody),
-        (status = 404, description = "no such agent or version", body = ErrorBody),
+        VersionChangeRefused,
     ), security(("bearer" = [])))]
 pub async fn deprecate(
     State(state): State<AppState>,
     auth: Auth,
-    Path((publisher, agent, version)): Path<(String, String, String)>,
+    Path(v): Path<VersionPath>,
     Json(req): Json<DeprecateRequest>,
 ) -> ApiResult<StatusCode> {
     lifecycle::set_deprecated(
         &state.core,
         &auth.0,
-        &publisher,
-        &agent,
-        &version,
+        &v.publisher,
+        &v.agent,
+        &v.version,
         Some(&req.message),
         req.successor.as_deref(),
     )
@@ -350,27 +381,22 @@ pub async fn deprecate(
 
 /// Clears a deprecation.
 #[utoipa::path(delete, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/deprecation", tag = "agents",
-    params(("publisher" = String, Path, description = "namespace"),
-           ("agent" = String, Path, description = "agent"),
-           ("version" = String, Path, description = "exact version")),
+    params(VersionPath),
     responses(
         (status = 204, description = "cleared"),
-        (status = 400, description = "bad input", body = ErrorBody),
-        (status = 401, description = "no valid token", body = ErrorBody),
-        (status = 403, description = "not allowed", body = ErrorBody),
-        (status = 404, description = "no such agent or version", body = ErrorBody),
+        VersionChangeRefused,
     ), security(("bearer" = [])))]
 pub async fn undeprecate(
     State(state): State<AppState>,
     auth: Auth,
-    Path((publisher, agent, version)): Path<(String, String, String)>,
+    Path(v): Path<VersionPath>,
 ) -> ApiResult<StatusCode> {
     lifecycle::set_deprecated(
         &state.core,
         &auth.0,
-        &publisher,
-        &agent,
-        &version,
+        &v.publisher,
+        &v.agent,
+        &v.version,
         None,
         None,
     )
@@ -384,9 +410,7 @@ pub async fn undeprecate(
 /// still remove it). Leaves a tombstone: its URLs answer 410 `version_removed`, and its number
 /// can never be published again.
 #[utoipa::path(post, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}/unpublish", tag = "agents",
-    params(("publisher" = String, Path, description = "namespace"),
-           ("agent" = String, Path, description = "agent"),
-           ("version" = String, Path, description = "exact version")),
+    params(VersionPath),
     responses(
         (status = 204, description = "unpublished: a tombstone is left"),
         (status = 400, description = "bad input", body = ErrorBody),
@@ -398,9 +422,9 @@ pub async fn undeprecate(
 pub async fn unpublish(
     State(state): State<AppState>,
     auth: Auth,
-    Path((publisher, agent, version)): Path<(String, String, String)>,
+    Path(v): Path<VersionPath>,
 ) -> ApiResult<StatusCode> {
-    lifecycle::unpublish(&state.core, &auth.0, &publisher, &agent, &version).await?;
+    lifecycle::unpublish(&state.core, &auth.0, &v.publisher, &v.agent, &v.version).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -409,8 +433,7 @@ pub async fn unpublish(
 /// Each deleted version stays a tombstone: it can never be published again (409
 /// `version_deleted`).
 #[utoipa::path(delete, path = "/api/v1/agents/{publisher}/{agent}", tag = "agents",
-    params(("publisher" = String, Path, description = "namespace"),
-           ("agent" = String, Path, description = "agent")),
+    params(AgentPath),
     responses(
         (status = 204, description = "deleted"),
         (status = 400, description = "invalid name", body = ErrorBody),
@@ -421,9 +444,9 @@ pub async fn unpublish(
 pub async fn delete_agent(
     State(state): State<AppState>,
     auth: Auth,
-    Path((publisher, agent)): Path<(String, String)>,
+    Path(a): Path<AgentPath>,
 ) -> ApiResult<StatusCode> {
-    agents::delete_agent(&state.core, &auth.0, &publisher, &agent).await?;
+    agents::delete_agent(&state.core, &auth.0, &a.publisher, &a.agent).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -431,9 +454,7 @@ pub async fn delete_agent(
 ///
 /// The version stays a tombstone: it can never be published again (409 `version_deleted`).
 #[utoipa::path(delete, path = "/api/v1/agents/{publisher}/{agent}/versions/{version}", tag = "agents",
-    params(("publisher" = String, Path, description = "namespace"),
-           ("agent" = String, Path, description = "agent"),
-           ("version" = String, Path, description = "exact version")),
+    params(VersionPath),
     responses(
         (status = 204, description = "deleted"),
         (status = 400, description = "invalid name or version", body = ErrorBody),
@@ -444,9 +465,9 @@ pub async fn delete_agent(
 pub async fn delete_version(
     State(state): State<AppState>,
     auth: Auth,
-    Path((publisher, agent, version)): Path<(String, String, String)>,
+    Path(v): Path<VersionPath>,
 ) -> ApiResult<StatusCode> {
-    agents::delete_version(&state.core, &auth.0, &publisher, &agent, &version).await?;
+    agents::delete_version(&state.core, &auth.0, &v.publisher, &v.agent, &v.version).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
