@@ -276,14 +276,13 @@ impl TestHub {
 
     /// `GET path` without a token; the body as text, whatever the status (a page, `/metrics`).
     pub async fn get_text(&self, path: &str) -> String {
-        self.client
-            .get(self.url(path))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
+        self.page(path).await.1
+    }
+
+    /// `GET path` without a token; status and the body as text (a page).
+    pub async fn page(&self, path: &str) -> (u16, String) {
+        let r = self.client.get(self.url(path)).send().await.unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
     }
 
     /// Publishes `manifest` signed with `key`; `bundle` bytes go base64 in the body.

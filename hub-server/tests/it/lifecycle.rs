@@ -53,11 +53,6 @@ async fn log_of(app: &TestHub, publisher: &str) -> Vec<String> {
         .collect()
 }
 
-async fn page(app: &TestHub, path: &str) -> (u16, String) {
-    let r = app.client.get(app.url(path)).send().await.unwrap();
-    (r.status().as_u16(), r.text().await.unwrap())
-}
-
 async fn deprecation(
     app: &TestHub,
     token: &str,
@@ -170,7 +165,7 @@ async fn deprecations_are_logged_marked_filtered_and_shown(#[case] backend: Back
 
     // The pages: the agent page (its latest version) and the version page.
     for path in ["/agents/alice/old", "/agents/alice/old?version=1.1.0"] {
-        let (s, html) = page(&app, path).await;
+        let (s, html) = app.page(path).await;
         assert_eq!(s, 200, "{path}");
         assert!(
             html.contains("Deprecated: moved: use alice/fresh"),
@@ -181,7 +176,7 @@ async fn deprecations_are_logged_marked_filtered_and_shown(#[case] backend: Back
             "{path}: {html}"
         );
     }
-    let (_, html) = page(&app, "/search?q=code").await;
+    let (_, html) = app.page("/search?q=code").await;
     assert!(html.contains("deprecated"), "{html}");
 
     // Refusals: a bad successor, the agent itself, another publisher.
@@ -329,9 +324,9 @@ async fn unpublish_within_limits_takedown_beyond_and_tombstones_stay(#[case] bac
         (404, "version_not_found"),
         "{b}"
     );
-    let (s, _) = page(&app, "/agents/alice/data?version=1.0.0").await;
+    let (s, _) = app.page("/agents/alice/data?version=1.0.0").await;
     assert_eq!(s, 410);
-    let (s, _) = page(&app, "/agents/alice/data?version=9.9.9").await;
+    let (s, _) = app.page("/agents/alice/data?version=9.9.9").await;
     assert_eq!(s, 404);
     let (s, b) = unpublish(&app, &u.token, "alice/data", "1.0.0").await;
     assert_eq!(s, 410, "unpublished twice: {b}");
@@ -489,53 +484,13 @@ async fn tombstones_are_proven_by_aics_tlog(#[case] backend: Backend) {
         last["entry"].as_str().unwrap().ends_with(" unpublished"),
         "{last}"
     );
-    let (_, info) = app.get("/api/v1/log").await;
-    let dir = tempfile::tempdir().unwrap();
-    let key_file = dir.path().join("log.vkey");
-    std::fs::write(&key_file, format!("{}\n", info["key"].as_str().unwrap())).unwrap();
-    let leaf = dir.path().join("leaf");
-    std::fs::write(&leaf, format!("{}\n", last["entry"].as_str().unwrap())).unwrap();
-    let (ok, r) = crate::tlog::aics(
-        &bin,
-        &[
-            "verify-inclusion",
-            "--tiles",
-            &app.url("/log/"),
-            "--vkey-file",
-            key_file.to_str().unwrap(),
-            "--index",
-            &last["index"].to_string(),
-            "--leaf",
-            leaf.to_str().unwrap(),
-        ],
-    );
+    let entry = last["entry"].as_str().unwrap();
+    let index = last["index"].as_u64().unwrap();
+    let (ok, r) = crate::tlog::aics_proves(&bin, &app, entry, index).await;
     assert!(ok, "{r}");
     // A tombstone the log never held is not proven there.
-    std::fs::write(
-        &leaf,
-        format!(
-            "{}\n",
-            last["entry"]
-                .as_str()
-                .unwrap()
-                .replace("unpublished", "malware")
-        ),
-    )
-    .unwrap();
-    let (ok, _) = crate::tlog::aics(
-        &bin,
-        &[
-            "verify-inclusion",
-            "--tiles",
-            &app.url("/log/"),
-            "--vkey-file",
-            key_file.to_str().unwrap(),
-            "--index",
-            &last["index"].to_string(),
-            "--leaf",
-            leaf.to_str().unwrap(),
-        ],
-    );
+    let changed = entry.replace("unpublished", "malware");
+    let (ok, _) = crate::tlog::aics_proves(&bin, &app, &changed, index).await;
     assert!(!ok, "a changed tombstone must not verify");
 
     // The operator's verb, as run beside the serving hub: `ofc-hub admin takedown`.

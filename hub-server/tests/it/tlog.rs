@@ -41,6 +41,79 @@ pub(crate) fn aics(bin: &Path, args: &[&str]) -> (bool, Value) {
     (ok, report)
 }
 
+/// `aics-tlog verify-inclusion` of the entry in the file `leaf` at `index`, from the tiles under
+/// `tiles` (a URL) checked with the log key in the file `key_file`.
+fn aics_from_tiles(
+    bin: &Path,
+    tiles: &str,
+    key_file: &str,
+    index: &str,
+    leaf: &str,
+) -> (bool, Value) {
+    aics(
+        bin,
+        &[
+            "verify-inclusion",
+            "--tiles",
+            tiles,
+            "--vkey-file",
+            key_file,
+            "--index",
+            index,
+            "--leaf",
+            leaf,
+        ],
+    )
+}
+
+/// `aics-tlog verify-inclusion` of the entry in the file `leaf` at `index` by the hub's proof
+/// (the file `proof`) under its signed checkpoint (the file `note`).
+fn aics_from_proof(
+    bin: &Path,
+    leaf: &str,
+    index: &str,
+    proof: &str,
+    note: &str,
+    key_file: &str,
+) -> (bool, Value) {
+    aics(
+        bin,
+        &[
+            "verify-inclusion",
+            "--leaf",
+            leaf,
+            "--index",
+            index,
+            "--proof",
+            proof,
+            "--checkpoint",
+            note,
+            "--vkey-file",
+            key_file,
+        ],
+    )
+}
+
+/// Whether aics-tlog proves `entry` at `index` from `app`'s tiles, checked with the log key
+/// `app` gives (`GET /api/v1/log`); its report.
+pub(crate) async fn aics_proves(
+    bin: &Path,
+    app: &TestHub,
+    entry: &str,
+    index: u64,
+) -> (bool, Value) {
+    let (s, info) = app.get("/api/v1/log").await;
+    assert_eq!(s, 200, "{info}");
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = write(
+        dir.path(),
+        "log.vkey",
+        &format!("{}\n", info["key"].as_str().unwrap()),
+    );
+    let leaf = write(dir.path(), "leaf", &format!("{entry}\n"));
+    aics_from_tiles(bin, &app.url("/log/"), &key_file, &index.to_string(), &leaf)
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
@@ -97,22 +170,7 @@ async fn tlog_independent(#[case] backend: Backend) {
     let leaf = write(d, "leaf", &format!("{entry}\n"));
     let proof = write(d, "proof", &lines(&log["inclusion"]));
     // The hub's own proof, checked by aics-tlog against the signed checkpoint.
-    let (ok, r) = aics(
-        &bin,
-        &[
-            "verify-inclusion",
-            "--leaf",
-            &leaf,
-            "--index",
-            "1",
-            "--proof",
-            &proof,
-            "--checkpoint",
-            &old_note,
-            "--vkey-file",
-            &key_file,
-        ],
-    );
+    let (ok, r) = aics_from_proof(&bin, &leaf, "1", &proof, &old_note, &key_file);
     assert!(ok, "{r}");
     assert_eq!(r["checkpoint_verified"], true, "{r}");
 
@@ -194,57 +252,16 @@ async fn tlog_independent(#[case] backend: Backend) {
             "leaf",
             &format!("{}\n", v["log"]["entry"].as_str().unwrap()),
         );
-        let (ok, r) = aics(
-            &bin,
-            &[
-                "verify-inclusion",
-                "--tiles",
-                &tiles,
-                "--vkey-file",
-                &key_file,
-                "--index",
-                &index.to_string(),
-                "--leaf",
-                &leaf,
-            ],
-        );
+        let (ok, r) = aics_from_tiles(&bin, &tiles, &key_file, &index.to_string(), &leaf);
         assert!(ok, "{version}: {r}");
         // And the version API's own proof, under the checkpoint it gives.
         let note = write(d, "now.note", v["log"]["checkpoint"].as_str().unwrap());
         let proof = write(d, "proof", &lines(&v["log"]["inclusion"]));
-        let (ok, r) = aics(
-            &bin,
-            &[
-                "verify-inclusion",
-                "--leaf",
-                &leaf,
-                "--index",
-                &index.to_string(),
-                "--proof",
-                &proof,
-                "--checkpoint",
-                &note,
-                "--vkey-file",
-                &key_file,
-            ],
-        );
+        let (ok, r) = aics_from_proof(&bin, &leaf, &index.to_string(), &proof, &note, &key_file);
         assert!(ok, "{version}: {r}");
     }
     let yank = write(d, "leaf", "ofc-log/v1 yank alice/code 1.0.7\n");
-    let (ok, r) = aics(
-        &bin,
-        &[
-            "verify-inclusion",
-            "--tiles",
-            &tiles,
-            "--vkey-file",
-            &key_file,
-            "--index",
-            "301",
-            "--leaf",
-            &yank,
-        ],
-    );
+    let (ok, r) = aics_from_tiles(&bin, &tiles, &key_file, "301", &yank);
     assert!(ok, "{r}");
 
     // Consistency of the old checkpoint with the new one: from the tiles, and the hub's proof.
@@ -322,20 +339,7 @@ async fn tlog_independent(#[case] backend: Backend) {
 
     // The verifier is not a rubber stamp: another leaf, another key, another root fail.
     let wrong = write(d, "leaf", "ofc-log/v1 yank alice/code 1.0.8\n");
-    let (ok, _) = aics(
-        &bin,
-        &[
-            "verify-inclusion",
-            "--tiles",
-            &tiles,
-            "--vkey-file",
-            &key_file,
-            "--index",
-            "301",
-            "--leaf",
-            &wrong,
-        ],
-    );
+    let (ok, _) = aics_from_tiles(&bin, &tiles, &key_file, "301", &wrong);
     assert!(!ok, "a leaf that is not at 301");
     let other = index_schema::tlog::LogSigner::generate(verifier.origin(), &mut rand::rngs::OsRng)
         .unwrap()

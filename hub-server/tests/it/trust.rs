@@ -10,11 +10,6 @@ use reqwest::Method;
 use rstest::rstest;
 use serde_json::{Value, json};
 
-async fn page(app: &TestHub, path: &str) -> (u16, String) {
-    let r = app.client.get(app.url(path)).send().await.unwrap();
-    (r.status().as_u16(), r.text().await.unwrap())
-}
-
 /// The text of the element with `id` in `html` (its start tag to the next `</li>`).
 fn item<'a>(html: &'a str, id: &str) -> &'a str {
     let start = html
@@ -134,7 +129,7 @@ async fn trust_signals_in_the_api_and_on_the_page(#[case] backend: Backend) {
     assert_eq!(v["trust"]["last_published_at"], published_2, "{v}");
 
     // The page shows each signal.
-    let (s, html) = page(&app, "/agents/alice/data").await;
+    let (s, html) = app.page("/agents/alice/data").await;
     assert_eq!(s, 200);
     assert!(html.contains("Trust signals"), "{html}");
     let key = item(&html, "signal-key");
@@ -175,7 +170,7 @@ async fn trust_signals_in_the_api_and_on_the_page(#[case] backend: Backend) {
         v["trust"]["signed_by"]["revoked_at"].as_i64().is_some(),
         "{v}"
     );
-    let (_, html) = page(&app, "/agents/alice/data").await;
+    let (_, html) = app.page("/agents/alice/data").await;
     assert!(item(&html, "signal-key").contains("revoked"), "{html}");
 
     // Stored hashes damaged behind the hub's back: the entry no longer proves, and the hub
@@ -198,7 +193,7 @@ async fn trust_signals_in_the_api_and_on_the_page(#[case] backend: Backend) {
             .contains("is not proven"),
         "{v}"
     );
-    let (_, html) = page(&app, "/agents/alice/data?version=1.0.0").await;
+    let (_, html) = app.page("/agents/alice/data?version=1.0.0").await;
     assert!(item(&html, "signal-log").contains("not proven"), "{html}");
     app.stop().await;
 }

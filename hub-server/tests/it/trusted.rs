@@ -291,26 +291,13 @@ async fn ci_tokens_are_exchanged_checked_and_publish_only(#[case] backend: Backe
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     // The independent verifier proves the entry from the tiles.
     let bin = crate::tlog::aics_tlog();
-    let (_, info) = app.get("/api/v1/log").await;
-    let dir = tempfile::tempdir().unwrap();
-    let key_file = dir.path().join("log.vkey");
-    std::fs::write(&key_file, format!("{}\n", info["key"].as_str().unwrap())).unwrap();
-    let leaf = dir.path().join("leaf");
-    std::fs::write(&leaf, format!("{}\n", trusted["entry"].as_str().unwrap())).unwrap();
-    let (ok, r) = crate::tlog::aics(
+    let (ok, r) = crate::tlog::aics_proves(
         &bin,
-        &[
-            "verify-inclusion",
-            "--tiles",
-            &app.url("/log/"),
-            "--vkey-file",
-            key_file.to_str().unwrap(),
-            "--index",
-            &trusted["index"].to_string(),
-            "--leaf",
-            leaf.to_str().unwrap(),
-        ],
-    );
+        &app,
+        trusted["entry"].as_str().unwrap(),
+        trusted["index"].as_u64().unwrap(),
+    )
+    .await;
     assert!(ok, "{r}");
 
     // Nothing but publishing to alice: not yank, deprecate, unpublish, keys, members, tokens,
