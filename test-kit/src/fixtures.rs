@@ -1,4 +1,8 @@
-//! The publisher fixture and the manifests tests publish.
+//! The publisher fixture, the manifests tests publish, and the embedding model search tests
+//! use.
+
+use std::path::PathBuf;
+use std::process::Command;
 
 use index_schema::envelope::SecretKey;
 use index_schema::manifest::Manifest;
@@ -47,6 +51,29 @@ pub fn remote_manifest(name: &str, version: &str) -> Manifest {
         "source": { "type": "remote", "endpoint": "https://code-agent.example.com/ofc" }
     });
     Manifest::from_value(&v).unwrap()
+}
+
+/// [`remote_manifest`] for `name` at 1.0.0 with `text` as its tagline and its description: an
+/// agent for search tests.
+pub fn manifest_saying(name: &str, text: &str) -> Manifest {
+    let mut v = serde_json::to_value(remote_manifest(name, "1.0.0")).unwrap();
+    v["tagline"] = json!(text);
+    v["description"] = json!(text);
+    Manifest::from_value(&v).unwrap()
+}
+
+/// The directory of the real embedding model (all-MiniLM-L6-v2), from
+/// `scripts/peers/search-model` (which installs it when missing). Panics (never skips) when
+/// the script fails.
+pub fn search_model_dir() -> PathBuf {
+    let script = crate::postgres::workspace().join("scripts/peers/search-model");
+    let out = Command::new(&script).output().unwrap();
+    assert!(
+        out.status.success(),
+        "scripts/peers/search-model failed (run `scripts/install-test-deps`):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
 /// A valid `bundle` manifest for these bytes.

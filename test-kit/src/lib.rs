@@ -43,7 +43,10 @@ pub use assert::{
     Case, assert_cases, assert_no_failures, assert_refused, assert_status, code, string_pairs,
     strings, user_scopes,
 };
-pub use fixtures::{Publisher, bundle_manifest, key_for, publish_body, remote_manifest};
+pub use fixtures::{
+    Publisher, bundle_manifest, key_for, manifest_saying, publish_body, remote_manifest,
+    search_model_dir,
+};
 pub use in_process::{Served, TestHub, add_publisher, fresh_store, test_config};
 pub use postgres::{PgDatabase, PrivatePostgres, database_for, postgres_base_url};
 pub use process::{

@@ -6,36 +6,18 @@
 //! `metadata.searchMode` says which ranking gave it. The model-backed test also reads the
 //! embedding follower's lag in `/readyz` and `/metrics`.
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use index_schema::manifest::Manifest;
-use ofc_test_kit::{Backend, TestHub, remote_manifest};
+use ofc_test_kit::{Backend, TestHub, manifest_saying, search_model_dir};
 use reqwest::Method;
 use serde_json::{Value, json};
-
-fn model_dir() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/search-model");
-    let out = std::process::Command::new(&script).output().unwrap();
-    assert!(
-        out.status.success(),
-        "scripts/peers/search-model failed (run `scripts/install-test-deps`):\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
-fn manifest(name: &str, tagline: &str) -> Manifest {
-    let mut v = serde_json::to_value(remote_manifest(name, "1.0.0")).unwrap();
-    v["tagline"] = json!(tagline);
-    v["description"] = json!(tagline);
-    Manifest::from_value(&v).unwrap()
-}
 
 async fn publish_all(hub: &TestHub, agents: &[(&str, &str)]) {
     let (t, k) = (hub.user.token.clone(), hub.user.key.clone());
     for (name, tagline) in agents {
-        let (s, v) = hub.publish(&t, &k, &manifest(name, tagline), None).await;
+        let (s, v) = hub
+            .publish(&t, &k, &manifest_saying(name, tagline), None)
+            .await;
         assert_eq!(s, 201, "{v}");
     }
 }
@@ -178,7 +160,7 @@ async fn ready_until(hub: &TestHub, done: impl Fn(&Value) -> bool) -> Value {
 
 #[tokio::test]
 async fn with_a_model_scores_follow_the_hybrid_ranking_and_readyz_shows_the_embeddings() {
-    let real = model_dir();
+    let real = search_model_dir();
     let hub = TestHub::in_process_with(Backend::Sqlite, |c| {
         c.search_model_dir = Some(real.clone());
     })

@@ -4,30 +4,10 @@
 //! found by meaning; without a model the default answers as before and `mode=semantic` or
 //! `hybrid` is refused.
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use index_schema::manifest::Manifest;
-use ofc_test_kit::{Backend, TestHub, remote_manifest};
+use ofc_test_kit::{Backend, TestHub, manifest_saying, search_model_dir};
 use serde_json::{Value, json};
-
-fn model_dir() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/search-model");
-    let out = std::process::Command::new(&script).output().unwrap();
-    assert!(
-        out.status.success(),
-        "scripts/peers/search-model failed (run `scripts/install-test-deps`):\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
-fn manifest(name: &str, tagline: &str) -> Manifest {
-    let mut v = serde_json::to_value(remote_manifest(name, "1.0.0")).unwrap();
-    v["tagline"] = json!(tagline);
-    v["description"] = json!(tagline);
-    Manifest::from_value(&v).unwrap()
-}
 
 fn names(v: &Value) -> Vec<String> {
     v["hits"]
@@ -57,7 +37,9 @@ const AGENTS: &[(&str, &str)] = &[
 async fn publish_all(app: &TestHub) {
     let (t, k) = (app.user.token.clone(), app.user.key.clone());
     for (name, tagline) in AGENTS {
-        let (s, v) = app.publish(&t, &k, &manifest(name, tagline), None).await;
+        let (s, v) = app
+            .publish(&t, &k, &manifest_saying(name, tagline), None)
+            .await;
         assert_eq!(s, 201, "{v}");
     }
     // Searchable by words.
@@ -77,7 +59,7 @@ async fn publish_all(app: &TestHub) {
 
 #[tokio::test]
 async fn hybrid_search_finds_by_meaning_what_keyword_search_misses() {
-    let real = model_dir();
+    let real = search_model_dir();
     let app = TestHub::in_process_with(Backend::Sqlite, |c| {
         c.search_model_dir = Some(real.clone());
     })

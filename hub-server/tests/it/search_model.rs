@@ -4,25 +4,14 @@
 //! vectors beside the index and a yank removes them; without the setting no model is loaded
 //! and no vectors are kept.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use hub_search::embed::store::FILE_NAME;
 use hub_search::embed::{CONFIG_FILE, Embedder, MODEL_FILE, TOKENIZER_FILE};
 use index_schema::manifest::Manifest;
-use ofc_test_kit::{Backend, TestHub, remote_manifest};
+use ofc_test_kit::{Backend, TestHub, remote_manifest, search_model_dir};
 use serde_json::json;
-
-fn model_dir() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/search-model");
-    let out = std::process::Command::new(&script).output().unwrap();
-    assert!(
-        out.status.success(),
-        "scripts/peers/search-model failed (run `scripts/install-test-deps`):\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
 
 fn manifest(name: &str, tagline: &str) -> Manifest {
     let mut v = serde_json::to_value(remote_manifest(name, "1.0.0")).unwrap();
@@ -47,7 +36,7 @@ fn broken_model(real: &Path, name: &str, content: Option<&str>) -> tempfile::Tem
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_loads_at_start_or_the_hub_refuses_naming_the_file() {
-    let real = model_dir();
+    let real = search_model_dir();
     let files = tempfile::tempdir().unwrap();
     for (name, content, says) in [
         (TOKENIZER_FILE, None, "is missing"),
