@@ -28,23 +28,14 @@ async fn publish_then_read(#[case] backend: Backend) {
     let (s, body) = app.publish(&u.token, &u.key, &m2, None).await;
     assert_eq!(s, 201, "{body}");
 
-    let (s, a) = app
-        .call(Method::GET, "/api/v1/agents/Alice/Analyst", None, None)
-        .await;
+    let (s, a) = app.get("/api/v1/agents/Alice/Analyst").await;
     assert_eq!(s, 200, "{a}");
     assert_eq!(a["name"], "alice/analyst");
     assert_eq!(a["latest"], "1.0.0", "a release beats a newer pre-release");
     assert_eq!(a["handle"], "@data");
     assert_eq!(a["versions"].as_array().unwrap().len(), 2);
 
-    let (s, v) = app
-        .call(
-            Method::GET,
-            "/api/v1/agents/alice/analyst/versions/1.0.0",
-            None,
-            None,
-        )
-        .await;
+    let (s, v) = app.get("/api/v1/agents/alice/analyst/versions/1.0.0").await;
     assert_eq!(s, 200);
     assert_eq!(v["manifest"]["name"], "alice/analyst");
     assert_eq!(
@@ -57,14 +48,7 @@ async fn publish_then_read(#[case] backend: Backend) {
     assert_eq!(got, m);
     assert_eq!(digest.to_string(), v["manifest_digest"]);
     assert_eq!(v["downloads"], 0, "reading metadata is not a download");
-    let (_, v) = app
-        .call(
-            Method::GET,
-            "/api/v1/agents/alice/analyst/versions/1.0.0",
-            None,
-            None,
-        )
-        .await;
+    let (_, v) = app.get("/api/v1/agents/alice/analyst/versions/1.0.0").await;
     assert_eq!(v["downloads"], 0);
 
     let resp = app
@@ -76,9 +60,7 @@ async fn publish_then_read(#[case] backend: Backend) {
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.bytes().await.unwrap().to_vec(), bytes);
 
-    let (_, a) = app
-        .call(Method::GET, "/api/v1/agents/alice/analyst", None, None)
-        .await;
+    let (_, a) = app.get("/api/v1/agents/alice/analyst").await;
     assert_eq!(
         a["downloads"], 1,
         "the bundle download counts, metadata reads do not"
@@ -87,10 +69,10 @@ async fn publish_then_read(#[case] backend: Backend) {
     assert_eq!(a["versions"][1]["downloads"], 0);
 
     // Listing and the outbox follow.
-    let (s, l) = app.call(Method::GET, "/api/v1/agents", None, None).await;
+    let (s, l) = app.get("/api/v1/agents").await;
     assert_eq!(s, 200);
     assert_eq!(l["agents"][0]["name"], "alice/analyst");
-    let (_, o) = app.call(Method::GET, "/api/v1/outbox", None, None).await;
+    let (_, o) = app.get("/api/v1/outbox").await;
     let seqs: Vec<i64> = o["entries"]
         .as_array()
         .unwrap()
@@ -121,9 +103,7 @@ async fn publish_then_read(#[case] backend: Backend) {
         )
         .await;
     assert_eq!(s, 204);
-    let (_, a) = app
-        .call(Method::GET, "/api/v1/agents/alice/analyst", None, None)
-        .await;
+    let (_, a) = app.get("/api/v1/agents/alice/analyst").await;
     assert_eq!(a["latest"], "1.1.0-beta.1");
     assert_eq!(a["versions"][0]["yanked"], true);
     assert_eq!(a["versions"][0]["yank_reason"], "broken");
@@ -145,9 +125,7 @@ async fn publish_then_read(#[case] backend: Backend) {
         )
         .await;
     assert_eq!(s, 204);
-    let (_, a) = app
-        .call(Method::GET, "/api/v1/agents/alice/analyst", None, None)
-        .await;
+    let (_, a) = app.get("/api/v1/agents/alice/analyst").await;
     assert_eq!(a["latest"], "1.0.0");
     assert_eq!(a["versions"][1]["deprecated"], "use 2.x");
 
@@ -211,9 +189,7 @@ async fn versions_are_immutable(#[case] backend: Backend) {
         .publish_envelope(&u.token, "ALICE/code", "1.0.0", &env, None)
         .await;
     assert_eq!((s, e["code"].as_str().unwrap()), (409, "version_exists"));
-    let (_, a) = app
-        .call(Method::GET, "/api/v1/agents/alice/code", None, None)
-        .await;
+    let (_, a) = app.get("/api/v1/agents/alice/code").await;
     assert_eq!(a["versions"].as_array().unwrap().len(), 1);
     app.stop().await;
 }
@@ -240,14 +216,7 @@ async fn deleted_versions_are_tombstones(#[case] backend: Backend) {
         .await;
     assert_eq!(s, 204, "{e}");
     // Gone, not missing: the version's URL says it was removed (issue 33's tombstones).
-    let (s, e) = app
-        .call(
-            Method::GET,
-            "/api/v1/agents/alice/code/versions/1.1.0",
-            None,
-            None,
-        )
-        .await;
+    let (s, e) = app.get("/api/v1/agents/alice/code/versions/1.1.0").await;
     assert_eq!(
         (s, e["code"].as_str()),
         (410, Some("version_removed")),
@@ -290,9 +259,7 @@ async fn deleted_versions_are_tombstones(#[case] backend: Backend) {
     let m = remote_manifest("alice/code", "3.0.0");
     let (s, e) = app.publish(&u.token, &u.key, &m, None).await;
     assert_eq!(s, 201, "{e}");
-    let (_, a) = app
-        .call(Method::GET, "/api/v1/agents/alice/code", None, None)
-        .await;
+    let (_, a) = app.get("/api/v1/agents/alice/code").await;
     assert_eq!(a["latest"], "3.0.0");
     assert_eq!(a["versions"].as_array().unwrap().len(), 1);
     // The same name in another namespace is another agent: no tombstone applies.
@@ -436,9 +403,9 @@ async fn publish_refusals_have_exact_status_and_code() {
     );
 
     // nothing of the above was stored
-    let (_, l) = app.call(Method::GET, "/api/v1/agents", None, None).await;
+    let (_, l) = app.get("/api/v1/agents").await;
     assert_eq!(l["agents"].as_array().unwrap().len(), 0, "{l}");
-    let (_, o) = app.call(Method::GET, "/api/v1/outbox", None, None).await;
+    let (_, o) = app.get("/api/v1/outbox").await;
     assert_eq!(o["entries"].as_array().unwrap().len(), 0);
     assert_eq!(app.publish(&u.token, &u.key, &good, None).await.0, 201);
     app.stop().await;
@@ -478,20 +445,11 @@ async fn revoked_key_signs_nothing_new_but_old_versions_show_it() {
         )
         .await;
     assert_eq!((s, e["code"].as_str().unwrap()), (403, "key_revoked"));
-    let (_, v) = app
-        .call(
-            Method::GET,
-            "/api/v1/agents/alice/code/versions/1.0.0",
-            None,
-            None,
-        )
-        .await;
+    let (_, v) = app.get("/api/v1/agents/alice/code/versions/1.0.0").await;
     assert!(v["key"]["revoked_at"].is_i64(), "{v}");
     let env = Envelope::from_json(&v["envelope"].to_string()).unwrap();
     assert!(index_schema::envelope::verify_manifest(&env, &[u.key.public_key()]).is_ok());
-    let (_, k) = app
-        .call(Method::GET, "/api/v1/namespaces/alice/keys", None, None)
-        .await;
+    let (_, k) = app.get("/api/v1/namespaces/alice/keys").await;
     assert_eq!(k["keys"][0]["revoked_by"], "alice");
     // A new key works.
     let k2 = SecretKey::from_seed(&[42; 32]);
@@ -679,8 +637,8 @@ async fn every_error_is_json_and_ops_endpoints_answer() {
     assert_eq!(r.status(), 400);
     let e: Value = r.json().await.unwrap();
     assert_eq!(e["code"], "bad_request");
-    assert_eq!(app.call(Method::GET, "/healthz", None, None).await.0, 200);
-    assert_eq!(app.call(Method::GET, "/readyz", None, None).await.0, 200);
+    assert_eq!(app.get("/healthz").await.0, 200);
+    assert_eq!(app.get("/readyz").await.0, 200);
     let m = app.get_text("/metrics").await;
     assert!(
         m.contains("ofc_hub_http_requests_total{group=\"api\",status=\"4xx\"}"),
@@ -719,14 +677,7 @@ async fn downloads_count_once_per_client_and_day(#[case] backend: Backend) {
         get_from([127, 0, 0, 1]).await;
     }
     let downloads = || async {
-        let (s, v) = app
-            .call(
-                Method::GET,
-                "/api/v1/agents/alice/counted/versions/1.0.0",
-                None,
-                None,
-            )
-            .await;
+        let (s, v) = app.get("/api/v1/agents/alice/counted/versions/1.0.0").await;
         assert_eq!(s, 200, "{v}");
         v["downloads"].as_i64().unwrap()
     };

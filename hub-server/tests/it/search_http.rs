@@ -24,7 +24,7 @@ fn manifest(name: &str, version: &str, tagline: &str) -> Manifest {
 async fn until(app: &TestHub, path: &str, done: impl Fn(&Value) -> bool) -> Value {
     let start = std::time::Instant::now();
     loop {
-        let (s, v) = app.call(Method::GET, path, None, None).await;
+        let (s, v) = app.get(path).await;
         // `/readyz` is 503 `catching_up` until the index has caught up after the start.
         let catching_up = s == 503 && v["status"] == "catching_up";
         assert!(s == 200 || catching_up, "{path}: {s} {v}");
@@ -102,9 +102,7 @@ async fn published_versions_become_searchable_and_yanks_hide_them(#[case] backen
     assert!(!metrics.contains("follower=\"embedding\""), "{metrics}");
 
     // The registry view answers from the same index, by handle.
-    let (s, v) = app
-        .call(Method::GET, "/registry/agents/search?q=weather", None, None)
-        .await;
+    let (s, v) = app.get("/registry/agents/search?q=weather").await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(
         v,
@@ -156,9 +154,7 @@ async fn bad_parameters_are_a_clear_400_and_hostile_queries_never_a_5xx() {
         ("cursor=%21%21", "cursor"),
         ("color=blue", "color"),
     ] {
-        let (s, v) = app
-            .call(Method::GET, &format!("/api/v1/search?{query}"), None, None)
-            .await;
+        let (s, v) = app.get(&format!("/api/v1/search?{query}")).await;
         assert_eq!(s, 400, "{query}: {v}");
         assert_eq!(v["code"], "invalid_parameter", "{query}: {v}");
         assert!(
@@ -214,9 +210,7 @@ async fn bad_parameters_are_a_clear_400_and_hostile_queries_never_a_5xx() {
         }
     }
     // The 10 kB query is refused, naming `q`.
-    let (s, v) = app
-        .call(Method::GET, &format!("/api/v1/search?q={long}"), None, None)
-        .await;
+    let (s, v) = app.get(&format!("/api/v1/search?q={long}")).await;
     assert_eq!(s, 400, "{v}");
     app.stop().await;
 }
@@ -242,14 +236,10 @@ async fn latest_is_a_release_and_a_pre_release_only_when_nothing_else_exists(
         let (s, v) = app.publish(&t, &k, &m, None).await;
         assert_eq!(s, 201, "{name}@{version}: {v}");
     }
-    let (s, v) = app
-        .call(Method::GET, "/api/v1/agents/alice/stable", None, None)
-        .await;
+    let (s, v) = app.get("/api/v1/agents/alice/stable").await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["latest"], "1.0.0", "{v}");
-    let (_, v) = app
-        .call(Method::GET, "/api/v1/agents/alice/early", None, None)
-        .await;
+    let (_, v) = app.get("/api/v1/agents/alice/early").await;
     assert_eq!(v["latest"], "0.1.0-alpha.1", "{v}");
     let found = until(&app, "/api/v1/search?q=zebra", |v| names(v).len() == 2).await;
     for hit in found["hits"].as_array().unwrap() {
@@ -307,18 +297,14 @@ async fn synonyms_reload_without_reindexing_and_fewer_words_are_reported() {
     })
     .await;
     // Not in the file (it replaces the default set): "database" finds nothing yet.
-    let (_, v) = app
-        .call(Method::GET, "/api/v1/search?q=database", None, None)
-        .await;
+    let (_, v) = app.get("/api/v1/search?q=database").await;
     assert!(names(&v).is_empty(), "{v}");
 
     // Edit the file: the running hub picks it up (bounded wait), no reindex.
     std::fs::write(&syn, "chart, plot\ndatabase => postgres\n").unwrap();
     let start = std::time::Instant::now();
     loop {
-        let (_, v) = app
-            .call(Method::GET, "/api/v1/search?q=database", None, None)
-            .await;
+        let (_, v) = app.get("/api/v1/search?q=database").await;
         if names(&v) == ["alice/pg"] {
             break;
         }
@@ -331,20 +317,13 @@ async fn synonyms_reload_without_reindexing_and_fewer_words_are_reported() {
     // A broken edit keeps the set in use.
     std::fs::write(&syn, "database => postgres\n,,\n").unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let (_, v) = app
-        .call(Method::GET, "/api/v1/search?q=database", None, None)
-        .await;
+    let (_, v) = app.get("/api/v1/search?q=database").await;
     assert_eq!(names(&v), ["alice/pg"], "{v}");
 
     // Fewer words: nobody watches postgres prices; both halves are found, each saying what
     // it lacks, and the page lists the dropped words.
     let (s, v) = app
-        .call(
-            Method::GET,
-            "/api/v1/search?q=watches%20postgres%20prices",
-            None,
-            None,
-        )
+        .get("/api/v1/search?q=watches%20postgres%20prices")
         .await;
     assert_eq!(s, 200, "{v}");
     let mut got = names(&v);
