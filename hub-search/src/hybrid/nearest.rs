@@ -154,7 +154,8 @@ pub struct Ivf {
 pub struct IvfParams {
     /// Lists (centroids); 0: about √n / 4, between 16 and 256.
     pub lists: usize,
-    /// Lists scanned per query; 0: a tenth of the lists, at least 8.
+    /// Lists scanned per query; 0: a sixteenth of the lists, at least 4 (15 of 250 at 1M
+    /// agents).
     pub probe: usize,
     /// k-means rounds on the sample.
     pub rounds: usize,
@@ -346,7 +347,7 @@ impl Ivf {
         nearest_lists.sort_by(|a, b| b.0.total_cmp(&a.0));
         let q = QueryCodes::new(query);
         let mut top = TopK::new(k);
-        // The scan is bound by reading the codes (25 lists of 1M agents: ~38 MB), not by the
+        // The scan is bound by reading the codes (15 lists of 1M agents: ~23 MB), not by the
         // dot products: compiled for AVX2 (pulp dispatch) it measured the same.
         for &(_, l) in nearest_lists.iter().take(probe) {
             for i in self.starts[l]..self.starts[l + 1] {
