@@ -17,8 +17,9 @@
 //!
 //! **One domain a namespace**: a new proved claim replaces the old. **Re-checks**: every
 //! `verify_recheck_secs` (24 h by default) the hub fetches each proof again (the hub-server
-//! task calls [`recheck_due`]); a failure *lapses* the verification (the time of the first
-//! failure and why are kept and shown) until a later re-check passes. A revoked key ends the
+//! task calls [`recheck_due`], on the one replica holding [`RECHECK_LEASE`]); a failure
+//! *lapses* the verification (the time of the first failure and why are kept and shown)
+//! until a later re-check passes. A revoked key ends the
 //! verification at once (the read joins the key). Verification is not in the search index:
 //! it can change without any change to the agents, so search asks the store for the verified
 //! publishers ([`prepare_query`], [`mark_hits`]).
@@ -44,6 +45,10 @@ use crate::store::{KeyRow, now_ms};
 
 /// Where the HTTPS proof lives on a domain.
 pub const WELL_KNOWN_PATH: &str = "/.well-known/ofc-namespace.txt";
+
+/// The lease of the re-checks (a PostgreSQL advisory lock key: `ofc-doms` in ASCII): one
+/// replica among those sharing a database re-checks the proofs (hub-server's task).
+pub const RECHECK_LEASE: i64 = 0x6f66_632d_646f_6d73;
 
 /// The version tag every proof record starts with.
 pub const RECORD_TAG: &str = "v=ofc1";

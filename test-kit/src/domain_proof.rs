@@ -86,6 +86,14 @@ impl DnsServer {
         self.addr
     }
 
+    /// How many questions of `kind` (`TXT`, `A`) for `name` it was asked since it last
+    /// started (dnsmasq's own log of each query).
+    pub fn queries(&self, kind: &str, name: &str) -> usize {
+        let log = std::fs::read_to_string(self.dir.path().join("dnsmasq.log")).unwrap_or_default();
+        let asked = format!("query[{kind}] {name} from ");
+        log.lines().filter(|l| l.contains(&asked)).count()
+    }
+
     /// Stops it and starts it again on the same port with `records` instead (dnsmasq reads
     /// `--txt-record` only at start).
     pub fn restart(&mut self, records: &[DnsRecord]) {
@@ -126,7 +134,9 @@ impl DnsServer {
                 "--pid-file={}",
                 self.dir.path().join("pid").display()
             ))
-            .arg("--log-facility=-");
+            .arg("--log-facility=-")
+            // Each question in the log, for [`DnsServer::queries`].
+            .arg("--log-queries");
         if is_root() {
             // Keep root: the pid file is in our temporary directory.
             cmd.arg("--user=root");

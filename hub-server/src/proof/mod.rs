@@ -3,7 +3,8 @@
 //! records, as the settings point them — `verify_ca_file` (the CAs trusted for the HTTPS
 //! proof instead of the built-in web roots), `verify_dns_server` (the DNS server asked for TXT
 //! records and, by the HTTPS proof, for the domain's address) and `verify_https_port` — and
-//! the task that re-checks them every `verify_recheck_secs`.
+//! the task that re-checks them every `verify_recheck_secs` (on one replica: the holder of
+//! an advisory-lock lease, [`start_rechecks`]).
 //!
 //! The HTTPS proof follows no redirect (the proof is at that URL of that domain, or not at
 //! all), uses no proxy, reads at most 64 KiB and waits at most 10 s, as does a DNS question.
@@ -22,7 +23,10 @@ use std::time::Duration;
 use anyhow::Context;
 use hub_core::Hub;
 use hub_core::config::Config;
-use hub_core::domains::{FetchError, Fetching, Method, ProofSource, WELL_KNOWN_PATH};
+use hub_core::domains::{
+    FetchError, Fetching, Method, ProofSource, RECHECK_LEASE, WELL_KNOWN_PATH,
+};
+use hub_core::store::db::Lease;
 
 use dns::{Dns, DnsError};
 
@@ -196,19 +200,58 @@ fn chain(e: &dyn std::error::Error) -> String {
     s
 }
 
+/// How often a replica that is not the re-checker asks for the lease (and the holder checks
+/// it still holds it).
+const LEASE_ASK: Duration = Duration::from_secs(2);
+
 /// Re-checks the due proofs every `verify_recheck_secs` (looking at most once a minute, and
-/// at least once a `verify_recheck_secs`), until the process ends. Failures to reach the
-/// database are logged and retried at the next round.
+/// at least once a `verify_recheck_secs`), until the process ends — on one replica among
+/// those sharing a database: the holder of [`RECHECK_LEASE`] (a PostgreSQL session advisory
+/// lock, see [`hub_core::store::db::Lease`]). The others ask for it every 2 s, so when the
+/// holder dies another takes over within seconds (what is due is in the database: nothing is
+/// lost). Failures to reach the database are logged and retried at the next round.
 pub fn start_rechecks(hub: Hub, prover: Arc<Prover>) {
     let every = Duration::from_secs(hub.config.verify_recheck_secs.clamp(1, 60));
     tokio::spawn(async move {
+        let mut lease: Option<Lease> = None;
+        let mut next = tokio::time::Instant::now() + every;
         loop {
-            tokio::time::sleep(every).await;
-            match hub_core::domains::recheck_due(&hub, prover.as_ref(), 100).await {
-                Ok(r) if r.checked > 0 => tracing::debug!(?r, "domain proofs re-checked"),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "domain proof re-check failed"),
+            let held = match &mut lease {
+                Some(l) => l.still_held().await,
+                None => false,
+            };
+            if !held {
+                if lease.take().is_some() {
+                    tracing::warn!(
+                        "lost the domain re-check lease (the database connection broke)"
+                    );
+                }
+                match hub.store.db().try_lease(RECHECK_LEASE).await {
+                    Ok(Some(l)) => {
+                        tracing::info!("this replica now re-checks the namespaces' domain proofs");
+                        lease = Some(l);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot ask for the domain re-check lease")
+                    }
+                }
             }
+            if lease.is_some() && tokio::time::Instant::now() >= next {
+                next = tokio::time::Instant::now() + every;
+                match hub_core::domains::recheck_due(&hub, prover.as_ref(), 100).await {
+                    Ok(r) if r.checked > 0 => tracing::debug!(?r, "domain proofs re-checked"),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "domain proof re-check failed"),
+                }
+            }
+            tokio::time::sleep(
+                LEASE_ASK.min(
+                    next.saturating_duration_since(tokio::time::Instant::now())
+                        .max(Duration::from_millis(100)),
+                ),
+            )
+            .await;
         }
     });
 }

@@ -10,6 +10,7 @@ mod authz;
 mod connections;
 mod crash;
 mod discovery;
+mod domain_recheck_lease;
 mod e2e;
 mod formats;
 mod layout;
