@@ -3,24 +3,29 @@
 //! deprecate` → the marker on the search page (only on the deprecated agent) and on its page
 //! (with the successor's link); the agent page's trust signals (signing key and its age, the
 //! log entry proven, the deprecation, last publish, downloads per week) as the API states them;
-//! both pages screenshot and audited by axe-core. Fails, never skips, without the browser.
+//! both pages screenshot and audited by axe-core. The verified badge (issue 33, point 3): the
+//! namespace `acme` proves `dns.ofc.test` by a TXT record served by a real dnsmasq
+//! (`scripts/peers/dnsmasq`); its hits and its agent's page show the badge, the hit and page
+//! of an agent of the unverified `zeta` do not (that page audited too). Fails, never skips,
+//! without the browser.
 
 use std::time::{Duration, Instant};
 
 use fantoccini::Locator;
+use ofc_test_kit::domain_proof::{DnsRecord, DnsServer};
 use ofc_test_kit::{Backend, ProcessOptions, TestHub};
 
 use crate::common::run::tag;
 use crate::common::{Ofc, Publishers as _, bin};
 use crate::web_e2e::{axe_path, browser, shoot_and_audit, start_driver, text_of};
 
-fn agent_dir(root: &std::path::Path, name: &str, word: &str) -> std::path::PathBuf {
-    let dir = root.join(name);
+fn agent_dir(root: &std::path::Path, ns: &str, name: &str, word: &str) -> std::path::PathBuf {
+    let dir = root.join(ns).join(name);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("agent.yaml"),
         format!(
-            "id: \"@{name}\"\nname: {name}\npackage: acme/{name}\nversion: 1.0.0\n\
+            "id: \"@{name}\"\nname: {name}\npackage: {ns}/{name}\nversion: 1.0.0\n\
              tagline: A {word} agent\ndescription: Trust signal tests ({word}).\ncommand: {:?}\n\
              args: [\"--name\", \"{name}\"]\n",
             bin("ofc-test-agent").display().to_string()
@@ -32,14 +37,34 @@ fn agent_dir(root: &std::path::Path, name: &str, word: &str) -> std::path::PathB
 
 fn deprecation_and_trust_in_the_browser(backend: Backend) {
     let axe = std::fs::read_to_string(axe_path()).unwrap();
-    let hub = TestHub::process(ProcessOptions::new(backend));
+    let mut dns = DnsServer::start(&[]);
+    let toml = format!("verify_dns_server = \"{}\"\n", dns.addr());
+    let hub = TestHub::process(ProcessOptions::new(backend).hub_toml(&toml));
     let acme = hub.publisher("acme", &[]);
+    let zeta = hub.publisher("zeta", &[]);
     let word = tag("trustweb");
     let work = tempfile::tempdir().unwrap();
     for name in ["oldie", "newbie"] {
-        let d = agent_dir(work.path(), name, &word);
+        let d = agent_dir(work.path(), "acme", name, &word);
         acme.ofc.ok(&["publish", d.to_str().unwrap()]);
     }
+    let d = agent_dir(work.path(), "zeta", "plain", &word);
+    zeta.ofc.ok(&["publish", d.to_str().unwrap()]);
+    // `acme` proves its domain; `zeta` does not.
+    let record = acme
+        .ofc
+        .ok(&["namespace", "record", "acme"])
+        .trim()
+        .to_string();
+    dns.restart(&[DnsRecord::Txt("dns.ofc.test".into(), record)]);
+    acme.ofc.ok(&[
+        "namespace",
+        "verify",
+        "acme",
+        "dns.ofc.test",
+        "--method",
+        "dns",
+    ]);
     acme.ofc.ok(&[
         "deprecate",
         "acme/oldie",
@@ -59,7 +84,7 @@ fn deprecation_and_trust_in_the_browser(backend: Backend) {
     );
     r.assert_code(0);
     hub.wait_for_search(&format!("q={word}"), |h| {
-        h.len() == 2 && h.iter().any(|h| h["deprecated"] == true)
+        h.len() == 3 && h.iter().any(|h| h["deprecated"] == true)
     });
     let trust = ofc.json(&["info", "acme/oldie"])["version"]["trust"].clone();
     let key_id = trust["signed_by"]["key_id"].as_str().unwrap().to_string();
@@ -74,10 +99,12 @@ fn deprecation_and_trust_in_the_browser(backend: Backend) {
             .await
             .unwrap();
         c.wait().for_element(Locator::Css("ol.hits")).await.unwrap();
-        // The marker is on the deprecated agent's hit, and only there.
+        // The marker is on the deprecated agent's hit, and only there; the verified badge on
+        // `acme`'s hits, and only there.
         let hits = c.find_all(Locator::Css("ol.hits li.hit")).await.unwrap();
-        assert_eq!(hits.len(), 2);
+        assert_eq!(hits.len(), 3);
         let mut marked = Vec::new();
+        let mut verified = Vec::new();
         for h in &hits {
             let name = h
                 .find(Locator::Css("span.name"))
@@ -92,10 +119,25 @@ fn deprecation_and_trust_in_the_browser(backend: Backend) {
                 assert!(b.is_displayed().await.unwrap());
             }
             if !badges.is_empty() {
-                marked.push(name);
+                marked.push(name.clone());
+            }
+            let badges = h
+                .find_all(Locator::Css("span.badge.verified"))
+                .await
+                .unwrap();
+            for b in &badges {
+                assert_eq!(b.text().await.unwrap(), "✓ verified: dns.ofc.test");
+                assert!(b.is_displayed().await.unwrap());
+                let title = b.attr("title").await.unwrap().unwrap_or_default();
+                assert_eq!(title, "acme proved it holds the domain dns.ofc.test");
+            }
+            if !badges.is_empty() {
+                verified.push(name);
             }
         }
         assert_eq!(marked, ["acme/oldie@1.0.0"]);
+        verified.sort();
+        assert_eq!(verified, ["acme/newbie@1.0.0", "acme/oldie@1.0.0"]);
         shoot_and_audit(&c, "search-deprecated", &axe).await;
 
         // Its page: the marker with the successor, and the trust signals.
@@ -164,7 +206,24 @@ fn deprecation_and_trust_in_the_browser(backend: Backend) {
         assert_eq!(weeks.len(), 8);
         let last = weeks[7].text().await.unwrap();
         assert!(last.ends_with('1'), "this week's downloads: {last}");
+        let badge = text_of(&c, "#verified").await;
+        assert_eq!(badge, "✓ verified: dns.ofc.test");
         shoot_and_audit(&c, "agent-trust", &axe).await;
+
+        // The unverified namespace's agent: its page has no badge.
+        c.goto(&format!("{}/agents/zeta/plain", hub.url))
+            .await
+            .unwrap();
+        c.wait()
+            .for_element(Locator::Css("section[aria-labelledby=signals]"))
+            .await
+            .unwrap();
+        let badges = c
+            .find_all(Locator::Css("#verified, .badge.verified"))
+            .await
+            .unwrap();
+        assert!(badges.is_empty(), "a badge on zeta/plain's page");
+        shoot_and_audit(&c, "agent-unverified", &axe).await;
         c.close().await.unwrap();
     });
 }
