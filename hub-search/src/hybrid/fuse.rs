@@ -86,34 +86,15 @@ impl SearchIndex {
         }
     }
 
-    fn fused(
+    /// The query's vector and the agents nearest it that pass the filters, nearest first, at
+    /// most `depth`. A selective filter leaves few of the nearest: it asks for more, once.
+    fn meaning_side(
         &self,
         q: &SearchQuery,
-        mode: SearchMode,
         s: &Semantic,
-        offset: usize,
-    ) -> Result<SearchResults, HybridError> {
-        let fusion = s.fusion;
-        let depth = fusion.depth.max(offset + q.limit + 1).min(MAX_DEPTH + 1);
-        // The keyword side (the search as it is, its first `depth` hits) on another thread
-        // while this one embeds the query: the two take similar time, and a hub has cores.
-        let kq = SearchQuery {
-            cursor: None,
-            limit: depth,
-            mode: None,
-            facets: q.facets && offset == 0,
-            ..q.clone()
-        };
-        let (keyword, query_vector) = std::thread::scope(|scope| {
-            let keyword = (mode == SearchMode::Hybrid).then(|| scope.spawn(|| self.search(&kq)));
-            let vector = s.embedder().embed_one(&q.text);
-            let keyword = keyword.map(|h| h.join().expect("the keyword search thread"));
-            (keyword, vector)
-        });
-        let keyword = keyword.transpose()?;
-        let query_vector = query_vector?;
-        // The meaning side: nearest first, only agents that pass the filters. A selective
-        // filter leaves few of the nearest: ask for more, once.
+        depth: usize,
+    ) -> Result<(Vec<f32>, Ranking), HybridError> {
+        let query_vector = s.embedder().embed_one(&q.text)?;
         let mut meaning: Vec<(String, f32)> = Vec::new();
         for factor in [4, 32] {
             let k = depth * factor;
@@ -121,7 +102,7 @@ impl SearchIndex {
             let exhausted = candidates.len() < k;
             let candidates: Vec<(String, f32)> = candidates
                 .into_iter()
-                .filter(|(_, sim)| *sim >= fusion.min_similarity)
+                .filter(|(_, sim)| *sim >= s.fusion.min_similarity)
                 .collect();
             let names: Vec<String> = candidates.iter().map(|(n, _)| n.clone()).collect();
             let passing = self.passing_filters(q, &names)?;
@@ -134,6 +115,36 @@ impl SearchIndex {
                 break;
             }
         }
+        Ok((query_vector, meaning))
+    }
+
+    fn fused(
+        &self,
+        q: &SearchQuery,
+        mode: SearchMode,
+        s: &Semantic,
+        offset: usize,
+    ) -> Result<SearchResults, HybridError> {
+        let fusion = s.fusion;
+        let depth = fusion.depth.max(offset + q.limit + 1).min(MAX_DEPTH + 1);
+        // The keyword side (the search as it is, its first `depth` hits) on another thread
+        // while this one runs the whole meaning side (embedding, nearest, filters): the two
+        // take similar time, and a hub has cores.
+        let kq = SearchQuery {
+            cursor: None,
+            limit: depth,
+            mode: None,
+            facets: q.facets && offset == 0,
+            ..q.clone()
+        };
+        let (keyword, meaning) = std::thread::scope(|scope| {
+            let keyword = (mode == SearchMode::Hybrid).then(|| scope.spawn(|| self.search(&kq)));
+            let meaning = self.meaning_side(q, s, depth);
+            let keyword = keyword.map(|h| h.join().expect("the keyword search thread"));
+            (keyword, meaning)
+        });
+        let keyword = keyword.transpose()?;
+        let (query_vector, meaning) = meaning?;
         // Reciprocal rank fusion.
         let rrf = |weight: f32, rank: usize| {
             #[allow(clippy::cast_precision_loss)] // ranks ≤ MAX_DEPTH
@@ -244,6 +255,9 @@ impl SearchIndex {
         })
     }
 }
+
+/// Agent names with their similarity, best first.
+type Ranking = Vec<(String, f32)>;
 
 fn another_mode() -> QueryError {
     bad(
