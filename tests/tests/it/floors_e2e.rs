@@ -8,15 +8,14 @@
 //!
 //! Needs the binaries: `cargo build -p ofc-pkg -p hub-server --bins`.
 
-use std::io::{BufRead, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{Ofc, Run, bin};
+use crate::common::Ofc;
+use crate::common::run::{Interactive, json_in, run_in};
 use crate::run_e2e::{ModelServer, chat_of, pieces};
 
 fn blueprint(endpoint: &str, prompt: &str, with_board: bool) -> String {
@@ -29,45 +28,6 @@ fn blueprint(endpoint: &str, prompt: &str, with_board: bool) -> String {
     format!(
         "name: floor-test\ndefaults:\n  endpoint: {endpoint}\n{board}agents:\n  - id: \"@keeper\"\n    model: keeper-model\n    activation: always\n    furniture: {uses}\n    prompt: \"{prompt}\"\n"
     )
-}
-
-fn run(ofc: &Ofc, dir: &Path, args: &[&str]) -> Run {
-    Ofc::finish(ofc.cmd().current_dir(dir).args(args))
-}
-
-fn json(ofc: &Ofc, dir: &Path, args: &[&str]) -> Value {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    let r = run(ofc, dir, &all);
-    r.assert_code(0);
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
-}
-
-fn lines_of(read: impl std::io::Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(read).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    rx
-}
-
-fn wait_for(rx: &Receiver<String>, needle: &str) -> String {
-    let mut passed = Vec::new();
-    loop {
-        let Ok(line) = rx.recv_timeout(Duration::from_secs(30)) else {
-            panic!(
-                "no `{needle}` from ofc run; it said:\n{}",
-                passed.join("\n")
-            );
-        };
-        if line.contains(needle) {
-            return line;
-        }
-        passed.push(line);
-    }
 }
 
 fn tools_of(body: &Value) -> Vec<String> {
@@ -110,7 +70,7 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
     let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
 
     // Created, listed, shown; the record is the floor (0600, under .ofc/floors/).
-    let created = json(
+    let created = json_in(
         &ofc,
         dir,
         &["floors", "create", "blueprint.yaml", "--name", "demo"],
@@ -124,30 +84,18 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
         let mode = std::fs::metadata(&record).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    let ls = json(&ofc, dir, &["floors", "ls"]);
+    let ls = json_in(&ofc, dir, &["floors", "ls"]);
     assert_eq!(ls["floors"][0]["name"], "demo", "{ls}");
-    let shown = json(&ofc, dir, &["floors", "show", "demo"]);
+    let shown = json_in(&ofc, dir, &["floors", "show", "demo"]);
     assert!(shown["blueprint"].as_str().unwrap().contains("PROMPT-ONE"));
     // The file is only where it started: changing it changes nothing.
     std::fs::write(dir.join("blueprint.yaml"), "not: [a blueprint").unwrap();
 
-    let mut child = Command::new(bin("ofc"))
-        .args(["--json", "run", "--floor", "demo"])
-        .current_dir(dir)
-        .env("OFC_HOME", home.path())
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = lines_of(child.stdout.take().unwrap());
-    let err = lines_of(child.stderr.take().unwrap());
-    let mut stdin = child.stdin.take().unwrap();
-    let ready: Value = serde_json::from_str(&wait_for(&out, "\"type\":\"ready\"")).unwrap();
-    let session = ready["session"].as_str().unwrap().to_owned();
-    writeln!(stdin, "hello").unwrap();
-    wait_for(&out, "\"type\":\"turn_ended\"");
+    let mut child = Interactive::start(home.path(), dir, &["--floor", "demo"], &[])
+        .within(Duration::from_secs(30));
+    let session = child.ready();
+    child.say("hello");
+    child.wait_for("\"type\":\"turn_ended\"");
 
     // Updated while it runs: a new prompt, and the board gone.
     std::fs::write(
@@ -155,7 +103,7 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
         blueprint(&model.endpoint, "PROMPT-TWO: the board is gone.", false),
     )
     .unwrap();
-    let update = json(
+    let update = json_in(
         &ofc,
         dir,
         &["floors", "update", "demo", "--from-file", "v2.yaml"],
@@ -168,10 +116,10 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
             {"op": "remove", "kind": "furniture", "id": "board"},
         ])
     );
-    wait_for(&err, "floor demo: generation 2 applied");
-    writeln!(stdin, "and now?").unwrap();
-    wait_for(&out, "The board is gone.");
-    wait_for(&out, "\"type\":\"turn_ended\"");
+    child.wait_for_err("floor demo: generation 2 applied");
+    child.say("and now?");
+    child.wait_for("The board is gone.");
+    child.wait_for("\"type\":\"turn_ended\"");
 
     // @keeper leaves, @scribe joins.
     std::fs::write(
@@ -182,7 +130,7 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
         ),
     )
     .unwrap();
-    let update = json(
+    let update = json_in(
         &ofc,
         dir,
         &["floors", "update", "demo", "--from-file", "v3.yaml"],
@@ -194,12 +142,12 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
             {"op": "add", "kind": "agent", "id": "@scribe"},
         ])
     );
-    wait_for(&err, "floor demo: generation 3 applied");
-    writeln!(stdin, "who is here?").unwrap();
-    wait_for(&out, "Scribe here.");
-    wait_for(&out, "\"type\":\"turn_ended\"");
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+    child.wait_for_err("floor demo: generation 3 applied");
+    child.say("who is here?");
+    child.wait_for("Scribe here.");
+    child.wait_for("\"type\":\"turn_ended\"");
+    let (code, stderr) = child.end();
+    assert_eq!(code, 0, "ofc run: {stderr}");
 
     let requests = model.requests();
     assert_eq!(
@@ -241,7 +189,7 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
     );
 
     // The session is the floor's.
-    let ls = json(&ofc, dir, &["sessions", "ls", "--floor", "demo"]);
+    let ls = json_in(&ofc, dir, &["sessions", "ls", "--floor", "demo"]);
     let ids: Vec<&str> = ls["sessions"]
         .as_array()
         .unwrap()
@@ -276,15 +224,15 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
         ),
         (vec!["run", "--floor", "../x", "hi"], "is not a floor name"),
     ] {
-        let r = run(&ofc, dir, &args);
+        let r = run_in(&ofc, dir, &args);
         r.assert_code(1);
         assert!(r.stderr.contains(said), "{args:?}: {}", r.stderr);
     }
     assert_eq!(
-        json(&ofc, dir, &["floors", "show", "demo"])["generation"],
+        json_in(&ofc, dir, &["floors", "show", "demo"])["generation"],
         3
     );
-    let same = json(
+    let same = json_in(
         &ofc,
         dir,
         &["floors", "update", "demo", "--from-file", "v3.yaml"],
@@ -293,11 +241,11 @@ fn a_running_named_floor_takes_an_update_on_its_next_turn() {
     assert_eq!(same["generation"], 3);
 
     assert_eq!(
-        json(&ofc, dir, &["floors", "rm", "demo"])["removed"],
+        json_in(&ofc, dir, &["floors", "rm", "demo"])["removed"],
         "demo"
     );
     assert_eq!(
-        json(&ofc, dir, &["floors", "ls"])["floors"],
+        json_in(&ofc, dir, &["floors", "ls"])["floors"],
         serde_json::json!([])
     );
     assert!(!record.exists());
@@ -321,7 +269,7 @@ fn ofc_serve_serves_a_named_floor_and_applies_its_updates() {
     )
     .unwrap();
     let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
-    json(
+    json_in(
         &ofc,
         dir,
         &["floors", "create", "blueprint.yaml", "--name", "served"],
@@ -378,7 +326,7 @@ fn ofc_serve_serves_a_named_floor_and_applies_its_updates() {
         blueprint(&model.endpoint, "SERVE-TWO", false),
     )
     .unwrap();
-    json(
+    json_in(
         &ofc,
         dir,
         &["floors", "update", "served", "--from-file", "v2.yaml"],
@@ -399,7 +347,7 @@ fn ofc_serve_serves_a_named_floor_and_applies_its_updates() {
         "{}",
         system(1)
     );
-    let ls = json(&ofc, dir, &["sessions", "ls", "--floor", "served"]);
+    let ls = json_in(&ofc, dir, &["sessions", "ls", "--floor", "served"]);
     assert_eq!(ls["sessions"][0]["id"], id.as_str(), "{ls}");
 }
 
@@ -458,26 +406,15 @@ fn furniture_removed_mid_call_fails_the_call_cleanly_and_the_floor_goes_on() {
     );
     std::fs::write(dir.join("blueprint.yaml"), with_slow).unwrap();
     let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
-    json(
+    json_in(
         &ofc,
         dir,
         &["floors", "create", "blueprint.yaml", "--name", "slowdemo"],
     );
-    let mut child = Command::new(bin("ofc"))
-        .args(["--json", "run", "--floor", "slowdemo"])
-        .current_dir(dir)
-        .env("OFC_HOME", home.path())
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = lines_of(child.stdout.take().unwrap());
-    let err = lines_of(child.stderr.take().unwrap());
-    let mut stdin = child.stdin.take().unwrap();
-    wait_for(&out, "\"type\":\"ready\"");
-    writeln!(stdin, "wait for me").unwrap();
+    let mut child = Interactive::start(home.path(), dir, &["--floor", "slowdemo"], &[])
+        .within(Duration::from_secs(30));
+    child.ready();
+    child.say("wait for me");
     // The call is in flight once the tool has started.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !dir.join("started").exists() {
@@ -496,19 +433,19 @@ fn furniture_removed_mid_call_fails_the_call_cleanly_and_the_floor_goes_on() {
         ),
     )
     .unwrap();
-    json(
+    json_in(
         &ofc,
         dir,
         &["floors", "update", "slowdemo", "--from-file", "v2.yaml"],
     );
-    wait_for(&out, "The call failed.");
-    wait_for(&out, "\"type\":\"turn_ended\"");
+    child.wait_for("The call failed.");
+    child.wait_for("\"type\":\"turn_ended\"");
     let took = removed_at.elapsed();
     assert!(
         took < Duration::from_secs(45),
         "the call in flight was not cut when its furniture went ({took:?}): it ran out its 60 s"
     );
-    wait_for(&err, "floor slowdemo: generation 2 applied");
+    child.wait_for_err("floor slowdemo: generation 2 applied");
     // The agent was given the failure as the tool's result.
     let requests = model.requests();
     let context = chat_of(&requests[1].1);
@@ -525,10 +462,9 @@ fn furniture_removed_mid_call_fails_the_call_cleanly_and_the_floor_goes_on() {
         "{result}"
     );
     // The floor goes on.
-    writeln!(stdin, "and now?").unwrap();
-    wait_for(&out, "Still here.");
-    wait_for(&out, "\"type\":\"turn_ended\"");
-    drop(stdin);
-    let status = child.wait().unwrap();
-    assert!(status.success(), "ofc run: {status}");
+    child.say("and now?");
+    child.wait_for("Still here.");
+    child.wait_for("\"type\":\"turn_ended\"");
+    let (code, stderr) = child.end();
+    assert_eq!(code, 0, "ofc run: {stderr}");
 }

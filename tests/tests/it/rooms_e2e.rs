@@ -6,24 +6,19 @@
 //!
 //! Needs the binaries: `cargo build -p ofc-pkg -p hub-server --bins`.
 
-use std::io::{BufRead, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::Receiver;
-use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::run::blueprint;
-use crate::common::{Ofc, bin};
+use crate::common::Ofc;
+use crate::common::run::{Interactive, blueprint};
 use crate::run_e2e::{ModelServer, chat_of, pieces};
 
 const ROOMS: &str = "name: rooms-test\ndefaults:\n  endpoint: ENDPOINT\n  model: shared\nagents:\n  - {id: \"@a\", prompt: You are careful.}\n  - {id: \"@b\", prompt: You are quick.}\n  - {id: \"@c\", prompt: You are curious.}\n";
 
+/// An interactive run whose JSON lines are kept as they are read.
 struct Session {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
+    run: Interactive,
     /// Every JSON line so far (the rooms' events and `#main`'s come on two channels, so their
     /// order on stdout is not fixed).
     seen: std::cell::RefCell<Vec<Value>>,
@@ -31,30 +26,8 @@ struct Session {
 
 impl Session {
     fn start(home: &Path, dir: &Path, args: &[&str]) -> Self {
-        let mut child = Command::new(bin("ofc"))
-            .args(["--json", "run"])
-            .args(args)
-            .current_dir(dir)
-            .env("OFC_HOME", home)
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let _ = tx.send(line);
-            }
-        });
-        let stdin = child.stdin.take();
         Self {
-            child,
-            stdin,
-            lines,
+            run: Interactive::start(home, dir, args, &[]),
             seen: Default::default(),
         }
     }
@@ -65,10 +38,7 @@ impl Session {
             return v.clone();
         }
         loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .unwrap_or_else(|_| panic!("no {what} from ofc run"));
+            let line = self.run.next_line(what);
             if let Ok(v) = serde_json::from_str::<Value>(&line) {
                 self.seen.borrow_mut().push(v.clone());
                 if want(&v) {
@@ -85,19 +55,12 @@ impl Session {
     }
 
     fn say(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{line}").unwrap();
-        stdin.flush().unwrap();
+        self.run.say(line);
     }
 
     /// Ends the input; answers the exit code and stderr.
-    fn end(mut self) -> (i32, String) {
-        drop(self.stdin.take());
-        let out = self.child.wait_with_output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+    fn end(self) -> (i32, String) {
+        self.run.end()
     }
 }
 

@@ -5,15 +5,12 @@
 //!
 //! Needs the binaries: `cargo build -p ofc-pkg -p hub-server --bins`.
 
-use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::run::blueprint;
-use crate::common::{Ofc, Run, bin};
+use crate::common::Ofc;
+use crate::common::run::{Interactive, announced, blueprint, json_in as json, run_in as run};
 use crate::run_e2e::{ModelServer, chat_of, pieces};
 
 const KEEPER: &str = "name: keeper-test\ndefaults:\n  endpoint: ENDPOINT\nagents:\n  - id: \"@keeper\"\n    model: keeper-model\n    activation: always\n    prompt: You keep what you are told.\n";
@@ -26,27 +23,6 @@ fn setup(answers: &[&[&str]]) -> (tempfile::TempDir, tempfile::TempDir, ModelSer
     blueprint(proj.path(), &KEEPER.replace("ENDPOINT", &model.endpoint));
     let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
     (home, proj, model, ofc)
-}
-
-fn run(ofc: &Ofc, dir: &Path, args: &[&str]) -> Run {
-    Ofc::finish(ofc.cmd().current_dir(dir).args(args))
-}
-
-fn json(ofc: &Ofc, dir: &Path, args: &[&str]) -> Value {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    let r = run(ofc, dir, &all);
-    r.assert_code(0);
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
-}
-
-/// The session id a run announced on stderr.
-fn announced(r: &Run) -> String {
-    let at = r
-        .stderr
-        .find("session ")
-        .expect("the run names its session");
-    r.stderr[at + 8..at + 8 + 36].to_owned()
 }
 
 fn session_file(dir: &Path, id: &str) -> PathBuf {
@@ -184,46 +160,15 @@ fn run_stop_and_resume_and_the_agent_remembers() {
 fn a_run_killed_mid_session_resumes_with_what_it_had_said() {
     let (home, proj, model, ofc) = setup(&[&["Noted ", "PELICAN."], &["It was ", "PELICAN."]]);
     let dir = proj.path();
-    let mut child = Command::new(bin("ofc"))
-        .args(["--json", "run"])
-        .current_dir(dir)
-        .env("OFC_HOME", home.path())
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    let wait_for = |needle: &str| loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no `{needle}` from ofc run"));
-        if line.contains(needle) {
-            break line;
-        }
-    };
-    let ready = wait_for("\"type\":\"ready\"");
-    let ready: Value = serde_json::from_str(&ready).unwrap();
-    let id = ready["session"]
-        .as_str()
-        .expect("the ready event names the session");
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "The secret bird is PELICAN").unwrap();
-    wait_for("Noted PELICAN.");
-    wait_for("\"type\":\"turn_ended\"");
+    let mut child = Interactive::start(home.path(), dir, &[], &[]);
+    let id = child.ready();
+    child.say("The secret bird is PELICAN");
+    child.wait_for("Noted PELICAN.");
+    child.wait_for("\"type\":\"turn_ended\"");
     // No goodbye: killed.
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
 
-    let r = run(&ofc, dir, &["run", "Which bird?", "--resume", id]);
+    let r = run(&ofc, dir, &["run", "Which bird?", "--resume", &id]);
     r.assert_code(0);
     let context = chat_of(&model.requests()[1].1);
     assert!(

@@ -7,7 +7,6 @@
 //! skipped with nothing else lost, another project's session is not readable, and bad
 //! settings are refused clearly. The database's password never shows.
 
-use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -15,7 +14,7 @@ use std::time::Duration;
 use ofc_test_kit::PgDatabase;
 use serde_json::Value;
 
-use crate::common::run::blueprint;
+use crate::common::run::{Interactive, announced, blueprint};
 use crate::common::{Ofc, Run, bin};
 use crate::run_e2e::{ModelServer, chat_of, pieces};
 
@@ -48,14 +47,6 @@ fn json(ofc: &Ofc, dir: &Path, url: &str, args: &[&str]) -> Value {
     let r = run(ofc, dir, url, &all);
     r.assert_code(0);
     serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
-}
-
-fn announced(r: &Run) -> String {
-    let at = r
-        .stderr
-        .find("session ")
-        .expect("the run names its session");
-    r.stderr[at + 8..at + 8 + 36].to_owned()
 }
 
 /// One SQL statement on the sessions' database.
@@ -152,34 +143,13 @@ fn sessions_in_postgresql_resume_list_replay_lock_and_survive_hand_edits() {
 
     // Open in one process (an interactive run), refused to another; killed mid-session, it
     // resumes with what it had said.
-    let mut child = Command::new(bin("ofc"))
-        .args(["--json", "run", "--resume", &id])
-        .current_dir(dir)
-        .env("OFC_HOME", home.path())
-        .env("OFC_SESSIONS_URL", url)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    let wait_for = |needle: &str| loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no `{needle}` from ofc run"));
-        if line.contains(needle) {
-            break;
-        }
-    };
-    wait_for("\"type\":\"ready\"");
+    let mut child = Interactive::start(
+        home.path(),
+        dir,
+        &["--resume", &id],
+        &[("OFC_SESSIONS_URL", url)],
+    );
+    child.ready();
     let busy = run(&ofc, dir, url, &["sessions", "rm", &id]);
     busy.assert_code(1);
     assert!(
@@ -196,12 +166,10 @@ fn sessions_in_postgresql_resume_list_replay_lock_and_survive_hand_edits() {
         "{}",
         busy.stderr
     );
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "The secret bird is PELICAN").unwrap();
-    wait_for("Noted PELICAN.");
-    wait_for("\"type\":\"turn_ended\"");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.say("The secret bird is PELICAN");
+    child.wait_for("Noted PELICAN.");
+    child.wait_for("\"type\":\"turn_ended\"");
+    child.kill();
     let r = run(&ofc, dir, url, &["run", "Which two?", "--resume", &id]);
     r.assert_code(0);
     let context = chat_of(&model.requests()[3].1);
@@ -538,47 +506,20 @@ fn a_database_restarted_between_turns_loses_no_line_of_the_open_session() {
         ],
     )]);
     blueprint(proj.path(), &KEEPER.replace("ENDPOINT", &model.endpoint));
-    let mut child = Command::new(bin("ofc"))
-        .args(["--json", "run"])
-        .current_dir(proj.path())
-        .env("OFC_HOME", home.path())
-        .env("OFC_SESSIONS_URL", &url)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    let wait_for = |needle: &str| loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(90))
-            .unwrap_or_else(|_| panic!("no `{needle}` from ofc run"));
-        if line.contains(needle) {
-            break line;
-        }
-    };
-    let ready: Value = serde_json::from_str(&wait_for("\"type\":\"ready\"")).unwrap();
-    let id = ready["session"].as_str().unwrap().to_owned();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "one").unwrap();
-    wait_for("First answer.");
-    wait_for("\"type\":\"turn_ended\"");
+    let mut child =
+        Interactive::start(home.path(), proj.path(), &[], &[("OFC_SESSIONS_URL", &url)])
+            .within(Duration::from_secs(90));
+    let id = child.ready();
+    child.say("one");
+    child.wait_for("First answer.");
+    child.wait_for("\"type\":\"turn_ended\"");
     pg.stop();
     pg.start_again();
-    writeln!(stdin, "two").unwrap();
-    wait_for("Second answer.");
-    wait_for("\"type\":\"turn_ended\"");
-    drop(stdin);
-    let status = child.wait().unwrap();
-    assert!(status.success(), "ofc run: {status}");
+    child.say("two");
+    child.wait_for("Second answer.");
+    child.wait_for("\"type\":\"turn_ended\"");
+    let (code, stderr) = child.end();
+    assert_eq!(code, 0, "ofc run: {stderr}");
 
     let ofc = Ofc::new(home.path(), "http://127.0.0.1:9");
     let shown = json(&ofc, proj.path(), &url, &["sessions", "show", &id]);

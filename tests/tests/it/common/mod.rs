@@ -18,8 +18,9 @@
 //! - [`Ofc`] runs `ofc` with `OFC_HOME`, `OFC_HUB`, `NO_COLOR=1`, `COLUMNS=100`, without
 //!   `OFC_TOKEN`, and with a time limit, so nothing of the machine's own setup leaks in.
 //! - [`redact`] makes output stable for snapshots (hub URL, digests, key ids, times, sizes).
-//! - [`run`]: for the `ofc run` tests, process agents in blueprints, process checks and a real
-//!   terminal ([`run::Tmux`]).
+//! - [`run`]: for the `ofc run` tests, process agents in blueprints, process checks, an
+//!   interactive run read line by line ([`run::Interactive`]) and a real terminal
+//!   ([`run::Tmux`]).
 //!
 //! Every wait is bounded; a timeout panics with what the hub logged.
 
