@@ -6,7 +6,7 @@
 //! makes. Both scripts are run by the tests (idempotent, fast once installed): a test fails when
 //! either cannot install, it never skips.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -19,30 +19,9 @@ use hub_search::embed::{
 use hub_search::relevance;
 use hub_search::{Change, OutboxEntry, OutboxSource, SearchDoc};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use common::{MemoryOutbox, model_dir, peer};
 
-/// Runs `scripts/peers/NAME` and returns the line it prints.
-fn peer(name: &str) -> PathBuf {
-    let script = repo_root().join("scripts/peers").join(name);
-    let out = Command::new(&script)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "scripts/peers/{name} failed (run `scripts/install-test-deps`):\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
-fn model_dir() -> PathBuf {
-    peer("search-model")
-}
+mod common;
 
 /// Sentences of several shapes: short, a paraphrase pair, punctuation and accents, characters
 /// outside the vocabulary, an empty text, and one far longer than 256 tokens (cut off the same
@@ -228,40 +207,6 @@ fn a_missing_or_corrupt_model_file_is_named() {
     // A directory that does not exist names the first file looked for.
     let err = Embedder::load(Path::new("/nonexistent/ofc-model")).unwrap_err();
     assert!(err.to_string().contains("/nonexistent/ofc-model/"), "{err}");
-}
-
-/// An in-memory outbox, standing in for the hub's database.
-#[derive(Default, Clone)]
-struct MemoryOutbox(Arc<std::sync::Mutex<Vec<OutboxEntry>>>);
-
-impl MemoryOutbox {
-    fn push(&self, change: Change) -> u64 {
-        let mut v = self.0.lock().unwrap();
-        let seq = v.last().map_or(0, |e| e.seq) + 1;
-        v.push(OutboxEntry { seq, change });
-        seq
-    }
-}
-
-impl OutboxSource for MemoryOutbox {
-    async fn entries_after(
-        &self,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, hub_search::follow::SourceError> {
-        Ok(self
-            .0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|e| e.seq > after)
-            .take(limit)
-            .cloned()
-            .collect())
-    }
-    async fn head(&self) -> Result<u64, hub_search::follow::SourceError> {
-        Ok(self.0.lock().unwrap().last().map_or(0, |e| e.seq))
-    }
 }
 
 fn open_store(dir: &Path, embedder: &Embedder) -> SharedVectors {

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 
 use hub_search::corpus::synthetic_agent;
 use hub_search::relevance;
@@ -14,6 +13,9 @@ use hub_search::{
 };
 use index_schema::name::AgentName;
 
+use common::MemoryOutbox;
+
+mod common;
 #[path = "search/hybrid.rs"]
 mod hybrid;
 #[path = "search/paraphrase.rs"]
@@ -560,41 +562,12 @@ fn index_resumes_exactly_after_kill_9() {
     assert!(report.matching > 50);
 }
 
-/// An in-memory outbox, standing in for the hub's database.
-#[derive(Default, Clone)]
-struct MemoryOutbox(std::sync::Arc<Mutex<Vec<OutboxEntry>>>);
-
-impl OutboxSource for MemoryOutbox {
-    async fn entries_after(
-        &self,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, hub_search::follow::SourceError> {
-        Ok(self
-            .0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|e| e.seq > after)
-            .take(limit)
-            .cloned()
-            .collect())
-    }
-    async fn head(&self) -> Result<u64, hub_search::follow::SourceError> {
-        Ok(self.0.lock().unwrap().last().map_or(0, |e| e.seq))
-    }
-}
-
 #[tokio::test]
 async fn follower_indexes_the_outbox_and_resumes_after_restart() {
     let dir = tempfile::tempdir().unwrap();
     let entries = stream(300);
     let outbox = MemoryOutbox::default();
-    outbox
-        .0
-        .lock()
-        .unwrap()
-        .extend(entries[..100].iter().cloned());
+    outbox.extend(&entries[..100]);
     let config = FollowConfig {
         fetch_limit: 40,
         commit_every: 30,
@@ -612,11 +585,7 @@ async fn follower_indexes_the_outbox_and_resumes_after_restart() {
     );
 
     // A publish: the hub appends to the outbox and wakes the follower.
-    outbox
-        .0
-        .lock()
-        .unwrap()
-        .extend(entries[100..200].iter().cloned());
+    outbox.extend(&entries[100..200]);
     follower.wake();
     follower.wait_for(entries[199].seq).await.unwrap();
     assert_eq!(follower.status().lag(), 0);
@@ -631,11 +600,7 @@ async fn follower_indexes_the_outbox_and_resumes_after_restart() {
     drop(index);
 
     // Restart: resumes from the committed sequence and catches up.
-    outbox
-        .0
-        .lock()
-        .unwrap()
-        .extend(entries[200..].iter().cloned());
+    outbox.extend(&entries[200..]);
     let index = SearchIndex::open_or_create(dir.path()).unwrap();
     assert_eq!(index.committed_seq().unwrap(), entries[199].seq);
     let follower = Follower::start(index.clone(), outbox.clone(), config).unwrap();
@@ -709,12 +674,7 @@ async fn follower_outlives_a_failing_source() {
         inner: MemoryOutbox::default(),
         failures: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(5)),
     };
-    outbox
-        .inner
-        .0
-        .lock()
-        .unwrap()
-        .extend(entries.iter().cloned());
+    outbox.inner.extend(&entries);
     let config = FollowConfig {
         poll_interval: std::time::Duration::from_millis(10),
         ..FollowConfig::default()

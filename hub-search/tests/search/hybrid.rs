@@ -3,8 +3,6 @@
 //! filters hold for hits found by meaning, pages follow each other, and a hub without a model
 //! answers as before and refuses the other modes.
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
 use hub_search::embed::Embedder;
@@ -15,18 +13,7 @@ use hub_search::{
 };
 use index_schema::name::AgentName;
 
-fn model_dir() -> PathBuf {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/search-model");
-    let out = Command::new(&script)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "scripts/peers/search-model failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
+use crate::common::model_dir;
 
 struct Fixture {
     index: SearchIndex,
