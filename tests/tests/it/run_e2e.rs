@@ -5,11 +5,12 @@
 //! Needs the binaries: `cargo build -p ofc-pkg -p runtime -p hub-server --bins`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common::Publishers as _;
-use crate::common::run::{Tmux, blueprint, process_agent, processes_with, run_in, tag};
+use crate::common::run::{
+    Interactive, Tmux, blueprint, process_agent, processes_with, run_in, tag,
+};
 use crate::common::{Ofc, bin};
 use ofc_test_kit::{ProcessOptions, TestHub};
 use serde_json::Value;
@@ -309,30 +310,9 @@ fn fields_ofc_would_ignore_are_refused_or_warned_before_anything_starts() {
 /// Starts `ofc run` (interactive, stdin held open) in `dir`; returns the child once the floor
 /// is ready.
 pub(crate) fn start_interactive(dir: &Path, home: &Path) -> std::process::Child {
-    let mut child = Command::new(bin("ofc"))
-        .args(["--json", "run"])
-        .current_dir(dir)
-        .env("OFC_HOME", home)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if line.contains("\"type\":\"ready\"") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(60))
-        .expect("the floor became ready");
-    child
+    let run = Interactive::start(home, dir, &[], &[]);
+    run.ready();
+    run.into_child()
 }
 
 #[test]

@@ -173,6 +173,13 @@ impl Interactive {
         stdin.flush().unwrap();
     }
 
+    /// The process, its stdin still open (its output is read on as before): for a test that
+    /// kills it and looks at what it leaves behind.
+    pub fn into_child(mut self) -> Child {
+        self.child.stdin = self.stdin.take();
+        self.child
+    }
+
     /// Kills the run (no goodbye) and waits for it.
     pub fn kill(mut self) {
         self.child.kill().unwrap();
