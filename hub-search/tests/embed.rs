@@ -156,6 +156,13 @@ fn a_missing_or_corrupt_model_file_is_named() {
     let config = std::fs::read_to_string(real.join(CONFIG_FILE)).unwrap();
     let wide = config.replace("\"hidden_size\": 384", "\"hidden_size\": 768");
     assert_ne!(wide, config);
+    for key in [
+        "\"absolute\"",
+        "\"gelu\"",
+        "\"max_position_embeddings\": 512",
+    ] {
+        assert!(config.contains(key), "the real config.json has {key}");
+    }
     let cases: Vec<(&str, Option<Vec<u8>>, &str)> = vec![
         (MODEL_FILE, None, "is missing"),
         (TOKENIZER_FILE, None, "is missing"),
@@ -187,6 +194,33 @@ fn a_missing_or_corrupt_model_file_is_named() {
             "not usable",
         ),
         (CONFIG_FILE, Some(wide.into_bytes()), "hidden_size is 768"),
+        // What the hub's forward pass does not compute is refused, not approximated.
+        (
+            CONFIG_FILE,
+            Some(
+                config
+                    .replace("\"absolute\"", "\"relative_key\"")
+                    .into_bytes(),
+            ),
+            "position_embedding_type is \"relative_key\"",
+        ),
+        (
+            CONFIG_FILE,
+            Some(config.replace("\"gelu\"", "\"relu\"").into_bytes()),
+            "hidden_act is not",
+        ),
+        (
+            CONFIG_FILE,
+            Some(
+                config
+                    .replace(
+                        "\"max_position_embeddings\": 512",
+                        "\"max_position_embeddings\": 128",
+                    )
+                    .into_bytes(),
+            ),
+            "max_position_embeddings is 128",
+        ),
     ];
     for (name, content, says) in cases {
         let dir = damaged(&real, name, content.as_deref());

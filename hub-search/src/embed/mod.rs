@@ -251,13 +251,46 @@ fn bert_shape(path: &Path, bytes: &[u8]) -> Result<sentence_model::BertShape, Em
             ),
         ));
     }
+    // What the pass does not do is refused rather than computed another way.
+    match v
+        .get("position_embedding_type")
+        .map(serde_json::Value::as_str)
+    {
+        None | Some(Some("absolute")) => {}
+        Some(other) => {
+            return Err(EmbedError::Corrupt(
+                path.to_owned(),
+                format!(
+                    "position_embedding_type is {}, the hub computes \"absolute\" only",
+                    other.map_or_else(|| "not a string".to_owned(), |o| format!("{o:?}"))
+                ),
+            ));
+        }
+    }
+    let max_positions = int("max_position_embeddings")?;
+    if max_positions < Embedder::MAX_TOKENS {
+        return Err(EmbedError::Corrupt(
+            path.to_owned(),
+            format!(
+                "max_position_embeddings is {max_positions}, fewer than the {} tokens a text \
+                 is cut at",
+                Embedder::MAX_TOKENS
+            ),
+        ));
+    }
+    if !eps.is_finite() || eps <= 0.0 {
+        return Err(EmbedError::Corrupt(
+            path.to_owned(),
+            format!("layer_norm_eps is {eps}, not a small positive number"),
+        ));
+    }
     Ok(sentence_model::BertShape {
         hidden: Embedder::DIM,
         layers: int("num_hidden_layers")?,
         heads: int("num_attention_heads")?,
         intermediate: int("intermediate_size")?,
         eps,
-        max_positions: int("max_position_embeddings")?,
+        max_positions,
         vocab: int("vocab_size")?,
     })
 }
