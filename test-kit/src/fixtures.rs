@@ -1,5 +1,5 @@
-//! The publisher fixture, the manifests tests publish, and the embedding model search tests
-//! use.
+//! The publisher fixture, the manifests tests publish, and the peers tests start through
+//! `scripts/peers` (the embedding model, the registry).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -62,18 +62,32 @@ pub fn manifest_saying(name: &str, text: &str) -> Manifest {
     Manifest::from_value(&v).unwrap()
 }
 
-/// The directory of the real embedding model (all-MiniLM-L6-v2), from
-/// `scripts/peers/search-model` (which installs it when missing). Panics (never skips) when
-/// the script fails.
-pub fn search_model_dir() -> PathBuf {
-    let script = crate::postgres::workspace().join("scripts/peers/search-model");
-    let out = Command::new(&script).output().unwrap();
+/// Runs `scripts/peers/NAME` (which installs or starts the peer when it is missing) and returns
+/// the line it prints. Panics (never skips) when the script fails.
+pub fn peer(name: &str) -> String {
+    let script = crate::postgres::workspace()
+        .join("scripts/peers")
+        .join(name);
+    let out = Command::new(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
     assert!(
         out.status.success(),
-        "scripts/peers/search-model failed (run `scripts/install-test-deps`):\n{}",
+        "scripts/peers/{name} failed (run `scripts/install-test-deps`):\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// The directory of the real embedding model (all-MiniLM-L6-v2), from
+/// `scripts/peers/search-model`.
+pub fn search_model_dir() -> PathBuf {
+    PathBuf::from(peer("search-model"))
+}
+
+/// `HOST:PORT` of the distribution registry `scripts/peers/registry` runs (one for all tests).
+pub fn registry_peer() -> String {
+    peer("registry")
 }
 
 /// A valid `bundle` manifest for these bytes.

@@ -81,24 +81,6 @@ enum Storage {
     Upstream,
 }
 
-/// The address of the test's upstream registry (started once by the peer script).
-fn registry() -> &'static str {
-    static ADDR: OnceLock<String> = OnceLock::new();
-    ADDR.get_or_init(|| {
-        let script = workspace().join("scripts/peers/registry");
-        let out = std::process::Command::new(&script)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "the OCI registry peer is unavailable ({} failed): {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    })
-}
-
 struct Hub {
     app: TestHub,
     /// `HOST:PORT/PREFIX` of the upstream backend.
@@ -107,8 +89,13 @@ struct Hub {
 
 impl Hub {
     async fn start(storage: Storage) -> Hub {
-        let upstream = (storage == Storage::Upstream)
-            .then(|| format!("{}/ofc-test-{}", registry(), uuid::Uuid::new_v4().simple()));
+        let upstream = (storage == Storage::Upstream).then(|| {
+            format!(
+                "{}/ofc-test-{}",
+                ofc_test_kit::registry_peer(),
+                uuid::Uuid::new_v4().simple()
+            )
+        });
         let u = upstream.clone();
         let app = TestHub::in_process_with(Backend::Sqlite, move |c| {
             c.upstream_registry = u.map(|u| format!("http://{u}"));

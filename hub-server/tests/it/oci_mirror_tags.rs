@@ -21,25 +21,13 @@ use reqwest::Method;
 use rstest::rstest;
 use serde_json::{Value, json};
 
-/// The address of the registry peer (started once by its script); fails without it.
-fn registry() -> String {
-    let script =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/registry");
-    let out = std::process::Command::new(&script)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "the OCI registry peer is unavailable ({} failed): {}",
-        script.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 /// `HOST:PORT/PREFIX`: a prefix of this test's own in the registry peer.
 fn upstream() -> String {
-    format!("{}/ofc-tags-{}", registry(), uuid::Uuid::new_v4().simple())
+    format!(
+        "{}/ofc-tags-{}",
+        ofc_test_kit::registry_peer(),
+        uuid::Uuid::new_v4().simple()
+    )
 }
 
 /// The digest tag `tag` of `repo` names in the registry under `upstream`, if any.

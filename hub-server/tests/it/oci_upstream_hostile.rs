@@ -61,20 +61,6 @@ async fn wrong_bytes_from_upstream_are_refused() {
     drop(store);
 }
 
-/// The address of the real distribution registry (`scripts/peers/registry`).
-fn real_registry() -> String {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/registry");
-    let out = std::process::Command::new(&script)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "the OCI registry peer is unavailable: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 /// A proxy in front of the real registry `to` that passes everything but manifest `PUT`s,
 /// which it answers 500 while `refuse` is set. Its address.
 async fn manifest_refusing_proxy(to: String, refuse: Arc<std::sync::atomic::AtomicBool>) -> String {
@@ -125,7 +111,7 @@ async fn manifest_refusing_proxy(to: String, refuse: Arc<std::sync::atomic::Atom
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_registry_refusing_the_manifest_refuses_the_publish_with_nothing_recorded() {
     let refuse = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let proxy = manifest_refusing_proxy(real_registry(), refuse.clone()).await;
+    let proxy = manifest_refusing_proxy(ofc_test_kit::registry_peer(), refuse.clone()).await;
     let prefix = format!("ofc-refuse-{}", uuid::Uuid::new_v4().simple());
     let upstream = format!("http://{proxy}/{prefix}");
     let app = ofc_test_kit::TestHub::in_process_with(ofc_test_kit::Backend::Sqlite, move |c| {
@@ -183,7 +169,7 @@ async fn a_registry_refusing_the_manifest_refuses_the_publish_with_nothing_recor
 /// it stores it again from the cache instead of failing every publish that uses it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blob_the_registry_lost_is_stored_again_from_the_cache_when_mirrored() {
-    let registry = real_registry();
+    let registry = ofc_test_kit::registry_peer();
     let prefix = format!("ofc-lost-{}", uuid::Uuid::new_v4().simple());
     let url = format!("http://{registry}/{prefix}");
     let dir = tempfile::tempdir().unwrap();

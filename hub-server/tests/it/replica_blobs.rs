@@ -103,21 +103,6 @@ fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The address of the shared registry peer (started once by its script).
-fn registry() -> String {
-    let script = workspace().join("scripts/peers/registry");
-    let out = std::process::Command::new(&script)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "the OCI registry peer is unavailable ({} failed): {}",
-        script.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 /// Two replicas on one PostgreSQL and one blob backend `shared` (extra settings in `more`);
 /// the directory or registry prefix they share, and a token of user `alice` for both.
 fn two_replicas(
@@ -129,7 +114,7 @@ fn two_replicas(
     let toml = match shared {
         Shared::Dir => format!("blob_dir = {:?}\n{more}", dir.path().display().to_string()),
         Shared::Registry => {
-            let addr = registry_addr.map_or_else(registry, str::to_string);
+            let addr = registry_addr.map_or_else(ofc_test_kit::registry_peer, str::to_string);
             let prefix = format!("ofc-replicas-{}", uuid::Uuid::new_v4().simple());
             format!("upstream_registry = \"http://{addr}/{prefix}\"\n{more}")
         }

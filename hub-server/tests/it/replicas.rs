@@ -761,14 +761,7 @@ fn a_new_replica_is_not_ready_until_its_search_has_caught_up() {
 fn downloads_are_counted_once_per_client_whichever_replica_serves_them() {
     use base64::Engine as _;
     // Blobs shared through a real distribution registry (`scripts/peers/registry`).
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/peers/registry");
-    let out = std::process::Command::new(script).output().unwrap();
-    assert!(
-        out.status.success(),
-        "the OCI registry peer is unavailable: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let registry = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let registry = ofc_test_kit::registry_peer();
     let r = Replicas::start(
         2,
         &format!(
