@@ -152,6 +152,13 @@ impl TestHub {
         Self::in_process_with(backend, |_| {}).await
     }
 
+    /// Like [`TestHub::in_process`], searching with the real embedding model
+    /// ([`crate::search_model_dir`]): hybrid search by default.
+    pub async fn with_search_model(backend: Backend) -> TestHub {
+        let model = crate::search_model_dir();
+        Self::in_process_with(backend, |c| c.search_model_dir = Some(model)).await
+    }
+
     /// Like [`TestHub::in_process`], with `tweak` applied to [`test_config`] first.
     pub async fn in_process_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> TestHub {
         let dir = tempfile::tempdir().unwrap();

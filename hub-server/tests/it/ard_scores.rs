@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use ofc_test_kit::{Backend, TestHub, manifest_saying, search_model_dir};
+use ofc_test_kit::{Backend, TestHub, manifest_saying};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -160,11 +160,7 @@ async fn ready_until(hub: &TestHub, done: impl Fn(&Value) -> bool) -> Value {
 
 #[tokio::test]
 async fn with_a_model_scores_follow_the_hybrid_ranking_and_readyz_shows_the_embeddings() {
-    let real = search_model_dir();
-    let hub = TestHub::in_process_with(Backend::Sqlite, |c| {
-        c.search_model_dir = Some(real.clone());
-    })
-    .await;
+    let hub = TestHub::with_search_model(Backend::Sqlite).await;
     let agents = [
         (
             "alice/quiz-maker",

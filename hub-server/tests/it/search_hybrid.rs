@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use ofc_test_kit::{Backend, TestHub, manifest_saying, search_model_dir};
+use ofc_test_kit::{Backend, TestHub, manifest_saying};
 use serde_json::{Value, json};
 
 fn names(v: &Value) -> Vec<String> {
@@ -59,11 +59,7 @@ async fn publish_all(app: &TestHub) {
 
 #[tokio::test]
 async fn hybrid_search_finds_by_meaning_what_keyword_search_misses() {
-    let real = search_model_dir();
-    let app = TestHub::in_process_with(Backend::Sqlite, |c| {
-        c.search_model_dir = Some(real.clone());
-    })
-    .await;
+    let app = TestHub::with_search_model(Backend::Sqlite).await;
     publish_all(&app).await;
     let vectors = app
         .state

@@ -13,17 +13,7 @@ use rstest::rstest;
 use serde_json::Value;
 
 pub(crate) fn aics_tlog() -> PathBuf {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers/aics-tlog");
-    let out = Command::new(&script)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "{} failed (it installs aics-tlog, which this test needs): {}",
-        script.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    PathBuf::from(ofc_test_kit::peer("aics-tlog"))
 }
 
 /// Runs `aics-tlog ARGS`; its one JSON report and whether it said ok.
