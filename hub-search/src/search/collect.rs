@@ -14,6 +14,7 @@ use crate::search::collector::RankCollector;
 use crate::search::doc_freqs::DocFreqs;
 use crate::search::plan::{Mode, Shape};
 use crate::search::rank::Ranked;
+use crate::search::scorers::any_words::AnyWords;
 use crate::search::scorers::phrase_bonus::PhraseBonus;
 use crate::search::scorers::without::Without;
 use crate::search::scorers::word_unions::WordUnions;
@@ -116,6 +117,10 @@ impl SearchIndex {
             }
             if let Some(w) = text.as_mut().and_then(|t| t.downcast_mut::<WordUnions>()) {
                 // Likewise for the window loop (see `WordUnions`).
+                w.popularity.clone_from(&bounds);
+            }
+            if let Some(w) = text.as_mut().and_then(|t| t.downcast_mut::<AnyWords>()) {
+                // And for the any-word union's.
                 w.popularity.clone_from(&bounds);
             }
             if let Some(without) = part.without {

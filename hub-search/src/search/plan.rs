@@ -14,6 +14,7 @@ use crate::index::SearchIndex;
 use crate::mapping::{FieldKind, MAPPING, analyzer, field, tokens};
 use crate::search::doc_freqs::DocFreqs;
 use crate::search::scorers::any_of::AnyOf;
+use crate::search::scorers::any_words::{AnyClause, AnyWords, SumOrder};
 use crate::search::scorers::boosted_term::BoostedTerm;
 use crate::search::scorers::conjunction::TermConjunction;
 use crate::search::scorers::loose::LooseMatch;
@@ -133,6 +134,8 @@ impl SearchIndex {
         // Every word's alternatives when each word's are plain terms only (a [`WordUnions`]).
         let mut plain_words: Option<Vec<Vec<(Term, Score)>>> =
             Some(Vec::with_capacity(words.len()));
+        // Mode::Any: every word's alternatives, in clause order (an [`AnyWords`]).
+        let mut any_clauses: Vec<AnyClause> = Vec::new();
         for (i, word) in words.iter().enumerate() {
             let stem = tokens(analyzer::TEXT, word)
                 .into_iter()
@@ -209,19 +212,31 @@ impl SearchIndex {
                     Some(r) => m.matches_in(r),
                 }
             };
+            let mut loose_matches = Vec::new();
             if !known && prefix_last && i + 1 == words.len() && chars >= PREFIX_MIN_CHARS {
                 let m = freqs.loose(&exact, 0, true);
                 if useful(&m)? {
-                    alts.push(loose(m));
+                    loose_matches.push(m);
                 }
             }
             if !known && chars >= FUZZY_MIN_CHARS && doc_freq < FUZZY_MAX_DOC_FREQ {
                 let edits = if chars >= FUZZY_TWO_EDITS_CHARS { 2 } else { 1 };
                 let m = freqs.loose(&exact, edits, false);
                 if useful(&m)? {
-                    alts.push(loose(m));
+                    loose_matches.push(m);
                 }
             }
+            if mode == Mode::Any {
+                // The word's alternatives in the order of `alts`: its terms, then its loose
+                // matches.
+                any_clauses.extend(terms.iter().map(|(t, b)| AnyClause::Term(t.clone(), *b)));
+                any_clauses.extend(
+                    loose_matches
+                        .iter()
+                        .map(|m| AnyClause::Loose(m.clone(), LOOSE_MATCH_BOOST)),
+                );
+            }
+            alts.extend(loose_matches.into_iter().map(loose));
             term_clauses += terms.len();
             other_clauses += alts.len() - terms.len();
             let mut word_docs = 0u64;
@@ -251,7 +266,8 @@ impl SearchIndex {
             match mode {
                 Mode::All => required.push((alts, word_docs)),
                 // Any word: the union of every word's alternatives, flat (same matches, same
-                // score sum) so that a union of plain terms can use block-max WAND.
+                // score sum): an `AnyWords` (below) unless it is one clause or only loose
+                // matches.
                 Mode::Any => per_word.extend(alts),
             }
             stems.push(stem);
@@ -309,23 +325,34 @@ impl SearchIndex {
         });
         let conjunction = plain_terms.as_ref().is_some_and(|t| t.len() > 1);
         // Words of plain terms, some word with several (a single term stays a `BoostedTerm`,
-        // one term a word a `TermConjunction`), or any of several plain terms: scored window
-        // by window.
-        if let (Some(words), None, true) = (&mut plain_words, &exact_name, phrases.is_empty())
-            && match mode {
-                Mode::All => words.iter().any(|w| w.len() > 1),
-                Mode::Any => words.iter().map(Vec::len).sum::<usize>() > 1,
-            }
+        // one term a word a `TermConjunction`): scored window by window.
+        if let (Mode::All, Some(words), None, true) =
+            (mode, &mut plain_words, &exact_name, phrases.is_empty())
+            && words.iter().any(|w| w.len() > 1)
         {
-            let words = match mode {
-                Mode::All => std::mem::take(words),
-                // Any word: one union of every word's terms (a term two words share counts
-                // twice, as in the flat union).
-                Mode::Any => vec![std::mem::take(words).concat()],
-            };
             return Ok(Some((
                 Box::new(WordUnions {
-                    words,
+                    words: std::mem::take(words),
+                    popularity: None,
+                }),
+                Shape::Other,
+            )));
+        }
+        // Any word, with some term among several clauses: pruned window by window, each
+        // document's clause scores added in the order of the query it stands for — clause
+        // order for plain terms (a term two words share counts twice, as in the flat union),
+        // Tantivy's union's with a loose match. (The `WordUnions` of one word of every term
+        // and the union `BooleanQuery` ranked these before, with these sums.)
+        if mode == Mode::Any && exact_name.is_none() && term_clauses > 0 && any_clauses.len() > 1 {
+            let order = if any_clauses.iter().all(|c| matches!(c, AnyClause::Term(..))) {
+                SumOrder::Listed
+            } else {
+                SumOrder::Union
+            };
+            return Ok(Some((
+                Box::new(AnyWords {
+                    clauses: any_clauses,
+                    order,
                     popularity: None,
                 }),
                 Shape::Other,

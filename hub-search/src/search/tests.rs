@@ -19,6 +19,7 @@ use crate::search::fewer_words::{Tier, binomial, fewer_words_tiers, subsets};
 use crate::search::plan::{LOOSE_MATCH_BOOST, Mode};
 use crate::search::rank::{Ranked, f32_from_key, f32_key, i64_key};
 use crate::search::scorers::any_of::AnyOf;
+use crate::search::scorers::any_words::{AnyWords, SumOrder};
 use crate::search::scorers::conjunction::TermConjunction;
 use crate::search::scorers::loose::{FEW_TERMS, LooseMatch, matched_terms};
 use crate::search::scorers::phrase_bonus::PhraseBonus;
@@ -212,9 +213,8 @@ fn pruned_top_k_equals_exhaustive_top_k() {
                 .downcast_ref::<PhraseBonus>()
                 .is_some_and(|p| p.required.downcast_ref::<TermConjunction>().is_some()),
         );
-        let is_union = shaped.downcast_ref::<WordUnions>().is_some();
-        unions += usize::from(is_union && mode == Mode::All);
-        any_unions += usize::from(is_union && mode == Mode::Any);
+        unions += usize::from(shaped.downcast_ref::<WordUnions>().is_some());
+        any_unions += usize::from(shaped.downcast_ref::<AnyWords>().is_some());
         assert_eq!(run(text, 60, None, true), exhaustive, "{text}");
         // Pages of 7 after a cursor give the same sequence.
         let mut paged = Vec::new();
@@ -230,7 +230,7 @@ fn pruned_top_k_equals_exhaustive_top_k() {
     }
     assert!(compared >= 3, "too few frequent words to compare");
     assert!(misspelled >= 2, "too few misspelled queries to compare");
-    // Words with synonyms: `WordUnions`' window loop, all words and any word.
+    // Words with synonyms: `WordUnions`' window loop; any word: `AnyWords`'.
     assert!(
         unions >= 3,
         "too few queries of word unions to compare ({unions})"
@@ -795,4 +795,138 @@ fn at_least_matches_like_minimum_should_match() {
         }
     }
     assert!(nonempty >= 3, "the words should overlap: {nonempty}");
+}
+
+/// [`AnyWords`], the last fewer-words tier's any-word union: its pruning loop gives, bit for
+/// bit, the matches and scores of the query it stands for (Tantivy's union of the clauses when
+/// one is a typo or prefix match, whose order of adding changes where a clause's postings end;
+/// an `AnyOf` of plain terms otherwise), over several windows; with a threshold it holds back
+/// documents yet keeps the top k; and the tier's pruned collection (popularity bounds, the
+/// agents with more of the words left out) equals the exhaustive one on every page.
+#[test]
+fn any_words_prune_like_the_exhaustive_union() {
+    use crate::search::scorers::at_least::AtLeast;
+
+    let index = synthetic_index(11, 12_000);
+    let searcher = index.reader.searcher();
+    let freqs = DocFreqs::default();
+    let reader = &searcher.segment_readers()[0];
+    assert!(reader.max_doc() > 2 * 4096, "several windows");
+    let scoring = EnableScoring::enabled_from_searcher(&searcher);
+    let by_score = |a: &(u32, u32), b: &(u32, u32)| {
+        f32::from_bits(b.1)
+            .total_cmp(&f32::from_bits(a.1))
+            .then(a.0.cmp(&b.0))
+    };
+    let mut orders = [0usize; 2];
+    let mut held_back = 0;
+    for text in [
+        "scrape the product listing of a website and plot a chart of the trend",
+        "clean a spreadsheet and summarize the statistics for our reveiw",
+        "monitor changes on a sitemap then extract tables from html and fetch each link",
+        "produce a wrapper package for our web service from its machine-readable description",
+        "a wall monitor showing our key numbers updating all day",
+        "fill in firm size and sector for people in our pipeline of scrapign",
+        "crawl every website and parse the html into a dataframe of outliers",
+    ] {
+        let words = query_words(text);
+        let shaped = index
+            .text_query(&searcher, &freqs, text, &words, Mode::Any, Some(reader))
+            .unwrap()
+            .unwrap();
+        let any = shaped.downcast_ref::<AnyWords>().expect(text);
+        orders[usize::from(any.order == SumOrder::Union)] += 1;
+        let weight = shaped.weight(scoring).unwrap();
+        let reference = any.exhaustive(any.order).weight(scoring).unwrap();
+        let mut all = Vec::new();
+        reference
+            .for_each(reader, &mut |d, s| all.push((d, s.to_bits())))
+            .unwrap();
+        let mut pruned = Vec::new();
+        weight
+            .for_each_pruning(Score::MIN, reader, &mut |d, s| {
+                pruned.push((d, s.to_bits()));
+                Score::MIN
+            })
+            .unwrap();
+        assert_eq!(pruned, all, "{text}");
+        // A top 10 by score, the threshold just below the 10th score (ties pass).
+        let k = 10;
+        let mut top: Vec<(u32, u32)> = Vec::new();
+        let mut passed = 0;
+        weight
+            .for_each_pruning(Score::MIN, reader, &mut |d, s| {
+                passed += 1;
+                top.push((d, s.to_bits()));
+                top.sort_by(by_score);
+                top.truncate(k);
+                match top.get(k - 1) {
+                    Some(w) => f32::from_bits(w.1) * (1.0 - 1e-4),
+                    None => Score::MIN,
+                }
+            })
+            .unwrap();
+        all.sort_by(by_score);
+        all.truncate(k);
+        assert_eq!(top, all, "{text}");
+        held_back += usize::from(passed < pruned.len());
+
+        // The tier's path: the agents with at most two of the words.
+        let mut queries: Vec<Box<dyn Query>> = Vec::new();
+        for (i, w) in words.iter().enumerate() {
+            let one = std::slice::from_ref(w);
+            let last = i + 1 == words.len();
+            queries.extend(
+                index
+                    .text_query_shaped(&searcher, &freqs, w, one, Mode::All, last, None)
+                    .unwrap()
+                    .map(|(q, _)| q),
+            );
+        }
+        let more = AtLeast { queries, m: 3 };
+        let q = SearchQuery::text(text);
+        let run = |prune: bool, k: usize, after: Option<(u64, String)>| {
+            let part = Part {
+                text,
+                words: &words,
+                mode: Mode::Any,
+                prefix_last: true,
+                without: Some(&more),
+            };
+            let c = RankCollector {
+                sort: Sort::Relevance,
+                k,
+                after,
+                prune,
+                names: true,
+            };
+            index
+                .collect_part(&searcher, &freqs, &q, &part, &c)
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.key, r.name, r.score.to_bits()))
+                .collect::<Vec<_>>()
+        };
+        let exhaustive = run(false, 40, None);
+        assert_eq!(exhaustive.len(), 40, "{text}");
+        assert_eq!(run(true, 40, None), exhaustive, "{text}");
+        let mut paged = Vec::new();
+        let mut after = None;
+        while paged.len() < 40 {
+            let page = run(true, 8, after.clone());
+            assert_eq!(page, run(false, 8, after), "{text}");
+            after = page.last().map(|r| (r.0, r.1.clone()));
+            paged.extend(page);
+        }
+        assert_eq!(paged, exhaustive, "{text}");
+    }
+    assert!(
+        orders[1] >= 2,
+        "too few unions with a loose match ({orders:?})"
+    );
+    assert!(orders[0] >= 1, "too few unions of plain terms ({orders:?})");
+    assert!(
+        held_back >= 4,
+        "the threshold held back too little ({held_back})"
+    );
 }

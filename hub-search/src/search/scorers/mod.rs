@@ -7,6 +7,7 @@
 //! - [`phrase_bonus`]: required words plus phrase and exact-name bonuses, with the loop of
 //!   [`bonus_pruning`] and the scorer of [`bonus_scorer`].
 //! - [`any_of`]: a union that seeks clause by clause (over the cursors of [`union`]).
+//! - [`any_words`]: the any-word union (terms and loose matches), MaxScore window by window.
 //! - [`at_least`]: the documents at least `m` of some queries match, by jumps (a
 //!   minimum-should-match disjunction walks every posting through a heap).
 //! - [`without`]: a query less another's documents, keeping the inner query's pruning.
@@ -14,8 +15,10 @@
 //! - [`word_unions`]: every word required, each a union of plain terms, scored window by
 //!   window into arrays (block-max WAND re-sorts its cursors at nearly every document of a
 //!   union of near-synonyms).
+//! - [`window`]: what the window loops share (a term's block cursor, the heap's entry bar).
 
 pub(super) mod any_of;
+pub(super) mod any_words;
 pub(super) mod at_least;
 mod automaton;
 mod bonus_pruning;
@@ -25,5 +28,6 @@ pub(super) mod conjunction;
 pub(super) mod loose;
 pub(super) mod phrase_bonus;
 mod union;
+mod window;
 pub(super) mod without;
 pub(super) mod word_unions;

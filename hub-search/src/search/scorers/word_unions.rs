@@ -21,6 +21,7 @@ use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, TantivyError, Ter
 
 use crate::popularity::PopularityBounds;
 use crate::search::scorers::union::{union_advance, union_seek};
+use crate::search::scorers::window::{Bar, Cursor, fieldnorms};
 
 /// Documents per window (a multiple of 64): the score arrays of a few words stay in the L1/L2
 /// cache. The tests' indexes are small: there, windows are short so that a segment has many.
@@ -106,13 +107,6 @@ struct WordUnionsWeight {
 
 /// A term's postings as opened for a segment, its weight and its field's lengths.
 type Opened<P> = (P, Bm25Weight, FieldNormReader);
-
-fn fieldnorms(reader: &SegmentReader, t: &Term) -> tantivy::Result<FieldNormReader> {
-    Ok(reader
-        .fieldnorms_readers()
-        .get_field(t.field())?
-        .unwrap_or_else(|| FieldNormReader::constant(reader.max_doc(), 1)))
-}
 
 impl WordUnionsWeight {
     /// Per word, its terms the segment has (`None` when it lacks every term of some word: no
@@ -301,101 +295,6 @@ impl Scorer for WordUnionsScorer {
     }
 }
 
-/// A term's posting list read block by block.
-struct Cursor {
-    block: BlockSegmentPostings,
-    /// The current document's index in the loaded block.
-    at: usize,
-    done: bool,
-    bm25: Bm25Weight,
-    norms: FieldNormReader,
-}
-
-impl Cursor {
-    fn new(block: BlockSegmentPostings, bm25: Bm25Weight, norms: FieldNormReader) -> Self {
-        let done = block.docs().is_empty();
-        Self {
-            block,
-            at: 0,
-            done,
-            bm25,
-            norms,
-        }
-    }
-
-    /// Moves to the first document at or after `target` (decoding only the block that holds
-    /// it).
-    fn seek(&mut self, target: DocId) -> DocId {
-        if self.done {
-            return TERMINATED;
-        }
-        let docs = self.block.docs();
-        if docs[self.at] >= target {
-            return docs[self.at];
-        }
-        if docs.last().is_some_and(|&last| last < target) {
-            self.block.seek(target);
-            self.at = 0;
-        }
-        let docs = self.block.docs();
-        match docs[self.at..].iter().position(|&d| d >= target) {
-            Some(i) => {
-                self.at += i;
-                docs[self.at]
-            }
-            None => {
-                self.done = true;
-                TERMINATED
-            }
-        }
-    }
-
-    /// The highest score of a document in `[from, to]` this cursor can give (its current
-    /// block's maximum when the block reaches `to`, its highest score otherwise).
-    fn bound(&mut self, to: DocId) -> Score {
-        if self.done {
-            return 0.0;
-        }
-        if self.block.docs().last().is_some_and(|&last| last >= to) {
-            self.block.block_max_score(&self.norms, &self.bm25)
-        } else {
-            self.bm25.max_score()
-        }
-    }
-
-    /// Calls `f(document, score)` for each document before `end`, in order, and stops at the
-    /// first at or after it. With `only`, documents whose bit is not set in it (offsets from
-    /// `start`) are passed over unscored.
-    fn each_before(
-        &mut self,
-        start: DocId,
-        end: DocId,
-        only: Option<&[u64]>,
-        mut f: impl FnMut(usize, Score),
-    ) {
-        while !self.done {
-            let docs = self.block.docs();
-            let freqs = self.block.freqs();
-            let mut i = self.at;
-            while i < docs.len() {
-                let d = docs[i];
-                if d >= end {
-                    self.at = i;
-                    return;
-                }
-                let off = (d - start) as usize;
-                if only.is_none_or(|m| m[off / 64] >> (off % 64) & 1 == 1) {
-                    f(off, self.bm25.score(self.norms.fieldnorm_id(d), freqs[i]));
-                }
-                i += 1;
-            }
-            self.block.advance();
-            self.at = 0;
-            self.done = self.block.docs().is_empty();
-        }
-    }
-}
-
 /// The window loop of [`WordUnionsWeight::for_each_pruning`].
 struct Windows<'a> {
     /// Per word, its terms' cursors (term order).
@@ -412,11 +311,7 @@ struct Windows<'a> {
     sum: Vec<Score>,
     /// Per word, the bound of its score in the current window.
     bounds: Vec<Score>,
-    threshold: Score,
-    popularity: Option<&'a PopularityBounds>,
-    /// The heap's entry bar on the rank key (`threshold × factor bound` where it was set),
-    /// when the heap is full and popularity is known.
-    bar: Option<Score>,
+    bar: Bar<'a>,
     /// The sum of every term's highest score: no document scores more.
     max_total: Score,
 }
@@ -450,7 +345,7 @@ impl<'a> Windows<'a> {
             // A bound, never below a sum of the same terms added in another order.
             * (1.0 + 1e-5);
         let n = words.len();
-        let mut s = Self {
+        Self {
             words,
             narrow,
             acc: vec![vec![0.0; WINDOW as usize]; n],
@@ -458,33 +353,8 @@ impl<'a> Windows<'a> {
             mask: vec![0; WINDOW as usize / 64],
             sum: vec![0.0; WINDOW as usize],
             bounds: vec![0.0; n],
-            threshold: Score::MIN,
-            popularity,
-            bar: None,
+            bar: Bar::new(threshold, popularity),
             max_total,
-        };
-        s.set_threshold(threshold, 0);
-        s
-    }
-
-    /// A threshold the collector returned after `doc`: for later documents, a text score at
-    /// or below it cannot enter the heap.
-    fn set_threshold(&mut self, threshold: Score, doc: DocId) {
-        self.threshold = threshold;
-        self.bar = match self.popularity {
-            // The collector's threshold is `worst / factor bound(doc)` less a relative margin
-            // of 1e-4: times that bound, it is just below the heap's worst rank key (1e-6
-            // more keeps rounding on the safe side).
-            Some(p) if threshold > 0.0 => Some(threshold * p.from(doc) * (1.0 - 1e-6)),
-            _ => None,
-        };
-    }
-
-    /// The text score a document at or after `doc` must exceed.
-    fn text_bar(&self, doc: DocId) -> Score {
-        match (self.bar, self.popularity) {
-            (Some(bar), Some(p)) => bar / p.from(doc) * (1.0 - 1e-6),
-            _ => self.threshold,
         }
     }
 
@@ -510,7 +380,7 @@ impl<'a> Windows<'a> {
                 }
                 break;
             }
-            let bar = self.text_bar(start);
+            let bar = self.bar.text(start);
             if self.max_total <= bar {
                 // No later document can enter (the bound of later factors only falls).
                 return;
@@ -528,15 +398,6 @@ impl<'a> Windows<'a> {
                 self.window(start, end, callback);
             }
             from = end;
-        }
-    }
-
-    /// Whether a document whose text score is at most `score` may enter the heap (`score`
-    /// computed in another order than the exact sum: a relative margin of 1e-5 covers it).
-    fn may_enter(&self, score: Score, doc: DocId) -> bool {
-        match (self.bar, self.popularity) {
-            (Some(bar), Some(p)) => score * (1.0 + 1e-5) * p.factors[doc as usize] > bar,
-            _ => score * (1.0 + 1e-5) > self.threshold,
         }
     }
 
@@ -583,7 +444,7 @@ impl<'a> Windows<'a> {
             }
             // The score so far (in reading order: a bound's, not the exact sum's), and the
             // documents it rules out.
-            let pruning = self.bar.is_some() || self.threshold > 0.0;
+            let pruning = self.bar.pruning();
             for k in 0..self.mask.len() {
                 let mut bits = self.mask[k];
                 while bits != 0 {
@@ -595,7 +456,7 @@ impl<'a> Windows<'a> {
                         self.sum[off] + self.acc[i][off]
                     };
                     self.sum[off] = so_far;
-                    if pruning && !self.may_enter(so_far + rest, start + off as DocId) {
+                    if pruning && !self.bar.may_enter(so_far + rest, start + off as DocId) {
                         self.mask[k] &= !(1u64 << (off % 64));
                     }
                 }
@@ -617,13 +478,9 @@ impl<'a> Windows<'a> {
                 for a in &self.acc {
                     total += a[off];
                 }
-                let passes = match (self.bar, self.popularity) {
-                    (Some(bar), Some(p)) => total * p.factors[doc as usize] > bar,
-                    _ => total > self.threshold,
-                };
-                if passes {
+                if self.bar.passes(total, doc) {
                     let t = callback(doc, total);
-                    self.set_threshold(t, doc);
+                    self.bar.set(t, doc);
                 }
             }
         }

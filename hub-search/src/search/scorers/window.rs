@@ -1,0 +1,210 @@
+//! What the window loops of [`WordUnions`](super::word_unions::WordUnions) and
+//! [`AnyWords`](super::any_words::AnyWords) share: a term's postings read block by block
+//! ([`Cursor`], with its field's lengths from [`fieldnorms`]) and the heap's entry bar as the
+//! collector's thresholds move it ([`Bar`]).
+
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::postings::BlockSegmentPostings;
+use tantivy::query::Bm25Weight;
+use tantivy::{DocId, Score, SegmentReader, TERMINATED, Term};
+
+use crate::popularity::PopularityBounds;
+
+/// The lengths of a term's field in a segment (constant when the field keeps none).
+pub(super) fn fieldnorms(reader: &SegmentReader, t: &Term) -> tantivy::Result<FieldNormReader> {
+    Ok(reader
+        .fieldnorms_readers()
+        .get_field(t.field())?
+        .unwrap_or_else(|| FieldNormReader::constant(reader.max_doc(), 1)))
+}
+
+/// A term's posting list read block by block, with its (boosted) BM25 weight.
+pub(super) struct Cursor {
+    pub(super) block: BlockSegmentPostings,
+    /// The current document's index in the loaded block.
+    at: usize,
+    done: bool,
+    pub(super) bm25: Bm25Weight,
+    norms: FieldNormReader,
+}
+
+impl Cursor {
+    pub(super) fn new(
+        block: BlockSegmentPostings,
+        bm25: Bm25Weight,
+        norms: FieldNormReader,
+    ) -> Self {
+        let done = block.docs().is_empty();
+        Self {
+            block,
+            at: 0,
+            done,
+            bm25,
+            norms,
+        }
+    }
+
+    /// The current document (`TERMINATED` past the last).
+    #[inline]
+    pub(super) fn doc(&self) -> DocId {
+        if self.done {
+            TERMINATED
+        } else {
+            self.block.docs()[self.at]
+        }
+    }
+
+    /// The current document's score (the cursor is on a document).
+    #[inline]
+    pub(super) fn score(&self) -> Score {
+        let d = self.block.docs()[self.at];
+        self.bm25
+            .score(self.norms.fieldnorm_id(d), self.block.freqs()[self.at])
+    }
+
+    /// Moves to the first document at or after `target` (decoding only the block that holds
+    /// it).
+    #[inline]
+    pub(super) fn seek(&mut self, target: DocId) -> DocId {
+        if self.done {
+            return TERMINATED;
+        }
+        let docs = self.block.docs();
+        if docs[self.at] >= target {
+            return docs[self.at];
+        }
+        if docs.last().is_some_and(|&last| last < target) {
+            self.block.seek(target);
+            self.at = 0;
+        }
+        let docs = self.block.docs();
+        match docs[self.at..].iter().position(|&d| d >= target) {
+            Some(i) => {
+                self.at += i;
+                docs[self.at]
+            }
+            None => {
+                self.done = true;
+                TERMINATED
+            }
+        }
+    }
+
+    /// The highest score of a document in `[from, to]` this cursor can give (its current
+    /// block's maximum when the block reaches `to`, its highest score otherwise).
+    #[inline]
+    pub(super) fn bound(&mut self, to: DocId) -> Score {
+        if self.done {
+            return 0.0;
+        }
+        if self.block.docs().last().is_some_and(|&last| last >= to) {
+            self.block.block_max_score(&self.norms, &self.bm25)
+        } else {
+            self.bm25.max_score()
+        }
+    }
+
+    /// Calls `f(document, score)` for each document before `end`, in order, and stops at the
+    /// first at or after it. With `only`, documents whose bit is not set in it (offsets from
+    /// `start`) are passed over unscored.
+    pub(super) fn each_before(
+        &mut self,
+        start: DocId,
+        end: DocId,
+        only: Option<&[u64]>,
+        mut f: impl FnMut(usize, Score),
+    ) {
+        while !self.done {
+            let docs = self.block.docs();
+            let freqs = self.block.freqs();
+            let mut i = self.at;
+            while i < docs.len() {
+                let d = docs[i];
+                if d >= end {
+                    self.at = i;
+                    return;
+                }
+                let off = (d - start) as usize;
+                if only.is_none_or(|m| m[off / 64] >> (off % 64) & 1 == 1) {
+                    f(off, self.bm25.score(self.norms.fieldnorm_id(d), freqs[i]));
+                }
+                i += 1;
+            }
+            self.block.advance();
+            self.at = 0;
+            self.done = self.block.docs().is_empty();
+        }
+    }
+}
+
+/// The heap's entry bar as a window loop tracks it, from the thresholds the collector returns
+/// (see `RankCollector`): with the segment's popularity bounds, a document is held to its own
+/// rank factor rather than to the bound of every later document's.
+pub(super) struct Bar<'a> {
+    /// The collector's last threshold: a text score at or below it cannot enter.
+    threshold: Score,
+    popularity: Option<&'a PopularityBounds>,
+    /// The heap's entry bar on the rank key (`threshold × factor bound` where it was set),
+    /// when the heap is full and popularity is known.
+    key: Option<Score>,
+}
+
+impl<'a> Bar<'a> {
+    pub(super) fn new(threshold: Score, popularity: Option<&'a PopularityBounds>) -> Self {
+        let mut bar = Self {
+            threshold: Score::MIN,
+            popularity,
+            key: None,
+        };
+        bar.set(threshold, 0);
+        bar
+    }
+
+    /// A threshold the collector returned after `doc`: for later documents, a text score at
+    /// or below it cannot enter the heap.
+    #[inline]
+    pub(super) fn set(&mut self, threshold: Score, doc: DocId) {
+        self.threshold = threshold;
+        self.key = match self.popularity {
+            // The collector's threshold is `worst / factor bound(doc)` less a relative margin
+            // of 1e-4: times that bound, it is just below the heap's worst rank key (1e-6
+            // more keeps rounding on the safe side).
+            Some(p) if threshold > 0.0 => Some(threshold * p.from(doc) * (1.0 - 1e-6)),
+            _ => None,
+        };
+    }
+
+    /// Whether any document is held back yet.
+    #[inline]
+    pub(super) fn pruning(&self) -> bool {
+        self.key.is_some() || self.threshold > 0.0
+    }
+
+    /// The text score a document at or after `doc` must exceed.
+    #[inline]
+    pub(super) fn text(&self, doc: DocId) -> Score {
+        match (self.key, self.popularity) {
+            (Some(key), Some(p)) => key / p.from(doc) * (1.0 - 1e-6),
+            _ => self.threshold,
+        }
+    }
+
+    /// Whether a document whose text score is at most `score` may enter the heap (`score`
+    /// computed in another order than the exact sum: a relative margin of 1e-5 covers it).
+    #[inline]
+    pub(super) fn may_enter(&self, score: Score, doc: DocId) -> bool {
+        match (self.key, self.popularity) {
+            (Some(key), Some(p)) => score * (1.0 + 1e-5) * p.factors[doc as usize] > key,
+            _ => score * (1.0 + 1e-5) > self.threshold,
+        }
+    }
+
+    /// Whether a document with this exact text score is passed on to the collector.
+    #[inline]
+    pub(super) fn passes(&self, score: Score, doc: DocId) -> bool {
+        match (self.key, self.popularity) {
+            (Some(key), Some(p)) => score * p.factors[doc as usize] > key,
+            _ => score > self.threshold,
+        }
+    }
+}
