@@ -1,8 +1,10 @@
 //! The publisher fixture, the manifests tests publish, and the peers tests start through
 //! `scripts/peers` (the embedding model, the registry).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 
 use index_schema::envelope::SecretKey;
 use index_schema::manifest::Manifest;
@@ -88,6 +90,23 @@ pub fn search_model_dir() -> PathBuf {
 /// `HOST:PORT` of the distribution registry `scripts/peers/registry` runs (one for all tests).
 pub fn registry_peer() -> String {
     peer("registry")
+}
+
+/// The path of the program `name` (`skopeo`, `podman`, `python`, `cc`) that
+/// `scripts/peers/oci-clients` installs; the script runs once.
+pub fn oci_tool(name: &str) -> String {
+    static TOOLS: OnceLock<HashMap<String, String>> = OnceLock::new();
+    TOOLS
+        .get_or_init(|| {
+            peer("oci-clients")
+                .lines()
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .get(name)
+        .unwrap_or_else(|| panic!("scripts/peers/oci-clients did not report `{name}`"))
+        .clone()
 }
 
 /// A valid `bundle` manifest for these bytes.

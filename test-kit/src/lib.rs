@@ -44,8 +44,8 @@ pub use assert::{
     strings, user_scopes,
 };
 pub use fixtures::{
-    Publisher, bundle_manifest, key_for, manifest_saying, peer, publish_body, registry_peer,
-    remote_manifest, search_model_dir,
+    Publisher, bundle_manifest, key_for, manifest_saying, oci_tool, peer, publish_body,
+    registry_peer, remote_manifest, search_model_dir,
 };
 pub use in_process::{Served, TestHub, add_publisher, fresh_store, test_config};
 pub use postgres::{PgDatabase, PrivatePostgres, database_for, postgres_base_url};

@@ -2,15 +2,13 @@
 //! (PyPI) pushes and pulls an ofc agent artifact, podman pushes, pulls and runs a FROM-scratch
 //! image. The clients come from `scripts/peers/oci-clients`; a missing client fails the test.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use index_schema::envelope::sign_manifest;
 use index_schema::media_types as mt;
 use index_schema::name::Digest;
-use ofc_test_kit::{Backend, TestHub, bundle_manifest};
+use ofc_test_kit::{Backend, TestHub, bundle_manifest, oci_tool};
 use rand::RngCore;
 use reqwest::Method;
 use rstest::rstest;
@@ -18,36 +16,6 @@ use serde_json::{Value, json};
 
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// `skopeo`, `podman`, `python`, `cc`: installed (once) by the project's peer script.
-fn tools() -> &'static HashMap<String, String> {
-    static TOOLS: OnceLock<HashMap<String, String>> = OnceLock::new();
-    TOOLS.get_or_init(|| {
-        let script = workspace().join("scripts/peers/oci-clients");
-        let out = std::process::Command::new(&script)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "the OCI clients are unavailable ({} failed): {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    })
-}
-
-fn tool(name: &str) -> String {
-    tools()
-        .get(name)
-        .unwrap_or_else(|| panic!("scripts/peers/oci-clients did not report `{name}`"))
-        .clone()
 }
 
 /// Runs a command to completion (bounded by a generous guard), panicking with its output on
@@ -253,7 +221,7 @@ fn layout_manifest(dir: &Path) -> Digest {
 #[case::upstream(Storage::Upstream)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn skopeo_copies_a_multi_layer_image_in_and_out(#[case] storage: Storage) {
-    let skopeo = tool("skopeo");
+    let skopeo = oci_tool("skopeo");
     let hub = Hub::start(storage).await;
     let app = &hub.app;
     let tmp = tempfile::tempdir().unwrap();
@@ -350,7 +318,7 @@ async fn skopeo_copies_a_multi_layer_image_in_and_out(#[case] storage: Storage) 
 #[case::upstream(Storage::Upstream)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn oras_pushes_and_pulls_agent_artifacts(#[case] storage: Storage) {
-    let python = tool("python");
+    let python = oci_tool("python");
     let script = workspace().join("hub-server/tests/oci/oras_agent.py");
     let script = script.to_str().unwrap();
     let hub = Hub::start(storage).await;
@@ -480,8 +448,8 @@ async fn oras_pushes_and_pulls_agent_artifacts(#[case] storage: Storage) {
 #[case::upstream(Storage::Upstream)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn podman_pushes_pulls_and_runs_a_scratch_image(#[case] storage: Storage) {
-    let podman = tool("podman");
-    let cc = tool("cc");
+    let podman = oci_tool("podman");
+    let cc = oci_tool("cc");
     let hub = Hub::start(storage).await;
     let app = &hub.app;
     let tmp = tempfile::tempdir().unwrap();

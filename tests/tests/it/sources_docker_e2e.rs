@@ -13,51 +13,19 @@
 //! Every test has a podman store of its own (`CONTAINERS_STORAGE_CONF`, vfs driver) for the
 //! image build and for `ofc`.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::common::Publishers as _;
 use crate::common::{Ofc, Publisher, bin};
 use crate::hostile::{HostileHub, Mode};
 use index_schema::envelope::SecretKey;
-use ofc_test_kit::{ProcessOptions, TestHub};
+use ofc_test_kit::{ProcessOptions, TestHub, oci_tool};
 use serde_json::Value;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// `podman` and `cc`, installed (once) by the project's peer script.
-fn tools() -> &'static HashMap<String, String> {
-    static TOOLS: OnceLock<HashMap<String, String>> = OnceLock::new();
-    TOOLS.get_or_init(|| {
-        let script = repo().join("scripts/peers/oci-clients");
-        let out = Command::new(&script)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "podman is required ({} failed): {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    })
-}
-
-fn tool(name: &str) -> String {
-    tools()
-        .get(name)
-        .unwrap_or_else(|| panic!("scripts/peers/oci-clients did not report `{name}`"))
-        .clone()
 }
 
 /// podman with a store of its own.
@@ -69,7 +37,7 @@ struct Podman {
 
 impl Podman {
     fn new() -> Podman {
-        let program = tool("podman");
+        let program = oci_tool("podman");
         let dir = tempfile::tempdir().unwrap();
         let conf = dir.path().join("storage.conf");
         std::fs::write(
@@ -124,7 +92,7 @@ impl Podman {
     fn build_and_push(&self, registry: &str, tag: &str, token: &str) -> String {
         let ctx = self.dir.path().join(format!("ctx-{tag}"));
         std::fs::create_dir_all(&ctx).unwrap();
-        let out = Command::new(tool("cc"))
+        let out = Command::new(oci_tool("cc"))
             .args(["-static", "-O2", "-o"])
             .arg(ctx.join("agent"))
             .arg(repo().join("tests/docker-agent/agent.c"))
@@ -167,7 +135,7 @@ impl Podman {
     fn build_and_push_index(&self, registry: &str, token: &str) -> String {
         let ctx = self.dir.path().join("ctx-index");
         std::fs::create_dir_all(&ctx).unwrap();
-        let out = Command::new(tool("cc"))
+        let out = Command::new(oci_tool("cc"))
             .args(["-static", "-O2", "-o"])
             .arg(ctx.join("agent"))
             .arg(repo().join("tests/docker-agent/agent.c"))
