@@ -148,7 +148,8 @@ pub fn mean_ndcg(results: &[Evaluated], split: Option<Split>) -> (f64, usize) {
 /// Reads the agents of the relevance set.
 pub fn load_agents(dir: &Path) -> anyhow::Result<Vec<SearchDoc>> {
     let path = dir.join("agents.jsonl");
-    let text = std::fs::read_to_string(&path)?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
     let mut out = Vec::new();
     for (i, line) in text
         .lines()
@@ -176,8 +177,9 @@ pub fn load_agents(dir: &Path) -> anyhow::Result<Vec<SearchDoc>> {
 /// Reads the judged queries.
 pub fn load_queries(dir: &Path) -> anyhow::Result<Vec<JudgedQuery>> {
     let path = dir.join("queries.json");
-    serde_json::from_str(&std::fs::read_to_string(&path)?)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// Builds an in-memory index of `docs`.
