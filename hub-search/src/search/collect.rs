@@ -115,9 +115,15 @@ impl SearchIndex {
                 // The collector below bounds thresholds with these (see `Visit::blocks`).
                 p.popularity.clone_from(&bounds);
             }
+            let mut folded = false;
             if let Some(w) = text.as_mut().and_then(|t| t.downcast_mut::<WordUnions>()) {
-                // Likewise for the window loop (see `WordUnions`).
+                // Likewise for the window loop (see `WordUnions`), which also narrows by the
+                // filters itself.
                 w.popularity.clone_from(&bounds);
+                if q.only_names.is_empty() && self.has_filters(q) && part.without.is_none() {
+                    w.filters = self.filter_terms(q);
+                    folded = true;
+                }
             }
             if let Some(w) = text.as_mut().and_then(|t| t.downcast_mut::<AnyWords>()) {
                 // And for the any-word union's.
@@ -133,7 +139,10 @@ impl SearchIndex {
                     }) as Box<dyn Query>
                 });
             }
-            let query = self.full_query(q, text.as_deref());
+            let query = match text {
+                Some(t) if folded => t,
+                _ => self.full_query(q, text.as_deref()),
+            };
             let weight = query.weight(scoring)?;
             fruits.push(collector.collect_segment_bounded(
                 weight.as_ref(),

@@ -61,65 +61,63 @@ impl SearchIndex {
                 None => Box::new(AllQuery),
             },
         )];
-        let filter = |f: &str, v: &str| -> (Occur, Box<dyn Query>) {
+        clauses.extend(self.filter_terms(q).into_iter().map(|any| {
             (
                 Occur::Must,
-                Box::new(ConstScoreQuery::new(
-                    Box::new(TermQuery::new(
-                        Term::from_field_text(self.fields.get(f), v),
-                        IndexRecordOption::Basic,
-                    )),
-                    0.0,
-                )),
+                Box::new(ConstScoreQuery::new(any_term(any), 0.0)) as Box<dyn Query>,
             )
-        };
-        clauses.extend(
+        }));
+        Box::new(BooleanQuery::new(clauses))
+    }
+
+    /// The filters of `q` (`only_names` aside), each as the terms of which a document must
+    /// have one (one term, but several for `verified`: one of the verified publishers; none
+    /// when no publisher is verified, which nothing matches).
+    pub(super) fn filter_terms(&self, q: &SearchQuery) -> Vec<Vec<Term>> {
+        let text = |f: &str, v: &str| vec![Term::from_field_text(self.fields.get(f), v)];
+        let mut filters: Vec<Vec<Term>> = Vec::new();
+        filters.extend(
             q.capabilities
                 .iter()
-                .map(|c| filter(field::CAPABILITY_EXACT, c)),
+                .map(|c| text(field::CAPABILITY_EXACT, c)),
         );
-        clauses.extend(q.keywords.iter().map(|k| filter(field::KEYWORD_EXACT, k)));
-        clauses.extend(q.kind.iter().map(|k| filter(field::KIND, k)));
-        clauses.extend(q.publisher.iter().map(|p| filter(field::PUBLISHER, p)));
+        filters.extend(q.keywords.iter().map(|k| text(field::KEYWORD_EXACT, k)));
+        filters.extend(q.kind.iter().map(|k| text(field::KIND, k)));
+        filters.extend(q.publisher.iter().map(|p| text(field::PUBLISHER, p)));
         let deprecated = match q.deprecated {
             DeprecatedFilter::Include => None,
             DeprecatedFilter::Exclude => Some(false),
             DeprecatedFilter::Only => Some(true),
         };
-        clauses.extend(deprecated.map(|d| -> (Occur, Box<dyn Query>) {
-            (
-                Occur::Must,
-                Box::new(ConstScoreQuery::new(
-                    Box::new(TermQuery::new(
-                        Term::from_field_bool(self.fields.get(field::DEPRECATED), d),
-                        IndexRecordOption::Basic,
-                    )),
-                    0.0,
-                )),
-            )
-        }));
+        filters.extend(
+            deprecated.map(|d| vec![Term::from_field_bool(self.fields.get(field::DEPRECATED), d)]),
+        );
         if q.verified {
-            // One of the verified publishers (none verified: a clause nothing matches).
-            let any: Vec<(Occur, Box<dyn Query>)> = q
-                .verified_publishers
-                .iter()
-                .map(|p| -> (Occur, Box<dyn Query>) {
-                    (
-                        Occur::Should,
-                        Box::new(TermQuery::new(
-                            Term::from_field_text(self.fields.get(field::PUBLISHER), p),
-                            IndexRecordOption::Basic,
-                        )),
-                    )
-                })
-                .collect();
-            let any: Box<dyn Query> = if any.is_empty() {
-                Box::new(EmptyQuery)
-            } else {
-                Box::new(BooleanQuery::new(any))
-            };
-            clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(any, 0.0))));
+            filters.push(
+                q.verified_publishers
+                    .iter()
+                    .map(|p| Term::from_field_text(self.fields.get(field::PUBLISHER), p))
+                    .collect(),
+            );
         }
-        Box::new(BooleanQuery::new(clauses))
+        filters
+    }
+}
+
+/// A document with any of `terms` (none: no document).
+pub(super) fn any_term(terms: Vec<Term>) -> Box<dyn Query> {
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = terms
+        .into_iter()
+        .map(|t| -> (Occur, Box<dyn Query>) {
+            (
+                Occur::Should,
+                Box::new(TermQuery::new(t, IndexRecordOption::Basic)),
+            )
+        })
+        .collect();
+    match clauses.len() {
+        0 => Box::new(EmptyQuery),
+        1 => clauses.pop().expect("one clause").1,
+        _ => Box::new(BooleanQuery::new(clauses)),
     }
 }

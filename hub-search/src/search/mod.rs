@@ -27,6 +27,8 @@ mod did_you_mean;
 mod doc_freqs;
 mod facets;
 mod fewer_words;
+#[cfg(test)]
+mod filter_tests;
 mod filters;
 mod highlight;
 mod page;
@@ -35,7 +37,7 @@ mod rank;
 mod restrict;
 mod scorers;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// A fragment of a field with the matched words marked by byte ranges.
 pub use index_schema::hub_api::SearchHighlight as Highlight;

@@ -334,6 +334,7 @@ impl SearchIndex {
                 Box::new(WordUnions {
                     words: std::mem::take(words),
                     popularity: None,
+                    filters: Vec::new(),
                 }),
                 Shape::Other,
             )));

@@ -27,7 +27,7 @@ use crate::search::scorers::word_unions::WordUnions;
 use crate::words::query_words;
 
 /// An in-RAM index of `n` synthetic agents (corpus seed `seed`), committed as one segment.
-fn synthetic_index(seed: u64, n: u64) -> SearchIndex {
+pub(super) fn synthetic_index(seed: u64, n: u64) -> SearchIndex {
     use crate::corpus::synthetic_agent;
     use crate::index::WriterConfig;
     use crate::outbox::{Change, OutboxEntry};
@@ -229,6 +229,12 @@ fn pruned_top_k_equals_exhaustive_top_k() {
         assert_eq!(paged, exhaustive, "{text}");
     }
     assert!(compared >= 3, "too few frequent words to compare");
+    // The word unions' cell bounds left documents out (and the results above are still the
+    // exhaustive ones).
+    assert!(
+        crate::search::scorers::word_unions::DEAD_CELLS.with(std::cell::Cell::get) > 0,
+        "no window of a word union had a cell below the bar"
+    );
     assert!(misspelled >= 2, "too few misspelled queries to compare");
     // Words with synonyms: `WordUnions`' window loop; any word: `AnyWords`'.
     assert!(
@@ -472,6 +478,7 @@ fn word_unions_score_like_required_unions() {
         Box::new(WordUnions {
             words: words.to_vec(),
             popularity: None,
+            filters: Vec::new(),
         })
     };
     let same = |ours: &dyn Query, theirs: &dyn Query, what: &str| {

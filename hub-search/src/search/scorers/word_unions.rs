@@ -14,14 +14,16 @@ use std::sync::Arc;
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::postings::{BlockSegmentPostings, Postings as _, SegmentPostings};
 use tantivy::query::{
-    Bm25Weight, BooleanQuery, EnableScoring, Explanation, Occur, Query, Scorer, TermQuery, Weight,
+    Bm25Weight, BooleanQuery, ConstScoreQuery, EnableScoring, Explanation, Occur, Query, Scorer,
+    TermQuery, Weight,
 };
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, TantivyError, Term};
 
 use crate::popularity::PopularityBounds;
+use crate::search::filters::any_term;
 use crate::search::scorers::union::{union_advance, union_seek};
-use crate::search::scorers::window::{Bar, Cursor, fieldnorms};
+use crate::search::scorers::window::{Bar, CELL, Cursor, cell_bounds, fieldnorms};
 
 /// Documents per window (a multiple of 64): the score arrays of a few words stay in the L1/L2
 /// cache. The tests' indexes are small: there, windows are short so that a segment has many.
@@ -39,10 +41,43 @@ pub(in crate::search) struct WordUnions {
     /// by relevance: documents are then passed on only when their score times their own rank
     /// factor can reach the heap, and the loop ends once no later document can.
     pub(in crate::search) popularity: Option<Arc<PopularityBounds>>,
+    /// Filters the collection folded in (capability, keyword, ...): each, terms of which a
+    /// document must have one; they add nothing to the score. The window loop narrows by them
+    /// as by the rarest words, before any score is computed; the other paths (scorer,
+    /// explanation, unscored) run the intersection with the filters' constant-scored clauses
+    /// (`SearchIndex::full_query`'s query, same documents and scores).
+    pub(in crate::search) filters: Vec<Vec<Term>>,
+}
+
+impl WordUnions {
+    /// The query with the filters as required constant-scored clauses next to it.
+    fn intersected(&self) -> BooleanQuery {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(
+            Occur::Must,
+            Box::new(WordUnions {
+                filters: Vec::new(),
+                ..self.clone()
+            }),
+        )];
+        clauses.extend(self.filters.iter().map(|any| -> (Occur, Box<dyn Query>) {
+            (
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(any_term(any.clone()), 0.0)),
+            )
+        }));
+        BooleanQuery::new(clauses)
+    }
 }
 
 impl Query for WordUnions {
     fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let intersected = if self.filters.is_empty() {
+            None
+        } else if !scoring.is_scoring_enabled() {
+            return self.intersected().weight(scoring);
+        } else {
+            Some(self.intersected().weight(scoring)?)
+        };
         let EnableScoring::Enabled {
             statistics_provider,
             ..
@@ -90,6 +125,8 @@ impl Query for WordUnions {
         Ok(Box::new(WordUnionsWeight {
             words,
             popularity: self.popularity.clone(),
+            filters: self.filters.clone(),
+            intersected,
         }))
     }
 
@@ -103,6 +140,9 @@ impl Query for WordUnions {
 struct WordUnionsWeight {
     words: Vec<Vec<(Term, Bm25Weight)>>,
     popularity: Option<Arc<PopularityBounds>>,
+    filters: Vec<Vec<Term>>,
+    /// With filters: the intersection's weight, for every path but the window loop.
+    intersected: Option<Box<dyn Weight>>,
 }
 
 /// A term's postings as opened for a segment, its weight and its field's lengths.
@@ -171,6 +211,9 @@ impl WordUnionsWeight {
 
 impl Weight for WordUnionsWeight {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        if let Some(w) = &self.intersected {
+            return w.scorer(reader, boost);
+        }
         Ok(match self.word_scorer(reader, boost)? {
             Some(s) => Box::new(s),
             None => Box::new(tantivy::query::EmptyScorer),
@@ -178,6 +221,9 @@ impl Weight for WordUnionsWeight {
     }
 
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        if let Some(w) = &self.intersected {
+            return w.explain(reader, doc);
+        }
         let unmatched = || TantivyError::InvalidArgument(format!("document {doc} does not match"));
         let mut s = self.word_scorer(reader, 1.0)?.ok_or_else(unmatched)?;
         if s.seek(doc) != doc {
@@ -200,15 +246,65 @@ impl Weight for WordUnionsWeight {
         reader: &SegmentReader,
         callback: &mut dyn FnMut(DocId, Score) -> Score,
     ) -> tantivy::Result<()> {
-        let Some(words) = self.open(reader, |t| {
-            Ok(reader
-                .inverted_index(t.field())?
-                .read_block_postings(t, IndexRecordOption::WithFreqs)?)
+        // Each term's postings twice: one read for the cells' bounds, one scored.
+        let Some(opened) = self.open(reader, |t| {
+            let index = reader.inverted_index(t.field())?;
+            Ok(index
+                .get_term_info(t)?
+                .map(|info| -> std::io::Result<_> {
+                    Ok((
+                        index.read_block_postings_from_terminfo(
+                            &info,
+                            IndexRecordOption::WithFreqs,
+                        )?,
+                        index.read_block_postings_from_terminfo(
+                            &info,
+                            IndexRecordOption::WithFreqs,
+                        )?,
+                    ))
+                })
+                .transpose()?)
         })?
         else {
             return Ok(());
         };
-        let mut loop_ = Windows::new(words, threshold, self.popularity.as_deref());
+        // Each word's bound in each cell: its terms' block maxima there, added up.
+        let cells_per_segment = (reader.max_doc() / CELL + 1) as usize;
+        let mut scratch = Vec::new();
+        let mut cells = Vec::with_capacity(opened.len() + self.filters.len());
+        let mut words = Vec::with_capacity(opened.len() + self.filters.len());
+        for word in opened {
+            let mut bounds = vec![0.0; cells_per_segment];
+            let mut terms = Vec::with_capacity(word.len());
+            for ((scout, block), bm25, norms) in word {
+                cell_bounds(scout, &bm25, &norms, &mut scratch, &mut bounds);
+                terms.push((block, bm25, norms));
+            }
+            cells.push(bounds);
+            words.push(terms);
+        }
+        // The filters, after the words: their documents only (a weight of 0, no lengths).
+        let scored = words.len();
+        let nothing = Bm25Weight::for_one_term(1, 1, 1.0).boost_by(0.0);
+        for any in &self.filters {
+            let mut terms = Vec::with_capacity(any.len());
+            for t in any {
+                if let Some(block) = reader
+                    .inverted_index(t.field())?
+                    .read_block_postings(t, IndexRecordOption::Basic)?
+                {
+                    let norms = FieldNormReader::constant(reader.max_doc(), 1);
+                    terms.push((block, nothing.clone(), norms));
+                }
+            }
+            if terms.is_empty() {
+                // No document of the segment passes this filter.
+                return Ok(());
+            }
+            cells.push(vec![0.0; cells_per_segment]);
+            words.push(terms);
+        }
+        let mut loop_ = Windows::new(words, scored, cells, threshold, self.popularity.as_deref());
         loop_.run(callback);
         Ok(())
     }
@@ -312,13 +408,23 @@ struct Windows<'a> {
     /// Per word, the bound of its score in the current window.
     bounds: Vec<Score>,
     bar: Bar<'a>,
-    /// The sum of every term's highest score: no document scores more.
-    max_total: Score,
+    /// Per word, its bound in each cell of the segment (see [`cell_bounds`]).
+    cells: Vec<Vec<Score>>,
+    /// Per cell, the highest bound of a document in it or any later cell (every word's
+    /// cell bounds added up): when the bar is above it, no later document can enter.
+    later: Vec<Score>,
+    /// The documents of the window in cells whose bound can still enter.
+    live: Vec<u64>,
+    /// The words before this index are the query's; the others are filters (read for their
+    /// documents only: their `acc` stays 0).
+    scored: usize,
 }
 
 impl<'a> Windows<'a> {
     fn new(
         words: Vec<Vec<Opened<BlockSegmentPostings>>>,
+        scored: usize,
+        cells: Vec<Vec<Score>>,
         threshold: Score,
         popularity: Option<&'a PopularityBounds>,
     ) -> Self {
@@ -338,12 +444,13 @@ impl<'a> Windows<'a> {
                 .map(|c| u64::from(c.block.doc_freq()))
                 .sum::<u64>()
         });
-        let max_total = words
-            .iter()
-            .map(|w| w.iter().map(|c| c.bm25.max_score()).sum::<Score>())
-            .sum::<Score>()
-            // A bound, never below a sum of the same terms added in another order.
-            * (1.0 + 1e-5);
+        let count = cells.first().map_or(0, Vec::len);
+        let mut later = vec![0.0; count];
+        let mut highest: Score = 0.0;
+        for c in (0..count).rev() {
+            highest = highest.max(cells.iter().map(|w| w[c]).sum::<Score>());
+            later[c] = highest;
+        }
         let n = words.len();
         Self {
             words,
@@ -354,7 +461,10 @@ impl<'a> Windows<'a> {
             sum: vec![0.0; WINDOW as usize],
             bounds: vec![0.0; n],
             bar: Bar::new(threshold, popularity),
-            max_total,
+            cells,
+            later,
+            live: vec![0; WINDOW as usize / 64],
+            scored,
         }
     }
 
@@ -381,21 +491,42 @@ impl<'a> Windows<'a> {
                 break;
             }
             let bar = self.bar.text(start);
-            if self.max_total <= bar {
+            let first = (start / CELL) as usize;
+            if self
+                .later
+                .get(first)
+                .is_none_or(|&b| b * (1.0 + 1e-5) <= bar)
+            {
                 // No later document can enter (the bound of later factors only falls).
                 return;
             }
             let end = start.saturating_add(WINDOW);
+            let last = (((end - 1) / CELL) as usize).min(self.later.len() - 1);
+            // Each word's bound in the window, and the documents of the cells whose bound
+            // passes the bar (a sum over documents that have every word).
+            self.bounds.fill(0.0);
+            self.live.fill(0);
             let mut bound: Score = 0.0;
-            for (w, b) in self.words.iter_mut().zip(&mut self.bounds) {
-                *b = 0.0;
-                for c in w.iter_mut() {
-                    *b += c.bound(end - 1);
+            let mut every_cell = true;
+            for c in first..=last {
+                let mut in_cell: Score = 0.0;
+                for (w, b) in self.cells.iter().zip(&mut self.bounds) {
+                    *b = b.max(w[c]);
+                    in_cell += w[c];
                 }
-                bound += *b;
+                bound = bound.max(in_cell);
+                if in_cell * (1.0 + 1e-5) > bar {
+                    let from = (c as DocId * CELL).max(start) - start;
+                    let to = ((c as DocId + 1) * CELL).min(end) - start;
+                    set_bits(&mut self.live, from as usize, to as usize);
+                } else {
+                    every_cell = false;
+                }
             }
+            #[cfg(test)]
+            DEAD_CELLS.with(|n| n.set(n.get() + u64::from(!every_cell)));
             if bound * (1.0 + 1e-5) > bar {
-                self.window(start, end, callback);
+                self.window(start, end, every_cell, callback);
             }
             from = end;
         }
@@ -409,6 +540,7 @@ impl<'a> Windows<'a> {
         &mut self,
         start: DocId,
         end: DocId,
+        every_cell: bool,
         callback: &mut dyn FnMut(DocId, Score) -> Score,
     ) {
         for n in 0..self.narrow.len() {
@@ -419,12 +551,22 @@ impl<'a> Windows<'a> {
                 acc,
                 has,
                 mask,
+                scored,
                 ..
             } = self;
             let (acc, has) = (&mut acc[i], &mut has[i]);
             has.fill(0);
-            let only = (n > 0).then_some(&mask[..]);
+            let only = if n > 0 {
+                Some(&mask[..])
+            } else {
+                (!every_cell).then_some(&self.live[..])
+            };
             for c in &mut words[i] {
+                if i >= *scored {
+                    // A filter: its documents only (its scores stay 0).
+                    c.docs_before(start, end, only, has);
+                    continue;
+                }
                 c.each_before(start, end, only, |off, score| {
                     let bit = 1u64 << (off % 64);
                     if has[off / 64] & bit == 0 {
@@ -473,7 +615,8 @@ impl<'a> Windows<'a> {
                 let off = k * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let doc = start + off as DocId;
-                // Word by word, in word order (as the scorer adds).
+                // Word by word, in word order (as the scorer adds; a filter's 0 last, as the
+                // intersection with the filters adds it).
                 let mut total: Score = 0.0;
                 for a in &self.acc {
                     total += a[off];
@@ -484,5 +627,28 @@ impl<'a> Windows<'a> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Windows that had cells whose bound could not pass the bar (tests: the cells do prune).
+    pub(in crate::search) static DEAD_CELLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Sets bits `from..to` of `bits`.
+fn set_bits(bits: &mut [u64], from: usize, to: usize) {
+    let mut i = from;
+    while i < to {
+        let k = i / 64;
+        let lo = i % 64;
+        let hi = (to - k * 64).min(64);
+        let ones = if hi - lo == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << (hi - lo)) - 1) << lo
+        };
+        bits[k] |= ones;
+        i = k * 64 + hi;
     }
 }

@@ -1,0 +1,153 @@
+//! The filters folded into a word union's window loop (see `WordUnions::filters`) give exactly
+//! what the intersection with the filters' constant-scored clauses gives, scored exhaustively.
+
+use std::collections::BTreeMap;
+
+use crate::corpus::synthetic_agent;
+use crate::query::{DeprecatedFilter, SearchQuery, Sort};
+use crate::search::collector::RankCollector;
+use crate::search::doc_freqs::DocFreqs;
+use crate::search::plan::Mode;
+use crate::search::scorers::word_unions::WordUnions;
+use crate::search::tests::synthetic_index;
+use crate::words::query_words;
+
+/// Sets one kind of filter on a query.
+type SetFilter<'a> = Box<dyn Fn(&mut SearchQuery) + 'a>;
+
+/// Filters of every kind next to queries of words with synonyms: the window loop's hits, keys
+/// and order are the exhaustive ones, on every page.
+#[test]
+fn filtered_word_unions_equal_the_exhaustive_intersection() {
+    let (seed, n) = (3, 2000);
+    let index = synthetic_index(seed, n);
+    let searcher = index.reader.searcher();
+    // The corpus's most frequent capability, keyword, kind and publisher.
+    let mut counts: BTreeMap<(&str, String), usize> = BTreeMap::new();
+    for i in 0..n {
+        let a = synthetic_agent(seed, i);
+        for c in &a.capabilities {
+            *counts.entry(("capability", c.name.clone())).or_default() += 1;
+        }
+        for k in &a.keywords {
+            *counts.entry(("keyword", k.clone())).or_default() += 1;
+        }
+        *counts.entry(("kind", a.kind.clone())).or_default() += 1;
+        let publisher = a.name.split('/').next().unwrap_or_default().to_owned();
+        *counts.entry(("publisher", publisher)).or_default() += 1;
+    }
+    let most = |what: &str| {
+        counts
+            .iter()
+            .filter(|((w, _), _)| *w == what)
+            .max_by_key(|(_, n)| **n)
+            .map(|((_, v), _)| v.clone())
+            .unwrap()
+    };
+    let filters: Vec<(&str, SetFilter<'_>)> = vec![
+        (
+            "capability",
+            Box::new(|q| q.capabilities = vec![most("capability")]),
+        ),
+        ("keyword", Box::new(|q| q.keywords = vec![most("keyword")])),
+        ("kind", Box::new(|q| q.kind = Some(most("kind")))),
+        (
+            "capability and kind",
+            Box::new(|q| {
+                q.capabilities = vec![most("capability")];
+                q.kind = Some(most("kind"));
+            }),
+        ),
+        (
+            "publisher",
+            Box::new(|q| q.publisher = Some(most("publisher"))),
+        ),
+        (
+            "not deprecated",
+            Box::new(|q| q.deprecated = DeprecatedFilter::Exclude),
+        ),
+        (
+            "verified, two publishers",
+            Box::new(|q| {
+                q.verified = true;
+                q.verified_publishers = vec![most("publisher"), "nobody-here".into()];
+            }),
+        ),
+        (
+            "verified, none",
+            Box::new(|q| {
+                q.verified = true;
+                q.verified_publishers = Vec::new();
+            }),
+        ),
+    ];
+    let mut compared = 0;
+    let mut folded = 0;
+    for text in [
+        "scraping",
+        "crawl web",
+        "scraping result",
+        "sql data",
+        "monitor request",
+    ] {
+        let words = query_words(text);
+        let shaped = index
+            .text_query(
+                &searcher,
+                &DocFreqs::default(),
+                text,
+                &words,
+                Mode::All,
+                None,
+            )
+            .unwrap()
+            .unwrap();
+        folded += usize::from(shaped.downcast_ref::<WordUnions>().is_some());
+        for (what, set) in &filters {
+            let mut q = SearchQuery::text(text);
+            set(&mut q);
+            let run = |k: usize, after: Option<(u64, String)>, prune: bool| {
+                let c = RankCollector {
+                    sort: Sort::Relevance,
+                    k,
+                    after,
+                    prune,
+                    names: true,
+                };
+                let ranked = if prune {
+                    index
+                        .collect_with(&searcher, &DocFreqs::default(), &q, &words, Mode::All, &c)
+                        .unwrap()
+                } else {
+                    let query = index.full_query(&q, Some(shaped.as_ref()));
+                    searcher.search(query.as_ref(), &c).unwrap()
+                };
+                ranked
+                    .into_iter()
+                    .map(|r| (r.key, r.name))
+                    .collect::<Vec<_>>()
+            };
+            let exhaustive = run(40, None, false);
+            assert_eq!(run(40, None, true), exhaustive, "{text}, {what}");
+            let mut paged = Vec::new();
+            let mut after = None;
+            while paged.len() < exhaustive.len() {
+                let page = run(9, after.clone(), true);
+                assert!(!page.is_empty(), "{text}, {what}");
+                after = page.last().cloned();
+                paged.extend(page);
+            }
+            paged.truncate(exhaustive.len());
+            assert_eq!(paged, exhaustive, "{text}, {what}");
+            compared += usize::from(exhaustive.len() >= 5);
+            if *what == "verified, none" {
+                assert!(exhaustive.is_empty(), "{text}");
+            }
+        }
+    }
+    assert!(folded >= 3, "too few word unions ({folded})");
+    assert!(
+        compared >= 15,
+        "too few filtered queries with hits ({compared})"
+    );
+}
