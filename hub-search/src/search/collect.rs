@@ -15,6 +15,7 @@ use crate::search::doc_freqs::DocFreqs;
 use crate::search::plan::{Mode, Shape};
 use crate::search::rank::Ranked;
 use crate::search::scorers::any_words::AnyWords;
+use crate::search::scorers::boosted_term::{BoostedTerm, Scaled};
 use crate::search::scorers::phrase_bonus::PhraseBonus;
 use crate::search::scorers::without::Without;
 use crate::search::scorers::word_unions::WordUnions;
@@ -115,12 +116,32 @@ impl SearchIndex {
                 // The collector below bounds thresholds with these (see `Visit::blocks`).
                 p.popularity.clone_from(&bounds);
             }
+            // With filters, a word union narrows by them in its window loop (instead of an
+            // intersection that scores every filtered match); a lone term becomes a one-term
+            // word union times its boost, which scores exactly as the `BoostedTerm`.
+            let fold = q.only_names.is_empty() && self.has_filters(q) && part.without.is_none();
+            if fold && let Some(b) = text.as_ref().and_then(|t| t.downcast_ref::<BoostedTerm>()) {
+                text = Some(Box::new(Scaled {
+                    inner: Box::new(WordUnions {
+                        words: vec![vec![(b.term.clone(), 1.0)]],
+                        popularity: None,
+                        filters: Vec::new(),
+                    }),
+                    factor: b.boost,
+                }));
+            }
             let mut folded = false;
-            if let Some(w) = text.as_mut().and_then(|t| t.downcast_mut::<WordUnions>()) {
-                // Likewise for the window loop (see `WordUnions`), which also narrows by the
-                // filters itself.
+            let unions = match text.as_mut() {
+                Some(t) if t.is::<Scaled>() => t
+                    .downcast_mut::<Scaled>()
+                    .and_then(|s| s.inner.downcast_mut::<WordUnions>()),
+                Some(t) => t.downcast_mut::<WordUnions>(),
+                None => None,
+            };
+            if let Some(w) = unions {
+                // Likewise for the window loop (see `WordUnions`).
                 w.popularity.clone_from(&bounds);
-                if q.only_names.is_empty() && self.has_filters(q) && part.without.is_none() {
+                if fold {
                     w.filters = self.filter_terms(q);
                     folded = true;
                 }

@@ -1,5 +1,6 @@
 //! The filters folded into a word union's window loop (see `WordUnions::filters`) give exactly
-//! what the intersection with the filters' constant-scored clauses gives, scored exhaustively.
+//! what the intersection with the filters' constant-scored clauses gives, scored exhaustively;
+//! so does a lone term's query with filters, run as a one-term word union times its boost.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +9,7 @@ use crate::query::{DeprecatedFilter, SearchQuery, Sort};
 use crate::search::collector::RankCollector;
 use crate::search::doc_freqs::DocFreqs;
 use crate::search::plan::Mode;
+use crate::search::scorers::boosted_term::BoostedTerm;
 use crate::search::scorers::word_unions::WordUnions;
 use crate::search::tests::synthetic_index;
 use crate::words::query_words;
@@ -83,12 +85,19 @@ fn filtered_word_unions_equal_the_exhaustive_intersection() {
     ];
     let mut compared = 0;
     let mut folded = 0;
+    let mut lone = 0;
     for text in [
         "scraping",
         "crawl web",
         "scraping result",
         "sql data",
         "monitor request",
+        // One term each (no synonym in the default set): a `BoostedTerm`, folded as a
+        // one-term word union times its boost.
+        "result",
+        "html",
+        "review",
+        "floor",
     ] {
         let words = query_words(text);
         let shaped = index
@@ -103,6 +112,7 @@ fn filtered_word_unions_equal_the_exhaustive_intersection() {
             .unwrap()
             .unwrap();
         folded += usize::from(shaped.downcast_ref::<WordUnions>().is_some());
+        lone += usize::from(shaped.downcast_ref::<BoostedTerm>().is_some());
         for (what, set) in &filters {
             let mut q = SearchQuery::text(text);
             set(&mut q);
@@ -146,6 +156,7 @@ fn filtered_word_unions_equal_the_exhaustive_intersection() {
         }
     }
     assert!(folded >= 3, "too few word unions ({folded})");
+    assert!(lone >= 2, "too few lone terms ({lone})");
     assert!(
         compared >= 15,
         "too few filtered queries with hits ({compared})"

@@ -16,19 +16,54 @@ pub(in crate::search) struct BoostedTerm {
 
 impl Query for BoostedTerm {
     fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        let inner = TermQuery::new(self.term.clone(), IndexRecordOption::WithFreqs);
-        let inner = inner.weight(scoring)?;
+        Scaled {
+            inner: Box::new(TermQuery::new(
+                self.term.clone(),
+                IndexRecordOption::WithFreqs,
+            )),
+            factor: self.boost,
+        }
+        .weight(scoring)
+    }
+
+    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        visitor(&self.term, false);
+    }
+}
+
+/// Any query whose scores are multiplied by `factor`, keeping the query's own pruning loop
+/// (its thresholds divided by the factor): [`BoostedTerm`]'s term query, or a one-term
+/// [`WordUnions`](super::word_unions::WordUnions) with filters folded in that stands for a
+/// `BoostedTerm` and must score exactly as it does (`term score × boost`).
+#[derive(Debug)]
+pub(in crate::search) struct Scaled {
+    pub(in crate::search) inner: Box<dyn Query>,
+    pub(in crate::search) factor: Score,
+}
+
+impl Clone for Scaled {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.box_clone(),
+            factor: self.factor,
+        }
+    }
+}
+
+impl Query for Scaled {
+    fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let inner = self.inner.weight(scoring)?;
         if !scoring.is_scoring_enabled() {
             return Ok(inner);
         }
         Ok(Box::new(BoostedTermWeight {
             inner,
-            boost: self.boost,
+            boost: self.factor,
         }))
     }
 
     fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
-        visitor(&self.term, false);
+        self.inner.query_terms(visitor);
     }
 }
 
