@@ -1,6 +1,6 @@
 //! The hub's side of search: the outbox source the `hub-search` follower reads, the index under
-//! `<data>/search-v3`, and the database snapshot that `ofc-hub reindex` and
-//! `ofc-hub search-check` use.
+//! `<data>/search-v4` (earlier formats' directories: [`adopt_earlier_index_dirs`]), and the
+//! database snapshot that `ofc-hub reindex` and `ofc-hub search-check` use.
 //!
 //! An outbox row only names an agent; the source resolves it to the agent's *current* state
 //! (the manifest of `agents.latest_version`, the highest non-yanked version, plus statistics),
@@ -24,10 +24,11 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use hub_search::embed::Embedder;
 use hub_search::embed::follow::{VectorFollowConfig, VectorFollower, VectorStatus};
+use hub_search::embed::store::FILE_NAME as EMBEDDINGS_FILE_NAME;
 use hub_search::embed::store::{SharedVectors, VectorStore};
 use hub_search::follow::SourceError;
 use hub_search::hybrid::{HybridError, Semantic};
-use hub_search::index::INDEX_DIR_NAME;
+use hub_search::index::{EARLIER_INDEX_DIR_NAMES, INDEX_DIR_NAME};
 use hub_search::{
     AgentStats, Change, Check, FollowConfig, FollowStatus, Follower, OutboxEntry, OutboxSource,
     SearchDoc, SearchIndex, SearchQuery, SearchResults, Synonyms, Tuning, WriterConfig,
@@ -42,6 +43,49 @@ use crate::store::{Store, VisibleAgent};
 /// Where the index lives under the data directory.
 pub fn index_dir(data_dir: &Path) -> PathBuf {
     data_dir.join(INDEX_DIR_NAME)
+}
+
+/// After an upgrade that changed the index format: moves the agents' embeddings (whose file
+/// format did not change) from the newest earlier index directory into the current one, so they
+/// are not computed again, and says that each earlier directory is no longer read. The new
+/// index fills from the outbox like a new hub's (`ofc-hub reindex`, with the hub stopped, builds
+/// it faster). Returns the earlier directories found.
+pub fn adopt_earlier_index_dirs(data_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let dir = index_dir(data_dir);
+    let mut found = Vec::new();
+    for name in EARLIER_INDEX_DIR_NAMES.iter().rev() {
+        let old = data_dir.join(name);
+        if !old.is_dir() {
+            continue;
+        }
+        let vectors = old.join(EMBEDDINGS_FILE_NAME);
+        let target = dir.join(EMBEDDINGS_FILE_NAME);
+        if vectors.is_file() && !target.exists() {
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            std::fs::rename(&vectors, &target).with_context(|| {
+                format!(
+                    "cannot move the search embeddings {} to {}",
+                    vectors.display(),
+                    target.display()
+                )
+            })?;
+            tracing::info!(
+                from = %vectors.display(),
+                to = %target.display(),
+                "search embeddings moved to the current index directory"
+            );
+        }
+        tracing::warn!(
+            dir = %old.display(),
+            current = %dir.display(),
+            "a search index of an earlier format is no longer read (the current one fills from \
+             the outbox; `ofc-hub reindex` with the hub stopped builds it faster): delete it to \
+             free its space"
+        );
+        found.push(old);
+    }
+    Ok(found)
 }
 
 /// The running search: the index (for queries) and the follower that keeps it up to date.
@@ -116,6 +160,7 @@ impl Search {
         poll: std::time::Duration,
         tuning: TuningSource,
     ) -> anyhow::Result<Search> {
+        adopt_earlier_index_dirs(data_dir)?;
         let dir = index_dir(data_dir);
         let index = SearchIndex::open_or_create(&dir)
             .with_context(|| format!("cannot open the search index {}", dir.display()))?;
@@ -497,5 +542,60 @@ mod synonym_file_tests {
             read_synonyms(&dir.path().join("none.txt")).unwrap_err()
         );
         assert!(e.contains("cannot read the synonym file"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod earlier_index_dir_tests {
+    use super::{EMBEDDINGS_FILE_NAME, adopt_earlier_index_dirs, index_dir};
+
+    /// The embeddings of the newest earlier directory move into the current one; an earlier
+    /// directory's index files stay where they are (never read) and are reported.
+    #[test]
+    fn the_embeddings_move_from_the_newest_earlier_index_dir() {
+        let data = tempfile::tempdir().unwrap();
+        for (name, bytes) in [("search-v2", "old"), ("search-v3", "newest")] {
+            let dir = data.path().join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(EMBEDDINGS_FILE_NAME), bytes).unwrap();
+            std::fs::write(dir.join("meta.json"), "{}").unwrap();
+        }
+        let found = adopt_earlier_index_dirs(data.path()).unwrap();
+        assert_eq!(
+            found,
+            [data.path().join("search-v3"), data.path().join("search-v2")]
+        );
+        let current = index_dir(data.path());
+        assert_eq!(
+            std::fs::read_to_string(current.join(EMBEDDINGS_FILE_NAME)).unwrap(),
+            "newest"
+        );
+        assert!(
+            !data
+                .path()
+                .join("search-v3")
+                .join(EMBEDDINGS_FILE_NAME)
+                .exists()
+        );
+        assert!(data.path().join("search-v3/meta.json").exists());
+        // Only the newest earlier directory's embeddings move; the current ones are never
+        // replaced (the second call below).
+        assert_eq!(
+            std::fs::read_to_string(data.path().join("search-v2").join(EMBEDDINGS_FILE_NAME))
+                .unwrap(),
+            "old"
+        );
+        adopt_earlier_index_dirs(data.path()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(current.join(EMBEDDINGS_FILE_NAME)).unwrap(),
+            "newest"
+        );
+    }
+
+    #[test]
+    fn a_data_dir_without_earlier_index_dirs_is_left_alone() {
+        let data = tempfile::tempdir().unwrap();
+        assert!(adopt_earlier_index_dirs(data.path()).unwrap().is_empty());
+        assert!(!index_dir(data.path()).exists());
     }
 }

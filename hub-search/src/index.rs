@@ -23,11 +23,17 @@ use crate::synonyms::Synonyms;
 
 /// Version of the index layout. Bumped whenever [`mapping::MAPPING`] changes in a way old
 /// segments cannot serve; an index written with another version is refused (rebuild it).
-pub const INDEX_FORMAT: u32 = 3;
+/// 4: the fingerprint is stored only (no longer a term) and the string columns' dictionaries
+/// are not zstd-compressed.
+pub const INDEX_FORMAT: u32 = 4;
 
 /// Directory name under the hub's data directory; carries the format so that a new layout never
 /// reads old files.
-pub const INDEX_DIR_NAME: &str = "search-v3";
+pub const INDEX_DIR_NAME: &str = "search-v4";
+
+/// The directory names of earlier formats, oldest first: never read as an index. A hub moves
+/// the agents' embeddings out of the newest one (their file's format is its own, unchanged).
+pub const EARLIER_INDEX_DIR_NAMES: &[&str] = &["search-v1", "search-v2", "search-v3"];
 
 /// What every commit records (Tantivy's commit payload, JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
