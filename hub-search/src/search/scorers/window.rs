@@ -18,37 +18,52 @@ pub(super) fn fieldnorms(reader: &SegmentReader, t: &Term) -> tantivy::Result<Fi
         .unwrap_or_else(|| FieldNormReader::constant(reader.max_doc(), 1)))
 }
 
-/// Documents per cell of a term's [`cell_bounds`]. A block of a term's postings spans a few
-/// hundred documents or more; a window holds several cells.
+/// Documents per cell: the window loops bound each cell of a window by its terms' [`Scout`]s
+/// and leave out the cells whose bound cannot pass the bar.
 pub(super) const CELL: u32 = if cfg!(test) { 32 } else { 512 };
 
-/// Adds to `into[c]` the highest score `block`'s term has in cell `c` (documents `c * CELL`
-/// to `(c + 1) * CELL - 1`): the largest maximum of its blocks that reach into the cell (0
-/// where none does). A pass over the term's blocks (decoded, not scored) gives bounds far
-/// tighter than the term's highest possible score: the blocks' actual maxima are 10–20 %
-/// below it at a million agents, and a sum over several terms is over documents that have
-/// them together.
-pub(super) fn cell_bounds(
-    mut block: BlockSegmentPostings,
-    bm25: &Bm25Weight,
-    norms: &FieldNormReader,
-    scratch: &mut Vec<Score>,
-    into: &mut [Score],
-) {
-    scratch.clear();
-    scratch.resize(into.len(), 0.0);
-    let mut first: DocId = 0;
-    while let Some(&last) = block.docs().last() {
-        let max = block.block_max_score(norms, bm25);
-        let to = ((last / CELL) as usize).min(scratch.len() - 1);
-        for s in &mut scratch[(first / CELL) as usize..=to] {
-            *s = s.max(max);
-        }
-        first = last + 1;
-        block.advance();
+/// A term's postings read ahead of its [`Cursor`], block by block without scoring, for the
+/// highest score it has in a range of documents: the largest maximum of its blocks with a
+/// document in the range. Blocks' actual maxima are 10–20 % below the term's highest possible
+/// score at a million agents, and a sum of several terms' bounds over a short range is over
+/// documents that may have them together, so these bounds rule out far more than the terms'
+/// maxima. Only the blocks of the ranges asked for are decoded.
+pub(super) struct Scout {
+    block: BlockSegmentPostings,
+    bm25: Bm25Weight,
+    norms: FieldNormReader,
+}
+
+impl Scout {
+    pub(super) fn new(
+        block: BlockSegmentPostings,
+        bm25: Bm25Weight,
+        norms: FieldNormReader,
+    ) -> Self {
+        Self { block, bm25, norms }
     }
-    for (i, s) in into.iter_mut().zip(scratch.iter()) {
-        *i += s;
+
+    /// The highest score of a document of `[from, to]` (0 when the term has none there).
+    /// Ranges must come in increasing order.
+    pub(super) fn max_in(&mut self, from: DocId, to: DocId) -> Score {
+        if self.block.docs().last().is_some_and(|&last| last < from) {
+            self.block.seek(from);
+        }
+        let mut max: Score = 0.0;
+        while let (Some(&first), Some(&last)) =
+            (self.block.docs().first(), self.block.docs().last())
+        {
+            if first > to {
+                break;
+            }
+            max = max.max(self.block.block_max_score(&self.norms, &self.bm25));
+            if last >= to {
+                // It may reach into the next range too.
+                break;
+            }
+            self.block.advance();
+        }
+        max
     }
 }
 
@@ -276,14 +291,14 @@ mod tests {
     use tantivy::schema::IndexRecordOption;
     use tantivy::{Score, Term};
 
-    use super::{CELL, cell_bounds, fieldnorms};
+    use super::{Scout, fieldnorms};
     use crate::mapping::{analyzer, field, tokens};
 
-    /// Every document's score is at most its cell's bound, and the bounds are below the
-    /// term's highest possible score (what the loops used before), in cells where the term
-    /// has documents.
+    /// Every document's score is at most the bound of the range it is in, ranges of every
+    /// width asked in order, and the bounds are below the term's highest possible score (what
+    /// the loops used before) in ranges where the term has documents.
     #[test]
-    fn cell_bounds_hold_and_are_tighter_than_the_terms_maximum() {
+    fn scout_bounds_hold_and_are_tighter_than_the_terms_maximum() {
         let index = crate::search::tests::synthetic_index(5, 1500);
         let searcher = index.reader.searcher();
         let text = index.fields.get(field::TEXT);
@@ -294,53 +309,47 @@ mod tests {
                 .boost_by(0.7);
             for reader in searcher.segment_readers() {
                 let inverted = reader.inverted_index(text).unwrap();
-                let Some(block) = inverted
-                    .read_block_postings(&term, IndexRecordOption::WithFreqs)
-                    .unwrap()
-                else {
+                let open = || {
+                    inverted
+                        .read_block_postings(&term, IndexRecordOption::WithFreqs)
+                        .unwrap()
+                };
+                let Some(first) = open() else {
                     continue;
                 };
                 let norms = fieldnorms(reader, &term).unwrap();
-                let mut cells = vec![0.0; (reader.max_doc() / CELL + 1) as usize];
-                cell_bounds(block, &bm25, &norms, &mut Vec::new(), &mut cells);
-                // Added into what `into` held.
-                let mut twice = cells.clone();
-                let block = inverted
-                    .read_block_postings(&term, IndexRecordOption::WithFreqs)
-                    .unwrap()
-                    .unwrap();
-                cell_bounds(block, &bm25, &norms, &mut Vec::new(), &mut twice);
-                for (t, c) in twice.iter().zip(&cells) {
-                    assert_eq!(*t, c + c, "{word}");
-                }
-                let mut postings = inverted
-                    .read_block_postings(&term, IndexRecordOption::WithFreqs)
-                    .unwrap()
-                    .unwrap();
-                let mut scored = 0;
-                let mut below = 0;
-                let mut seen = vec![false; cells.len()];
+                let mut scores = Vec::new();
+                let mut postings = open().unwrap();
                 while !postings.docs().is_empty() {
                     for (&d, &tf) in postings.docs().iter().zip(postings.freqs()) {
-                        let s: Score = bm25.score(norms.fieldnorm_id(d), tf);
-                        let c = (d / CELL) as usize;
-                        assert!(
-                            s <= cells[c],
-                            "{word}: document {d} scores {s} > {}",
-                            cells[c]
-                        );
-                        seen[c] = true;
-                        scored += 1;
+                        scores.push((d, bm25.score(norms.fieldnorm_id(d), tf)));
                     }
                     postings.advance();
                 }
-                for (c, &bound) in cells.iter().enumerate() {
-                    if seen[c] {
-                        below += usize::from(bound < bm25.max_score());
+                assert!(!scores.is_empty(), "{word}");
+                for width in [1, 7, 32, 200, 5000] {
+                    let mut scout = Scout::new(first.clone(), bm25.clone(), norms.clone());
+                    let (mut below, mut ranges) = (0, 0);
+                    let mut from = 0;
+                    while from < reader.max_doc() {
+                        let to = from + width - 1;
+                        let bound = scout.max_in(from, to);
+                        let inside: Vec<Score> = scores
+                            .iter()
+                            .filter(|(d, _)| (from..=to).contains(d))
+                            .map(|(_, s)| *s)
+                            .collect();
+                        for s in &inside {
+                            assert!(*s <= bound, "{word}: {s} > {bound} in {from}..={to}");
+                        }
+                        if !inside.is_empty() {
+                            ranges += 1;
+                            below += usize::from(bound < bm25.max_score());
+                        }
+                        from += width;
                     }
+                    assert!(ranges > 0 && below > 0, "{word}, width {width}");
                 }
-                assert!(scored > 0, "{word}");
-                assert!(below > 0, "{word}: no cell bound below the term's maximum");
             }
         }
     }

@@ -23,7 +23,7 @@ use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, TantivyError, Ter
 use crate::popularity::PopularityBounds;
 use crate::search::filters::any_term;
 use crate::search::scorers::union::{union_advance, union_seek};
-use crate::search::scorers::window::{Bar, CELL, Cursor, cell_bounds, fieldnorms};
+use crate::search::scorers::window::{Bar, CELL, Cursor, Scout, fieldnorms};
 
 /// Documents per window (a multiple of 64): the score arrays of a few words stay in the L1/L2
 /// cache. The tests' indexes are small: there, windows are short so that a segment has many.
@@ -246,7 +246,7 @@ impl Weight for WordUnionsWeight {
         reader: &SegmentReader,
         callback: &mut dyn FnMut(DocId, Score) -> Score,
     ) -> tantivy::Result<()> {
-        // Each term's postings twice: one read for the cells' bounds, one scored.
+        // Each term's postings twice: one read ahead for the cells' bounds, one scored.
         let Some(opened) = self.open(reader, |t| {
             let index = reader.inverted_index(t.field())?;
             Ok(index
@@ -268,19 +268,16 @@ impl Weight for WordUnionsWeight {
         else {
             return Ok(());
         };
-        // Each word's bound in each cell: its terms' block maxima there, added up.
-        let cells_per_segment = (reader.max_doc() / CELL + 1) as usize;
-        let mut scratch = Vec::new();
-        let mut cells = Vec::with_capacity(opened.len() + self.filters.len());
+        let mut scouts = Vec::with_capacity(opened.len() + self.filters.len());
         let mut words = Vec::with_capacity(opened.len() + self.filters.len());
         for word in opened {
-            let mut bounds = vec![0.0; cells_per_segment];
             let mut terms = Vec::with_capacity(word.len());
+            let mut ahead = Vec::with_capacity(word.len());
             for ((scout, block), bm25, norms) in word {
-                cell_bounds(scout, &bm25, &norms, &mut scratch, &mut bounds);
+                ahead.push(Scout::new(scout, bm25.clone(), norms.clone()));
                 terms.push((block, bm25, norms));
             }
-            cells.push(bounds);
+            scouts.push(ahead);
             words.push(terms);
         }
         // The filters, after the words: their documents only (a weight of 0, no lengths).
@@ -301,10 +298,11 @@ impl Weight for WordUnionsWeight {
                 // No document of the segment passes this filter.
                 return Ok(());
             }
-            cells.push(vec![0.0; cells_per_segment]);
+            // A filter adds nothing: no bound to read.
+            scouts.push(Vec::new());
             words.push(terms);
         }
-        let mut loop_ = Windows::new(words, scored, cells, threshold, self.popularity.as_deref());
+        let mut loop_ = Windows::new(words, scored, scouts, threshold, self.popularity.as_deref());
         loop_.run(callback);
         Ok(())
     }
@@ -408,11 +406,10 @@ struct Windows<'a> {
     /// Per word, the bound of its score in the current window.
     bounds: Vec<Score>,
     bar: Bar<'a>,
-    /// Per word, its bound in each cell of the segment (see [`cell_bounds`]).
-    cells: Vec<Vec<Score>>,
-    /// Per cell, the highest bound of a document in it or any later cell (every word's
-    /// cell bounds added up): when the bar is above it, no later document can enter.
-    later: Vec<Score>,
+    /// Per word, its terms read ahead for their bounds in each cell of a window.
+    scouts: Vec<Vec<Scout>>,
+    /// The sum of every term's highest score: no document scores more.
+    max_total: Score,
     /// The documents of the window in cells whose bound can still enter.
     live: Vec<u64>,
     /// The words before this index are the query's; the others are filters (read for their
@@ -424,7 +421,7 @@ impl<'a> Windows<'a> {
     fn new(
         words: Vec<Vec<Opened<BlockSegmentPostings>>>,
         scored: usize,
-        cells: Vec<Vec<Score>>,
+        scouts: Vec<Vec<Scout>>,
         threshold: Score,
         popularity: Option<&'a PopularityBounds>,
     ) -> Self {
@@ -444,13 +441,13 @@ impl<'a> Windows<'a> {
                 .map(|c| u64::from(c.block.doc_freq()))
                 .sum::<u64>()
         });
-        let count = cells.first().map_or(0, Vec::len);
-        let mut later = vec![0.0; count];
-        let mut highest: Score = 0.0;
-        for c in (0..count).rev() {
-            highest = highest.max(cells.iter().map(|w| w[c]).sum::<Score>());
-            later[c] = highest;
-        }
+        let max_total = words
+            .iter()
+            .flatten()
+            .map(|c| c.bm25.max_score())
+            .sum::<Score>()
+            // A bound, never below a sum of the same terms added in another order.
+            * (1.0 + 1e-5);
         let n = words.len();
         Self {
             words,
@@ -461,8 +458,8 @@ impl<'a> Windows<'a> {
             sum: vec![0.0; WINDOW as usize],
             bounds: vec![0.0; n],
             bar: Bar::new(threshold, popularity),
-            cells,
-            later,
+            scouts,
+            max_total,
             live: vec![0; WINDOW as usize / 64],
             scored,
         }
@@ -471,65 +468,99 @@ impl<'a> Windows<'a> {
     fn run(&mut self, callback: &mut dyn FnMut(DocId, Score) -> Score) {
         let mut from: DocId = 0;
         loop {
-            // The first window that can hold every word: each word's first document at or
-            // after `from`, the greatest of them.
-            let mut start = from;
-            'align: loop {
-                for w in &mut self.words {
-                    let mut first = TERMINATED;
-                    for c in w.iter_mut() {
-                        first = first.min(c.seek(start));
-                    }
-                    if first == TERMINATED {
-                        return;
-                    }
-                    if first > start {
-                        start = first;
-                        continue 'align;
-                    }
-                }
-                break;
-            }
-            let bar = self.bar.text(start);
-            let first = (start / CELL) as usize;
-            if self
-                .later
-                .get(first)
-                .is_none_or(|&b| b * (1.0 + 1e-5) <= bar)
-            {
+            let bar = self.bar.text(from);
+            if self.max_total <= bar {
                 // No later document can enter (the bound of later factors only falls).
                 return;
             }
-            let end = start.saturating_add(WINDOW);
-            let last = (((end - 1) / CELL) as usize).min(self.later.len() - 1);
-            // Each word's bound in the window, and the documents of the cells whose bound
-            // passes the bar (a sum over documents that have every word).
-            self.bounds.fill(0.0);
-            self.live.fill(0);
-            let mut bound: Score = 0.0;
-            let mut every_cell = true;
-            for c in first..=last {
-                let mut in_cell: Score = 0.0;
-                for (w, b) in self.cells.iter().zip(&mut self.bounds) {
-                    *b = b.max(w[c]);
-                    in_cell += w[c];
-                }
-                bound = bound.max(in_cell);
-                if in_cell * (1.0 + 1e-5) > bar {
-                    let from = (c as DocId * CELL).max(start) - start;
-                    let to = ((c as DocId + 1) * CELL).min(end) - start;
-                    set_bits(&mut self.live, from as usize, to as usize);
+            let end = from.saturating_add(WINDOW);
+            // Each word's bound in the window, from the scouts (the cursors are not moved
+            // through a window that cannot pass), and the documents of the cells whose bound
+            // passes the bar.
+            let (bound, every_cell, some_word_absent) = self.window_bounds(from, end, bar);
+            if some_word_absent || bound * (1.0 + 1e-5) <= bar {
+                #[cfg(test)]
+                DEAD_CELLS.with(|n| n.set(n.get() + 1));
+                if some_word_absent {
+                    // Jump to where every word may be again.
+                    match self.align(end) {
+                        TERMINATED => return,
+                        next => from = next,
+                    }
                 } else {
-                    every_cell = false;
+                    from = end;
                 }
+                continue;
             }
             #[cfg(test)]
             DEAD_CELLS.with(|n| n.set(n.get() + u64::from(!every_cell)));
-            if bound * (1.0 + 1e-5) > bar {
-                self.window(start, end, every_cell, callback);
+            // The first document at or after `from` where every word may be.
+            let start = self.align(from);
+            if start == TERMINATED {
+                return;
             }
-            from = end;
+            if start < end {
+                self.window(from, end, every_cell, callback);
+                from = end;
+            } else {
+                from = start;
+            }
         }
+    }
+
+    /// The first document at or after `from` that each word's cursors reach (each word's
+    /// first document at or after it, the greatest of them), every cursor moved there;
+    /// `TERMINATED` when some word has no later document.
+    fn align(&mut self, from: DocId) -> DocId {
+        let mut start = from;
+        'align: loop {
+            for w in &mut self.words {
+                let mut first = TERMINATED;
+                for c in w.iter_mut() {
+                    first = first.min(c.seek(start));
+                }
+                if first == TERMINATED {
+                    return TERMINATED;
+                }
+                if first > start {
+                    start = first;
+                    continue 'align;
+                }
+            }
+            return start;
+        }
+    }
+
+    /// Each word's bound in `[from, end)` (into `bounds`) and the documents of the cells
+    /// whose bound passes `bar` (into `live`): the highest bound of a cell, whether every
+    /// cell passes, and whether some word of the query has no document in the window.
+    fn window_bounds(&mut self, from: DocId, end: DocId, bar: Score) -> (Score, bool, bool) {
+        self.bounds.fill(0.0);
+        self.live.fill(0);
+        let mut bound: Score = 0.0;
+        let mut every_cell = true;
+        let mut at = from;
+        while at < end {
+            let to = ((at / CELL + 1) * CELL).min(end);
+            let mut in_cell: Score = 0.0;
+            for (w, b) in self.scouts.iter_mut().zip(&mut self.bounds) {
+                let mut word: Score = 0.0;
+                for s in w.iter_mut() {
+                    word += s.max_in(at, to - 1);
+                }
+                *b = b.max(word);
+                in_cell += word;
+            }
+            bound = bound.max(in_cell);
+            if in_cell * (1.0 + 1e-5) > bar {
+                set_bits(&mut self.live, (at - from) as usize, (to - from) as usize);
+            } else {
+                every_cell = false;
+            }
+            at = to;
+        }
+        let absent = self.bounds[..self.scored].contains(&0.0);
+        (bound, every_cell, absent)
     }
 
     /// Scores the documents of `[start, end)` and passes on those that may enter the heap.
