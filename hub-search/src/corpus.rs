@@ -622,12 +622,12 @@ const FILLER: &[&str] = &[
 ];
 
 /// The `n` agents of the synthetic corpus with `seed` as `ofc-hub reindex` writes an index:
-/// most downloaded first, ties by number. The corpus is generated twice (once for the order),
-/// which is part of what a benchmark's build costs.
+/// most downloaded first, ties by number. The order needs every agent's downloads first (the
+/// hub sorts what it read from the database): they are drawn without writing the agents' text
+/// ([`Draws`]); each document is then generated in full, which is part of what a benchmark's
+/// build costs.
 pub fn synthetic_docs_in_reindex_order(seed: u64, n: u64) -> impl Iterator<Item = SearchDoc> {
-    let mut order: Vec<(u64, u64)> = (0..n)
-        .map(|i| (synthetic_agent(seed, i).downloads, i))
-        .collect();
+    let mut order: Vec<(u64, u64)> = (0..n).map(|i| (Draws::new(seed, i).downloads, i)).collect();
     order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     order.into_iter().map(move |(_, i)| {
         synthetic_agent(seed, i)
@@ -639,87 +639,156 @@ pub fn synthetic_docs_in_reindex_order(seed: u64, n: u64) -> impl Iterator<Item 
 /// The synthetic agent number `i` of the corpus with `seed` (each agent depends only on
 /// `(seed, i)`, so any slice can be generated independently).
 pub fn synthetic_agent(seed: u64, i: u64) -> AgentSpec {
-    let mut r = Rng::new(seed ^ i.wrapping_mul(0xD6E8_FEB8_6659_FD93));
-    let d = &DOMAINS[r.skewed(DOMAINS.len())];
-    let second = &DOMAINS[r.below(DOMAINS.len())];
-    let publisher = format!(
-        "{}{}{}",
-        PUBLISHER_STEMS[r.skewed(PUBLISHER_STEMS.len())],
-        r.pick(PUBLISHER_SUFFIXES),
-        r.below(400)
-    );
-    let adjective = r.pick(ADJECTIVES);
-    let role = r.pick(ROLES);
-    let verb = r.pick(d.verbs);
-    let noun = r.pick(d.nouns);
-    let topic_word = d.topic.split(' ').next().unwrap_or(d.topic);
-    // The agent part carries the index so names are unique across the corpus.
-    let agent = format!("{adjective}-{topic_word}-{role}-{i}");
-    let display_name = format!(
-        "{} {} {}",
-        capitalize(adjective),
-        capitalize_words(d.topic),
-        capitalize(role)
-    );
-    let tagline = format!("Send me a {noun} and I will {verb} it");
-    let mut description = format!(
-        "An agent for {}: it can {} a {} and {} the {}. ",
-        d.topic,
-        verb,
-        noun,
-        r.pick(d.verbs),
-        r.pick(d.nouns)
-    );
-    if r.below(3) == 0 {
-        description.push_str(&format!(
-            "It also helps with {}: {} {}. ",
-            second.topic,
-            r.pick(second.verbs),
-            r.pick(second.nouns)
-        ));
-    }
-    for _ in 0..1 + r.below(3) {
-        description.push_str(r.pick(FILLER));
-        description.push(' ');
-    }
-    // A rare word now and then, for the rare-term query class.
-    if r.below(1000) == 0 {
-        description.push_str(&format!("Codename zyx{}. ", r.below(100)));
-    }
-    let mut keywords: Vec<String> = Vec::new();
-    for _ in 0..1 + r.below(4) {
-        let k = r.pick(d.keywords).to_owned();
-        if !keywords.contains(&k) {
-            keywords.push(k);
+    Draws::new(seed, i).agent(i)
+}
+
+/// Every random choice of one synthetic agent, drawn in the one order that defines the corpus;
+/// [`Draws::agent`] writes the agent from them without drawing again.
+struct Draws {
+    domain: &'static Domain,
+    second: &'static Domain,
+    publisher: (&'static str, &'static str, usize),
+    adjective: &'static str,
+    role: &'static str,
+    verb: &'static str,
+    noun: &'static str,
+    /// The description's second verb and noun.
+    verb2: &'static str,
+    noun2: &'static str,
+    /// "It also helps with" the second domain: its verb and noun.
+    also: Option<(&'static str, &'static str)>,
+    fillers: Vec<&'static str>,
+    codename: Option<usize>,
+    keywords: Vec<&'static str>,
+    /// Capability names and each one's keyword.
+    capabilities: Vec<(&'static str, &'static str)>,
+    kind: &'static str,
+    version: (usize, usize, usize),
+    downloads: u64,
+    updated_at: i64,
+    deprecated: bool,
+    always: bool,
+}
+
+impl Draws {
+    fn new(seed: u64, i: u64) -> Self {
+        let mut r = Rng::new(seed ^ i.wrapping_mul(0xD6E8_FEB8_6659_FD93));
+        let domain = &DOMAINS[r.skewed(DOMAINS.len())];
+        let second = &DOMAINS[r.below(DOMAINS.len())];
+        let publisher = (
+            PUBLISHER_STEMS[r.skewed(PUBLISHER_STEMS.len())],
+            r.pick(PUBLISHER_SUFFIXES),
+            r.below(400),
+        );
+        let adjective = r.pick(ADJECTIVES);
+        let role = r.pick(ROLES);
+        let verb = r.pick(domain.verbs);
+        let noun = r.pick(domain.nouns);
+        let verb2 = r.pick(domain.verbs);
+        let noun2 = r.pick(domain.nouns);
+        let also = (r.below(3) == 0).then(|| (r.pick(second.verbs), r.pick(second.nouns)));
+        let fillers = (0..1 + r.below(3)).map(|_| r.pick(FILLER)).collect();
+        // A rare word now and then, for the rare-term query class.
+        let codename = (r.below(1000) == 0).then(|| r.below(100));
+        let mut keywords = Vec::with_capacity(4);
+        for _ in 0..1 + r.below(4) {
+            let k = r.pick(domain.keywords);
+            if !keywords.contains(&k) {
+                keywords.push(k);
+            }
         }
-    }
-    let mut capabilities: Vec<CapabilitySpec> = Vec::new();
-    for _ in 0..1 + r.below(3) {
-        let name = r.pick(d.capabilities).to_owned();
-        if capabilities.iter().any(|c| c.name == name) {
-            continue;
+        let mut capabilities: Vec<(&str, &str)> = Vec::with_capacity(3);
+        for _ in 0..1 + r.below(3) {
+            let name = r.pick(domain.capabilities);
+            if capabilities.iter().any(|c| c.0 == name) {
+                continue;
+            }
+            capabilities.push((name, r.pick(domain.keywords)));
         }
-        capabilities.push(CapabilitySpec {
-            description: format!("{} a {} and return the result", capitalize(verb), noun),
-            keywords: vec![r.pick(d.keywords).to_owned()],
-            name,
-        });
-    }
-    let kind = ["remote", "docker", "pip", "npm", "bundle"][r.skewed(5)].to_owned();
-    AgentSpec {
-        name: format!("{publisher}/{agent}"),
-        version: format!("{}.{}.{}", r.below(3), r.below(20), r.below(10)),
-        display_name,
-        tagline,
-        description: description.trim_end().to_owned(),
-        keywords,
-        capabilities,
-        kind,
+        let kind = ["remote", "docker", "pip", "npm", "bundle"][r.skewed(5)];
+        let version = (r.below(3), r.below(20), r.below(10));
         // Heavy-tailed: most agents are rarely downloaded, a few a lot.
-        downloads: (r.next_u64() % 1000).pow(3) / 1000 + r.below(50) as u64,
-        updated_at: 1_600_000_000 + r.below(150_000_000) as i64,
-        deprecated: r.below(50) == 0,
-        always: r.below(10) == 0,
+        let downloads = (r.next_u64() % 1000).pow(3) / 1000 + r.below(50) as u64;
+        Self {
+            domain,
+            second,
+            publisher,
+            adjective,
+            role,
+            verb,
+            noun,
+            verb2,
+            noun2,
+            also,
+            fillers,
+            codename,
+            keywords,
+            capabilities,
+            kind,
+            version,
+            downloads,
+            updated_at: 1_600_000_000 + r.below(150_000_000) as i64,
+            deprecated: r.below(50) == 0,
+            always: r.below(10) == 0,
+        }
+    }
+
+    /// The agent number `i` these choices describe.
+    fn agent(self, i: u64) -> AgentSpec {
+        let d = self.domain;
+        let (stem, suffix, number) = self.publisher;
+        let publisher = format!("{stem}{suffix}{number}");
+        let (adjective, role, verb, noun) = (self.adjective, self.role, self.verb, self.noun);
+        let topic_word = d.topic.split(' ').next().unwrap_or(d.topic);
+        // The agent part carries the index so names are unique across the corpus.
+        let agent = format!("{adjective}-{topic_word}-{role}-{i}");
+        let display_name = format!(
+            "{} {} {}",
+            capitalize(adjective),
+            capitalize_words(d.topic),
+            capitalize(role)
+        );
+        let tagline = format!("Send me a {noun} and I will {verb} it");
+        let mut description = format!(
+            "An agent for {}: it can {} a {} and {} the {}. ",
+            d.topic, verb, noun, self.verb2, self.noun2
+        );
+        if let Some((verb, noun)) = self.also {
+            description.push_str(&format!(
+                "It also helps with {}: {} {}. ",
+                self.second.topic, verb, noun
+            ));
+        }
+        for filler in &self.fillers {
+            description.push_str(filler);
+            description.push(' ');
+        }
+        if let Some(n) = self.codename {
+            description.push_str(&format!("Codename zyx{n}. "));
+        }
+        let (major, minor, patch) = self.version;
+        AgentSpec {
+            name: format!("{publisher}/{agent}"),
+            version: format!("{major}.{minor}.{patch}"),
+            display_name,
+            tagline,
+            description: description.trim_end().to_owned(),
+            keywords: self.keywords.iter().map(|k| (*k).to_owned()).collect(),
+            capabilities: self
+                .capabilities
+                .iter()
+                .map(|(name, keyword)| CapabilitySpec {
+                    name: (*name).to_owned(),
+                    description: format!("{} a {} and return the result", capitalize(verb), noun),
+                    keywords: vec![(*keyword).to_owned()],
+                })
+                .collect(),
+            kind: self.kind.to_owned(),
+            downloads: self.downloads,
+            updated_at: self.updated_at,
+            deprecated: self.deprecated,
+            always: self.always,
+        }
     }
 }
 
@@ -891,52 +960,5 @@ pub fn query_set(seed: u64, n: u64, per_class: usize) -> Vec<BenchQuery> {
 }
 
 #[cfg(test)]
-mod tests {
-    use index_schema::manifest::Manifest;
-
-    use super::{AgentSpec, QueryClass, query_set, synthetic_agent};
-
-    #[test]
-    fn corpus_is_deterministic_and_valid() {
-        for i in [0, 1, 2, 999, 123_456] {
-            let a = synthetic_agent(7, i);
-            assert_eq!(a, synthetic_agent(7, i));
-            let doc = a.to_doc().unwrap();
-            let json: serde_json::Value =
-                serde_json::from_slice(&doc.manifest.to_json_bytes()).unwrap();
-            let parsed = Manifest::from_value(&json);
-            assert!(parsed.is_ok(), "{}: {:?}", a.name, parsed.err());
-        }
-        assert_ne!(synthetic_agent(7, 1), synthetic_agent(8, 1));
-    }
-
-    #[test]
-    fn corpus_is_varied() {
-        let agents: Vec<AgentSpec> = (0..2000).map(|i| synthetic_agent(1, i)).collect();
-        let publishers: std::collections::BTreeSet<&str> = agents
-            .iter()
-            .map(|a| a.name.split('/').next().unwrap())
-            .collect();
-        let kinds: std::collections::BTreeSet<&str> =
-            agents.iter().map(|a| a.kind.as_str()).collect();
-        assert!(publishers.len() > 500, "{}", publishers.len());
-        assert_eq!(kinds.len(), 5);
-        let names: std::collections::BTreeSet<&str> =
-            agents.iter().map(|a| a.name.as_str()).collect();
-        assert_eq!(names.len(), agents.len(), "names are unique");
-    }
-
-    #[test]
-    fn query_set_has_every_class_and_is_deterministic() {
-        let qs = query_set(3, 1000, 5);
-        assert_eq!(qs, query_set(3, 1000, 5));
-        for class in QueryClass::ALL {
-            assert_eq!(qs.iter().filter(|q| q.class == class).count(), 5);
-        }
-        let typo = qs
-            .iter()
-            .find(|q| q.class == QueryClass::Misspelling)
-            .unwrap();
-        assert!(typo.q.len() >= 5);
-    }
-}
+#[path = "corpus_tests.rs"]
+mod tests;
