@@ -434,13 +434,19 @@ impl<'a> Windows<'a> {
                     .collect()
             })
             .collect();
+        // The word with the fewest documents drives; then the words by documents per unit of
+        // bound (a word with a high bound read early rules out the most candidates for the
+        // reads after it), a filter as if it had the highest bound of a word (a selective
+        // filter early, a common one late).
+        let docs =
+            |i: usize| -> f64 { words[i].iter().map(|c| f64::from(c.block.doc_freq())).sum() };
+        let bound =
+            |i: usize| -> f64 { words[i].iter().map(|c| f64::from(c.bm25.max_score())).sum() };
+        let highest = (0..scored).map(bound).fold(f64::MIN_POSITIVE, f64::max);
         let mut narrow: Vec<usize> = (0..words.len()).collect();
-        narrow.sort_by_key(|&i| {
-            words[i]
-                .iter()
-                .map(|c| u64::from(c.block.doc_freq()))
-                .sum::<u64>()
-        });
+        narrow.sort_by(|&a, &b| docs(a).total_cmp(&docs(b)));
+        let per_bound = |i: usize| docs(i) / if i < scored { bound(i) } else { highest };
+        narrow[1..].sort_by(|&a, &b| per_bound(a).total_cmp(&per_bound(b)));
         let max_total = words
             .iter()
             .flatten()
