@@ -393,7 +393,8 @@ impl Scorer for WordUnionsScorer {
 struct Windows<'a> {
     /// Per word, its terms' cursors (term order).
     words: Vec<Vec<Cursor>>,
-    /// Word indexes, fewest documents first: the order in which the match sets are narrowed.
+    /// Word indexes in reading order: the fewest documents first (it drives), then by
+    /// documents per unit of bound.
     narrow: Vec<usize>,
     /// Per word, the score of each document of the window (valid where `has` is set).
     acc: Vec<Vec<Score>>,
