@@ -496,7 +496,7 @@ pub async fn reindex(store: &Store, data_dir: &Path) -> anyhow::Result<(u64, usi
     let dir = index_dir(data_dir);
     let index = SearchIndex::open_or_create(&dir)
         .with_context(|| format!("cannot open the search index {}", dir.display()))?;
-    let mut w = index.writer(WriterConfig::default()).with_context(|| {
+    let mut w = index.writer(WriterConfig::rebuild()).with_context(|| {
         format!(
             "cannot take the search index's writer lock in {} (the index has one writer: is a \
              hub serving this data dir? stop it, run `ofc-hub reindex`, then start the hub \

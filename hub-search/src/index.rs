@@ -54,10 +54,25 @@ pub struct WriterConfig {
 }
 
 impl Default for WriterConfig {
+    /// The follower's: small commits, one thread.
     fn default() -> Self {
         Self {
             heap_bytes: 128 << 20,
             threads: 1,
+        }
+    }
+}
+
+impl WriterConfig {
+    /// For [`Indexer::rebuild`] (`ofc-hub reindex`, and the benchmarks that time it): two
+    /// indexing threads when there are two cores, 300 MiB. At a million agents on 2 cores this
+    /// builds in about two thirds of the time of the follower's one thread and 128 MiB (33-37
+    /// against 48 s, see BENCHMARKS.md); more threads would make more segments to merge at the
+    /// end, on one thread.
+    pub fn rebuild() -> Self {
+        Self {
+            heap_bytes: 300 << 20,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
         }
     }
 }

@@ -31,11 +31,11 @@ struct Args {
     /// Runs of every query (after one warm-up run).
     #[arg(long, default_value_t = 5)]
     runs: usize,
-    /// Writer heap in MiB.
-    #[arg(long, default_value_t = 300)]
+    /// Writer heap in MiB (default: `ofc-hub reindex`'s, `WriterConfig::rebuild`).
+    #[arg(long, default_value_t = WriterConfig::rebuild().heap_bytes >> 20)]
     heap_mb: usize,
-    /// Indexing threads.
-    #[arg(long, default_value_t = 2)]
+    /// Indexing threads (default: `ofc-hub reindex`'s, `WriterConfig::rebuild`).
+    #[arg(long, default_value_t = WriterConfig::rebuild().threads)]
     threads: usize,
     /// Skip the SQLite FTS5 side.
     #[arg(long)]
