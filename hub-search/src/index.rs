@@ -24,16 +24,16 @@ use crate::synonyms::Synonyms;
 /// Version of the index layout. Bumped whenever [`mapping::MAPPING`] changes in a way old
 /// segments cannot serve; an index written with another version is refused (rebuild it).
 /// 4: the fingerprint is stored only (no longer a term) and the string columns' dictionaries
-/// are not zstd-compressed.
-pub const INDEX_FORMAT: u32 = 4;
+/// are not zstd-compressed. 5: the sort keys (downloads, last update) are columns only.
+pub const INDEX_FORMAT: u32 = 5;
 
 /// Directory name under the hub's data directory; carries the format so that a new layout never
 /// reads old files.
-pub const INDEX_DIR_NAME: &str = "search-v4";
+pub const INDEX_DIR_NAME: &str = "search-v5";
 
 /// The directory names of earlier formats, oldest first: never read as an index. A hub moves
 /// the agents' embeddings out of the newest one (their file's format is its own, unchanged).
-pub const EARLIER_INDEX_DIR_NAMES: &[&str] = &["search-v1", "search-v2", "search-v3"];
+pub const EARLIER_INDEX_DIR_NAMES: &[&str] = &["search-v1", "search-v2", "search-v3", "search-v4"];
 
 /// What every commit records (Tantivy's commit payload, JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

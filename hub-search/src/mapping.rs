@@ -187,9 +187,9 @@ pub enum FieldKind {
     Stored,
     /// One untokenized value, matched exactly; a fast field when `fast` (sorting, tie-breaks).
     Exact,
-    /// Unsigned integer, fast (sort key).
+    /// Unsigned integer, fast (sort key), not indexed.
     U64,
-    /// Signed integer, fast (sort key).
+    /// Signed integer, fast (sort key), not indexed.
     I64,
     /// Boolean, indexed and fast (filters, ranking).
     Bool,
@@ -537,15 +537,17 @@ pub fn schema() -> Schema {
                 }
                 b.add_text_field(spec.name, opts);
             }
+            // Sort keys are read from their columns only: no term of theirs is ever looked up
+            // (indexed, `updated` alone was a million unique terms at a million agents).
             FieldKind::U64 => {
-                let mut opts = tantivy::schema::NumericOptions::from(INDEXED | FAST);
+                let mut opts = tantivy::schema::NumericOptions::from(FAST);
                 if spec.stored {
                     opts = opts.set_stored();
                 }
                 b.add_u64_field(spec.name, opts);
             }
             FieldKind::I64 => {
-                let mut opts = tantivy::schema::NumericOptions::from(INDEXED | FAST);
+                let mut opts = tantivy::schema::NumericOptions::from(FAST);
                 if spec.stored {
                     opts = opts.set_stored();
                 }
