@@ -65,13 +65,18 @@ impl Default for WriterConfig {
 
 impl WriterConfig {
     /// For [`Indexer::rebuild`] (`ofc-hub reindex`, and the benchmarks that time it): two
-    /// indexing threads when there are two cores, 300 MiB. At a million agents on 2 cores this
-    /// builds in about two thirds of the time of the follower's one thread and 128 MiB (33-37
-    /// against 48 s, see BENCHMARKS.md); more threads would make more segments to merge at the
-    /// end, on one thread.
+    /// indexing threads when there are two cores, 200 MiB. At a million agents on 2 cores this
+    /// builds in about two thirds of the time of the follower's one thread and 128 MiB (32-34
+    /// against 48 s, see BENCHMARKS.md).
+    ///
+    /// The heap also shapes the merged segment: the threads take documents in turn, so each
+    /// flushed segment holds every other document of a stretch of the popularity order, and the
+    /// merge puts those stretches one after the other. A bigger heap makes longer stretches,
+    /// further from most-downloaded-first, and relevance pruning skips less: at 300 MiB
+    /// misspelled queries were 15-20 % slower than at 200 MiB.
     pub fn rebuild() -> Self {
         Self {
-            heap_bytes: 300 << 20,
+            heap_bytes: 200 << 20,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
         }
     }
