@@ -156,6 +156,17 @@ fn filtered_word_unions_equal_the_exhaustive_intersection() {
         }
     }
     assert!(folded >= 3, "too few word unions ({folded})");
+    // Both ways of bounding a window ran: scouted cells, and the cursors' blocks while the
+    // scouts paused.
+    use crate::search::scorers::word_unions::{DEAD_CELLS, PAUSED_WINDOWS};
+    assert!(
+        DEAD_CELLS.with(std::cell::Cell::get) > 0,
+        "no scouted cell ruled out"
+    );
+    assert!(
+        PAUSED_WINDOWS.with(std::cell::Cell::get) > 0,
+        "the scouts never paused"
+    );
     assert!(lone >= 2, "too few lone terms ({lone})");
     assert!(
         compared >= 15,

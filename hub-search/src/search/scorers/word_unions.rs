@@ -474,17 +474,53 @@ impl<'a> Windows<'a> {
 
     fn run(&mut self, callback: &mut dyn FnMut(DocId, Score) -> Score) {
         let mut from: DocId = 0;
+        // Scouting costs a second decode of the blocks it reads: after `SCOUT_MISSES` windows
+        // in a row where it ruled nothing out, the next windows (twice as many each time, up
+        // to `SCOUT_PAUSE_MAX`) are bounded by the cursors' blocks as before.
+        let (mut misses, mut pause, mut paused) = (0u32, 1u32, 0u32);
         loop {
             let bar = self.bar.text(from);
             if self.max_total <= bar {
                 // No later document can enter (the bound of later factors only falls).
                 return;
             }
+            if paused > 0 {
+                paused -= 1;
+                #[cfg(test)]
+                PAUSED_WINDOWS.with(|n| n.set(n.get() + 1));
+                // The first window that can hold every word, bounded by the cursors' current
+                // blocks (their maxima where a block reaches the window's end).
+                let start = self.align(from);
+                if start == TERMINATED {
+                    return;
+                }
+                let end = start.saturating_add(WINDOW);
+                self.bounds.fill(0.0);
+                for (w, b) in self.words.iter_mut().zip(&mut self.bounds) {
+                    for c in w.iter_mut() {
+                        *b += c.bound(end - 1);
+                    }
+                }
+                if self.bounds.iter().sum::<Score>() * (1.0 + 1e-5) > self.bar.text(start) {
+                    self.window(start, end, true, callback);
+                }
+                from = end;
+                continue;
+            }
             let end = from.saturating_add(WINDOW);
             // Each word's bound in the window, from the scouts (the cursors are not moved
             // through a window that cannot pass), and the documents of the cells whose bound
             // passes the bar.
             let (bound, every_cell, some_word_absent) = self.window_bounds(from, end, bar);
+            if every_cell && !some_word_absent && bound * (1.0 + 1e-5) > bar {
+                misses += 1;
+                if misses >= SCOUT_MISSES {
+                    (misses, paused) = (0, pause);
+                    pause = (pause * 2).min(SCOUT_PAUSE_MAX);
+                }
+            } else {
+                (misses, pause) = (0, 1);
+            }
             if some_word_absent || bound * (1.0 + 1e-5) <= bar {
                 #[cfg(test)]
                 DEAD_CELLS.with(|n| n.set(n.get() + 1));
@@ -672,7 +708,14 @@ impl<'a> Windows<'a> {
 thread_local! {
     /// Windows that had cells whose bound could not pass the bar (tests: the cells do prune).
     pub(in crate::search) static DEAD_CELLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Windows bounded by the cursors while the scouts paused (tests: that path runs).
+    pub(in crate::search) static PAUSED_WINDOWS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
+
+/// Windows in a row whose scouting ruled nothing out before it pauses.
+const SCOUT_MISSES: u32 = 4;
+/// The longest pause of the scouts, in windows.
+const SCOUT_PAUSE_MAX: u32 = 32;
 
 /// Sets bits `from..to` of `bits`.
 fn set_bits(bits: &mut [u64], from: usize, to: usize) {
