@@ -23,7 +23,7 @@ use tantivy::{DocId, DocSet as _, Score, SegmentReader, TERMINATED, Term};
 use crate::popularity::PopularityBounds;
 use crate::search::scorers::any_of::AnyOf;
 use crate::search::scorers::loose::LooseMatch;
-use crate::search::scorers::window::{Bar, Cursor, fieldnorms};
+use crate::search::scorers::window::{Bar, Cursor, add_score, fieldnorms};
 
 /// Documents per window: Tantivy's union buffers this many (its `HORIZON`), and the order in
 /// which it adds a document's scores depends on where its windows start (see
@@ -407,13 +407,7 @@ impl<'a> Windows<'a> {
                 found.clear();
                 clauses[i].each_before(start, end, None, |off, score| {
                     found.push((off as u16, score));
-                    let bit = 1u64 << (off % 64);
-                    if candidates[off / 64] & bit == 0 {
-                        candidates[off / 64] |= bit;
-                        sum[off] = score;
-                    } else {
-                        sum[off] += score;
-                    }
+                    add_score(&mut candidates[..], sum, off, score);
                 });
             }
             for k in 0..self.candidates.len() {
@@ -446,16 +440,7 @@ impl<'a> Windows<'a> {
                 max_doc,
                 ..
             } = self;
-            let mut add = |off: usize, score: Score| {
-                let bit = 1u64 << (off % 64);
-                if started[off / 64] & bit == 0 {
-                    started[off / 64] |= bit;
-                    // `0.0 + score`, as a union's score starts.
-                    total[off] = score;
-                } else {
-                    total[off] += score;
-                }
-            };
+            let mut add = |off: usize, score: Score| add_score(&mut started[..], total, off, score);
             let clause = &mut clauses[i];
             if rest.is_none() {
                 // Every clause essential: each of their documents is a candidate (`started`,

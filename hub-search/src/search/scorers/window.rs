@@ -213,6 +213,19 @@ impl Cursor {
     }
 }
 
+/// Adds `score` to document `off`'s sum in `acc`, `has` saying which documents have one: the
+/// first score sets it (`0.0 + score`, as a union's sum starts), later ones add to it.
+#[inline]
+pub(super) fn add_score(has: &mut [u64], acc: &mut [Score], off: usize, score: Score) {
+    let bit = 1u64 << (off % 64);
+    if has[off / 64] & bit == 0 {
+        has[off / 64] |= bit;
+        acc[off] = score;
+    } else {
+        acc[off] += score;
+    }
+}
+
 /// The heap's entry bar as a window loop tracks it, from the thresholds the collector returns
 /// (see `RankCollector`): with the segment's popularity bounds, a document is held to its own
 /// rank factor rather than to the bound of every later document's.

@@ -23,7 +23,7 @@ use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, TantivyError, Ter
 use crate::popularity::PopularityBounds;
 use crate::search::filters::any_term;
 use crate::search::scorers::union::{union_advance, union_seek};
-use crate::search::scorers::window::{Bar, CELL, Cursor, Scout, fieldnorms};
+use crate::search::scorers::window::{Bar, CELL, Cursor, Scout, add_score, fieldnorms};
 
 /// Documents per window (a multiple of 64): the score arrays of a few words stay in the L1/L2
 /// cache. The tests' indexes are small: there, windows are short so that a segment has many.
@@ -642,13 +642,7 @@ impl<'a> Windows<'a> {
                     continue;
                 }
                 c.each_before(start, end, only, |off, score| {
-                    let bit = 1u64 << (off % 64);
-                    if has[off / 64] & bit == 0 {
-                        has[off / 64] |= bit;
-                        acc[off] = score;
-                    } else {
-                        acc[off] += score;
-                    }
+                    add_score(has, acc, off, score)
                 });
             }
             if n == 0 {
