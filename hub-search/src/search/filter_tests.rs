@@ -11,7 +11,7 @@ use crate::search::doc_freqs::DocFreqs;
 use crate::search::plan::Mode;
 use crate::search::scorers::boosted_term::BoostedTerm;
 use crate::search::scorers::word_unions::WordUnions;
-use crate::search::tests::synthetic_index;
+use crate::search::tests::{synthetic_index, text_query_of};
 use crate::words::query_words;
 
 /// Sets one kind of filter on a query.
@@ -100,17 +100,7 @@ fn filtered_word_unions_equal_the_exhaustive_intersection() {
         "floor",
     ] {
         let words = query_words(text);
-        let shaped = index
-            .text_query(
-                &searcher,
-                &DocFreqs::default(),
-                text,
-                &words,
-                Mode::All,
-                None,
-            )
-            .unwrap()
-            .unwrap();
+        let shaped = text_query_of(&index, &searcher, text, Mode::All);
         folded += usize::from(shaped.downcast_ref::<WordUnions>().is_some());
         lone += usize::from(shaped.downcast_ref::<BoostedTerm>().is_some());
         for (what, set) in &filters {

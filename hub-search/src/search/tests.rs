@@ -26,6 +26,26 @@ use crate::search::scorers::phrase_bonus::PhraseBonus;
 use crate::search::scorers::word_unions::WordUnions;
 use crate::words::query_words;
 
+/// The text query of `text` (its words as the hub analyses them) over every segment.
+pub(super) fn text_query_of(
+    index: &SearchIndex,
+    searcher: &Searcher,
+    text: &str,
+    mode: Mode,
+) -> Box<dyn Query> {
+    index
+        .text_query(
+            searcher,
+            &DocFreqs::default(),
+            text,
+            &query_words(text),
+            mode,
+            None,
+        )
+        .unwrap()
+        .unwrap()
+}
+
 /// An in-RAM index of `n` synthetic agents (corpus seed `seed`), committed as one segment.
 pub(super) fn synthetic_index(seed: u64, n: u64) -> SearchIndex {
     use crate::corpus::synthetic_agent;
@@ -135,10 +155,7 @@ fn pruned_top_k_equals_exhaustive_top_k() {
             assert_eq!(addrs(&unnamed), addrs(&ranked), "{text}");
             ranked
         } else {
-            let t = index
-                .text_query(&searcher, &DocFreqs::default(), text, &words, mode, None)
-                .unwrap()
-                .unwrap();
+            let t = text_query_of(&index, &searcher, text, mode);
             let query = index.full_query(&q, Some(t.as_ref()));
             searcher.search(query.as_ref(), &c).unwrap()
         };
@@ -197,17 +214,7 @@ fn pruned_top_k_equals_exhaustive_top_k() {
         }
         compared += 1;
         misspelled += usize::from(text.contains("reveiw") || text.contains("scrapign"));
-        let shaped = index
-            .text_query(
-                &searcher,
-                &DocFreqs::default(),
-                text,
-                &query_words(text),
-                mode,
-                None,
-            )
-            .unwrap()
-            .unwrap();
+        let shaped = text_query_of(&index, &searcher, text, mode);
         conjunctions += usize::from(
             shaped
                 .downcast_ref::<PhraseBonus>()
@@ -272,17 +279,7 @@ fn phrase_bonus_scores_like_optional_phrase_queries() {
         "analyze dataset",
     ] {
         let words = query_words(text);
-        let t = index
-            .text_query(
-                &searcher,
-                &DocFreqs::default(),
-                text,
-                &words,
-                Mode::All,
-                None,
-            )
-            .unwrap()
-            .unwrap();
+        let t = text_query_of(&index, &searcher, text, Mode::All);
         // Words every agent of this small index may not have get prefix and typo
         // alternatives: the query is then not a conjunction of plain terms.
         let required = match t.downcast_ref::<PhraseBonus>() {
@@ -550,17 +547,7 @@ fn a_word_is_any_of_only_next_to_a_far_rarer_word() {
     let index = crate::relevance::index_of(&docs).unwrap();
     let searcher = index.reader.searcher();
     let kinds = |text: &str| -> Vec<bool> {
-        let q = index
-            .text_query(
-                &searcher,
-                &DocFreqs::default(),
-                text,
-                &query_words(text),
-                Mode::All,
-                None,
-            )
-            .unwrap()
-            .unwrap();
+        let q = text_query_of(&index, &searcher, text, Mode::All);
         let b = q.downcast_ref::<BooleanQuery>().expect("a BooleanQuery");
         b.clauses()
             .iter()
