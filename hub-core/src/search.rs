@@ -1,5 +1,5 @@
 //! The hub's side of search: the outbox source the `hub-search` follower reads, the index under
-//! `<data>/search-v5` (earlier formats' directories: [`adopt_earlier_index_dirs`]), and the
+//! `<data>/search-v6` (earlier formats' directories: [`adopt_earlier_index_dirs`]), and the
 //! database snapshot that `ofc-hub reindex` and `ofc-hub search-check` use.
 //!
 //! An outbox row only names an agent; the source resolves it to the agent's *current* state

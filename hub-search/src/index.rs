@@ -24,16 +24,23 @@ use crate::synonyms::Synonyms;
 /// Version of the index layout. Bumped whenever [`mapping::MAPPING`] changes in a way old
 /// segments cannot serve; an index written with another version is refused (rebuild it).
 /// 4: the fingerprint is stored only (no longer a term) and the string columns' dictionaries
-/// are not zstd-compressed. 5: the sort keys (downloads, last update) are columns only.
-pub const INDEX_FORMAT: u32 = 5;
+/// are not zstd-compressed. 5: the sort keys (downloads, last update) are columns only. 6: no
+/// positions in the text field (no query reads them; `mapping::TEXT_POSITIONS`).
+pub const INDEX_FORMAT: u32 = 6;
 
 /// Directory name under the hub's data directory; carries the format so that a new layout never
 /// reads old files.
-pub const INDEX_DIR_NAME: &str = "search-v5";
+pub const INDEX_DIR_NAME: &str = "search-v6";
 
 /// The directory names of earlier formats, oldest first: never read as an index. A hub moves
 /// the agents' embeddings out of the newest one (their file's format is its own, unchanged).
-pub const EARLIER_INDEX_DIR_NAMES: &[&str] = &["search-v1", "search-v2", "search-v3", "search-v4"];
+pub const EARLIER_INDEX_DIR_NAMES: &[&str] = &[
+    "search-v1",
+    "search-v2",
+    "search-v3",
+    "search-v4",
+    "search-v5",
+];
 
 /// What every commit records (Tantivy's commit payload, JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,12 +156,24 @@ impl SearchIndex {
         Self::from_index(Index::create_in_ram(mapping::schema()))
     }
 
+    /// An index in memory whose text fields index positions (tests of the phrase machinery;
+    /// the hub's mapping has none, `mapping::TEXT_POSITIONS`).
+    #[cfg(test)]
+    pub(crate) fn in_ram_with_positions() -> Result<Self> {
+        Self::open_index(Index::create_in_ram(mapping::schema_with_positions()))
+    }
+
     fn from_index(index: Index) -> Result<Self> {
         if index.schema() != mapping::schema() {
             return Err(Error::Format(
                 "the index on disk was built from another mapping".into(),
             ));
         }
+        Self::open_index(index)
+    }
+
+    /// Opens an index whose schema is the mapping's (or, in tests, a variant of it).
+    fn open_index(index: Index) -> Result<Self> {
         mapping::prepare(&index);
         let reader = index
             .reader_builder()

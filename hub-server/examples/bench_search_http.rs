@@ -6,7 +6,7 @@
 //!       --index-dir /var/tmp/ofc-search-bench-http [--concurrency 4]
 //!
 //! The corpus is not published through the API (a million signed manifests would take hours and
-//! measure publishing). Instead the index in `DATA/search-v5` is built before the hub starts, by
+//! measure publishing). Instead the index in `DATA/search-v6` is built before the hub starts, by
 //! the same `Indexer::rebuild` that `ofc-hub reindex` runs, from the same `SearchDoc`s (most
 //! downloaded first, as `reindex` orders them), with outbox sequence 0: the hub's database is
 //! empty, so its search follower has nothing to apply (lag 0) and every query is answered from

@@ -46,6 +46,8 @@ pub(super) const LOOSE_MATCH_BOOST: Score = 0.5;
 /// near-equal documents each need their positions read). [`PhraseBonus`] still handles
 /// phrases, tested against Tantivy's phrase queries, for when a corpus shows a need.
 const PHRASE_BOOST: Option<Score> = None;
+// Phrases need the text field's positions, which the mapping indexes only when told to.
+const _: () = assert!(PHRASE_BOOST.is_none() || crate::mapping::TEXT_POSITIONS);
 /// A synonym's matches score this fraction of the word's own.
 const SYNONYM_WEIGHT: Score = 0.8;
 /// Weight of an exact `publisher/agent` match: it must come first.

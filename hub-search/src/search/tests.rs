@@ -48,11 +48,15 @@ pub(super) fn text_query_of(
 
 /// An in-RAM index of `n` synthetic agents (corpus seed `seed`), committed as one segment.
 pub(super) fn synthetic_index(seed: u64, n: u64) -> SearchIndex {
+    synthetic_agents_in(SearchIndex::in_ram().unwrap(), seed, n)
+}
+
+/// `index` with the first `n` agents of the synthetic corpus of `seed`.
+fn synthetic_agents_in(index: SearchIndex, seed: u64, n: u64) -> SearchIndex {
     use crate::corpus::synthetic_agent;
     use crate::index::WriterConfig;
     use crate::outbox::{Change, OutboxEntry};
 
-    let index = SearchIndex::in_ram().unwrap();
     let mut w = index.writer(WriterConfig::default()).unwrap();
     for i in 0..n {
         let doc = synthetic_agent(seed, i).to_doc().unwrap();
@@ -261,7 +265,8 @@ fn pruned_top_k_equals_exhaustive_top_k() {
 /// replaces (the words required, each phrase and the exact name as optional clauses).
 #[test]
 fn phrase_bonus_scores_like_optional_phrase_queries() {
-    let index = synthetic_index(3, 2000);
+    // The hub's text field has no positions (phrases are off); this index has them.
+    let index = synthetic_agents_in(SearchIndex::in_ram_with_positions().unwrap(), 3, 2000);
     // Plain words (synonyms would make each word several terms, never a conjunction).
     index.set_tuning(crate::index::Tuning {
         synonyms: std::sync::Arc::new(crate::synonyms::Synonyms::none()),
