@@ -1,8 +1,9 @@
 //! The query plan: from the query's words to a Tantivy query. Each word becomes its
 //! alternatives (its exact terms, its synonyms' terms a little lower, a prefix match for the
 //! last word and a typo match for a rare one, both constant-scored); the words then combine as
-//! a conjunction ([`TermConjunction`] when each word is one term, `AnyOf` for a word far more
-//! common than the rarest) or a union, with the exact-name bonus. The plan also says its
+//! a conjunction ([`WordUnions`] when every alternative is a plain term, a [`TermConjunction`]
+//! next to an exact name, `AnyOf` for a word far more common than the rarest) or a union, with
+//! the exact-name bonus. The plan also says its
 //! [`Shape`], what the collector's pruning loop may rely on.
 
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, TermQuery};
@@ -326,11 +327,13 @@ impl SearchIndex {
             )) as Box<dyn Query>
         });
         let conjunction = plain_terms.as_ref().is_some_and(|t| t.len() > 1);
-        // Words of plain terms, some word with several (a single term stays a `BoostedTerm`,
-        // one term a word a `TermConjunction`): scored window by window.
+        // Words of plain terms (a single term stays a `BoostedTerm`): scored window by window.
+        // One term a word too: at 1M agents the window loop took plain multi-word queries from
+        // a `TermConjunction`'s 0.42 to 0.28 ms at the median, the fewer-words tiers' from
+        // 0.84 to 0.65 (same scores, added in word order by both).
         if let (Mode::All, Some(words), None, true) =
             (mode, &mut plain_words, &exact_name, phrases.is_empty())
-            && words.iter().any(|w| w.len() > 1)
+            && (words.len() > 1 || words.iter().any(|w| w.len() > 1))
         {
             return Ok(Some((
                 Box::new(WordUnions {

@@ -191,7 +191,8 @@ fn pruned_top_k_equals_exhaustive_top_k() {
         "database result",
         "crawl web",
         "sql data",
-        // Last words every agent has (no prefix alternative): a `TermConjunction`.
+        // Last words every agent has (no prefix alternative), one term each: a `WordUnions`
+        // of one term a word.
         "web result",
         "data request",
         "code review request",
@@ -221,8 +222,8 @@ fn pruned_top_k_equals_exhaustive_top_k() {
         let shaped = text_query_of(&index, &searcher, text, mode);
         conjunctions += usize::from(
             shaped
-                .downcast_ref::<PhraseBonus>()
-                .is_some_and(|p| p.required.downcast_ref::<TermConjunction>().is_some()),
+                .downcast_ref::<WordUnions>()
+                .is_some_and(|w| w.words.len() > 1 && w.words.iter().all(|w| w.len() == 1)),
         );
         unions += usize::from(shaped.downcast_ref::<WordUnions>().is_some());
         any_unions += usize::from(shaped.downcast_ref::<AnyWords>().is_some());
@@ -256,8 +257,8 @@ fn pruned_top_k_equals_exhaustive_top_k() {
         any_unions >= 2,
         "too few any-word unions to compare ({any_unions})"
     );
-    // Plain multi-word queries: `TermConjunction`'s block loop with popularity-raised
-    // thresholds.
+    // Plain multi-word queries (one term a word): the window loop with popularity-raised
+    // bars.
     assert!(conjunctions >= 2, "too few multi-word queries to compare");
 }
 
@@ -286,14 +287,17 @@ fn phrase_bonus_scores_like_optional_phrase_queries() {
         let words = query_words(text);
         let t = text_query_of(&index, &searcher, text, Mode::All);
         // Words every agent of this small index may not have get prefix and typo
-        // alternatives: the query is then not a conjunction of plain terms.
-        let required = match t.downcast_ref::<PhraseBonus>() {
-            Some(found) => {
-                conjunctions +=
-                    usize::from(found.required.downcast_ref::<TermConjunction>().is_some());
-                found.required.box_clone()
+        // alternatives: the query is then not a conjunction of plain terms. A conjunction of
+        // plain terms is a `WordUnions` in the hub's plan (a `TermConjunction` only next to an
+        // exact name): here it is the `TermConjunction` of the same terms.
+        let required: Box<dyn Query> = match t.downcast_ref::<WordUnions>() {
+            Some(w) if w.words.iter().all(|w| w.len() == 1) => {
+                conjunctions += 1;
+                Box::new(TermConjunction {
+                    terms: w.words.iter().map(|w| w[0].clone()).collect(),
+                })
             }
-            None => t.box_clone(),
+            _ => t.box_clone(),
         };
         // Phrases are off in the hub's queries (`PHRASE_BOOST`); the machinery is tested
         // with one phrase of the words, boosted 2.

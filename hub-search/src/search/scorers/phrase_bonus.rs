@@ -1,8 +1,8 @@
 //! `PhraseBonus`: every word required, plus bonuses for phrases of the words and the exact
 //! `publisher/agent` name, with positions read only for the documents that could enter the
-//! top k with them. The hub's queries use it to run a [`TermConjunction`] block by block (with
-//! the exact-name bonus when the text is a name); phrases are off (`PHRASE_BOOST`), the
-//! machinery is kept and tested.
+//! top k with them. The hub's queries use it to run a [`TermConjunction`] block by block with
+//! the exact-name bonus when the text is a name (plain words without one are a `WordUnions`);
+//! phrases are off (`PHRASE_BOOST`), the machinery is kept and tested.
 
 use std::sync::Arc;
 
