@@ -37,10 +37,6 @@ const BOUND_BLOCK: usize = 64;
 /// every collected document), and the segment's opened [`RankColumns`].
 pub(crate) struct PopularityBounds {
     blocks: Vec<f32>,
-    /// Per block of [`BOUND_BLOCK`] documents, the largest rank factor of its own documents:
-    /// 64 times smaller than `factors`, so it stays in the CPU's cache where a loop that rules
-    /// out most of its candidates reads it first.
-    pub(crate) block_factors: Vec<f32>,
     /// Every document's rank factor ([`rank_factor`]).
     pub(crate) factors: Vec<f32>,
     pub(crate) columns: RankColumns,
@@ -61,32 +57,21 @@ impl PopularityBounds {
         let deprecated = reader.fast_fields().bool(field::DEPRECATED)?;
         let max_doc = reader.max_doc() as usize;
         let mut blocks = vec![1.0f32; max_doc.div_ceil(BOUND_BLOCK)];
-        let mut block_factors = vec![0.0f32; max_doc.div_ceil(BOUND_BLOCK)];
         let mut factors = Vec::with_capacity(max_doc);
         for doc in 0..max_doc as DocId {
             let f = popularity_factor(downloads.first(doc).unwrap_or(0));
             let b = &mut blocks[doc as usize / BOUND_BLOCK];
             *b = b.max(f);
-            let r = rank_factor(f, deprecated.first(doc).unwrap_or(false));
-            let l = &mut block_factors[doc as usize / BOUND_BLOCK];
-            *l = l.max(r);
-            factors.push(r);
+            factors.push(rank_factor(f, deprecated.first(doc).unwrap_or(false)));
         }
         for i in (0..blocks.len().saturating_sub(1)).rev() {
             blocks[i] = blocks[i].max(blocks[i + 1]);
         }
         Ok(Self {
             blocks,
-            block_factors,
             factors,
             columns: RankColumns::open(reader)?,
         })
-    }
-
-    /// The largest rank factor of `doc`'s block of documents: `factors[doc]` is at most this.
-    #[inline]
-    pub(crate) fn block_factor(&self, doc: DocId) -> f32 {
-        self.block_factors[doc as usize / BOUND_BLOCK]
     }
 
     /// The largest factor of `doc` and every later document.
@@ -160,55 +145,5 @@ impl RankColumns {
                 .str(field::NAME)?
                 .ok_or_else(|| TantivyError::SchemaError("`name` is not a fast field".into()))?,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::corpus::synthetic_agent;
-    use crate::index::{SearchIndex, WriterConfig};
-    use crate::outbox::{Change, OutboxEntry};
-
-    use super::{BOUND_BLOCK, PopularityBounds};
-
-    /// Each block's factor is the largest rank factor of its own documents: at least every
-    /// one of them (pruning by it first never drops a document its own factor keeps) and
-    /// reached by one of them.
-    #[test]
-    fn block_factors_are_their_documents_largest() {
-        let index = SearchIndex::in_ram().unwrap();
-        let mut w = index.writer(WriterConfig::default()).unwrap();
-        // Enough agents for several blocks and some deprecated ones (1 in 50).
-        for i in 0..400 {
-            let doc = synthetic_agent(7, i).to_doc().unwrap();
-            let change = Change::Upsert(Box::new(doc));
-            w.apply(&OutboxEntry { seq: i + 1, change }).unwrap();
-        }
-        w.commit_and_refresh().unwrap();
-        let searcher = index.reader.searcher();
-        let mut blocks = 0;
-        for reader in searcher.segment_readers() {
-            let b = PopularityBounds::of(reader).unwrap();
-            assert_eq!(b.block_factors.len(), b.factors.len().div_ceil(BOUND_BLOCK));
-            for (k, chunk) in b.factors.chunks(BOUND_BLOCK).enumerate() {
-                let first = (k * BOUND_BLOCK) as u32;
-                let largest = chunk.iter().copied().fold(f32::MIN, f32::max);
-                assert_eq!(b.block_factor(first), largest, "block {k}");
-                for (j, f) in chunk.iter().enumerate() {
-                    assert!(
-                        *f <= b.block_factor(first + j as u32),
-                        "doc {}",
-                        first as usize + j
-                    );
-                }
-                blocks += 1;
-            }
-            // Deprecated documents' factors are below their popularity.
-            assert!(
-                b.factors.iter().any(|&f| f < 1.0),
-                "some agent is deprecated"
-            );
-        }
-        assert!(blocks >= 6, "{blocks} blocks");
     }
 }

@@ -410,18 +410,20 @@ impl<'a> Windows<'a> {
                     add_score(&mut candidates[..], sum, off, score);
                 });
             }
-            for k in 0..self.candidates.len() {
-                let mut bits = self.candidates[k];
+            for (k, c) in self.candidates.iter_mut().enumerate() {
+                let mut bits = *c;
+                // Which of these 64 can no longer enter, gathered without a branch.
+                let mut dropped = 0u64;
                 while bits != 0 {
-                    let off = k * 64 + bits.trailing_zeros() as usize;
+                    let bit = bits.trailing_zeros();
+                    let off = k * 64 + bit as usize;
                     bits &= bits - 1;
-                    if !self
+                    let gone = !self
                         .bar
-                        .may_enter(self.sum[off] + rest, start + off as DocId)
-                    {
-                        self.candidates[k] &= !(1u64 << (off % 64));
-                    }
+                        .may_enter(self.sum[off] + rest, start + off as DocId);
+                    dropped |= u64::from(gone) << bit;
                 }
+                *c &= !dropped;
             }
         }
         let count: u32 = self.candidates.iter().map(|w| w.count_ones()).sum();

@@ -283,13 +283,7 @@ impl<'a> Bar<'a> {
     #[inline]
     pub(super) fn may_enter(&self, score: Score, doc: DocId) -> bool {
         match (self.key, self.popularity) {
-            (Some(key), Some(p)) => {
-                // The largest factor of the document's block first (an array 64 times
-                // smaller, which the cache keeps): most candidates fail it. The same answer:
-                // `factors[doc]` is at most that, and the product grows with the factor.
-                let score = score * (1.0 + 1e-5);
-                score * p.block_factor(doc) > key && score * p.factors[doc as usize] > key
-            }
+            (Some(key), Some(p)) => score * (1.0 + 1e-5) * p.factors[doc as usize] > key,
             _ => score * (1.0 + 1e-5) > self.threshold,
         }
     }

@@ -660,21 +660,27 @@ impl<'a> Windows<'a> {
             // The score so far (in reading order: a bound's, not the exact sum's), and the
             // documents it rules out.
             let pruning = self.bar.pruning();
-            for k in 0..self.mask.len() {
-                let mut bits = self.mask[k];
+            let (acc, sum) = (&self.acc[i][..], &mut self.sum[..]);
+            for (k, m) in self.mask.iter_mut().enumerate() {
+                let mut bits = *m;
+                // Which of these 64 can no longer enter, gathered without a branch (a branch
+                // the CPU guessed wrong for many of them: `monitor product listing` 2.10 ->
+                // 1.86-1.93 ms at 1M).
+                let mut dropped = 0u64;
                 while bits != 0 {
-                    let off = k * 64 + bits.trailing_zeros() as usize;
+                    let bit = bits.trailing_zeros();
+                    let off = k * 64 + bit as usize;
                     bits &= bits - 1;
                     let so_far = if n == 0 {
-                        self.acc[i][off]
+                        acc[off]
                     } else {
-                        self.sum[off] + self.acc[i][off]
+                        sum[off] + acc[off]
                     };
-                    self.sum[off] = so_far;
-                    if pruning && !self.bar.may_enter(so_far + rest, start + off as DocId) {
-                        self.mask[k] &= !(1u64 << (off % 64));
-                    }
+                    sum[off] = so_far;
+                    let gone = !self.bar.may_enter(so_far + rest, start + off as DocId);
+                    dropped |= u64::from(gone && pruning) << bit;
                 }
+                *m &= !dropped;
             }
             if self.mask.iter().all(|&m| m == 0) {
                 // No document of the window can enter; the other words' cursors stay before
