@@ -165,22 +165,18 @@ impl Cursor {
         only: Option<&[u64]>,
         has: &mut [u64],
     ) {
-        while !self.done {
-            let docs = self.block.docs();
-            let from = self.at;
-            let stop = from + docs[from..].partition_point(|&d| d < end);
-            for &d in &docs[from..stop] {
-                let off = (d - start) as usize;
-                has[off / 64] |= only.map_or(u64::MAX, |m| m[off / 64]) & (1u64 << (off % 64));
-            }
-            if stop < docs.len() {
-                self.at = stop;
-                return;
-            }
-            self.block.advance();
-            self.at = 0;
-            self.done = self.block.docs().is_empty();
-        }
+        spans_before(
+            &mut self.block,
+            &mut self.at,
+            &mut self.done,
+            end,
+            |docs, _| {
+                for &d in docs {
+                    let off = (d - start) as usize;
+                    has[off / 64] |= only.map_or(u64::MAX, |m| m[off / 64]) & (1u64 << (off % 64));
+                }
+            },
+        );
     }
 
     /// Calls `f(document, score)` for each document before `end`, in order, and stops at the
@@ -200,37 +196,27 @@ impl Cursor {
         // (each one's index written, the count moved on by its bit), then scored: a test per
         // document that goes either way cost more than the work it saved.
         let mut picked = [0u8; POSTINGS_BLOCK];
-        while !self.done {
-            let docs = self.block.docs();
-            let freqs = self.block.freqs();
-            assert!(
-                docs.len() <= POSTINGS_BLOCK,
-                "a postings block of {}",
-                docs.len()
-            );
-            let from = self.at;
-            let stop = from + docs[from..].partition_point(|&d| d < end);
-            let mut n = 0;
-            for (i, &d) in docs.iter().enumerate().take(stop).skip(from) {
-                let off = (d - start) as usize;
-                picked[n] = i as u8;
-                n += (only[off / 64] >> (off % 64) & 1) as usize;
-            }
-            for &i in &picked[..n] {
-                let d = docs[i as usize];
-                let score = self
-                    .bm25
-                    .score(self.norms.fieldnorm_id(d), freqs[i as usize]);
-                f((d - start) as usize, score);
-            }
-            if stop < docs.len() {
-                self.at = stop;
-                return;
-            }
-            self.block.advance();
-            self.at = 0;
-            self.done = self.block.docs().is_empty();
-        }
+        let (bm25, norms) = (&self.bm25, &self.norms);
+        spans_before(
+            &mut self.block,
+            &mut self.at,
+            &mut self.done,
+            end,
+            |docs, freqs| {
+                assert!(docs.len() <= POSTINGS_BLOCK, "a span of {}", docs.len());
+                let mut n = 0;
+                for (i, &d) in docs.iter().enumerate() {
+                    let off = (d - start) as usize;
+                    picked[n] = i as u8;
+                    n += (only[off / 64] >> (off % 64) & 1) as usize;
+                }
+                for &i in &picked[..n] {
+                    let d = docs[i as usize];
+                    let score = bm25.score(norms.fieldnorm_id(d), freqs[i as usize]);
+                    f((d - start) as usize, score);
+                }
+            },
+        );
     }
 
     /// [`Self::each_before`] without `only`: every document scored.
@@ -255,6 +241,33 @@ impl Cursor {
             self.at = 0;
             self.done = self.block.docs().is_empty();
         }
+    }
+}
+
+/// Calls `span(documents, their frequencies)` for each run of a cursor's postings (`block`, the
+/// current index `at` in it, `done` past the last) before `end`, block by block, and leaves the
+/// cursor at the first document at or after `end`.
+fn spans_before(
+    block: &mut BlockSegmentPostings,
+    at: &mut usize,
+    done: &mut bool,
+    end: DocId,
+    mut span: impl FnMut(&[DocId], &[u32]),
+) {
+    while !*done {
+        let docs = block.docs();
+        let from = *at;
+        let stop = from + docs[from..].partition_point(|&d| d < end);
+        // A filter's postings keep no frequencies.
+        let freqs = block.freqs().get(from..stop).unwrap_or(&[]);
+        span(&docs[from..stop], freqs);
+        if stop < docs.len() {
+            *at = stop;
+            return;
+        }
+        block.advance();
+        *at = 0;
+        *done = block.docs().is_empty();
     }
 }
 
