@@ -5,13 +5,11 @@
 use std::collections::BTreeMap;
 
 use crate::corpus::synthetic_agent;
-use crate::query::{DeprecatedFilter, SearchQuery, Sort};
-use crate::search::collector::RankCollector;
-use crate::search::doc_freqs::DocFreqs;
+use crate::query::{DeprecatedFilter, SearchQuery};
 use crate::search::plan::Mode;
 use crate::search::scorers::boosted_term::BoostedTerm;
 use crate::search::scorers::word_unions::WordUnions;
-use crate::search::tests::{synthetic_index, text_query_of};
+use crate::search::tests::{ranked_by_relevance, synthetic_index, text_query_of};
 use crate::words::query_words;
 
 /// Sets one kind of filter on a query.
@@ -107,25 +105,14 @@ fn filtered_word_unions_equal_the_exhaustive_intersection() {
             let mut q = SearchQuery::text(text);
             set(&mut q);
             let run = |k: usize, after: Option<(u64, String)>, prune: bool| {
-                let c = RankCollector {
-                    sort: Sort::Relevance,
-                    k,
-                    after,
-                    prune,
-                    names: true,
-                };
-                let ranked = if prune {
-                    index
-                        .collect_with(&searcher, &DocFreqs::default(), &q, &words, Mode::All, &c)
-                        .unwrap()
-                } else {
-                    let query = index.full_query(&q, Some(shaped.as_ref()));
-                    searcher.search(query.as_ref(), &c).unwrap()
-                };
-                ranked
-                    .into_iter()
-                    .map(|r| (r.key, r.name))
-                    .collect::<Vec<_>>()
+                let shaped = shaped.as_ref();
+                let mode = Mode::All;
+                ranked_by_relevance(
+                    &index, &searcher, &q, &words, mode, shaped, k, after, prune, true,
+                )
+                .into_iter()
+                .map(|r| (r.key, r.name))
+                .collect::<Vec<_>>()
             };
             let exhaustive = run(40, None, false);
             assert_eq!(run(40, None, true), exhaustive, "{text}, {what}");

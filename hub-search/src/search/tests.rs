@@ -51,6 +51,40 @@ pub(super) fn synthetic_index(seed: u64, n: u64) -> SearchIndex {
     synthetic_agents_in(SearchIndex::in_ram().unwrap(), seed, n)
 }
 
+/// A page of `q` (its filters; `words` its text's, combined by `mode`) ranked by relevance:
+/// the hub's pruned path (`collect_with`, per segment), or with `prune` false the exhaustive
+/// one (`shaped`, the text query over every segment, every match scored).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn ranked_by_relevance(
+    index: &SearchIndex,
+    searcher: &Searcher,
+    q: &SearchQuery,
+    words: &[String],
+    mode: Mode,
+    shaped: &dyn Query,
+    k: usize,
+    after: Option<(u64, String)>,
+    prune: bool,
+    names: bool,
+) -> Vec<Ranked> {
+    let c = RankCollector {
+        sort: Sort::Relevance,
+        k,
+        after,
+        prune,
+        names,
+    };
+    if prune {
+        let freqs = DocFreqs::default();
+        index
+            .collect_with(searcher, &freqs, q, words, mode, &c)
+            .unwrap()
+    } else {
+        let query = index.full_query(q, Some(shaped));
+        searcher.search(query.as_ref(), &c).unwrap()
+    }
+}
+
 /// `index` with the first `n` agents of the synthetic corpus of `seed`.
 fn synthetic_agents_in(index: SearchIndex, seed: u64, n: u64) -> SearchIndex {
     use crate::corpus::synthetic_agent;
@@ -134,35 +168,21 @@ fn pruned_top_k_equals_exhaustive_top_k() {
         let mut q = SearchQuery::text(text);
         q.limit = k - 1;
         let words = query_words(text);
-        let c = RankCollector {
-            sort: Sort::Relevance,
-            k,
-            after,
-            prune,
-            names: true,
+        let t = text_query_of(&index, &searcher, text, mode);
+        let run = |after: Option<(u64, String)>, names: bool| {
+            let shaped = t.as_ref();
+            ranked_by_relevance(
+                &index, &searcher, &q, &words, mode, shaped, k, after, prune, names,
+            )
         };
-        let ranked = if prune {
-            let ranked = index
-                .collect_with(&searcher, &DocFreqs::default(), &q, &words, mode, &c)
-                .unwrap();
+        let ranked = run(after.clone(), true);
+        if prune {
             // The hub's path leaves names unresolved within a segment (ties compare the
             // name column's ordinals): same hits in the same order.
-            let lazy = RankCollector {
-                names: false,
-                after: c.after.clone(),
-                ..c
-            };
-            let unnamed = index
-                .collect_with(&searcher, &DocFreqs::default(), &q, &words, mode, &lazy)
-                .unwrap();
+            let unnamed = run(after, false);
             let addrs = |r: &[Ranked]| r.iter().map(|r| (r.key, r.addr)).collect::<Vec<_>>();
             assert_eq!(addrs(&unnamed), addrs(&ranked), "{text}");
-            ranked
-        } else {
-            let t = text_query_of(&index, &searcher, text, mode);
-            let query = index.full_query(&q, Some(t.as_ref()));
-            searcher.search(query.as_ref(), &c).unwrap()
-        };
+        }
         ranked
             .into_iter()
             .map(|r| (r.key, r.name))
