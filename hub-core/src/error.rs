@@ -132,9 +132,21 @@ impl From<StoreError> for CoreError {
 
 impl From<BlobError> for CoreError {
     /// An upstream registry that does not answer is [`Kind::Unavailable`] (the client retries;
-    /// nothing was recorded), logged; any other blob failure is the hub's.
+    /// nothing was recorded), logged; one that refuses is the hub's failure
+    /// ([`ErrorCode::BlobsRefused`], no retry), logged with its answer; any other blob failure
+    /// is the hub's.
     fn from(e: BlobError) -> Self {
         match e {
+            BlobError::Refused(why) => {
+                tracing::error!(error = %why, "the blob backend refused");
+                CoreError::new(
+                    Kind::Internal,
+                    ErrorCode::BlobsRefused,
+                    "the hub's blob store (its upstream registry) refused this blob; nothing was \
+                     recorded, and retrying will not help: the hub's operator must look at the \
+                     registry (the hub's log has its answer)",
+                )
+            }
             BlobError::Upstream(why) => {
                 tracing::warn!(error = %why, "the blob backend failed");
                 CoreError::new(

@@ -247,6 +247,9 @@ pub enum PublishError {
     /// The blob backend does not answer (nothing was recorded; retry).
     #[error("{0}")]
     BlobsUnavailable(String),
+    /// The blob backend refused (nothing was recorded; retrying will not help).
+    #[error("{0}")]
+    BlobsRefused(String),
     /// The database or the blob store failed.
     #[error("{0}")]
     Internal(String),
@@ -281,6 +284,7 @@ impl PublishError {
             PublishError::Conflict(_) => ErrorCode::Conflict,
             PublishError::DatabaseUnavailable => ErrorCode::DatabaseUnavailable,
             PublishError::BlobsUnavailable(_) => ErrorCode::BlobsUnavailable,
+            PublishError::BlobsRefused(_) => ErrorCode::BlobsRefused,
             PublishError::Internal(_) => ErrorCode::Internal,
         }
     }
@@ -301,7 +305,7 @@ impl PublishError {
             }
             PublishError::DatabaseUnavailable => Kind::Unavailable,
             PublishError::BlobsUnavailable(_) => Kind::Unavailable,
-            PublishError::Internal(_) => Kind::Internal,
+            PublishError::BlobsRefused(_) | PublishError::Internal(_) => Kind::Internal,
             _ => Kind::Invalid,
         }
     }
@@ -329,10 +333,7 @@ impl From<StoreError> for PublishError {
 
 impl From<BlobError> for PublishError {
     fn from(e: BlobError) -> Self {
-        match CoreError::from(e) {
-            c if c.kind == Kind::Unavailable => PublishError::BlobsUnavailable(c.message),
-            c => PublishError::Internal(c.message),
-        }
+        PublishError::from(CoreError::from(e))
     }
 }
 
@@ -343,6 +344,9 @@ impl From<CoreError> for PublishError {
         }
         if e.kind == Kind::Unavailable {
             return PublishError::BlobsUnavailable(e.message);
+        }
+        if e.code == ErrorCode::BlobsRefused {
+            return PublishError::BlobsRefused(e.message);
         }
         PublishError::Internal(e.message)
     }

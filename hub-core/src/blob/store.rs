@@ -10,9 +10,13 @@ pub enum BlobError {
     /// Filesystem error.
     #[error("blob store i/o: {0}")]
     Io(#[from] std::io::Error),
-    /// The upstream OCI registry failed.
+    /// The upstream OCI registry failed or does not answer (worth retrying).
     #[error("upstream registry: {0}")]
     Upstream(String),
+    /// The upstream OCI registry answered with a refusal that retrying will not change (a
+    /// 4xx other than 408 and 429: read-only, denied, unauthorized, unsupported).
+    #[error("upstream registry refused: {0}")]
+    Refused(String),
     /// The bytes do not hash to the digest they were stored under.
     #[error("blob digest mismatch: expected {expected}, got {actual}")]
     DigestMismatch {

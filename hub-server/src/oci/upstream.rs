@@ -20,6 +20,7 @@ use std::time::SystemTime;
 use futures::TryStreamExt as _;
 use index_schema::name::Digest;
 use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
@@ -56,6 +57,32 @@ impl Drop for UpstreamBlobStore {
 
 fn upstream(e: impl std::fmt::Display) -> BlobError {
     BlobError::Upstream(e.to_string())
+}
+
+/// The registry's error as a blob error: a refusal retrying will not change (a 4xx other than
+/// 408 and 429, an authentication it rejects, an error envelope other than
+/// `TOOMANYREQUESTS`) is [`BlobError::Refused`]; anything else (no answer, a 5xx, a broken
+/// connection) is [`BlobError::Upstream`], worth retrying.
+fn registry(e: OciDistributionError) -> BlobError {
+    let refused = match &e {
+        OciDistributionError::ServerError { code, .. } => {
+            (400..500).contains(code) && *code != 408 && *code != 429
+        }
+        OciDistributionError::UnauthorizedError { .. }
+        | OciDistributionError::AuthenticationFailure(_) => true,
+        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().all(|x| {
+            !matches!(
+                x.code,
+                OciErrorCode::Toomanyrequests | OciErrorCode::Other(_)
+            )
+        }),
+        _ => false,
+    };
+    if refused {
+        BlobError::Refused(e.to_string())
+    } else {
+        BlobError::Upstream(e.to_string())
+    }
 }
 
 impl UpstreamBlobStore {
@@ -109,7 +136,7 @@ impl UpstreamBlobStore {
             c.auth(&r, &auth, oci_client::RegistryOperation::Push)
                 .await
                 .map(|_| ())
-                .map_err(upstream)
+                .map_err(registry)
         })?;
         Ok(store)
     }
@@ -126,7 +153,7 @@ impl UpstreamBlobStore {
             self.reference.clone(),
             digest.to_string(),
         );
-        self.run(async move { c.blob_exists(&r, &d).await.map_err(upstream) })
+        self.run(async move { c.blob_exists(&r, &d).await.map_err(registry) })
     }
 
     /// Uploads the file at `path` (whose bytes hash to `digest`).
@@ -144,11 +171,11 @@ impl UpstreamBlobStore {
         self.run(async move {
             let file = tokio::fs::File::open(&p).await?;
             let stream = tokio_util::io::ReaderStream::with_capacity(file, 1 << 20)
-                .map_err(oci_client::errors::OciDistributionError::from);
+                .map_err(OciDistributionError::from);
             c.push_blob_stream(&r, stream, &d, Some(size))
                 .await
                 .map(|_| ())
-                .map_err(upstream)
+                .map_err(registry)
         })
     }
 
@@ -199,7 +226,7 @@ impl UpstreamBlobStore {
             // `pull_blob` checks the bytes against the digest.
             c.pull_blob(&r, d.as_str(), &mut file)
                 .await
-                .map_err(upstream)?;
+                .map_err(registry)?;
             file.sync_all().await?;
             Ok::<_, BlobError>(())
         });
@@ -239,16 +266,16 @@ impl BlobStore for UpstreamBlobStore {
             let size = std::fs::metadata(file)?.len();
             let (c, d, p) = (self.client.clone(), digest.to_string(), file.to_path_buf());
             self.run(async move {
-                if c.blob_exists(&repo, &d).await.map_err(upstream)? {
+                if c.blob_exists(&repo, &d).await.map_err(registry)? {
                     return Ok(());
                 }
                 let f = tokio::fs::File::open(&p).await?;
                 let stream = tokio_util::io::ReaderStream::with_capacity(f, 1 << 20)
-                    .map_err(oci_client::errors::OciDistributionError::from);
+                    .map_err(OciDistributionError::from);
                 c.push_blob_stream(&repo, stream, &d, Some(size))
                     .await
                     .map(|_| ())
-                    .map_err(upstream)
+                    .map_err(registry)
             })
         });
         let _ = std::fs::remove_file(file);
@@ -269,7 +296,7 @@ impl BlobStore for UpstreamBlobStore {
             // `pull_blob` checks the bytes against the digest.
             c.pull_blob(&repo, d.as_str(), &mut file)
                 .await
-                .map_err(upstream)?;
+                .map_err(registry)?;
             tokio::io::AsyncWriteExt::flush(&mut file).await?;
             Ok(())
         })
@@ -366,7 +393,7 @@ impl BlobStore for UpstreamBlobStore {
             self.run(async move {
                 c.auth(&target, &auth, oci_client::RegistryOperation::Push)
                     .await
-                    .map_err(upstream)?;
+                    .map_err(registry)?;
                 // Mounted straight away: one request per blob, where asking first made two
                 // (a publish spent ~6 ms per registry request; BENCHMARKS.md). A registry
                 // answers 201 also for a blob the repository has; one that will not mount
@@ -375,7 +402,7 @@ impl BlobStore for UpstreamBlobStore {
                 let mut missing = Vec::new();
                 for d in digests {
                     if c.mount_blob(&target, &source, &d).await.is_err()
-                        && !c.blob_exists(&target, &d).await.map_err(upstream)?
+                        && !c.blob_exists(&target, &d).await.map_err(registry)?
                     {
                         missing.push(d);
                     }
@@ -402,11 +429,11 @@ impl BlobStore for UpstreamBlobStore {
         self.run(async move {
             c.auth(&target, &auth, oci_client::RegistryOperation::Push)
                 .await
-                .map_err(upstream)?;
+                .map_err(registry)?;
             c.push_manifest_raw(&target, body, content_type)
                 .await
                 .map(|_| ())
-                .map_err(upstream)
+                .map_err(registry)
         })
     }
 
@@ -426,13 +453,13 @@ impl BlobStore for UpstreamBlobStore {
                 .map(Some)
                 .map_err(|_| upstream(format!("the registry names {repository}:{tag} `{d}`"))),
             Err(e) if not_found(&e) => Ok(None),
-            Err(e) => Err(upstream(e)),
+            Err(e) => Err(registry(e)),
         }
     }
 }
 
 /// Whether the registry said the manifest (or the whole repository) is not there.
-fn not_found(e: &oci_client::errors::OciDistributionError) -> bool {
+fn not_found(e: &OciDistributionError) -> bool {
     use oci_client::errors::{OciDistributionError as E, OciErrorCode as C};
     match e {
         E::RegistryError { envelope, .. } => envelope

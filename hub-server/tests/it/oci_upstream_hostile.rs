@@ -234,3 +234,94 @@ async fn a_blob_the_registry_lost_is_stored_again_from_the_cache_when_mirrored()
         .unwrap();
     assert_eq!(held.status(), 200, "the agent's repository holds the blob");
 }
+
+/// A registry that refuses uploads (the distribution registry in read-only mode answers 405)
+/// is a refusal that retrying will not change: the store says `Refused`, not `Upstream`, the
+/// core makes it `blobs_refused` (the hub's failure, no `Retry-After`), while a registry that
+/// does not answer stays `Upstream`, worth retrying.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_that_refuses_uploads_is_not_worth_retrying() {
+    use hub_core::Kind;
+    use hub_core::blob::BlobError;
+    use index_schema::hub_api::ErrorCode;
+
+    let url = format!(
+        "http://{}/ofc-refused",
+        ofc_test_kit::peer("registry-read-only")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let store = tokio::task::spawn_blocking(move || {
+        UpstreamBlobStore::open(&path, &url, None, None).unwrap()
+    })
+    .await
+    .unwrap();
+    let bytes = b"a blob a read-only registry will not take".to_vec();
+    let d = Digest::of(&bytes);
+    let err = tokio::task::spawn_blocking(move || store.put(&d, &bytes))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, BlobError::Refused(_)), "{err:?}");
+    assert!(err.to_string().contains("405"), "{err}");
+    let core = hub_core::CoreError::from(err);
+    assert_eq!(
+        (core.kind, core.code),
+        (Kind::Internal, ErrorCode::BlobsRefused)
+    );
+    assert!(
+        core.message.contains("retrying will not help"),
+        "{}",
+        core.message
+    );
+
+    // No registry at all: worth retrying.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gone = format!("http://{}/ofc", closed.local_addr().unwrap());
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let err =
+        tokio::task::spawn_blocking(move || UpstreamBlobStore::open(&path, &gone, None, None))
+            .await
+            .unwrap()
+            .unwrap_err();
+    assert!(matches!(err, BlobError::Upstream(_)), "{err:?}");
+    assert_eq!(hub_core::CoreError::from(err).kind, Kind::Unavailable);
+}
+
+/// A hub whose upstream registry refuses a publish's bundle answers 500 `blobs_refused`
+/// (without `Retry-After`: a client would retry forever) and records nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_publish_the_upstream_registry_refuses_is_blobs_refused() {
+    let up = ofc_test_kit::peer("registry-read-only");
+    let app = ofc_test_kit::TestHub::in_process_with(ofc_test_kit::Backend::Sqlite, move |c| {
+        c.upstream_registry = Some(format!("http://{up}/ofc-refused-hub"));
+    })
+    .await;
+    let u = app.user.clone();
+    let bytes = b"a bundle the registry will refuse".to_vec();
+    let m = ofc_test_kit::bundle_manifest("alice/refused", "1.0.0", &bytes);
+    let env = index_schema::envelope::sign_manifest(&m, &u.key);
+    let body = serde_json::json!({
+        "envelope": serde_json::from_str::<serde_json::Value>(&env.to_json()).unwrap(),
+        "bundle": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &bytes),
+    });
+    let r = reqwest::Client::new()
+        .put(app.url("/api/v1/agents/alice/refused/versions/1.0.0"))
+        .bearer_auth(&u.token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 500);
+    assert!(
+        r.headers().get("retry-after").is_none(),
+        "{:?}",
+        r.headers()
+    );
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["code"], "blobs_refused", "{v}");
+    let (s, v) = app.get("/api/v1/agents/alice/refused").await;
+    assert_eq!(s, 404, "the refused publish was recorded: {v}");
+}

@@ -185,6 +185,10 @@ open_enum! {
         /// The blob backend (the upstream OCI registry) does not answer: retry after the
         /// `Retry-After` seconds; nothing was recorded.
         BlobsUnavailable = "blobs_unavailable",
+        /// The blob backend (the upstream OCI registry) refused to store or serve a blob (a
+        /// read-only registry, a policy, credentials it rejects): nothing was recorded, and
+        /// retrying will not help until the hub's operator mends the registry or its settings.
+        BlobsRefused = "blobs_refused",
         /// The database does not answer: nothing was changed; retry after `Retry-After`.
         DatabaseUnavailable = "database_unavailable",
         /// The hub failed; it logged why.
