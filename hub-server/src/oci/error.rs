@@ -171,7 +171,7 @@ impl From<CoreError> for OciError {
                     crate::error::RETRY_AFTER_SECS.to_owned(),
                 );
         }
-        if e.kind == Kind::Internal {
+        if e.kind == Kind::Internal && e.code != ErrorCode::BlobsRefused {
             OciError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "UNKNOWN",
@@ -186,5 +186,41 @@ impl From<CoreError> for OciError {
 impl From<ManifestInvalid> for OciError {
     fn from(e: ManifestInvalid) -> Self {
         OciError::manifest_invalid(e.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hub_core::blob::BlobError;
+    use hub_core::{CoreError, Kind};
+
+    use super::OciError;
+    use crate::error::ErrorCode;
+
+    /// A refusal of the upstream registry keeps its code and message in the OCI envelope (a
+    /// 500 without `Retry-After`); any other failure of the hub stays a bare `UNKNOWN`.
+    #[test]
+    fn a_refused_blob_names_itself_and_other_failures_say_nothing() {
+        let refused = OciError::from(BlobError::Refused("405 Method Not Allowed".into()));
+        assert_eq!((refused.status.as_u16(), refused.code), (500, "UNKNOWN"));
+        assert_eq!(
+            refused.detail.as_ref().and_then(|d| d["ofc_code"].as_str()),
+            Some("blobs_refused")
+        );
+        assert!(
+            refused.message.contains("retrying will not help"),
+            "{}",
+            refused.message
+        );
+        assert!(refused.headers.is_empty(), "{:?}", refused.headers);
+        let other = OciError::from(CoreError::new(
+            Kind::Internal,
+            ErrorCode::Internal,
+            "secret",
+        ));
+        assert_eq!(other.message, "internal server error");
+        let gone = OciError::from(BlobError::Upstream("connection refused".into()));
+        assert_eq!(gone.status.as_u16(), 503);
+        assert!(!gone.headers.is_empty(), "no Retry-After on a 503");
     }
 }
