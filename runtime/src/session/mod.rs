@@ -35,7 +35,7 @@ pub mod restore;
 pub mod state;
 pub mod store;
 
-pub use feed::{FeedEvent, SessionFeed};
+pub use feed::{FeedEvent, Older, SessionFeed};
 pub use jsonl::{Problem, SessionFile, SessionLog, StoredEvent, Torn};
 pub use live::LiveSession;
 pub use restore::Restored;

@@ -32,7 +32,7 @@ use super::routes::session_error;
 use super::{CallerExt, SessionServer, Subscription};
 use crate::api::{ApiError, ErrorBody};
 use crate::floor::FloorEvent;
-use crate::session::{FeedEvent, SessionFeed, SessionId};
+use crate::session::{FeedEvent, Older, SessionFeed, SessionId};
 
 /// How many events one read takes from the feed.
 const BATCH: usize = 256;
@@ -123,6 +123,8 @@ pub async fn events(
 
 struct Reader {
     feed: Arc<SessionFeed>,
+    /// The session's events before the ring, held while this reader catches up on them.
+    older: Option<Arc<Older>>,
     cursor: u64,
     pending: std::collections::VecDeque<FeedEvent>,
     changes: watch::Receiver<(u64, bool)>,
@@ -210,6 +212,7 @@ fn stream(
     let changes = feed.watch();
     let reader = Reader {
         feed,
+        older: None,
         cursor,
         pending: Default::default(),
         changes,
@@ -230,20 +233,31 @@ fn stream(
             // Marked seen before the read: a change after it wakes the wait below.
             let (_, ended) = *r.changes.borrow_and_update();
             let batch = match r.feed.in_memory(r.cursor, BATCH) {
-                Ok(batch) => batch,
-                // Behind the ring: from the file, off the async threads.
-                Err(_) => {
-                    let feed = Arc::clone(&r.feed);
-                    let at = r.cursor;
-                    match tokio::task::spawn_blocking(move || feed.after(at, BATCH)).await {
-                        Ok(Ok(batch)) => batch,
-                        Ok(Err(e)) => {
-                            tracing::warn!(error = %e, "cannot read the session for a watcher; its stream ends");
-                            return None;
-                        }
-                        Err(_) => return None,
-                    }
+                Ok(batch) => {
+                    r.older = None;
+                    batch
                 }
+                // Behind the ring: from the snapshot of the older events it holds, else one
+                // the feed shares or reads (off the async threads).
+                Err(_) => match r.older.as_ref().and_then(|o| o.after(r.cursor, BATCH)) {
+                    Some(batch) if !batch.is_empty() => batch,
+                    _ => {
+                        let feed = Arc::clone(&r.feed);
+                        let at = r.cursor;
+                        match tokio::task::spawn_blocking(move || feed.older(at)).await {
+                            Ok(Ok(older)) => {
+                                let batch = older.after(at, BATCH).unwrap_or_default();
+                                r.older = Some(older);
+                                batch
+                            }
+                            Ok(Err(e)) => {
+                                tracing::warn!(error = %e, "cannot read the session for a watcher; its stream ends");
+                                return None;
+                            }
+                            Err(_) => return None,
+                        }
+                    }
+                },
             };
             if !batch.is_empty() {
                 r.pending.extend(batch);
