@@ -235,13 +235,13 @@ mod tests {
     use super::*;
     use crate::session::{SessionFile, SessionId, SessionMeta};
 
-    #[test]
-    fn readers_behind_the_ring_are_served_from_the_file() {
-        let dir = tempfile::tempdir().unwrap();
+    /// A session file in `dir` with 50 `note` events (`i` 0..50, `seq` 1..=50) and its feed,
+    /// whose ring keeps the last 8.
+    fn fifty_notes(dir: &tempfile::TempDir) -> SessionFeed {
         let id = SessionId::random();
         let path = dir.path().join(format!("{id}.jsonl"));
         let mut file = SessionFile::create(&path, id, &SessionMeta::default()).unwrap();
-        let feed = SessionFeed::with_capacity(path.clone(), 0, 8);
+        let feed = SessionFeed::with_capacity(path, 0, 8);
         for i in 0..50u64 {
             let seq = file
                 .append("#main", "note", serde_json::json!({ "i": i }))
@@ -252,6 +252,13 @@ mod tests {
                 line: String::from_utf8(file.last_line().to_vec()).unwrap().into(),
             });
         }
+        feed
+    }
+
+    #[test]
+    fn readers_behind_the_ring_are_served_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let feed = fifty_notes(&dir);
         assert_eq!(feed.last_seq(), 50);
         // Every cursor gives exactly what follows it, across the ring's edge.
         for cursor in [0u64, 1, 41, 42, 43, 49, 50] {
@@ -285,20 +292,7 @@ mod tests {
     #[test]
     fn readers_catching_up_share_one_read_of_the_store() {
         let dir = tempfile::tempdir().unwrap();
-        let id = SessionId::random();
-        let path = dir.path().join(format!("{id}.jsonl"));
-        let mut file = SessionFile::create(&path, id, &SessionMeta::default()).unwrap();
-        let feed = SessionFeed::with_capacity(path.clone(), 0, 8);
-        for i in 0..50u64 {
-            let seq = file
-                .append("#main", "note", serde_json::json!({ "i": i }))
-                .unwrap();
-            feed.push(FeedEvent {
-                seq,
-                payload_type: "note".into(),
-                line: String::from_utf8(file.last_line().to_vec()).unwrap().into(),
-            });
-        }
+        let feed = fifty_notes(&dir);
         // The ring holds 43..=50.
         let first = feed.older(0).unwrap();
         let seqs = |o: &Older, at: u64| -> Vec<u64> {
