@@ -16,7 +16,7 @@
 use serde_json::{Map, Value};
 
 use crate::agent_yaml::ManifestDefaults;
-use crate::diagnostic::{Diagnostics, FieldPath};
+use crate::diagnostic::{Diagnostics, FieldPath, Segment};
 use crate::manifest::{self, Activation, Capability, Manifest, Origin, RemoteSource, Source};
 use crate::source::{self, SourceDoc};
 
@@ -479,14 +479,13 @@ pub fn from_manifest(m: &Manifest) -> Option<Map<String, Value>> {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|s| s.as_object().cloned()).collect())
         .unwrap_or_default();
-    let mut card = Map::new();
+    // The kept fields first: what the manifest holds (checked and signed as its own fields)
+    // is set over them, whatever a hand-made `origin.fields` says (see `check_kept`).
+    let mut card = kept.clone();
     card.insert("name".into(), Value::String(m.display_name.clone()));
     card.insert("description".into(), Value::String(m.description.clone()));
     card.insert("url".into(), Value::String(remote.endpoint.clone()));
     card.insert("version".into(), Value::String(m.version.to_string()));
-    for (k, v) in &kept {
-        card.insert(k.clone(), v.clone());
-    }
     let text = || Value::Array(vec![Value::String("text/plain".into())]);
     card.entry("capabilities")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -514,6 +513,84 @@ pub fn from_manifest(m: &Manifest) -> Option<Map<String, Value>> {
         .collect();
     card.insert("skills".into(), Value::Array(skills));
     Some(card)
+}
+
+/// The card's fields the manifest holds itself (its name, description, endpoint and version):
+/// never kept in `origin.fields`.
+const MANIFEST_OWNED: [&str; 4] = ["name", "description", "url", "version"];
+/// A skill's fields its capability holds.
+const CAPABILITY_OWNED: [&str; 2] = ["description", "tags"];
+/// The largest integer an RFC 8785 form holds exactly (it writes every number as an IEEE 754
+/// double): 2^53.
+const EXACT_INTEGER_MAX: u64 = 1 << 53;
+
+/// Checks the fields an A2A card's manifest keeps (`origin.fields`, at `path`): none the
+/// manifest or its capabilities hold (a card is built from the manifest's own, checked fields;
+/// a hand-made manifest naming another `url` there is refused, not overridden silently), and
+/// every integer exact as a double (the hub signs the card's RFC 8785 form, which writes
+/// 9007199254740993 as 9007199254740992: a verifier reading the served card would not get
+/// the signed bytes).
+pub(crate) fn check_kept(fields: &Map<String, Value>, path: &FieldPath, d: &mut Diagnostics) {
+    for key in MANIFEST_OWNED {
+        if fields.contains_key(key) {
+            d.push(
+                path.key(key),
+                format!(
+                    "the card's `{key}` comes from the manifest's own field; it cannot be kept \
+                     in `origin.fields`"
+                ),
+            );
+        }
+    }
+    if let Some(Value::Array(skills)) = fields.get("skills") {
+        for (i, skill) in skills.iter().enumerate() {
+            let Value::Object(skill) = skill else {
+                continue;
+            };
+            for key in CAPABILITY_OWNED {
+                if skill.contains_key(key) {
+                    d.push(
+                        path.key("skills").index(i).key(key),
+                        format!(
+                            "a skill's `{key}` comes from its capability; it cannot be kept in \
+                             `origin.fields`"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    inexact_integers(&Value::Object(fields.clone()), path, d);
+}
+
+fn inexact_integers(v: &Value, path: &FieldPath, d: &mut Diagnostics) {
+    match v {
+        Value::Number(n) => {
+            let big = n.as_u64().is_some_and(|u| u > EXACT_INTEGER_MAX)
+                || n.as_i64()
+                    .is_some_and(|i| i.unsigned_abs() > EXACT_INTEGER_MAX);
+            if big {
+                d.push(
+                    path.clone(),
+                    format!(
+                        "{n} is beyond ±2^53: the card's signature (RFC 8785) would sign it \
+                         rounded; write it as a string"
+                    ),
+                );
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                inexact_integers(x, &path.index(i), d);
+            }
+        }
+        Value::Object(m) => {
+            for (k, x) in m {
+                inexact_integers(x, &path.key(k.as_str()), d);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The card field a manifest field comes from.
@@ -544,6 +621,16 @@ fn card_path(p: &FieldPath) -> FieldPath {
                 None => root.key("skills"),
             }
         }
+        // The card's own fields, kept as written: where the card has them.
+        "origin" if s.starts_with("origin.fields") => {
+            p.segments()
+                .iter()
+                .skip(2)
+                .fold(root, |path, segment| match segment {
+                    Segment::Key(k) => path.key(k.as_str()),
+                    Segment::Index(i) => path.index(*i),
+                })
+        }
         _ => p.clone(),
     }
 }
@@ -569,5 +656,74 @@ mod tests {
     fn slugs() {
         assert_eq!(slug("Currency Agent"), "currency-agent");
         assert_eq!(slug("  Hello, World!! "), "hello-world");
+    }
+
+    /// A hand-made manifest whose `origin.fields` name the card's `url`, `name`, … (an endpoint
+    /// the `source` rules would refuse; a name not the manifest's): refused at validation, and
+    /// a card built from such a manifest anyway still carries the manifest's own fields.
+    #[test]
+    fn kept_fields_cannot_stand_in_for_the_manifests_own() {
+        let value = serde_json::json!({
+            "schemaVersion": 1, "name": "acme/evil", "version": "1.0.0", "id": "@evil",
+            "displayName": "Evil", "tagline": "Does things.", "description": "Does things.",
+            "capabilities": [{"name": "echo", "description": "Echo", "inputSchema": {}, "outputSchema": {}}],
+            "source": {"type": "remote", "endpoint": "https://benign.example/a2a"},
+            "origin": {"format": "a2a-agent-card", "document": "agent-card.json", "fields": {
+                "url": "http://169.254.169.254/latest/meta-data/",
+                "name": "PayPal Official Agent",
+                "version": "99.0.0",
+                "description": "Official.",
+                "skills": [{"id": "echo", "description": "other", "tags": ["x"], "examples": ["hi"]}],
+                "x-ext": {"big": 9_007_199_254_740_993_u64, "neg": -9_007_199_254_740_993_i64,
+                          "ok": 9_007_199_254_740_992_u64, "list": [1, 2.5]}
+            }}
+        });
+        let m: Manifest = serde_json::from_value(value.clone()).unwrap();
+        let paths: Vec<String> = m.validate().iter().map(|d| d.path.to_string()).collect();
+        for want in [
+            "origin.fields.url",
+            "origin.fields.name",
+            "origin.fields.version",
+            "origin.fields.description",
+            "origin.fields.skills[0].description",
+            "origin.fields.skills[0].tags",
+            "origin.fields.x-ext.big",
+            "origin.fields.x-ext.neg",
+        ] {
+            assert!(paths.iter().any(|p| p == want), "{want} not in {paths:?}");
+        }
+        assert_eq!(paths.len(), 8, "{paths:?}");
+        assert!(Manifest::from_value(&value).is_err());
+
+        let card = from_manifest(&m).unwrap();
+        assert_eq!(card["url"], "https://benign.example/a2a");
+        assert_eq!(card["name"], "Evil");
+        assert_eq!(card["version"], "1.0.0");
+        assert_eq!(card["description"], "Does things.");
+        assert_eq!(card["skills"][0]["description"], "Echo");
+        assert_eq!(card["skills"][0]["examples"], serde_json::json!(["hi"]));
+
+        // Another format's kept fields are that format's business.
+        let mut other = m.clone();
+        other.origin.as_mut().unwrap().format = Origin::AGENT_CARD.into();
+        assert!(other.validate().is_empty(), "{}", other.validate());
+    }
+
+    /// A card with an integer a double cannot hold is refused at conversion, at its own path.
+    #[test]
+    fn a_cards_inexact_integer_is_refused_where_the_card_has_it() {
+        let text = r#"{"name": "Echo", "description": "Echoes.", "url": "https://echo.example/a2a",
+            "version": "1.0.0", "protocolVersion": "0.3.0", "capabilities": {},
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+            "skills": [{"id": "echo", "name": "Echo", "description": "Echo", "tags": []}],
+            "x-ext": {"big": 9007199254740993}}"#;
+        let card = A2aCard::from_json(text).unwrap();
+        let defaults = ManifestDefaults {
+            publisher: Some("acme".into()),
+            ..ManifestDefaults::default()
+        };
+        let e = card.to_manifest(defaults, "agent-card.json").unwrap_err();
+        let paths: Vec<String> = e.iter().map(|d| d.path.to_string()).collect();
+        assert_eq!(paths, ["x-ext.big"], "{e}");
     }
 }

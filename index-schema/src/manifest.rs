@@ -209,6 +209,9 @@ impl Origin {
                 ),
             );
         }
+        if self.format == Self::A2A_AGENT_CARD {
+            crate::a2a_card::check_kept(&self.fields, &path.key("fields"), d);
+        }
     }
 }
 
