@@ -219,8 +219,11 @@ impl Store {
 }
 
 /// Drops what served a removed version under `/v2/`: its OCI tag, the manifest it named
-/// (unless another tag names it too) and the manifests that refer to it (signatures,
-/// attestations).
+/// (unless another tag names it too), the manifests that refer to it (signatures,
+/// attestations), and the links of their blobs to the repository that nothing left in it
+/// needs (no other manifest of the repository references them, no other version of the agent
+/// is that bundle): a removed version's bundle is `BLOB_UNKNOWN` at once, not only after
+/// `ofc-hub gc` (the version row is deleted before this runs).
 pub(super) async fn drop_version_oci(
     tx: &mut AnyConnection,
     repository: &str,
@@ -237,13 +240,35 @@ pub(super) async fn drop_version_oci(
         .bind(version)
         .execute(&mut *tx)
         .await?;
-    if let Some(d) = digest {
-        sqlx::query(
-            "DELETE FROM oci_manifests WHERE repository = $1 AND (digest = $2 OR subject = $2) \
-             AND NOT EXISTS (SELECT 1 FROM oci_tags t WHERE t.repository = $1 AND t.digest = $2)",
-        )
+    let Some(d) = digest else {
+        return Ok(());
+    };
+    let going = "FROM oci_manifests WHERE repository = $1 AND (digest = $2 OR subject = $2) \
+         AND NOT EXISTS (SELECT 1 FROM oci_tags t WHERE t.repository = $1 AND t.digest = $2)";
+    let blobs: Vec<String> = sqlx::query_scalar(&format!(
+        "SELECT DISTINCT blob_digest FROM oci_blob_refs WHERE repository = $1 \
+         AND manifest_digest IN (SELECT digest {going})"
+    ))
+    .bind(repository)
+    .bind(&d)
+    .fetch_all(&mut *tx)
+    .await?;
+    // Their references go with them (`ON DELETE CASCADE`).
+    sqlx::query(&format!("DELETE {going}"))
         .bind(repository)
         .bind(&d)
+        .execute(&mut *tx)
+        .await?;
+    for blob in blobs {
+        sqlx::query(
+            "DELETE FROM oci_blob_links WHERE repository = $1 AND digest = $2 \
+             AND NOT EXISTS (SELECT 1 FROM oci_blob_refs r \
+                 WHERE r.repository = $1 AND r.blob_digest = $2) \
+             AND NOT EXISTS (SELECT 1 FROM versions v JOIN agents a ON a.id = v.agent_id \
+                 WHERE a.name = $1 AND v.bundle_digest = $2)",
+        )
+        .bind(repository)
+        .bind(&blob)
         .execute(&mut *tx)
         .await?;
     }

@@ -1246,3 +1246,57 @@ async fn a_takedown_removes_tags_manifests_and_at_gc_the_blobs(#[case] backend: 
     }
     app.stop().await;
 }
+
+/// A removed version's bundle leaves its repository at once — unpublished (the path of a
+/// takedown too) or deleted by an administrator: `GET /v2/<agent>/blobs/<bundle>` answers 404
+/// without waiting for `ofc-hub gc` (it was served, `immutable`, until the next collection).
+/// A bundle another version of the agent still is stays.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn a_removed_versions_bundle_leaves_the_repository_at_once(#[case] backend: Backend) {
+    let app = TestHub::in_process(backend).await;
+    let u = app.user.clone();
+    let admin = app.new_user("root-admin", true).await;
+    let one = b"bundle of the version to unpublish".to_vec();
+    let two = b"bundle of two versions".to_vec();
+    for (v, bytes) in [("1.0.0", &one), ("1.1.0", &two), ("1.2.0", &two)] {
+        let m = bundle_manifest("alice/removed", v, bytes);
+        assert_eq!(app.publish(&u.token, &u.key, &m, Some(bytes)).await.0, 201);
+    }
+    let blob = |bytes: &[u8]| format!("/v2/alice/removed/blobs/{}", Digest::of(bytes));
+    // Anonymous, as anyone pulls a public agent.
+    let status = |_: &TestHub, method: Method, path: &str, _: &str| {
+        let request = app.client.request(method, app.url(path));
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(status(&app, Method::GET, &blob(&one), "").await, 200);
+
+    let (s, b) = app
+        .call(
+            Method::POST,
+            "/api/v1/agents/alice/removed/versions/1.0.0/unpublish",
+            Some(&u.token),
+            None,
+        )
+        .await;
+    assert_eq!(s, 204, "{b}");
+    assert_eq!(status(&app, Method::GET, &blob(&one), "").await, 404);
+    assert_eq!(status(&app, Method::HEAD, &blob(&one), "").await, 404);
+
+    let delete = |v: &'static str| {
+        let path = format!("/api/v1/agents/alice/removed/versions/{v}");
+        let token = admin.token.clone();
+        let app = &app;
+        async move { app.call(Method::DELETE, &path, Some(&token), None).await }
+    };
+    let (s, b) = delete("1.1.0").await;
+    assert_eq!(s, 204, "{b}");
+    // 1.2.0 is the same bundle.
+    assert_eq!(status(&app, Method::GET, &blob(&two), "").await, 200);
+    let (s, b) = delete("1.2.0").await;
+    assert_eq!(s, 204, "{b}");
+    assert_eq!(status(&app, Method::GET, &blob(&two), "").await, 404);
+    app.stop().await;
+}
