@@ -34,6 +34,11 @@ use super::{SessionError, SessionId, SessionMeta, shown};
 /// this was not written by ofc and is skipped without being held in memory.
 pub const MAX_LINE: usize = 8 * 1024 * 1024;
 
+/// The largest `seq` an event may have (PostgreSQL's `BIGINT`): a line with a larger one was
+/// not written by ofc, and is skipped, so that the next `seq` and a watcher's cursor after it
+/// never overflow.
+pub const MAX_SEQ: u64 = i64::MAX as u64;
+
 /// How far past now an event's time may be (clocks of two machines differ a little).
 pub const FUTURE_SLACK: Duration = Duration::from_secs(300);
 
@@ -287,6 +292,13 @@ pub fn read_from(mut reader: impl BufRead) -> std::io::Result<SessionLog> {
         match record {
             Record::Meta { meta, .. } => log.meta = Some(meta),
             Record::Event(event) => {
+                if event.seq == 0 || event.seq > MAX_SEQ {
+                    problem(format!(
+                        "event seq {} is out of range (1 to {MAX_SEQ})",
+                        event.seq
+                    ));
+                    continue;
+                }
                 if let Some(last) = log.events.last()
                     && event.seq <= last.seq
                 {
@@ -631,6 +643,52 @@ mod tests {
         );
         assert!(message.chars().count() <= 241, "{message}");
         assert!(!message.contains('\u{1b}'), "{message}");
+    }
+
+    /// A `seq` at the end of the range (or 0) is a bad line: resuming after it would
+    /// overflow `last_seq + 1`, and `u64::MAX` is no cursor a watcher can go past.
+    #[test]
+    fn a_seq_out_of_range_is_a_bad_line() {
+        let text = format!(
+            "{}\n{}\n{}\n{}\n",
+            event_line(0, "2026-01-01T00:00:00Z"),
+            event_line(1, "2026-01-01T00:00:00Z"),
+            event_line(u64::MAX, "2026-01-01T00:00:00Z"),
+            event_line(MAX_SEQ + 1, "2026-01-01T00:00:00Z"),
+        );
+        let log = read_from(text.as_bytes()).unwrap();
+        assert_eq!(log.events.iter().map(|e| e.seq).collect::<Vec<_>>(), [1]);
+        assert_eq!(
+            log.problems.iter().map(|p| p.line).collect::<Vec<_>>(),
+            [1, 3, 4]
+        );
+        assert!(
+            log.problems[1].message.contains("out of range"),
+            "{:?}",
+            log.problems
+        );
+        // The largest allowed is kept, and the next seq after it does not overflow.
+        let text = format!("{}\n", event_line(MAX_SEQ, "2026-01-01T00:00:00Z"));
+        let log = read_from(text.as_bytes()).unwrap();
+        assert_eq!(log.last_seq(), MAX_SEQ);
+        assert_eq!(log.last_seq().checked_add(1), Some(MAX_SEQ + 1));
+    }
+
+    #[test]
+    fn a_resumed_session_whose_last_line_has_the_largest_seq_is_not_continued_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = SessionId::random();
+        let path = dir.path().join(format!("{id}.jsonl"));
+        drop(SessionFile::create(&path, id.clone(), &SessionMeta::default()).unwrap());
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(&event_line(1, "2026-01-01T00:00:00Z"));
+        text.push('\n');
+        text.push_str(&event_line(u64::MAX, "2026-01-01T00:00:00Z"));
+        text.push('\n');
+        std::fs::write(&path, text).unwrap();
+        let (file, log) = SessionFile::resume(&path, id, |_| Ok(())).unwrap();
+        assert_eq!(log.problems.len(), 1);
+        assert_eq!(file.next_seq(), 2);
     }
 
     #[test]
