@@ -54,7 +54,8 @@ pub struct SessionFeed {
 /// readers fallen behind the ring read from, one read of the store for all of them.
 #[derive(Debug)]
 pub struct Older {
-    /// Every event `from < seq < before` is in `events`.
+    /// Every event `from < seq < before` the store holds is in `events` (an event the store
+    /// lost — a line damaged or cut by hand — is in neither).
     from: u64,
     before: u64,
     events: Vec<FeedEvent>,
@@ -62,12 +63,14 @@ pub struct Older {
 
 impl Older {
     /// Whether it holds every event between `cursor` and the ring, and some.
-    fn serves(&self, cursor: u64) -> bool {
+    pub fn serves(&self, cursor: u64) -> bool {
         self.from <= cursor && cursor.saturating_add(1) < self.before
     }
 
     /// Up to `max` of its events after `cursor`; `None` when it does not hold what follows
-    /// `cursor` (it starts after it, or ends there).
+    /// `cursor` (it starts after it, or ends there). Empty when the store holds none of the
+    /// events between `cursor` and the ring: they are lost, and the reader goes on from
+    /// [`Older::last`].
     pub fn after(&self, cursor: u64, max: usize) -> Option<Vec<FeedEvent>> {
         if !self.serves(cursor) {
             return None;
@@ -75,11 +78,19 @@ impl Older {
         let at = self.events.partition_point(|e| e.seq <= cursor);
         Some(self.events[at..].iter().take(max).cloned().collect())
     }
+
+    /// The `seq` of the last event it covers (the ring starts after it).
+    pub fn last(&self) -> u64 {
+        self.before.saturating_sub(1)
+    }
 }
 
 #[derive(Debug)]
 struct Ring {
     events: VecDeque<FeedEvent>,
+    /// Whether it holds every event of the session (a stored session's feed: nothing is
+    /// ever read from the store).
+    whole: bool,
 }
 
 impl SessionFeed {
@@ -95,12 +106,30 @@ impl SessionFeed {
         Self {
             ring: Mutex::new(Ring {
                 events: VecDeque::new(),
+                whole: false,
             }),
             last,
             source: source.into(),
             capacity: capacity.max(1),
             older: Mutex::new(Weak::new()),
         }
+    }
+
+    /// The feed of a stored session as read (`log`): ended, every event in memory, so that
+    /// its readers share one read of the store.
+    pub fn of_log(
+        source: impl Into<LogSource>,
+        log: jsonl::SessionLog,
+    ) -> Result<Self, SessionError> {
+        let feed = Self::with_capacity(source, log.last_seq(), log.events.len());
+        let events = from_log(log, 0, u64::MAX, usize::MAX)?;
+        {
+            let mut ring = feed.lock();
+            ring.events = events.into();
+            ring.whole = true;
+        }
+        feed.end();
+        Ok(feed)
     }
 
     fn lock(&self) -> MutexGuard<'_, Ring> {
@@ -150,14 +179,15 @@ impl SessionFeed {
         {
             return Ok(older);
         }
-        // Up to the ring's oldest event now (all of the store's when the ring is empty).
-        let events = match self.in_memory(cursor, 0) {
-            Ok(_) => Vec::new(),
-            Err(oldest) => from_log(self.source.read()?, cursor, oldest, usize::MAX)?,
+        // Up to the ring's oldest event now (up to the newest when the ring is empty): all
+        // the store holds there, which may lack events it lost.
+        let (events, before) = match self.in_memory(cursor, 0) {
+            Ok(_) => (Vec::new(), cursor.saturating_add(1)),
+            Err(before) => (
+                from_log(self.source.read()?, cursor, before, usize::MAX)?,
+                before,
+            ),
         };
-        let before = events
-            .last()
-            .map_or(cursor.saturating_add(1), |e| e.seq + 1);
         let older = Arc::new(Older {
             from: cursor,
             before,
@@ -171,24 +201,37 @@ impl SessionFeed {
     /// behind the ring) from the session's store ([`Self::older`]: a reader that holds no
     /// snapshot reads the store at each call).
     pub fn after(&self, cursor: u64, max: usize) -> Result<Vec<FeedEvent>, SessionError> {
-        match self.in_memory(cursor, max) {
-            Ok(events) => Ok(events),
-            Err(_) => Ok(self.older(cursor)?.after(cursor, max).unwrap_or_default()),
+        let mut at = cursor;
+        loop {
+            if let Ok(events) = self.in_memory(at, max) {
+                return Ok(events);
+            }
+            let older = self.older(at)?;
+            match older.after(at, max) {
+                Some(events) if !events.is_empty() => return Ok(events),
+                // The store lost the events up to the ring: on from there.
+                Some(_) => at = older.last(),
+                // The ring moved while the store was read: look again.
+                None => {}
+            }
         }
     }
 
-    /// Up to `max` events after `cursor` when memory has them (no I/O), else the `seq` of
-    /// the oldest event in memory (`u64::MAX`: none), before which the file must be read.
+    /// Up to `max` events after `cursor` when memory has them (no I/O), else the `seq`
+    /// before which the store must be read: the oldest event in memory, or (none in memory)
+    /// the one after the newest.
     pub fn in_memory(&self, cursor: u64, max: usize) -> Result<Vec<FeedEvent>, u64> {
         let ring = self.lock();
+        let after = |ring: &Ring| {
+            let at = ring.events.partition_point(|e| e.seq <= cursor);
+            ring.events.iter().skip(at).take(max).cloned().collect()
+        };
         match ring.events.front() {
-            Some(first) if first.seq <= cursor + 1 => {
-                let skip = (cursor + 1 - first.seq) as usize;
-                Ok(ring.events.iter().skip(skip).take(max).cloned().collect())
-            }
+            _ if ring.whole => Ok(after(&ring)),
+            Some(first) if first.seq <= cursor.saturating_add(1) => Ok(after(&ring)),
             Some(first) => Err(first.seq),
             None if self.last_seq() <= cursor => Ok(Vec::new()),
-            None => Err(u64::MAX),
+            None => Err(self.last_seq().saturating_add(1)),
         }
     }
 }
@@ -284,6 +327,91 @@ mod tests {
         assert!(!feed.ended());
         feed.end();
         assert!(feed.ended());
+    }
+
+    /// A cursor at the end of the `seq` range gives nothing, from memory or not, without
+    /// overflowing (it panicked on `cursor + 1`).
+    #[test]
+    fn a_cursor_at_the_largest_seq_gives_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let feed = fifty_notes(&dir);
+        assert_eq!(feed.in_memory(u64::MAX, 10), Ok(Vec::new()));
+        assert!(feed.after(u64::MAX, 10).unwrap().is_empty());
+        assert!(feed.after(u64::MAX - 1, 10).unwrap().is_empty());
+        let empty = SessionFeed::with_capacity(dir.path().join("none.jsonl"), 0, 8);
+        assert_eq!(empty.in_memory(u64::MAX, 10), Ok(Vec::new()));
+    }
+
+    /// Events the store lost (the file cut by hand, or lines damaged) while a reader is
+    /// behind the ring are skipped: the reader goes on with the ring instead of waiting for
+    /// them (it was served nothing, and read the store again, for ever).
+    #[test]
+    fn a_reader_behind_the_ring_goes_past_events_the_store_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let feed = fifty_notes(&dir);
+        let path = std::fs::read_dir(dir.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        // The meta line and events 1..=20 stay; 21..=50 are cut (the ring holds 43..=50).
+        let text = std::fs::read_to_string(&path).unwrap();
+        let kept: String = text.split_inclusive('\n').take(21).collect();
+        std::fs::write(&path, kept).unwrap();
+        for cursor in [5u64, 20, 30] {
+            let mut at = cursor;
+            let mut got = Vec::new();
+            loop {
+                let batch = feed.after(at, 7).unwrap();
+                if batch.is_empty() {
+                    break;
+                }
+                at = batch.last().unwrap().seq;
+                got.extend(batch.iter().map(|e| e.seq));
+            }
+            let want: Vec<u64> = ((cursor + 1)..=20).chain(43..=50).collect();
+            assert_eq!(got, want, "{cursor}");
+        }
+    }
+
+    /// A stored session's feed holds every event: any cursor is served from memory, the
+    /// store's gaps (damaged lines) included, and nothing is read again.
+    #[test]
+    fn a_stored_feed_serves_every_cursor_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let feed = fifty_notes(&dir);
+        drop(feed);
+        let path = std::fs::read_dir(dir.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        // Event 3 (line 4) damaged.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let damaged: String = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| if i == 3 { "{oops\n" } else { l })
+            .collect();
+        std::fs::write(&path, damaged).unwrap();
+        let log = jsonl::read(&path).unwrap();
+        let stored = SessionFeed::of_log(path.clone(), log).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(stored.ended());
+        assert_eq!(stored.last_seq(), 50);
+        for cursor in [0u64, 2, 3, 49, 50, 51] {
+            let seqs: Vec<u64> = stored
+                .in_memory(cursor, 100)
+                .unwrap()
+                .iter()
+                .map(|e| e.seq)
+                .collect();
+            let want: Vec<u64> = ((cursor + 1)..=50).filter(|s| *s != 3).collect();
+            assert_eq!(seqs, want, "{cursor}");
+        }
     }
 
     /// Readers behind the ring share one snapshot of the older events while one holds it (one
