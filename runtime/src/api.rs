@@ -105,10 +105,95 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         check_json_content_type(req.headers())?;
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| ApiError::new(e.status(), "unreadable_body", e.body_text()))?;
+        let bytes = read_body(req, state).await?;
         parse_body(&bytes).map(Self)
+    }
+}
+
+/// The largest request body a server takes, left in the request's extensions by the server
+/// so that a body over it is refused naming it.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
+/// 413 `body_too_large`, naming the limit when known.
+pub fn body_too_large(limit: Option<usize>) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large",
+        match limit {
+            Some(max) => format!("the request body is over this server's limit of {max} bytes"),
+            None => "the request body is over this server's limit".to_owned(),
+        },
+    )
+}
+
+/// The body, within the server's limit: a body over it is 413 `body_too_large` (whether
+/// or not it said its length), one that cannot be read 400 `unreadable_body`.
+async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    let limit = req.extensions().get::<BodyLimit>().map(|l| l.0);
+    Bytes::from_request(req, state).await.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            body_too_large(limit)
+        } else {
+            ApiError::new(e.status(), "unreadable_body", e.body_text())
+        }
+    })
+}
+
+/// No body: for the routes that take none, a request that sends one anyway is refused (400
+/// `unexpected_body`) rather than have it ignored.
+#[derive(Debug, Clone, Copy)]
+pub struct NoBody;
+
+impl<S: Send + Sync> FromRequest<S> for NoBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = read_body(req, state).await?;
+        if bytes.is_empty() {
+            Ok(Self)
+        } else {
+            Err(ApiError::bad_request(
+                "unexpected_body",
+                format!(
+                    "this route takes no request body (this one has {} bytes)",
+                    bytes.len()
+                ),
+            ))
+        }
+    }
+}
+
+/// No query: for the routes that take none, a query string is refused (400 `invalid_query`,
+/// naming its first parameter) rather than have it ignored.
+#[derive(Debug, Clone, Copy)]
+pub struct NoQuery;
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NoQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        match parts.uri.query().filter(|q| !q.is_empty()) {
+            None => Ok(Self),
+            Some(query) => {
+                let name = query.split('&').next().unwrap_or("");
+                let name = name.split('=').next().unwrap_or("");
+                let name = url::form_urlencoded::parse(name.as_bytes())
+                    .next()
+                    .map(|(k, _)| k.into_owned())
+                    .unwrap_or_default();
+                Err(ApiError::bad_request(
+                    "invalid_query",
+                    format!(
+                        "this route takes no query parameters (got `{}`)",
+                        crate::session::shown(&name)
+                    ),
+                ))
+            }
+        }
     }
 }
 

@@ -39,7 +39,7 @@ pub use feed::{FeedEvent, Older, SessionFeed};
 pub use jsonl::{Problem, SessionFile, SessionLog, StoredEvent, Torn};
 pub use live::LiveSession;
 pub use restore::Restored;
-pub use store::{LogSource, SessionInfo, SessionStore};
+pub use store::{LogSource, LogStamp, SessionInfo, SessionStore};
 
 use serde::{Deserialize, Serialize};
 

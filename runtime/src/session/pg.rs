@@ -278,6 +278,29 @@ impl PgSessions {
         parse(&bytes).map_err(|e| self.err(e))
     }
 
+    /// How many lines session `id` of `project` has, and the number of its last (to tell
+    /// whether it changed since it was read, without reading it).
+    pub fn stamp(&self, id: &SessionId, project: &str) -> Result<(u64, u64), SessionError> {
+        let (count, last): (i64, i64) = on_own_thread(|| async move {
+            let mut c = self.connect().await?;
+            let row = self
+                .bounded(async {
+                    self.owned(&mut c, id, project).await?;
+                    sqlx::query_as(
+                        "SELECT count(*), coalesce(max(n), 0) FROM ofc_session_lines WHERE session_id = $1",
+                    )
+                    .bind(id.as_str())
+                    .fetch_one(&mut c)
+                    .await
+                    .map_err(|e| self.err(e))
+                })
+                .await;
+            let _ = c.close().await;
+            row
+        })?;
+        Ok((count.max(0) as u64, last.max(0) as u64))
+    }
+
     /// The ids of `project`'s sessions.
     pub fn ids(&self, project: &str) -> Result<Vec<SessionId>, SessionError> {
         let rows: Vec<(String,)> = on_own_thread(|| async move {

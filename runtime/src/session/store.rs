@@ -22,6 +22,8 @@ pub struct SessionStore {
     dir: PathBuf,
     project: String,
     pg: Option<PgSessions>,
+    /// The named floor it is opened for ([`SessionStore::for_floor`]).
+    floor: Option<String>,
 }
 
 /// Where a session's events can be read back from.
@@ -39,6 +41,34 @@ impl LogSource {
         match self {
             Self::File(path) => jsonl::read(path),
             Self::Pg(store, id, project) => store.read(id, project),
+        }
+    }
+}
+
+/// What a session's store says of it without reading it, to tell whether it changed since it
+/// was read: a file's length and time of change; in PostgreSQL, its lines' count and last
+/// number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogStamp(u64, u128);
+
+impl LogSource {
+    /// The session's [`LogStamp`] now.
+    pub fn stamp(&self) -> Result<LogStamp, SessionError> {
+        match self {
+            Self::File(path) => {
+                let meta =
+                    std::fs::metadata(path).map_err(|e| SessionError::io(path.display(), e))?;
+                let changed = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                Ok(LogStamp(meta.len(), changed))
+            }
+            Self::Pg(store, id, project) => {
+                let (count, last) = store.stamp(id, project)?;
+                Ok(LogStamp(count, u128::from(last)))
+            }
         }
     }
 }
@@ -94,6 +124,7 @@ impl SessionStore {
             dir: dir.into(),
             project: project.into(),
             pg: None,
+            floor: None,
         }
     }
 
@@ -104,7 +135,22 @@ impl SessionStore {
             dir: PathBuf::from(pg.shown()),
             project: project.into(),
             pg: Some(pg),
+            floor: None,
         })
+    }
+
+    /// The same store, for the named floor `floor` only (`ofc serve --floor X`): a session
+    /// of another floor, or of none, is refused as another project's is
+    /// ([`SessionError::Foreign`]: not listed, read, continued nor removed), and a session it
+    /// creates records the floor.
+    pub fn for_floor(mut self, floor: impl Into<String>) -> Self {
+        self.floor = Some(floor.into());
+        self
+    }
+
+    /// The named floor it is for, if any.
+    pub fn floor(&self) -> Option<&str> {
+        self.floor.as_deref()
     }
 
     /// Its directory (for a PostgreSQL store, its URL without the password).
@@ -140,6 +186,9 @@ impl SessionStore {
     /// Creates a new session (and the directory, 0700), writing its meta with this store's
     /// project.
     pub fn create(&self, mut meta: SessionMeta) -> Result<SessionFile, SessionError> {
+        if let Some(floor) = &self.floor {
+            meta.floor = Some(floor.clone());
+        }
         if let Some(pg) = &self.pg {
             meta.project = Some(self.project.clone());
             if meta.created_at.is_empty() {
@@ -163,13 +212,30 @@ impl SessionStore {
     }
 
     fn check_owner(&self, id: &SessionId, log: &SessionLog) -> Result<(), SessionError> {
-        match log.meta.as_ref().and_then(|m| m.project.as_deref()) {
-            Some(owner) if owner != self.project => Err(SessionError::Foreign {
+        let meta = log.meta.as_ref();
+        match meta.and_then(|m| m.project.as_deref()) {
+            Some(owner) if owner != self.project => {
+                return Err(SessionError::Foreign {
+                    id: id.clone(),
+                    owner: owner.to_owned(),
+                    here: self.project.clone(),
+                });
+            }
+            _ => {}
+        }
+        let Some(floor) = &self.floor else {
+            return Ok(());
+        };
+        match meta.and_then(|m| m.floor.as_deref()) {
+            Some(theirs) if theirs == floor => Ok(()),
+            theirs => Err(SessionError::Foreign {
                 id: id.clone(),
-                owner: owner.to_owned(),
-                here: self.project.clone(),
+                owner: theirs.map_or_else(
+                    || "no named floor".to_owned(),
+                    |f| format!("the floor `{}`", super::shown(f)),
+                ),
+                here: format!("the floor `{}`", super::shown(floor)),
             }),
-            _ => Ok(()),
         }
     }
 

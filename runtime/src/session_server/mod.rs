@@ -41,14 +41,21 @@
 //! more than they hold.
 //!
 //! **Bounds** ([`SessionServerSettings`]): connections (503 over the cap, from `ofc-net`),
-//! request bodies (413 `body_too_large`), live sessions (429 `too_many_sessions`), SSE
-//! subscribers per session (429 `too_many_subscribers`). It listens on 127.0.0.1 unless told
+//! request bodies (413 `body_too_large`, with or without a length), live sessions (429
+//! `too_many_sessions`; a session being put on a floor counts, and a second resume of one is
+//! 409 `session_starting`), SSE subscribers per session, live or stored (429
+//! `too_many_subscribers`; a stored session's readers share one read of it). Nothing sent is
+//! ignored: a query string (but `…/events`'s) is 400 `invalid_query`, a body on a route that
+//! takes none 400 `unexpected_body`. It listens on 127.0.0.1 unless told
 //! otherwise, and on loopback answers only to loopback `Host` names (421: no DNS rebinding).
 //! A session of another project (a file copied into the store) is a 404, as one that does not
-//! exist.
+//! exist; so is, with a store for a named floor ([`SessionStore::for_floor`]), another
+//! floor's.
 
 pub mod openapi;
 mod routes;
+#[cfg(test)]
+mod server_tests;
 pub mod sse;
 #[cfg(test)]
 mod tests;
@@ -56,10 +63,10 @@ pub mod web;
 #[cfg(test)]
 mod web_tests;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, MutexGuard, Weak};
 use std::time::Duration;
 
 use axum::extract::State;
@@ -68,12 +75,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use tokio::net::TcpListener;
-use tokio::sync::Mutex;
 
 use crate::api::ApiError;
 use crate::floor::Floor;
 use crate::furniture::FloorFurniture;
-use crate::session::{LiveSession, SessionError, SessionFeed, SessionId, SessionStore};
+use crate::session::{LiveSession, LogStamp, SessionError, SessionFeed, SessionId, SessionStore};
 
 pub use routes::{
     CallRequest, CallResponse, CancelResponse, CloseResponse, OpenedSession, PostMessage,
@@ -192,11 +198,68 @@ struct Inner {
     settings: SessionServerSettings,
     store: SessionStore,
     host: Arc<dyn SessionHost>,
-    /// The live sessions. An async lock: opening a floor happens under it, so one session
-    /// is never opened twice and the bound is exact.
-    live: Mutex<HashMap<SessionId, Arc<Live>>>,
+    /// The live sessions and those being put on a floor. Never held across an await: a
+    /// floor is opened outside it, under a reservation ([`Sessions::starting`]), so opening
+    /// one session holds up no request to another, no session is opened twice and the bound
+    /// is exact.
+    sessions: std::sync::Mutex<Sessions>,
+    /// The stored sessions being streamed: their readers, sharing one feed each.
+    stored: std::sync::Mutex<HashMap<SessionId, Weak<Stored>>>,
     /// The token of each live session → its id (read on every request).
     tokens: std::sync::RwLock<HashMap<String, SessionId>>,
+}
+
+/// The sessions on this server's floors.
+#[derive(Default)]
+struct Sessions {
+    /// The live ones.
+    live: HashMap<SessionId, Arc<Live>>,
+    /// How many are being put on a floor now (each counts toward `max_live_sessions`).
+    starting: usize,
+    /// The stored sessions among them being resumed (a second resume of one is refused).
+    resuming: HashSet<SessionId>,
+    /// The server stops: nothing more goes live.
+    stopped: bool,
+}
+
+/// The readers of a stored session's events (counted toward `max_subscribers`), and the
+/// feed they share: the session read once for all of them.
+struct Stored {
+    id: SessionId,
+    subscribers: AtomicUsize,
+    /// The feed, and the session's stamp when it was read (read again once it changed).
+    feed: tokio::sync::Mutex<Option<(LogStamp, Arc<SessionFeed>)>>,
+}
+
+impl Stored {
+    /// The session's feed: the one its readers share, unless the session changed since
+    /// (then, as a new reader does, one read of the store). Off the async threads.
+    async fn feed(&self, store: &SessionStore) -> Result<Arc<SessionFeed>, ApiError> {
+        let mut slot = self.feed.lock().await;
+        let source = store.source(&self.id);
+        let now = {
+            let source = source.clone();
+            tokio::task::spawn_blocking(move || source.stamp())
+                .await
+                .map_err(ApiError::internal)?
+        };
+        if let (Ok(now), Some((then, feed))) = (&now, slot.as_ref())
+            && now == then
+        {
+            return Ok(Arc::clone(feed));
+        }
+        let (store, id) = (store.clone(), self.id.clone());
+        let feed = tokio::task::spawn_blocking(move || {
+            let log = store.read(&id)?;
+            SessionFeed::of_log(store.source(&id), log)
+        })
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(routes::session_error)?;
+        let feed = Arc::new(feed);
+        *slot = now.ok().map(|now| (now, Arc::clone(&feed)));
+        Ok(feed)
+    }
 }
 
 /// One live session.
@@ -275,7 +338,8 @@ impl SessionServer {
                 settings,
                 store,
                 host,
-                live: Mutex::new(HashMap::new()),
+                sessions: std::sync::Mutex::new(Sessions::default()),
+                stored: std::sync::Mutex::new(HashMap::new()),
                 tokens: std::sync::RwLock::new(HashMap::new()),
             }),
         }
@@ -338,14 +402,11 @@ impl SessionServer {
 
     /// Closes every live session's floor (their logs stay).
     pub async fn close_all(&self) {
-        let all: Vec<Arc<Live>> = self
-            .inner
-            .live
-            .lock()
-            .await
-            .drain()
-            .map(|(_, l)| l)
-            .collect();
+        let all: Vec<Arc<Live>> = {
+            let mut sessions = self.sessions();
+            sessions.stopped = true;
+            sessions.live.drain().map(|(_, l)| l).collect()
+        };
         self.inner
             .tokens
             .write()
@@ -385,8 +446,32 @@ impl SessionServer {
         })
     }
 
-    async fn live(&self, id: &SessionId) -> Option<Arc<Live>> {
-        self.inner.live.lock().await.get(id).cloned()
+    fn sessions(&self) -> MutexGuard<'_, Sessions> {
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn live(&self, id: &SessionId) -> Option<Arc<Live>> {
+        self.sessions().live.get(id).cloned()
+    }
+
+    /// The readers of stored session `id` (made for the first).
+    fn stored(&self, id: &SessionId) -> Arc<Stored> {
+        let mut stored = self.inner.stored.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = stored.get(id).and_then(Weak::upgrade) {
+            return s;
+        }
+        // Those nobody reads any more go.
+        stored.retain(|_, s| s.strong_count() > 0);
+        let s = Arc::new(Stored {
+            id: id.clone(),
+            subscribers: AtomicUsize::new(0),
+            feed: tokio::sync::Mutex::new(None),
+        });
+        stored.insert(id.clone(), Arc::downgrade(&s));
+        s
     }
 }
 
@@ -414,7 +499,7 @@ async fn authenticate(
 /// The `Host` check (DNS rebinding) and the body bound, named, before the body is read.
 async fn check_request(
     State(server): State<SessionServer>,
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
     if let Some(allowed) = &server.inner.settings.allowed_host_headers
@@ -438,6 +523,7 @@ async fn check_request(
     {
         return body_too_large(max).into_response();
     }
+    request.extensions_mut().insert(crate::api::BodyLimit(max));
     let response = next.run(request).await;
     // A body without a length that grew past the bound: axum's own 413, said as ours.
     if response.status() == StatusCode::PAYLOAD_TOO_LARGE
@@ -452,37 +538,45 @@ async fn check_request(
 }
 
 fn body_too_large(max: usize) -> ApiError {
-    ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "body_too_large",
-        format!("the request body is over this server's limit of {max} bytes"),
-    )
+    crate::api::body_too_large(Some(max))
 }
 
 /// The extension [`authenticate`] leaves.
 pub type CallerExt = Extension<Caller>;
 
-/// Counts a session's subscribers; one less when dropped.
+/// A session whose event subscribers are counted: a live one, or a stored one's readers.
+enum Held {
+    Live(Arc<Live>),
+    Stored(Arc<Stored>),
+}
+
+impl Held {
+    fn counter(&self) -> (&SessionId, &AtomicUsize) {
+        match self {
+            Self::Live(l) => (&l.id, &l.subscribers),
+            Self::Stored(s) => (&s.id, &s.subscribers),
+        }
+    }
+}
+
+/// Counts a session's subscribers, live or stored; one less when dropped.
 struct Subscription {
-    live: Arc<Live>,
+    held: Held,
 }
 
 impl Subscription {
-    fn take(live: Arc<Live>, max: usize) -> Result<Self, ApiError> {
-        let taken = live
-            .subscribers
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < max).then_some(n + 1)
-            });
+    /// One more subscriber of `held`, if it has fewer than `max`.
+    fn take(held: Held, max: usize) -> Result<Self, ApiError> {
+        let (id, count) = held.counter();
+        let taken = count.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < max).then_some(n + 1)
+        });
         match taken {
-            Ok(_) => Ok(Self { live }),
+            Ok(_) => Ok(Self { held }),
             Err(_) => Err(ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "too_many_subscribers",
-                format!(
-                    "session {} has {max} event subscribers already, this server's limit",
-                    live.id
-                ),
+                format!("session {id} has {max} event subscribers already, this server's limit"),
             )),
         }
     }
@@ -490,6 +584,6 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        self.live.subscribers.fetch_sub(1, Ordering::SeqCst);
+        self.held.counter().1.fetch_sub(1, Ordering::SeqCst);
     }
 }

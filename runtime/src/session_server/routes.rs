@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use super::{CallerExt, Live, OpenError, SessionServer, close_live, new_token};
-use crate::api::{ApiError, ApiJson, ErrorBody};
+use super::{CallerExt, Live, OpenError, SessionServer, Sessions, close_live, new_token};
+use crate::api::{ApiError, ApiJson, ErrorBody, NoBody, NoQuery};
 use crate::floor::FloorError;
 use crate::llm::Toolbox;
 use crate::session::{SessionError, SessionId};
@@ -181,11 +181,14 @@ fn not_live(id: &SessionId) -> ApiError {
     security(("bearer" = [])),
     responses(
         (status = 200, body = SessionList),
+        (status = 400, description = "a query string, or a body", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
     ))]
 pub async fn list_sessions(
     State(server): State<SessionServer>,
     caller: CallerExt,
+    _: NoQuery,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     caller.server_only()?;
     let store = server.inner.store.clone();
@@ -193,7 +196,7 @@ pub async fn list_sessions(
         .await
         .map_err(ApiError::internal)?
         .map_err(session_error)?;
-    let live = server.inner.live.lock().await;
+    let live = &server.sessions().live;
     let sessions = infos
         .into_iter()
         .map(|i| SessionSummary {
@@ -208,6 +211,35 @@ pub async fn list_sessions(
     Ok(Json(SessionList { sessions }).into_response())
 }
 
+/// A place among the live sessions, held while a session is put on a floor (outside the
+/// lock, so that opening one holds up no request to another); given back when dropped,
+/// unless the session went live.
+struct Reservation<'a> {
+    server: &'a SessionServer,
+    resume: Option<SessionId>,
+    held: bool,
+}
+
+impl Reservation<'_> {
+    fn release(&mut self, sessions: &mut Sessions) {
+        if std::mem::take(&mut self.held) {
+            sessions.starting -= 1;
+            if let Some(id) = &self.resume {
+                sessions.resuming.remove(id);
+            }
+        }
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            let server = self.server;
+            self.release(&mut server.sessions());
+        }
+    }
+}
+
 /// Puts a session on a floor under the bound, and gives it a token.
 async fn open(server: &SessionServer, resume: Option<SessionId>) -> Result<Response, ApiError> {
     if let Some(id) = &resume {
@@ -219,25 +251,47 @@ async fn open(server: &SessionServer, resume: Option<SessionId>) -> Result<Respo
             .map_err(ApiError::internal)?
             .map_err(session_error)?;
     }
-    let mut live = server.inner.live.lock().await;
-    if let Some(id) = &resume
-        && let Some(l) = live.get(id)
-    {
-        return Ok(Json(OpenedSession {
-            id: id.to_string(),
-            token: l.token.clone(),
-            last_seq: l.feed.last_seq(),
-        })
-        .into_response());
-    }
-    let max = server.inner.settings.max_live_sessions;
-    if live.len() >= max {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too_many_sessions",
-            format!("{max} sessions are live on this server, its limit: close one first"),
-        ));
-    }
+    let mut reservation = {
+        let mut sessions = server.sessions();
+        if sessions.stopped {
+            return Err(stopping());
+        }
+        if let Some(id) = &resume {
+            if let Some(l) = sessions.live.get(id) {
+                return Ok(Json(OpenedSession {
+                    id: id.to_string(),
+                    token: l.token.clone(),
+                    last_seq: l.feed.last_seq(),
+                })
+                .into_response());
+            }
+            if sessions.resuming.contains(id) {
+                return Err(ApiError::conflict(
+                    "session_starting",
+                    format!(
+                        "session {id} is being resumed by another request: ask again once it is live"
+                    ),
+                ));
+            }
+        }
+        let max = server.inner.settings.max_live_sessions;
+        if sessions.live.len() + sessions.starting >= max {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_sessions",
+                format!("{max} sessions are live on this server, its limit: close one first"),
+            ));
+        }
+        sessions.starting += 1;
+        if let Some(id) = &resume {
+            sessions.resuming.insert(id.clone());
+        }
+        Reservation {
+            server,
+            resume: resume.clone(),
+            held: true,
+        }
+    };
     let hosted = server
         .inner
         .host
@@ -262,13 +316,25 @@ async fn open(server: &SessionServer, resume: Option<SessionId>) -> Result<Respo
         subscribers: AtomicUsize::new(0),
     });
     let last_seq = entry.feed.last_seq();
-    live.insert(id.clone(), entry);
-    server
-        .inner
-        .tokens
-        .write()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(token.clone(), id.clone());
+    let went_live = {
+        let mut sessions = server.sessions();
+        reservation.release(&mut sessions);
+        if !sessions.stopped {
+            sessions.live.insert(id.clone(), Arc::clone(&entry));
+            server
+                .inner
+                .tokens
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(token.clone(), id.clone());
+        }
+        !sessions.stopped
+    };
+    if !went_live {
+        // The server stopped while the floor started: it closes with the others.
+        close_live(&entry).await;
+        return Err(stopping());
+    }
     tracing::info!(session = %id, resumed = resume.is_some(), "session live");
     let status = if resume.is_some() {
         StatusCode::OK
@@ -286,11 +352,20 @@ async fn open(server: &SessionServer, resume: Option<SessionId>) -> Result<Respo
         .into_response())
 }
 
+fn stopping() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "server_stopping",
+        "this server is stopping",
+    )
+}
+
 /// Starts a new session on a new floor of the blueprint.
 #[utoipa::path(post, path = "/api/v1/sessions", tag = "sessions",
     security(("bearer" = [])),
     responses(
         (status = 201, body = OpenedSession),
+        (status = 400, description = "a query string, or a body", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 429, description = "too many live sessions", body = ErrorBody),
         (status = 502, description = "the floor did not start", body = ErrorBody),
@@ -298,6 +373,8 @@ async fn open(server: &SessionServer, resume: Option<SessionId>) -> Result<Respo
 pub async fn create_session(
     State(server): State<SessionServer>,
     caller: CallerExt,
+    _: NoQuery,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     caller.server_only()?;
     open(&server, None).await
@@ -310,6 +387,7 @@ pub async fn create_session(
     params(("id" = String, Path, description = "the session id")),
     responses(
         (status = 200, body = OpenedSession),
+        (status = 400, description = "a query string, or a body", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 429, body = ErrorBody),
         (status = 502, body = ErrorBody),
@@ -318,6 +396,8 @@ pub async fn resume_session(
     State(server): State<SessionServer>,
     caller: CallerExt,
     Path(id): Path<String>,
+    _: NoQuery,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     caller.server_only()?;
     let id = parse_id(&id)?;
@@ -330,6 +410,7 @@ pub async fn resume_session(
     params(("id" = String, Path, description = "the session id")),
     responses(
         (status = 200, body = CloseResponse),
+        (status = 400, description = "a query string, or a body", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 409, description = "not live", body = ErrorBody),
     ))]
@@ -337,14 +418,14 @@ pub async fn close_session(
     State(server): State<SessionServer>,
     caller: CallerExt,
     Path(id): Path<String>,
+    _: NoQuery,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     caller.server_only()?;
     let id = parse_id(&id)?;
     let live = server
-        .inner
+        .sessions()
         .live
-        .lock()
-        .await
         .remove(&id)
         .ok_or_else(|| not_live(&id))?;
     server
@@ -366,6 +447,7 @@ pub async fn close_session(
     params(("id" = String, Path, description = "the session id")),
     responses(
         (status = 200, body = SessionView),
+        (status = 400, description = "a query string, or a body", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
     ))]
@@ -373,26 +455,30 @@ pub async fn get_session(
     State(server): State<SessionServer>,
     caller: CallerExt,
     Path(id): Path<String>,
+    _: NoQuery,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     caller.may(&id)?;
     let store = server.inner.store.clone();
     let read_id = id.clone();
-    let (info, _) = tokio::task::spawn_blocking(move || store.info(&read_id))
+    let (info, log) = tokio::task::spawn_blocking(move || store.info(&read_id))
         .await
         .map_err(ApiError::internal)?
         .map_err(session_error)?;
     let mut view = SessionView {
         id: id.to_string(),
         live: false,
-        last_seq: info.event_count as u64,
+        // The newest event's seq: not the number of events, which is less when lines were
+        // skipped (a watcher resuming after it would get the last ones again).
+        last_seq: log.last_seq(),
         created_at: info.created_at,
         blueprint: info.blueprint,
         agents: Vec::new(),
         turn_running: false,
         subscribers: 0,
     };
-    if let Some(live) = server.live(&id).await {
+    if let Some(live) = server.live(&id) {
         view.live = true;
         view.last_seq = live.feed.last_seq();
         view.subscribers = live.subscribers.load(std::sync::atomic::Ordering::SeqCst);
@@ -411,7 +497,7 @@ async fn live_session(
 ) -> Result<Arc<Live>, ApiError> {
     let id = parse_id(id)?;
     caller.may(&id)?;
-    match server.live(&id).await {
+    match server.live(&id) {
         Some(l) => Ok(l),
         None => {
             // Stored, or not at all (nor another project's): said apart only to the server.
@@ -443,6 +529,7 @@ pub async fn post_message(
     State(server): State<SessionServer>,
     caller: CallerExt,
     Path(id): Path<String>,
+    _: NoQuery,
     ApiJson(body): ApiJson<PostMessage>,
 ) -> Result<Response, ApiError> {
     let live = live_session(&server, &caller, &id).await?;
@@ -472,6 +559,7 @@ pub async fn post_message(
     params(("id" = String, Path, description = "the session id")),
     responses(
         (status = 200, body = CancelResponse),
+        (status = 400, description = "a query string, or a body", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
     ))]
@@ -479,6 +567,8 @@ pub async fn cancel_turn(
     State(server): State<SessionServer>,
     caller: CallerExt,
     Path(id): Path<String>,
+    _: NoQuery,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     let live = live_session(&server, &caller, &id).await?;
     let cancelled = live.hosted.floor.cancel_turn().await.map_err(floor_error)?;
@@ -495,6 +585,7 @@ pub async fn cancel_turn(
     request_body = CallRequest,
     responses(
         (status = 200, body = CallResponse),
+        (status = 400, description = "a query string", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 403, description = "not granted to that agent (or another session's token)", body = ErrorBody),
         (status = 404, description = "no such session, furniture or tool", body = ErrorBody),
@@ -505,20 +596,26 @@ pub async fn call_furniture(
     State(server): State<SessionServer>,
     caller: CallerExt,
     Path((id, name)): Path<(String, String)>,
+    _: NoQuery,
     ApiJson(body): ApiJson<CallRequest>,
 ) -> Result<Response, ApiError> {
     let live = live_session(&server, &caller, &id).await?;
     let snapshot = live.hosted.floor.snapshot().await.map_err(floor_error)?;
-    let named = crate::Handle::new(&body.agent).ok();
-    if !snapshot.agents.iter().any(|a| Some(&a.0) == named.as_ref()) {
-        return Err(ApiError::unprocessable(
-            "invalid_body",
-            format!(
-                "`agent`: {} is not an agent of this floor",
-                crate::session::shown(&body.agent)
-            ),
-        ));
-    }
+    // As the floor names it (`Keeper` and `keeper` are `@keeper`): the grants are held by
+    // that name, so the membership and the grant are checked for the same agent.
+    let agent = crate::Handle::new(&body.agent)
+        .ok()
+        .filter(|h| snapshot.agents.iter().any(|a| &a.0 == h))
+        .ok_or_else(|| {
+            ApiError::unprocessable(
+                "invalid_body",
+                format!(
+                    "`agent`: {} is not an agent of this floor",
+                    crate::session::shown(&body.agent)
+                ),
+            )
+        })?
+        .to_string();
     let furniture = live
         .hosted
         .furniture
@@ -534,7 +631,7 @@ pub async fn call_furniture(
         )));
     }
     let guard = furniture
-        .guard(&body.agent, &name)
+        .guard(&agent, &name)
         .ok_or_else(|| ApiError::not_found(format!("no furniture `{name}`")))?;
     if let Some(refusal) = guard.check(&body.tool) {
         return Err(ApiError::new(StatusCode::FORBIDDEN, "not_granted", refusal));

@@ -2,7 +2,8 @@
 //!
 //! Each event is `id: <seq>`, `event: <payload_type>`, `data: <its session line>`. The start
 //! is `Last-Event-ID` (a reconnecting browser sends it) or `?last_event_id=` (both given must
-//! agree), else 0 (everything). The stream reads from the session's [`SessionFeed`]: what
+//! agree), else 0 (everything); one past the session's last event is refused (400
+//! `invalid_last_event_id`, naming it). The stream reads from the session's [`SessionFeed`]: what
 //! follows the cursor, from memory or from the file, then waits for more; it never holds the
 //! floor up. A live session's stream ends after its last event when the floor closes; a
 //! stored one's after its last event.
@@ -28,9 +29,8 @@ use futures::Stream;
 use serde::Deserialize;
 use tokio::sync::{broadcast, watch};
 
-use super::routes::session_error;
-use super::{CallerExt, SessionServer, Subscription};
-use crate::api::{ApiError, ErrorBody};
+use super::{CallerExt, Held, SessionServer, Subscription};
+use crate::api::{ApiError, ErrorBody, NoBody};
 use crate::floor::FloorEvent;
 use crate::session::{FeedEvent, Older, SessionFeed, SessionId};
 
@@ -88,6 +88,7 @@ pub async fn events(
     Path(id): Path<String>,
     headers: HeaderMap,
     query: Result<Query<EventsQuery>, QueryRejection>,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))?;
     let id = SessionId::parse(&id)
@@ -95,27 +96,31 @@ pub async fn events(
     caller.may(&id)?;
     let start = cursor(&headers, query.last_event_id)?;
     let keep_alive = server.inner.settings.keep_alive;
-    let (feed, subscription, pieces) = match server.live(&id).await {
+    let max = server.inner.settings.max_subscribers;
+    let (feed, subscription, pieces) = match server.live(&id) {
         Some(live) => {
-            let sub = Subscription::take(Arc::clone(&live), server.inner.settings.max_subscribers)?;
+            let sub = Subscription::take(Held::Live(Arc::clone(&live)), max)?;
             // Subscribed before the feed is read: no piece of what follows is missed.
             let pieces = live.hosted.floor.subscribe();
-            (Arc::clone(&live.feed), Some(sub), Some(pieces))
+            (Arc::clone(&live.feed), sub, Some(pieces))
         }
         None => {
-            // A stored session: to its end, then the stream closes.
-            let store = server.inner.store.clone();
-            let read_id = id.clone();
-            let log = tokio::task::spawn_blocking(move || store.read(&read_id))
-                .await
-                .map_err(ApiError::internal)?
-                .map_err(session_error)?;
-            let feed = SessionFeed::new(server.inner.store.source(&id), log.last_seq());
-            feed.end();
-            (Arc::new(feed), None, None)
+            // A stored session: to its end, then the stream closes. Its readers are counted
+            // as a live session's, and share one read of it.
+            let stored = server.stored(&id);
+            let sub = Subscription::take(Held::Stored(Arc::clone(&stored)), max)?;
+            (stored.feed(&server.inner.store).await?, sub, None)
         }
     };
-    let stream = stream(feed, start, subscription, pieces).map_ok_infallible();
+    // A cursor past the end would skip every event up to it once they come.
+    let last = feed.last_seq();
+    if start > last {
+        return Err(ApiError::bad_request(
+            "invalid_last_event_id",
+            format!("{start} is ahead of the session: its last event is {last}"),
+        ));
+    }
+    let stream = stream(feed, start, Some(subscription), pieces).map_ok_infallible();
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(keep_alive))
         .into_response())
@@ -239,25 +244,42 @@ fn stream(
                 }
                 // Behind the ring: from the snapshot of the older events it holds, else one
                 // the feed shares or reads (off the async threads).
-                Err(_) => match r.older.as_ref().and_then(|o| o.after(r.cursor, BATCH)) {
-                    Some(batch) if !batch.is_empty() => batch,
-                    _ => {
-                        let feed = Arc::clone(&r.feed);
-                        let at = r.cursor;
-                        match tokio::task::spawn_blocking(move || feed.older(at)).await {
-                            Ok(Ok(older)) => {
-                                let batch = older.after(at, BATCH).unwrap_or_default();
-                                r.older = Some(older);
-                                batch
+                Err(_) => {
+                    let held = r.older.as_ref().filter(|o| o.serves(r.cursor));
+                    let older = match held {
+                        Some(older) => Arc::clone(older),
+                        None => {
+                            let feed = Arc::clone(&r.feed);
+                            let at = r.cursor;
+                            match tokio::task::spawn_blocking(move || feed.older(at)).await {
+                                Ok(Ok(older)) => older,
+                                Ok(Err(e)) => {
+                                    tracing::warn!(error = %e, "cannot read the session for a watcher; its stream ends");
+                                    return None;
+                                }
+                                Err(_) => return None,
                             }
-                            Ok(Err(e)) => {
-                                tracing::warn!(error = %e, "cannot read the session for a watcher; its stream ends");
-                                return None;
-                            }
-                            Err(_) => return None,
                         }
+                    };
+                    let batch = older.after(r.cursor, BATCH);
+                    r.older = Some(Arc::clone(&older));
+                    match batch {
+                        Some(batch) if !batch.is_empty() => batch,
+                        // The store lost the events up to the ring (lines damaged or cut by
+                        // hand): on from there, not waiting for them forever.
+                        Some(_) => {
+                            tracing::warn!(
+                                after = r.cursor,
+                                up_to = older.last(),
+                                "events of the session are missing from its store; a watcher skips them"
+                            );
+                            r.cursor = older.last();
+                            continue;
+                        }
+                        // The ring moved on while the store was read: look again.
+                        None => continue,
                     }
-                },
+                }
             };
             if !batch.is_empty() {
                 r.pending.extend(batch);
