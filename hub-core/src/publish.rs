@@ -414,6 +414,12 @@ pub(crate) async fn publish_checked(
     principal
         .authorize(scope, &ns.name, role)
         .map_err(PublishError::Denied)?;
+    // Another publish may create the agent between this check and the commit: it may then
+    // add this version only with the scope an update needs.
+    let may_update = existing.is_some()
+        || principal
+            .authorize(Scope::PublishUpdate, &ns.name, role)
+            .is_ok();
     if existing
         .as_ref()
         .is_some_and(|a| a.registry_endpoint.is_some())
@@ -488,6 +494,7 @@ pub(crate) async fn publish_checked(
         bundle_digest: bundle.map(|(d, _)| d.to_string()),
         bundle_size: bundle.map(|(_, s)| i64::try_from(s).unwrap_or(i64::MAX)),
         trusted: principal.trusted.clone(),
+        may_update,
     };
     let repository = name.to_string();
     let oci = match req.pushed {

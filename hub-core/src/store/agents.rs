@@ -13,6 +13,53 @@ use super::tlog::{
 };
 use super::tx::{audit, outbox, refresh_agent};
 
+/// The agent `v` publishes to: its row, created when it has none. Two first publishes of one
+/// agent (different versions, through different replicas) both land: the insert does nothing
+/// when the name is taken — on PostgreSQL it waits for the other transaction and sees its row
+/// once committed — and the row found is then checked as the publish's earlier look-up would
+/// have: the same namespace, not a registry entry, and a publisher allowed to add to an
+/// existing agent ([`NewVersion::may_update`]).
+async fn agent_for_publish(tx: &mut sqlx::AnyConnection, v: &NewVersion, now: i64) -> Result<i64> {
+    const FIND: &str = "SELECT id, namespace_id, registry_endpoint FROM agents WHERE name = $1";
+    let mut found: Option<(i64, i64, Option<String>)> = sqlx::query_as(FIND)
+        .bind(&v.agent)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if found.is_none() {
+        let created: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO agents (namespace_id, name, handle, created_at, updated_at, \
+             handle_since) VALUES ($1, $2, $3, $4, $4, $4) ON CONFLICT (name) DO NOTHING \
+             RETURNING id",
+        )
+        .bind(v.namespace_id)
+        .bind(&v.agent)
+        .bind(&v.handle)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| {
+            conflict_on_unique(e, || {
+                format!("agent `{}` was created concurrently", v.agent)
+            })
+        })?;
+        if let Some(id) = created {
+            return Ok(id);
+        }
+        // Created by a publish that committed meanwhile.
+        found = sqlx::query_as(FIND)
+            .bind(&v.agent)
+            .fetch_optional(&mut *tx)
+            .await?;
+    }
+    match found {
+        Some((id, namespace_id, None)) if namespace_id == v.namespace_id && v.may_update => Ok(id),
+        _ => Err(StoreError::Conflict(format!(
+            "agent `{}` was created concurrently",
+            v.agent
+        ))),
+    }
+}
+
 impl Store {
     // ---- agents and versions ----
 
@@ -70,28 +117,7 @@ impl Store {
             Some(None) => return Err(StoreError::VersionDeleted),
             None => {}
         }
-        let agent_id: Option<i64> = sqlx::query_scalar("SELECT id FROM agents WHERE name = $1")
-            .bind(&v.agent)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let agent_id = match agent_id {
-            Some(id) => id,
-            None => sqlx::query_scalar(
-                "INSERT INTO agents (namespace_id, name, handle, created_at, updated_at, \
-                 handle_since) VALUES ($1, $2, $3, $4, $4, $4) RETURNING id",
-            )
-            .bind(v.namespace_id)
-            .bind(&v.agent)
-            .bind(&v.handle)
-            .bind(now)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(|e| {
-                conflict_on_unique(e, || {
-                    format!("agent `{}` was created concurrently", v.agent)
-                })
-            })?,
-        };
+        let agent_id = agent_for_publish(&mut tx, v, now).await?;
         sqlx::query(
             "INSERT INTO versions (agent_id, version, manifest_digest, envelope, key_id, \
              source_kind, bundle_digest, bundle_size, published_by, token_id, created_at, \

@@ -297,6 +297,10 @@ pub struct NewVersion {
     pub bundle_size: Option<i64>,
     /// Published by trusted publishing: the ID token's issuer and subject.
     pub trusted: Option<crate::auth::TrustedOrigin>,
+    /// The publisher may also publish to the agent once it exists (`publish-update`): when
+    /// another publish creates the agent first, this one adds its version to it; otherwise it
+    /// is refused as a conflict (it was allowed to create the agent, not to add to another's).
+    pub may_update: bool,
 }
 
 /// A registry-API registration (an unsigned `remote` entry).

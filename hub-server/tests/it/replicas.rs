@@ -590,6 +590,36 @@ fn concurrent_publishes_through_three_replicas_make_one_log() {
     assert_eq!(all, (0..entries).collect::<Vec<_>>());
 }
 
+/// Two first publishes of one new agent, different versions, through two replicas at once:
+/// both land (the second to insert the agent's row finds the first's instead of a 409), each
+/// round a new agent, a bounded number of rounds.
+#[test]
+fn concurrent_first_publishes_of_a_new_agent_through_two_replicas_both_land() {
+    let r = Replicas::start(2, "");
+    let p = r[0].new_user("alice");
+    const ROUNDS: usize = 8;
+    for round in 0..ROUNDS {
+        let name = format!("alice/new-{round}");
+        let go = std::sync::Barrier::new(2);
+        let (a, b) = std::thread::scope(|s| {
+            let one = s.spawn(|| {
+                go.wait();
+                publish(&r[0], &p, &name, "1.0.0")
+            });
+            let two = s.spawn(|| {
+                go.wait();
+                publish(&r[1], &p, &name, "1.1.0")
+            });
+            (one.join().unwrap(), two.join().unwrap())
+        });
+        assert_eq!(a.0, 201, "round {round}, 1.0.0: {}", a.1);
+        assert_eq!(b.0, 201, "round {round}, 1.1.0: {}", b.1);
+        let v = get_json(&r[1], &format!("/api/v1/agents/{name}"));
+        let versions = v["versions"].as_array().unwrap_or_else(|| panic!("{v}"));
+        assert_eq!(versions.len(), 2, "{v}");
+    }
+}
+
 /// `method path` on `hub` with `token` and `body`: status, `Retry-After`, JSON body.
 fn call_with_headers(
     hub: &HubProcess,

@@ -19,6 +19,7 @@ fn version(ns: i64, agent: &str, v: &str, key: &str) -> NewVersion {
         bundle_digest: None,
         bundle_size: None,
         trusted: None,
+        may_update: true,
     }
 }
 
@@ -153,6 +154,15 @@ async fn storage_suite(#[case] backend: Backend) {
     assert_eq!((s1, s2, s3), (1, 2, 3));
     // The log: refused publishes left no entry; indexes are commit order without gaps.
     assert_eq!((l1.index, l2.index, l3.index), (3, 4, 5));
+    assert_eq!(store.log_head().await.unwrap(), (6, l3.root));
+    // A publisher allowed to create agents but not to add to one (no `publish-update`) adds
+    // nothing to an agent that exists — as when another publish created it first.
+    let mut only_new = version(ns.id, "alice/other", "0.2.0", k1);
+    only_new.may_update = false;
+    assert!(matches!(
+        store.publish(&op, &only_new).await,
+        Err(StoreError::Conflict(_))
+    ));
     assert_eq!(store.log_head().await.unwrap(), (6, l3.root));
     let a = store.agent("alice/code").await.unwrap().unwrap();
     assert_eq!(a.latest_version.as_deref(), Some("1.0.0"));
@@ -533,6 +543,47 @@ async fn web_sessions(#[case] backend: Backend) {
             .unwrap()
             .is_empty()
     );
+}
+
+/// Two first publishes of one new agent (1.0.0 and 1.1.0) through two handles on one database
+/// (two replicas) at once on PostgreSQL, a bounded number of rounds: both land, the agent has
+/// both versions.
+#[tokio::test]
+async fn concurrent_first_publishes_of_a_new_agent_both_land() {
+    let (store, dir, pg) = fresh_store(Backend::Postgres).await;
+    let other = hub_core::start::open_store(&ofc_test_kit::test_config(&dir, pg.as_ref()))
+        .await
+        .unwrap();
+    let op = Actor::operator();
+    let u = store
+        .create_user(&op, "alice", None, false, true)
+        .await
+        .unwrap();
+    let ns = store.namespace("alice").await.unwrap().unwrap();
+    let key = SecretKey::from_seed(&[1; 32]).public_key();
+    let k = key.key_id().to_string();
+    store
+        .add_key(&op, &ns, &k, &key.to_string(), u.id)
+        .await
+        .unwrap();
+    let op = Actor {
+        user_id: Some(u.id),
+        user_name: "alice".into(),
+        token_id: None,
+    };
+    const ROUNDS: usize = 20;
+    for round in 0..ROUNDS {
+        let name = format!("alice/new-{round}");
+        let (one, two) = (
+            version(ns.id, &name, "1.0.0", &k),
+            version(ns.id, &name, "1.1.0", &k),
+        );
+        let (a, b) = tokio::join!(store.publish(&op, &one), other.publish(&op, &two));
+        a.unwrap_or_else(|e| panic!("round {round}, 1.0.0: {e}"));
+        b.unwrap_or_else(|e| panic!("round {round}, 1.1.0: {e}"));
+        let agent = store.agent(&name).await.unwrap().unwrap();
+        assert_eq!(store.versions(agent.id).await.unwrap().len(), 2);
+    }
 }
 
 /// The failure limiter over the database (what replicas share): attempts in flight count
