@@ -9,7 +9,14 @@
 //! message begun but neither done nor undone whose file is still in its inbox was delivered
 //! exactly when the named transcript holds it — then only the receipt and the archiving are
 //! finished; otherwise it is delivered again. The journal is emptied once read.
+//!
+//! Bounded: a delivery is begun once however often it is tried (a message waiting for the
+//! floor stays begun, which is safe: a restart looks at the transcript), and when the file
+//! passes the compaction size it is rewritten with only the open entries. A journal larger
+//! than [`MAX_JOURNAL_BYTES`] at start is an error rather than being read in part (a part
+//! could miss the `done` of a delivery and deliver it twice).
 
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -20,10 +27,13 @@ use serde_json::Value;
 
 use super::workspace::{JOURNAL, write_atomic};
 
-/// The largest journal read at start (it is emptied at every start, so it holds one run).
-const MAX_JOURNAL_BYTES: u64 = 64 * 1024 * 1024;
+/// The largest journal read at start (it is emptied at every start, so it holds one run,
+/// and compacted while it runs).
+pub const MAX_JOURNAL_BYTES: u64 = 64 * 1024 * 1024;
 /// The most transcript bytes searched for one message.
 const MAX_TRANSCRIPT_SCAN: u64 = 1024 * 1024 * 1024;
+/// The size past which the journal is rewritten with only its open entries.
+pub const COMPACT_BYTES: u64 = 1024 * 1024;
 
 /// A delivery begun.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,24 +59,54 @@ enum Line {
     Undone { id: String },
 }
 
+#[derive(Debug)]
+struct Inner {
+    file: File,
+    /// Bytes in the file.
+    bytes: u64,
+    /// Bytes in it right after it was last rewritten.
+    compacted: u64,
+    /// The entries begun and not yet done or undone, by id.
+    open: BTreeMap<String, Begun>,
+}
+
 /// The journal, open for appending.
 #[derive(Debug)]
 pub struct Journal {
-    file: Mutex<File>,
+    root: PathBuf,
+    compact_at: u64,
+    inner: Mutex<Inner>,
 }
 
 impl Journal {
     /// Reads what the last run left unresolved, empties the journal and opens it for this
-    /// run. Unreadable lines are skipped (they can only be a line cut by a kill, whose
-    /// delivery had not begun).
+    /// run, to be compacted past [`COMPACT_BYTES`]. Unreadable lines are skipped (they can only
+    /// be a line cut by a kill, whose delivery had not begun).
     pub fn open(root: &Path) -> io::Result<(Journal, Vec<Begun>)> {
+        Self::open_with(root, COMPACT_BYTES, MAX_JOURNAL_BYTES)
+    }
+
+    /// [`Journal::open`] with the compaction size and the largest journal read.
+    pub fn open_with(
+        root: &Path,
+        compact_at: u64,
+        max_read: u64,
+    ) -> io::Result<(Journal, Vec<Begun>)> {
         let path = root.join(JOURNAL);
         let mut open: Vec<Begun> = Vec::new();
         match fs::symlink_metadata(&path) {
             Ok(meta) if meta.is_file() => {
+                if meta.len() > max_read {
+                    return Err(io::Error::other(format!(
+                        "{} is {} bytes, more than the {max_read} ofc reads: reading a part could deliver a message twice. \
+                         Move it aside to start (messages it names as begun and still in their inbox may then be delivered again)",
+                        path.display(),
+                        meta.len()
+                    )));
+                }
                 let mut text = String::new();
                 File::open(&path)?
-                    .take(MAX_JOURNAL_BYTES)
+                    .take(max_read)
                     .read_to_string(&mut text)?;
                 for line in text.lines() {
                     match serde_json::from_str::<Line>(line) {
@@ -88,32 +128,72 @@ impl Journal {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
-        let journal = Journal {
-            file: Mutex::new(Self::fresh(root)?),
-        };
         // What was open must survive until resolved: written again into the new journal.
-        for b in &open {
-            journal.append(&Line::Begin(b.clone()))?;
-        }
+        let kept: BTreeMap<String, Begun> =
+            open.iter().map(|b| (b.id.clone(), b.clone())).collect();
+        let (file, bytes) = Self::fresh(root, &kept)?;
+        let journal = Journal {
+            root: root.to_path_buf(),
+            compact_at,
+            inner: Mutex::new(Inner {
+                file,
+                bytes,
+                compacted: bytes,
+                open: kept,
+            }),
+        };
         Ok((journal, open))
     }
 
-    fn fresh(root: &Path) -> io::Result<File> {
-        write_atomic(root, JOURNAL, b"", 0o600)?;
-        OpenOptions::new().append(true).open(root.join(JOURNAL))
+    /// A new journal holding the begin lines of `open`, opened for appending.
+    fn fresh(root: &Path, open: &BTreeMap<String, Begun>) -> io::Result<(File, u64)> {
+        let mut text = String::new();
+        for b in open.values() {
+            text.push_str(
+                &serde_json::to_string(&Line::Begin(b.clone())).map_err(io::Error::other)?,
+            );
+            text.push('\n');
+        }
+        write_atomic(root, JOURNAL, text.as_bytes(), 0o600)?;
+        let file = OpenOptions::new().append(true).open(root.join(JOURNAL))?;
+        Ok((file, text.len() as u64))
     }
 
     fn append(&self, line: &Line) -> io::Result<()> {
         let mut text = serde_json::to_string(line).map_err(io::Error::other)?;
         text.push('\n');
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match line {
+            Line::Begin(b) => {
+                if inner.open.get(&b.id) == Some(b) {
+                    // Begun already (a delivery tried again): nothing new to say.
+                    return Ok(());
+                }
+                inner.open.insert(b.id.clone(), b.clone());
+            }
+            Line::Done { id } | Line::Undone { id } => {
+                if inner.open.remove(id).is_none() {
+                    return Ok(());
+                }
+            }
+        }
         // One write per line: a kill leaves the line whole or cut, never interleaved.
-        self.file
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .write_all(text.as_bytes())
+        inner.file.write_all(text.as_bytes())?;
+        inner.bytes += text.len() as u64;
+        // Past the size, counted from the last rewrite: a rewrite costs what is open, so it
+        // comes only after at least as many bytes were appended.
+        if inner.bytes > inner.compacted.saturating_add(self.compact_at) {
+            // Rewritten whole (write-then-rename): a kill leaves the old or the new journal,
+            // and both hold every open entry.
+            let (file, bytes) = Self::fresh(&self.root, &inner.open)?;
+            inner.file = file;
+            inner.bytes = bytes;
+            inner.compacted = bytes;
+        }
+        Ok(())
     }
 
-    /// Records that a delivery begins.
+    /// Records that a delivery begins (once: a delivery begun already is not written again).
     pub fn begin(&self, b: &Begun) -> io::Result<()> {
         self.append(&Line::Begin(b.clone()))
     }
@@ -123,9 +203,15 @@ impl Journal {
         self.append(&Line::Done { id: id.to_owned() })
     }
 
-    /// Records that the floor did not take it (the file stays to be delivered again).
+    /// Records that the floor did not take it and it is not tried again as it is (refused,
+    /// or a journal entry that was ignored).
     pub fn undone(&self, id: &str) -> io::Result<()> {
         self.append(&Line::Undone { id: id.to_owned() })
+    }
+
+    /// The journal's size now.
+    pub fn bytes(&self) -> u64 {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).bytes
     }
 }
 
@@ -187,6 +273,61 @@ mod tests {
         assert_eq!(open, vec![begun("b")]);
         let (_, open) = Journal::open(dir.path()).unwrap();
         assert_eq!(open, vec![begun("b")], "kept until resolved");
+    }
+
+    fn lines(dir: &Path) -> usize {
+        fs::read_to_string(dir.join(JOURNAL))
+            .unwrap()
+            .lines()
+            .count()
+    }
+
+    #[test]
+    fn a_delivery_tried_again_is_begun_once_and_the_journal_stays_small() {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, _) = Journal::open_with(dir.path(), 4096, MAX_JOURNAL_BYTES).unwrap();
+        // A message waiting for the floor is tried at every look: one line however often.
+        for _ in 0..1000 {
+            j.begin(&begun("waits")).unwrap();
+        }
+        assert_eq!(lines(dir.path()), 1);
+        // Many deliveries: the journal is rewritten with what is open, never much past the
+        // compaction size.
+        for n in 0..2000 {
+            let id = format!("m{n}");
+            j.begin(&begun(&id)).unwrap();
+            j.done(&id).unwrap();
+            assert!(j.bytes() <= 4096 + 256, "{}", j.bytes());
+        }
+        assert!(fs::metadata(dir.path().join(JOURNAL)).unwrap().len() <= 4096 + 256);
+        drop(j);
+        let (_, open) = Journal::open(dir.path()).unwrap();
+        assert_eq!(
+            open,
+            vec![begun("waits")],
+            "the open entry survived the rewrites"
+        );
+    }
+
+    #[test]
+    fn a_journal_too_large_to_read_whole_is_an_error_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::new();
+        for n in 0..100 {
+            text.push_str(&serde_json::to_string(&Line::Begin(begun(&format!("m{n}")))).unwrap());
+            text.push('\n');
+        }
+        // The done of the last one lies past the part that would be read.
+        text.push_str("{\"op\":\"done\",\"id\":\"m99\"}\n");
+        fs::write(dir.path().join(JOURNAL), &text).unwrap();
+        let e = Journal::open_with(dir.path(), COMPACT_BYTES, 4096).unwrap_err();
+        assert!(
+            e.to_string().contains("more than the 4096 ofc reads"),
+            "{e}"
+        );
+        assert_eq!(fs::read_to_string(dir.path().join(JOURNAL)).unwrap(), text);
+        let (_, open) = Journal::open_with(dir.path(), COMPACT_BYTES, 1 << 20).unwrap();
+        assert_eq!(open.len(), 99);
     }
 
     #[test]

@@ -164,8 +164,9 @@ pub struct Switchboard {
     /// Inbox files left alone (delivered but not archived, or undecidable after a restart):
     /// (inbox, file).
     held: Mutex<BTreeSet<(String, String)>>,
-    /// Messages waiting to be delivered again (said once in the log).
-    retrying: Mutex<BTreeSet<String>>,
+    /// Messages waiting to be delivered again, their delivery begun in the journal (said once
+    /// in the log): (inbox, file) → id.
+    retrying: Mutex<BTreeMap<(String, String), String>>,
     /// The inbox reader and the floor listener.
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
@@ -219,7 +220,7 @@ impl Switchboard {
             stop: CancellationToken::new(),
             sessions: Mutex::new(BTreeSet::new()),
             held: Mutex::new(BTreeSet::new()),
-            retrying: Mutex::new(BTreeSet::new()),
+            retrying: Mutex::new(BTreeMap::new()),
             tasks: Mutex::new(Vec::new()),
         });
         sb.write_state()?;

@@ -109,6 +109,7 @@ impl Switchboard {
                 () = tokio::time::sleep(every) => {}
             }
             let Some(floor) = self.floor() else { return };
+            self.forget_vanished();
             let names: Vec<String> = lock(&self.members).floor_side.iter().cloned().collect();
             for name in names {
                 let files = match self.ws.pending(&name, self.settings.batch) {
@@ -169,15 +170,21 @@ impl Switchboard {
             Some(pending) => self.answer(floor, pending, &message).await,
             None => self.post(floor, &message).await,
         };
+        let key = (inbox.to_owned(), file.to_owned());
         match outcome {
             Ok(()) => self.finish(inbox, file, &message),
             Err(NotDelivered::Retry(reason)) => {
-                let _ = self.journal.undone(&message.id);
-                if lock(&self.retrying).insert(message.id.clone()) {
+                // Left begun: tried again without a new journal line, and a restart in
+                // between looks at the transcript (a delivery that may have reached the floor).
+                if lock(&self.retrying)
+                    .insert(key, message.id.clone())
+                    .is_none()
+                {
                     self.log(&format!("inbox/{inbox}/{} waits: {reason}", shown(file)));
                 }
             }
             Err(NotDelivered::Refuse(reason)) => {
+                lock(&self.retrying).remove(&key);
                 let _ = self.journal.undone(&message.id);
                 self.refuse(inbox, file, Some(&message), &reason);
             }
@@ -275,9 +282,28 @@ impl Switchboard {
         }
     }
 
+    /// Closes the journal entries of waiting messages whose file is gone from its inbox (taken
+    /// away by someone else): they are no longer delivered, and their entries would stay open.
+    fn forget_vanished(&self) {
+        let waiting: Vec<((String, String), String)> = lock(&self.retrying)
+            .iter()
+            .map(|(k, id)| (k.clone(), id.clone()))
+            .collect();
+        for ((inbox, file), id) in waiting {
+            if !self.ws.exists("inbox", &inbox, &file) {
+                lock(&self.retrying).remove(&(inbox.clone(), file.clone()));
+                let _ = self.journal.undone(&id);
+                self.log(&format!(
+                    "inbox/{inbox}/{} was waiting to be delivered and is gone; not delivered",
+                    shown(&file)
+                ));
+            }
+        }
+    }
+
     /// After delivery: the receipt, the archive, the journal.
     fn finish(&self, inbox: &str, file: &str, message: &Message) {
-        lock(&self.retrying).remove(&message.id);
+        lock(&self.retrying).remove(&(inbox.to_owned(), file.to_owned()));
         let receipt = Receipt::delivered(&message.id, &message.recipient, now_iso());
         if let Err(e) = self.ws.write_receipt(&message.sender, &receipt) {
             self.log(&format!("cannot write the receipt of {}: {e}", message.id));
@@ -348,8 +374,7 @@ impl Switchboard {
                 ));
                 continue;
             }
-            let still_there =
-                std::fs::symlink_metadata(self.ws.path("inbox", &b.inbox).join(&b.file)).is_ok();
+            let still_there = self.ws.exists("inbox", &b.inbox, &b.file);
             if !still_there {
                 let _ = self.journal.done(&b.id);
                 continue;

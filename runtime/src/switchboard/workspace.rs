@@ -169,6 +169,11 @@ impl Workspace {
         }
     }
 
+    /// Whether `kind/<name>/<file>` exists (as anything: a link is not followed).
+    pub fn exists(&self, kind: &str, name: &str, file: &str) -> bool {
+        fs::symlink_metadata(self.path(kind, name).join(file)).is_ok()
+    }
+
     /// Whether `archive/<name>/<file>` exists.
     pub fn archived(&self, name: &str, file: &str) -> bool {
         fs::symlink_metadata(self.path("archive", name).join(file)).is_ok()

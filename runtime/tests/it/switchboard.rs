@@ -603,3 +603,74 @@ async fn a_restart_finishes_begun_deliveries_exactly_once() {
     sb.stop();
     floor.close().await.unwrap();
 }
+
+/// A floor whose lead asks the worker (a file agent that never answers here), with a second
+/// file agent `w2`; answers once the worker's question is in its inbox (the turn waits on it).
+async fn floor_waiting_on_the_worker(dir: &Path, sb: &Arc<Switchboard>) -> Floor {
+    let w2 = sb
+        .add_file_agent(&handle("w2"), Some(Role::Coder2), None, None)
+        .unwrap();
+    let worker = sb
+        .add_file_agent(&handle("worker"), Some(Role::Coder1), None, None)
+        .unwrap();
+    let floor = Floor::open(
+        "floor-wait",
+        None,
+        vec![
+            FloorAgent::new(handle("lead"), lead()),
+            FloorAgent::new(handle("worker"), worker),
+            FloorAgent::new(handle("w2"), w2),
+        ],
+        floor_settings(dir),
+    )
+    .unwrap();
+    sb.attach(&floor).await.unwrap();
+    floor.post("@lead? go").await.unwrap();
+    let inbox = sb.workspace().root().join("inbox/worker");
+    eventually("the worker is asked", || {
+        (!files(&inbox).is_empty()).then_some(())
+    })
+    .await;
+    floor
+}
+
+/// Messages that wait for the floor (its queue is full while a turn waits on a member) are
+/// tried again at every look, every 2 ms: the journal says each delivery begun once, it does
+/// not grow with the tries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_waiting_for_the_floor_do_not_grow_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = Switchboard::open(dir.path(), sb_settings(dir.path())).unwrap();
+    let ws = sb.workspace().root().to_path_buf();
+    let floor = floor_waiting_on_the_worker(dir.path(), &sb).await;
+    for n in 0..12 {
+        let id = format!("msg_{n:02}_note");
+        drop_message(
+            &ws,
+            "lead",
+            &format!("{id}.json"),
+            &message(&id, "status_update", "w2", "lead", "progress"),
+        );
+    }
+    // The floor queues 8; the others wait.
+    let log = dir.path().join("switchboard.log");
+    eventually("some wait", || {
+        fs::read_to_string(&log)
+            .ok()?
+            .contains("messages already wait for the floor")
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let journal = fs::read_to_string(ws.join("ofc-journal.jsonl")).unwrap();
+    let begins = journal.lines().filter(|l| l.contains("\"begin\"")).count();
+    assert!(
+        begins <= 12 && journal.lines().count() <= 24,
+        "{} lines:\n{}",
+        journal.lines().count(),
+        &journal[..journal.len().min(2000)]
+    );
+    assert!(!journal.contains("\"undone\""), "{journal}");
+    sb.stop();
+    floor.close().await.unwrap();
+}
