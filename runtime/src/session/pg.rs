@@ -82,6 +82,28 @@ const SCHEMA: [&str; 2] = [
     )",
 ];
 
+/// The parameters a PostgreSQL URL may have (those the driver reads); any other is refused.
+const URL_PARAMETERS: [&str; 18] = [
+    "sslmode",
+    "ssl-mode",
+    "sslrootcert",
+    "ssl-root-cert",
+    "ssl-ca",
+    "sslcert",
+    "ssl-cert",
+    "sslkey",
+    "ssl-key",
+    "statement-cache-capacity",
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "application_name",
+    "options",
+];
+
 /// A PostgreSQL database holding sessions.
 #[derive(Clone)]
 pub struct PgSessions {
@@ -152,6 +174,19 @@ impl PgSessions {
             return Err(SessionError::Io(format!(
                 "`{}` is not a PostgreSQL URL (postgres://user:password@host:port/database)",
                 redact(url)
+            )));
+        }
+        if let Ok(parsed) = url::Url::parse(url)
+            && let Some((key, _)) = parsed
+                .query_pairs()
+                .find(|(k, _)| !URL_PARAMETERS.contains(&k.as_ref()))
+        {
+            // The driver would only log it: a misspelt `sslmode` would go unnoticed.
+            return Err(SessionError::Io(format!(
+                "{}: unknown parameter `{}` (known: {})",
+                redact(url),
+                super::shown(&key),
+                URL_PARAMETERS.join(", ")
             )));
         }
         Ok(Self {
@@ -638,5 +673,26 @@ impl Drop for PgWriter {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An unknown URL parameter is refused, named, its secrets not shown (the driver only
+    /// logged it, so a misspelt `sslmode` went unnoticed); the known ones are taken.
+    #[test]
+    fn an_unknown_url_parameter_is_refused() {
+        let e = PgSessions::new("postgres://ofc:secret@db:5432/ofc?sslmod=require&password=pw")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown parameter `sslmod`"), "{e}");
+        assert!(!e.contains("secret") && !e.contains("=pw"), "{e}");
+        PgSessions::new(
+            "postgresql://ofc@db/ofc?sslmode=verify-full&sslrootcert=/ca.pem&application_name=ofc",
+        )
+        .unwrap();
+        PgSessions::new("postgres://ofc@db/ofc").unwrap();
     }
 }
