@@ -374,7 +374,19 @@ fn open_options() -> OpenOptions {
     options.read(true).append(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    no_follow(&mut options);
     options
+}
+
+/// Opening fails on a symbolic link (a session's files are never links).
+fn no_follow(options: &mut OpenOptions) {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        options,
+        rustix::fs::OFlags::NOFOLLOW.bits() as i32,
+    );
+    #[cfg(not(unix))]
+    let _ = options;
 }
 
 impl SessionFile {
@@ -427,6 +439,8 @@ impl SessionFile {
                     options.write(true).create(true).truncate(true);
                     #[cfg(unix)]
                     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                    // Not through a link someone left under that name.
+                    no_follow(&mut options);
                     options.open(&aside)?.write_all(&cut)
                 })
                 .map_err(|e| SessionError::io(aside.display(), e))?;
@@ -689,6 +703,29 @@ mod tests {
         let (file, log) = SessionFile::resume(&path, id, |_| Ok(())).unwrap();
         assert_eq!(log.problems.len(), 1);
         assert_eq!(file.next_seq(), 2);
+    }
+
+    /// A link left under the name of a cut line's file is not written through: the resume
+    /// fails and the file it points to is untouched.
+    #[cfg(unix)]
+    #[test]
+    fn a_resume_does_not_write_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = SessionId::random();
+        let path = dir.path().join(format!("{id}.jsonl"));
+        drop(SessionFile::create(&path, id.clone(), &SessionMeta::default()).unwrap());
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(&event_line(1, "2026-01-01T00:00:00Z")[..30]);
+        std::fs::write(&path, text).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, path.with_extension("jsonl.torn-0")).unwrap();
+        assert!(SessionFile::resume(&path, id.clone(), |_| Ok(())).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        // Nor is a session file that is a link opened.
+        let linked = dir.path().join(format!("{}.jsonl", SessionId::random()));
+        std::os::unix::fs::symlink(&path, &linked).unwrap();
+        assert!(SessionFile::resume(&linked, id, |_| Ok(())).is_err());
     }
 
     #[test]

@@ -239,9 +239,11 @@ impl SessionStore {
         }
     }
 
+    /// The file of session `id`: a regular file, not a link (as [`Self::list`] sees it: a
+    /// link in the store could make a session of any file its owner may write).
     fn existing(&self, id: &SessionId) -> Result<PathBuf, SessionError> {
         let path = self.path(id);
-        if path.is_file() {
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
             Ok(path)
         } else {
             Err(SessionError::NotFound {

@@ -275,6 +275,63 @@ fn another_projects_session_is_not_readable() {
     ));
 }
 
+/// A session file that is a link is no session: not read, continued nor removed (the list
+/// already skipped it).
+#[cfg(unix)]
+#[test]
+fn a_link_in_the_store_is_not_a_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path(), "/p");
+    let outside = SessionStore::new(elsewhere.path(), "/p");
+    let (id, target) = write_session(&outside);
+    std::os::unix::fs::symlink(&target, store.path(&id)).unwrap();
+    assert!(matches!(
+        store.read(&id),
+        Err(SessionError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.resume(&id),
+        Err(SessionError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.remove(&id),
+        Err(SessionError::NotFound { .. })
+    ));
+    assert!(store.list().unwrap().is_empty());
+    assert!(target.exists());
+}
+
+/// A store for a named floor opens that floor's sessions only, and records it in those it
+/// creates.
+#[test]
+fn a_floors_store_opens_that_floors_sessions_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = SessionStore::new(dir.path(), "/p");
+    let blog = project.clone().for_floor("blog");
+    let (plain, _) = write_session(&project);
+    let (other, _) = write_session(&project.clone().for_floor("other"));
+    let (mine, _) = write_session(&blog);
+    for id in [&plain, &other] {
+        assert!(
+            matches!(blog.read(id), Err(SessionError::Foreign { .. })),
+            "{id}"
+        );
+        assert!(
+            matches!(blog.resume(id), Err(SessionError::Foreign { .. })),
+            "{id}"
+        );
+    }
+    assert_eq!(
+        blog.read(&mine).unwrap().meta.unwrap().floor.as_deref(),
+        Some("blog")
+    );
+    let listed: Vec<SessionId> = blog.list().unwrap().into_iter().map(|i| i.id).collect();
+    assert_eq!(listed, [mine]);
+    // Without a floor, the project's store reads them all.
+    assert_eq!(project.list().unwrap().len(), 3);
+}
+
 #[test]
 fn a_session_in_use_is_neither_resumed_twice_nor_removed() {
     let dir = tempfile::tempdir().unwrap();
