@@ -32,6 +32,11 @@ use super::{Member, MemberKind, Switchboard, new_message_id, now_iso};
 pub const MAX_INBOX_READ: usize = 100;
 /// The largest `metadata` of a message sent, serialized, in bytes.
 pub const MAX_METADATA_BYTES: usize = 64 * 1024;
+/// The longest `purpose`, `interface`, `icon` or `color` of a registration, in bytes: what
+/// goes into `state.json`, which every registration shares, is bounded.
+pub const MAX_FIELD_BYTES: usize = 1024;
+/// The longest item of `capabilities`, in bytes (at most 64 items).
+pub const MAX_CAPABILITY_BYTES: usize = 256;
 
 /// One MCP session: the tools, answering as the agent the session registered as.
 #[derive(Debug, Clone)]
@@ -121,6 +126,19 @@ fn required(args: &Map<String, Value>, key: &str) -> Result<String, String> {
     text(args, key)?.ok_or_else(|| format!("`{key}` is required"))
 }
 
+/// A text argument of at most [`MAX_FIELD_BYTES`].
+fn short(args: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    let t = text(args, key)?;
+    if t.as_ref().is_some_and(|t| t.len() > MAX_FIELD_BYTES) {
+        return Err(format!("`{key}` is longer than {MAX_FIELD_BYTES} bytes"));
+    }
+    Ok(t)
+}
+
+fn short_required(args: &Map<String, Value>, key: &str) -> Result<String, String> {
+    short(args, key)?.ok_or_else(|| format!("`{key}` is required"))
+}
+
 /// Refuses arguments the tool does not have, naming them.
 fn known(args: &Map<String, Value>, fields: &[&str]) -> Result<(), String> {
     match args.keys().find(|k| !fields.contains(&k.as_str())) {
@@ -207,7 +225,7 @@ impl SwitchboardMcp {
                     &["name", "purpose", "pid", "role", "team", "icon", "color"],
                 )?;
                 let name = name_arg(&args, "name")?;
-                let purpose = required(&args, "purpose")?;
+                let purpose = short_required(&args, "purpose")?;
                 let pid = match args.get("pid") {
                     None | Some(Value::Null) => None,
                     Some(v) => Some(v.as_u64().ok_or("`pid` must be a positive integer")?),
@@ -216,7 +234,7 @@ impl SwitchboardMcp {
                 let record = json!({
                     "name": name, "pid": pid, "purpose": purpose,
                     "role": role.map(Role::as_str), "team": team,
-                    "icon": text(&args, "icon")?, "color": text(&args, "color")?,
+                    "icon": short(&args, "icon")?, "color": short(&args, "color")?,
                     "friendlyName": name, "status": "active", "registeredAt": now_iso(),
                     "via": "mcp",
                 });
@@ -228,14 +246,21 @@ impl SwitchboardMcp {
                     &["name", "interface", "capabilities", "role", "team"],
                 )?;
                 let name = name_arg(&args, "name")?;
-                let interface = required(&args, "interface")?;
+                let interface = short_required(&args, "interface")?;
                 let capabilities = match args.get("capabilities") {
                     None | Some(Value::Null) => Vec::new(),
-                    Some(Value::Array(a)) if a.iter().all(Value::is_string) && a.len() <= 64 => {
+                    Some(Value::Array(a))
+                        if a.len() <= 64
+                            && a.iter().all(|c| {
+                                c.as_str().is_some_and(|c| c.len() <= MAX_CAPABILITY_BYTES)
+                            }) =>
+                    {
                         a.clone()
                     }
                     Some(_) => {
-                        return Err("`capabilities` must be a list of at most 64 strings".into());
+                        return Err(format!(
+                            "`capabilities` must be a list of at most 64 strings of at most {MAX_CAPABILITY_BYTES} bytes"
+                        ));
                     }
                 };
                 let (role, team) = (role_arg(&args)?, team_arg(&args)?);

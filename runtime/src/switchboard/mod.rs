@@ -223,7 +223,9 @@ impl Switchboard {
             retrying: Mutex::new(BTreeMap::new()),
             tasks: Mutex::new(Vec::new()),
         });
-        sb.write_state()?;
+        // Logged when it fails: the floor runs without it (file agents read it only to see who
+        // is there), and a state.json that cannot be read is never replaced.
+        let _ = sb.write_state();
         Ok(sb)
     }
 
@@ -268,7 +270,8 @@ impl Switchboard {
                 },
             );
         }
-        self.write_state()?;
+        // Logged when it fails, as at start.
+        let _ = self.write_state();
         Ok(Arc::new(SwitchboardAgent::new(Arc::clone(self), name)))
     }
 
@@ -347,8 +350,22 @@ impl Switchboard {
                 );
             }
         });
-        if let Err(e) = written {
-            self.log(&format!("cannot write state.json: {e}"));
+        let _ = self.said_state(written);
+    }
+
+    /// Logs what a change of `state.json` did that is worth saying: that the file was
+    /// replaced (it was JSON but not an object), or that it could not be changed.
+    fn said_state(&self, outcome: io::Result<bool>) -> io::Result<()> {
+        match outcome {
+            Ok(true) => {
+                self.log("state.json was JSON but not an object; it was replaced");
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            Err(e) => {
+                self.log(&format!("cannot write state.json: {e}"));
+                Err(e)
+            }
         }
     }
 
@@ -553,10 +570,25 @@ impl Switchboard {
             _ => "chatAgents",
         };
         let key = name.to_owned();
-        state::update(self.ws.root(), |s| {
+        let written = state::update(self.ws.root(), |s| {
             state::section(s, section).insert(key, record);
-        })
-        .map_err(|e| format!("cannot write state.json: {e}"))?;
+        });
+        if let Err(e) = self.said_state(written) {
+            // Not registered after all: a registration must be in state.json.
+            if fresh {
+                let mut m = lock(&self.members);
+                m.agents.remove(name);
+                if let Some(t) = &member.team
+                    && let Some(list) = m.teams.get_mut(t)
+                {
+                    list.remove(name);
+                    if list.is_empty() {
+                        m.teams.remove(t);
+                    }
+                }
+            }
+            return Err(format!("cannot write state.json: {e}"));
+        }
         if fresh && let Some(floor) = self.floor() {
             let agent = Arc::new(SwitchboardAgent::new(Arc::clone(self), name.to_owned()));
             let joining = crate::floor::FloorAgent::new(handle, agent);
@@ -599,12 +631,13 @@ impl Switchboard {
             t.iter().cloned().collect()
         };
         let list = members.clone();
-        state::update(self.ws.root(), |s| {
+        let written = state::update(self.ws.root(), |s| {
             state::section(s, "teams").insert(
                 team.to_owned(),
                 json!({"name": team, "members": list, "isComposite": false}),
             );
-        })?;
+        });
+        self.said_state(written)?;
         Ok(members)
     }
 
@@ -614,7 +647,7 @@ impl Switchboard {
             let m = lock(&self.members);
             (m.agents.clone(), m.teams.clone())
         };
-        let replaced = state::update(self.ws.root(), |s| {
+        let written = state::update(self.ws.root(), |s| {
             for (name, member) in &agents {
                 if member.kind == MemberKind::File {
                     state::section(s, "chatAgents").insert(
@@ -634,11 +667,8 @@ impl Switchboard {
                     json!({"name": team, "members": list, "isComposite": false}),
                 );
             }
-        })?;
-        if replaced {
-            self.log("state.json was not a JSON object; it was replaced");
-        }
-        Ok(())
+        });
+        self.said_state(written)
     }
 
     /// The agents and teams, for `get_team_roster`.

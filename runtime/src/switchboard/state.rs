@@ -71,8 +71,9 @@ impl Drop for StateLock {
 }
 
 /// Changes `state.json` under its lock: `change` gets the state as an object (`{}` when the
-/// file is missing; a file that is not a JSON object is replaced, and `Ok(true)` says so)
-/// and the result is written back atomically.
+/// file is missing) and the result is written back atomically. A file that is JSON but not an
+/// object is replaced, and `Ok(true)` says so; one that cannot be read (too large, not JSON,
+/// not a regular file) is an error and left as it is — other writers' agents are in it.
 pub fn update(root: &Path, change: impl FnOnce(&mut Map<String, Value>)) -> io::Result<bool> {
     let file = root.join(FILE);
     if fs::symlink_metadata(&file).is_err() {
@@ -82,7 +83,13 @@ pub fn update(root: &Path, change: impl FnOnce(&mut Map<String, Value>)) -> io::
     let _lock = StateLock::acquire(&file, Duration::from_secs(5))?;
     let (mut state, replaced) = match read(&file) {
         Ok(Value::Object(map)) => (map, false),
-        Ok(_) | Err(_) => (Map::new(), true),
+        Ok(_) => (Map::new(), true),
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("{e}; it is left as it is, unchanged"),
+            ));
+        }
     };
     change(&mut state);
     let text = serde_json::to_string_pretty(&Value::Object(state)).map_err(io::Error::other)?;
@@ -102,7 +109,12 @@ pub fn read(file: &Path) -> io::Result<Value> {
         )));
     }
     let text = fs::read_to_string(file)?;
-    serde_json::from_str(&text).map_err(io::Error::other)
+    serde_json::from_str(&text).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("state.json is not JSON: {e}"),
+        )
+    })
 }
 
 /// The object at `state[key]`, made one if it is missing or not an object.
@@ -140,6 +152,30 @@ mod tests {
             .set_modified(old)
             .unwrap();
         StateLock::acquire(&file, Duration::from_millis(10)).unwrap();
+    }
+
+    #[test]
+    fn a_state_that_cannot_be_read_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let big = format!(
+            r#"{{"session": {{"owner": "vscode-extension"}}, "pad": "{}"}}"#,
+            "x".repeat(MAX_STATE_BYTES as usize)
+        );
+        for text in [big.as_str(), r#"{"session": {"owner": "vscode-"#] {
+            fs::write(&path, text).unwrap();
+            let e = update(dir.path(), |s| {
+                section(s, "chatAgents").insert("small".into(), serde_json::json!({}));
+            })
+            .unwrap_err();
+            assert!(e.to_string().contains("left as it is"), "{e}");
+            assert_eq!(fs::read_to_string(&path).unwrap(), text);
+            assert!(!dir.path().join("state.json.lock").exists());
+        }
+        // JSON that is not an object holds no one's data: replaced, and said.
+        fs::write(&path, "[1, 2]").unwrap();
+        assert!(update(dir.path(), |_| {}).unwrap());
+        assert_eq!(read(&path).unwrap(), serde_json::json!({}));
     }
 
     #[test]

@@ -674,3 +674,73 @@ async fn messages_waiting_for_the_floor_do_not_grow_the_journal() {
     sb.stop();
     floor.close().await.unwrap();
 }
+
+/// `state.json` is shared with other writers: a registration cannot make it large, and one
+/// that cannot be read is never replaced (the registration is refused and the reason logged).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registration_never_wipes_state_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = Switchboard::open(dir.path(), sb_settings(dir.path())).unwrap();
+    let ws = sb.workspace().root().to_path_buf();
+    let floor = floor_with(dir.path(), &sb, lead()).await;
+    let big = SwitchboardMcp::new(Arc::clone(&sb), "s1".into());
+    for (tool, args, says) in [
+        (
+            "register_terminal",
+            json!({"name": "big", "purpose": "p".repeat(950_000)}),
+            "`purpose` is longer than 1024 bytes",
+        ),
+        (
+            "register_terminal",
+            json!({"name": "big", "purpose": "p", "icon": "i".repeat(2000)}),
+            "`icon` is longer than 1024 bytes",
+        ),
+        (
+            "register_chat_agent",
+            json!({"name": "big", "interface": "x".repeat(2000)}),
+            "`interface` is longer than 1024 bytes",
+        ),
+        (
+            "register_chat_agent",
+            json!({"name": "big", "interface": "x", "capabilities": ["c".repeat(300)]}),
+            "`capabilities` must be a list of at most 64 strings of at most 256 bytes",
+        ),
+    ] {
+        let e = big.call(tool, obj(args)).unwrap_err();
+        assert!(e.contains(says), "{e}");
+    }
+    assert!(!sb.is_member("big"));
+    // Grown past what ofc reads by someone else: left alone.
+    let state = ws.join("state.json");
+    let text = format!(
+        r#"{{"session": {{"owner": "vscode-extension"}}, "pad": "{}"}}"#,
+        "x".repeat(4_300_000)
+    );
+    fs::write(&state, &text).unwrap();
+    let small = SwitchboardMcp::new(Arc::clone(&sb), "s2".into());
+    let e = small
+        .call(
+            "register_chat_agent",
+            obj(json!({"name": "small", "interface": "vscode"})),
+        )
+        .unwrap_err();
+    assert!(e.contains("cannot write state.json"), "{e}");
+    assert!(e.contains("left as it is"), "{e}");
+    assert_eq!(fs::read_to_string(&state).unwrap(), text);
+    assert!(!sb.is_member("small"), "not registered after all");
+    let log = fs::read_to_string(dir.path().join("switchboard.log")).unwrap();
+    assert!(log.contains("cannot write state.json"), "{log}");
+    // Once readable again, the same session registers.
+    fs::write(&state, r#"{"session": {"owner": "vscode-extension"}}"#).unwrap();
+    small
+        .call(
+            "register_chat_agent",
+            obj(json!({"name": "small", "interface": "vscode"})),
+        )
+        .unwrap();
+    let v = read_json(&state);
+    assert_eq!(v["session"]["owner"], "vscode-extension");
+    assert_eq!(v["chatAgents"]["small"]["interface"], "vscode");
+    sb.stop();
+    floor.close().await.unwrap();
+}
