@@ -148,6 +148,15 @@ fn filter_values(key: &str, v: &Value) -> CoreResult<Vec<String>> {
 /// One value of a key this hub's index filters on one value at a time.
 fn single(key: &str, values: Vec<String>, field: &str) -> CoreResult<String> {
     match <[String; 1]>::try_from(values) {
+        // The index reads a comma as "and another": one literal value holds none (no
+        // keyword or capability name has one).
+        Ok([v]) if v.contains(',') => Err(invalid(
+            ErrorCode::InvalidParameter,
+            format!(
+                "filter `{key}`: {v:?} holds a comma, which no {field} of this hub has (one \
+                 {field} per query)"
+            ),
+        )),
         Ok([v]) => Ok(v),
         Err(_) => Err(invalid(
             ErrorCode::InvalidParameter,
@@ -387,7 +396,9 @@ fn search_of(hub: &Hub) -> CoreResult<std::sync::Arc<search::Search>> {
     })
 }
 
-/// The catalog entry of a hit (`None` when the agent went away since it was indexed).
+/// The catalog entry of a hit (`None` when the agent or the hit's version went away since it
+/// was indexed: a removed version is never listed, even in the moment before the index
+/// learns of it).
 async fn entry_of(
     hub: &Hub,
     hit: &SearchHit,
@@ -399,8 +410,10 @@ async fn entry_of(
     let (publisher, agent) = (name.publisher(), name.agent());
     let manifest = match agents::agent(hub, &name).await {
         Ok(a) => match agents::version(hub, &a, &hit.version).await {
-            Ok(v) => Some(agents::manifest_of(&v)?),
-            Err(e) if e.kind == crate::Kind::NotFound || e.kind == crate::Kind::Gone => None,
+            Ok(v) => agents::manifest_of(&v)?,
+            Err(e) if e.kind == crate::Kind::NotFound || e.kind == crate::Kind::Gone => {
+                return Ok(None);
+            }
             Err(e) => return Err(e),
         },
         Err(e) if e.kind == crate::Kind::NotFound => return Ok(None),
@@ -428,17 +441,19 @@ async fn entry_of(
     if !hit.tagline.is_empty() {
         e.insert("description".into(), json!(hit.tagline));
     }
-    if let Some(m) = &manifest {
-        if !m.keywords.is_empty() {
-            e.insert("tags".into(), json!(m.keywords));
-        }
-        let caps: Vec<&str> = m.capabilities.iter().map(|c| c.name.as_str()).collect();
-        if !caps.is_empty() {
-            e.insert("capabilities".into(), json!(caps));
-        }
-        if (2..=5).contains(&m.examples.len()) {
-            e.insert("representativeQueries".into(), json!(m.examples));
-        }
+    if !manifest.keywords.is_empty() {
+        e.insert("tags".into(), json!(manifest.keywords));
+    }
+    let caps: Vec<&str> = manifest
+        .capabilities
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    if !caps.is_empty() {
+        e.insert("capabilities".into(), json!(caps));
+    }
+    if (2..=5).contains(&manifest.examples.len()) {
+        e.insert("representativeQueries".into(), json!(manifest.examples));
     }
     e.insert("version".into(), json!(hit.version));
     if let Some(t) = rfc3339(hit.updated_at) {

@@ -411,6 +411,15 @@ async fn the_ai_catalog_and_ard_search_answer_over_http() {
             json!({"query": {"text": "x", "filter": {"tags": ["a", "b"]}}}),
             "filter `tags` takes one value",
         ),
+        // One value with a comma: the index would read it as two, both required.
+        (
+            json!({"query": {"text": "x", "filter": {"tags": "invoice,finance"}}}),
+            "holds a comma",
+        ),
+        (
+            json!({"query": {"text": "x", "filter": {"capabilities": ["a,b"]}}}),
+            "holds a comma",
+        ),
         (
             json!({"query": {"text": "x"}, "pageToken": "not-a-token"}),
             "pageToken",
@@ -495,5 +504,58 @@ async fn the_ai_catalog_and_ard_search_answer_over_http() {
         let (s, v) = hub.get(&format!("/.well-known/ai-catalog.json{bad}")).await;
         assert_eq!(s, 400, "{bad}: {v}");
     }
+    hub.stop().await;
+}
+
+/// A version removed in the moment before the search index learns of it is not listed: the
+/// catalog and the ARD search read each hit's version back and leave out one that is gone (it
+/// was listed, without its capabilities, until the index caught up). The index's lag is made
+/// here by removing the row behind its back (no outbox row), as a stalled follower would see it.
+#[tokio::test]
+async fn a_version_removed_before_the_index_knows_is_not_listed() {
+    let hub = TestHub::in_process(Backend::Sqlite).await;
+    let alice = hub.user.clone();
+    for v in ["1.0.0", "1.1.0"] {
+        let m = remote_manifest("alice/lagging", v);
+        assert_eq!(hub.publish(&alice.token, &alice.key, &m, None).await.0, 201);
+    }
+    let urn = "urn:air:localhost:alice:lagging";
+    let body = json!({"query": {"text": "code"}});
+    let listed = |v: &Value| ids(v, "results").iter().any(|i| i.starts_with(urn));
+    let v = search_until(&hub, &body, |v| {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["version"] == "1.1.0")
+    })
+    .await;
+    assert!(listed(&v), "{v}");
+    {
+        let pool = hub.store().db().write();
+        sqlx::query(
+            "DELETE FROM versions WHERE version = '1.1.0' AND agent_id = \
+             (SELECT id FROM agents WHERE name = 'alice/lagging')",
+        )
+        .execute(pool)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO deleted_versions (agent, version, deleted_at) \
+             VALUES ('alice/lagging', '1.1.0', 0)",
+        )
+        .execute(pool)
+        .await
+        .unwrap();
+    }
+    let (s, v) = hub
+        .call(Method::POST, "/api/v1/ard/search", None, Some(body))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert!(!listed(&v), "{v}");
+    let (s, v) = hub.get("/.well-known/ai-catalog.json").await;
+    assert_eq!(s, 200, "{v}");
+    let all = v.to_string();
+    assert!(!all.contains(urn), "{v}");
     hub.stop().await;
 }
