@@ -8,9 +8,10 @@
 //! and an operator's delete (a `delete` entry per version; the publish entry stays) — each
 //! appended inside the transaction of the change, so nothing commits without its entry and no
 //! entry exists for what rolled back. Rows committed by a hub older than the log are logged at
-//! the next start (`Store::log_backfill`, keys first, in one transaction); `ofc-hub log verify`
-//! recomputes every stored hash and the root from the entries and checks that each version and
-//! each registered key has its entry.
+//! the next start (`Store::log_backfill`, keys first, in one transaction that takes the log's
+//! head row before it reads what is unlogged, so replicas starting together log each row once);
+//! `ofc-hub log verify` recomputes every stored hash and the root from the entries and checks
+//! that each version and each registered key has its entry, and that none is logged twice.
 //!
 //! **The key**: `DATA/log-key` (the signed-note secret form, 0600), created on first start with
 //! the origin `log_origin` (default `<registry_host>/log`); a configured origin that differs from

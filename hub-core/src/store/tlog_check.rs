@@ -1,6 +1,6 @@
 //! `ofc-hub log verify` (the whole tree recomputed from the stored entries and compared with
-//! every stored hash, the head, the versions' and keys' logged indexes, and the tombstones
-//! against the `remove` entries) and the start-up backfill of what was committed before the log
+//! every stored hash, the head, the versions' and keys' logged indexes, the tombstones against
+//! the `remove` entries, and no version, key or revocation logged twice) and the start-up backfill of what was committed before the log
 //! existed.
 
 use std::collections::{HashMap, HashSet};
@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 use index_schema::envelope::PublicKey;
 use index_schema::tlog::{self, Attempt, Entry, Hash, HashCache, HashReader as _};
 
+use super::db::Flag;
 use super::repo::{Result, Store, now_ms};
 use super::tlog::{hashes_of, log_error, publish_entry, tlog_append, to_i64, yank_entry};
 
@@ -24,7 +25,8 @@ pub struct LogVerifyReport {
 
 impl Store {
     /// Recomputes the whole tree from the stored entries and compares every stored hash, the
-    /// head, and each version's and key's logged index with what the entries say.
+    /// head, and each version's and key's logged index with what the entries say; a version,
+    /// key or revocation logged twice is a problem too.
     pub async fn log_verify(&self) -> Result<LogVerifyReport> {
         let (size, root) = self.log_head().await?;
         let pool = self.db.read();
@@ -41,6 +43,7 @@ impl Store {
         // The facts the entries state, to compare with the tables.
         let mut published: HashMap<(String, String), (u64, String, String)> = Default::default();
         let mut keys: HashMap<(String, String), u64> = Default::default();
+        let mut revoked_keys: HashMap<(String, String), u64> = Default::default();
         // Removed versions: (digest, reason class, index) of their `remove` entry; versions an
         // operator deleted (`delete` entries, no digest or class).
         let mut removed: HashMap<(String, String), (String, String, u64)> = Default::default();
@@ -69,13 +72,37 @@ impl Store {
                         manifest_digest,
                         key_id,
                     }) => {
-                        published.insert(
-                            (agent.to_string(), version),
+                        // A version is published once: its number is never used again.
+                        if let Some((first, _, _)) = published.insert(
+                            (agent.to_string(), version.clone()),
                             (next, manifest_digest.to_string(), key_id.to_string()),
-                        );
+                        ) {
+                            report.problems.push(format!(
+                                "entry {next} publishes {agent}@{version} again (first at \
+                                 entry {first})"
+                            ));
+                        }
                     }
                     Ok(Entry::KeyAdd { publisher, key }) => {
-                        keys.insert((publisher, key.key_id().to_string()), next);
+                        let key_id = key.key_id().to_string();
+                        if let Some(first) = keys.insert((publisher.clone(), key_id.clone()), next)
+                        {
+                            report.problems.push(format!(
+                                "entry {next} adds key {key_id} of `{publisher}` again (first \
+                                 at entry {first})"
+                            ));
+                        }
+                    }
+                    Ok(Entry::KeyRevoke { publisher, key_id }) => {
+                        let key_id = key_id.to_string();
+                        if let Some(first) =
+                            revoked_keys.insert((publisher.clone(), key_id.clone()), next)
+                        {
+                            report.problems.push(format!(
+                                "entry {next} revokes key {key_id} of `{publisher}` again (first \
+                                 at entry {first})"
+                            ));
+                        }
                     }
                     Ok(Entry::Remove {
                         agent,
@@ -304,9 +331,26 @@ impl Store {
     /// Logs what was committed before the log existed (rows with no `log_index`): keys in
     /// registration order (and their revocation), then versions in publish order (and their
     /// yank), in one transaction. Returns how many entries it appended.
+    ///
+    /// Replicas starting together each run it: the transaction takes the log's head row first
+    /// (the row lock on PostgreSQL, the one writer on SQLite) and only then reads what is
+    /// unlogged, so the second one waits for the first to commit and finds nothing left.
     pub async fn log_backfill(&self) -> Result<u64> {
+        // Nothing to log (every start after the first): no write, no lock.
+        let unlogged: Flag = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM publisher_keys WHERE log_index IS NULL) \
+             OR EXISTS (SELECT 1 FROM versions WHERE log_index IS NULL)",
+        )
+        .fetch_one(self.db.write())
+        .await?;
+        if !unlogged.0 {
+            return Ok(0);
+        }
         let now = now_ms();
         let mut tx = self.db.write().begin().await?;
+        sqlx::query("UPDATE tlog_state SET size = size WHERE id = 1")
+            .execute(&mut *tx)
+            .await?;
         let mut appended = 0;
         let keys: Vec<(i64, String, String, Option<i64>)> = sqlx::query_as(
                 "SELECT k.id, n.name, k.public_key, k.revoked_at FROM publisher_keys k \

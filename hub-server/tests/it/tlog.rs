@@ -477,3 +477,74 @@ async fn log_verify_finds_what_was_changed_behind_the_log(#[case] backend: Backe
         "{problems}"
     );
 }
+
+/// Replicas starting together on a database whose keys predate the log each run the start-up
+/// backfill (on PostgreSQL, two handles at once): every row is logged once. And `log verify`
+/// flags a key logged twice.
+#[tokio::test]
+async fn two_backfills_at_once_log_each_row_once_and_log_verify_flags_a_duplicate() {
+    use hub_core::store::Actor;
+    use index_schema::envelope::SecretKey;
+
+    let (store, dir, pg) = ofc_test_kit::fresh_store(Backend::Postgres).await;
+    let other = hub_core::start::open_store(&ofc_test_kit::test_config(&dir, pg.as_ref()))
+        .await
+        .unwrap();
+    let op = Actor::operator();
+    let u = store
+        .create_user(&op, "alice", None, false, true)
+        .await
+        .unwrap();
+    let ns = store.namespace("alice").await.unwrap().unwrap();
+    // Keys as a hub older than the log left them: rows without `log_index`.
+    const KEYS: u64 = 500;
+    for i in 0..KEYS {
+        let mut seed = [0u8; 32];
+        seed[..8].copy_from_slice(&i.to_le_bytes());
+        let key = SecretKey::from_seed(&seed).public_key();
+        sqlx::query(
+            "INSERT INTO publisher_keys (namespace_id, key_id, public_key, added_by, added_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(ns.id)
+        .bind(key.key_id().to_string())
+        .bind(key.to_string())
+        .bind(u.id)
+        .bind(1_i64)
+        .execute(store.db().write())
+        .await
+        .unwrap();
+    }
+    let (a, b) = tokio::join!(store.log_backfill(), other.log_backfill());
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(
+        a + b,
+        KEYS,
+        "one backfill logs every key, the other none: {a} + {b}"
+    );
+    let report = store.log_verify().await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.size, KEYS);
+    assert_eq!(store.log_backfill().await.unwrap(), 0);
+
+    // One key's row forgets where it was logged: the backfill logs it a second time, and the
+    // check says so.
+    let (id, key_id): (i64, String) =
+        sqlx::query_as("SELECT id, key_id FROM publisher_keys ORDER BY id LIMIT 1")
+            .fetch_one(store.db().write())
+            .await
+            .unwrap();
+    sqlx::query("UPDATE publisher_keys SET log_index = NULL WHERE id = $1")
+        .bind(id)
+        .execute(store.db().write())
+        .await
+        .unwrap();
+    assert_eq!(store.log_backfill().await.unwrap(), 1);
+    let problems = store.log_verify().await.unwrap().problems.join("\n");
+    assert!(
+        problems.contains(&format!(
+            "entry {KEYS} adds key {key_id} of `alice` again (first at entry 0)"
+        )),
+        "{problems}"
+    );
+}
