@@ -4,12 +4,14 @@
 //!
 //! A reservation (before a slow password check) is one transaction over every key of the
 //! attempt (the keys' rows are locked by the upsert on PostgreSQL, SQLite has one writer), so
-//! concurrent attempts from several replicas are counted one after the other. An attempt whose
-//! replica dies before it settles stays in flight until its window ends (at most
-//! `auth_failure_window_secs`): it errs on the side of refusing.
+//! concurrent attempts from several replicas are counted one after the other. Each attempt in
+//! flight is a row with the time it was reserved (`auth_in_flight`): an attempt whose replica
+//! dies before it settles stops counting after [`IN_FLIGHT_BOUND`], longer than any check
+//! takes, so a killed replica cannot lock a client out for the rest of its window.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use crate::auth::FailureLimiter;
 use crate::error::{CoreError, CoreResult};
@@ -18,12 +20,19 @@ use crate::store::{Store, now_ms};
 /// Every this many limiter writes, the windows that ended are deleted.
 const SWEEP_EVERY: u64 = 256;
 
+/// How long a reserved attempt counts as in flight at most. A check (a password hash, a token
+/// look-up) takes well under a second, and a request is cut at `request_timeout_secs` (30 by
+/// default), dropping its reservation: an older one was left by a replica that died before it
+/// settled.
+pub const IN_FLIGHT_BOUND: Duration = Duration::from_secs(30);
+
 /// The shared failure limiter of a hub.
 #[derive(Debug)]
 pub struct Limiter {
     rules: FailureLimiter,
     store: Store,
     writes: AtomicU64,
+    in_flight_ms: i64,
 }
 
 /// An attempt reserved against one or more keys: [`Reservation::failed`] counts a failure of
@@ -33,33 +42,42 @@ pub struct Limiter {
 pub struct Reservation {
     limiter: Arc<Limiter>,
     keys: Vec<String>,
+    /// Its rows in `auth_in_flight`, one per key.
+    ids: Vec<i64>,
 }
 
 impl Reservation {
     /// The attempt failed: a failure is counted for each of its keys.
     pub async fn failed(mut self) -> CoreResult<()> {
-        let keys = std::mem::take(&mut self.keys);
-        self.limiter.settle(&keys, true).await
+        let (ids, keys) = self.take();
+        self.limiter.settle(&ids, &keys, true).await
     }
 
     /// The attempt succeeded: it no longer counts.
     pub async fn succeeded(mut self) -> CoreResult<()> {
-        let keys = std::mem::take(&mut self.keys);
-        self.limiter.settle(&keys, false).await
+        let (ids, keys) = self.take();
+        self.limiter.settle(&ids, &keys, false).await
+    }
+
+    fn take(&mut self) -> (Vec<i64>, Vec<String>) {
+        (
+            std::mem::take(&mut self.ids),
+            std::mem::take(&mut self.keys),
+        )
     }
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        if self.keys.is_empty() {
+        if self.ids.is_empty() {
             return;
         }
         // Dropped unsettled (the request was cancelled): released in the background.
-        let keys = std::mem::take(&mut self.keys);
+        let (ids, keys) = self.take();
         let limiter = self.limiter.clone();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                if let Err(e) = limiter.settle(&keys, false).await {
+                if let Err(e) = limiter.settle(&ids, &keys, false).await {
                     tracing::warn!(error = %e, "cannot release an attempt in the failure limiter");
                 }
             });
@@ -74,7 +92,19 @@ impl Limiter {
             rules,
             store,
             writes: AtomicU64::new(0),
+            in_flight_ms: i64::try_from(IN_FLIGHT_BOUND.as_millis()).unwrap_or(i64::MAX),
         }
+    }
+
+    /// This limiter with another bound on attempts in flight than [`IN_FLIGHT_BOUND`] (tests).
+    pub fn with_in_flight_bound(mut self, bound: Duration) -> Self {
+        self.in_flight_ms = i64::try_from(bound.as_millis()).unwrap_or(i64::MAX);
+        self
+    }
+
+    /// Attempts reserved at or before this (Unix ms) no longer count as in flight.
+    fn stale_before(&self, now: i64) -> i64 {
+        now.saturating_sub(self.in_flight_ms)
     }
 
     /// The rules.
@@ -86,7 +116,7 @@ impl Limiter {
         if self.writes.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1
             && let Err(e) = self
                 .store
-                .limiter_forget(self.rules.expired_before(now))
+                .limiter_forget(self.rules.expired_before(now), self.stale_before(now))
                 .await
         {
             tracing::warn!(error = %e, "cannot delete the failure limiter's ended windows");
@@ -105,22 +135,24 @@ impl Limiter {
                 keys,
                 now,
                 self.rules.expired_before(now),
+                self.stale_before(now),
                 i64::from(self.rules.limit),
             )
             .await?;
         match r {
-            Ok(()) => Ok(Reservation {
+            Ok(ids) => Ok(Reservation {
                 limiter: self.clone(),
                 keys: keys.iter().map(|k| (*k).to_string()).collect(),
+                ids,
             }),
             Err(w) => Err(CoreError::too_many(self.rules.seconds_left(w.start, now))),
         }
     }
 
-    async fn settle(&self, keys: &[String], failed: bool) -> CoreResult<()> {
+    async fn settle(&self, ids: &[i64], keys: &[String], failed: bool) -> CoreResult<()> {
         let now = now_ms();
         self.store
-            .limiter_settle(keys, failed, now, self.rules.expired_before(now))
+            .limiter_settle(ids, keys, failed, now, self.rules.expired_before(now))
             .await?;
         Ok(())
     }
@@ -131,7 +163,7 @@ impl Limiter {
         let now = now_ms();
         let w = self
             .store
-            .limiter_window(key, self.rules.expired_before(now))
+            .limiter_window(key, self.rules.expired_before(now), self.stale_before(now))
             .await?;
         Ok(w.filter(|w| self.rules.full(w.failures, w.in_flight))
             .map(|w| self.rules.seconds_left(w.start, now)))

@@ -102,75 +102,101 @@ impl Store {
     }
 
     /// Reserves an attempt against every key of `keys` at once, in one transaction: each key's
-    /// window (a new one when the stored one started at or before `expired_before`) gets one
-    /// attempt in flight; when any key then has more than `limit` failures and attempts, nothing
-    /// is kept and that key's window is returned as `Err`.
+    /// window (a new one when the stored one started at or before `expired_before`) is locked,
+    /// its attempts in flight counted (those reserved after `stale_before`: an older one was left
+    /// by a replica that died before settling it), and one more recorded; when any key then has
+    /// more than `limit` failures and attempts, nothing is kept and that key's window is
+    /// returned as `Err`. `Ok`: the ids of the attempts recorded, one per key, for
+    /// [`Store::limiter_settle`].
     pub async fn limiter_reserve(
         &self,
         keys: &[&str],
         now: i64,
         expired_before: i64,
+        stale_before: i64,
         limit: i64,
-    ) -> Result<std::result::Result<(), LimiterWindow>> {
+    ) -> Result<std::result::Result<Vec<i64>, LimiterWindow>> {
         let mut tx = self.db.write().begin().await?;
+        let mut ids = Vec::with_capacity(keys.len());
         for key in keys {
-            let (start, failures, in_flight): (i64, i64, i64) = sqlx::query_as(
+            // The upsert locks the key's row (PostgreSQL; SQLite has one writer): reservations
+            // of one key from every replica are counted one after the other.
+            let (start, failures): (i64, i64) = sqlx::query_as(
                 "INSERT INTO auth_failures (key, window_start, failures, in_flight) \
-                 VALUES ($1, $2, 0, 1) ON CONFLICT (key) DO UPDATE SET \
+                 VALUES ($1, $2, 0, 0) ON CONFLICT (key) DO UPDATE SET \
                  window_start = CASE WHEN auth_failures.window_start <= $3 THEN $2 \
                      ELSE auth_failures.window_start END, \
                  failures = CASE WHEN auth_failures.window_start <= $3 THEN 0 \
-                     ELSE auth_failures.failures END, \
-                 in_flight = CASE WHEN auth_failures.window_start <= $3 THEN 1 \
-                     ELSE auth_failures.in_flight + 1 END \
-                 RETURNING window_start, failures, in_flight",
+                     ELSE auth_failures.failures END \
+                 RETURNING window_start, failures",
             )
             .bind(*key)
             .bind(now)
             .bind(expired_before)
             .fetch_one(&mut *tx)
             .await?;
-            if failures + in_flight > limit {
+            let in_flight: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM auth_in_flight WHERE key = $1 AND reserved_at > $2",
+            )
+            .bind(*key)
+            .bind(stale_before)
+            .fetch_one(&mut *tx)
+            .await?;
+            if failures + in_flight + 1 > limit {
                 tx.rollback().await?;
                 return Ok(Err(LimiterWindow {
                     start,
                     failures,
-                    in_flight: in_flight - 1,
+                    in_flight,
                 }));
             }
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO auth_in_flight (key, reserved_at) VALUES ($1, $2) RETURNING id",
+            )
+            .bind(*key)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await?;
+            ids.push(id);
         }
         tx.commit().await?;
-        Ok(Ok(()))
+        Ok(Ok(ids))
     }
 
-    /// Settles a reserved attempt of every key of `keys`: no longer in flight, and a failure
-    /// when `failed` (in the key's current window; a window that ended meanwhile starts anew).
+    /// Settles a reserved attempt: its rows `ids` (from [`Store::limiter_reserve`]) no longer
+    /// in flight, and when `failed` a failure of every key of `keys` (in the key's current
+    /// window; a window that ended meanwhile starts anew).
     pub async fn limiter_settle(
         &self,
+        ids: &[i64],
         keys: &[String],
         failed: bool,
         now: i64,
         expired_before: i64,
     ) -> Result<()> {
         let mut tx = self.db.write().begin().await?;
-        for key in keys {
-            sqlx::query(
-                "INSERT INTO auth_failures (key, window_start, failures, in_flight) \
-                 VALUES ($1, $2, $4, 0) ON CONFLICT (key) DO UPDATE SET \
-                 window_start = CASE WHEN auth_failures.window_start <= $3 THEN $2 \
-                     ELSE auth_failures.window_start END, \
-                 failures = CASE WHEN auth_failures.window_start <= $3 THEN $4 \
-                     ELSE auth_failures.failures + $4 END, \
-                 in_flight = CASE WHEN auth_failures.window_start <= $3 THEN 0 \
-                     WHEN auth_failures.in_flight > 0 THEN auth_failures.in_flight - 1 \
-                     ELSE 0 END",
-            )
-            .bind(key.as_str())
-            .bind(now)
-            .bind(expired_before)
-            .bind(i64::from(failed))
-            .execute(&mut *tx)
-            .await?;
+        for id in ids {
+            sqlx::query("DELETE FROM auth_in_flight WHERE id = $1")
+                .bind(*id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        if failed {
+            for key in keys {
+                sqlx::query(
+                    "INSERT INTO auth_failures (key, window_start, failures, in_flight) \
+                     VALUES ($1, $2, 1, 0) ON CONFLICT (key) DO UPDATE SET \
+                     window_start = CASE WHEN auth_failures.window_start <= $3 THEN $2 \
+                         ELSE auth_failures.window_start END, \
+                     failures = CASE WHEN auth_failures.window_start <= $3 THEN 1 \
+                         ELSE auth_failures.failures + 1 END",
+                )
+                .bind(key.as_str())
+                .bind(now)
+                .bind(expired_before)
+                .execute(&mut *tx)
+                .await?;
+            }
         }
         tx.commit().await?;
         Ok(())
@@ -185,9 +211,7 @@ impl Store {
              window_start = CASE WHEN auth_failures.window_start <= $3 THEN $2 \
                  ELSE auth_failures.window_start END, \
              failures = CASE WHEN auth_failures.window_start <= $3 THEN 1 \
-                 ELSE auth_failures.failures + 1 END, \
-             in_flight = CASE WHEN auth_failures.window_start <= $3 THEN 0 \
-                 ELSE auth_failures.in_flight END",
+                 ELSE auth_failures.failures + 1 END",
         )
         .bind(key)
         .bind(now)
@@ -197,29 +221,64 @@ impl Store {
         Ok(())
     }
 
-    /// The window of `key` as of now, when it has not ended (started after `expired_before`).
+    /// The window of `key` as of now: its failures when it has not ended (started after
+    /// `expired_before`), and its attempts in flight reserved after `stale_before`; `None` when
+    /// it has neither.
     pub async fn limiter_window(
         &self,
         key: &str,
         expired_before: i64,
+        stale_before: i64,
     ) -> Result<Option<LimiterWindow>> {
-        let row: Option<(i64, i64, i64)> = sqlx::query_as(
-            "SELECT window_start, failures, in_flight FROM auth_failures \
+        let row: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT window_start, failures FROM auth_failures \
              WHERE key = $1 AND window_start > $2",
         )
         .bind(key)
         .bind(expired_before)
         .fetch_optional(self.db.write())
         .await?;
-        Ok(row.map(|(start, failures, in_flight)| LimiterWindow {
-            start,
-            failures,
-            in_flight,
-        }))
+        let in_flight: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM auth_in_flight WHERE key = $1 AND reserved_at > $2",
+        )
+        .bind(key)
+        .bind(stale_before)
+        .fetch_one(self.db.write())
+        .await?;
+        Ok(match row {
+            Some((start, failures)) => Some(LimiterWindow {
+                start,
+                failures,
+                in_flight,
+            }),
+            // Attempts in flight in a window that ended: counted from their first.
+            None if in_flight > 0 => {
+                let start: i64 = sqlx::query_scalar(
+                    "SELECT MIN(reserved_at) FROM auth_in_flight \
+                     WHERE key = $1 AND reserved_at > $2",
+                )
+                .bind(key)
+                .bind(stale_before)
+                .fetch_one(self.db.write())
+                .await?;
+                Some(LimiterWindow {
+                    start,
+                    failures: 0,
+                    in_flight,
+                })
+            }
+            None => None,
+        })
     }
 
-    /// Deletes the windows that ended (started at or before `expired_before`); how many.
-    pub async fn limiter_forget(&self, expired_before: i64) -> Result<u64> {
+    /// Deletes the windows that ended (started at or before `expired_before`) and the attempts
+    /// in flight left by replicas that died (reserved at or before `stale_before`); how many
+    /// windows.
+    pub async fn limiter_forget(&self, expired_before: i64, stale_before: i64) -> Result<u64> {
+        sqlx::query("DELETE FROM auth_in_flight WHERE reserved_at <= $1")
+            .bind(stale_before)
+            .execute(self.db.write())
+            .await?;
         Ok(
             sqlx::query("DELETE FROM auth_failures WHERE window_start <= $1")
                 .bind(expired_before)

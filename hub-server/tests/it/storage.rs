@@ -644,9 +644,79 @@ async fn the_failure_limiter_counts_in_the_database(#[case] backend: Backend) {
     assert!(brief.blocked("z").await.unwrap().is_none());
     assert!(
         store
-            .limiter_forget(hub_core::store::now_ms())
+            .limiter_forget(hub_core::store::now_ms(), 0)
             .await
             .unwrap()
             >= 1
     );
+}
+
+/// A replica killed while checking logins leaves its attempts in flight in the database (the
+/// rows written, nobody to settle them): they count as attempts running for a bound
+/// ([`hub_core::limits::IN_FLIGHT_BOUND`], short here), then no longer, so a correct login
+/// later is not refused for the rest of the window. On PostgreSQL, as replicas run.
+#[tokio::test]
+async fn attempts_left_in_flight_by_a_killed_replica_stop_counting_after_a_bound() {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use hub_core::auth::FailureLimiter;
+    use hub_core::limits::{IN_FLIGHT_BOUND, Limiter};
+
+    assert!(IN_FLIGHT_BOUND >= Duration::from_secs(30));
+    let (store, _dir, _pg) = fresh_store(Backend::Postgres).await;
+    const BOUND: Duration = Duration::from_millis(400);
+    let rules = FailureLimiter::new(3, Duration::from_secs(600));
+    let killed = Arc::new(Limiter::new(rules, store.clone()).with_in_flight_bound(BOUND));
+    let reserved = Instant::now();
+    for _ in 0..3 {
+        // Never settled, never dropped: the process is gone.
+        std::mem::forget(
+            killed
+                .reserve(&["10.9.7.73", "10.9.7.73+alice"])
+                .await
+                .unwrap(),
+        );
+    }
+    let other = Arc::new(Limiter::new(rules, store.clone()).with_in_flight_bound(BOUND));
+    // Within the bound they count: the limit is reached.
+    let refused = other.reserve(&["10.9.7.73", "10.9.7.73+alice"]).await;
+    if reserved.elapsed() < BOUND {
+        assert!(refused.is_err(), "three attempts in flight, limit 3");
+        assert!(other.blocked("10.9.7.73").await.unwrap().is_some());
+    }
+    // After it, a login goes through (bounded wait: the bound and a margin).
+    let deadline = Instant::now() + BOUND + Duration::from_secs(5);
+    let login = loop {
+        match other.reserve(&["10.9.7.73", "10.9.7.73+alice"]).await {
+            Ok(r) => break r,
+            Err(_) => {
+                assert!(Instant::now() < deadline, "still refused after the bound");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    assert!(reserved.elapsed() >= BOUND);
+    login.succeeded().await.unwrap();
+    assert!(other.blocked("10.9.7.73").await.unwrap().is_none());
+    // Failures still count, and the killed replica's rows go with the sweep.
+    for _ in 0..3 {
+        other
+            .reserve(&["10.9.7.73"])
+            .await
+            .unwrap()
+            .failed()
+            .await
+            .unwrap();
+    }
+    assert!(other.reserve(&["10.9.7.73"]).await.is_err());
+    store
+        .limiter_forget(0, hub_core::store::now_ms())
+        .await
+        .unwrap();
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM auth_in_flight")
+        .fetch_one(store.db().write())
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
 }
