@@ -188,6 +188,14 @@ impl std::fmt::Debug for Config {
                     .map(crate::store::db::redact_url),
             )
             .field("listen", &self.listen)
+            .field("blob_dir", &self.blob_dir)
+            .field(
+                "upstream_registry",
+                &self
+                    .upstream_registry
+                    .as_deref()
+                    .map(crate::store::db::redact_url),
+            )
             .field("max_bundle_bytes", &self.max_bundle_bytes)
             .field("max_inline_bundle_bytes", &self.max_inline_bundle_bytes)
             .finish_non_exhaustive()
@@ -490,5 +498,24 @@ mod tests {
         let env = vec![("OFC_HUB__NOPE".to_string(), "1".to_string())];
         let err = Config::load(None, env, toml::Table::new()).unwrap_err();
         assert!(err.contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        // scale-findings item 5: `serve` logs the settings with `{:?}`.
+        let c = Config {
+            database_url: Some(
+                "postgres://127.0.0.1:55432/hub?user=ofc&password=SuperSecret9".into(),
+            ),
+            upstream_registry: Some("http://regu:RegSecret77@127.0.0.1:1/ofc".into()),
+            upstream_password: Some("RegSecret78".to_string().into()),
+            ..Config::default()
+        };
+        let shown = format!("{c:?}");
+        for secret in ["SuperSecret9", "RegSecret77", "RegSecret78"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("user=ofc&password=***"), "{shown}");
+        assert!(shown.contains("regu:***@127.0.0.1:1/ofc"), "{shown}");
     }
 }

@@ -303,16 +303,86 @@ impl Db {
     }
 }
 
-/// A database URL with its password replaced, for logs and errors.
+/// Query parameters whose values are secrets or point at them (libpq's and sqlx's names).
+const SECRET_PARAMS: [&str; 3] = ["password", "sslpassword", "passfile"];
+
+/// A URL (a database's, an upstream registry's) with every secret in it replaced by `***`, for
+/// logs and errors: the password of its userinfo (`user:***@host`) and the values of the
+/// `password`, `sslpassword` and `passfile` query parameters (`?user=u&password=***`).
 pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let creds = &url[s + 3..at];
-            let user = creds.split(':').next().unwrap_or("");
-            format!("{}://{}:***@{}", &url[..s], user, &url[at + 1..])
+    let (rest, fragment) = match url.find('#') {
+        Some(i) => (&url[..i], &url[i..]),
+        None => (url, ""),
+    };
+    let (head, query) = match rest.find('?') {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    let mut out = String::with_capacity(url.len());
+    match head.find("://") {
+        Some(s) => {
+            let after = &head[s + 3..];
+            // The userinfo ends at the last `@` of the authority; a password may hold an
+            // unescaped `/`, so the authority is taken to run to the query, not the first `/`.
+            match after.rfind('@') {
+                Some(at) if after[..at].contains(':') => {
+                    let user = &after[..after.find(':').unwrap_or(0)];
+                    out.push_str(&head[..s + 3]);
+                    out.push_str(user);
+                    out.push_str(":***@");
+                    out.push_str(&after[at + 1..]);
+                }
+                _ => out.push_str(head),
+            }
         }
-        _ => url.to_string(),
+        None => out.push_str(head),
     }
+    if let Some(q) = query {
+        out.push('?');
+        let parts: Vec<String> = q
+            .split('&')
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                let name = percent_decode(k).to_ascii_lowercase();
+                if SECRET_PARAMS.contains(&name.trim()) && !v.is_empty() {
+                    format!("{k}=***")
+                } else {
+                    kv.to_string()
+                }
+            })
+            .collect();
+        out.push_str(&parts.join("&"));
+    }
+    out.push_str(fragment);
+    out
+}
+
+/// `s` with `%XX` escapes and `+` decoded (lossily), to recognise a parameter's name however it
+/// was written.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => match (hex_digit(b[i + 1]), hex_digit(b[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h * 16 + l);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex_digit(c: u8) -> Option<u8> {
+    char::from(c).to_digit(16).map(|d| d as u8)
 }
 
 /// A truth value as either backend reads it back: PostgreSQL's BOOLEAN, SQLite's 0 or 1
@@ -341,6 +411,51 @@ impl<'r> Decode<'r, Any> for Flag {
         match <bool as Decode<'r, Any>>::decode(value.clone()) {
             Ok(b) => Ok(Flag(b)),
             Err(_) => Ok(Flag(<i64 as Decode<'r, Any>>::decode(value)? != 0)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn redact_url_masks_every_secret() {
+        // The findings' reproductions (scale-findings item 5).
+        assert_eq!(
+            redact_url("postgres://127.0.0.1:55432/nodb?user=ofc&password=SuperSecret9"),
+            "postgres://127.0.0.1:55432/nodb?user=ofc&password=***"
+        );
+        assert_eq!(
+            redact_url("http://regu:RegSecret77@127.0.0.1:1/ofc"),
+            "http://regu:***@127.0.0.1:1/ofc"
+        );
+        for (url, secrets) in [
+            (
+                "postgres://ofc:pw1@db:5432/hub?sslmode=require&sslpassword=pw2&passfile=/p/pgpass",
+                &["pw1", "pw2", "/p/pgpass"][..],
+            ),
+            ("postgresql://u:p%40ss/w@h/db", &["p%40ss", "ss/w"][..]),
+            ("postgres://h/db?PassWord=pw3", &["pw3"][..]),
+            ("postgres://h/db?pass%77ord=pw4#frag", &["pw4"][..]),
+            (
+                "postgres://h/db?user=u&password=pw5&password=pw6",
+                &["pw5", "pw6"][..],
+            ),
+        ] {
+            let shown = redact_url(url);
+            for s in secrets {
+                assert!(!shown.contains(s), "{s} shown in {shown}");
+            }
+            assert!(shown.contains("***"), "{shown}");
+        }
+        // Nothing secret: unchanged.
+        for url in [
+            "postgres://ofc@db:5432/hub?sslmode=require",
+            "sqlite:///var/lib/ofc/hub.sqlite3",
+            "postgres://h/db?password=",
+        ] {
+            assert_eq!(redact_url(url), url);
         }
     }
 }

@@ -25,6 +25,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
 use hub_core::blob::{BlobError, BlobStore, FsBlobStore};
+use hub_core::store::db::redact_url;
 
 /// Blobs in an upstream OCI registry, cached in the data dir.
 pub struct UpstreamBlobStore {
@@ -34,6 +35,7 @@ pub struct UpstreamBlobStore {
     /// `HOST/PREFIX`.
     base: String,
     auth: RegistryAuth,
+    /// The configured URL without credentials.
     url: String,
     rt: Option<tokio::runtime::Runtime>,
 }
@@ -93,19 +95,28 @@ impl UpstreamBlobStore {
         username: Option<&str>,
         password: Option<&str>,
     ) -> Result<Self, BlobError> {
+        // Shown in errors and `Debug` without credentials (a URL may carry some).
+        let shown = redact_url(url);
         let (protocol, rest) = if let Some(r) = url.strip_prefix("http://") {
             (ClientProtocol::Http, r)
         } else if let Some(r) = url.strip_prefix("https://") {
             (ClientProtocol::Https, r)
         } else {
             return Err(upstream(format!(
-                "`{url}` must start with http:// or https://"
+                "`{shown}` must start with http:// or https://"
             )));
         };
+        // No repository name holds an `@`: one here is userinfo (a password may hold a `/`).
+        if rest.contains('@') {
+            return Err(upstream(format!(
+                "`{shown}` names credentials in the URL: give them as upstream_username and \
+                 upstream_password (OFC_HUB__UPSTREAM_USERNAME, OFC_HUB__UPSTREAM_PASSWORD) instead"
+            )));
+        }
         let base = rest.trim_end_matches('/').to_string();
         let reference: Reference = format!("{base}/blobs")
             .parse()
-            .map_err(|e| upstream(format!("`{url}` is not HOST/PREFIX: {e}")))?;
+            .map_err(|_| upstream(format!("`{shown}` is not HOST/PREFIX")))?;
         let client = Client::new(ClientConfig {
             protocol,
             use_monolithic_push: true,
@@ -126,7 +137,7 @@ impl UpstreamBlobStore {
             reference,
             base,
             auth: auth.clone(),
-            url: url.to_string(),
+            url: shown,
             rt: Some(rt),
         };
         let (c, r) = (store.client.clone(), store.reference.clone());
@@ -469,5 +480,27 @@ fn not_found(e: &OciDistributionError) -> bool {
         E::ServerError { code, .. } => *code == 404,
         E::ImageManifestNotFoundError(_) => true,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UpstreamBlobStore;
+
+    /// scale-findings item 5: no credential of the configured URL in the error.
+    #[test]
+    fn credentials_in_the_url_are_refused_without_being_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        for url in [
+            "http://regu:RegSecret77@127.0.0.1:1/ofc",
+            "https://regu:Reg/Secret77@127.0.0.1:1/ofc",
+            "ftp://regu:RegSecret77@127.0.0.1:1/ofc",
+        ] {
+            let e = UpstreamBlobStore::open(dir.path(), url, None, None)
+                .unwrap_err()
+                .to_string();
+            assert!(!e.contains("RegSecret77") && !e.contains("Secret77"), "{e}");
+            assert!(e.contains("regu:***@127.0.0.1:1/ofc"), "{e}");
+        }
     }
 }
