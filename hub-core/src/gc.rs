@@ -45,7 +45,7 @@ use serde::Serialize;
 
 use crate::blob::BlobStore;
 use crate::claims::{STALE_MARK_MS, present};
-use crate::error::{CoreError, CoreResult};
+use crate::error::{CoreError, CoreResult, ErrorCode, Kind};
 use crate::hub::Hub;
 use crate::store::now_ms;
 
@@ -83,7 +83,14 @@ fn ms_since_epoch(t: SystemTime) -> i64 {
 
 /// Removes unreferenced blobs older than `grace`, expired upload sessions (idle longer than
 /// `upload_ttl`) and stale staging files.
+///
+/// Refuses, deleting nothing, unless the database and the blob store hold the same hub id
+/// ([`crate::hub_id`]): a collection deletes what its database does not reference, so a blob
+/// store shared with another database would lose that database's blobs.
 pub async fn collect(hub: &Hub, grace: Duration, upload_ttl: Duration) -> CoreResult<GcReport> {
+    crate::hub_id::same_hub(&hub.store, hub.blobs.store())
+        .await
+        .map_err(|e| CoreError::new(Kind::Conflict, ErrorCode::Internal, format!("{e:#}")))?;
     let mut report = GcReport::default();
     let ids = hub
         .store

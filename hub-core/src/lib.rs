@@ -5,7 +5,7 @@
 //! - the publish service ([`publish`]): the one way a version enters the hub;
 //! - blobs ([`blob`]: the store trait and the local filesystem store), their bookkeeping and
 //!   claims ([`claims`]), the rules of upload sessions ([`uploads`]) and garbage collection
-//!   ([`gc`]);
+//!   ([`gc`]); the hub id tying a blob store to its database ([`hub_id`]);
 //! - the transparency log: its key ([`log_key`]), the heads it proves against
 //!   ([`log_heads`]), its proofs and views ([`tlog`]);
 //! - accounts, tokens and namespaces: the rules ([`auth`]) and the services ([`accounts`],
@@ -37,6 +37,7 @@ pub mod domains;
 pub mod error;
 pub mod gc;
 pub mod hub;
+pub mod hub_id;
 pub mod import;
 pub mod lifecycle;
 pub mod limits;

@@ -49,7 +49,8 @@ pub enum Role {
 }
 
 /// Opens the hub for `role`: database (migrated), the blob store `blobs` makes (the local one,
-/// [`local_blobs`], or another the caller has) and the log key; for [`Role::Serve`] also search,
+/// [`local_blobs`], or another the caller has) — refused unless it is the database's
+/// ([`crate::hub_id::check`]) — and the log key; for [`Role::Serve`] also search,
 /// and the start-up backfills (log entries and OCI manifests of versions older hubs committed
 /// without them).
 pub async fn open(
@@ -60,6 +61,19 @@ pub async fn open(
     let store = open_store(&config).await?;
     private_dir(&config.data_dir)?;
     let blobs = blobs(&config)?;
+    // The blob store must be this database's (gc deletes what the database does not name).
+    let database = redact_url(&config.effective_database_url());
+    if let Err(e) = crate::hub_id::check(&store, &blobs, &database).await {
+        if !crate::hub_id::registry_failed(&e) {
+            return Err(e);
+        }
+        // An upstream registry that fails or refuses (down, read-only) fails every push too; it
+        // does not stop the start, as it did not before. gc checks again and refuses.
+        tracing::warn!(
+            error = format!("{e:#}"),
+            "cannot check the hub id in the upstream registry; starting without the check"
+        );
+    }
     let search = match role {
         Role::Serve => Some(Arc::new(Search::start(
             store.clone(),

@@ -17,7 +17,7 @@ pub struct Replicas {
     env: Vec<(String, String)>,
     key_file: PathBuf,
     db: PgDatabase,
-    _root: tempfile::TempDir,
+    root: tempfile::TempDir,
 }
 
 impl Replicas {
@@ -39,7 +39,7 @@ impl Replicas {
             env: Vec::new(),
             key_file: root.path().join("log-key"),
             db: PgDatabase::create_blocking(),
-            _root: root,
+            root,
         }
     }
 
@@ -68,9 +68,10 @@ impl Replicas {
     }
 
     /// [`Replicas::stopped_replica`] with other settings (the shared `log_key_file` is added
-    /// unless they set one).
+    /// unless they set one, and a `blob_dir` every replica shares unless they set one or an
+    /// `upstream_registry`: a replica with a blob store of its own is refused at start).
     pub fn stopped_replica_with(&self, hub_toml: &str) -> HubProcess {
-        let toml = if hub_toml.contains("log_key_file") {
+        let mut toml = if hub_toml.contains("log_key_file") {
             hub_toml.to_string()
         } else {
             format!(
@@ -78,6 +79,12 @@ impl Replicas {
                 self.key_file.display().to_string()
             )
         };
+        if !hub_toml.contains("blob_dir") && !hub_toml.contains("upstream_registry") {
+            toml = format!(
+                "blob_dir = {:?}\n{toml}",
+                self.blob_dir().display().to_string()
+            );
+        }
         let mut opts = ProcessOptions::default()
             .database_url(&self.db.url)
             .hub_toml(&toml)
@@ -99,6 +106,11 @@ impl Replicas {
     /// The shared database's URL.
     pub fn database_url(&self) -> &str {
         &self.db.url
+    }
+
+    /// The blob directory replicas share unless their settings name another blob store.
+    pub fn blob_dir(&self) -> PathBuf {
+        self.root.path().join("blobs")
     }
 
     /// The log key file every replica signs with.

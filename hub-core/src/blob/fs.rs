@@ -17,6 +17,9 @@ use index_schema::name::Digest;
 
 use super::store::{BlobError, BlobStore};
 
+/// The marker file of the hub id ([`crate::hub_id`]) in `blobs-v1`.
+pub const HUB_ID_FILE: &str = "HUB-ID";
+
 /// Blobs in a local directory.
 #[derive(Debug)]
 pub struct FsBlobStore {
@@ -40,6 +43,11 @@ impl FsBlobStore {
             ))));
         }
         Ok(self.root.join("uploads").join(upload))
+    }
+
+    /// The marker file holding the hub id (`blobs-v1/HUB-ID`).
+    pub fn hub_id_path(&self) -> PathBuf {
+        self.root.join(HUB_ID_FILE)
     }
 
     fn path(&self, d: &Digest) -> PathBuf {
@@ -222,6 +230,67 @@ impl BlobStore for FsBlobStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e.into()),
         }
+    }
+
+    fn hub_id(&self) -> Result<Option<String>, BlobError> {
+        let path = self.hub_id_path();
+        match std::fs::read_to_string(&path) {
+            Ok(s) => {
+                let id = s.trim();
+                if id.is_empty() {
+                    return Err(BlobError::Io(std::io::Error::other(format!(
+                        "the hub id file {} is empty",
+                        path.display()
+                    ))));
+                }
+                Ok(Some(id.to_string()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn mark_hub_id(&self, id: &str) -> Result<String, BlobError> {
+        // Written whole under a name of its own, then linked onto the marker's name: a link
+        // never replaces an existing file, so of two writers the first wins (on a shared mount
+        // too) and a reader sees no marker or a whole one.
+        let (tmp, mut f) = tempfile_in(&self.root.join("tmp"))?;
+        let r = (|| {
+            f.write_all(format!("{id}\n").as_bytes())?;
+            f.sync_all()?;
+            if let Err(e) = std::fs::hard_link(&tmp, self.hub_id_path())
+                && e.kind() != std::io::ErrorKind::AlreadyExists
+            {
+                return Err(e);
+            }
+            std::fs::File::open(&self.root)?.sync_all()
+        })();
+        let _ = std::fs::remove_file(&tmp);
+        r?;
+        self.hub_id()?.ok_or_else(|| {
+            BlobError::Io(std::io::Error::other(
+                "the hub id file is missing right after it was written",
+            ))
+        })
+    }
+
+    fn holds_blobs(&self) -> Result<bool, BlobError> {
+        for shard in std::fs::read_dir(self.root.join("sha256"))? {
+            let shard = shard?;
+            if shard.file_type()?.is_dir() && std::fs::read_dir(shard.path())?.next().is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn location(&self) -> String {
+        let dir = self.root.parent().unwrap_or(&self.root);
+        format!(
+            "blob directory {} (hub id in {})",
+            dir.display(),
+            self.hub_id_path().display()
+        )
     }
 }
 

@@ -8,5 +8,5 @@ mod fs;
 mod store;
 
 pub use blobs::Blobs;
-pub use fs::FsBlobStore;
+pub use fs::{FsBlobStore, HUB_ID_FILE};
 pub use store::{BlobError, BlobStore};

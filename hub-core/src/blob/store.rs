@@ -77,6 +77,20 @@ pub trait BlobStore: Send + Sync + std::fmt::Debug + 'static {
     /// Removes staging files older than `age` (left by a process that died mid-upload, on any
     /// replica sharing the store). How many.
     fn sweep_staging(&self, age: std::time::Duration) -> Result<usize, BlobError>;
+    /// The hub id this store is marked with ([`crate::hub_id`]), if any.
+    fn hub_id(&self) -> Result<Option<String>, BlobError>;
+    /// Marks the store with hub id `id` unless it is marked already; the id it holds
+    /// afterwards (another writer's, when one came first).
+    fn mark_hub_id(&self, id: &str) -> Result<String, BlobError>;
+    /// Whether the store holds any blob (of whichever hub), as far as it can tell without
+    /// naming one (an upstream registry cannot list its blobs: its local cache answers).
+    fn holds_blobs(&self) -> Result<bool, BlobError>;
+    /// Whether the store has `digest`, without copying it anywhere.
+    fn contains(&self, digest: &Digest) -> Result<bool, BlobError> {
+        Ok(self.size(digest)?.is_some())
+    }
+    /// Where the store is and where its hub id is kept, for messages (no credentials).
+    fn location(&self) -> String;
     /// Mirrors a manifest of `repository` (tag or digest `reference`) and the `blobs` it names
     /// where this store keeps blobs, when that is an OCI registry; a local store keeps
     /// manifests in SQL only and does nothing.

@@ -9,7 +9,8 @@
 //! their re-checks), `tlog` and `tlog_check` (the
 //! transparency log), `replicas` (what replicas on one database share: the log key's record,
 //! cosigned checkpoints, the failure limiter), `oci` (manifests, tags, uploads, bearer tokens),
-//! `upload_parts` (the chunks of uploads, in the blob backend), `trusted` (trusted publishers,
+//! `upload_parts` (the chunks of uploads, in the blob backend), `hub_id` (the id tying the
+//! database to its blob store), `trusted` (trusted publishers,
 //! exchanged ID tokens) and `blobs` (blob rows, claims and marks, links to repositories).
 //! `trust` reads what the trust signals need (downloads
 //! by week, the last publish); `lifecycle` deprecations, removals and tombstones.
@@ -19,6 +20,7 @@ mod agents;
 mod blobs;
 pub mod db;
 mod domains;
+mod hub_id;
 mod lifecycle;
 mod namespaces;
 mod oci;
@@ -40,6 +42,7 @@ mod upload_parts;
 
 pub use blobs::{BlobClaim, Registered};
 pub use domains::DueDomain;
+pub use hub_id::RecordedHubId;
 pub use lifecycle::{Deprecation, RemoveOutcome, Tombstone, UnpublishLimits};
 pub use oci::{ManifestRow, NewManifest, PublishedTag, Unrecorded};
 pub use replicas::{LimiterWindow, StoredCosigned};

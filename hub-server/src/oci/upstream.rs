@@ -27,6 +27,18 @@ use oci_client::{Client, Reference};
 use hub_core::blob::{BlobError, BlobStore, FsBlobStore};
 use hub_core::store::db::redact_url;
 
+/// The repository holding the hub id (`PREFIX/hub-id`: one segment, like `blobs` and
+/// `uploads`, so no hub repository — two segments or more — is it).
+const HUB_ID_REPO: &str = "hub-id";
+/// The tag of the hub id's manifest in [`HUB_ID_REPO`].
+const HUB_ID_TAG: &str = "hub-id";
+/// The annotation of that manifest holding the id.
+const HUB_ID_ANNOTATION: &str = "dev.ofc.hub-id";
+/// The OCI empty descriptor's content (`{}`) and digest: the manifest's config and layer.
+const EMPTY_JSON: &[u8] = b"{}";
+const EMPTY_JSON_DIGEST: &str =
+    "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a";
+
 /// Blobs in an upstream OCI registry, cached in the data dir.
 pub struct UpstreamBlobStore {
     cache: FsBlobStore,
@@ -208,6 +220,13 @@ impl UpstreamBlobStore {
             .and_then(|()| self.upload(digest, &tmp));
         let _ = std::fs::remove_file(&tmp);
         done
+    }
+
+    /// The tag holding the hub id (`PREFIX/hub-id:hub-id`).
+    fn hub_id_ref(&self) -> Result<Reference, BlobError> {
+        format!("{}/{HUB_ID_REPO}:{HUB_ID_TAG}", self.base)
+            .parse()
+            .map_err(|e| upstream(format!("cannot name the hub id's tag: {e}")))
     }
 
     /// The upstream repository holding the chunks of upload sessions (`PREFIX/uploads`).
@@ -450,6 +469,104 @@ impl BlobStore for UpstreamBlobStore {
 
     fn mirrors(&self) -> bool {
         true
+    }
+
+    fn hub_id(&self) -> Result<Option<String>, BlobError> {
+        let target = self.hub_id_ref()?;
+        let (c, auth) = (self.client.clone(), self.auth.clone());
+        let got = self.run(async move {
+            c.pull_manifest_raw(
+                &target,
+                &auth,
+                &[oci_client::manifest::OCI_IMAGE_MEDIA_TYPE],
+            )
+            .await
+        });
+        let bytes = match got {
+            Ok((bytes, _)) => bytes,
+            Err(e) if not_found(&e) => return Ok(None),
+            Err(e) => return Err(registry(e)),
+        };
+        let id = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|m| {
+                m.pointer(&format!("/annotations/{HUB_ID_ANNOTATION}"))
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+            })
+            .filter(|id| !id.is_empty());
+        match id {
+            Some(id) => Ok(Some(id)),
+            None => Err(upstream(format!(
+                "the manifest tagged {HUB_ID_TAG} in {}/{HUB_ID_REPO} holds no hub id",
+                self.base
+            ))),
+        }
+    }
+
+    fn mark_hub_id(&self, id: &str) -> Result<String, BlobError> {
+        // A registry has no create-if-absent for tags: the database chose the id (its insert
+        // decides between replicas starting at once), so writers of one hub write one id, and
+        // what is read back after the push is what counts.
+        if let Some(existing) = self.hub_id()? {
+            return Ok(existing);
+        }
+        let target = self.hub_id_ref()?;
+        let empty = serde_json::json!({
+            "mediaType": "application/vnd.oci.empty.v1+json",
+            "digest": EMPTY_JSON_DIGEST,
+            "size": EMPTY_JSON.len(),
+        });
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": oci_client::manifest::OCI_IMAGE_MEDIA_TYPE,
+            "config": empty,
+            "layers": [empty],
+            "annotations": { HUB_ID_ANNOTATION: id },
+        });
+        let body = serde_json::to_vec(&manifest).map_err(upstream)?;
+        let (c, auth) = (self.client.clone(), self.auth.clone());
+        self.run(async move {
+            c.auth(&target, &auth, oci_client::RegistryOperation::Push)
+                .await
+                .map_err(registry)?;
+            if !c
+                .blob_exists(&target, EMPTY_JSON_DIGEST)
+                .await
+                .map_err(registry)?
+            {
+                c.push_blob(&target, EMPTY_JSON.to_vec(), EMPTY_JSON_DIGEST)
+                    .await
+                    .map_err(registry)?;
+            }
+            c.push_manifest_raw(
+                &target,
+                body,
+                axum::http::HeaderValue::from_static(oci_client::manifest::OCI_IMAGE_MEDIA_TYPE),
+            )
+            .await
+            .map(|_| ())
+            .map_err(registry)
+        })?;
+        self.hub_id()?
+            .ok_or_else(|| upstream("the hub id's tag is missing right after it was pushed"))
+    }
+
+    fn holds_blobs(&self) -> Result<bool, BlobError> {
+        // The distribution API cannot list a repository's blobs: the cache answers, and
+        // `contains` asks the registry for the blobs the database names.
+        self.cache.holds_blobs()
+    }
+
+    fn contains(&self, digest: &Digest) -> Result<bool, BlobError> {
+        Ok(self.cache.size(digest)?.is_some() || self.exists_upstream(digest)?)
+    }
+
+    fn location(&self) -> String {
+        format!(
+            "upstream registry {} (hub id in the tag {HUB_ID_TAG} of {}/{HUB_ID_REPO})",
+            self.url, self.base
+        )
     }
 
     fn mirrored_tag(&self, repository: &str, tag: &str) -> Result<Option<Digest>, BlobError> {

@@ -14,10 +14,12 @@ use serde_json::json;
 
 const DOMAIN: &str = "dns.ofc.test";
 
-fn toml(dns: &DnsServer) -> String {
+/// Each replica's settings: its own resolver, the blob directory both share (one hub).
+fn toml(dns: &DnsServer, blobs: &std::path::Path) -> String {
     format!(
-        "verify_recheck_secs = 1\nverify_dns_server = \"{}\"\n",
-        dns.addr()
+        "verify_recheck_secs = 1\nverify_dns_server = \"{}\"\nblob_dir = {:?}\n",
+        dns.addr(),
+        blobs.display().to_string()
     )
 }
 
@@ -27,9 +29,10 @@ fn only_the_lease_holder_rechecks_and_another_takes_over() {
     let records = [DnsRecord::Txt(DOMAIN.into(), record_for(&alice_key))];
     let (dns_a, dns_b) = (DnsServer::start(&records), DnsServer::start(&records));
     let log = "warn,hub_server=info";
+    let blobs = tempfile::tempdir().unwrap();
     let mut a = HubProcess::start(
         ProcessOptions::new(Backend::Postgres)
-            .hub_toml(&toml(&dns_a))
+            .hub_toml(&toml(&dns_a, blobs.path()))
             .env("OFC_HUB_LOG", log),
     );
     let alice = a.new_user("alice");
@@ -43,7 +46,7 @@ fn only_the_lease_holder_rechecks_and_another_takes_over() {
     let mut b = HubProcess::start(
         ProcessOptions::default()
             .database_url(a.database_url().unwrap())
-            .hub_toml(&toml(&dns_b))
+            .hub_toml(&toml(&dns_b, blobs.path()))
             .env("OFC_HUB_LOG", log)
             .stopped(),
     );

@@ -778,3 +778,280 @@ async fn with_the_registry_down_pulls_and_pushes_answer_503_and_record_nothing()
         assert_eq!(g.status, 404, "the refused manifest is there: {}", g.text());
     }
 }
+
+// The hub id (scale-findings items 1 and 2): a blob store is tied to its database, and a
+// database or replica that is not the blob store's is refused before anything is deleted or
+// served.
+
+/// The hub id the database at `url` records.
+async fn db_hub_id(url: &str) -> Option<String> {
+    let db = hub_core::store::db::Db::connect(url, 2).await.unwrap();
+    let id = hub_core::store::Store::new(db.clone())
+        .hub_id()
+        .await
+        .unwrap()
+        .map(|r| r.id);
+    db.close().await;
+    id
+}
+
+/// The database URL of `hub` (its SQLite file's, on SQLite).
+fn url_of(hub: &HubProcess) -> String {
+    hub.database_url().map_or_else(
+        || format!("sqlite://{}", hub.data_dir().join("hub.sqlite3").display()),
+        str::to_string,
+    )
+}
+
+/// The blob files under `dir/blobs-v1/sha256`.
+fn blob_files(dir: &Path) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for shard in std::fs::read_dir(dir.join("blobs-v1/sha256"))
+        .unwrap()
+        .flatten()
+    {
+        for f in std::fs::read_dir(shard.path()).unwrap().flatten() {
+            out.insert(f.file_name().to_string_lossy().into_owned());
+        }
+    }
+    out
+}
+
+/// Pushes an image (config, layer, manifest tagged v1) to `repo`, and a blob nothing
+/// references; the digests of the image's blobs.
+async fn push_image(base: &str, auth: &str, repo: &str) -> Vec<Digest> {
+    let (config, layer) = (content("cfg", 300), content("layer", 20_000));
+    for blob in [&config, &layer, &content("litter", 700)] {
+        let r = push_blob(base, auth, repo, blob).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let r = send(
+        base,
+        Method::PUT,
+        &format!("/v2/{repo}/manifests/v1"),
+        auth,
+        &[(
+            "content-type",
+            "application/vnd.oci.image.manifest.v1+json".into(),
+        )],
+        manifest(&config, &layer),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    vec![Digest::of(&config), Digest::of(&layer)]
+}
+
+/// Pulls `d` from `base`: 200 and bytes of that digest.
+async fn pull_ok(base: &str, auth: &str, repo: &str, d: &Digest, who: &str) {
+    let r = send(
+        base,
+        Method::GET,
+        &format!("/v2/{repo}/blobs/{d}"),
+        auth,
+        &[],
+        vec![],
+    )
+    .await;
+    assert_eq!(r.status, 200, "{who}: GET {d}: {}", r.text());
+    assert_eq!(Digest::of(&r.body), *d, "{who}: the bytes of {d} differ");
+}
+
+fn blob_dir_toml(dir: &Path) -> String {
+    format!("blob_dir = {:?}\n", dir.display().to_string())
+}
+
+/// `ofc-hub … gc` of `hub`, expected to fail; its stderr.
+fn gc_refused(hub: &HubProcess) -> String {
+    let out = hub.run(&["gc", "--grace-secs", "0", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success(),
+        "gc was expected to refuse: {}\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    stderr
+}
+
+/// Item 1: `ofc-hub gc` (and `serve`) with another database on a hub's blob directory refuse,
+/// naming both ids and places, and delete nothing; the hub's own gc still collects.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_with_another_database_on_the_blob_dir_refuses_and_deletes_nothing(
+    #[case] backend: Backend,
+) {
+    let shared = tempfile::tempdir().unwrap();
+    let toml = blob_dir_toml(shared.path());
+    let a = HubProcess::start(ProcessOptions::new(backend).hub_toml(&toml));
+    let auth = basic(&a.create_user("alice"));
+    let image = push_image(&a.url, &auth, "alice/img").await;
+    let id = std::fs::read_to_string(shared.path().join("blobs-v1/HUB-ID")).unwrap();
+    let id = id.trim();
+    assert_eq!(db_hub_id(&url_of(&a)).await.as_deref(), Some(id));
+    let before = blob_files(shared.path());
+    assert_eq!(before.len(), 3);
+
+    // A fresh database (as in the report: CREATE DATABASE w) on the same blob directory.
+    let w = HubProcess::start(ProcessOptions::new(backend).hub_toml(&toml).stopped());
+    let e = gc_refused(&w);
+    let shown_db = hub_core::store::db::redact_url(&url_of(&w));
+    for part in [id, &shown_db, &shared.path().display().to_string()] {
+        assert!(e.contains(part), "`{part}` not in: {e}");
+    }
+    assert_eq!(blob_files(shared.path()), before, "gc on w deleted blobs");
+    let e = w.refused_start();
+    assert!(e.contains(id) && e.contains("another database"), "{e}");
+    // Still nothing of its own: a later gc refuses the same way.
+    assert!(gc_refused(&w).contains(id));
+    assert_eq!(db_hub_id(&url_of(&w)).await, None);
+    assert_eq!(blob_files(shared.path()), before);
+
+    // The hub's own gc runs: it takes the litter, keeps the image.
+    let out = a.run(&["gc", "--grace-secs", "0", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["blobs_deleted"], 1, "{r}");
+    for d in &image {
+        pull_ok(&a.url, &auth, "alice/img", d, "a").await;
+    }
+}
+
+/// Item 2: a replica on the hub's database with a blob store of its own (its data dir, or
+/// another directory) refuses to start, naming the hub id and both places; with the hub's
+/// blob directory it starts and serves the hub's blobs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_whose_blob_store_is_not_the_databases_refuses_to_start() {
+    let shared = tempfile::tempdir().unwrap();
+    let toml = blob_dir_toml(shared.path());
+    let a = HubProcess::start(ProcessOptions::new(Backend::Postgres).hub_toml(&toml));
+    let auth = basic(&a.create_user("alice"));
+    let image = push_image(&a.url, &auth, "alice/img").await;
+    let id = db_hub_id(a.database_url().unwrap()).await.unwrap();
+    let other = tempfile::tempdir().unwrap();
+    for settings in [String::new(), blob_dir_toml(other.path())] {
+        let b = HubProcess::start(
+            ProcessOptions::default()
+                .database_url(a.database_url().unwrap())
+                .hub_toml(&settings)
+                .stopped(),
+        );
+        std::fs::copy(
+            a.data_dir().join(hub_core::log_key::LOG_KEY_FILE),
+            b.data_dir().join(hub_core::log_key::LOG_KEY_FILE),
+        )
+        .unwrap();
+        let e = b.refused_start();
+        let store = if settings.is_empty() {
+            b.data_dir().display().to_string()
+        } else {
+            other.path().display().to_string()
+        };
+        for part in [id.as_str(), "is not this hub's", &store] {
+            assert!(e.contains(part), "`{part}` not in: {e}");
+        }
+    }
+    assert!(blob_files(other.path()).is_empty());
+    let b = second_replica(&a, &toml);
+    for d in &image {
+        pull_ok(&b.url, &auth, "alice/img", d, "b").await;
+    }
+}
+
+/// An existing deployment (data in the database and the blob directory, no ids: as a hub
+/// before migration 0028 left them) adopts one id on its first start, logged, and starts as
+/// before afterwards. Before it does, neither a database with data on an empty blob store nor
+/// a new database on the blob directory is taken for the hub's.
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_existing_deployment_adopts_a_hub_id(#[case] backend: Backend) {
+    let shared = tempfile::tempdir().unwrap();
+    let toml = blob_dir_toml(shared.path());
+    let mut a = HubProcess::start(
+        ProcessOptions::new(backend)
+            .hub_toml(&toml)
+            .env("OFC_HUB_LOG", "warn,hub_core::hub_id=info"),
+    );
+    let auth = basic(&a.create_user("alice"));
+    let image = push_image(&a.url, &auth, "alice/img").await;
+    a.kill();
+    // What an older hub left: no ids.
+    let url = url_of(&a);
+    let db = hub_core::store::db::Db::connect(&url, 2).await.unwrap();
+    sqlx::query("DELETE FROM hub_id")
+        .execute(db.write())
+        .await
+        .unwrap();
+    db.close().await;
+    std::fs::remove_file(shared.path().join("blobs-v1/HUB-ID")).unwrap();
+    let before = blob_files(shared.path());
+
+    // A new database on the blob directory, no ids anywhere: refused, nothing deleted.
+    let w = HubProcess::start(ProcessOptions::new(backend).hub_toml(&toml).stopped());
+    let e = gc_refused(&w);
+    assert!(e.contains("references none"), "{e}");
+    assert_eq!(blob_files(shared.path()), before);
+    // The database with data on an empty blob directory: refused, naming its blobs.
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::write(a.data_dir().join("hub.toml"), blob_dir_toml(empty.path())).unwrap();
+    let e = a.refused_start();
+    assert!(
+        e.contains(&image[0].to_string()) || e.contains(&image[1].to_string()),
+        "{e}"
+    );
+    assert!(!shared.path().join("blobs-v1/HUB-ID").exists());
+    assert_eq!(db_hub_id(&url).await, None);
+
+    // The hub itself adopts one id into both.
+    std::fs::write(a.data_dir().join("hub.toml"), &toml).unwrap();
+    a.spawn();
+    let id = db_hub_id(&url).await.expect("an id in the database");
+    let marker = std::fs::read_to_string(shared.path().join("blobs-v1/HUB-ID")).unwrap();
+    assert_eq!(marker.trim(), id);
+    assert!(a.log().contains("adopted a hub id"), "{}", a.log());
+    for d in &image {
+        pull_ok(&a.url, &auth, "alice/img", d, "a").await;
+    }
+    // Later starts and gc: fine, the same id.
+    a.restart();
+    let out = a.run(&["gc", "--grace-secs", "0", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(db_hub_id(&url).await, Some(id));
+    for d in &image {
+        pull_ok(&a.url, &auth, "alice/img", d, "a").await;
+    }
+}
+
+/// The upstream registry holds the hub id too (the tag `hub-id` of `PREFIX/hub-id`): another
+/// database on the hub's registry prefix is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_database_on_the_hubs_registry_prefix_is_refused() {
+    let prefix = format!("ofc-hub-id-{}", uuid::Uuid::new_v4().simple());
+    let toml = format!(
+        "upstream_registry = \"http://{}/{prefix}\"\n",
+        ofc_test_kit::registry_peer()
+    );
+    let mut a = HubProcess::start(ProcessOptions::new(Backend::Postgres).hub_toml(&toml));
+    let id = db_hub_id(a.database_url().unwrap()).await.unwrap();
+    let w = HubProcess::start(
+        ProcessOptions::new(Backend::Postgres)
+            .hub_toml(&toml)
+            .stopped(),
+    );
+    let e = w.refused_start();
+    for part in [id.as_str(), prefix.as_str(), "hub-id"] {
+        assert!(e.contains(part), "`{part}` not in: {e}");
+    }
+    // The hub itself restarts on it.
+    a.restart();
+}

@@ -45,10 +45,14 @@ fn replicas_sign_one_log_with_one_key_and_a_replica_with_another_key_refuses_to_
         .unwrap();
     assert_eq!(cp.size, 2, "alice's key and her version");
 
-    // A replica without the key file: it must not make a key of its own.
+    // A replica without the key file (with the hub's blobs): it must not make a key of its own.
     let lone = HubProcess::start(
         ProcessOptions::default()
             .database_url(r.database_url())
+            .hub_toml(&format!(
+                "blob_dir = {:?}\n",
+                r.blob_dir().display().to_string()
+            ))
             .stopped(),
     );
     let err = lone.refused_start();
