@@ -17,7 +17,7 @@
 //! could miss the `done` of a delivery and deliver it twice).
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -25,7 +25,9 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::workspace::{JOURNAL, write_atomic};
+use std::os::fd::{AsFd, OwnedFd};
+
+use super::workspace::{JOURNAL, open_dir, open_file_at, stat_at, write_atomic_at};
 
 /// The largest journal read at start (it is emptied at every start, so it holds one run,
 /// and compacted while it runs).
@@ -73,7 +75,8 @@ struct Inner {
 /// The journal, open for appending.
 #[derive(Debug)]
 pub struct Journal {
-    root: PathBuf,
+    /// `.switchboard/`, opened once (a link put in its place later is not followed).
+    root: OwnedFd,
     compact_at: u64,
     inner: Mutex<Inner>,
 }
@@ -93,19 +96,20 @@ impl Journal {
         max_read: u64,
     ) -> io::Result<(Journal, Vec<Begun>)> {
         let path = root.join(JOURNAL);
+        let dir = open_dir(root)?;
         let mut open: Vec<Begun> = Vec::new();
-        match fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_file() => {
-                if meta.len() > max_read {
+        match stat_at(dir.as_fd(), JOURNAL) {
+            Ok(meta) if rustix::fs::FileType::from_raw_mode(meta.st_mode).is_file() => {
+                let len = meta.st_size as u64;
+                if len > max_read {
                     return Err(io::Error::other(format!(
-                        "{} is {} bytes, more than the {max_read} ofc reads: reading a part could deliver a message twice. \
+                        "{} is {len} bytes, more than the {max_read} ofc reads: reading a part could deliver a message twice. \
                          Move it aside to start (messages it names as begun and still in their inbox may then be delivered again)",
                         path.display(),
-                        meta.len()
                     )));
                 }
                 let mut text = String::new();
-                File::open(&path)?
+                open_file_at(dir.as_fd(), JOURNAL)?
                     .take(max_read)
                     .read_to_string(&mut text)?;
                 for line in text.lines() {
@@ -131,9 +135,9 @@ impl Journal {
         // What was open must survive until resolved: written again into the new journal.
         let kept: BTreeMap<String, Begun> =
             open.iter().map(|b| (b.id.clone(), b.clone())).collect();
-        let (file, bytes) = Self::fresh(root, &kept)?;
+        let (file, bytes) = Self::fresh(&dir, &kept)?;
         let journal = Journal {
-            root: root.to_path_buf(),
+            root: dir,
             compact_at,
             inner: Mutex::new(Inner {
                 file,
@@ -146,7 +150,7 @@ impl Journal {
     }
 
     /// A new journal holding the begin lines of `open`, opened for appending.
-    fn fresh(root: &Path, open: &BTreeMap<String, Begun>) -> io::Result<(File, u64)> {
+    fn fresh(root: &OwnedFd, open: &BTreeMap<String, Begun>) -> io::Result<(File, u64)> {
         let mut text = String::new();
         for b in open.values() {
             text.push_str(
@@ -154,9 +158,17 @@ impl Journal {
             );
             text.push('\n');
         }
-        write_atomic(root, JOURNAL, text.as_bytes(), 0o600)?;
-        let file = OpenOptions::new().append(true).open(root.join(JOURNAL))?;
-        Ok((file, text.len() as u64))
+        write_atomic_at(root.as_fd(), JOURNAL, text.as_bytes(), 0o600)?;
+        let fd = rustix::fs::openat(
+            root.as_fd(),
+            JOURNAL,
+            rustix::fs::OFlags::WRONLY
+                | rustix::fs::OFlags::APPEND
+                | rustix::fs::OFlags::NOFOLLOW
+                | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?;
+        Ok((File::from(fd), text.len() as u64))
     }
 
     fn append(&self, line: &Line) -> io::Result<()> {
@@ -240,6 +252,8 @@ pub fn transcript_holds(path: &Path, id: &str) -> io::Result<bool> {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::{self, OpenOptions};
+
     use super::*;
 
     fn begun(id: &str) -> Begun {

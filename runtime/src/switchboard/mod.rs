@@ -338,7 +338,7 @@ impl Switchboard {
             side.into_iter().collect()
         };
         // The floor side in `state.json` too, so that a file agent can see whom it may write to.
-        let written = state::update(self.ws.root(), |s| {
+        let written = state::update_at(self.ws.root_fd(), |s| {
             let chat = state::section(s, "chatAgents");
             for name in &side {
                 chat.insert(
@@ -570,7 +570,7 @@ impl Switchboard {
             _ => "chatAgents",
         };
         let key = name.to_owned();
-        let written = state::update(self.ws.root(), |s| {
+        let written = state::update_at(self.ws.root_fd(), |s| {
             state::section(s, section).insert(key, record);
         });
         if let Err(e) = self.said_state(written) {
@@ -631,7 +631,7 @@ impl Switchboard {
             t.iter().cloned().collect()
         };
         let list = members.clone();
-        let written = state::update(self.ws.root(), |s| {
+        let written = state::update_at(self.ws.root_fd(), |s| {
             state::section(s, "teams").insert(
                 team.to_owned(),
                 json!({"name": team, "members": list, "isComposite": false}),
@@ -647,7 +647,7 @@ impl Switchboard {
             let m = lock(&self.members);
             (m.agents.clone(), m.teams.clone())
         };
-        let written = state::update(self.ws.root(), |s| {
+        let written = state::update_at(self.ws.root_fd(), |s| {
             for (name, member) in &agents {
                 if member.kind == MemberKind::File {
                     state::section(s, "chatAgents").insert(

@@ -4,14 +4,15 @@
 //! release, and taken over when its time is more than [`STALE`] old (the holder died). ofc
 //! holds it only for one read-change-write, far under that.
 
-use std::fs;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::io::{self, Read};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
+use rustix::fs::{AtFlags, FileType, Mode};
 use serde_json::{Map, Value};
 
-use super::workspace::write_atomic;
+use super::workspace::{open_dir, open_file_at, stat_at, write_atomic_at};
 
 /// The state file's name.
 pub const FILE: &str = "state.json";
@@ -23,42 +24,57 @@ pub const MAX_STATE_BYTES: u64 = 4 * 1024 * 1024;
 /// The lock on `state.json`, released when dropped.
 #[derive(Debug)]
 pub struct StateLock {
-    dir: PathBuf,
+    /// The directory the lock is in (a link put in its place later is not followed).
+    dir: OwnedFd,
+    name: String,
 }
 
 impl StateLock {
     /// Takes the lock of `file` (`<file>.lock/`), waiting up to `wait`.
     pub fn acquire(file: &Path, wait: Duration) -> io::Result<StateLock> {
-        let dir = PathBuf::from(format!("{}.lock", file.display()));
+        let parent = file.parent().unwrap_or(Path::new("."));
+        let name = file
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| io::Error::other("the state file has no name"))?;
+        Self::acquire_in(open_dir(parent)?, name, wait)
+    }
+
+    /// Takes the lock of the file `name` in `dir`.
+    fn acquire_in(dir: OwnedFd, name: &str, wait: Duration) -> io::Result<StateLock> {
+        let lock = format!("{name}.lock");
         let start = Instant::now();
         loop {
-            match fs::create_dir(&dir) {
-                Ok(()) => return Ok(StateLock { dir }),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    let stale = fs::symlink_metadata(&dir)
-                        .and_then(|m| m.modified())
+            match rustix::fs::mkdirat(dir.as_fd(), lock.as_str(), Mode::from_raw_mode(0o755)) {
+                Ok(()) => return Ok(StateLock { dir, name: lock }),
+                Err(rustix::io::Errno::EXIST) => {
+                    let stale = stat_at(dir.as_fd(), &lock)
                         .ok()
+                        .and_then(|m| {
+                            SystemTime::UNIX_EPOCH
+                                .checked_add(Duration::from_secs(m.st_mtime.max(0) as u64))
+                        })
                         .and_then(|t| SystemTime::now().duration_since(t).ok())
                         .is_some_and(|age| age > STALE);
                     if stale {
                         // As proper-lockfile does: remove the abandoned lock, then compete
                         // for it again with mkdir.
-                        let _ = fs::remove_dir(&dir);
+                        let _ =
+                            rustix::fs::unlinkat(dir.as_fd(), lock.as_str(), AtFlags::REMOVEDIR);
                         continue;
                     }
                     if start.elapsed() >= wait {
                         return Err(io::Error::new(
                             io::ErrorKind::WouldBlock,
                             format!(
-                                "{} is held by another process (for less than {}s)",
-                                dir.display(),
+                                "{lock} is held by another process (for less than {}s)",
                                 STALE.as_secs()
                             ),
                         ));
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
     }
@@ -66,7 +82,7 @@ impl StateLock {
 
 impl Drop for StateLock {
     fn drop(&mut self) {
-        let _ = fs::remove_dir(&self.dir);
+        let _ = rustix::fs::unlinkat(self.dir.as_fd(), self.name.as_str(), AtFlags::REMOVEDIR);
     }
 }
 
@@ -75,13 +91,25 @@ impl Drop for StateLock {
 /// object is replaced, and `Ok(true)` says so; one that cannot be read (too large, not JSON,
 /// not a regular file) is an error and left as it is — other writers' agents are in it.
 pub fn update(root: &Path, change: impl FnOnce(&mut Map<String, Value>)) -> io::Result<bool> {
-    let file = root.join(FILE);
-    if fs::symlink_metadata(&file).is_err() {
+    update_in(open_dir(root)?, change)
+}
+
+/// [`update`] in the directory `root` (the workspace's handle).
+pub fn update_at(
+    root: BorrowedFd<'_>,
+    change: impl FnOnce(&mut Map<String, Value>),
+) -> io::Result<bool> {
+    update_in(root.try_clone_to_owned()?, change)
+}
+
+fn update_in(root: OwnedFd, change: impl FnOnce(&mut Map<String, Value>)) -> io::Result<bool> {
+    if stat_at(root.as_fd(), FILE).is_err() {
         // proper-lockfile locks the file's real path, so the file must exist first.
-        write_atomic(root, FILE, b"{}\n", 0o600)?;
+        write_atomic_at(root.as_fd(), FILE, b"{}\n", 0o600)?;
     }
-    let _lock = StateLock::acquire(&file, Duration::from_secs(5))?;
-    let (mut state, replaced) = match read(&file) {
+    let dir = root.try_clone()?;
+    let _lock = StateLock::acquire_in(root, FILE, Duration::from_secs(5))?;
+    let (mut state, replaced) = match read_at(dir.as_fd(), FILE) {
         Ok(Value::Object(map)) => (map, false),
         Ok(_) => (Map::new(), true),
         Err(e) => {
@@ -93,22 +121,39 @@ pub fn update(root: &Path, change: impl FnOnce(&mut Map<String, Value>)) -> io::
     };
     change(&mut state);
     let text = serde_json::to_string_pretty(&Value::Object(state)).map_err(io::Error::other)?;
-    write_atomic(root, FILE, text.as_bytes(), 0o600)?;
+    write_atomic_at(dir.as_fd(), FILE, text.as_bytes(), 0o600)?;
     Ok(replaced)
 }
 
 /// Reads `state.json` (bounded; never through a symbolic link).
 pub fn read(file: &Path) -> io::Result<Value> {
-    let meta = fs::symlink_metadata(file)?;
-    if !meta.is_file() {
+    let parent = file.parent().unwrap_or(Path::new("."));
+    let name = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| io::Error::other("the state file has no name"))?;
+    read_at(open_dir(parent)?.as_fd(), name)
+}
+
+fn read_at(dir: BorrowedFd<'_>, name: &str) -> io::Result<Value> {
+    let meta = stat_at(dir, name)?;
+    if FileType::from_raw_mode(meta.st_mode) != FileType::RegularFile {
         return Err(io::Error::other("state.json is not a regular file"));
     }
-    if meta.len() > MAX_STATE_BYTES {
+    if meta.st_size as u64 > MAX_STATE_BYTES {
         return Err(io::Error::other(format!(
             "state.json is more than {MAX_STATE_BYTES} bytes"
         )));
     }
-    let text = fs::read_to_string(file)?;
+    let mut text = String::new();
+    open_file_at(dir, name)?
+        .take(MAX_STATE_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_STATE_BYTES {
+        return Err(io::Error::other(format!(
+            "state.json is more than {MAX_STATE_BYTES} bytes"
+        )));
+    }
     serde_json::from_str(&text).map_err(|e| {
         io::Error::new(
             io::ErrorKind::InvalidData,
@@ -133,6 +178,8 @@ pub fn section<'a>(state: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     #[test]

@@ -14,19 +14,26 @@
 //! ```
 //!
 //! Rules that keep everything inside `.switchboard/`: names are checked before they become
-//! paths ([`index_schema::switchboard::check_name`]); every directory ofc uses must be a real
-//! directory (a symbolic link in its place is refused, never followed); files are written to a
-//! temporary name in the same directory and renamed into place, so a reader never sees half a
-//! file and a symbolic link at the destination is replaced rather than written through; inbox
-//! files are opened without following links, must be regular files, and are read only up to
-//! [`MAX_MESSAGE_FILE_BYTES`].
+//! paths ([`index_schema::switchboard::check_name`]); `.switchboard/` is opened once, as a
+//! directory handle, and every operation is relative to it, one component at a time, none
+//! followed if it is a symbolic link (`openat` with `O_NOFOLLOW | O_DIRECTORY` for each
+//! directory, `O_NOFOLLOW` for files, `renameat` between handles) — so a link put in place of
+//! `inbox/`, `outbox/`, `archive/` or an agent's folder, at start or while ofc runs, is refused
+//! and never followed; files are written to a temporary name in the same directory and renamed
+//! into place, so a reader never sees half a file and a symbolic link at the destination is
+//! replaced rather than written through; inbox files must be regular files and are read only up
+//! to [`MAX_MESSAGE_FILE_BYTES`]. The handles need a Unix (`openat` and its kin), as the
+//! runtime does anyway.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use index_schema::switchboard::{MAX_MESSAGE_FILE_BYTES, Message, Receipt, ServerInfo};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 /// The workspace directory's name.
 pub const DIR: &str = ".switchboard";
@@ -53,6 +60,8 @@ pub enum ReadOutcome {
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    /// `.switchboard/` itself, opened once.
+    fd: Arc<OwnedFd>,
 }
 
 impl Workspace {
@@ -61,10 +70,16 @@ impl Workspace {
     /// of any of them.
     pub fn open(dir: &Path) -> io::Result<Workspace> {
         let root = dir.join(DIR);
-        real_dir(&root, true)?;
-        let ws = Workspace { root };
+        let parent = open_dir(dir)?;
+        let fd = dir_at(parent.as_fd(), DIR, true, 0o700)
+            .map_err(|e| in_place(e, &root.display().to_string()))?;
+        let ws = Workspace {
+            root,
+            fd: Arc::new(fd),
+        };
         for sub in ["inbox", "archive", "outbox", "reviews", REJECTED] {
-            real_dir(&ws.root.join(sub), false)?;
+            dir_at(ws.fd.as_fd(), sub, true, 0o755)
+                .map_err(|e| in_place(e, &ws.root.join(sub).display().to_string()))?;
         }
         Ok(ws)
     }
@@ -74,15 +89,26 @@ impl Workspace {
         &self.root
     }
 
+    /// The handle of `.switchboard/`.
+    pub fn root_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// The handle of `kind/<name>/`, created when `create`; a link or a file in the place of
+    /// either component is an error.
+    fn sub(&self, kind: &str, name: &str, create: bool) -> io::Result<OwnedFd> {
+        let k = dir_at(self.fd.as_fd(), kind, create, 0o755).map_err(|e| in_place(e, kind))?;
+        dir_at(k.as_fd(), name, create, 0o755).map_err(|e| in_place(e, &format!("{kind}/{name}")))
+    }
+
     /// `kind/<name>` (`inbox`, `archive`, `outbox`, `rejected`), created when missing.
     /// `name` must have passed [`index_schema::switchboard::check_name`].
     pub fn dir(&self, kind: &str, name: &str) -> io::Result<PathBuf> {
-        let path = self.root.join(kind).join(name);
-        real_dir(&path, false)?;
-        Ok(path)
+        self.sub(kind, name, true)?;
+        Ok(self.path(kind, name))
     }
 
-    /// `kind/<name>` without creating it.
+    /// `kind/<name>`, as a path to show (operations never go through it).
     pub fn path(&self, kind: &str, name: &str) -> PathBuf {
         self.root.join(kind).join(name)
     }
@@ -92,45 +118,47 @@ impl Workspace {
         let mut bytes = [0u8; 32];
         rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut bytes);
         let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        write_atomic(&self.root, "auth_token", token.as_bytes(), 0o600)?;
+        write_atomic_at(self.fd.as_fd(), "auth_token", token.as_bytes(), 0o600)?;
         Ok(token)
     }
 
     /// Writes `server_info.json`.
     pub fn write_server_info(&self, info: &ServerInfo) -> io::Result<()> {
         let text = serde_json::to_string_pretty(info).map_err(io::Error::other)?;
-        write_atomic(&self.root, "server_info.json", text.as_bytes(), 0o600)
+        write_atomic_at(self.fd.as_fd(), "server_info.json", text.as_bytes(), 0o600)
     }
 
     /// Removes `server_info.json` (the server stopped).
     pub fn remove_server_info(&self) {
-        let _ = fs::remove_file(self.root.join("server_info.json"));
+        let _ = rustix::fs::unlinkat(self.fd.as_fd(), "server_info.json", AtFlags::empty());
     }
 
     /// Puts a message into its recipient's inbox (written aside, then renamed into place).
     pub fn deliver(&self, message: &Message) -> io::Result<PathBuf> {
-        let dir = self.dir("inbox", &message.recipient)?;
-        write_atomic(
-            &dir,
+        let dir = self.sub("inbox", &message.recipient, true)?;
+        write_atomic_at(
+            dir.as_fd(),
             &message.file_name(),
             message.to_json().as_bytes(),
             0o600,
         )?;
-        Ok(dir.join(message.file_name()))
+        Ok(self
+            .path("inbox", &message.recipient)
+            .join(message.file_name()))
     }
 
     /// Writes a receipt into `outbox/<sender>/`.
     pub fn write_receipt(&self, sender: &str, receipt: &Receipt) -> io::Result<()> {
-        let dir = self.dir("outbox", sender)?;
+        let dir = self.sub("outbox", sender, true)?;
         let text = serde_json::to_string_pretty(receipt).map_err(io::Error::other)?;
-        write_atomic(&dir, &receipt.file_name(), text.as_bytes(), 0o600)
+        write_atomic_at(dir.as_fd(), &receipt.file_name(), text.as_bytes(), 0o600)
     }
 
     /// Whether `outbox/<sender>/` holds the receipt of `message_id`.
     pub fn has_receipt(&self, sender: &str, message_id: &str) -> bool {
-        self.path("outbox", sender)
-            .join(format!("receipt_{message_id}.json"))
-            .is_file()
+        self.sub("outbox", sender, false)
+            .and_then(|d| stat_at(d.as_fd(), &format!("receipt_{message_id}.json")))
+            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile)
     }
 
     /// Moves `inbox/<name>/<file>` to `archive/<name>/` (under another name if one is
@@ -146,15 +174,20 @@ impl Workspace {
     }
 
     fn move_to(&self, kind: &str, name: &str, file: &str) -> io::Result<bool> {
-        let from = self.path("inbox", name).join(file);
-        if fs::symlink_metadata(&from).is_err() {
+        plain(file)?;
+        let from = match self.sub("inbox", name, false) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if stat_at(from.as_fd(), file).is_err() {
             return Ok(false);
         }
-        let dir = self.dir(kind, name)?;
-        let mut to = dir.join(file);
+        let to = self.sub(kind, name, true)?;
+        let mut target = file.to_owned();
         let mut n = 1;
-        while fs::symlink_metadata(&to).is_ok() {
-            to = dir.join(format!("{file}.{n}"));
+        while stat_at(to.as_fd(), &target).is_ok() {
+            target = format!("{file}.{n}");
             n += 1;
             if n > 1000 {
                 return Err(io::Error::other(format!(
@@ -162,21 +195,25 @@ impl Workspace {
                 )));
             }
         }
-        match fs::rename(&from, &to) {
+        match rustix::fs::renameat(from.as_fd(), file, to.as_fd(), target.as_str()) {
             Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(e),
+            Err(rustix::io::Errno::NOENT) => Ok(false),
+            Err(e) => Err(e.into()),
         }
     }
 
     /// Whether `kind/<name>/<file>` exists (as anything: a link is not followed).
     pub fn exists(&self, kind: &str, name: &str, file: &str) -> bool {
-        fs::symlink_metadata(self.path(kind, name).join(file)).is_ok()
+        plain(file).is_ok()
+            && self
+                .sub(kind, name, false)
+                .and_then(|d| stat_at(d.as_fd(), file))
+                .is_ok()
     }
 
     /// Whether `archive/<name>/<file>` exists.
     pub fn archived(&self, name: &str, file: &str) -> bool {
-        fs::symlink_metadata(self.path("archive", name).join(file)).is_ok()
+        self.exists("archive", name, file)
     }
 
     /// The message files waiting in `inbox/<name>/`, oldest name first, at most `limit`:
@@ -184,22 +221,18 @@ impl Workspace {
     /// for the file they are still writing). A missing inbox is empty; an inbox that is not
     /// a real directory is an error.
     pub fn pending(&self, name: &str, limit: usize) -> io::Result<Vec<String>> {
-        let dir = self.path("inbox", name);
-        match fs::symlink_metadata(&dir) {
+        let dir = match self.sub("inbox", name, false) {
+            Ok(d) => d,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e),
-            Ok(m) if !m.is_dir() => {
-                return Err(io::Error::other(format!(
-                    "inbox/{name} is not a directory (a symbolic link?)"
-                )));
-            }
-            Ok(_) => {}
-        }
+        };
         let mut names = Vec::new();
         // Bounded: a flooded inbox is taken a slice at a time.
-        for entry in fs::read_dir(&dir)?.take(limit.saturating_mul(16).max(limit)) {
+        for entry in
+            rustix::fs::Dir::read_from(dir.as_fd())?.take(limit.saturating_mul(16).max(limit))
+        {
             let entry = entry?;
-            let Some(file) = entry.file_name().to_str().map(str::to_owned) else {
+            let Ok(file) = entry.file_name().to_str().map(str::to_owned) else {
                 continue;
             };
             if file.ends_with(".json") && !file.starts_with('.') {
@@ -214,35 +247,48 @@ impl Workspace {
     /// Reads `inbox/<name>/<file>`. A file that does not parse is [`ReadOutcome::NotYet`]
     /// while it changed less than `settle` ago, and refused after.
     pub fn read(&self, name: &str, file: &str, settle: Duration) -> ReadOutcome {
-        let path = self.path("inbox", name).join(file);
-        let meta = match fs::symlink_metadata(&path) {
+        if let Err(e) = plain(file) {
+            return ReadOutcome::Refused(e.to_string());
+        }
+        let dir = match self.sub("inbox", name, false) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return ReadOutcome::Gone,
+            Err(e) => return ReadOutcome::Refused(format!("cannot be read: {e}")),
+        };
+        let meta = match stat_at(dir.as_fd(), file) {
             Ok(m) => m,
             Err(_) => return ReadOutcome::Gone,
         };
-        if meta.file_type().is_symlink() {
-            let target = fs::read_link(&path)
-                .map(|t| t.display().to_string())
+        let kind = FileType::from_raw_mode(meta.st_mode);
+        if kind == FileType::Symlink {
+            let target = rustix::fs::readlinkat(dir.as_fd(), file, Vec::new())
+                .map(|t| String::from_utf8_lossy(t.as_bytes()).into_owned())
                 .unwrap_or_default();
             return ReadOutcome::Refused(format!(
                 "is a symbolic link (to {}), not a message file; links are never followed",
                 shown(&target)
             ));
         }
-        if !meta.is_file() {
+        if kind != FileType::RegularFile {
             return ReadOutcome::Refused("is not a regular file".into());
         }
-        if meta.len() > MAX_MESSAGE_FILE_BYTES {
+        let len = meta.st_size as u64;
+        if len > MAX_MESSAGE_FILE_BYTES {
             return ReadOutcome::Refused(format!(
-                "is {} bytes, more than the {MAX_MESSAGE_FILE_BYTES} a message may have",
-                meta.len()
+                "is {len} bytes, more than the {MAX_MESSAGE_FILE_BYTES} a message may have"
             ));
         }
-        let young = meta
-            .modified()
+        let modified = SystemTime::UNIX_EPOCH
+            .checked_add(Duration::new(
+                meta.st_mtime.max(0) as u64,
+                meta.st_mtime_nsec.clamp(0, 999_999_999) as u32,
+            ))
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let young = SystemTime::now()
+            .duration_since(modified)
             .ok()
-            .and_then(|m| SystemTime::now().duration_since(m).ok())
             .is_none_or(|age| age < settle);
-        let text = match read_bounded(&path) {
+        let text = match read_bounded(dir.as_fd(), file) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => {
                 return ReadOutcome::Refused(format!(
@@ -275,56 +321,85 @@ impl Workspace {
     }
 }
 
-/// Makes sure `path` is a real directory (0700 for the workspace root), creating it when
-/// missing; a symbolic link or anything else in its place is an error.
-fn real_dir(path: &Path, private: bool) -> io::Result<()> {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => Err(io::Error::other(format!(
-            "{} is not a directory (a symbolic link or a file is in its place); ofc does not follow it",
-            path.display()
-        ))),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            match fs::create_dir(path) {
-                Ok(()) => {}
-                // Another writer made it meanwhile: check what it is.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    return real_dir(path, private);
-                }
-                Err(e) => return Err(e),
-            }
-            #[cfg(unix)]
-            if private {
-                use std::os::unix::fs::PermissionsExt;
-                fs::set_permissions(path, fs::Permissions::from_mode(0o700))?;
-            }
-            let _ = private;
-            Ok(())
+/// A file name of one component (what an inbox listing or a checked id gives).
+fn plain(file: &str) -> io::Result<()> {
+    if file.is_empty() || file == "." || file == ".." || file.contains(['/', '\0']) {
+        return Err(io::Error::other(format!(
+            "`{}` is not a plain file name",
+            shown(file)
+        )));
+    }
+    Ok(())
+}
+
+/// An error opening a directory of the workspace, saying what is in its place.
+fn in_place(e: io::Error, what: &str) -> io::Error {
+    match e.raw_os_error().map(rustix::io::Errno::from_raw_os_error) {
+        Some(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => io::Error::other(format!(
+            "{what} is not a directory (a symbolic link or a file is in its place); ofc does not follow it"
+        )),
+        _ if e.kind() == io::ErrorKind::NotFound => {
+            io::Error::new(io::ErrorKind::NotFound, format!("{what}: {e}"))
         }
-        Err(e) => Err(e),
+        _ => io::Error::new(e.kind(), format!("{what}: {e}")),
     }
 }
 
-/// Opens a file for reading without following a symbolic link, and without blocking on a
-/// FIFO swapped in after the check.
-fn open_nofollow(path: &Path) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-        options.custom_flags(flags.bits() as i32);
+/// Opens the directory at `path` (its last component must not be a link).
+pub(crate) fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+/// Opens the directory `name` in `dir` without following a link, creating it (`mode`) when
+/// `create` and it is missing.
+fn dir_at(dir: BorrowedFd<'_>, name: &str, create: bool, mode: u32) -> io::Result<OwnedFd> {
+    plain(name)?;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => Ok(fd),
+        Err(rustix::io::Errno::NOENT) if create => {
+            match rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(mode)) {
+                // Another writer made it meanwhile: opened as it is, checked the same way.
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            Ok(rustix::fs::openat(dir, name, flags, Mode::empty())?)
+        }
+        Err(e) => Err(e.into()),
     }
-    options.open(path)
+}
+
+/// `lstat` of `name` in `dir`.
+pub(crate) fn stat_at(dir: BorrowedFd<'_>, name: &str) -> io::Result<rustix::fs::Stat> {
+    Ok(rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?)
+}
+
+/// Opens `name` in `dir` for reading without following a link, and without blocking on a
+/// FIFO swapped in after a check; it must be a regular file.
+pub(crate) fn open_file_at(dir: BorrowedFd<'_>, name: &str) -> io::Result<File> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let file = File::from(fd);
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file",
+            shown(name)
+        )));
+    }
+    Ok(file)
 }
 
 /// The file's bytes, or `None` past [`MAX_MESSAGE_FILE_BYTES`].
-fn read_bounded(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    let file = open_nofollow(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::other("not a regular file"));
-    }
+fn read_bounded(dir: BorrowedFd<'_>, name: &str) -> io::Result<Option<Vec<u8>>> {
+    let file = open_file_at(dir, name)?;
     let mut bytes = Vec::new();
     file.take(MAX_MESSAGE_FILE_BYTES + 1)
         .read_to_end(&mut bytes)?;
@@ -332,33 +407,43 @@ fn read_bounded(path: &Path) -> io::Result<Option<Vec<u8>>> {
 }
 
 /// Writes `dir/name` whole or not at all: a temporary file in the same directory (created
-/// new, `mode`), synced, then renamed over `name`.
+/// new, `mode`), synced, then renamed over `name`. `dir`'s last component must not be a link.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Result<()> {
+    write_atomic_at(open_dir(dir)?.as_fd(), name, bytes, mode)
+}
+
+/// [`write_atomic`] in the directory `dir`.
+pub(crate) fn write_atomic_at(
+    dir: BorrowedFd<'_>,
+    name: &str,
+    bytes: &[u8],
+    mode: u32,
+) -> io::Result<()> {
+    plain(name)?;
     let mut suffix = [0u8; 6];
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut suffix);
-    let tmp = dir.join(format!(
+    let tmp = format!(
         ".{name}.{}.tmp",
         suffix
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect::<String>()
-    ));
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(mode);
-    }
-    let _ = mode;
+    );
     let result = (|| {
-        let mut file = options.open(&tmp)?;
+        let fd = rustix::fs::openat(
+            dir,
+            tmp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )?;
+        let mut file = File::from(fd);
         file.write_all(bytes)?;
         file.sync_data()?;
-        fs::rename(&tmp, dir.join(name))
+        rustix::fs::renameat(dir, tmp.as_str(), dir, name)?;
+        Ok(())
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+        let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
     }
     result
 }
@@ -375,6 +460,8 @@ pub fn shown(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     #[test]
@@ -396,6 +483,82 @@ mod tests {
             assert!(Workspace::open(elsewhere.path()).is_err());
         }
         assert_eq!(fs::read_dir(other.path()).unwrap().count(), 0);
+    }
+
+    fn files(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Links swapped in for `inbox/`, `outbox/`, `archive/` and an agent's folder while ofc
+    /// runs (after the workspace was opened): nothing is written, read or moved through them.
+    #[test]
+    fn links_swapped_in_while_running_are_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        let root = ws.root().to_path_buf();
+        let message = |id: &str, sender: &str, recipient: &str| {
+            Message::from_json(
+                &serde_json::json!({"id": id, "action": "status_update", "sender": sender,
+                    "recipient": recipient, "payload": "p", "createdAt": "2025-01-01T00:00:00.000Z"})
+                .to_string(),
+            )
+            .unwrap()
+        };
+        ws.deliver(&message("msg_0", "user", "worker")).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = tempfile::tempdir().unwrap();
+        fs::create_dir(victim.path().join("user")).unwrap();
+        fs::write(
+            victim.path().join("user/secret.json"),
+            "TOP SECRET not json",
+        )
+        .unwrap();
+        fs::create_dir(outside.path().join("worker")).unwrap();
+        fs::write(outside.path().join("worker/keep.json"), "keep").unwrap();
+        for (sub, to) in [
+            ("outbox", outside.path()),
+            ("inbox", victim.path()),
+            ("archive", outside.path()),
+        ] {
+            fs::rename(root.join(sub), root.join(format!("{sub}.old"))).unwrap();
+            std::os::unix::fs::symlink(to, root.join(sub)).unwrap();
+        }
+        fs::create_dir(root.join("rejected/user")).unwrap();
+        assert!(ws.deliver(&message("msg_1", "user", "worker")).is_err());
+        let receipt = Receipt::delivered("msg_1", "worker", "2025-01-01T00:00:00.000Z".into());
+        let e = ws.write_receipt("user", &receipt).unwrap_err();
+        assert!(e.to_string().contains("outbox is not a directory"), "{e}");
+        let e = ws.pending("user", 10).unwrap_err();
+        assert!(e.to_string().contains("inbox is not a directory"), "{e}");
+        assert!(matches!(
+            ws.read("user", "secret.json", Duration::ZERO),
+            ReadOutcome::Refused(_)
+        ));
+        assert!(ws.reject("user", "secret.json").is_err());
+        assert!(!ws.has_receipt("worker", "msg_0"));
+        assert!(dir_at(ws.root_fd(), "archive", false, 0o755).is_err());
+        // The inbox back, an agent's folder in it a link.
+        fs::remove_file(root.join("inbox")).unwrap();
+        fs::rename(root.join("inbox.old"), root.join("inbox")).unwrap();
+        std::os::unix::fs::symlink(victim.path().join("user"), root.join("inbox/user")).unwrap();
+        assert!(ws.pending("user", 10).is_err());
+        assert!(ws.reject("user", "secret.json").is_err());
+        assert!(!ws.exists("inbox", "user", "secret.json"));
+        assert!(
+            ws.archive("worker", "msg_0.json").is_err(),
+            "archive/ is a link"
+        );
+        assert!(ws.exists("inbox", "worker", "msg_0.json"));
+        // Outside, nothing came and nothing went.
+        assert_eq!(files(outside.path()), ["worker"]);
+        assert_eq!(files(&outside.path().join("worker")), ["keep.json"]);
+        assert_eq!(files(&victim.path().join("user")), ["secret.json"]);
+        assert!(files(&root.join("rejected/user")).is_empty());
     }
 
     #[test]
