@@ -11,6 +11,7 @@ pub use index_schema::hub_api::{
 };
 
 use super::auth::Auth;
+use super::strict::{NoBody, NoQuery};
 use crate::client::ip_of;
 use crate::error::{ApiResult, ErrorBody};
 use crate::state::AppState;
@@ -26,6 +27,7 @@ use crate::state::AppState;
 pub async fn login(
     State(state): State<AppState>,
     ci: ConnectInfo<SocketAddr>,
+    _: NoQuery,
     Json(req): Json<LoginRequest>,
 ) -> ApiResult<(StatusCode, Json<NewToken>)> {
     let t = accounts::login(&state.core, &ip_of(Some(ci)), req).await?;
@@ -38,7 +40,12 @@ pub async fn login(
         (status = 200, description = "the caller", body = Me),
         (status = 401, description = "no valid token", body = ErrorBody),
     ), security(("bearer" = [])))]
-pub async fn me(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<Me>> {
+pub async fn me(
+    State(state): State<AppState>,
+    auth: Auth,
+    _: NoQuery,
+    _: NoBody,
+) -> ApiResult<Json<Me>> {
     Ok(Json(accounts::me(&state.core, &auth.0).await?))
 }
 
@@ -49,7 +56,12 @@ pub async fn me(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<Me>
         (status = 401, description = "no valid token", body = ErrorBody),
         (status = 403, description = "the token lacks `manage-tokens`", body = ErrorBody),
     ), security(("bearer" = [])))]
-pub async fn list_tokens(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<TokenList>> {
+pub async fn list_tokens(
+    State(state): State<AppState>,
+    auth: Auth,
+    _: NoQuery,
+    _: NoBody,
+) -> ApiResult<Json<TokenList>> {
     Ok(Json(accounts::list_tokens(&state.core, &auth.0).await?))
 }
 
@@ -64,6 +76,7 @@ pub async fn list_tokens(State(state): State<AppState>, auth: Auth) -> ApiResult
 pub async fn create_token(
     State(state): State<AppState>,
     auth: Auth,
+    _: NoQuery,
     Json(req): Json<CreateTokenRequest>,
 ) -> ApiResult<(StatusCode, Json<NewToken>)> {
     let t = accounts::create_token(&state.core, &auth.0, &req).await?;
@@ -83,6 +96,8 @@ pub async fn revoke_token(
     State(state): State<AppState>,
     auth: Auth,
     Path(id): Path<i64>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<StatusCode> {
     accounts::revoke_token(&state.core, &auth.0, id).await?;
     Ok(StatusCode::NO_CONTENT)

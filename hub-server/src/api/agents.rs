@@ -5,7 +5,7 @@
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hub_core::publish::{self, Published};
@@ -17,6 +17,7 @@ pub use index_schema::hub_api::{
 };
 
 use super::auth::Auth;
+use super::strict::{NoBody, NoQuery, Params};
 use crate::error::{ApiError, ApiResult, ErrorBody, ErrorCode};
 use crate::state::AppState;
 
@@ -111,6 +112,7 @@ pub async fn publish(
     State(state): State<AppState>,
     auth: Auth,
     Path((publisher, agent, version)): Path<(String, String, String)>,
+    _: NoQuery,
     body: Result<Json<PublishRequest>, JsonRejection>,
 ) -> Response {
     let req = match body {
@@ -198,6 +200,8 @@ async fn publish_inclusion(
 pub async fn get_agent(
     State(state): State<AppState>,
     Path(a): Path<AgentPath>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<Json<AgentInfo>> {
     Ok(Json(
         agents::info(&state.core, &a.publisher, &a.agent).await?,
@@ -239,7 +243,8 @@ pub async fn get_agent_card(
 pub async fn get_version(
     State(state): State<AppState>,
     Path(v): Path<VersionPath>,
-    Query(q): Query<LogQuery>,
+    Params(q): Params<LogQuery>,
+    _: NoBody,
 ) -> ApiResult<Json<VersionInfo>> {
     Ok(Json(
         agents::version_info(&state.core, &v.publisher, &v.agent, &v.version, q.log_size).await?,
@@ -261,6 +266,8 @@ pub async fn get_bundle(
     State(state): State<AppState>,
     peer: axum::extract::ConnectInfo<std::net::SocketAddr>,
     Path(v): Path<VersionPath>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<Response> {
     let (file, size, d) = agents::bundle(
         &state.core,
@@ -289,12 +296,13 @@ pub async fn get_bundle(
 #[utoipa::path(get, path = "/api/v1/agents", tag = "agents", params(ListQuery),
     responses(
         (status = 200, description = "a page", body = AgentList),
-        (status = 400, description = "bad cursor or limit", body = ErrorBody),
+        (status = 400, description = "bad cursor or limit, or a parameter this route does not take (the message names it)", body = ErrorBody),
     ))]
 
 pub async fn list_agents(
     State(state): State<AppState>,
-    Query(q): Query<ListQuery>,
+    Params(q): Params<ListQuery>,
+    _: NoBody,
 ) -> ApiResult<Json<AgentList>> {
     Ok(Json(
         agents::list(&state.core, q.cursor.as_deref(), q.updated_since, q.limit).await?,
@@ -313,6 +321,7 @@ pub async fn yank(
     State(state): State<AppState>,
     auth: Auth,
     Path(v): Path<VersionPath>,
+    _: NoQuery,
     Json(req): Json<YankRequest>,
 ) -> ApiResult<StatusCode> {
     let reason = req.reason.unwrap_or_default();
@@ -339,6 +348,8 @@ pub async fn unyank(
     State(state): State<AppState>,
     auth: Auth,
     Path(v): Path<VersionPath>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<StatusCode> {
     agents::set_yanked(
         &state.core,
@@ -364,6 +375,7 @@ pub async fn deprecate(
     State(state): State<AppState>,
     auth: Auth,
     Path(v): Path<VersionPath>,
+    _: NoQuery,
     Json(req): Json<DeprecateRequest>,
 ) -> ApiResult<StatusCode> {
     lifecycle::set_deprecated(
@@ -390,6 +402,8 @@ pub async fn undeprecate(
     State(state): State<AppState>,
     auth: Auth,
     Path(v): Path<VersionPath>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<StatusCode> {
     lifecycle::set_deprecated(
         &state.core,
@@ -423,6 +437,8 @@ pub async fn unpublish(
     State(state): State<AppState>,
     auth: Auth,
     Path(v): Path<VersionPath>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<StatusCode> {
     lifecycle::unpublish(&state.core, &auth.0, &v.publisher, &v.agent, &v.version).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -445,6 +461,8 @@ pub async fn delete_agent(
     State(state): State<AppState>,
     auth: Auth,
     Path(a): Path<AgentPath>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<StatusCode> {
     agents::delete_agent(&state.core, &auth.0, &a.publisher, &a.agent).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -466,6 +484,8 @@ pub async fn delete_version(
     State(state): State<AppState>,
     auth: Auth,
     Path(v): Path<VersionPath>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<StatusCode> {
     agents::delete_version(&state.core, &auth.0, &v.publisher, &v.agent, &v.version).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -475,12 +495,13 @@ pub async fn delete_version(
 #[utoipa::path(get, path = "/api/v1/outbox", tag = "agents", params(OutboxQuery),
     responses(
         (status = 200, description = "entries", body = OutboxPage),
-        (status = 400, description = "bad limit", body = ErrorBody),
+        (status = 400, description = "bad limit, or a parameter this route does not take (the message names it)", body = ErrorBody),
     ))]
 
 pub async fn outbox(
     State(state): State<AppState>,
-    Query(q): Query<OutboxQuery>,
+    Params(q): Params<OutboxQuery>,
+    _: NoBody,
 ) -> ApiResult<Json<OutboxPage>> {
     Ok(Json(OutboxPage {
         entries: agents::outbox(&state.core, q.after, q.limit).await?,
@@ -491,7 +512,7 @@ pub async fn outbox(
 #[utoipa::path(get, path = "/api/v1/audit", tag = "agents", params(AuditQuery),
     responses(
         (status = 200, description = "entries", body = AuditPage),
-        (status = 400, description = "bad limit", body = ErrorBody),
+        (status = 400, description = "bad limit, or a parameter this route does not take (the message names it)", body = ErrorBody),
         (status = 401, description = "no valid token", body = ErrorBody),
         (status = 403, description = "administrators only", body = ErrorBody),
     ), security(("bearer" = [])))]
@@ -499,7 +520,8 @@ pub async fn outbox(
 pub async fn audit(
     State(state): State<AppState>,
     auth: Auth,
-    Query(q): Query<AuditQuery>,
+    Params(q): Params<AuditQuery>,
+    _: NoBody,
 ) -> ApiResult<Json<AuditPage>> {
     Ok(Json(AuditPage {
         entries: agents::audit(&state.core, &auth.0, q.target.as_deref(), q.limit).await?,

@@ -9,6 +9,7 @@ use hub_core::domains;
 use index_schema::hub_api::{NamespaceInfo, VerifyDomainRequest};
 
 use super::auth::Auth;
+use super::strict::{NoBody, NoQuery};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::proof::Prover;
 use crate::state::AppState;
@@ -31,6 +32,7 @@ pub async fn verify_domain(
     State(state): State<AppState>,
     auth: Auth,
     Path(namespace): Path<String>,
+    _: NoQuery,
     Json(req): Json<VerifyDomainRequest>,
 ) -> ApiResult<Json<NamespaceInfo>> {
     // Built per claim (claims are rare); the settings were checked when the hub started.
@@ -61,6 +63,8 @@ pub async fn remove_domain(
     State(state): State<AppState>,
     auth: Auth,
     Path(namespace): Path<String>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<StatusCode> {
     domains::remove(&state.core, &auth.0, &namespace).await?;
     Ok(StatusCode::NO_CONTENT)

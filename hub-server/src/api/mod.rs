@@ -9,6 +9,13 @@
 //! sets the route's body limit; past it 413 `inline_bundle_too_large`): `ofc publish` uploads the
 //! bundle through `/v2/` first. Framework rejections (bad JSON, unknown route, body too large)
 //! get the same `{code, message}` shape as every other error.
+//!
+//! What a route would not read is refused rather than ignored (`strict.rs`): a query parameter
+//! it does not take is 400 `invalid_parameter` naming it, a body on a route that takes none is
+//! 400 `invalid_body`. The exceptions are the probes and documents fetched by generic tools
+//! (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`, `/.well-known/jwks.json`), the A2A
+//! card and the log's JSON views (`crate::tlog`) for now, and `/v2/`, which keeps the
+//! distribution spec's leniency (clients and mirrors add parameters of their own).
 
 pub mod accounts;
 pub mod agents;
@@ -20,6 +27,7 @@ pub mod openapi;
 pub mod ops;
 pub mod registry;
 pub mod search;
+pub mod strict;
 pub mod trusted;
 
 use std::time::Duration;

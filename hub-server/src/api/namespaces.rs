@@ -9,6 +9,7 @@ pub use index_schema::hub_api::{
 };
 
 use super::auth::Auth;
+use super::strict::{NoBody, NoQuery};
 use crate::error::{ApiResult, ErrorBody};
 use crate::state::AppState;
 
@@ -28,6 +29,7 @@ pub use hub_core::store::KeyRow;
 pub async fn create_namespace(
     State(state): State<AppState>,
     auth: Auth,
+    _: NoQuery,
     Json(req): Json<CreateNamespaceRequest>,
 ) -> ApiResult<(StatusCode, Json<NamespaceInfo>)> {
     let info = namespaces::create(&state.core, &auth.0, &req.name).await?;
@@ -44,6 +46,8 @@ pub async fn create_namespace(
 pub async fn get_namespace(
     State(state): State<AppState>,
     Path(namespace): Path<String>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<Json<NamespaceInfo>> {
     Ok(Json(namespaces::info(&state.core, &namespace).await?))
 }
@@ -65,6 +69,7 @@ pub async fn set_member(
     State(state): State<AppState>,
     auth: Auth,
     Path((namespace, user)): Path<(String, String)>,
+    _: NoQuery,
     Json(req): Json<SetMemberRequest>,
 ) -> ApiResult<Json<NamespaceInfo>> {
     Ok(Json(
@@ -87,6 +92,8 @@ pub async fn remove_member(
     State(state): State<AppState>,
     auth: Auth,
     Path((namespace, user)): Path<(String, String)>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<StatusCode> {
     namespaces::remove_member(&state.core, &auth.0, &namespace, &user).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -102,6 +109,8 @@ pub async fn remove_member(
 pub async fn list_keys(
     State(state): State<AppState>,
     Path(namespace): Path<String>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<Json<KeyList>> {
     Ok(Json(namespaces::keys(&state.core, &namespace).await?))
 }
@@ -122,6 +131,7 @@ pub async fn add_key(
     State(state): State<AppState>,
     auth: Auth,
     Path(namespace): Path<String>,
+    _: NoQuery,
     Json(req): Json<AddKeyRequest>,
 ) -> ApiResult<(StatusCode, Json<KeyRow>)> {
     let row = namespaces::add_key(&state.core, &auth.0, &namespace, &req.public_key).await?;
@@ -142,6 +152,8 @@ pub async fn revoke_key(
     State(state): State<AppState>,
     auth: Auth,
     Path((namespace, key_id)): Path<(String, String)>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<StatusCode> {
     namespaces::revoke_key(&state.core, &auth.0, &namespace, &key_id).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -11,7 +11,7 @@ use crate::tlog;
 /// The hub's API.
 #[derive(Debug, OpenApi)]
 #[openapi(
-    info(title = "ofc hub", description = "Accounts, namespaces, keys, signed publishing and the read API of the ofc hub, plus the OFC registry API view."),
+    info(title = "ofc hub", description = "Accounts, namespaces, keys, signed publishing and the read API of the ofc hub, plus the OFC registry API view. The account, namespace, agent, search and registry routes refuse what they would not read: a query parameter a route does not take (400 `invalid_parameter`, naming it) and a body where it takes none (400 `invalid_body`)."),
     paths(
         accounts::login, accounts::me, accounts::list_tokens, accounts::create_token,
         accounts::revoke_token,

@@ -43,6 +43,7 @@ use hub_core::namespaces;
 use hub_core::store::{AgentRow, NewRegistryAgent, StoreError};
 
 use super::auth::Auth;
+use super::strict::{NoBody, NoQuery};
 use crate::error::{ApiError, ApiResult, ErrorBody, ErrorCode};
 use crate::state::AppState;
 
@@ -183,6 +184,7 @@ fn check_metadata(m: &AgentMetadata) -> ApiResult<String> {
 pub async fn register(
     State(state): State<AppState>,
     auth: Auth,
+    _: NoQuery,
     Json(req): Json<RegisterAgentRequest>,
 ) -> ApiResult<(StatusCode, Json<RegisterAgentResponse>)> {
     let handle = handle_of(&req.id)?;
@@ -314,6 +316,8 @@ async fn view(state: &AppState, a: &AgentRow) -> ApiResult<RegistryAgent> {
 pub async fn get(
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<Json<RegistryAgent>> {
     let a = find(&state, &agent_id).await?;
     Ok(Json(view(&state, &a).await?))
@@ -335,6 +339,7 @@ pub async fn patch(
     State(state): State<AppState>,
     auth: Auth,
     Path(agent_id): Path<String>,
+    _: NoQuery,
     Json(req): Json<UpdateAgentRequest>,
 ) -> ApiResult<Json<RegistryAgent>> {
     let a = find(&state, &agent_id).await?;
@@ -380,6 +385,8 @@ pub async fn remove(
     State(state): State<AppState>,
     auth: Auth,
     Path(agent_id): Path<String>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<StatusCode> {
     let a = find(&state, &agent_id).await?;
     if a.registry_endpoint.is_some() {

@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use hub_search::{SearchParams, SearchQuery, SearchResults};
 use index_schema::wire::registry::{SearchQuery as RegistryQuery, SearchResponse, SearchResult};
@@ -14,6 +13,7 @@ use utoipa::ToSchema;
 
 use hub_core::search::Search;
 
+use super::strict::{NoBody, Params};
 use crate::error::{ApiError, ApiResult, ErrorBody, ErrorCode};
 use crate::state::AppState;
 
@@ -85,10 +85,9 @@ async fn run(search: Arc<Search>, q: SearchQuery) -> ApiResult<SearchResults> {
     ))]
 pub async fn search(
     State(state): State<AppState>,
-    params: Result<Query<SearchParams>, QueryRejection>,
+    Params(params): Params<SearchParams>,
+    _: NoBody,
 ) -> ApiResult<Json<SearchResults>> {
-    let Query(params) =
-        params.map_err(|e| ApiError::bad_request(ErrorCode::InvalidParameter, e.body_text()))?;
     let mut q = SearchQuery::parse(&params).map_err(|e| bad_query(&e))?;
     let search = search_of(&state)?;
     hub_core::domains::prepare_query(&state.core, &mut q).await?;
@@ -110,10 +109,9 @@ pub async fn search(
     ))]
 pub async fn registry_search(
     State(state): State<AppState>,
-    params: Result<Query<RegistryQuery>, QueryRejection>,
+    Params(params): Params<RegistryQuery>,
+    _: NoBody,
 ) -> ApiResult<Json<SearchResponse>> {
-    let Query(params) =
-        params.map_err(|e| ApiError::bad_request(ErrorCode::InvalidParameter, e.body_text()))?;
     let q = SearchQuery::registry(params.q.as_deref(), params.capabilities.as_deref())
         .map_err(|e| bad_query(&e))?;
     let search = search_of(&state)?;

@@ -11,6 +11,7 @@ pub use index_schema::hub_api::{
 };
 
 use super::auth::Auth;
+use super::strict::{NoBody, NoQuery};
 use crate::error::{ApiResult, ErrorBody};
 use crate::state::AppState;
 
@@ -31,6 +32,7 @@ pub async fn add(
     State(state): State<AppState>,
     auth: Auth,
     Path(namespace): Path<String>,
+    _: NoQuery,
     Json(req): Json<AddTrustedPublisherRequest>,
 ) -> ApiResult<(StatusCode, Json<TrustedPublisher>)> {
     let t = trusted::add(&state.core, &auth.0, &namespace, &req).await?;
@@ -51,6 +53,8 @@ pub async fn list(
     State(state): State<AppState>,
     auth: Auth,
     Path(namespace): Path<String>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<Json<TrustedPublisherList>> {
     Ok(Json(trusted::list(&state.core, &auth.0, &namespace).await?))
 }
@@ -70,6 +74,8 @@ pub async fn remove(
     State(state): State<AppState>,
     auth: Auth,
     Path((namespace, id)): Path<(String, i64)>,
+    _: NoQuery,
+    _: NoBody,
 ) -> ApiResult<StatusCode> {
     trusted::remove(&state.core, &auth.0, &namespace, id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -88,6 +94,7 @@ pub async fn remove(
     ))]
 pub async fn exchange(
     State(state): State<AppState>,
+    _: NoQuery,
     Json(req): Json<ExchangeRequest>,
 ) -> ApiResult<(StatusCode, Json<ExchangeResponse>)> {
     let r = trusted::exchange(&state.core, &state.oidc, &req).await?;

@@ -36,5 +36,6 @@ mod storage;
 mod tlog;
 mod trust;
 mod trusted;
+mod unread_input;
 mod verified_namespaces;
 mod witness;

@@ -236,11 +236,11 @@ async fn ties_across_pages_and_updated_since(#[case] backend: Backend) {
     assert_eq!(one["updated_at"], got[0].updated_at);
     assert_eq!(one["versions"][0]["deprecated"], "use agent-01");
 
-    // updated_since must be a number.
+    // updated_since must be a number: the code of every bad query parameter.
     assert_refused(
         app.get("/api/v1/agents?updated_since=yesterday").await,
         400,
-        "bad_request",
+        "invalid_parameter",
     );
     app.stop().await;
 }

@@ -281,6 +281,7 @@ pub struct AgentList {
     derive(utoipa::IntoParams),
     into_params(parameter_in = Query)
 )]
+#[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// From a previous page's `next_cursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -322,6 +323,7 @@ pub struct DeprecateRequest {
     derive(utoipa::IntoParams),
     into_params(parameter_in = Query)
 )]
+#[serde(deny_unknown_fields)]
 pub struct OutboxQuery {
     /// Entries after this sequence number (0 by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -363,6 +365,7 @@ pub struct OutboxPage {
     derive(utoipa::IntoParams),
     into_params(parameter_in = Query)
 )]
+#[serde(deny_unknown_fields)]
 pub struct AuditQuery {
     /// Only entries whose target is or starts with this (`acme`, `acme/coder`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -149,8 +149,9 @@ pub struct UpdateAgentRequest {
 }
 
 /// The query of `GET /registry/agents/search` (`?q=data+analysis&capabilities=python`), for a
-/// query-string deserializer.
+/// query-string deserializer: any other parameter is refused, not ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SearchQuery {
     /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
