@@ -141,7 +141,9 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Api
 }
 
 /// No body: for the routes that take none, a request that sends one anyway is refused (400
-/// `unexpected_body`) rather than have it ignored.
+/// `unexpected_body`, naming its first field when it is a JSON object) rather than have it
+/// ignored. An empty JSON object (`{}`, what many clients send with a POST) says nothing, and
+/// is taken as no body.
 #[derive(Debug, Clone, Copy)]
 pub struct NoBody;
 
@@ -151,16 +153,22 @@ impl<S: Send + Sync> FromRequest<S> for NoBody {
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = read_body(req, state).await?;
         if bytes.is_empty() {
-            Ok(Self)
-        } else {
-            Err(ApiError::bad_request(
-                "unexpected_body",
-                format!(
-                    "this route takes no request body (this one has {} bytes)",
-                    bytes.len()
-                ),
-            ))
+            return Ok(Self);
         }
+        let what = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(serde_json::Value::Object(fields)) => match fields.keys().next() {
+                None => return Ok(Self),
+                Some(first) => format!(
+                    "`{}` (and every other field) would be ignored",
+                    crate::session::shown(first)
+                ),
+            },
+            _ => format!("this one has {} bytes", bytes.len()),
+        };
+        Err(ApiError::bad_request(
+            "unexpected_body",
+            format!("this route takes no request body: {what}"),
+        ))
     }
 }
 

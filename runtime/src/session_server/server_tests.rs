@@ -462,6 +462,17 @@ async fn bodies_and_queries_that_would_be_ignored_are_refused() {
             "{method} {path}: {body}"
         );
     }
+    // An empty object says nothing: taken as no body (many clients send it with a POST).
+    let (st, body) = s.call("GET", "/api/v1/sessions", Some(json!({}))).await;
+    assert_eq!(st, 200, "{body}");
+    let (st, body) = s
+        .call("POST", "/api/v1/sessions", Some(json!({"resume": id})))
+        .await;
+    assert_eq!(st, 400, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("`resume`"),
+        "{body}"
+    );
     // Nothing was created, and the session is still live.
     let (_, list) = s.call("GET", "/api/v1/sessions", None).await;
     assert_eq!(list["sessions"].as_array().unwrap().len(), sessions_before);
@@ -483,7 +494,12 @@ async fn bodies_and_queries_that_would_be_ignored_are_refused() {
             "{body}"
         );
     }
-    let (st, body) = chunked(&s.url, &format!("/api/v1/sessions/{id}/close"), b"{}").await;
+    let (st, body) = chunked(
+        &s.url,
+        &format!("/api/v1/sessions/{id}/close"),
+        br#"{"why":"done"}"#,
+    )
+    .await;
     assert_eq!(
         (st, body["code"].as_str()),
         (400, Some("unexpected_body")),
