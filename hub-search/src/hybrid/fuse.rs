@@ -129,12 +129,12 @@ impl SearchIndex {
         let depth = fusion.depth.max(offset + q.limit + 1).min(MAX_DEPTH + 1);
         // The keyword side (the search as it is, its first `depth` hits) on another thread
         // while this one runs the whole meaning side (embedding, nearest, filters): the two
-        // take similar time, and a hub has cores.
+        // take similar time, and a hub has cores. Its facets, counted over every keyword
+        // match, are the page's on every page (`SearchPage::facets`), as in keyword mode.
         let kq = SearchQuery {
             cursor: None,
             limit: depth,
             mode: None,
-            facets: q.facets && offset == 0,
             ..q.clone()
         };
         let (keyword, meaning) = std::thread::scope(|scope| {

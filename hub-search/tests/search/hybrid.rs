@@ -151,6 +151,34 @@ fn pages_of_a_hybrid_query_follow_each_other() {
 }
 
 #[test]
+fn facets_are_the_same_on_every_page_of_a_hybrid_query() {
+    let (index, semantic) = fixture();
+    let params = |mode: &str, cursor: Option<String>| SearchParams {
+        q: Some("review code".into()),
+        limit: Some("2".into()),
+        facets: Some("true".into()),
+        mode: Some(mode.into()),
+        cursor,
+        ..SearchParams::default()
+    };
+    // Facets count the keyword matches: keyword mode's, on its first page.
+    let keyword = index
+        .search_with(&SearchQuery::parse(&params("keyword", None)).unwrap(), None)
+        .unwrap()
+        .facets
+        .expect("facets asked for");
+    assert!(!keyword.capability.is_empty(), "{keyword:?}");
+    let mut cursor = None;
+    for page in 1..=3 {
+        let q = SearchQuery::parse(&params("hybrid", cursor.take())).unwrap();
+        let got = index.search_with(&q, Some(semantic)).unwrap();
+        assert_eq!(got.facets.as_ref(), Some(&keyword), "page {page}");
+        cursor = got.next_cursor;
+        assert!(cursor.is_some(), "page {page} is not the last");
+    }
+}
+
+#[test]
 fn without_a_model_the_default_answers_as_before_and_other_modes_are_refused() {
     let (index, _) = fixture();
     for text in ["data analysis", "tick off each bank statement line", ""] {
