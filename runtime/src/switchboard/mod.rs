@@ -68,6 +68,9 @@ pub struct SwitchboardSettings {
     pub settle: Duration,
     /// Most files taken from one inbox per look.
     pub batch: usize,
+    /// Most entries of one inbox looked at per look (temporary files and other names
+    /// included); past it, said in the log.
+    pub max_inbox_entries: usize,
     /// How long to wait for the floor to store an answer handed to a waiting call.
     pub store_wait: Duration,
     /// Where log lines go (`ofc run`: the run's agents log), besides `tracing`.
@@ -85,6 +88,7 @@ impl Default for SwitchboardSettings {
             answer_scan_interval: Duration::from_millis(2),
             settle: Duration::from_secs(1),
             batch: 256,
+            max_inbox_entries: workspace::MAX_INBOX_ENTRIES,
             store_wait: Duration::from_secs(10),
             log: None,
             max_sessions: 32,

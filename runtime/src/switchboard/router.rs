@@ -96,6 +96,8 @@ impl Switchboard {
     /// Reads the floor side's inboxes until stopped or the floor closes.
     pub(super) async fn run_router(self: Arc<Self>) {
         let mut reported: BTreeSet<String> = BTreeSet::new();
+        // Inboxes said to hold more entries than one look reads (said once).
+        let mut crowded: BTreeSet<String> = BTreeSet::new();
         loop {
             // Quick looks while an answer is awaited (a floor turn waits on it), slow ones else.
             let every = if self.awaiting_answer() {
@@ -112,10 +114,27 @@ impl Switchboard {
             self.forget_vanished();
             let names: Vec<String> = lock(&self.members).floor_side.iter().cloned().collect();
             for name in names {
-                let files = match self.ws.pending(&name, self.settings.batch) {
-                    Ok(files) => {
+                let listing = {
+                    let held = lock(&self.held);
+                    self.ws.list(
+                        &name,
+                        self.settings.batch,
+                        self.settings.max_inbox_entries,
+                        |file| held.contains(&(name.clone(), file.to_owned())),
+                    )
+                };
+                let files = match listing {
+                    Ok(listing) => {
                         reported.remove(&name);
-                        files
+                        if !listing.more {
+                            crowded.remove(&name);
+                        } else if crowded.insert(name.clone()) {
+                            self.log(&format!(
+                                "inbox/{name} holds more than {} entries; only the first {} are looked at each time (remove what is not a message)",
+                                self.settings.max_inbox_entries, self.settings.max_inbox_entries
+                            ));
+                        }
+                        listing.names
                     }
                     Err(e) => {
                         // Said once, not at every look.

@@ -25,12 +25,13 @@
 //! to [`MAX_MESSAGE_FILE_BYTES`]. The handles need a Unix (`openat` and its kin), as the
 //! runtime does anyway.
 
+use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use index_schema::switchboard::{MAX_MESSAGE_FILE_BYTES, Message, Receipt, ServerInfo};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -41,6 +42,12 @@ pub const DIR: &str = ".switchboard";
 pub const REJECTED: &str = "rejected";
 /// ofc's delivery journal.
 pub const JOURNAL: &str = "ofc-journal.jsonl";
+/// The most inbox files remembered as not yet readable (past it, the oldest are forgotten:
+/// they are read once more).
+const MAX_SETTLING: usize = 4096;
+
+/// The most entries of one inbox looked at in one look (see [`Workspace::list`]).
+pub const MAX_INBOX_ENTRIES: usize = 100_000;
 
 /// What reading one inbox file gave.
 #[derive(Debug)]
@@ -62,6 +69,34 @@ pub struct Workspace {
     root: PathBuf,
     /// `.switchboard/` itself, opened once.
     fd: Arc<OwnedFd>,
+    /// Inbox files read that were not yet messages: (inbox, file) → what they were then.
+    settling: Arc<Mutex<HashMap<(String, String), Settling>>>,
+}
+
+/// An inbox file as it was when first found not to be a message yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    len: u64,
+    mtime: (i64, i64),
+    ino: u64,
+}
+
+#[derive(Debug)]
+struct Settling {
+    identity: Identity,
+    /// When ofc first saw it so (ofc's own clock: a writer's clock may be ahead).
+    since: Instant,
+}
+
+/// What one look at an inbox found.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// Message files, oldest name first, at most the limit asked.
+    pub names: Vec<String>,
+    /// Entries looked at.
+    pub entries: usize,
+    /// Whether the inbox held more entries than one look reads.
+    pub more: bool,
 }
 
 impl Workspace {
@@ -76,6 +111,7 @@ impl Workspace {
         let ws = Workspace {
             root,
             fd: Arc::new(fd),
+            settling: Arc::default(),
         };
         for sub in ["inbox", "archive", "outbox", "reviews", REJECTED] {
             dir_at(ws.fd.as_fd(), sub, true, 0o755)
@@ -221,32 +257,74 @@ impl Workspace {
     /// for the file they are still writing). A missing inbox is empty; an inbox that is not
     /// a real directory is an error.
     pub fn pending(&self, name: &str, limit: usize) -> io::Result<Vec<String>> {
+        Ok(self.list(name, limit, MAX_INBOX_ENTRIES, |_| false)?.names)
+    }
+
+    /// [`Workspace::pending`] looking at no more than `max_entries` entries, leaving out the
+    /// names `skip` answers true for before taking `limit` (files left alone never take the
+    /// place of others). Every other entry (temporary files, names that are not messages)
+    /// counts only toward `max_entries`, so no number of them hides a message behind them.
+    pub fn list(
+        &self,
+        name: &str,
+        limit: usize,
+        max_entries: usize,
+        skip: impl Fn(&str) -> bool,
+    ) -> io::Result<Listing> {
         let dir = match self.sub("inbox", name, false) {
             Ok(d) => d,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Listing::default()),
             Err(e) => return Err(e),
         };
-        let mut names = Vec::new();
-        // Bounded: a flooded inbox is taken a slice at a time.
-        for entry in
-            rustix::fs::Dir::read_from(dir.as_fd())?.take(limit.saturating_mul(16).max(limit))
-        {
+        let mut listing = Listing::default();
+        // The `limit` smallest names, kept as the directory is read: memory bounded by it.
+        let mut names: BTreeSet<String> = BTreeSet::new();
+        for entry in rustix::fs::Dir::read_from(dir.as_fd())? {
+            if listing.entries >= max_entries {
+                listing.more = true;
+                break;
+            }
+            listing.entries += 1;
             let entry = entry?;
-            let Ok(file) = entry.file_name().to_str().map(str::to_owned) else {
+            let Ok(file) = entry.file_name().to_str() else {
                 continue;
             };
-            if file.ends_with(".json") && !file.starts_with('.') {
-                names.push(file);
+            if !file.ends_with(".json") || file.starts_with('.') || skip(file) {
+                continue;
+            }
+            if names.len() >= limit && names.last().is_some_and(|l| l.as_str() <= file) {
+                continue;
+            }
+            names.insert(file.to_owned());
+            if names.len() > limit {
+                names.pop_last();
             }
         }
-        names.sort();
-        names.truncate(limit);
-        Ok(names)
+        listing.names = names.into_iter().collect();
+        Ok(listing)
     }
 
     /// Reads `inbox/<name>/<file>`. A file that does not parse is [`ReadOutcome::NotYet`]
-    /// while it changed less than `settle` ago, and refused after.
+    /// while its writer may still be at it — it changed less than `settle` ago, by its time
+    /// or, when that is in the future or nearer, by how long ofc has seen it unchanged — and
+    /// refused after. Such a file is read again only when it changed or has settled.
     pub fn read(&self, name: &str, file: &str, settle: Duration) -> ReadOutcome {
+        let outcome = self.read_settling(name, file, settle);
+        if !matches!(outcome, ReadOutcome::NotYet) {
+            self.settled(name, file);
+        }
+        outcome
+    }
+
+    /// Forgets what was remembered of `inbox/<name>/<file>`.
+    fn settled(&self, name: &str, file: &str) {
+        let mut settling = self.settling.lock().unwrap_or_else(|e| e.into_inner());
+        if !settling.is_empty() {
+            settling.remove(&(name.to_owned(), file.to_owned()));
+        }
+    }
+
+    fn read_settling(&self, name: &str, file: &str, settle: Duration) -> ReadOutcome {
         if let Err(e) = plain(file) {
             return ReadOutcome::Refused(e.to_string());
         }
@@ -278,17 +356,56 @@ impl Workspace {
                 "is {len} bytes, more than the {MAX_MESSAGE_FILE_BYTES} a message may have"
             ));
         }
-        let modified = SystemTime::UNIX_EPOCH
-            .checked_add(Duration::new(
-                meta.st_mtime.max(0) as u64,
-                meta.st_mtime_nsec.clamp(0, 999_999_999) as u32,
-            ))
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        let young = SystemTime::now()
-            .duration_since(modified)
-            .ok()
-            .is_none_or(|age| age < settle);
-        let text = match read_bounded(dir.as_fd(), file) {
+        let identity = Identity {
+            len,
+            mtime: (meta.st_mtime as i64, meta.st_mtime_nsec as i64),
+            ino: meta.st_ino as u64,
+        };
+        let modified = SystemTime::UNIX_EPOCH.checked_add(Duration::new(
+            identity.mtime.0.max(0) as u64,
+            identity.mtime.1.clamp(0, 999_999_999) as u32,
+        ));
+        // Settled by its time only when that is in the past.
+        let old = modified
+            .and_then(|m| SystemTime::now().duration_since(m).ok())
+            .is_some_and(|age| age >= settle);
+        let key = (name.to_owned(), file.to_owned());
+        let seen = {
+            let settling = self.settling.lock().unwrap_or_else(|e| e.into_inner());
+            settling
+                .get(&key)
+                .filter(|s| s.identity == identity)
+                .map(|s| s.since)
+        };
+        let young = !old && seen.is_none_or(|since| since.elapsed() < settle);
+        if young && seen.is_some() {
+            // Read already as it is, and not a message: the same bytes again.
+            return ReadOutcome::NotYet;
+        }
+        let outcome = Self::parse(dir.as_fd(), file, young);
+        if matches!(outcome, ReadOutcome::NotYet) && seen.is_none() {
+            let mut settling = self.settling.lock().unwrap_or_else(|e| e.into_inner());
+            if settling.len() >= MAX_SETTLING {
+                // Bounded: the oldest are forgotten (and read once more when seen again).
+                let mut by_age: Vec<Instant> = settling.values().map(|s| s.since).collect();
+                by_age.sort();
+                let cut = by_age[by_age.len() / 2];
+                settling.retain(|_, s| s.since > cut);
+            }
+            settling.insert(
+                key,
+                Settling {
+                    identity,
+                    since: Instant::now(),
+                },
+            );
+        }
+        outcome
+    }
+
+    /// The message in `dir/file`; `young`: a file that does not parse may still be written.
+    fn parse(dir: BorrowedFd<'_>, file: &str, young: bool) -> ReadOutcome {
+        let text = match read_bounded(dir, file) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => {
                 return ReadOutcome::Refused(format!(
@@ -559,6 +676,100 @@ mod tests {
         assert_eq!(files(&outside.path().join("worker")), ["keep.json"]);
         assert_eq!(files(&victim.path().join("user")), ["secret.json"]);
         assert!(files(&root.join("rejected/user")).is_empty());
+    }
+
+    fn valid(id: &str) -> String {
+        serde_json::json!({"id": id, "action": "status_update", "sender": "worker",
+            "recipient": "user", "payload": "p", "createdAt": "2025-01-01T00:00:00.000Z"})
+        .to_string()
+    }
+
+    /// A file that is not a message, with a time in the future (a writer's clock ahead, or set
+    /// so): refused once ofc has seen it unchanged for the settle time, and not read meanwhile.
+    #[test]
+    fn a_bad_file_with_a_future_time_is_refused_once_settled() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        let inbox = ws.dir("inbox", "user").unwrap();
+        let future = SystemTime::now() + Duration::from_secs(365 * 24 * 3600);
+        for (file, text) in [("bad.json", "x".repeat(1000)), ("ok.json", valid("msg_ok"))] {
+            fs::write(inbox.join(file), text).unwrap();
+            File::options()
+                .write(true)
+                .open(inbox.join(file))
+                .unwrap()
+                .set_modified(future)
+                .unwrap();
+        }
+        assert!(matches!(
+            ws.read("user", "ok.json", Duration::from_secs(1)),
+            ReadOutcome::Message(_)
+        ));
+        let settle = Duration::from_millis(100);
+        assert!(matches!(
+            ws.read("user", "bad.json", settle),
+            ReadOutcome::NotYet
+        ));
+        // Unchanged (same inode, size and time): not read again before it settles — here its
+        // bytes were replaced by a message behind ofc's back, and ofc does not look.
+        let mut padded = valid("msg_x").into_bytes();
+        padded.resize(1000, b' ');
+        fs::write(inbox.join("bad.json"), padded).unwrap();
+        File::options()
+            .write(true)
+            .open(inbox.join("bad.json"))
+            .unwrap()
+            .set_modified(future)
+            .unwrap();
+        assert!(matches!(
+            ws.read("user", "bad.json", settle),
+            ReadOutcome::NotYet
+        ));
+        fs::write(inbox.join("bad.json"), "x".repeat(1000)).unwrap();
+        File::options()
+            .write(true)
+            .open(inbox.join("bad.json"))
+            .unwrap()
+            .set_modified(future)
+            .unwrap();
+        std::thread::sleep(settle);
+        match ws.read("user", "bad.json", settle) {
+            ReadOutcome::Refused(reason) => assert!(reason.contains("invalid JSON"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(ws.settling.lock().unwrap().is_empty());
+    }
+
+    /// However many temporary files (or other names) an inbox holds, and wherever they lie in
+    /// the directory's order, a message among them is found; files left alone do not take the
+    /// place of others.
+    #[test]
+    fn no_number_of_other_entries_hides_a_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        let inbox = ws.dir("inbox", "user").unwrap();
+        for n in 0..2500 {
+            fs::write(inbox.join(format!(".partial_{n}.json.tmp")), "").unwrap();
+        }
+        fs::write(inbox.join("msg_9.json"), valid("msg_9")).unwrap();
+        for n in 2500..5000 {
+            fs::write(inbox.join(format!(".partial_{n}.json.tmp")), "").unwrap();
+        }
+        assert_eq!(ws.pending("user", 4).unwrap(), ["msg_9.json"]);
+        for f in ["msg_1.json", "msg_2.json"] {
+            fs::write(inbox.join(f), valid("msg_1")).unwrap();
+        }
+        let listing = ws
+            .list("user", 1, MAX_INBOX_ENTRIES, |f| {
+                f == "msg_1.json" || f == "msg_2.json"
+            })
+            .unwrap();
+        assert_eq!(listing.names, ["msg_9.json"]);
+        assert!(!listing.more);
+        assert_eq!(ws.pending("user", 2).unwrap(), ["msg_1.json", "msg_2.json"]);
+        let listing = ws.list("user", 10, 100, |_| false).unwrap();
+        assert!(listing.more);
+        assert_eq!(listing.entries, 100);
     }
 
     #[test]

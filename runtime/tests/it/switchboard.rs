@@ -744,3 +744,48 @@ async fn a_registration_never_wipes_state_json() {
     sb.stop();
     floor.close().await.unwrap();
 }
+
+/// Files that cannot be archived are left alone (held); they do not take the places of the
+/// files behind them in the next looks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_that_cannot_be_archived_do_not_hide_the_next_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = SwitchboardSettings {
+        batch: 2,
+        ..sb_settings(dir.path())
+    };
+    let sb = Switchboard::open(dir.path(), settings).unwrap();
+    let ws = sb.workspace().root().to_path_buf();
+    let quiet: Arc<dyn Agent> = Arc::new(FnAgent::new("lead", |_r: RespondRequest| async move {
+        Ok(RespondResponse::pass(None))
+    }));
+    let floor = floor_with(dir.path(), &sb, quiet).await;
+    // A file where the lead's archive folder should be.
+    fs::write(ws.join("archive/lead"), "not a directory").unwrap();
+    for n in 0..5 {
+        let id = format!("msg_{n}_note");
+        drop_message(
+            &ws,
+            "lead",
+            &format!("{id}.json"),
+            &message(&id, "status_update", "worker", "lead", &format!("note {n}")),
+        );
+    }
+    eventually("all five reach the floor", || {
+        (0..5)
+            .all(|n| {
+                ws.join(format!("outbox/worker/receipt_msg_{n}_note.json"))
+                    .is_file()
+            })
+            .then_some(())
+    })
+    .await;
+    let log = fs::read_to_string(dir.path().join("switchboard.log")).unwrap();
+    assert_eq!(
+        log.matches("cannot archive inbox/lead/").count(),
+        5,
+        "{log}"
+    );
+    sb.stop();
+    floor.close().await.unwrap();
+}
