@@ -9,7 +9,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::QueryRejection;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -275,8 +275,9 @@ impl<E: Into<ApiError>> From<E> for ArdError {
     }
 }
 
-/// `POST /api/v1/ard/search`: ARD's search (§7.2) over the hub's index. The body is read
-/// here, not by an extractor, so that a malformed one gets ARD's error shape.
+/// `POST /api/v1/ard/search`: ARD's search (§7.2) over the hub's index. The body is decoded
+/// here, not by a JSON extractor, and its reading's refusals are mapped here, so that a
+/// malformed body or one past the API's body limit (2 MiB) gets ARD's error shape.
 #[utoipa::path(post, path = "/api/v1/ard/search", tag = "discovery", operation_id = "ard_search",
     request_body = ArdSearchRequestDoc,
     responses(
@@ -284,14 +285,29 @@ impl<E: Into<ApiError>> From<E> for ArdError {
             embedding model, keyword without", body = ArdSearchResponseDoc),
         (status = 400, description = "bad body, filter, page size or page token \
             (`INVALID_ARGUMENT`)", body = ArdErrorDoc),
+        (status = 413, description = "a body past 2 MiB (`INVALID_ARGUMENT`, code \
+            `payload_too_large`)", body = ArdErrorDoc),
         (status = 503, description = "search is not enabled on this hub (`UNAVAILABLE`)",
             body = ArdErrorDoc),
     ))]
 pub async fn search(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ArdError> {
+    let body = body.map_err(|rej| {
+        if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large(
+                ErrorCode::PayloadTooLarge,
+                format!(
+                    "the body is larger than an ARD search request may be ({} bytes)",
+                    super::MAX_BODY_BYTES
+                ),
+            )
+        } else {
+            ApiError::new(rej.status(), ErrorCode::InvalidBody, rej.body_text())
+        }
+    })?;
     let req: SearchRequest = serde_json::from_slice(&body).map_err(|e| {
         ApiError::bad_request(
             ErrorCode::InvalidBody,

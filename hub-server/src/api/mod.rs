@@ -45,6 +45,10 @@ use crate::error::{ApiError, ErrorBody, ErrorCode, code_for_status};
 use crate::metrics::RouteGroup;
 use crate::state::AppState;
 
+/// The largest body a route of the JSON API reads (the publish route's is set by
+/// `max_inline_bundle_bytes`): 2 MiB.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
 /// The whole router.
 pub fn router(state: AppState) -> Router {
     // The JSON publish carries a bundle inline (base64) only up to max_inline_bundle_bytes;
@@ -131,7 +135,7 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), time_limit))
         .route(route::BUNDLE, get(agents::get_bundle))
         .layer(middleware::map_response(json_errors))
-        .layer(DefaultBodyLimit::max(2 * 1024 * 1024))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
 

@@ -559,3 +559,55 @@ async fn a_version_removed_before_the_index_knows_is_not_listed() {
     assert!(!all.contains(urn), "{v}");
     hub.stop().await;
 }
+
+/// A body past the API's limit (2 MiB) is refused in ARD's error shape, whether its length is
+/// announced or it streams: the extractor's refusal was the hub's `{code, message}`.
+#[tokio::test]
+async fn an_ard_search_body_past_the_limit_is_refused_in_ards_shape() {
+    let hub = TestHub::in_process(Backend::Sqlite).await;
+    let text = "x".repeat(3 * 1024 * 1024);
+    let body = serde_json::to_vec(&json!({"query": {"text": text}})).unwrap();
+    let half = body.len() / 2;
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        vec![Ok(body[..half].to_vec()), Ok(body[half..].to_vec())];
+    for (how, b) in [
+        ("with a length", reqwest::Body::from(body.clone())),
+        (
+            "streamed",
+            reqwest::Body::wrap_stream(futures::stream::iter(chunks)),
+        ),
+    ] {
+        let resp = hub
+            .client
+            .post(hub.url("/api/v1/ard/search"))
+            .header("content-type", "application/json")
+            .body(b)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 413, "{how}");
+        let v: Value = resp.json().await.unwrap();
+        assert_eq!(v["errorCode"], "INVALID_ARGUMENT", "{how}: {v}");
+        assert_eq!(v["code"], "payload_too_large", "{how}: {v}");
+        assert_documented(&v, "ArdError");
+        assert!(
+            v["message"].as_str().unwrap().contains("2097152 bytes"),
+            "{how}: {v}"
+        );
+    }
+    // Under the limit, a search still answers (here 400: the text is past 1024 bytes).
+    let (s, v) = hub
+        .call(
+            Method::POST,
+            "/api/v1/ard/search",
+            None,
+            Some(json!({"query": {"text": "x".repeat(1024 * 1024)}})),
+        )
+        .await;
+    assert_eq!(
+        (s, &v["errorCode"]),
+        (400, &json!("INVALID_ARGUMENT")),
+        "{v}"
+    );
+    hub.stop().await;
+}
