@@ -26,7 +26,7 @@ use hub_search::embed::Embedder;
 use hub_search::embed::follow::{VectorFollowConfig, VectorFollower, VectorStatus};
 use hub_search::embed::store::FILE_NAME as EMBEDDINGS_FILE_NAME;
 use hub_search::embed::store::{SharedVectors, VectorStore};
-use hub_search::follow::SourceError;
+use hub_search::follow::{MarkedEntries, Snapshot, SourceError};
 use hub_search::hybrid::{HybridError, Semantic};
 use hub_search::index::{EARLIER_INDEX_DIR_NAMES, INDEX_DIR_NAME};
 use hub_search::{
@@ -395,22 +395,20 @@ fn doc_of(r: &VisibleAgent) -> Result<SearchDoc, SourceError> {
     ))
 }
 
-impl OutboxSource for HubOutbox {
-    async fn entries_after(
-        &self,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, SourceError> {
+impl HubOutbox {
+    /// Entries after `after` resolved to changes, with the marks of the row at `after` and of
+    /// the last entry.
+    async fn read(&self, after: u64, limit: usize) -> Result<MarkedEntries, SourceError> {
         let after = i64::try_from(after).map_err(source_err)?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let (entries, states) = self
+        let (read, states) = self
             .store
             .outbox_with_states(after, limit)
             .await
             .map_err(source_err)?;
         let mut docs: HashMap<&str, SearchDoc> = HashMap::new();
-        let mut out = Vec::with_capacity(entries.len());
-        for (seq, agent) in &entries {
+        let mut out = Vec::with_capacity(read.entries.len());
+        for (seq, agent) in &read.entries {
             let change = match states.get(agent) {
                 Some(row) => {
                     let doc = match docs.get(agent.as_str()) {
@@ -434,24 +432,59 @@ impl OutboxSource for HubOutbox {
                 change,
             });
         }
-        Ok(out)
+        Ok(MarkedEntries {
+            entries: out,
+            at_after: read.at_after,
+            last: read.last,
+        })
+    }
+}
+
+impl OutboxSource for HubOutbox {
+    async fn entries_after(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, SourceError> {
+        Ok(self.read(after, limit).await?.entries)
+    }
+
+    async fn entries_after_marked(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<MarkedEntries, SourceError> {
+        self.read(after, limit).await
     }
 
     async fn head(&self) -> Result<u64, SourceError> {
         let head = self.store.outbox_head().await.map_err(source_err)?;
         u64::try_from(head).map_err(source_err)
     }
+
+    async fn snapshot(&self) -> Result<Option<Snapshot>, SourceError> {
+        let (seq, mark, docs) = snapshot_marked(&self.store)
+            .await
+            .map_err(|e| msg_err(format!("{e:#}")))?;
+        Ok(Some(Snapshot { seq, mark, docs }))
+    }
 }
 
 /// Every visible agent's document and the outbox head, read in one transaction.
 pub async fn snapshot(store: &Store) -> anyhow::Result<(u64, Vec<SearchDoc>)> {
-    let (head, rows) = store.visible_agents().await?;
+    let (head, _, docs) = snapshot_marked(store).await?;
+    Ok((head, docs))
+}
+
+/// [`snapshot`] with the mark of the head's outbox row (what a rebuilt index records).
+async fn snapshot_marked(store: &Store) -> anyhow::Result<(u64, Option<String>, Vec<SearchDoc>)> {
+    let (head, mark, rows) = store.visible_agents().await?;
     let docs = rows
         .iter()
         .map(doc_of)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok((u64::try_from(head)?, docs))
+    Ok((u64::try_from(head)?, mark, docs))
 }
 
 /// The outcome of `ofc-hub search-check`.
@@ -504,12 +537,12 @@ pub async fn reindex(store: &Store, data_dir: &Path) -> anyhow::Result<(u64, usi
             dir.display()
         )
     })?;
-    let (seq, mut docs) = snapshot(store).await?;
+    let (seq, mark, mut docs) = snapshot_marked(store).await?;
     // Most downloaded first: relevance pruning skips more of an index in that order.
     hub_search::index::by_popularity(&mut docs);
     let n = docs.len();
     let seq = tokio::task::spawn_blocking(move || -> anyhow::Result<u64> {
-        let seq = w.rebuild(seq, docs)?;
+        let seq = w.rebuild_marked(seq, mark, docs)?;
         w.close()?;
         Ok(seq)
     })

@@ -43,12 +43,17 @@ pub const EARLIER_INDEX_DIR_NAMES: &[&str] = &[
 ];
 
 /// What every commit records (Tantivy's commit payload, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitPayload {
     /// [`INDEX_FORMAT`] at the time of the commit.
     pub format: u32,
     /// The last outbox sequence whose effect is in this commit.
     pub seq: u64,
+    /// The mark of that outbox entry, when the source gave one (see [`crate::outbox::Mark`]):
+    /// the follower compares it with the outbox's row at `seq` to notice a restored database
+    /// that handed the sequence out again. Absent in commits made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<String>,
 }
 
 /// Writer settings.
@@ -194,9 +199,19 @@ impl SearchIndex {
 
     /// The last outbox sequence whose effect is committed (0 for a new index).
     pub fn committed_seq(&self) -> Result<u64> {
+        Ok(self.committed()?.map_or(0, |p| p.seq))
+    }
+
+    /// The mark of the last outbox entry committed, when recorded.
+    pub fn committed_mark(&self) -> Result<Option<String>> {
+        Ok(self.committed()?.and_then(|p| p.mark))
+    }
+
+    /// The last commit's payload (None for a new index).
+    fn committed(&self) -> Result<Option<CommitPayload>> {
         let metas = self.index.load_metas()?;
         match metas.payload {
-            None => Ok(0),
+            None => Ok(None),
             Some(text) => {
                 let p: CommitPayload = serde_json::from_str(&text).map_err(|e| {
                     Error::Format(format!("commit payload `{text}` is not ours: {e}"))
@@ -207,7 +222,7 @@ impl SearchIndex {
                         p.format
                     )));
                 }
-                Ok(p.seq)
+                Ok(Some(p))
             }
         }
     }
@@ -218,13 +233,15 @@ impl SearchIndex {
         let writer: IndexWriter<TantivyDocument> = self
             .index
             .writer_with_num_threads(config.threads.max(1), config.heap_bytes)?;
-        let seq = self.committed_seq()?;
+        let (seq, mark) = self.committed()?.map_or((0, None), |p| (p.seq, p.mark));
         Ok(Indexer {
             writer,
             fields: self.fields.clone(),
             reader: self.reader.clone(),
             committed: seq,
             applied: seq,
+            committed_mark: mark.clone(),
+            applied_mark: mark,
             pending: 0,
         })
     }
@@ -324,6 +341,9 @@ pub struct Indexer {
     fields: Fields,
     committed: u64,
     applied: u64,
+    /// The marks of the entries at `committed` and `applied`, when known.
+    committed_mark: Option<String>,
+    applied_mark: Option<String>,
     pending: usize,
 }
 
@@ -348,6 +368,19 @@ impl Indexer {
         self.applied
     }
 
+    /// The mark of the entry at the committed sequence, when known.
+    pub fn committed_mark(&self) -> Option<&str> {
+        self.committed_mark.as_deref()
+    }
+
+    /// Records `mark` as the mark of the entry at `seq`, when that is the last one applied:
+    /// the next commit carries it.
+    pub fn mark(&mut self, seq: u64, mark: String) {
+        if seq == self.applied {
+            self.applied_mark = Some(mark);
+        }
+    }
+
     /// Entries applied since the last commit.
     pub fn pending(&self) -> usize {
         self.pending
@@ -370,6 +403,7 @@ impl Indexer {
             }
         }
         self.applied = entry.seq;
+        self.applied_mark = None;
         self.pending += 1;
         Ok(())
     }
@@ -389,12 +423,14 @@ impl Indexer {
         let payload = serde_json::to_string(&CommitPayload {
             format: INDEX_FORMAT,
             seq: self.applied,
+            mark: self.applied_mark.clone(),
         })
         .expect("payload serializes");
         let mut prepared = self.writer.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
         self.committed = self.applied;
+        self.committed_mark = self.applied_mark.clone();
         self.pending = 0;
         Ok(self.committed)
     }
@@ -415,6 +451,16 @@ impl Indexer {
     /// *after* the current one, so with the popular agents first most of the index is
     /// skipped. Any order gives the same results.
     pub fn rebuild(&mut self, seq: u64, docs: impl IntoIterator<Item = SearchDoc>) -> Result<u64> {
+        self.rebuild_marked(seq, None, docs)
+    }
+
+    /// [`Indexer::rebuild`], recording `mark` as the mark of the outbox entry at `seq`.
+    pub fn rebuild_marked(
+        &mut self,
+        seq: u64,
+        mark: Option<String>,
+        docs: impl IntoIterator<Item = SearchDoc>,
+    ) -> Result<u64> {
         // No background merges while rebuilding: every segment is merged into one at the end
         // (a merge started meanwhile would hold segments the final merge needs).
         self.writer.set_merge_policy(Box::new(NoMergePolicy));
@@ -425,6 +471,7 @@ impl Indexer {
             }
         }
         self.applied = seq;
+        self.applied_mark = mark;
         let seq = self.commit()?;
         self.merge_all()?;
         self.writer
@@ -465,6 +512,7 @@ impl Indexer {
     pub fn rollback(&mut self) -> Result<()> {
         self.writer.rollback()?;
         self.applied = self.committed;
+        self.applied_mark = self.committed_mark.clone();
         self.pending = 0;
         Ok(())
     }

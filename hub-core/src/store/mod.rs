@@ -51,7 +51,7 @@ pub use rows::{
     AgentRow, AuditRow, KeyRow, Member, Namespace, NewRegistryAgent, NewVersion, OutboxRow,
     TOKEN_USE_PRECISION_MS, TokenRow, User, VersionRow,
 };
-pub use search::VisibleAgent;
+pub use search::{OutboxRead, VisibleAgent};
 pub use sessions::WebSession;
 pub use tlog::{LogAppend, LogEntryRow, delete_entry, log_error, publish_entry, yank_entry};
 pub use tlog_check::LogVerifyReport;

@@ -827,3 +827,114 @@ fn downloads_are_counted_once_per_client_whichever_replica_serves_them() {
     let a = get_json(&r[0], "/api/v1/agents/alice/data");
     assert_eq!(a["downloads"], 2, "{a}");
 }
+
+/// The names of the agents `alice` has in search on `hub`, once they are `want`.
+fn wait_search_names(hub: &HubProcess, want: &[String]) {
+    hub.wait_for_search("publisher=alice&limit=100", |hits| {
+        let mut got: Vec<String> = hits
+            .iter()
+            .map(|h| h["name"].as_str().unwrap_or_default().to_string())
+            .collect();
+        got.sort();
+        got == want
+    });
+}
+
+/// The database restored from a snapshot (the README's way back) under two replicas whose
+/// search indexes followed it past the snapshot. The first to start finds its index ahead of
+/// the outbox; the other starts after new publishes took the lost sequences again, so only the
+/// outbox row at its index's position tells. Each rebuilds its index from the database, is not
+/// ready until then, and then searches as the database says (`ofc-hub search-check` agrees);
+/// the lost agents are gone and the new ones found.
+#[test]
+fn after_the_database_is_restored_from_a_snapshot_each_replica_rebuilds_its_search() {
+    let mut r = Replicas::start(2, "");
+    let p = r[0].new_user("alice");
+    let names = |prefix: &str, n: usize| -> Vec<String> {
+        (0..n).map(|i| format!("alice/{prefix}-{i}")).collect()
+    };
+    let sorted = |parts: &[&[String]]| -> Vec<String> {
+        let mut v: Vec<String> = parts.concat();
+        v.sort();
+        v
+    };
+    let (kept, gone, new) = (names("kept", 3), names("gone", 3), names("new", 4));
+    for n in &kept {
+        let (s, v) = publish(&r[0], &p, n, "1.0.0");
+        assert_eq!(s, 201, "{v}");
+    }
+    for h in &r.hubs {
+        wait_search_names(h, &sorted(&[&kept]));
+    }
+    // Both stopped; the snapshot.
+    let db = r.database_url().rsplit('/').next().unwrap().to_string();
+    let admin = ofc_test_kit::postgres_base_url();
+    let snap = format!("{db}_snap");
+    let sql = |statements: Vec<String>| {
+        let admin = admin.clone();
+        ofc_test_kit::on_own_runtime(async move {
+            use sqlx::Connection as _;
+            let mut c = sqlx::PgConnection::connect(&admin).await.unwrap();
+            for s in statements {
+                sqlx::query(&s)
+                    .execute(&mut c)
+                    .await
+                    .unwrap_or_else(|e| panic!("{s}: {e}"));
+            }
+        })
+    };
+    for h in &mut r.hubs {
+        h.kill();
+    }
+    sql(vec![format!("CREATE DATABASE {snap} TEMPLATE {db}")]);
+    // Three more agents, searchable on both, then the database goes back to the snapshot.
+    for h in &mut r.hubs {
+        h.spawn();
+    }
+    for n in &gone {
+        let (s, v) = publish(&r[1], &p, n, "1.0.0");
+        assert_eq!(s, 201, "{v}");
+    }
+    for h in &r.hubs {
+        wait_search_names(h, &sorted(&[&kept, &gone]));
+    }
+    for h in &mut r.hubs {
+        h.kill();
+    }
+    sql(vec![
+        format!("DROP DATABASE {db} WITH (FORCE)"),
+        format!("CREATE DATABASE {db} TEMPLATE {snap}"),
+        format!("DROP DATABASE {snap}"),
+    ]);
+
+    // Replica 1: its index is ahead of the outbox.
+    r.hubs[1].spawn();
+    let ready = wait_ready_status(&r[1], 200);
+    assert_eq!(ready["search_lag"], 0, "{ready}");
+    wait_search_names(&r[1], &sorted(&[&kept]));
+    // New agents take the lost sequences again.
+    for n in &new {
+        let (s, v) = publish(&r[1], &p, n, "1.0.0");
+        assert_eq!(s, 201, "{v}");
+    }
+    wait_search_names(&r[1], &sorted(&[&kept, &new]));
+    // Replica 0: the outbox's head is past its index, but the row at its index's sequence is
+    // another change.
+    r.hubs[0].spawn();
+    wait_ready_status(&r[0], 200);
+    wait_search_names(&r[0], &sorted(&[&kept, &new]));
+    for h in &r.hubs {
+        assert!(
+            h.log().contains("the index diverged from the outbox"),
+            "{}",
+            h.log()
+        );
+    }
+    // The committed index is the database's.
+    r.hubs[0].kill();
+    let out = r[0].run(&["search-check"]);
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert!(out.status.success(), "{report}");
+    assert_eq!(report["index_seq"], report["database_seq"], "{report}");
+}
