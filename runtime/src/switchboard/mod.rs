@@ -560,6 +560,16 @@ impl Switchboard {
                 }
                 _ => {}
             }
+            // Registered again with another team (or none): out of the one it was in.
+            let old = m.agents.get(name).and_then(|a| a.team.clone());
+            if let Some(old) = old.filter(|o| member.team.as_ref() != Some(o))
+                && let Some(list) = m.teams.get_mut(&old)
+            {
+                list.remove(name);
+                if list.is_empty() {
+                    m.teams.remove(&old);
+                }
+            }
             if let Some(t) = &member.team {
                 m.teams
                     .entry(t.clone())
@@ -623,20 +633,47 @@ impl Switchboard {
         lock(&self.sessions).len()
     }
 
-    /// Puts `member` into `team`.
+    /// Puts `member` into `team`, taking it out of the team it was in (a member is in one
+    /// team; a team left empty is gone, here and in `state.json`).
     pub(crate) fn join_team(&self, member: &str, team: &str) -> io::Result<Vec<String>> {
-        let members: Vec<String> = {
+        let (members, left) = {
             let mut m = lock(&self.members);
-            if let Some(a) = m.agents.get_mut(member) {
-                a.team = Some(team.to_owned());
-            }
+            let left = m
+                .agents
+                .get_mut(member)
+                .and_then(|a| a.team.replace(team.to_owned()))
+                .filter(|old| old != team);
+            let left = left.map(|old| {
+                let rest: Vec<String> = match m.teams.get_mut(&old) {
+                    Some(list) => {
+                        list.remove(member);
+                        list.iter().cloned().collect()
+                    }
+                    None => Vec::new(),
+                };
+                if rest.is_empty() {
+                    m.teams.remove(&old);
+                }
+                (old, rest)
+            });
             let t = m.teams.entry(team.to_owned()).or_default();
             t.insert(member.to_owned());
-            t.iter().cloned().collect()
+            (t.iter().cloned().collect::<Vec<String>>(), left)
         };
         let list = members.clone();
         let written = state::update_at(self.ws.root_fd(), |s| {
-            state::section(s, "teams").insert(
+            let teams = state::section(s, "teams");
+            if let Some((old, rest)) = &left {
+                if rest.is_empty() {
+                    teams.remove(old);
+                } else {
+                    teams.insert(
+                        old.clone(),
+                        json!({"name": old, "members": rest, "isComposite": false}),
+                    );
+                }
+            }
+            teams.insert(
                 team.to_owned(),
                 json!({"name": team, "members": list, "isComposite": false}),
             );

@@ -789,3 +789,46 @@ async fn files_that_cannot_be_archived_do_not_hide_the_next_ones() {
     sb.stop();
     floor.close().await.unwrap();
 }
+
+/// A member is in one team: joining another leaves the first (gone once empty), and the
+/// first team's messages no longer reach it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joining_a_team_leaves_the_previous_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = Switchboard::open(dir.path(), sb_settings(dir.path())).unwrap();
+    let ws = sb.workspace().root().to_path_buf();
+    let floor = floor_with(dir.path(), &sb, lead()).await;
+    let ed = SwitchboardMcp::new(Arc::clone(&sb), "s1".into());
+    let al = SwitchboardMcp::new(Arc::clone(&sb), "s2".into());
+    for (s, name) in [(&ed, "ed"), (&al, "al")] {
+        s.call(
+            "register_chat_agent",
+            obj(json!({"name": name, "interface": "vscode"})),
+        )
+        .unwrap();
+    }
+    ed.call("join_team", obj(json!({"team": "alpha"}))).unwrap();
+    al.call("join_team", obj(json!({"team": "alpha"}))).unwrap();
+    ed.call("join_team", obj(json!({"team": "beta"}))).unwrap();
+    assert_eq!(sb.team("alpha"), ["al"]);
+    assert_eq!(sb.team("beta"), ["ed"]);
+    let sent = al
+        .call(
+            "send_team_message",
+            obj(json!({"team": "alpha", "action": "status_update", "payload": "hi"})),
+        )
+        .unwrap();
+    assert_eq!(sent["sent"], json!([]), "ed is no longer in alpha");
+    al.call("join_team", obj(json!({"team": "beta"}))).unwrap();
+    assert!(sb.team("alpha").is_empty());
+    let roster = ed.call("get_team_roster", obj(json!({}))).unwrap();
+    assert_eq!(
+        roster["teams"],
+        json!({"beta": {"members": ["al", "ed"]}, "backend": {"members": ["worker"]}})
+    );
+    let state = read_json(&ws.join("state.json"));
+    assert_eq!(state["teams"].get("alpha"), None, "{state}");
+    assert_eq!(state["teams"]["beta"]["members"], json!(["al", "ed"]));
+    sb.stop();
+    floor.close().await.unwrap();
+}
