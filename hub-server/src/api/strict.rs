@@ -56,8 +56,13 @@ impl<S: Send + Sync> FromRequestParts<S> for NoQuery {
     }
 }
 
-/// For a route that takes no body: a body of one byte or more is 400 `invalid_body` (the
-/// route would have ignored it). Never reads more than that byte.
+/// The most of a refused body read, to name its first field.
+const BODY_LOOK_BYTES: usize = 16 * 1024;
+
+/// For a route that takes no body: a body is 400 `invalid_body` (the route would have ignored
+/// it), naming its first field when it is a JSON object. An empty JSON object (`{}`, what many
+/// clients send with a POST or DELETE) says nothing, and is taken as no body, as `ofc serve`
+/// takes it. Reads at most 16 KiB of a body.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoBody;
 
@@ -71,19 +76,26 @@ impl<S: Send + Sync> FromRequest<S> for NoBody {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         let method = req.method().clone();
-        // A limit of 0 bytes: any byte of body fails the read.
-        if axum::body::to_bytes(req.into_body(), 0).await.is_ok() {
-            return Ok(NoBody);
-        }
-        let size = length
-            .map(|n| format!(" (this one had {n} bytes)"))
-            .unwrap_or_default();
+        let what = match axum::body::to_bytes(req.into_body(), BODY_LOOK_BYTES).await {
+            Ok(b) if b.is_empty() => return Ok(NoBody),
+            Ok(b) => match serde_json::from_slice::<serde_json::Value>(&b) {
+                Ok(serde_json::Value::Object(fields)) => match fields.keys().next() {
+                    None => return Ok(NoBody),
+                    Some(first) => format!(
+                        "`{}` (and every other field) would be ignored",
+                        first.chars().take(64).collect::<String>().escape_debug()
+                    ),
+                },
+                _ => format!("this one has {} bytes", b.len()),
+            },
+            Err(_) => match length {
+                Some(n) => format!("this one has {n} bytes"),
+                None => format!("this one has more than {BODY_LOOK_BYTES} bytes"),
+            },
+        };
         Err(ApiError::bad_request(
             ErrorCode::InvalidBody,
-            format!(
-                "a {method} to this route takes no request body and the hub would not read \
-                 one: send none{size}"
-            ),
+            format!("a {method} to this route takes no request body: {what}; send none"),
         ))
     }
 }

@@ -51,7 +51,7 @@ async fn a_destructive_route_refuses_a_parameter_or_body_it_would_ignore() {
                 Some(json!({"dry_run": true, "reason": "testing"})),
             ),
             "invalid_body",
-            "body",
+            "`dry_run` (and every other field) would be ignored",
         ),
     ] {
         let (m, p, b) = req;
@@ -88,8 +88,10 @@ async fn a_destructive_route_refuses_a_parameter_or_body_it_would_ignore() {
     assert_eq!(info["versions"].as_array().unwrap().len(), 2, "{info}");
     assert_status(app.get(V1).await, 200);
 
-    // Without them, the routes still work.
-    let (s, v) = app.call(Method::POST, &unpublish, Some(&t), None).await;
+    // Without them, the routes still work; an empty JSON object says nothing and is no body.
+    let (s, v) = app
+        .call(Method::POST, &unpublish, Some(&t), Some(json!({})))
+        .await;
     assert_eq!(s, 204, "{v}");
     assert_eq!(app.get(V1).await.0, 410);
     let (s, v) = app.call(Method::DELETE, TOOL, Some(&admin), None).await;
@@ -276,7 +278,7 @@ async fn every_route_refuses_what_it_would_not_read() {
                 &admin,
                 (m, p, Some(json!({"unread": true}))),
                 "invalid_body",
-                "no request body",
+                "takes no request body: `unread`",
             )
             .await,
         );
@@ -299,5 +301,20 @@ async fn every_route_refuses_what_it_would_not_read() {
         app.call(Method::GET, "/api/v1/me", Some(&t), None).await,
         200,
     );
+
+    // A body that is not a JSON object is named by its size.
+    let r = app
+        .client
+        .delete(app.url(TOOL))
+        .bearer_auth(&admin)
+        .body("everything")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["code"], "invalid_body", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("10 bytes"), "{e}");
+    assert_status(app.get(TOOL).await, 200);
     app.stop().await;
 }
