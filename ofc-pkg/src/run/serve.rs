@@ -179,7 +179,7 @@ async fn serve(
     project: ProjectDir,
     run_args: RunArgs,
 ) -> Result<ExitStatus> {
-    let store = session::store_for(&loaded.dir)?;
+    let store = session::store_of(&loaded.dir, args.floor.as_deref())?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| {
@@ -279,9 +279,10 @@ impl SessionHost for BlueprintHost {
             // Refused as the store says (none, another project's), before anything starts.
             // Off the runtime's workers: a store in PostgreSQL waits on the network.
             let (dir, id) = (loaded.dir.clone(), id.clone());
+            let floor = self.args.session.floor.clone();
             tokio::task::spawn_blocking(move || {
-                let store =
-                    session::store_for(&dir).map_err(|e| OpenError::Start(e.to_string()))?;
+                let store = session::store_of(&dir, floor.as_deref())
+                    .map_err(|e| OpenError::Start(e.to_string()))?;
                 store.read(&id).map(|_| ()).map_err(OpenError::from)
             })
             .await

@@ -64,6 +64,18 @@ fn resume_id(text: &str) -> Result<String, String> {
         })
 }
 
+/// The session store of the project in `project_dir`, for the named floor `floor` only when
+/// one is given (another floor's session, or one of no floor, is then refused as another
+/// project's: `ofc serve --floor X` and `ofc run --floor X --resume` never take up a
+/// session of another floor).
+pub fn store_of(project_dir: &Path, floor: Option<&str>) -> Result<SessionStore> {
+    let store = store_for(project_dir)?;
+    Ok(match floor {
+        Some(f) => store.for_floor(f),
+        None => store,
+    })
+}
+
 /// The session store of the project in `project_dir`.
 pub fn store_for(project_dir: &Path) -> Result<SessionStore> {
     let project = std::fs::canonicalize(project_dir).map_err(|e| {
@@ -144,7 +156,7 @@ impl RunSession {
         } else {
             project_dir
         };
-        let store = store_for(project_dir)?;
+        let store = store_of(project_dir, args.floor.as_deref())?;
         let path = std::fs::canonicalize(blueprint).unwrap_or_else(|_| blueprint.to_owned());
         let hash = sha256_file(&path);
         let Some(wanted) = &args.resume else {

@@ -349,6 +349,48 @@ fn ofc_serve_serves_a_named_floor_and_applies_its_updates() {
     );
     let ls = json_in(&ofc, dir, &["sessions", "ls", "--floor", "served"]);
     assert_eq!(ls["sessions"][0]["id"], id.as_str(), "{ls}");
+
+    // Another floor's server neither lists nor takes up this floor's session (one server
+    // a project at a time).
+    drop(served);
+    json_in(
+        &ofc,
+        dir,
+        &["floors", "create", "blueprint.yaml", "--name", "other"],
+    );
+    let other = crate::serve_e2e::serve(home.path(), dir, &["--floor", "other"]);
+    let status = |method: reqwest::Method, path: String| -> (u16, Value) {
+        rt.block_on(async {
+            let r = http
+                .request(method, format!("{}{path}", other.url))
+                .bearer_auth(&other.token)
+                .send()
+                .await
+                .unwrap();
+            let s = r.status().as_u16();
+            (s, r.json().await.unwrap_or(Value::Null))
+        })
+    };
+    let (s, list) = status(reqwest::Method::GET, "/api/v1/sessions".into());
+    assert_eq!(s, 200, "{list}");
+    assert!(
+        !list.to_string().contains(id.as_str()),
+        "another floor's session listed: {list}"
+    );
+    for (method, path) in [
+        (reqwest::Method::GET, format!("/api/v1/sessions/{id}")),
+        (
+            reqwest::Method::POST,
+            format!("/api/v1/sessions/{id}/resume"),
+        ),
+        (
+            reqwest::Method::GET,
+            format!("/api/v1/sessions/{id}/events"),
+        ),
+    ] {
+        let (s, v) = status(method, path.clone());
+        assert_eq!(s, 404, "{path}: {v}");
+    }
 }
 
 /// A stdio MCP server (the official Python SDK, `scripts/peers/mcp-python`) whose one tool
