@@ -77,8 +77,13 @@ pub struct SwitchboardSettings {
     pub log: Option<PathBuf>,
     /// Most MCP sessions at once.
     pub max_sessions: usize,
-    /// Most agents registered over MCP.
+    /// Most agents registered over MCP (counted: those whose session is connected or ended
+    /// less than `registration_grace` ago).
     pub max_registered: usize,
+    /// How long an agent registered over MCP stays registered after its session ended (a
+    /// client reconnecting takes its name again); after it, a newcomer's registration
+    /// removes it.
+    pub registration_grace: Duration,
 }
 
 impl Default for SwitchboardSettings {
@@ -93,6 +98,7 @@ impl Default for SwitchboardSettings {
             log: None,
             max_sessions: 32,
             max_registered: 64,
+            registration_grace: Duration::from_secs(60),
         }
     }
 }
@@ -165,6 +171,8 @@ pub struct Switchboard {
     stop: CancellationToken,
     /// The MCP sessions connected now.
     sessions: Mutex<BTreeSet<String>>,
+    /// MCP sessions that ended, and when (for members they registered).
+    ended: Mutex<HashMap<String, std::time::Instant>>,
     /// Inbox files left alone (delivered but not archived, or undecidable after a restart):
     /// (inbox, file).
     held: Mutex<BTreeSet<(String, String)>>,
@@ -223,6 +231,7 @@ impl Switchboard {
             wake: Notify::new(),
             stop: CancellationToken::new(),
             sessions: Mutex::new(BTreeSet::new()),
+            ended: Mutex::new(HashMap::new()),
             held: Mutex::new(BTreeSet::new()),
             retrying: Mutex::new(BTreeMap::new()),
             tasks: Mutex::new(Vec::new()),
@@ -524,6 +533,9 @@ impl Switchboard {
         if reserved {
             return Err(format!("`{name}` belongs to the floor"));
         }
+        if !self.is_member(name) {
+            self.expire_registrations();
+        }
         let fresh = {
             let mut m = lock(&self.members);
             if m.floor_side.contains(name) {
@@ -534,7 +546,7 @@ impl Switchboard {
             let registered = m
                 .agents
                 .values()
-                .filter(|a| a.kind != MemberKind::File)
+                .filter(|a| a.kind != MemberKind::File && self.session_counts(a))
                 .count();
             match m.agents.get(name) {
                 Some(existing) if existing.kind == MemberKind::File => {
@@ -623,8 +635,108 @@ impl Switchboard {
         let mut s = lock(&self.sessions);
         if alive {
             s.insert(id.to_owned());
-        } else {
-            s.remove(id);
+        } else if s.remove(id) {
+            lock(&self.ended).insert(id.to_owned(), std::time::Instant::now());
+        }
+    }
+
+    /// Whether a member registered over MCP counts toward the most registered: its session is
+    /// connected, or ended less than the grace ago.
+    fn session_counts(&self, member: &Member) -> bool {
+        let Some(session) = &member.session else {
+            return true;
+        };
+        if lock(&self.sessions).contains(session) {
+            return true;
+        }
+        // A session not known to have ended (one served otherwise than over /sse) counts.
+        lock(&self.ended)
+            .get(session)
+            .is_none_or(|at| at.elapsed() < self.settings.registration_grace)
+    }
+
+    /// Removes the members registered over MCP that no longer count (their session ended
+    /// longer than the grace ago), from the roster, `state.json` and the floor.
+    fn expire_registrations(self: &Arc<Self>) {
+        let expired: Vec<(String, MemberKind)> = {
+            let mut m = lock(&self.members);
+            let gone: Vec<(String, MemberKind)> = m
+                .agents
+                .iter()
+                .filter(|(_, a)| a.kind != MemberKind::File && !self.session_counts(a))
+                .map(|(n, a)| (n.clone(), a.kind.clone()))
+                .collect();
+            for (name, _) in &gone {
+                if let Some(t) = m.agents.remove(name).and_then(|a| a.team)
+                    && let Some(list) = m.teams.get_mut(&t)
+                {
+                    list.remove(name);
+                    if list.is_empty() {
+                        m.teams.remove(&t);
+                    }
+                }
+                m.pending.remove(name);
+            }
+            gone
+        };
+        if expired.is_empty() {
+            return;
+        }
+        {
+            // Sessions no member names any more are forgotten (bounded).
+            let m = lock(&self.members);
+            let named: BTreeSet<&String> = m
+                .agents
+                .values()
+                .filter_map(|a| a.session.as_ref())
+                .collect();
+            lock(&self.ended).retain(|s, _| named.contains(s));
+        }
+        let written = state::update_at(self.ws.root_fd(), |s| {
+            for (name, kind) in &expired {
+                let section = match kind {
+                    MemberKind::Terminal => "terminals",
+                    _ => "chatAgents",
+                };
+                state::section(s, section).remove(name);
+            }
+        });
+        let _ = self.said_state(written);
+        for (name, _) in expired {
+            self.log(&format!(
+                "@{name} is no longer registered: its MCP session ended more than {}s ago",
+                self.settings.registration_grace.as_secs()
+            ));
+            let Some(floor) = self.floor() else { continue };
+            let Ok(handle) = Handle::new(&name) else {
+                continue;
+            };
+            let sb = Arc::clone(self);
+            tokio::spawn(async move {
+                // Refused during a turn: tried again when one ends (a few times at most).
+                let mut events = floor.subscribe();
+                for _ in 0..20 {
+                    if floor.remove_agent(handle.clone()).await.is_ok() {
+                        sb.log(&format!("@{name} left the floor"));
+                        return;
+                    }
+                    let ended = async {
+                        loop {
+                            match events.recv().await {
+                                Ok(crate::floor::FloorEvent::TurnEnded { .. }) => return true,
+                                Ok(_)
+                                | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                                Err(_) => return false,
+                            }
+                        }
+                    };
+                    // The floor closed: nothing to leave.
+                    if let Ok(false) = tokio::time::timeout(Duration::from_secs(30), ended).await {
+                        return;
+                    }
+                }
+                sb.log(&format!("@{name} could not be taken off the floor"));
+            });
         }
     }
 
@@ -750,4 +862,61 @@ fn bounded(mut payload: String) -> String {
         payload.push_str(&format!("\n[… {cut} bytes cut]"));
     }
     payload
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chat(sb: &Arc<Switchboard>, name: &str, session: &str) -> Result<bool, String> {
+        let member = Member {
+            kind: MemberKind::Chat,
+            role: None,
+            team: Some("t".into()),
+            persona: None,
+            session: Some(session.into()),
+        };
+        sb.register(name, member, json!({"name": name}))
+    }
+
+    /// Registrations whose session ended no longer count once the grace is over, and a
+    /// newcomer's registration removes them; live ones keep the floor full.
+    #[tokio::test]
+    async fn registrations_of_ended_sessions_expire() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = SwitchboardSettings {
+            max_registered: 2,
+            registration_grace: Duration::ZERO,
+            ..SwitchboardSettings::default()
+        };
+        let sb = Switchboard::open(dir.path(), settings).unwrap();
+        for (name, session) in [("a", "s1"), ("b", "s2")] {
+            sb.session(session, true);
+            chat(&sb, name, session).unwrap();
+        }
+        sb.session("s3", true);
+        let e = chat(&sb, "c", "s3").unwrap_err();
+        assert!(e.contains("2 agents are registered already"), "{e}");
+        sb.session("s1", false);
+        assert!(chat(&sb, "c", "s3").unwrap());
+        assert!(!sb.is_member("a"));
+        assert!(sb.is_member("b") && sb.is_member("c"));
+        assert_eq!(sb.team("t"), ["b", "c"]);
+        let state = state::read(&sb.workspace().root().join(state::FILE)).unwrap();
+        assert_eq!(state["chatAgents"].get("a"), None, "{state}");
+        assert!(lock(&sb.ended).is_empty());
+        // Within the grace, an ended session's registration still counts.
+        let dir = tempfile::tempdir().unwrap();
+        let settings = SwitchboardSettings {
+            max_registered: 1,
+            ..SwitchboardSettings::default()
+        };
+        let sb = Switchboard::open(dir.path(), settings).unwrap();
+        sb.session("s1", true);
+        chat(&sb, "a", "s1").unwrap();
+        sb.session("s1", false);
+        assert!(chat(&sb, "b", "s2").is_err());
+        // And the agent reconnecting takes its name again.
+        chat(&sb, "a", "s4").unwrap();
+    }
 }
