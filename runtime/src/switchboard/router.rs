@@ -50,7 +50,7 @@ pub fn floor_text(message: &Message, asker: Option<&str>) -> String {
 }
 
 /// The floor message's metadata: `{"switchboard": {id, action, sender, recipient, replyTo?,
-/// team?, metadata?, posted?}}`.
+/// team?, persona?, metadata?, posted?}}`.
 pub fn metadata_of(message: &Message, posted: bool) -> Map<String, Value> {
     let mut sb = Map::new();
     sb.insert("id".into(), json!(message.id));
@@ -62,6 +62,9 @@ pub fn metadata_of(message: &Message, posted: bool) -> Map<String, Value> {
     }
     if let Some(t) = &message.team {
         sb.insert("team".into(), json!(t));
+    }
+    if let Some(p) = &message.persona {
+        sb.insert("persona".into(), json!(p));
     }
     if let Some(m) = &message.metadata {
         sb.insert("metadata".into(), Value::Object(m.clone()));
@@ -597,5 +600,12 @@ mod tests {
         let m = metadata_of(&result, true);
         assert_eq!(m["switchboard"]["id"], "msg_1");
         assert_eq!(m["switchboard"]["posted"], true);
+        assert_eq!(m["switchboard"].get("persona"), None);
+        let mut with = message(Action::StatusUpdate, "lead", "x");
+        with.persona = Some("You review.".into());
+        assert_eq!(
+            metadata_of(&with, true)["switchboard"]["persona"],
+            "You review."
+        );
     }
 }

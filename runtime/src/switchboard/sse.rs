@@ -206,14 +206,21 @@ fn query_token(query: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
+/// The token of an `Authorization` value of the `Bearer` scheme, whose name is
+/// case-insensitive (RFC 7235).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let token = state.sb.token().as_bytes();
     let header = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(|t| t.trim().to_owned());
+        .and_then(bearer)
+        .map(str::to_owned);
     let proof = if header.is_some_and(|h| constant_time_eq(h.as_bytes(), token)) {
         Some(Proof::Header)
     } else if request
@@ -433,5 +440,19 @@ async fn post_message(
         Err(mpsc::error::TrySendError::Closed(_)) => {
             (StatusCode::GONE, "the session has ended").into_response()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer;
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for v in ["Bearer abc", "bearer abc", "BEARER abc", " Bearer  abc "] {
+            assert_eq!(bearer(v), Some("abc"), "{v}");
+        }
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearerabc"), None);
     }
 }
