@@ -301,7 +301,7 @@ pub async fn search(
                 ErrorCode::PayloadTooLarge,
                 format!(
                     "the body is larger than an ARD search request may be ({} bytes)",
-                    super::MAX_BODY_BYTES
+                    super::strict::MAX_BODY_BYTES
                 ),
             )
         } else {

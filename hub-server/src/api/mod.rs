@@ -45,9 +45,7 @@ use crate::error::{ApiError, ErrorBody, ErrorCode, code_for_status};
 use crate::metrics::RouteGroup;
 use crate::state::AppState;
 
-/// The largest body a route of the JSON API reads (the publish route's is set by
-/// `max_inline_bundle_bytes`): 2 MiB.
-pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+pub use strict::MAX_BODY_BYTES;
 
 /// The whole router.
 pub fn router(state: AppState) -> Router {

@@ -12,6 +12,10 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{ApiError, ErrorCode};
 
+/// The largest body a route of the JSON API reads (the publish route's is set by
+/// `max_inline_bundle_bytes`): 2 MiB.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
 /// The query string decoded as `T` (whose fields are the route's parameters, with
 /// `deny_unknown_fields`); a parameter `T` does not take, or a malformed one, is 400
 /// `invalid_parameter` with the decoder's message, which names it.
