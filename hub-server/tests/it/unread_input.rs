@@ -24,17 +24,24 @@ async fn refused(
         .then(|| format!("{method} {path}: expected 400 {code} naming `{word}`, got {s} {v}"))
 }
 
-#[tokio::test]
-async fn a_destructive_route_refuses_a_parameter_or_body_it_would_ignore() {
+/// A hub where alice has published these versions of `alice/tool`: it, her token and an
+/// administrator's.
+async fn hub_with_tool(versions: &[&str]) -> (TestHub, String, String) {
     let app = TestHub::in_process(Backend::Sqlite).await;
     let (t, k) = (app.user.token.clone(), app.user.key.clone());
     let admin = app.new_user("root-admin", true).await.token;
-    for v in ["1.0.0", "1.0.1"] {
+    for v in versions {
         let (s, b) = app
             .publish(&t, &k, &remote_manifest("alice/tool", v), None)
             .await;
         assert_eq!(s, 201, "{b}");
     }
+    (app, t, admin)
+}
+
+#[tokio::test]
+async fn a_destructive_route_refuses_a_parameter_or_body_it_would_ignore() {
+    let (app, t, admin) = hub_with_tool(&["1.0.0", "1.0.1"]).await;
     let unpublish = format!("{V1}/unpublish");
 
     let mut failures = Vec::new();
@@ -102,13 +109,7 @@ async fn a_destructive_route_refuses_a_parameter_or_body_it_would_ignore() {
 
 #[tokio::test]
 async fn list_routes_refuse_a_misspelt_parameter_and_keep_their_own() {
-    let app = TestHub::in_process(Backend::Sqlite).await;
-    let (t, k) = (app.user.token.clone(), app.user.key.clone());
-    let admin = app.new_user("root-admin", true).await.token;
-    let (s, b) = app
-        .publish(&t, &k, &remote_manifest("alice/tool", "1.0.0"), None)
-        .await;
-    assert_eq!(s, 201, "{b}");
+    let (app, _, admin) = hub_with_tool(&["1.0.0"]).await;
 
     let mut failures = Vec::new();
     for (path, word) in [
@@ -177,13 +178,7 @@ async fn list_routes_refuse_a_misspelt_parameter_and_keep_their_own() {
 /// and every one that takes no body refuses one, before acting.
 #[tokio::test]
 async fn every_route_refuses_what_it_would_not_read() {
-    let app = TestHub::in_process(Backend::Sqlite).await;
-    let (t, k) = (app.user.token.clone(), app.user.key.clone());
-    let admin = app.new_user("root-admin", true).await.token;
-    let (s, b) = app
-        .publish(&t, &k, &remote_manifest("alice/tool", "1.0.0"), None)
-        .await;
-    assert_eq!(s, 201, "{b}");
+    let (app, t, admin) = hub_with_tool(&["1.0.0"]).await;
     let key = app.user.key.public_key().to_string();
 
     // Routes that take a body: only the query string is checked here.

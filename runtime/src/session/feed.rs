@@ -280,6 +280,16 @@ mod tests {
 
     /// A session file in `dir` with 50 `note` events (`i` 0..50, `seq` 1..=50) and its feed,
     /// whose ring keeps the last 8.
+    /// The one session file `fifty_notes` wrote in `dir`.
+    fn the_session_file(dir: &tempfile::TempDir) -> std::path::PathBuf {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+    }
+
     fn fifty_notes(dir: &tempfile::TempDir) -> SessionFeed {
         let id = SessionId::random();
         let path = dir.path().join(format!("{id}.jsonl"));
@@ -349,12 +359,7 @@ mod tests {
     fn a_reader_behind_the_ring_goes_past_events_the_store_lost() {
         let dir = tempfile::tempdir().unwrap();
         let feed = fifty_notes(&dir);
-        let path = std::fs::read_dir(dir.path())
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path();
+        let path = the_session_file(&dir);
         // The meta line and events 1..=20 stay; 21..=50 are cut (the ring holds 43..=50).
         let text = std::fs::read_to_string(&path).unwrap();
         let kept: String = text.split_inclusive('\n').take(21).collect();
@@ -382,12 +387,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let feed = fifty_notes(&dir);
         drop(feed);
-        let path = std::fs::read_dir(dir.path())
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path();
+        let path = the_session_file(&dir);
         // Event 3 (line 4) damaged.
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.split_inclusive('\n').collect();
