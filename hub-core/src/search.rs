@@ -99,6 +99,9 @@ pub struct Search {
     reloader: Option<tokio::task::AbortHandle>,
     /// With `search_model_dir`: the model, the agents' vectors and their follower.
     semantic: Option<SemanticParts>,
+    /// With `search_model_dir`: asks the vectors' follower to replay the outbox when the
+    /// keyword index's follower finds the outbox's history changed; aborted at shutdown.
+    replays: Option<tokio::task::AbortHandle>,
 }
 
 /// The meaning side of search when a model is configured.
@@ -213,12 +216,38 @@ impl Search {
         };
         let follower = Follower::start(index.clone(), HubOutbox { store }, config)
             .context("cannot start the search follower (is another hub using this data dir?)")?;
+        // The keyword index checks the outbox's history (a mark of the entry it applied); the
+        // vectors follow the same outbox and go back with it.
+        let replays = semantic.as_ref().and_then(|s| {
+            let replayer = s
+                .follower
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .as_ref()?
+                .replayer();
+            let status = follower.status();
+            Some(
+                tokio::spawn(async move {
+                    let mut seen = status.rebuilds();
+                    loop {
+                        tokio::time::sleep(poll).await;
+                        let now = status.rebuilds();
+                        if now != seen {
+                            seen = now;
+                            replayer.replay();
+                        }
+                    }
+                })
+                .abort_handle(),
+            )
+        });
         Ok(Search {
             index,
             status: follower.status(),
             follower: std::sync::Mutex::new(Some(follower)),
             reloader,
             semantic,
+            replays,
         })
     }
 
@@ -285,8 +314,8 @@ impl Search {
 
     /// Stops the follower after committing what it applied.
     pub async fn shutdown(&self) -> anyhow::Result<()> {
-        if let Some(r) = &self.reloader {
-            r.abort();
+        for task in [&self.reloader, &self.replays].into_iter().flatten() {
+            task.abort();
         }
         let f = self
             .follower

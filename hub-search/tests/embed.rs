@@ -386,3 +386,93 @@ async fn the_vector_followers_lag_shows_until_it_catches_up() {
     assert_eq!(vectors.read().unwrap().len(), 3);
     f.shutdown().await.unwrap();
 }
+
+/// Waits (bounded) until `f` has finished `n` replays.
+async fn replays(f: &VectorFollower, n: u64) {
+    let start = std::time::Instant::now();
+    while f.status().replays() < n {
+        assert!(start.elapsed() < Duration::from_secs(60), "no replay");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A store that followed another history than the outbox's (a database restored from a
+/// backup) comes back by a replay: past the outbox's end it replays on its own; at a position
+/// the outbox reached again with other changes, when asked (`VectorFollower::replayer`, as the keyword
+/// index's follower asks). After either, the store holds the vectors of the agents the outbox
+/// names and of no other, and agents whose text did not change are not embedded again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_of_another_history_replays_the_outbox() {
+    let embedder = Arc::new(Embedder::load(&model_dir()).unwrap());
+    let docs: Vec<SearchDoc> = relevance::load_agents(relevance::default_dir())
+        .unwrap()
+        .into_iter()
+        .take(8)
+        .collect();
+    let names = |v: &SharedVectors| -> Vec<String> {
+        let mut n: Vec<String> = v
+            .read()
+            .unwrap()
+            .iter()
+            .map(|(k, _)| k.to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    let want = |ds: &[&SearchDoc]| -> Vec<String> {
+        let mut n: Vec<String> = ds.iter().map(|d| d.name().to_string()).collect();
+        n.sort();
+        n
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let before = MemoryOutbox::default();
+    for d in &docs[..4] {
+        before.push(Change::Upsert(Box::new(d.clone())));
+    }
+    let vectors = open_store(dir.path(), &embedder);
+    let f = VectorFollower::start(
+        before,
+        Arc::clone(&embedder),
+        Arc::clone(&vectors),
+        config(),
+    );
+    f.wait_for(4).await.unwrap();
+    f.shutdown().await.unwrap();
+
+    // Restored to a backup holding docs 0 and 4 only: the store (at 4) is past its end (2).
+    let restored = MemoryOutbox::default();
+    restored.push(Change::Upsert(Box::new(docs[0].clone())));
+    restored.push(Change::Upsert(Box::new(docs[4].clone())));
+    let vectors = open_store(dir.path(), &embedder);
+    let f = VectorFollower::start(
+        restored.clone(),
+        Arc::clone(&embedder),
+        Arc::clone(&vectors),
+        config(),
+    );
+    replays(&f, 1).await;
+    assert_eq!(names(&vectors), want(&[&docs[0], &docs[4]]));
+    assert_eq!(f.status().embedded(), 1, "doc 0 was in already");
+    assert_eq!(vectors.read().unwrap().seq(), 2);
+
+    // Another restore, to a backup of other changes as long as this history (the store is at
+    // 2, the outbox reaches 3): only the keyword index's mark can tell; it asks for a replay.
+    let other = MemoryOutbox::default();
+    for d in &docs[5..8] {
+        other.push(Change::Upsert(Box::new(d.clone())));
+    }
+    f.shutdown().await.unwrap();
+    let f = VectorFollower::start(
+        other.clone(),
+        Arc::clone(&embedder),
+        Arc::clone(&vectors),
+        config(),
+    );
+    f.wait_for(3).await.unwrap();
+    // Without the replay it applied seq 3 only.
+    assert_eq!(names(&vectors), want(&[&docs[0], &docs[4], &docs[7]]));
+    f.replayer().replay();
+    replays(&f, 1).await;
+    assert_eq!(names(&vectors), want(&[&docs[5], &docs[6], &docs[7]]));
+    f.shutdown().await.unwrap();
+}

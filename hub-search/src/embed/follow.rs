@@ -7,9 +7,17 @@
 //! within its freshness promise meanwhile. Until an agent's vector is in, hybrid search finds
 //! it by its words only. An upsert whose text did not change (a statistics update) is not
 //! embedded again; a delete, or a yanked agent, removes the vector.
+//!
+//! A store that followed another history than the outbox's (a database restored from a
+//! backup: the store is past the outbox's head, or the keyword index found the outbox changed
+//! under it and asked through [`VectorFollower::replayer`]) is brought back by a replay: the
+//! outbox read again from its start (an agent whose text did not change is not embedded
+//! again), then every vector of an agent the replay did not name removed (the agents of the
+//! lost history). Meanwhile the lag shows the replay's progress.
 
+use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
@@ -42,6 +50,7 @@ pub struct VectorStatus {
     committed: AtomicU64,
     head: AtomicU64,
     embedded: AtomicU64,
+    replays: AtomicU64,
 }
 
 impl VectorStatus {
@@ -61,6 +70,26 @@ impl VectorStatus {
     pub fn embedded(&self) -> u64 {
         self.embedded.load(Ordering::Acquire)
     }
+
+    /// Replays of the outbox finished since the follower started (see the module doc).
+    pub fn replays(&self) -> u64 {
+        self.replays.load(Ordering::Acquire)
+    }
+}
+
+/// Asks a [`VectorFollower`] to replay the outbox from its start (see the module doc).
+#[derive(Debug, Clone)]
+pub struct Replayer {
+    asked: Arc<AtomicBool>,
+    wake: Arc<Notify>,
+}
+
+impl Replayer {
+    /// Starts a replay at the follower's next look (one already running starts over).
+    pub fn replay(&self) {
+        self.asked.store(true, Ordering::Release);
+        self.wake.notify_one();
+    }
 }
 
 /// Why the vector follower stopped.
@@ -78,6 +107,7 @@ pub enum VectorFollowError {
 #[derive(Debug)]
 pub struct VectorFollower {
     status: Arc<VectorStatus>,
+    replay: Arc<AtomicBool>,
     wake: Arc<Notify>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<Result<(), VectorFollowError>>,
@@ -104,19 +134,20 @@ impl VectorFollower {
         status.committed.store(after, Ordering::Release);
         status.head.store(after, Ordering::Release);
         let wake = Arc::new(Notify::new());
+        let replay = Arc::new(AtomicBool::new(false));
         let (stop, stop_rx) = watch::channel(false);
         let task = tokio::spawn(run(
             source,
-            embedder,
-            vectors,
+            (embedder, vectors),
             after,
             Arc::clone(&status),
-            Arc::clone(&wake),
+            (Arc::clone(&wake), Arc::clone(&replay)),
             stop_rx,
             config,
         ));
         Self {
             status,
+            replay,
             wake,
             stop,
             task,
@@ -131,6 +162,15 @@ impl VectorFollower {
     /// Tells the follower that the outbox grew.
     pub fn wake(&self) {
         self.wake.notify_one();
+    }
+
+    /// A handle that makes the follower replay the outbox (for whoever learns that the
+    /// database's history changed: the keyword index's follower).
+    pub fn replayer(&self) -> Replayer {
+        Replayer {
+            asked: Arc::clone(&self.replay),
+            wake: Arc::clone(&self.wake),
+        }
     }
 
     /// Waits until the vectors of `seq` are in the store, or the follower failed.
@@ -156,22 +196,37 @@ fn read(v: &SharedVectors) -> std::sync::RwLockReadGuard<'_, VectorStore> {
     v.read().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-#[allow(clippy::too_many_arguments)] // the task's whole state, passed once
 async fn run<S: OutboxSource>(
     source: S,
-    embedder: Arc<Embedder>,
-    vectors: SharedVectors,
+    (embedder, vectors): (Arc<Embedder>, SharedVectors),
     mut after: u64,
     status: Arc<VectorStatus>,
-    wake: Arc<Notify>,
+    (wake, replay): (Arc<Notify>, Arc<AtomicBool>),
     mut stop: watch::Receiver<bool>,
     config: VectorFollowConfig,
 ) -> Result<(), VectorFollowError> {
+    // While replaying: the agents the outbox named so far.
+    let mut named: Option<HashSet<String>> = None;
     loop {
         if *stop.borrow() {
             return Ok(());
         }
+        if replay.swap(false, Ordering::AcqRel) {
+            tracing::warn!(
+                at = after,
+                "embeddings: the outbox's history changed (a restored database?); replaying it from its start"
+            );
+            after = 0;
+            status.committed.store(0, Ordering::Release);
+            named = Some(HashSet::new());
+        }
         let fetched = match source.head().await {
+            Ok(head) if head < after => {
+                // Past the outbox's end: the store followed another history.
+                replay.store(true, Ordering::Release);
+                status.head.store(head, Ordering::Release);
+                continue;
+            }
             Ok(head) => {
                 status.head.fetch_max(head, Ordering::AcqRel);
                 source.entries_after(after, config.batch.max(1)).await
@@ -190,6 +245,12 @@ async fn run<S: OutboxSource>(
             }
         };
         let full = batch.len() >= config.batch.max(1);
+        if let Some(named) = named.as_mut() {
+            named.extend(batch.iter().map(|e| match &e.change {
+                Change::Upsert(doc) => doc.name().to_string(),
+                Change::Delete(name) => name.to_string(),
+            }));
+        }
         if let Some(last) = batch.last().map(|e| e.seq) {
             let (embedder, vectors) = (Arc::clone(&embedder), Arc::clone(&vectors));
             let embedded =
@@ -202,6 +263,16 @@ async fn run<S: OutboxSource>(
             status.embedded.fetch_add(embedded, Ordering::AcqRel);
         }
         if !full {
+            if let Some(named) = named.take() {
+                // Replayed to the end: what the outbox never named is of the lost history.
+                let vectors = Arc::clone(&vectors);
+                let removed = tokio::task::spawn_blocking(move || sweep(&vectors, &named, after))
+                    .await
+                    .map_err(|_| VectorFollowError::Stopped)??;
+                status.committed.store(after, Ordering::Release);
+                status.replays.fetch_add(1, Ordering::AcqRel);
+                tracing::info!(at = after, removed, "embeddings: replay done");
+            }
             tokio::select! {
                 _ = wake.notified() => {}
                 _ = tokio::time::sleep(config.poll_interval) => {}
@@ -209,6 +280,35 @@ async fn run<S: OutboxSource>(
             }
         }
     }
+}
+
+/// Removes every vector of an agent not in `named` and commits the store as sequence `seq`;
+/// how many were removed.
+fn sweep(
+    vectors: &SharedVectors,
+    named: &HashSet<String>,
+    seq: u64,
+) -> Result<usize, VectorFollowError> {
+    let gone: Vec<String> = read(vectors)
+        .iter()
+        .map(|(key, _)| key)
+        .filter(|key| !named.contains(*key))
+        .map(str::to_string)
+        .collect();
+    let written = {
+        let mut v = vectors
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for key in &gone {
+            v.remove(key);
+        }
+        v.write(seq)?
+    };
+    vectors
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .finish(written);
+    Ok(gone.len())
 }
 
 /// Embeds the batch's changed agents (outside any lock), applies the batch to the store and
