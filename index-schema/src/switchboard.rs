@@ -26,6 +26,85 @@ pub const MAX_NAME_BYTES: usize = 64;
 /// The longest message id, in bytes (it names the message's file).
 pub const MAX_ID_BYTES: usize = 128;
 
+/// The path of the first key that an object in `text` (valid JSON) holds twice, compared
+/// after unescaping as serde_json compares them.
+fn duplicate_key(text: &str) -> Option<FieldPath> {
+    use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visitor};
+    use std::cell::RefCell;
+
+    struct Walk<'a> {
+        path: FieldPath,
+        found: &'a RefCell<Option<FieldPath>>,
+    }
+    impl<'de> DeserializeSeed<'de> for Walk<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Walk<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut i = 0;
+            while seq
+                .next_element_seed(Walk {
+                    path: self.path.index(i),
+                    found: self.found,
+                })?
+                .is_some()
+            {
+                i += 1;
+            }
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut keys = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let path = self.path.key(key.clone());
+                if !keys.insert(key) {
+                    *self.found.borrow_mut() = Some(path);
+                    return Err(A::Error::custom("duplicate key"));
+                }
+                map.next_value_seed(Walk {
+                    path,
+                    found: self.found,
+                })?;
+            }
+            Ok(())
+        }
+    }
+
+    let found = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let _ = Walk {
+        path: FieldPath::root(),
+        found: &found,
+    }
+    .deserialize(&mut de);
+    found.into_inner()
+}
+
 /// What a message asks for (`action`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -232,6 +311,14 @@ impl Message {
     /// Parses and checks a message file's text. Names come back lowercase.
     pub fn from_json(text: &str) -> Result<Message, Diagnostics> {
         let doc = source::parse_json(text)?;
+        // serde_json keeps the last of a key given twice (`"sender":"worker","sender":"user"`
+        // reads as `user`): such a message is refused, naming the key.
+        if let Some(path) = duplicate_key(text.trim_start_matches('\u{feff}')) {
+            return Err(Diagnostics::one(
+                path,
+                "duplicate key (a key may appear once)",
+            ));
+        }
         let mut m: Message = doc.deserialize()?;
         let mut d = Diagnostics::default();
         m.check(&mut d);
@@ -455,6 +542,38 @@ mod tests {
             Message::from_json(&bad).unwrap_err().0[0].path.to_string(),
             "createdAt"
         );
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_with_its_name() {
+        let twice = message("").replace(
+            r#""sender": "Worker","#,
+            r#""sender": "Worker", "sender": "user","#,
+        );
+        let e = Message::from_json(&twice).unwrap_err();
+        assert_eq!(e.0[0].path.to_string(), "sender", "{e:?}");
+        assert!(e.0[0].message.contains("duplicate key"), "{e:?}");
+        // The same key however it is escaped, and deeper in `metadata`.
+        let escaped = message("").replace(
+            r#""payload": "done","#,
+            r#""payload": "done", "p\u0061yload": "x","#,
+        );
+        assert_eq!(
+            Message::from_json(&escaped).unwrap_err().0[0]
+                .path
+                .to_string(),
+            "payload"
+        );
+        let deep = message(r#", "metadata": {"a": [{"b": 1, "b": 2}]}"#);
+        assert_eq!(
+            Message::from_json(&deep).unwrap_err().0[0].path.to_string(),
+            "metadata.a[0].b"
+        );
+        // The same key in two objects is no duplicate.
+        Message::from_json(&message(
+            r#", "metadata": {"a": {"id": 1}, "b": {"id": 2}}"#,
+        ))
+        .unwrap();
     }
 
     #[test]
