@@ -221,20 +221,43 @@ impl Journal {
         self.append(&Line::Undone { id: id.to_owned() })
     }
 
+    /// The open entry of `id` (a delivery begun and not yet done or undone), if any.
+    pub fn open_entry(&self, id: &str) -> Option<Begun> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .open
+            .get(id)
+            .cloned()
+    }
+
     /// The journal's size now.
     pub fn bytes(&self) -> u64 {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).bytes
     }
 }
 
-/// Whether the transcript at `path` holds a message whose `metadata.switchboard.id` is `id`.
-pub fn transcript_holds(path: &Path, id: &str) -> io::Result<bool> {
+/// What a transcript holds under a Switchboard id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// No message with that id.
+    Nothing,
+    /// The message itself (`same` said so of a message with that id).
+    Same,
+    /// Only other messages carrying that id (the id was used again).
+    Other,
+}
+
+/// What the transcript at `path` holds among its messages whose `metadata.switchboard.id` is
+/// `id`; `same` tells, from such a transcript message, whether it is the one looked for.
+pub fn transcript_find(path: &Path, id: &str, same: impl Fn(&Value) -> bool) -> io::Result<Found> {
     let file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Found::Nothing),
         Err(e) => return Err(e),
     };
     let needle = format!("\"{id}\"");
+    let mut found = Found::Nothing;
     for line in BufReader::new(file.take(MAX_TRANSCRIPT_SCAN)).lines() {
         let line = line?;
         if !line.contains(&needle) {
@@ -244,10 +267,13 @@ pub fn transcript_holds(path: &Path, id: &str) -> io::Result<bool> {
             continue;
         };
         if v["kind"] == "message" && v["message"]["metadata"]["switchboard"]["id"] == id {
-            return Ok(true);
+            if same(&v["message"]) {
+                return Ok(Found::Same);
+            }
+            found = Found::Other;
         }
     }
-    Ok(false)
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -354,8 +380,25 @@ mod tests {
              {\"t_ms\":2,\"kind\":\"message\",\"message\":{\"id\":\"msg-1\",\"from\":\"@w\",\"content\":\"x\",\"timestamp\":\"2025-01-01T00:00:00Z\",\"metadata\":{\"switchboard\":{\"id\":\"msg_2\"}}}}\n",
         )
         .unwrap();
-        assert!(!transcript_holds(&path, "msg_1").unwrap());
-        assert!(transcript_holds(&path, "msg_2").unwrap());
-        assert!(!transcript_holds(&dir.path().join("none"), "msg_2").unwrap());
+        let any = |_: &Value| true;
+        assert_eq!(
+            transcript_find(&path, "msg_1", any).unwrap(),
+            Found::Nothing
+        );
+        assert_eq!(transcript_find(&path, "msg_2", any).unwrap(), Found::Same);
+        let from_w = |m: &Value| m["from"] == "@w";
+        assert_eq!(
+            transcript_find(&path, "msg_2", from_w).unwrap(),
+            Found::Same
+        );
+        let from_v = |m: &Value| m["from"] == "@v";
+        assert_eq!(
+            transcript_find(&path, "msg_2", from_v).unwrap(),
+            Found::Other
+        );
+        assert_eq!(
+            transcript_find(&dir.path().join("none"), "msg_2", any).unwrap(),
+            Found::Nothing
+        );
     }
 }

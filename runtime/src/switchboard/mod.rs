@@ -179,6 +179,11 @@ pub struct Switchboard {
     /// Messages waiting to be delivered again, their delivery begun in the journal (said once
     /// in the log): (inbox, file) → id.
     retrying: Mutex<BTreeMap<(String, String), String>>,
+    /// The message ids delivered in this run (bounded: [`router::MAX_DELIVERED_IDS`]); a
+    /// message using one again is refused.
+    delivered: Mutex<router::DeliveredIds>,
+    /// How many times the inbox reader has looked at the inboxes.
+    looks: std::sync::atomic::AtomicU64,
     /// The inbox reader and the floor listener.
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
@@ -234,6 +239,8 @@ impl Switchboard {
             ended: Mutex::new(HashMap::new()),
             held: Mutex::new(BTreeSet::new()),
             retrying: Mutex::new(BTreeMap::new()),
+            delivered: Mutex::new(router::DeliveredIds::new(router::MAX_DELIVERED_IDS)),
+            looks: std::sync::atomic::AtomicU64::new(0),
             tasks: Mutex::new(Vec::new()),
         });
         // Logged when it fails: the floor runs without it (file agents read it only to see who
@@ -431,7 +438,15 @@ impl Switchboard {
                 reply,
             },
         );
+        // The reader looks quickly from now on.
+        self.wake.notify_one();
         answer
+    }
+
+    /// How many times the inbox reader has looked at the floor side's inboxes (to see how
+    /// often it wakes).
+    pub fn inbox_looks(&self) -> u64 {
+        self.looks.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether a respond call waits for a member's answer.

@@ -2,19 +2,134 @@
 //! to the floor once ([`Switchboard::run_router`]); what the floor says is passed to the
 //! members it names ([`Switchboard::run_events`]).
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use index_schema::switchboard::{Action, Message, Receipt, check_id, check_name};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use super::journal::{Begun, transcript_holds};
+use super::journal::{Begun, Found, transcript_find};
 use super::workspace::{ReadOutcome, shown};
 use super::{Answer, METADATA_KEY, Pending, Switchboard, lock, now_iso};
 use crate::floor::{Floor, FloorError, FloorEvent};
 use crate::handle::{Handle, Speaker};
 use crate::mention::{MentionKind, mentions};
+
+/// Most message ids remembered as delivered in this run (for refusing a message that uses one
+/// again). Past it the oldest are forgotten: a message reusing one of those is then refused
+/// only when its archive (`archive/<inbox>/<id>.json`, or a file of its own name there)
+/// holds that id — otherwise it is delivered like a new message.
+pub(super) const MAX_DELIVERED_IDS: usize = 16_384;
+
+/// The ids delivered in this run, the oldest forgotten past a bound.
+#[derive(Debug)]
+pub(super) struct DeliveredIds {
+    order: VecDeque<String>,
+    set: HashSet<String>,
+    cap: usize,
+}
+
+impl DeliveredIds {
+    pub(super) fn new(cap: usize) -> Self {
+        Self {
+            order: VecDeque::new(),
+            set: HashSet::new(),
+            cap: cap.max(1),
+        }
+    }
+
+    fn insert(&mut self, id: &str) {
+        if self.set.insert(id.to_owned()) {
+            self.order.push_back(id.to_owned());
+            if self.order.len() > self.cap
+                && let Some(old) = self.order.pop_front()
+            {
+                self.set.remove(&old);
+            }
+        }
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.set.contains(id)
+    }
+}
+
+/// Empty looks at the quick interval before the inbox reader backs off.
+const QUICK_LOOKS: u32 = 8;
+
+/// How often the inbox reader looks while an answer is awaited: every `quick` (2 ms) while
+/// something comes, backing off by half again per empty look after [`QUICK_LOOKS`] of them, up
+/// to `slow` (the usual interval, 25 ms); back to `quick` when something arrives or wakes it.
+#[derive(Debug, Clone)]
+pub(super) struct Backoff {
+    quick: Duration,
+    slow: Duration,
+    every: Duration,
+    empty: u32,
+}
+
+impl Backoff {
+    pub(super) fn new(quick: Duration, slow: Duration) -> Self {
+        Self {
+            quick,
+            slow: slow.max(quick),
+            every: quick,
+            empty: 0,
+        }
+    }
+
+    /// The wait before the next look.
+    pub(super) fn every(&self) -> Duration {
+        self.every
+    }
+
+    /// A look that found nothing to do.
+    pub(super) fn idle(&mut self) {
+        self.empty = self.empty.saturating_add(1);
+        if self.empty > QUICK_LOOKS {
+            self.every = self.every.mul_f64(1.5).min(self.slow);
+        }
+    }
+
+    /// Something came: quick looks again.
+    pub(super) fn reset(&mut self) {
+        self.every = self.quick;
+        self.empty = 0;
+    }
+}
+
+/// Whether the floor message `stored` (a transcript's `message`) is `message` delivered:
+/// same sender, recipient and action in its Switchboard metadata, and its content the text
+/// the payload became (or that text cut by the floor's reply cap, marked with `…`).
+fn same_message(stored: &Value, message: &Message) -> bool {
+    let sb = &stored["metadata"][METADATA_KEY];
+    if sb["sender"] != message.sender.as_str()
+        || sb["recipient"] != message.recipient.as_str()
+        || sb["action"] != message.action.as_str()
+    {
+        return false;
+    }
+    let Some(content) = stored["content"].as_str() else {
+        return false;
+    };
+    let payload = &message.payload;
+    let r = &message.recipient;
+    [
+        payload.clone(),
+        format!("@{r}? {payload}"),
+        format!("@{r} {payload}"),
+    ]
+    .iter()
+    .any(|text| {
+        text == content
+            || content
+                .strip_suffix('…')
+                .is_some_and(|cut| text.starts_with(cut))
+    })
+}
 
 /// Why a message was not delivered this time.
 enum NotDelivered {
@@ -101,18 +216,25 @@ impl Switchboard {
         let mut reported: BTreeSet<String> = BTreeSet::new();
         // Inboxes said to hold more entries than one look reads (said once).
         let mut crowded: BTreeSet<String> = BTreeSet::new();
+        let mut backoff = Backoff::new(
+            self.settings.answer_scan_interval,
+            self.settings.scan_interval,
+        );
         loop {
-            // Quick looks while an answer is awaited (a floor turn waits on it), slow ones else.
+            // Quick looks while an answer is awaited (a floor turn waits on it), backing off
+            // while they find nothing; slow ones else.
             let every = if self.awaiting_answer() {
-                self.settings.answer_scan_interval
+                backoff.every()
             } else {
+                backoff.reset();
                 self.settings.scan_interval
             };
-            tokio::select! {
+            let mut progress = tokio::select! {
                 () = self.stop.cancelled() => return,
-                () = self.wake.notified() => {}
-                () = tokio::time::sleep(every) => {}
-            }
+                () = self.wake.notified() => true,
+                () = tokio::time::sleep(every) => false,
+            };
+            self.looks.fetch_add(1, Ordering::Relaxed);
             let Some(floor) = self.floor() else { return };
             self.forget_vanished();
             let names: Vec<String> = lock(&self.members).floor_side.iter().cloned().collect();
@@ -154,24 +276,42 @@ impl Switchboard {
                     if self.stop.is_cancelled() {
                         return;
                     }
-                    self.take(&floor, &name, &file).await;
+                    progress |= self.take(&floor, &name, &file).await;
                 }
+            }
+            if progress {
+                backoff.reset();
+            } else {
+                backoff.idle();
             }
         }
     }
 
-    /// Delivers one file of `inbox/<inbox>/`.
-    async fn take(&self, floor: &Floor, inbox: &str, file: &str) {
-        if lock(&self.held).contains(&(inbox.to_owned(), file.to_owned())) {
-            return;
+    /// Delivers one file of `inbox/<inbox>/`; whether it was settled (delivered or refused)
+    /// rather than left waiting.
+    async fn take(&self, floor: &Floor, inbox: &str, file: &str) -> bool {
+        let key = (inbox.to_owned(), file.to_owned());
+        if lock(&self.held).contains(&key) {
+            return false;
         }
         let message = match self.ws.read(inbox, file, self.settings.settle) {
             ReadOutcome::Message(m) => *m,
-            ReadOutcome::NotYet | ReadOutcome::Gone => return,
-            ReadOutcome::Refused(reason) => return self.refuse(inbox, file, None, &reason),
+            ReadOutcome::NotYet | ReadOutcome::Gone => return false,
+            ReadOutcome::Refused(reason) => {
+                self.refuse(inbox, file, None, &reason);
+                return true;
+            }
         };
         if let Err(reason) = self.check_sender(inbox, &message) {
-            return self.refuse(inbox, file, Some(&message), &reason);
+            self.refuse(inbox, file, Some(&message), &reason);
+            return true;
+        }
+        // Checked when first tried (a message waiting for the floor is its own delivery).
+        if !lock(&self.retrying).contains_key(&key)
+            && let Err(reason) = self.check_unique(inbox, file, &message)
+        {
+            self.refuse(inbox, file, Some(&message), &reason);
+            return true;
         }
         let begun = Begun {
             id: message.id.clone(),
@@ -186,15 +326,17 @@ impl Switchboard {
                 "cannot write the journal, so inbox/{inbox}/{} waits: {e}",
                 shown(file)
             ));
-            return;
+            return false;
         }
         let outcome = match self.take_pending(&message) {
             Some(pending) => self.answer(floor, pending, &message).await,
             None => self.post(floor, &message).await,
         };
-        let key = (inbox.to_owned(), file.to_owned());
         match outcome {
-            Ok(()) => self.finish(inbox, file, &message),
+            Ok(()) => {
+                self.finish(inbox, file, &message);
+                true
+            }
             Err(NotDelivered::Retry(reason)) => {
                 // Left begun: tried again without a new journal line, and a restart in
                 // between looks at the transcript (a delivery that may have reached the floor).
@@ -204,13 +346,56 @@ impl Switchboard {
                 {
                     self.log(&format!("inbox/{inbox}/{} waits: {reason}", shown(file)));
                 }
+                false
             }
             Err(NotDelivered::Refuse(reason)) => {
                 lock(&self.retrying).remove(&key);
                 let _ = self.journal.undone(&message.id);
                 self.refuse(inbox, file, Some(&message), &reason);
+                true
             }
         }
+    }
+
+    /// A message id is used once: not one delivered in this run (the last
+    /// [`MAX_DELIVERED_IDS`]), nor one being delivered from another file, nor one archived in
+    /// `archive/<inbox>/` (as `<id>.json`, the seed's naming, or under this file's name —
+    /// archiving keeps a file's name).
+    fn check_unique(&self, inbox: &str, file: &str, message: &Message) -> Result<(), String> {
+        let id = &message.id;
+        if lock(&self.delivered).contains(id) {
+            return Err(format!(
+                "reuses the id `{id}` of a message already delivered in this run (each message needs a new id)"
+            ));
+        }
+        if let Some(b) = self.journal.open_entry(id)
+            && (b.inbox != inbox || b.file != file)
+        {
+            return Err(format!(
+                "reuses the id `{id}` of inbox/{}/{}, which is being delivered (each message needs a new id)",
+                b.inbox,
+                shown(&b.file)
+            ));
+        }
+        let by_id = format!("{id}.json");
+        let names: &[&str] = if by_id == file {
+            &[file]
+        } else {
+            &[&by_id, file]
+        };
+        for name in names {
+            if self
+                .ws
+                .archived_message(inbox, name)
+                .is_some_and(|m| m.id == *id)
+            {
+                return Err(format!(
+                    "reuses the id `{id}` of archive/{inbox}/{}, delivered before (each message needs a new id)",
+                    shown(name)
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The rules on who may write to the floor side: a member, to the inbox the message
@@ -326,6 +511,7 @@ impl Switchboard {
     /// After delivery: the receipt, the archive, the journal.
     fn finish(&self, inbox: &str, file: &str, message: &Message) {
         lock(&self.retrying).remove(&(inbox.to_owned(), file.to_owned()));
+        lock(&self.delivered).insert(&message.id);
         let receipt = Receipt::delivered(&message.id, &message.recipient, now_iso());
         if let Err(e) = self.ws.write_receipt(&message.sender, &receipt) {
             self.log(&format!("cannot write the receipt of {}: {e}", message.id));
@@ -401,12 +587,32 @@ impl Switchboard {
                 let _ = self.journal.done(&b.id);
                 continue;
             }
+            // The file must still hold the message begun, and the transcript that message
+            // (not only its id: an id used again by another message proves nothing).
+            let message = match self.ws.read(&b.inbox, &b.file, self.settings.settle) {
+                ReadOutcome::Message(m)
+                    if m.id == b.id && m.sender == b.sender && m.recipient == b.inbox =>
+                {
+                    *m
+                }
+                _ => {
+                    let _ = self.journal.undone(&b.id);
+                    self.log(&format!(
+                        "inbox/{}/{} no longer holds the message {} begun before ofc stopped; it is read as a new message",
+                        b.inbox,
+                        shown(&b.file),
+                        b.id
+                    ));
+                    continue;
+                }
+            };
             let delivered = match &b.transcript {
-                Some(t) => transcript_holds(t, &b.id),
-                None => Ok(false),
+                Some(t) => transcript_find(t, &b.id, |stored| same_message(stored, &message)),
+                None => Ok(Found::Nothing),
             };
             match delivered {
-                Ok(true) => {
+                Ok(Found::Same) => {
+                    lock(&self.delivered).insert(&b.id);
                     if !self.ws.has_receipt(&b.sender, &b.id) {
                         let receipt = Receipt::delivered(&b.id, &b.inbox, now_iso());
                         let _ = self.ws.write_receipt(&b.sender, &receipt);
@@ -425,7 +631,19 @@ impl Switchboard {
                         }
                     }
                 }
-                Ok(false) => {
+                Ok(Found::Other) => {
+                    let _ = self.journal.undone(&b.id);
+                    self.refuse(
+                        &b.inbox,
+                        &b.file,
+                        Some(&message),
+                        &format!(
+                            "reuses the id `{}` of another message the floor took before ofc stopped (each message needs a new id)",
+                            b.id
+                        ),
+                    );
+                }
+                Ok(Found::Nothing) => {
                     let _ = self.journal.undone(&b.id);
                     self.log(&format!(
                         "{} had not reached the floor when ofc stopped; it is delivered now",
@@ -583,6 +801,56 @@ mod tests {
             persona: None,
             created_at: "2025-01-01T00:00:00.000Z".into(),
         }
+    }
+
+    #[test]
+    fn the_reader_backs_off_while_nothing_comes() {
+        let quick = Duration::from_millis(2);
+        let slow = Duration::from_millis(25);
+        let mut b = Backoff::new(quick, slow);
+        for _ in 0..QUICK_LOOKS {
+            assert_eq!(b.every(), quick);
+            b.idle();
+        }
+        assert_eq!(b.every(), quick);
+        let mut seen = vec![];
+        for _ in 0..100 {
+            b.idle();
+            seen.push(b.every());
+        }
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+        assert!(seen[0] > quick && seen[0] < slow, "{seen:?}");
+        assert_eq!(*seen.last().unwrap(), slow);
+        // Reaches the slow interval within a dozen more empty looks.
+        assert_eq!(seen[7], slow, "{seen:?}");
+        b.reset();
+        assert_eq!(b.every(), quick);
+    }
+
+    #[test]
+    fn delivered_ids_are_bounded_the_oldest_forgotten() {
+        let mut d = DeliveredIds::new(3);
+        for id in ["a", "b", "c", "a", "d"] {
+            d.insert(id);
+        }
+        assert!(!d.contains("a"));
+        assert!(d.contains("b") && d.contains("c") && d.contains("d"));
+        assert_eq!(d.order.len(), 3);
+    }
+
+    #[test]
+    fn a_stored_message_is_the_same_only_with_its_sender_recipient_and_payload() {
+        let m = message(Action::StatusUpdate, "lead", "first");
+        let stored = |from: &str, to: &str, content: &str| {
+            json!({"content": content, "metadata": {"switchboard":
+                {"id": "msg_1", "action": "status_update", "sender": from, "recipient": to}}})
+        };
+        assert!(same_message(&stored("worker", "lead", "@lead first"), &m));
+        assert!(same_message(&stored("worker", "lead", "first"), &m));
+        assert!(same_message(&stored("worker", "lead", "@lead fi…"), &m));
+        assert!(!same_message(&stored("worker", "lead", "@lead other"), &m));
+        assert!(!same_message(&stored("w2", "lead", "@lead first"), &m));
+        assert!(!same_message(&stored("worker", "user", "@lead first"), &m));
     }
 
     #[test]

@@ -247,6 +247,18 @@ impl Workspace {
                 .is_ok()
     }
 
+    /// The message in `archive/<name>/<file>`, when that is a regular file holding one.
+    pub fn archived_message(&self, name: &str, file: &str) -> Option<Message> {
+        plain(file).ok()?;
+        let dir = self.sub("archive", name, false).ok()?;
+        let st = stat_at(dir.as_fd(), file).ok()?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return None;
+        }
+        let bytes = read_bounded(dir.as_fd(), file).ok()??;
+        Message::from_json(std::str::from_utf8(&bytes).ok()?).ok()
+    }
+
     /// Whether `archive/<name>/<file>` exists.
     pub fn archived(&self, name: &str, file: &str) -> bool {
         self.exists("archive", name, file)

@@ -371,6 +371,14 @@ async fn hostile_inbox_files_are_refused_with_a_reason_and_nothing_outside_is_to
     let mut extra = message("msg_8", "status_update", "worker", "lead", "extra field");
     extra["priority"] = json!(1);
     drop_message(&ws, "lead", "msg_8.json", &extra);
+    // A key given twice: serde_json would keep the last (`worker`, a member).
+    fs::write(
+        inbox.join(".msg_0.json.tmp"),
+        br#"{"id": "msg_0", "action": "status_update", "sender": "user", "sender": "worker",
+            "recipient": "lead", "payload": "twice", "createdAt": "2025-01-01T00:00:00.000Z"}"#,
+    )
+    .unwrap();
+    fs::rename(inbox.join(".msg_0.json.tmp"), inbox.join("msg_0.json")).unwrap();
     // A link in place of a whole inbox: never read through.
     #[cfg(unix)]
     std::os::unix::fs::symlink(outside.path(), ws.join("inbox/user")).unwrap();
@@ -384,6 +392,7 @@ async fn hostile_inbox_files_are_refused_with_a_reason_and_nothing_outside_is_to
 
     let rejected = ws.join("rejected/lead");
     let expected = [
+        "msg_0.json",
         "msg_1.json",
         "msg_2.json",
         "msg_3.json",
@@ -432,6 +441,7 @@ async fn hostile_inbox_files_are_refused_with_a_reason_and_nothing_outside_is_to
             "claims to come from `ghost`, which is no agent of this floor",
         ),
         ("msg_8.json", "priority: unknown field"),
+        ("msg_0.json", "sender: duplicate key"),
     ] {
         let line = log
             .lines()
@@ -829,6 +839,172 @@ async fn joining_a_team_leaves_the_previous_one() {
     let state = read_json(&ws.join("state.json"));
     assert_eq!(state["teams"].get("alpha"), None, "{state}");
     assert_eq!(state["teams"]["beta"]["members"], json!(["al", "ed"]));
+    sb.stop();
+    floor.close().await.unwrap();
+}
+
+/// How many floor messages of `path` (a transcript) carry the Switchboard id `id`.
+fn in_transcript(path: &Path, id: &str) -> usize {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"message\""))
+        .filter(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["message"]["metadata"]["switchboard"]["id"]
+                == id
+        })
+        .count()
+}
+
+/// A message id is used once: files reusing the id of a message delivered in this run, or
+/// archived, are refused with the reason; and after a restart, a begun file holding another
+/// message under an id the floor has is refused, not archived as delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_id_is_used_once_and_a_restart_compares_the_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = Switchboard::open(dir.path(), sb_settings(dir.path())).unwrap();
+    let ws = sb.workspace().root().to_path_buf();
+    let floor = floor_with(dir.path(), &sb, lead()).await;
+    for (file, payload) in [
+        ("msg_dup.json", "one"),
+        ("x1.json", "two"),
+        ("x2.json", "three"),
+    ] {
+        drop_message(
+            &ws,
+            "lead",
+            file,
+            &message("msg_dup", "status_update", "worker", "lead", payload),
+        );
+    }
+    eventually("one delivered, two refused", || {
+        (files(&ws.join("archive/lead")) == ["msg_dup.json"]
+            && files(&ws.join("rejected/lead")) == ["x1.json", "x2.json"])
+        .then_some(())
+    })
+    .await;
+    let transcript = floor.snapshot().await.unwrap().transcript.unwrap();
+    assert_eq!(in_transcript(&transcript, "msg_dup"), 1);
+    let log = fs::read_to_string(dir.path().join("switchboard.log")).unwrap();
+    for file in ["x1.json", "x2.json"] {
+        let line = log
+            .lines()
+            .find(|l| l.contains(&format!("refused inbox/lead/{file}")))
+            .unwrap_or_else(|| panic!("no line for {file} in\n{log}"));
+        assert!(
+            line.contains("reuses the id `msg_dup` of a message already delivered in this run"),
+            "{line}"
+        );
+    }
+    let receipt = read_json(&ws.join("outbox/worker/receipt_msg_dup.json"));
+    assert_eq!(receipt["status"], "rejected", "{receipt}");
+    sb.stop();
+    floor.close().await.unwrap();
+    drop(sb);
+
+    // The next run: a file reusing the archived id, and one as a kill would leave it — begun
+    // in the journal, its payload new, its id the floor's message's.
+    drop_message(
+        &ws,
+        "lead",
+        "y.json",
+        &message("msg_dup", "status_update", "worker", "lead", "four"),
+    );
+    drop_message(
+        &ws,
+        "lead",
+        "z.json",
+        &message("msg_dup", "status_update", "worker", "lead", "five"),
+    );
+    let begin = json!({"op": "begin", "id": "msg_dup", "inbox": "lead", "file": "z.json",
+        "sender": "worker", "transcript": transcript});
+    fs::write(ws.join("ofc-journal.jsonl"), format!("{begin}\n")).unwrap();
+    let sb = Switchboard::open(dir.path(), sb_settings(dir.path())).unwrap();
+    let floor = floor_named("floor-2", dir.path(), &sb, lead()).await;
+    eventually("both refused", || {
+        (files(&ws.join("rejected/lead")) == ["x1.json", "x2.json", "y.json", "z.json"])
+            .then_some(())
+    })
+    .await;
+    assert_eq!(files(&ws.join("archive/lead")), ["msg_dup.json"]);
+    let second = floor.snapshot().await.unwrap().transcript.unwrap();
+    assert_eq!(in_transcript(&transcript, "msg_dup"), 1);
+    assert_eq!(in_transcript(&second, "msg_dup"), 0);
+    let log = fs::read_to_string(dir.path().join("switchboard.log")).unwrap();
+    assert!(!log.contains("msg_dup had reached the floor"), "{log}");
+    for (file, reason) in [
+        (
+            "y.json",
+            "reuses the id `msg_dup` of archive/lead/msg_dup.json",
+        ),
+        (
+            "z.json",
+            "reuses the id `msg_dup` of another message the floor took",
+        ),
+    ] {
+        let line = log
+            .lines()
+            .find(|l| l.contains(&format!("refused inbox/lead/{file}")))
+            .unwrap_or_else(|| panic!("no line for {file} in\n{log}"));
+        assert!(line.contains(reason), "{line}");
+    }
+    sb.stop();
+    floor.close().await.unwrap();
+}
+
+/// While an answer is awaited and nothing comes, the inbox reader backs off (it looked every
+/// 2 ms: ~500 looks a second); messages still flow, and one reusing the id of a message
+/// waiting for the floor is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbox_reader_backs_off_while_an_answer_is_awaited() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = Switchboard::open(dir.path(), sb_settings(dir.path())).unwrap();
+    let ws = sb.workspace().root().to_path_buf();
+    let floor = floor_waiting_on_the_worker(dir.path(), &sb).await;
+    let before = sb.inbox_looks();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let looks = sb.inbox_looks() - before;
+    assert!(looks < 150, "{looks} looks in a second");
+
+    for n in 0..12 {
+        let id = format!("msg_{n:02}_note");
+        drop_message(
+            &ws,
+            "lead",
+            &format!("{id}.json"),
+            &message(&id, "status_update", "w2", "lead", "progress"),
+        );
+    }
+    let log = dir.path().join("switchboard.log");
+    eventually("some wait", || {
+        fs::read_to_string(&log)
+            .ok()?
+            .contains("messages already wait for the floor")
+            .then_some(())
+    })
+    .await;
+    for file in ["x1.json", "x2.json"] {
+        drop_message(
+            &ws,
+            "lead",
+            file,
+            &message("msg_same", "status_update", "w2", "lead", file),
+        );
+    }
+    eventually("the second refused", || {
+        (files(&ws.join("rejected/lead")) == ["x2.json"]).then_some(())
+    })
+    .await;
+    let text = fs::read_to_string(&log).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("refused inbox/lead/x2.json"))
+        .unwrap();
+    assert!(
+        line.contains("reuses the id `msg_same` of inbox/lead/x1.json, which is being delivered"),
+        "{line}"
+    );
+    assert!(files(&ws.join("inbox/lead")).contains(&"x1.json".to_owned()));
     sb.stop();
     floor.close().await.unwrap();
 }
