@@ -704,14 +704,18 @@ mod tests {
         let ws = Workspace::open(dir.path()).unwrap();
         let inbox = ws.dir("inbox", "user").unwrap();
         let future = SystemTime::now() + Duration::from_secs(365 * 24 * 3600);
-        for (file, text) in [("bad.json", "x".repeat(1000)), ("ok.json", valid("msg_ok"))] {
-            fs::write(inbox.join(file), text).unwrap();
+        // Written, then dated `future`.
+        let write_dated = |file: &str, bytes: &[u8]| {
+            fs::write(inbox.join(file), bytes).unwrap();
             File::options()
                 .write(true)
                 .open(inbox.join(file))
                 .unwrap()
                 .set_modified(future)
                 .unwrap();
+        };
+        for (file, text) in [("bad.json", "x".repeat(1000)), ("ok.json", valid("msg_ok"))] {
+            write_dated(file, text.as_bytes());
         }
         assert!(matches!(
             ws.read("user", "ok.json", Duration::from_secs(1)),
@@ -726,24 +730,12 @@ mod tests {
         // bytes were replaced by a message behind ofc's back, and ofc does not look.
         let mut padded = valid("msg_x").into_bytes();
         padded.resize(1000, b' ');
-        fs::write(inbox.join("bad.json"), padded).unwrap();
-        File::options()
-            .write(true)
-            .open(inbox.join("bad.json"))
-            .unwrap()
-            .set_modified(future)
-            .unwrap();
+        write_dated("bad.json", &padded);
         assert!(matches!(
             ws.read("user", "bad.json", settle),
             ReadOutcome::NotYet
         ));
-        fs::write(inbox.join("bad.json"), "x".repeat(1000)).unwrap();
-        File::options()
-            .write(true)
-            .open(inbox.join("bad.json"))
-            .unwrap()
-            .set_modified(future)
-            .unwrap();
+        write_dated("bad.json", "x".repeat(1000).as_bytes());
         std::thread::sleep(settle);
         match ws.read("user", "bad.json", settle) {
             ReadOutcome::Refused(reason) => assert!(reason.contains("invalid JSON"), "{reason}"),

@@ -644,6 +644,29 @@ async fn floor_waiting_on_the_worker(dir: &Path, sb: &Arc<Switchboard>) -> Floor
     floor
 }
 
+/// Twelve notes from `w2` to `lead` dropped in `ws`'s inbox while the floor waits on the
+/// worker (it queues 8: the others wait), once the log (returned) says some wait.
+async fn twelve_notes_waiting(dir: &Path, ws: &Path) -> PathBuf {
+    for n in 0..12 {
+        let id = format!("msg_{n:02}_note");
+        drop_message(
+            ws,
+            "lead",
+            &format!("{id}.json"),
+            &message(&id, "status_update", "w2", "lead", "progress"),
+        );
+    }
+    let log = dir.join("switchboard.log");
+    eventually("some wait", || {
+        fs::read_to_string(&log)
+            .ok()?
+            .contains("messages already wait for the floor")
+            .then_some(())
+    })
+    .await;
+    log
+}
+
 /// Messages that wait for the floor (its queue is full while a turn waits on a member) are
 /// tried again at every look, every 2 ms: the journal says each delivery begun once, it does
 /// not grow with the tries.
@@ -653,24 +676,8 @@ async fn messages_waiting_for_the_floor_do_not_grow_the_journal() {
     let sb = Switchboard::open(dir.path(), sb_settings(dir.path())).unwrap();
     let ws = sb.workspace().root().to_path_buf();
     let floor = floor_waiting_on_the_worker(dir.path(), &sb).await;
-    for n in 0..12 {
-        let id = format!("msg_{n:02}_note");
-        drop_message(
-            &ws,
-            "lead",
-            &format!("{id}.json"),
-            &message(&id, "status_update", "w2", "lead", "progress"),
-        );
-    }
     // The floor queues 8; the others wait.
-    let log = dir.path().join("switchboard.log");
-    eventually("some wait", || {
-        fs::read_to_string(&log)
-            .ok()?
-            .contains("messages already wait for the floor")
-            .then_some(())
-    })
-    .await;
+    twelve_notes_waiting(dir.path(), &ws).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let journal = fs::read_to_string(ws.join("ofc-journal.jsonl")).unwrap();
     let begins = journal.lines().filter(|l| l.contains("\"begin\"")).count();
@@ -966,23 +973,7 @@ async fn the_inbox_reader_backs_off_while_an_answer_is_awaited() {
     let looks = sb.inbox_looks() - before;
     assert!(looks < 150, "{looks} looks in a second");
 
-    for n in 0..12 {
-        let id = format!("msg_{n:02}_note");
-        drop_message(
-            &ws,
-            "lead",
-            &format!("{id}.json"),
-            &message(&id, "status_update", "w2", "lead", "progress"),
-        );
-    }
-    let log = dir.path().join("switchboard.log");
-    eventually("some wait", || {
-        fs::read_to_string(&log)
-            .ok()?
-            .contains("messages already wait for the floor")
-            .then_some(())
-    })
-    .await;
+    let log = twelve_notes_waiting(dir.path(), &ws).await;
     for file in ["x1.json", "x2.json"] {
         drop_message(
             &ws,
