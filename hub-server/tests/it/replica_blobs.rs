@@ -196,18 +196,8 @@ fn content(label: &str, len: usize) -> Vec<u8> {
 
 /// Pulls `d` from `base` and checks its bytes.
 async fn pull_matches(base: &str, auth: &str, repo: &str, d: &Digest, bytes: &[u8], who: &str) {
-    let r = send(
-        base,
-        Method::GET,
-        &format!("/v2/{repo}/blobs/{d}"),
-        auth,
-        &[],
-        vec![],
-    )
-    .await;
-    assert_eq!(r.status, 200, "{who}: GET {d}: {}", r.text());
-    assert_eq!(Digest::of(&r.body), *d, "{who}: the bytes of {d} differ");
-    assert_eq!(r.body.len(), bytes.len());
+    let body = pull_ok(base, auth, repo, d, who).await;
+    assert_eq!(body.len(), bytes.len());
 }
 
 /// `POST`, then `PATCH` chunks alternating between replica A and B, `PUT` on the other one:
@@ -841,8 +831,8 @@ async fn push_image(base: &str, auth: &str, repo: &str) -> Vec<Digest> {
     vec![Digest::of(&config), Digest::of(&layer)]
 }
 
-/// Pulls `d` from `base`: 200 and bytes of that digest.
-async fn pull_ok(base: &str, auth: &str, repo: &str, d: &Digest, who: &str) {
+/// Pulls `d` from `base`: 200 and bytes of that digest (returned).
+async fn pull_ok(base: &str, auth: &str, repo: &str, d: &Digest, who: &str) -> Vec<u8> {
     let r = send(
         base,
         Method::GET,
@@ -854,6 +844,7 @@ async fn pull_ok(base: &str, auth: &str, repo: &str, d: &Digest, who: &str) {
     .await;
     assert_eq!(r.status, 200, "{who}: GET {d}: {}", r.text());
     assert_eq!(Digest::of(&r.body), *d, "{who}: the bytes of {d} differ");
+    r.body.to_vec()
 }
 
 fn blob_dir_toml(dir: &Path) -> String {
