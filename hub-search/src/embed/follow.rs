@@ -271,7 +271,8 @@ async fn run<S: OutboxSource>(
                     .map_err(|_| VectorFollowError::Stopped)??;
                 status.committed.store(after, Ordering::Release);
                 status.replays.fetch_add(1, Ordering::AcqRel);
-                tracing::info!(at = after, removed, "embeddings: replay done");
+                // A warning, as its start was: the end of a replay an operator saw begin.
+                tracing::warn!(at = after, removed, "embeddings: replay done");
             }
             tokio::select! {
                 _ = wake.notified() => {}

@@ -848,7 +848,12 @@ fn wait_search_names(hub: &HubProcess, want: &[String]) {
 /// the lost agents are gone and the new ones found.
 #[test]
 fn after_the_database_is_restored_from_a_snapshot_each_replica_rebuilds_its_search() {
-    let mut r = Replicas::start(2, "");
+    // With the embedding model: the vectors go back with the index.
+    let model = ofc_test_kit::search_model_dir();
+    let mut r = Replicas::start(
+        2,
+        &format!("search_model_dir = {:?}\n", model.display().to_string()),
+    );
     let p = r[0].new_user("alice");
     let names = |prefix: &str, n: usize| -> Vec<String> {
         (0..n).map(|i| format!("alice/{prefix}-{i}")).collect()
@@ -897,6 +902,16 @@ fn after_the_database_is_restored_from_a_snapshot_each_replica_rebuilds_its_sear
     }
     for h in &r.hubs {
         wait_search_names(h, &sorted(&[&kept, &gone]));
+        // And embedded: the lost agents have vectors to lose.
+        let start = Instant::now();
+        loop {
+            let (s, v) = h.api(reqwest::Method::GET, "/readyz", None, None);
+            if s == 200 && v["embedding_seq"].as_u64() >= Some(6) {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "{s} {v}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
     for h in &mut r.hubs {
         h.kill();
@@ -929,6 +944,20 @@ fn after_the_database_is_restored_from_a_snapshot_each_replica_rebuilds_its_sear
             "{}",
             h.log()
         );
+    }
+    // The vectors replayed the outbox on both (replica 0's only because its index asked:
+    // the outbox's head was past them) and dropped the three lost agents' vectors (a replica
+    // may replay twice: past the outbox's end, then asked; the second removes nothing).
+    for h in &r.hubs {
+        let start = Instant::now();
+        while !h
+            .log()
+            .lines()
+            .any(|l| l.contains("embeddings: replay done") && l.contains("removed=3"))
+        {
+            assert!(start.elapsed() < Duration::from_secs(60), "{}", h.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
     // The committed index is the database's.
     r.hubs[0].kill();
