@@ -545,21 +545,34 @@ async fn web_sessions(#[case] backend: Backend) {
     );
 }
 
+/// Two store handles on one fresh PostgreSQL database (two replicas), with the user `alice`
+/// and her namespace; the last element keeps the data dir and the database alive.
+pub(crate) async fn two_handles_with_alice() -> (
+    hub_core::store::Store,
+    hub_core::store::Store,
+    hub_core::store::User,
+    hub_core::store::Namespace,
+    (tempfile::TempDir, Option<ofc_test_kit::PgDatabase>),
+) {
+    let (store, dir, pg) = fresh_store(Backend::Postgres).await;
+    let other = hub_core::start::open_store(&ofc_test_kit::test_config(&dir, pg.as_ref()))
+        .await
+        .unwrap();
+    let u = store
+        .create_user(&Actor::operator(), "alice", None, false, true)
+        .await
+        .unwrap();
+    let ns = store.namespace("alice").await.unwrap().unwrap();
+    (store, other, u, ns, (dir, pg))
+}
+
 /// Two first publishes of one new agent (1.0.0 and 1.1.0) through two handles on one database
 /// (two replicas) at once on PostgreSQL, a bounded number of rounds: both land, the agent has
 /// both versions.
 #[tokio::test]
 async fn concurrent_first_publishes_of_a_new_agent_both_land() {
-    let (store, dir, pg) = fresh_store(Backend::Postgres).await;
-    let other = hub_core::start::open_store(&ofc_test_kit::test_config(&dir, pg.as_ref()))
-        .await
-        .unwrap();
+    let (store, other, u, ns, _held) = two_handles_with_alice().await;
     let op = Actor::operator();
-    let u = store
-        .create_user(&op, "alice", None, false, true)
-        .await
-        .unwrap();
-    let ns = store.namespace("alice").await.unwrap().unwrap();
     let key = SecretKey::from_seed(&[1; 32]).public_key();
     let k = key.key_id().to_string();
     store

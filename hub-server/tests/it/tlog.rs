@@ -483,19 +483,9 @@ async fn log_verify_finds_what_was_changed_behind_the_log(#[case] backend: Backe
 /// flags a key logged twice.
 #[tokio::test]
 async fn two_backfills_at_once_log_each_row_once_and_log_verify_flags_a_duplicate() {
-    use hub_core::store::Actor;
     use index_schema::envelope::SecretKey;
 
-    let (store, dir, pg) = ofc_test_kit::fresh_store(Backend::Postgres).await;
-    let other = hub_core::start::open_store(&ofc_test_kit::test_config(&dir, pg.as_ref()))
-        .await
-        .unwrap();
-    let op = Actor::operator();
-    let u = store
-        .create_user(&op, "alice", None, false, true)
-        .await
-        .unwrap();
-    let ns = store.namespace("alice").await.unwrap().unwrap();
+    let (store, other, u, ns, _held) = crate::storage::two_handles_with_alice().await;
     // Keys as a hub older than the log left them: rows without `log_index`.
     const KEYS: u64 = 500;
     for i in 0..KEYS {
