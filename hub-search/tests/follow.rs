@@ -156,9 +156,9 @@ async fn follow_once(index: &SearchIndex, history: &History) {
     f.shutdown().await.unwrap();
 }
 
-#[tokio::test]
-async fn an_outbox_that_reused_the_index_sequences_is_noticed_and_the_index_rebuilt() {
-    let history = History::new(true);
+/// An index that followed three agents, then three more (sequences 1..=6).
+async fn kept_then_gone(snapshots: bool) -> (History, SearchIndex) {
+    let history = History::new(snapshots);
     let index = SearchIndex::in_ram().unwrap();
     for i in 0..3 {
         history.push(&agent(i), &format!("kept-{i}"));
@@ -168,6 +168,12 @@ async fn an_outbox_that_reused_the_index_sequences_is_noticed_and_the_index_rebu
         history.push(&agent(i), &format!("gone-{i}"));
     }
     follow_once(&index, &history).await;
+    (history, index)
+}
+
+#[tokio::test]
+async fn an_outbox_that_reused_the_index_sequences_is_noticed_and_the_index_rebuilt() {
+    let (history, index) = kept_then_gone(true).await;
     assert_eq!(index.committed_seq().unwrap(), 6);
 
     // Restored to seq 3, then four other changes (seqs 4-7): the head is past the index, but
@@ -214,16 +220,7 @@ async fn an_outbox_that_reused_the_index_sequences_is_noticed_and_the_index_rebu
 #[tokio::test]
 async fn an_index_ahead_of_the_outbox_is_rebuilt_and_without_snapshots_replayed() {
     for snapshots in [true, false] {
-        let history = History::new(snapshots);
-        let index = SearchIndex::in_ram().unwrap();
-        for i in 0..3 {
-            history.push(&agent(i), &format!("kept-{i}"));
-        }
-        follow_once(&index, &history).await;
-        for i in 3..6 {
-            history.push(&agent(i), &format!("gone-{i}"));
-        }
-        follow_once(&index, &history).await;
+        let (history, index) = kept_then_gone(snapshots).await;
         // Restored to seq 3 and nothing since: the index (6) is ahead of the head (3).
         history.restore(3);
         let f = Follower::start(index.clone(), history.clone(), config()).unwrap();
